@@ -1,0 +1,279 @@
+-- gputrace trace database schema: the single source of truth.
+-- The shim runs this file to create each trace; the analyzer embeds it to know
+-- the version it understands. scripts/embed_schema.py also generates the C enum
+-- of API ids from the `INSERT INTO apis` rows below, so C code cannot drift.
+-- Times are nanoseconds on CLOCK_MONOTONIC, relative to processes.start_mono_ns.
+-- Documentation of every table and column: schema/README.md.
+
+PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
+PRAGMA user_version = 1;             -- schema version; the analyzer refuses newer ones
+
+-- One row: the traced process.
+CREATE TABLE processes (
+  id              INTEGER PRIMARY KEY,
+  pid             INTEGER NOT NULL,
+  ppid            INTEGER,
+  host            TEXT,
+  command_line    TEXT,
+  exe             TEXT,
+  rank            INTEGER,            -- RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
+  local_rank      INTEGER,            -- LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID
+  start_unix_ns   INTEGER NOT NULL,   -- wall clock when the trace started
+  start_mono_ns   INTEGER NOT NULL,   -- CLOCK_MONOTONIC when the trace started (time 0 of t_ns)
+  end_ns          INTEGER,            -- last flush, relative; NULL if the process was killed first
+  end_reason      TEXT,               -- exit | _exit | exec | fork-child | NULL (killed)
+  library_version TEXT NOT NULL,
+  schema_version  INTEGER NOT NULL,
+  stack_depth     INTEGER NOT NULL,   -- GPUTRACE_STACK_DEPTH in force (0 = no stacks)
+  events_recorded INTEGER NOT NULL DEFAULT 0,
+  events_dropped  INTEGER NOT NULL DEFAULT 0,   -- sum of drops.count
+  peak_device_bytes INTEGER NOT NULL DEFAULT 0  -- max live bytes with apis.memory = 'device'
+);
+
+-- Events that could not be recorded, by reason. Nothing is lost silently.
+CREATE TABLE drops (
+  reason  TEXT PRIMARY KEY,           -- queue_full | stack_table_full | ...
+  count   INTEGER NOT NULL,
+  meaning TEXT NOT NULL
+);
+
+-- Things the shim wants the reader to know (CUPTI unavailable, ...).
+CREATE TABLE notes (
+  id        INTEGER PRIMARY KEY,
+  t_ns      INTEGER NOT NULL,
+  component TEXT NOT NULL,            -- writer | cupti | nvtx | nvml | hooks
+  message   TEXT NOT NULL
+);
+
+-- Each GPU the process used, read after the program initialised CUDA.
+CREATE TABLE devices (
+  id              INTEGER PRIMARY KEY, -- CUDA device ordinal in this process
+  name            TEXT,
+  uuid            TEXT,
+  total_bytes     INTEGER,
+  cc_major        INTEGER,
+  cc_minor        INTEGER,
+  pci_bus_id      TEXT,
+  driver_version  INTEGER,
+  runtime_version INTEGER
+);
+
+-- The traced API functions. `op`: alloc | free | map | unmap.
+-- `memory`: what a successful alloc holds: device (physical device memory),
+-- pool (stream-ordered pool allocation), managed, host (pinned host),
+-- reserve (virtual address range, no memory), mapping (VA mapped to a handle).
+-- `space`: addresses live in one space per kind of handle; an alloc and its
+-- free pair up by (space, ptr).
+CREATE TABLE apis (
+  id     INTEGER PRIMARY KEY,
+  name   TEXT NOT NULL UNIQUE,
+  layer  TEXT NOT NULL,               -- runtime | driver
+  op     TEXT NOT NULL,
+  memory TEXT NOT NULL,
+  space  TEXT NOT NULL                -- addr | handle | va | map
+);
+INSERT INTO apis VALUES (1,  'cudaMalloc',              'runtime', 'alloc', 'device',  'addr');
+INSERT INTO apis VALUES (2,  'cudaFree',                'runtime', 'free',  'device',  'addr');
+INSERT INTO apis VALUES (3,  'cudaMallocAsync',         'runtime', 'alloc', 'pool',    'addr');
+INSERT INTO apis VALUES (4,  'cudaFreeAsync',           'runtime', 'free',  'pool',    'addr');
+INSERT INTO apis VALUES (5,  'cudaMallocFromPoolAsync', 'runtime', 'alloc', 'pool',    'addr');
+INSERT INTO apis VALUES (6,  'cudaMallocManaged',       'runtime', 'alloc', 'managed', 'addr');
+INSERT INTO apis VALUES (7,  'cudaMallocHost',          'runtime', 'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (8,  'cudaHostAlloc',           'runtime', 'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (9,  'cudaFreeHost',            'runtime', 'free',  'host',    'addr');
+INSERT INTO apis VALUES (10, 'cudaMallocPitch',         'runtime', 'alloc', 'device',  'addr');
+INSERT INTO apis VALUES (11, 'cudaMalloc3D',            'runtime', 'alloc', 'device',  'addr');
+INSERT INTO apis VALUES (20, 'cuMemAlloc_v2',           'driver',  'alloc', 'device',  'addr');
+INSERT INTO apis VALUES (21, 'cuMemFree_v2',            'driver',  'free',  'device',  'addr');
+INSERT INTO apis VALUES (22, 'cuMemAllocPitch_v2',      'driver',  'alloc', 'device',  'addr');
+INSERT INTO apis VALUES (23, 'cuMemAllocManaged',       'driver',  'alloc', 'managed', 'addr');
+INSERT INTO apis VALUES (24, 'cuMemAllocHost_v2',       'driver',  'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (25, 'cuMemHostAlloc',          'driver',  'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (26, 'cuMemFreeHost',           'driver',  'free',  'host',    'addr');
+INSERT INTO apis VALUES (27, 'cuMemAllocAsync',         'driver',  'alloc', 'pool',    'addr');
+INSERT INTO apis VALUES (28, 'cuMemFreeAsync',          'driver',  'free',  'pool',    'addr');
+INSERT INTO apis VALUES (29, 'cuMemAllocFromPoolAsync', 'driver',  'alloc', 'pool',    'addr');
+INSERT INTO apis VALUES (30, 'cuMemCreate',             'driver',  'alloc', 'device',  'handle');
+INSERT INTO apis VALUES (31, 'cuMemRelease',            'driver',  'free',  'device',  'handle');
+INSERT INTO apis VALUES (32, 'cuMemMap',                'driver',  'map',   'mapping', 'map');
+INSERT INTO apis VALUES (33, 'cuMemUnmap',              'driver',  'unmap', 'mapping', 'map');
+INSERT INTO apis VALUES (34, 'cuMemAddressReserve',     'driver',  'alloc', 'reserve', 'va');
+INSERT INTO apis VALUES (35, 'cuMemAddressFree',        'driver',  'free',  'reserve', 'va');
+
+-- The timeline: one row per traced call, successful or not (an OOM is a
+-- failed alloc). Rows are in recording order; a free is recorded before the
+-- real free runs and an alloc after it returns, so ordering by (t_ns, id)
+-- never shows one address live twice.
+CREATE TABLE events (
+  id       INTEGER PRIMARY KEY,
+  t_ns     INTEGER NOT NULL,          -- ns since processes.start_mono_ns
+  api      INTEGER NOT NULL,          -- apis.id
+  ptr      INTEGER,                   -- address (or VMM handle); NULL if the call failed
+  size     INTEGER,                   -- bytes asked for; for a free, the size of what it frees (NULL if unknown)
+  device   INTEGER,                   -- device ordinal; -1 for host memory
+  stream   INTEGER,                   -- stream handle for stream-ordered calls, else NULL
+  tid      INTEGER NOT NULL,          -- OS thread id
+  result   INTEGER NOT NULL,          -- cudaError_t / CUresult; 0 = success
+  stack_id INTEGER                    -- stacks.id; NULL when stacks are off
+);
+
+-- Extra argument of a cuMemMap event: the physical allocation mapped.
+CREATE TABLE mappings (
+  event_id INTEGER PRIMARY KEY,       -- events.id of the cuMemMap
+  handle   INTEGER NOT NULL           -- CUmemGenericAllocationHandle (cuMemCreate's ptr)
+);
+
+CREATE TABLE threads (
+  tid  INTEGER PRIMARY KEY,
+  name TEXT
+);
+
+-- Call stacks, deduplicated: one row per distinct list of frames.
+CREATE TABLE stacks (
+  id    INTEGER PRIMARY KEY,
+  depth INTEGER NOT NULL,
+  hash  INTEGER NOT NULL
+);
+-- level 0 is the innermost frame: the code that called the CUDA API.
+CREATE TABLE stack_frames (
+  stack_id INTEGER NOT NULL,
+  level    INTEGER NOT NULL,
+  frame_id INTEGER NOT NULL,
+  PRIMARY KEY (stack_id, level)
+) WITHOUT ROWID;
+-- One row per distinct instruction pointer, resolved once.
+CREATE TABLE frames (
+  id            INTEGER PRIMARY KEY,
+  ip            INTEGER NOT NULL,
+  module        TEXT,                 -- path of the shared object or executable
+  module_offset INTEGER,              -- ip - module load address (what addr2line takes)
+  function      TEXT,                 -- demangled where possible
+  symbol_offset INTEGER,              -- ip - function start
+  file          TEXT,                 -- source file, where debug info allows
+  line          INTEGER
+);
+
+-- NVTX ranges (push/pop, start/end) and gputrace_range_* markers.
+CREATE TABLE ranges (
+  id         INTEGER PRIMARY KEY,
+  source     TEXT NOT NULL,           -- nvtx | marker
+  domain     TEXT,
+  message    TEXT,
+  tid        INTEGER,
+  start_ns   INTEGER NOT NULL,
+  end_ns     INTEGER,                 -- NULL if never closed
+  depth      INTEGER NOT NULL,        -- nesting on its thread; 0 = outermost
+  parent_id  INTEGER,
+  batch_size INTEGER                  -- from 'batch_size=N' or 'bs=N' in the message
+);
+-- Instant marks: nvtxMark and gputrace_mark.
+CREATE TABLE marks (
+  id      INTEGER PRIMARY KEY,
+  source  TEXT NOT NULL,              -- nvtx | marker
+  domain  TEXT,
+  message TEXT,
+  tid     INTEGER,
+  t_ns    INTEGER NOT NULL
+);
+-- gputrace_iteration(index, batch_size): each call starts an iteration.
+CREATE TABLE iterations (
+  id         INTEGER PRIMARY KEY,
+  idx        INTEGER NOT NULL,
+  batch_size INTEGER,                 -- NULL if not given (< 0)
+  t_ns       INTEGER NOT NULL,
+  tid        INTEGER
+);
+
+-- Interned strings (kernel names) shared by CUPTI rows.
+CREATE TABLE strings (
+  id   INTEGER PRIMARY KEY,
+  text TEXT NOT NULL UNIQUE
+);
+-- CUPTI activity.
+CREATE TABLE kernels (
+  id             INTEGER PRIMARY KEY,
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  device         INTEGER,
+  stream_id      INTEGER,
+  correlation_id INTEGER,
+  name_id        INTEGER,             -- strings.id, demangled name
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  shared_bytes   INTEGER,
+  registers      INTEGER
+);
+CREATE TABLE memcpys (
+  id             INTEGER PRIMARY KEY,
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  device         INTEGER,
+  stream_id      INTEGER,
+  correlation_id INTEGER,
+  kind           TEXT,                -- HtoD | DtoH | DtoD | HtoH | PtoP | ...
+  bytes          INTEGER NOT NULL
+);
+CREATE TABLE memsets (
+  id             INTEGER PRIMARY KEY,
+  start_ns       INTEGER NOT NULL,
+  end_ns         INTEGER NOT NULL,
+  device         INTEGER,
+  stream_id      INTEGER,
+  correlation_id INTEGER,
+  bytes          INTEGER NOT NULL,
+  value          INTEGER
+);
+-- Periodic samples of device memory in use, as nvidia-smi shows it (NVML).
+CREATE TABLE memory_samples (
+  t_ns        INTEGER NOT NULL,
+  device      INTEGER NOT NULL,
+  used_bytes  INTEGER NOT NULL,
+  total_bytes INTEGER
+);
+
+-- Readable events.
+CREATE VIEW events_v AS
+SELECT e.id, e.t_ns, a.name AS api, a.layer, a.op, a.memory, e.ptr, e.size,
+       e.device, e.stream, e.tid, e.result, e.stack_id
+FROM events e JOIN apis a ON a.id = e.api;
+
+-- Each successful allocation with the free that ended it (free_ns NULL: live
+-- at the end of the trace). Pairs are the next event on the same address.
+CREATE VIEW allocations AS
+SELECT id AS alloc_id, t_ns AS alloc_ns, api, memory, ptr, size, device,
+       stack_id AS alloc_stack_id,
+       CASE WHEN next_op = 'free' THEN next_ns END AS free_ns,
+       CASE WHEN next_op = 'free' THEN next_stack END AS free_stack_id
+FROM (
+  SELECT e.id, e.t_ns, a.name AS api, a.op, a.memory, e.ptr, e.size, e.device, e.stack_id,
+         LEAD(a.op)       OVER w AS next_op,
+         LEAD(e.t_ns)     OVER w AS next_ns,
+         LEAD(e.stack_id) OVER w AS next_stack
+  FROM events e JOIN apis a ON a.id = e.api
+  WHERE e.result = 0 AND a.op IN ('alloc', 'free')
+  WINDOW w AS (PARTITION BY a.space, e.ptr ORDER BY e.t_ns, e.id)
+) WHERE op = 'alloc';
+
+CREATE VIEW live_at_exit AS
+SELECT * FROM allocations WHERE free_ns IS NULL;
+
+-- Live bytes over time per kind of memory and device: one row per event.
+CREATE VIEW memory_timeline AS
+SELECT t_ns, memory, device, delta,
+       SUM(delta) OVER (PARTITION BY memory, device ORDER BY t_ns, id
+                        ROWS UNBOUNDED PRECEDING) AS live_bytes
+FROM (
+  SELECT e.id, e.t_ns, a.memory, e.device,
+         CASE a.op WHEN 'alloc' THEN e.size ELSE -e.size END AS delta
+  FROM events e JOIN apis a ON a.id = e.api
+  WHERE e.result = 0 AND a.op IN ('alloc', 'free') AND e.size IS NOT NULL
+);
+
+-- Failed calls (an OOM is a failed alloc with result 2 / cudaErrorMemoryAllocation).
+CREATE VIEW failures AS
+SELECT * FROM events_v WHERE result <> 0;
+
+-- Frames of each stack, innermost first, readable.
+CREATE VIEW stack_text AS
+SELECT sf.stack_id, sf.level, f.function, f.module, f.module_offset, f.file, f.line
+FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id;
