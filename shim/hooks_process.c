@@ -1,0 +1,120 @@
+/* Ways out of the process image that skip destructors: _exit/_Exit (Python's
+ * os._exit) and the exec family. Each ends the trace first; an exec that
+ * fails resumes it. Cost for untraced processes: one atomic load. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define REAL(ret, name, params) \
+    static ret(*real_##name) params; \
+    if (!real_##name) \
+        real_##name = (ret(*) params)gt_real_symbol(#name, "libc.so")
+
+static bool tracing(void)
+{
+    int st = atomic_load_explicit(&gt_state, memory_order_acquire);
+    return st == GT_ACTIVE || st == GT_FAILED;
+}
+
+GT_EXPORT void _exit(int status)
+{
+    REAL(void, _exit, (int));
+    if (tracing())
+        gt_stop("_exit");
+    real__exit(status);
+    __builtin_unreachable();
+}
+
+GT_EXPORT void _Exit(int status)
+{
+    REAL(void, _Exit, (int));
+    if (tracing())
+        gt_stop("_exit");
+    real__Exit(status);
+    __builtin_unreachable();
+}
+
+/* Before exec: finish the trace; if exec returns it failed, so resume. */
+#define AROUND_EXEC(call) \
+    do { \
+        bool was = atomic_load(&gt_state) == GT_ACTIVE; \
+        if (was) \
+            gt_stop("exec"); \
+        int rc_ = (call); \
+        int err_ = errno; \
+        if (was) \
+            gt_restart_after_failed_exec(); \
+        errno = err_; \
+        return rc_; \
+    } while (0)
+
+GT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    REAL(int, execve, (const char *, char *const[], char *const[]));
+    AROUND_EXEC(real_execve(path, argv, envp));
+}
+
+GT_EXPORT int execv(const char *path, char *const argv[])
+{
+    REAL(int, execv, (const char *, char *const[]));
+    AROUND_EXEC(real_execv(path, argv));
+}
+
+GT_EXPORT int execvp(const char *file, char *const argv[])
+{
+    REAL(int, execvp, (const char *, char *const[]));
+    AROUND_EXEC(real_execvp(file, argv));
+}
+
+GT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    REAL(int, execvpe, (const char *, char *const[], char *const[]));
+    AROUND_EXEC(real_execvpe(file, argv, envp));
+}
+
+GT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    REAL(int, fexecve, (int, char *const[], char *const[]));
+    AROUND_EXEC(real_fexecve(fd, argv, envp));
+}
+
+/* execl* take their arguments inline: collect them, then go through execv*. */
+#define COLLECT_ARGS(first, argv, envp_out) \
+    size_t n_ = 1; \
+    va_list ap_; \
+    va_start(ap_, first); \
+    while (va_arg(ap_, char *)) \
+        n_++; \
+    va_end(ap_); \
+    char **argv = alloca((n_ + 1) * sizeof(char *)); \
+    va_start(ap_, first); \
+    argv[0] = (char *)first; \
+    for (size_t i_ = 1; i_ <= n_; i_++) \
+        argv[i_] = va_arg(ap_, char *); \
+    envp_out; \
+    va_end(ap_)
+
+GT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    REAL(int, execv, (const char *, char *const[]));
+    COLLECT_ARGS(arg, argv, (void)0);
+    AROUND_EXEC(real_execv(path, argv));
+}
+
+GT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    REAL(int, execvp, (const char *, char *const[]));
+    COLLECT_ARGS(arg, argv, (void)0);
+    AROUND_EXEC(real_execvp(file, argv));
+}
+
+GT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    REAL(int, execve, (const char *, char *const[], char *const[]));
+    char *const *envp;
+    COLLECT_ARGS(arg, argv, envp = va_arg(ap_, char *const *));
+    AROUND_EXEC(real_execve(path, argv, envp));
+}

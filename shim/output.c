@@ -1,0 +1,80 @@
+/* Where the trace goes: GPUTRACE_OUTPUT's pattern (%p pid, %h host, %r rank,
+ * %% a percent sign) expanded, then created exclusively without following a
+ * symlink. An existing file is never clobbered: NAME.db becomes NAME.PID.db
+ * (then NAME.PID.N.db), so parent and child, or two ranks, never share one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+long gt_rank(void);
+
+static void expand(const char *pat, char *out, size_t cap)
+{
+    size_t o = 0;
+    char host[256];
+    for (const char *p = pat; *p && o + 1 < cap; p++) {
+        char tmp[300];
+        const char *ins = NULL;
+        if (*p == '%' && p[1]) {
+            switch (*++p) {
+            case 'p': snprintf(tmp, sizeof tmp, "%d", getpid()); ins = tmp; break;
+            case 'h':
+                if (gethostname(host, sizeof host) != 0) strcpy(host, "host");
+                host[sizeof host - 1] = 0;
+                ins = host;
+                break;
+            case 'r': {
+                long r = gt_rank();
+                snprintf(tmp, sizeof tmp, "%ld", r >= 0 ? r : 0);
+                ins = tmp;
+                break;
+            }
+            case '%': ins = "%"; break;
+            default: tmp[0] = '%'; tmp[1] = *p; tmp[2] = 0; ins = tmp; break;
+            }
+            o += (size_t)snprintf(out + o, cap - o, "%s", ins);
+            if (o >= cap) o = cap - 1;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = 0;
+}
+
+static int try_create(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+/* Creates the trace file; 0 on success with its path in path_out, else -errno
+ * with a readable reason in err. */
+int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
+{
+    char base[4096];
+    expand(gt_config.output_pattern, base, sizeof base);
+    snprintf(path_out, cap, "%s", base);
+    int rc = try_create(path_out);
+    if (rc == -EEXIST) {
+        size_t len = strlen(base);
+        const char *ext = len > 3 && strcmp(base + len - 3, ".db") == 0 ? ".db" : "";
+        int stem = (int)(len - strlen(ext));
+        for (int i = 0; i < 100 && rc == -EEXIST; i++) {
+            if (i == 0)
+                snprintf(path_out, cap, "%.*s.%d%s", stem, base, getpid(), ext);
+            else
+                snprintf(path_out, cap, "%.*s.%d.%d%s", stem, base, getpid(), i, ext);
+            rc = try_create(path_out);
+        }
+    }
+    if (rc != 0)
+        snprintf(err, errcap, "'%s': %s", path_out, rc == -ELOOP ? "it is a symbolic link" : strerror(-rc));
+    return rc;
+}

@@ -1,0 +1,131 @@
+/* Internal interface of the shim: the event record, the queue between hooks and
+ * the writer thread, and the entry points each module offers the others.
+ * Data flows one way: hooks -> record -> queue -> writer -> SQLite. */
+#ifndef GPUTRACE_SHIM_H
+#define GPUTRACE_SHIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "schema_sql.h"
+
+#define GT_EXPORT __attribute__((visibility("default")))
+#define GT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define GT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define GT_DEVICE_HOST (-1)
+#define GT_DEVICE_UNKNOWN (-2)
+#define GT_MAX_STACK_DEPTH 128
+
+enum gt_event_flags {
+    GT_EV_HAS_STREAM = 1u << 0, /* stream field is meaningful */
+    GT_EV_HAS_SIZE = 1u << 1,   /* size known at record time (allocs) */
+    GT_EV_HAS_AUX = 1u << 2,    /* aux carries an extra argument (cuMemMap's handle) */
+};
+
+/* One traced call: fixed size so the queue is a plain array of slots. */
+struct gt_event {
+    uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
+    uint64_t ptr;        /* address or handle; 0 if the call failed */
+    uint64_t size;
+    uint64_t stream;
+    uint64_t stack_hash; /* 0 = no stack */
+    uint64_t aux;
+    int32_t tid;
+    int32_t result;
+    uint16_t api;        /* enum gt_api */
+    int16_t device;      /* ordinal, GT_DEVICE_HOST or GT_DEVICE_UNKNOWN */
+    uint32_t flags;      /* enum gt_event_flags */
+};
+
+/* Configuration, read once from the environment by the constructor. */
+struct gt_config {
+    char output_pattern[4096]; /* GPUTRACE_OUTPUT, default gputrace-%p.db */
+    int stack_depth;           /* GPUTRACE_STACK_DEPTH, default 32, 0 = off */
+    bool quiet;                /* GPUTRACE_QUIET=1 */
+    bool disabled;             /* GPUTRACE_DISABLE=1: pass everything through */
+    uint32_t queue_events;     /* GPUTRACE_QUEUE_EVENTS, power of two */
+    uint32_t queue_wait_ms;    /* GPUTRACE_QUEUE_WAIT_MS: how long a stalled writer may block a full queue before events drop */
+};
+extern struct gt_config gt_config;
+
+/* Why an event could not be recorded. Each has a row in the drops table. */
+enum gt_drop_reason { GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_COUNT };
+extern _Atomic uint64_t gt_drops[GT_DROP_COUNT];
+extern const char *const gt_drop_names[GT_DROP_COUNT];
+extern const char *const gt_drop_meanings[GT_DROP_COUNT];
+
+/* clock.c */
+uint64_t gt_now_ns(void);
+
+/* queue.c: bounded multi-producer single-consumer ring of events. */
+struct gt_slot;
+bool gt_queue_init(uint32_t capacity);
+void gt_queue_discard(void);                         /* fork child: forget everything */
+struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
+bool gt_queue_reserve(struct gt_reservation *r);     /* false: dropped (counted) */
+void gt_queue_publish(const struct gt_reservation *r, const struct gt_event *ev);
+int gt_queue_pop(struct gt_event *out, int max);     /* writer only; returns count */
+bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
+uint64_t gt_queue_head(void);
+void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
+
+/* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
+struct gt_stack_rec {
+    struct gt_stack_rec *next;
+    uint64_t hash;
+    int depth;
+    uintptr_t ips[];
+};
+bool gt_stacks_init(void);
+void gt_stacks_discard(void);
+uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
+struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
+
+/* symbols.c: writer side, once per unique instruction pointer. */
+struct gt_frame_info {
+    char module[1024];
+    uint64_t module_offset;
+    char function[2048];
+    uint64_t symbol_offset;
+    bool has_module, has_function;
+};
+void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *out);
+
+/* record.c: what hooks call. */
+bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call through */
+void gt_hook_leave(void);
+void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
+                     uint64_t stream, uint32_t flags);
+struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_event ev; };
+void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, int device,
+                          uint64_t stream, uint32_t flags);
+void gt_record_free_end(struct gt_pending_free *p, int result);
+int32_t gt_tid(void);
+
+/* real.c: the functions we interpose, as the program would have reached them. */
+void *gt_real_symbol(const char *name, const char *lib_hint);
+
+/* lifecycle.c */
+enum gt_state { GT_UNINIT, GT_STARTING, GT_ACTIVE, GT_STOPPED, GT_FAILED };
+extern _Atomic int gt_state;
+void gt_ensure_started(void);
+void gt_stop(const char *reason);          /* drain, finalize, close; idempotent */
+void gt_restart_after_failed_exec(void);
+
+/* writer.c */
+struct gt_writer_summary { char path[4200]; uint64_t events; uint64_t dropped; uint64_t peak_device; };
+bool gt_writer_start(void);
+bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
+bool gt_writer_resume(void);
+void gt_writer_forget(void);               /* fork child */
+void gt_writer_fork_prepare(void);
+void gt_writer_fork_parent(void);
+
+/* output.c */
+int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);
+
+#endif

@@ -1,0 +1,146 @@
+/* Call stacks on the hot path: libunwind's fast backtrace, our own frames
+ * skipped, then deduplicated by a 64-bit hash in a lock-free set. Only the first
+ * sighting of a stack allocates (its record, handed to the writer through a
+ * lock-free list); every event carries just the hash. */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define SET_BITS 18 /* 262144 distinct stacks before the set is full */
+#define SET_SIZE (1u << SET_BITS)
+#define MAX_PROBE 64
+
+static _Atomic uint64_t *seen;            /* open-addressing set of stack hashes */
+static _Atomic(struct gt_stack_rec *) new_stacks;
+static uintptr_t self_lo, self_hi;        /* our own text: frames there are skipped */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t probe = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (probe >= lo && probe < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+bool gt_stacks_init(void)
+{
+    if (gt_config.stack_depth <= 0)
+        return true;
+    void *mem = mmap(NULL, SET_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return false;
+    seen = mem;
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&gt_stacks_init);
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    return true;
+}
+
+void gt_stacks_discard(void)
+{
+    if (seen)
+        munmap((void *)seen, SET_SIZE * sizeof(uint64_t));
+    seen = NULL;
+    struct gt_stack_rec *r = atomic_exchange(&new_stacks, NULL);
+    while (r) {
+        struct gt_stack_rec *n = r->next;
+        free(r);
+        r = n;
+    }
+}
+
+static uint64_t hash_frames(const uintptr_t *ips, int n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h ^= ips[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h ? h : 1; /* 0 means "no stack" */
+}
+
+/* Returns true if h was not in the set (the caller publishes the stack). When
+ * the set is full every stack counts as new: the writer dedups again, so only
+ * the hot-path shortcut is lost, not data. */
+static bool insert_new(uint64_t h)
+{
+    uint32_t i = (uint32_t)(h >> (64 - SET_BITS));
+    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SET_SIZE - 1)) {
+        uint64_t cur = atomic_load_explicit(&seen[i], memory_order_relaxed);
+        if (cur == h)
+            return false;
+        if (cur == 0) {
+            uint64_t expected = 0;
+            if (atomic_compare_exchange_strong_explicit(&seen[i], &expected, h, memory_order_relaxed,
+                                                        memory_order_relaxed))
+                return true;
+            if (expected == h)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Captures the caller's stack (frames of the shim skipped), returns its hash;
+ * the first time a hash is seen, queues the frames for the writer. */
+uint64_t gt_stack_capture(void)
+{
+    int depth = gt_config.stack_depth;
+    if (depth <= 0 || !seen)
+        return 0;
+    void *buf[GT_MAX_STACK_DEPTH + 8];
+    int n = unw_backtrace(buf, depth + 8);
+    int skip = 0;
+    while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
+        skip++;
+    int kept = n - skip < depth ? n - skip : depth;
+    if (kept <= 0)
+        return 0;
+    uintptr_t *ips = (uintptr_t *)(buf + skip);
+    uint64_t h = hash_frames(ips, kept);
+    if (!insert_new(h))
+        return h;
+    struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
+    if (!rec) {
+        atomic_fetch_add_explicit(&gt_drops[GT_DROP_STACK_LOST], 1, memory_order_relaxed);
+        return 0;
+    }
+    rec->hash = h;
+    rec->depth = kept;
+    memcpy(rec->ips, ips, (size_t)kept * sizeof(uintptr_t));
+    rec->next = atomic_load_explicit(&new_stacks, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&new_stacks, &rec->next, rec, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    return h;
+}
+
+/* Writer: takes every stack published so far, returned oldest first. */
+struct gt_stack_rec *gt_stacks_take_new(void)
+{
+    struct gt_stack_rec *r = atomic_exchange_explicit(&new_stacks, NULL, memory_order_acquire), *rev = NULL;
+    while (r) {
+        struct gt_stack_rec *n = r->next;
+        r->next = rev;
+        rev = r;
+        r = n;
+    }
+    return rev;
+}

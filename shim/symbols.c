@@ -1,0 +1,71 @@
+/* Resolves an instruction pointer to module, offset and (demangled) function.
+ * Runs in the writer thread, once per distinct frame, never on the hot path.
+ * dladdr covers exported symbols; libunwind's ELF reader covers static ones
+ * in unstripped objects. File:line is left to `gputrace symbolize` (addr2line),
+ * which needs no DWARF parser inside the traced process. */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+/* libstdc++'s demangler, if the process has loaded it (every C++ program and
+ * PyTorch does); we never load it ourselves. */
+static void demangle_into(const char *name, char *out, size_t cap)
+{
+    static demangle_fn demangle;
+    static bool looked;
+    if (!looked) {
+        demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        looked = true;
+    }
+    if (demangle && name[0] == '_' && name[1] == 'Z') {
+        int status = 0;
+        char *d = demangle(name, NULL, NULL, &status);
+        if (d && status == 0) {
+            snprintf(out, cap, "%s", d);
+            free(d);
+            return;
+        }
+        free(d);
+    }
+    snprintf(out, cap, "%s", name);
+}
+
+void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    /* A return address may point past the end of the calling function. */
+    uintptr_t lookup = is_return_address && ip ? ip - 1 : ip;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1((void *)lookup, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_fname) {
+        snprintf(out->module, sizeof out->module, "%s", info.dli_fname);
+        out->module_offset = ip - (uintptr_t)info.dli_fbase;
+        out->has_module = true;
+        /* dladdr answers with the nearest exported symbol below ip even when ip
+         * lies past its end (a static function follows it): check the size. */
+        bool inside = sym && (sym->st_size == 0 || lookup - (uintptr_t)info.dli_saddr < sym->st_size);
+        if (info.dli_sname && info.dli_saddr && inside) {
+            demangle_into(info.dli_sname, out->function, sizeof out->function);
+            out->symbol_offset = ip - (uintptr_t)info.dli_saddr;
+            out->has_function = true;
+            return;
+        }
+    }
+    char name[1024];
+    unw_word_t off = 0;
+    unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
+    if (acc && acc->get_proc_name &&
+        acc->get_proc_name(unw_local_addr_space, lookup, name, sizeof name, &off, NULL) == 0) {
+        demangle_into(name, out->function, sizeof out->function);
+        out->symbol_offset = off + (ip - lookup);
+        out->has_function = true;
+    }
+}

@@ -1,0 +1,977 @@
+/* fake_cudart.c: deterministic stand-in for the CUDA 13 runtime (libcudart.so.13).
+ * TEST DOUBLE ONLY, for gputrace's GPU-less tests: device addresses are fake and never
+ * dereferenced, pinned/managed memory is real host memory. Never installed. See README.md. */
+
+#include <cuda_runtime_api.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-thread-default-stream entry points (what the header names them to when a program
+ * is built with CUDA_API_PER_THREAD_DEFAULT_STREAM / nvcc --default-stream per-thread).
+ * __typeof__ gives them exactly the signature the real header declares for the plain name. */
+extern __typeof__(cudaMallocAsync) cudaMallocAsync_ptsz;
+extern __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
+extern __typeof__(cudaMallocFromPoolAsync) cudaMallocFromPoolAsync_ptsz;
+extern __typeof__(cudaMemcpyAsync) cudaMemcpyAsync_ptsz;
+extern __typeof__(cudaMemsetAsync) cudaMemsetAsync_ptsz;
+extern __typeof__(cudaStreamSynchronize) cudaStreamSynchronize_ptsz;
+extern __typeof__(cudaMemcpy) cudaMemcpy_ptds;
+extern __typeof__(cudaMemset) cudaMemset_ptds;
+
+/* ---- constants ------------------------------------------------------------------------ */
+
+#define FAKE_ALIGN        512ULL
+#define REGION_BASE       0x200000000000ULL /* device 0's fake region */
+#define REGION_STRIDE     0x10000000000ULL  /* 1 TiB of address space per device */
+#define MAX_DEVICES       16                /* fake space ends at 0x300000000000, below PIE/heap */
+#define DEFAULT_DEV_BYTES 17179869184ULL    /* 16 GiB */
+#define FAKE_VERSION      13000
+
+/* Opaque handles: never dereferenced, deterministic (counters, never reused). */
+#define STREAM_HANDLE_BASE  0x100000000000ULL /* + 16 * n, n = 1, 2, ... */
+#define POOL_HANDLE_BASE    0x110000000000ULL /* created pools: + 16 * n */
+#define DEFPOOL_HANDLE_BASE 0x120000000000ULL /* default pool of device d: + 16 * d */
+
+enum kind { K_DEVICE = 1, K_POOLALLOC, K_MANAGED, K_PINNED, K_STREAM, K_MEMPOOL };
+#define KBIT(k) (1u << (k))
+
+/* ---- configuration (environment, read once) ------------------------------------------- */
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int g_ndev = 1;
+static uint64_t g_cap = DEFAULT_DEV_BYTES;
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork() from a threaded program must not hand the child a locked allocator. */
+static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
+static void fork_release(void) { pthread_mutex_unlock(&g_lock); }
+
+static void env_init(void)
+{
+    const char *s;
+    uint64_t v;
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+    if ((s = getenv("FAKE_CUDA_DEVICE_COUNT")) != NULL) {
+        if (parse_u64(s, &v) != 0)
+            fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_DEVICE_COUNT=%s\n", s);
+        else if (v > MAX_DEVICES) {
+            fprintf(stderr, "fake_cudart: FAKE_CUDA_DEVICE_COUNT=%s capped at %d\n", s, MAX_DEVICES);
+            g_ndev = MAX_DEVICES;
+        } else
+            g_ndev = (int)v;
+    }
+    if ((s = getenv("FAKE_CUDA_DEVICE_BYTES")) != NULL) {
+        if (parse_u64(s, &v) != 0)
+            fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_DEVICE_BYTES=%s\n", s);
+        else if (v > REGION_STRIDE) {
+            fprintf(stderr, "fake_cudart: FAKE_CUDA_DEVICE_BYTES=%s capped at %llu\n", s,
+                    (unsigned long long)REGION_STRIDE);
+            g_cap = REGION_STRIDE;
+        } else
+            g_cap = v;
+    }
+}
+
+static inline void init(void) { pthread_once(&env_once, env_init); }
+
+/* ---- per-thread state ----------------------------------------------------------------- */
+
+static _Thread_local int tl_dev;                      /* current device, default 0 */
+static _Thread_local cudaError_t tl_err = cudaSuccess; /* last error */
+
+static inline cudaError_t ret(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        tl_err = e;
+    return e;
+}
+
+/* ---- shared state, all under g_lock --------------------------------------------------- */
+
+/* Live-object table: open addressing, linear probing, backward-shift deletion.
+ * key 0 = empty slot. Holds allocations, streams and created pools. */
+struct rec {
+    uint64_t key;
+    uint64_t size;
+    int32_t dev;
+    uint32_t kind;
+};
+static struct rec *tab;
+static size_t tab_mask, tab_len;
+
+static inline size_t slot_of(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (size_t)k & tab_mask;
+}
+
+static struct rec *tab_find(uint64_t key)
+{
+    if (!tab || key == 0)
+        return NULL;
+    for (size_t i = slot_of(key);; i = (i + 1) & tab_mask) {
+        if (tab[i].key == key)
+            return &tab[i];
+        if (tab[i].key == 0)
+            return NULL;
+    }
+}
+
+static void tab_put(struct rec r) /* caller made room with tab_reserve() */
+{
+    size_t i = slot_of(r.key);
+    while (tab[i].key != 0)
+        i = (i + 1) & tab_mask;
+    tab[i] = r;
+    tab_len++;
+}
+
+/* Make room for one more entry (load <= 1/2). The only place the table allocates. */
+static int tab_reserve(void)
+{
+    if (tab && (tab_len + 1) * 2 <= tab_mask + 1)
+        return 0;
+    size_t ncap = tab ? (tab_mask + 1) * 2 : 1024;
+    struct rec *n = calloc(ncap, sizeof *n);
+    if (!n)
+        return -1;
+    struct rec *old = tab;
+    size_t oldcap = tab ? tab_mask + 1 : 0;
+    tab = n;
+    tab_mask = ncap - 1;
+    tab_len = 0;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].key)
+            tab_put(old[i]);
+    free(old);
+    return 0;
+}
+
+static inline int cyc_in(size_t lo, size_t x, size_t hi) /* x in (lo, hi], cyclically */
+{
+    return lo <= hi ? (lo < x && x <= hi) : (lo < x || x <= hi);
+}
+
+static void tab_del(struct rec *r)
+{
+    size_t i = (size_t)(r - tab), j = i;
+    tab_len--;
+    for (;;) {
+        j = (j + 1) & tab_mask;
+        if (tab[j].key == 0)
+            break;
+        if (cyc_in(i, slot_of(tab[j].key), j))
+            continue;
+        tab[i] = tab[j];
+        i = j;
+    }
+    tab[i].key = 0;
+}
+
+/* Per-device fake address space: sorted, coalesced list of free ranges [lo, hi). */
+struct range {
+    uint64_t lo, hi;
+};
+struct devstate {
+    struct range *fr;
+    size_t nfr, cfr;
+    uint64_t used; /* live device + pool bytes, as allocated (rounded to FAKE_ALIGN) */
+    size_t live;   /* live device + pool allocations */
+};
+static struct devstate devs[MAX_DEVICES];
+static uint64_t stream_counter, pool_counter;
+
+static inline uint64_t region_base(int d) { return REGION_BASE + (uint64_t)d * REGION_STRIDE; }
+
+static void dev_reset_ranges(int d)
+{
+    struct devstate *ds = &devs[d];
+    ds->fr[0].lo = region_base(d);
+    ds->fr[0].hi = region_base(d) + REGION_STRIDE;
+    ds->nfr = 1;
+    ds->used = 0;
+    ds->live = 0;
+}
+
+/* Free ranges never exceed live + 1, so keeping cfr >= live + 2 (grown at allocation
+ * time) means freeing never needs to allocate. */
+static int dev_reserve(int d)
+{
+    struct devstate *ds = &devs[d];
+    if (!ds->fr) {
+        ds->fr = malloc(16 * sizeof *ds->fr);
+        if (!ds->fr)
+            return -1;
+        ds->cfr = 16;
+        dev_reset_ranges(d);
+    }
+    if (ds->cfr < ds->live + 3) {
+        size_t ncap = ds->cfr * 2;
+        struct range *n = realloc(ds->fr, ncap * sizeof *n);
+        if (!n)
+            return -1;
+        ds->fr = n;
+        ds->cfr = ncap;
+    }
+    return 0;
+}
+
+/* First fit: lowest address whose free range holds sz. Locked. */
+static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t *out)
+{
+    struct devstate *ds = &devs[d];
+    if (sz > g_cap || ds->used > g_cap - sz)
+        return cudaErrorMemoryAllocation;
+    if (dev_reserve(d) != 0 || tab_reserve() != 0)
+        return cudaErrorMemoryAllocation;
+    size_t i = 0;
+    while (i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
+        i++;
+    if (i == ds->nfr)
+        return cudaErrorMemoryAllocation; /* only if fragmentation defeats a cap near 1 TiB */
+    uint64_t addr = ds->fr[i].lo;
+    ds->fr[i].lo += sz;
+    if (ds->fr[i].lo == ds->fr[i].hi) {
+        memmove(&ds->fr[i], &ds->fr[i + 1], (ds->nfr - i - 1) * sizeof *ds->fr);
+        ds->nfr--;
+    }
+    ds->used += sz;
+    ds->live++;
+    tab_put((struct rec){ .key = addr, .size = sz, .dev = d, .kind = kind });
+    *out = addr;
+    return cudaSuccess;
+}
+
+static void dev_release_locked(int d, uint64_t addr, uint64_t sz)
+{
+    struct devstate *ds = &devs[d];
+    uint64_t end = addr + sz;
+    size_t lo = 0, hi = ds->nfr; /* first range with .lo > addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ds->fr[mid].lo > addr)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t i = lo;
+    int prev = i > 0 && ds->fr[i - 1].hi == addr;
+    int next = i < ds->nfr && ds->fr[i].lo == end;
+    if (prev && next) {
+        ds->fr[i - 1].hi = ds->fr[i].hi;
+        memmove(&ds->fr[i], &ds->fr[i + 1], (ds->nfr - i - 1) * sizeof *ds->fr);
+        ds->nfr--;
+    } else if (prev) {
+        ds->fr[i - 1].hi = end;
+    } else if (next) {
+        ds->fr[i].lo = addr;
+    } else {
+        memmove(&ds->fr[i + 1], &ds->fr[i], (ds->nfr - i) * sizeof *ds->fr);
+        ds->fr[i].lo = addr;
+        ds->fr[i].hi = end;
+        ds->nfr++;
+    }
+    ds->used -= sz;
+    ds->live--;
+}
+
+/* ---- helpers shared by the entry points (static: never go through exported symbols) --- */
+
+static inline int valid_dev(int d) { return d >= 0 && d < g_ndev; }
+
+/* Inside a configured device's fake region. Real host memory (PIE images and their heap
+ * at 0x55..., mmap at 0x7f...) is never there. */
+static inline int is_fake_dev_addr(const void *p)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    return a >= REGION_BASE && a < REGION_BASE + (uint64_t)g_ndev * REGION_STRIDE;
+}
+
+static inline int is_special_stream(cudaStream_t s)
+{
+    return s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread;
+}
+
+/* Device a stream belongs to; default streams belong to the calling thread's device. */
+static cudaError_t stream_device(cudaStream_t s, int *dev)
+{
+    if (is_special_stream(s)) {
+        *dev = tl_dev;
+        return cudaSuccess;
+    }
+    cudaError_t e = cudaErrorInvalidResourceHandle;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)s);
+    if (r && r->kind == K_STREAM) {
+        *dev = r->dev;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return e;
+}
+
+static cudaError_t pool_device(cudaMemPool_t p, int *dev)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    if (h >= DEFPOOL_HANDLE_BASE && h < DEFPOOL_HANDLE_BASE + 16ULL * (uint64_t)g_ndev &&
+        (h - DEFPOOL_HANDLE_BASE) % 16 == 0) {
+        *dev = (int)((h - DEFPOOL_HANDLE_BASE) / 16);
+        return cudaSuccess;
+    }
+    cudaError_t e = cudaErrorInvalidValue;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find(h);
+    if (r && r->kind == K_MEMPOOL) {
+        *dev = r->dev;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return e;
+}
+
+static cudaError_t alloc_device(void **out, size_t size, int dev, enum kind kind)
+{
+    if (!out)
+        return cudaErrorInvalidValue;
+    *out = NULL;
+    if (size == 0)
+        return cudaSuccess;
+    if ((uint64_t)size > UINT64_MAX - (FAKE_ALIGN - 1))
+        return cudaErrorMemoryAllocation;
+    uint64_t sz = ((uint64_t)size + FAKE_ALIGN - 1) & ~(FAKE_ALIGN - 1);
+    uint64_t addr = 0;
+    pthread_mutex_lock(&g_lock);
+    cudaError_t e = dev_alloc_locked(dev, sz, kind, &addr);
+    pthread_mutex_unlock(&g_lock);
+    if (e == cudaSuccess)
+        *out = (void *)(uintptr_t)addr;
+    return e;
+}
+
+static cudaError_t alloc_host(void **out, size_t size, enum kind kind)
+{
+    void *p = NULL;
+    if (!out)
+        return cudaErrorInvalidValue;
+    *out = NULL;
+    if (posix_memalign(&p, FAKE_ALIGN, size) != 0 || !p)
+        return cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&g_lock);
+    int rc = tab_reserve();
+    if (rc == 0)
+        tab_put((struct rec){ .key = (uint64_t)(uintptr_t)p, .size = size, .dev = tl_dev, .kind = kind });
+    pthread_mutex_unlock(&g_lock);
+    if (rc != 0) {
+        free(p);
+        return cudaErrorMemoryAllocation;
+    }
+    *out = p;
+    return cudaSuccess;
+}
+
+/* Free ptr if its kind is in `allowed` (bitmask of KBIT(kind)). */
+static cudaError_t free_common(void *ptr, unsigned allowed)
+{
+    if (!ptr)
+        return cudaSuccess;
+    void *host = NULL;
+    cudaError_t e = cudaErrorInvalidValue;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
+    if (r && (allowed & KBIT(r->kind))) {
+        if (r->kind == K_DEVICE || r->kind == K_POOLALLOC)
+            dev_release_locked(r->dev, r->key, r->size);
+        else
+            host = ptr;
+        tab_del(r);
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    free(host);
+    return e;
+}
+
+#define DEVICE_FREEABLE (KBIT(K_DEVICE) | KBIT(K_POOLALLOC) | KBIT(K_MANAGED))
+
+static cudaError_t pitch_of(size_t width, size_t *pitch)
+{
+    if ((uint64_t)width > UINT64_MAX - (FAKE_ALIGN - 1))
+        return cudaErrorMemoryAllocation;
+    *pitch = (size_t)(((uint64_t)width + FAKE_ALIGN - 1) & ~(FAKE_ALIGN - 1));
+    return cudaSuccess;
+}
+
+static cudaError_t memcpy_common(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    if ((unsigned)kind > (unsigned)cudaMemcpyDefault)
+        return cudaErrorInvalidMemcpyDirection;
+    if (count == 0)
+        return cudaSuccess;
+    if (!dst || !src)
+        return cudaErrorInvalidValue;
+    int dfake = is_fake_dev_addr(dst), sfake = is_fake_dev_addr(src);
+    if (!dfake && !sfake)
+        memmove(dst, src, count);
+    else if (!dfake)
+        memset(dst, 0, count); /* device -> host: fake device memory reads as zeros */
+    return cudaSuccess;
+}
+
+static cudaError_t memset_common(void *p, int value, size_t count)
+{
+    if (count == 0)
+        return cudaSuccess;
+    if (!p)
+        return cudaErrorInvalidValue;
+    if (!is_fake_dev_addr(p))
+        memset(p, value, count);
+    return cudaSuccess;
+}
+
+#define NEED_DEVICE()                           \
+    do {                                        \
+        init();                                 \
+        if (g_ndev == 0)                        \
+            return ret(cudaErrorNoDevice);      \
+    } while (0)
+
+/* ---- allocation API ------------------------------------------------------------------- */
+
+cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    if (devPtr)
+        *devPtr = NULL; /* NULL on every failure, including cudaErrorNoDevice */
+    NEED_DEVICE();
+    return ret(alloc_device(devPtr, size, tl_dev, K_DEVICE));
+}
+
+cudaError_t cudaFree(void *devPtr)
+{
+    NEED_DEVICE();
+    return ret(free_common(devPtr, DEVICE_FREEABLE));
+}
+
+static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    int dev;
+    if (devPtr)
+        *devPtr = NULL;
+    NEED_DEVICE();
+    cudaError_t e = stream_device(hStream, &dev);
+    if (e != cudaSuccess)
+        return ret(e);
+    return ret(alloc_device(devPtr, size, dev, K_POOLALLOC));
+}
+
+static cudaError_t free_async(void *devPtr, cudaStream_t hStream)
+{
+    int dev;
+    NEED_DEVICE();
+    cudaError_t e = stream_device(hStream, &dev);
+    if (e != cudaSuccess)
+        return ret(e);
+    return ret(free_common(devPtr, DEVICE_FREEABLE));
+}
+
+static cudaError_t malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    int dev, sdev;
+    if (ptr)
+        *ptr = NULL;
+    NEED_DEVICE();
+    cudaError_t e = pool_device(memPool, &dev);
+    if (e == cudaSuccess)
+        e = stream_device(stream, &sdev);
+    if (e != cudaSuccess)
+        return ret(e);
+    return ret(alloc_device(ptr, size, dev, K_POOLALLOC)); /* memory lives on the pool's device */
+}
+
+cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    return malloc_async(devPtr, size, hStream);
+}
+cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    return malloc_async(devPtr, size, hStream);
+}
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream); }
+cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream); }
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    return malloc_from_pool_async(ptr, size, memPool, stream);
+}
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    return malloc_from_pool_async(ptr, size, memPool, stream);
+}
+
+cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+    if (devPtr)
+        *devPtr = NULL;
+    NEED_DEVICE();
+    if (!devPtr)
+        return ret(cudaErrorInvalidValue);
+    if (size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+        return ret(cudaErrorInvalidValue);
+    return ret(alloc_host(devPtr, size, K_MANAGED));
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    if (ptr)
+        *ptr = NULL;
+    NEED_DEVICE();
+    if (!ptr)
+        return ret(cudaErrorInvalidValue);
+    if (size == 0)
+        return cudaSuccess;
+    return ret(alloc_host(ptr, size, K_PINNED));
+}
+
+cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    if (pHost)
+        *pHost = NULL;
+    NEED_DEVICE();
+    if (!pHost)
+        return ret(cudaErrorInvalidValue);
+    if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+        return ret(cudaErrorInvalidValue);
+    if (size == 0)
+        return cudaSuccess;
+    return ret(alloc_host(pHost, size, K_PINNED));
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+    NEED_DEVICE();
+    return ret(free_common(ptr, KBIT(K_PINNED)));
+}
+
+cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    size_t p, size;
+    if (devPtr)
+        *devPtr = NULL;
+    NEED_DEVICE();
+    if (!devPtr || !pitch)
+        return ret(cudaErrorInvalidValue);
+    if (pitch_of(width, &p) != cudaSuccess || __builtin_mul_overflow(p, height, &size))
+        return ret(cudaErrorMemoryAllocation);
+    cudaError_t e = alloc_device(devPtr, size, tl_dev, K_DEVICE);
+    if (e == cudaSuccess)
+        *pitch = p;
+    return ret(e);
+}
+
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent)
+{
+    size_t p, size;
+    void *ptr = NULL;
+    if (pitchedDevPtr)
+        pitchedDevPtr->ptr = NULL;
+    NEED_DEVICE();
+    if (!pitchedDevPtr)
+        return ret(cudaErrorInvalidValue);
+    if (pitch_of(extent.width, &p) != cudaSuccess || __builtin_mul_overflow(p, extent.height, &size) ||
+        __builtin_mul_overflow(size, extent.depth, &size))
+        return ret(cudaErrorMemoryAllocation);
+    cudaError_t e = alloc_device(&ptr, size, tl_dev, K_DEVICE);
+    if (e == cudaSuccess) {
+        pitchedDevPtr->ptr = ptr;
+        pitchedDevPtr->pitch = p;
+        pitchedDevPtr->xsize = extent.width;
+        pitchedDevPtr->ysize = extent.height;
+    }
+    return ret(e);
+}
+
+cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes)
+{
+    NEED_DEVICE();
+    if (!freeBytes || !totalBytes)
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    uint64_t used = devs[tl_dev].used;
+    pthread_mutex_unlock(&g_lock);
+    *freeBytes = (size_t)(g_cap - used);
+    *totalBytes = (size_t)g_cap;
+    return cudaSuccess;
+}
+
+/* ---- device / runtime state ----------------------------------------------------------- */
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    init();
+    if (!count)
+        return ret(cudaErrorInvalidValue);
+    *count = g_ndev;
+    return g_ndev == 0 ? ret(cudaErrorNoDevice) : cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    NEED_DEVICE();
+    if (!device)
+        return ret(cudaErrorInvalidValue);
+    *device = tl_dev;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    NEED_DEVICE();
+    if (!valid_dev(device))
+        return ret(cudaErrorInvalidDevice);
+    tl_dev = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    NEED_DEVICE();
+    return cudaSuccess;
+}
+
+/* Like the real one: destroys every allocation, stream and pool of the current device
+ * (no frees are reported for them), so its address space starts over. Managed and
+ * pinned memory is real host memory and is left alone. */
+cudaError_t cudaDeviceReset(void)
+{
+    NEED_DEVICE();
+    int d = tl_dev;
+    pthread_mutex_lock(&g_lock);
+    if (tab) {
+        const unsigned gone = KBIT(K_DEVICE) | KBIT(K_POOLALLOC) | KBIT(K_STREAM) | KBIT(K_MEMPOOL);
+        for (size_t i = 0; i <= tab_mask;) {
+            /* Backward-shift deletion only moves unvisited entries into slot i or later:
+             * re-examine slot i after a deletion. */
+            if (tab[i].key && tab[i].dev == d && (gone & KBIT(tab[i].kind)))
+                tab_del(&tab[i]);
+            else
+                i++;
+        }
+    }
+    if (devs[d].fr)
+        dev_reset_ranges(d);
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = tl_err;
+    tl_err = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return tl_err; }
+
+#define FAKE_ERRORS(X)                                                                        \
+    X(cudaSuccess, "no error")                                                                \
+    X(cudaErrorInvalidValue, "invalid argument")                                              \
+    X(cudaErrorMemoryAllocation, "out of memory")                                             \
+    X(cudaErrorInitializationError, "initialization error")                                   \
+    X(cudaErrorCudartUnloading, "driver shutting down")                                       \
+    X(cudaErrorInvalidConfiguration, "invalid configuration argument")                        \
+    X(cudaErrorInvalidPitchValue, "invalid pitch argument")                                   \
+    X(cudaErrorInvalidSymbol, "invalid device symbol")                                        \
+    X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy")                   \
+    X(cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version") \
+    X(cudaErrorNoDevice, "no CUDA-capable device is detected")                                \
+    X(cudaErrorInvalidDevice, "invalid device ordinal")                                       \
+    X(cudaErrorInvalidResourceHandle, "invalid resource handle")                              \
+    X(cudaErrorNotReady, "device not ready")                                                  \
+    X(cudaErrorIllegalAddress, "an illegal memory access was encountered")                    \
+    X(cudaErrorLaunchFailure, "unspecified launch failure")                                   \
+    X(cudaErrorNotSupported, "operation not supported")                                       \
+    X(cudaErrorUnknown, "unknown error")
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+#define NAME_CASE(code, str) case code: return #code;
+        FAKE_ERRORS(NAME_CASE)
+#undef NAME_CASE
+    default:
+        return "unrecognized error code";
+    }
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+    switch (error) {
+#define STR_CASE(code, str) case code: return str;
+        FAKE_ERRORS(STR_CASE)
+#undef STR_CASE
+    default:
+        return "unrecognized error code";
+    }
+}
+
+cudaError_t cudaDriverGetVersion(int *driverVersion)
+{
+    if (!driverVersion)
+        return ret(cudaErrorInvalidValue);
+    *driverVersion = FAKE_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+    if (!runtimeVersion)
+        return ret(cudaErrorInvalidValue);
+    *runtimeVersion = FAKE_VERSION;
+    return cudaSuccess;
+}
+
+/* The CUDA 13 header declares this name directly (CUDA 12 headers #define'd it to
+ * cudaGetDeviceProperties_v2; the 13 header and the real libcudart.so.13 do not). */
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    NEED_DEVICE();
+    if (!prop)
+        return ret(cudaErrorInvalidValue);
+    if (!valid_dev(device))
+        return ret(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "%s", "gputrace fake GPU");
+    static const char uuid[16] = { 'g', 'p', 'u', 't', 'r', 'a', 'c', 'e', '-', 'f', 'a', 'k', 'e', '-', 0, 0 };
+    memcpy(prop->uuid.bytes, uuid, sizeof uuid);
+    prop->uuid.bytes[15] = (char)device;
+    prop->totalGlobalMem = (size_t)g_cap;
+    prop->sharedMemPerBlock = 48 * 1024;
+    prop->regsPerBlock = 65536;
+    prop->warpSize = 32;
+    prop->memPitch = 2147483647;
+    prop->maxThreadsPerBlock = 1024;
+    prop->maxThreadsDim[0] = 1024;
+    prop->maxThreadsDim[1] = 1024;
+    prop->maxThreadsDim[2] = 64;
+    prop->maxGridSize[0] = 2147483647;
+    prop->maxGridSize[1] = 65535;
+    prop->maxGridSize[2] = 65535;
+    prop->totalConstMem = 65536;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->textureAlignment = 512;
+    prop->texturePitchAlignment = 32;
+    prop->multiProcessorCount = 132;
+    prop->canMapHostMemory = 1;
+    prop->concurrentKernels = 1;
+    prop->pciBusID = device;
+    prop->asyncEngineCount = 2;
+    prop->unifiedAddressing = 1;
+    prop->memoryBusWidth = 5120;
+    prop->l2CacheSize = 50 * 1024 * 1024;
+    prop->maxThreadsPerMultiProcessor = 2048;
+    prop->streamPrioritiesSupported = 1;
+    prop->globalL1CacheSupported = 1;
+    prop->localL1CacheSupported = 1;
+    prop->sharedMemPerMultiprocessor = 228 * 1024;
+    prop->regsPerMultiprocessor = 65536;
+    prop->managedMemory = 1;
+    prop->concurrentManagedAccess = 1;
+    prop->maxBlocksPerMultiProcessor = 32;
+    prop->memoryPoolsSupported = 1;
+    prop->deviceNumaId = -1;
+    prop->hostNumaId = -1;
+    return cudaSuccess;
+}
+
+/* ---- streams -------------------------------------------------------------------------- */
+
+static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
+{
+    NEED_DEVICE();
+    if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking))
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&g_lock);
+    if (tab_reserve() == 0) {
+        uint64_t h = STREAM_HANDLE_BASE + 16 * ++stream_counter;
+        tab_put((struct rec){ .key = h, .size = flags, .dev = tl_dev, .kind = K_STREAM });
+        *pStream = (cudaStream_t)(uintptr_t)h;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return stream_create(pStream, cudaStreamDefault); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    return stream_create(pStream, flags);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    NEED_DEVICE();
+    cudaError_t e = cudaErrorInvalidResourceHandle;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)stream);
+    if (!is_special_stream(stream) && r && r->kind == K_STREAM) {
+        tab_del(r);
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+static cudaError_t stream_sync(cudaStream_t stream)
+{
+    int dev;
+    NEED_DEVICE();
+    return ret(stream_device(stream, &dev));
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream); }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return stream_sync(stream); }
+
+/* ---- copies and sets: real on host memory, no-ops on fake device memory --------------- */
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    NEED_DEVICE();
+    return ret(memcpy_common(dst, src, count, kind));
+}
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    NEED_DEVICE();
+    return ret(memcpy_common(dst, src, count, kind));
+}
+
+static cudaError_t memcpy_async(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                cudaStream_t stream)
+{
+    int dev;
+    NEED_DEVICE();
+    cudaError_t e = stream_device(stream, &dev);
+    if (e == cudaSuccess)
+        e = memcpy_common(dst, src, count, kind);
+    return ret(e);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return memcpy_async(dst, src, count, kind, stream);
+}
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                 cudaStream_t stream)
+{
+    return memcpy_async(dst, src, count, kind, stream);
+}
+
+cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+    NEED_DEVICE();
+    return ret(memset_common(devPtr, value, count));
+}
+cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
+{
+    NEED_DEVICE();
+    return ret(memset_common(devPtr, value, count));
+}
+
+static cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    int dev;
+    NEED_DEVICE();
+    cudaError_t e = stream_device(stream, &dev);
+    if (e == cudaSuccess)
+        e = memset_common(devPtr, value, count);
+    return ret(e);
+}
+
+cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    return memset_async(devPtr, value, count, stream);
+}
+cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    return memset_async(devPtr, value, count, stream);
+}
+
+/* ---- memory pools --------------------------------------------------------------------- */
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+    NEED_DEVICE();
+    if (!memPool)
+        return ret(cudaErrorInvalidValue);
+    if (!valid_dev(device))
+        return ret(cudaErrorInvalidDevice);
+    *memPool = (cudaMemPool_t)(uintptr_t)(DEFPOOL_HANDLE_BASE + 16ULL * (uint64_t)device);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+    NEED_DEVICE();
+    if (!memPool || !poolProps || poolProps->allocType != cudaMemAllocationTypePinned)
+        return ret(cudaErrorInvalidValue);
+    if (poolProps->location.type != cudaMemLocationTypeDevice)
+        return ret(cudaErrorNotSupported); /* host / NUMA pools are not faked */
+    if (!valid_dev(poolProps->location.id))
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&g_lock);
+    if (tab_reserve() == 0) {
+        uint64_t h = POOL_HANDLE_BASE + 16 * ++pool_counter;
+        tab_put((struct rec){ .key = h, .size = 0, .dev = poolProps->location.id, .kind = K_MEMPOOL });
+        *memPool = (cudaMemPool_t)(uintptr_t)h;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+/* Allocations still live from the pool stay valid until freed (as with the real one). */
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+    NEED_DEVICE();
+    cudaError_t e = cudaErrorInvalidValue; /* includes default pools, which can't be destroyed */
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)memPool);
+    if (r && r->kind == K_MEMPOOL) {
+        tab_del(r);
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    int dev;
+    (void)minBytesToKeep;
+    NEED_DEVICE();
+    return ret(pool_device(memPool, &dev));
+}

@@ -1,0 +1,96 @@
+"""Capture core: each runtime API lands in the trace with the pointer, size,
+device, stream and result the program saw; frees carry the size they free;
+failed allocations are recorded; stacks name the calling functions in order."""
+import os
+
+from gtlib import TraceTest, prog, query
+
+
+class CaptureTest(TraceTest):
+    def test_each_runtime_api_recorded_with_program_pointer_and_size(self):
+        p, db = self.trace([prog('each_api')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        seen = {}
+        stream = None
+        for line in p.stdout.splitlines():
+            name, ptr, size = (line.split() + [''])[:3]
+            if name == 'stream':
+                stream = int(ptr, 16)
+            else:
+                seen[name] = (int(ptr, 16), int(size))
+        rows = query(db, "SELECT api, ptr, size, result, device, stream FROM events_v WHERE op = 'alloc' ORDER BY id")
+        self.assertEqual([r[0] for r in rows], list(seen))
+        for api, ptr, size, result, device, strm in rows:
+            self.assertEqual((ptr, size), seen[api], api)
+            self.assertEqual(result, 0)
+            self.assertEqual(device, -1 if api in ('cudaMallocHost', 'cudaHostAlloc') else 0, api)
+            if 'Async' in api:
+                self.assertEqual(strm, stream, api)
+            else:
+                self.assertIsNone(strm, api)
+        self.assertIntegrity(db)
+
+    def test_free_events_carry_the_size_they_free(self):
+        p, db = self.trace([prog('each_api')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        allocs = dict(query(db, "SELECT ptr, size FROM events_v WHERE op = 'alloc'"))
+        frees = query(db, "SELECT api, ptr, size FROM events_v WHERE op = 'free' ORDER BY id")
+        self.assertEqual(len(frees), 8)
+        for api, ptr, size in frees:
+            self.assertEqual(size, allocs[ptr], api)
+        self.assertEqual(query(db, 'SELECT count(*) FROM live_at_exit'), [(0,)])
+        names = [r[0] for r in frees]
+        self.assertEqual(names, ['cudaFree', 'cudaFreeAsync', 'cudaFreeAsync', 'cudaFree',
+                                 'cudaFreeHost', 'cudaFreeHost', 'cudaFree', 'cudaFree'])
+
+    def test_failed_allocation_recorded_with_its_error(self):
+        chunk = 1 << 20
+        p, db = self.trace([prog('oom'), str(chunk)], env_extra={'FAKE_CUDA_DEVICE_BYTES': 10 * chunk + 5})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        words = p.stdout.split()
+        self.assertEqual(words[0], 'failed')
+        result, live = int(words[3]), int(words[5])
+        self.assertEqual(result, 2)  # cudaErrorMemoryAllocation
+        fails = query(db, 'SELECT api, size, ptr, result FROM failures')
+        self.assertEqual(fails, [('cudaMalloc', chunk, None, 2)])
+        self.assertEqual(query(db, "SELECT sum(size) FROM events_v WHERE op='alloc' AND result=0"), [(live,)])
+        self.assertEqual(query(db, 'SELECT peak_device_bytes FROM processes'), [(live,)])
+
+    def test_stack_of_known_call_chain_names_functions_in_order(self):
+        p, db = self.trace([prog('call_chain')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        funcs = [r[0] for r in query(db, """
+            SELECT f.function FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+            JOIN frames f ON f.id = sf.frame_id WHERE e.api = 1 ORDER BY sf.level""")]
+        self.assertEqual(funcs[:4], ['inner_layer', 'middle_layer', 'outer_layer', 'main'])
+        module = query(db, "SELECT module FROM frames WHERE function = 'inner_layer'")[0][0]
+        self.assertEqual(os.path.basename(module), 'call_chain')
+
+    def test_stack_depth_limits_frames_and_zero_turns_stacks_off(self):
+        p, db = self.trace([prog('call_chain')], env_extra={'GPUTRACE_STACK_DEPTH': 2})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT max(depth) FROM stacks'), [(2,)])
+        self.assertEqual(query(db, 'SELECT stack_depth FROM processes'), [(2,)])
+        p, db = self.trace([prog('call_chain')], name='nostack.db', env_extra={'GPUTRACE_STACK_DEPTH': 0})
+        self.assertEqual(query(db, 'SELECT count(*), count(stack_id) FROM events'), [(2, 0)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM stacks'), [(0,)])
+
+    def test_identical_stacks_are_stored_once(self):
+        p, db = self.trace([prog('threads'), '1', '500'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # one call site for cudaMalloc and one for cudaFree
+        self.assertEqual(query(db, 'SELECT count(DISTINCT stack_id), count(*) FROM events'), [(2, 1000)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM stacks'), [(2,)])
+
+    def test_eight_threads_twenty_thousand_pairs_nothing_dropped(self):
+        p, db = self.trace([prog('threads'), '8', '20000'], timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT op, count(*) FROM events_v GROUP BY op ORDER BY op"),
+                         [('alloc', 160000), ('free', 160000)])
+        self.assertEqual(query(db, 'SELECT events_recorded, events_dropped FROM processes'), [(320000, 0)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM drops'), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(DISTINCT tid) FROM events'), [(8,)])
+        # every free carries the size of what it freed: the order never shows an address live twice
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE op = 'free' AND size IS NOT 1024"), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM live_at_exit'), [(0,)])
+        self.assertIntegrity(db)

@@ -1,0 +1,143 @@
+"""Life cycle: every way out of the process keeps every event; fork children
+get a trace only if they use CUDA; processes without CUDA leave nothing; a bad
+output path costs one stderr line and nothing else; the program's output and
+exit code never change."""
+import os
+
+from gtlib import TraceTest, base_env, prog, query, run
+
+
+class ExitPathTest(TraceTest):
+    def check_complete(self, how, n=1000, expect_rc=7, reason=None):
+        p, db = self.trace([prog('exit_modes'), how, str(n)])
+        self.assertEqual(p.returncode, expect_rc, p.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['trace.db'], 'trace left open (-wal/-shm remain)')
+        self.assertEqual(query(db, 'SELECT count(*), sum(size) FROM events WHERE api = 1'),
+                         [(n, sum(4096 + i for i in range(n)))])
+        self.assertEqual(query(db, 'SELECT events_recorded, events_dropped, end_reason FROM processes'),
+                         [(n, 0, reason or how)])
+        self.assertIntegrity(db)
+        return db
+
+    def test_return_from_main_loses_nothing(self):
+        self.check_complete('return', reason='exit')
+
+    def test_exit_loses_nothing(self):
+        self.check_complete('exit')
+
+    def test_underscore_exit_loses_nothing(self):
+        self.check_complete('_exit')
+
+    def test_capital_exit_loses_nothing(self):
+        self.check_complete('_Exit', reason='_exit')
+
+    def test_exec_loses_nothing(self):
+        self.check_complete('exec')
+
+    def test_failed_exec_keeps_tracing(self):
+        p, db = self.trace([prog('exit_modes'), 'exec-fails', '10'])
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(11,)])
+        self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('exit',)])
+
+
+class ForkTest(TraceTest):
+    def test_fork_child_without_cuda_leaves_no_file(self):
+        p, db = self.trace([prog('fork_child'), 'quiet'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['trace.db'])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(101,)])
+
+    def test_fork_child_with_cuda_gets_its_own_complete_file(self):
+        p, db = self.trace([prog('fork_child'), 'cuda', '50'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        child = int(p.stdout.split()[1])
+        child_db = os.path.join(self.dir, 'trace.%d.db' % child)
+        self.assertTrue(os.path.exists(child_db), os.listdir(self.dir))
+        # the child's file holds only the child's own calls, none of the parent's buffered ones
+        self.assertEqual(query(child_db, 'SELECT count(*), min(size), max(size) FROM events'), [(50, 4096, 4096)])
+        self.assertEqual(query(child_db, 'SELECT pid FROM processes'), [(child,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(101,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events WHERE size = 4096'), [(0,)])
+        self.assertIntegrity(child_db)
+        self.assertIntegrity(db)
+
+
+class NoCudaTest(TraceTest):
+    def test_true_under_the_shim_leaves_no_file(self):
+        env = base_env()
+        env.pop('GPUTRACE_OUTPUT', None)
+        p = run(['/bin/true'], env=env, cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, '', ''))
+        p = run(['/bin/sh', '-c', 'echo hello; ls >/dev/null'], env=env, cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, 'hello\n', ''))
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_default_output_name_uses_pid(self):
+        env = base_env(GPUTRACE_QUIET=1)
+        p = run([prog('output')], env=env, cwd=self.dir)
+        files = os.listdir(self.dir)
+        self.assertEqual(len(files), 1)
+        self.assertRegex(files[0], r'^gputrace-\d+\.db$')
+        self.assertEqual(query(os.path.join(self.dir, files[0]), 'SELECT pid FROM processes'),
+                         [(int(files[0][9:-3]),)])
+        self.assertEqual(p.returncode, 3)
+
+
+class OutputTest(TraceTest):
+    def test_program_output_and_exit_code_identical_with_and_without_shim(self):
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'))
+        bare = run([prog('output')], preload=False, env=env, cwd=self.dir)
+        traced = run([prog('output')], env=env, cwd=self.dir)
+        self.assertEqual(bare.returncode, 3)
+        self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout))
+        # stderr differs only by the shim's one summary line
+        extra = [l for l in traced.stderr.splitlines() if l not in bare.stderr.splitlines()]
+        self.assertEqual(len(extra), 1, traced.stderr)
+        self.assertRegex(extra[0], r'^gputrace: wrote .*t\.db \(20 events, 0 dropped, peak device memory ')
+        quiet = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'q.db'),
+                                                   GPUTRACE_QUIET=1), cwd=self.dir)
+        self.assertEqual((quiet.stdout, quiet.stderr), (bare.stdout, bare.stderr))
+
+    def test_unwritable_directory_one_stderr_line_exit_code_unchanged(self):
+        ro = os.path.join(self.dir, 'ro')
+        os.mkdir(ro, 0o500)
+        target = os.path.join(ro, 'sub', 'x.db')  # a missing directory fails even for root
+        p = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=target), cwd=self.dir)
+        bare = run([prog('output')], preload=False, env=base_env(), cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout), (3, bare.stdout))
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn('cannot create trace file', lines[0])
+        self.assertIn(target, lines[0])
+
+    def test_symlink_is_not_followed(self):
+        victim = os.path.join(self.dir, 'victim')
+        with open(victim, 'w') as f:
+            f.write('keep me')
+        link = os.path.join(self.dir, 'link.db')
+        os.symlink(victim, link)
+        p = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=link, GPUTRACE_QUIET=1), cwd=self.dir)
+        self.assertEqual(p.returncode, 3)
+        with open(victim) as f:
+            self.assertEqual(f.read(), 'keep me')
+
+    def test_existing_file_is_not_clobbered(self):
+        existing = os.path.join(self.dir, 'trace.db')
+        with open(existing, 'w') as f:
+            f.write('not mine')
+        p, _ = self.trace([prog('output')])
+        with open(existing) as f:
+            self.assertEqual(f.read(), 'not mine')
+        others = [f for f in os.listdir(self.dir) if f != 'trace.db']
+        self.assertEqual(len(others), 1, others)
+        self.assertRegex(others[0], r'^trace\.\d+\.db$')
+        self.assertEqual(query(os.path.join(self.dir, others[0]), 'SELECT count(*) FROM events'), [(20,)])
+
+    def test_pattern_expands_pid_host_and_rank(self):
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'r%r-%h-%p.db'), GPUTRACE_QUIET=1, RANK=3)
+        run([prog('output')], env=env, cwd=self.dir)
+        files = os.listdir(self.dir)
+        self.assertEqual(len(files), 1)
+        self.assertRegex(files[0], r'^r3-%s-\d+\.db$' % os.uname().nodename)
+        self.assertEqual(query(os.path.join(self.dir, files[0]), 'SELECT rank FROM processes'), [(3,)])
