@@ -129,10 +129,14 @@ static void stop(const char *reason, bool may_resume)
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume);
     if (ok && !gt_config.quiet) {
-        char peak[32];
+        char peak[32], pool[48] = "";
         human(s.peak_device, peak, sizeof peak);
-        fprintf(stderr, "gputrace: wrote %s (%llu events%s%llu dropped, peak device memory %s)\n", s.path,
-                (unsigned long long)s.events, ", ", (unsigned long long)s.dropped, peak);
+        if (s.peak_pool) { /* stream-ordered allocations (cudaMallocAsync) are a level of their own */
+            memcpy(pool, ", pool ", 8);
+            human(s.peak_pool, pool + 7, sizeof pool - 7);
+        }
+        fprintf(stderr, "gputrace: wrote %s (%llu events, %llu dropped, peak device memory %s%s)\n", s.path,
+                (unsigned long long)s.events, (unsigned long long)s.dropped, peak, pool);
     }
 }
 

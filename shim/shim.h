@@ -117,7 +117,7 @@ void gt_stop(const char *reason);          /* drain, finalize, close; idempotent
 void gt_restart_after_failed_exec(void);
 
 /* writer.c */
-struct gt_writer_summary { char path[4200]; uint64_t events; uint64_t dropped; uint64_t peak_device; };
+struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool; };
 bool gt_writer_start(void);
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
 bool gt_writer_resume(void);

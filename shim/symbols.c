@@ -16,13 +16,14 @@
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 /* libstdc++'s demangler, if the process has loaded it (every C++ program and
- * PyTorch does); we never load it ourselves. */
+ * PyTorch does); we never load it ourselves. Python loads PyTorch RTLD_LOCAL,
+ * so RTLD_DEFAULT misses it: gt_real_symbol also searches loaded objects. */
 static void demangle_into(const char *name, char *out, size_t cap)
 {
     static demangle_fn demangle;
     static bool looked;
     if (!looked) {
-        demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        demangle = (demangle_fn)gt_real_symbol("__cxa_demangle", "libstdc++");
         looked = true;
     }
     if (demangle && name[0] == '_' && name[1] == 'Z') {

@@ -37,7 +37,7 @@ static struct {
     uint64_t next_stack_id, next_frame_id;
     uint64_t recorded;
     int64_t live_bytes[6];     /* per apis.memory */
-    int64_t peak_device;
+    int64_t peak_device, peak_pool;
     bool write_failed;
     uint64_t dropped_after_write_error;
 
@@ -283,6 +283,8 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
     }
     if (W.live_bytes[GT_MEM_DEVICE] > W.peak_device)
         W.peak_device = W.live_bytes[GT_MEM_DEVICE];
+    if (W.live_bytes[GT_MEM_POOL] > W.peak_pool)
+        W.peak_pool = W.live_bytes[GT_MEM_POOL];
 }
 
 static void write_event(const struct gt_event *ev)
@@ -533,6 +535,7 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
         out->events = W.recorded;
         out->dropped = events_dropped();
         out->peak_device = (uint64_t)W.peak_device;
+        out->peak_pool = (uint64_t)W.peak_pool;
     }
     return !W.write_failed && atomic_load(&gt_state) != GT_FAILED;
 }
@@ -568,7 +571,7 @@ void gt_writer_forget(void)
     W.upd_process = W.ins_drop = W.fin_process = NULL;
     W.next_stack_id = W.next_frame_id = W.recorded = 0;
     memset(W.live_bytes, 0, sizeof W.live_bytes);
-    W.peak_device = 0;
+    W.peak_device = W.peak_pool = 0;
     W.write_failed = false;
     W.dropped_after_write_error = 0;
     W.thread_running = false;

@@ -1,0 +1,67 @@
+"""Helpers shared by the GPU checks: run a command with and without the shim,
+read a trace, report `PASS name: figures` / `FAIL name: why` lines."""
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+FAILED = []
+
+
+def report(ok, name, detail):
+    print('%s %s: %s' % ('PASS' if ok else 'FAIL', name, detail), flush=True)
+    if not ok:
+        FAILED.append(name)
+
+
+def run(argv, shim=None, db=None, env_extra=None, timeout=600):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    if shim:
+        env['LD_PRELOAD'] = shim
+        env['GPUTRACE_OUTPUT'] = db
+    t0 = time.monotonic()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    p.wall = time.monotonic() - t0
+    return p
+
+
+def rows(db, sql, args=()):
+    con = sqlite3.connect('file:%s?mode=ro' % db, uri=True)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def one(db, sql, args=()):
+    return rows(db, sql, args)[0][0]
+
+
+def counters(stdout):
+    """key=value lines printed by the workload."""
+    out = {}
+    for line in stdout.splitlines():
+        if '=' in line and ' ' not in line:
+            k, v = line.split('=', 1)
+            out[k] = float(v) if '.' in v else int(v)
+    return out
+
+
+def live_and_peak(db, memory):
+    """Live bytes at the end and peak live bytes of one kind of memory, from the trace."""
+    live = one(db, "SELECT coalesce(sum(size), 0) FROM live_at_exit WHERE memory = ?", (memory,))
+    peak = one(db, "SELECT coalesce(max(live), 0) FROM (SELECT sum(live_bytes) AS live FROM memory_timeline "
+                   "WHERE memory = ? GROUP BY t_ns)", (memory,))
+    return live, peak
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float('nan')
+
+
+def finish():
+    print('%d checks failed' % len(FAILED) if FAILED else 'all checks passed')
+    sys.exit(1 if FAILED else 0)
