@@ -10,7 +10,7 @@
 #include "shim.h"
 
 struct gt_slot {
-    _Atomic uint64_t seq;
+    _Alignas(64) _Atomic uint64_t seq;
     struct gt_event ev;
 };
 

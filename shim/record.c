@@ -65,7 +65,6 @@ static void fill(struct gt_event *ev, int api, uint64_t ptr, int device, uint64_
     ev->device = (int16_t)device;
     ev->flags = flags;
     ev->tid = gt_tid();
-    ev->aux = 0;
     ev->size = 0;
 }
 

@@ -26,20 +26,24 @@ enum gt_event_flags {
     GT_EV_HAS_AUX = 1u << 2,    /* aux carries an extra argument (cuMemMap's handle) */
 };
 
-/* One traced call: fixed size so the queue is a plain array of slots. */
+/* One traced call: 56 bytes, so a queue slot (with its sequence number) is
+ * exactly one cache line and producers never share a line with the writer. */
 struct gt_event {
     uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
     uint64_t ptr;        /* address or handle; 0 if the call failed */
     uint64_t size;
-    uint64_t stream;
+    union {
+        uint64_t stream; /* GT_EV_HAS_STREAM: stream-ordered calls */
+        uint64_t aux;    /* GT_EV_HAS_AUX: cuMemMap's handle (no stream) */
+    };
     uint64_t stack_hash; /* 0 = no stack */
-    uint64_t aux;
     int32_t tid;
     int32_t result;
     uint16_t api;        /* enum gt_api */
     int16_t device;      /* ordinal, GT_DEVICE_HOST or GT_DEVICE_UNKNOWN */
     uint32_t flags;      /* enum gt_event_flags */
 };
+_Static_assert(sizeof(struct gt_event) == 56, "event + sequence number = one cache line");
 
 /* Configuration, read once from the environment by the constructor. */
 struct gt_config {

@@ -403,7 +403,10 @@ static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
     static struct gt_event buf[BATCH];
-    if (!open_db(create)) {
+    pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
+    bool opened = open_db(create);
+    pthread_mutex_unlock(&W.sql_mu);
+    if (!opened) {
         atomic_store(&gt_state, GT_FAILED);
         pthread_mutex_lock(&W.mu);
         W.stop_done = true;
