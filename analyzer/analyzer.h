@@ -1,0 +1,130 @@
+/* analyzer.h - what the reports share: command-line options, the per-file
+ * analysis context (trace + pairing + default memory level + iterations
+ * found on demand), and each report's entry point and computed results. */
+#ifndef GT_ANALYZER_H
+#define GT_ANALYZER_H
+#include <stdint.h>
+
+#include "fit.h"
+#include "iterations.h"
+#include "json.h"
+#include "live.h"
+#include "trace.h"
+
+struct gt_opts {
+    int json;
+    int frames;             /* frames shown per call site in text (--frames) */
+    int top;                /* call sites listed (--top) */
+    int warmup;             /* iterations growth skips (--warmup) */
+    int64_t fail_above;     /* growth --fail-above, bytes/iteration; -1 none */
+    int64_t threshold;      /* growth verdict: slope must exceed this (--threshold) */
+    int64_t device_bytes;   /* --device-bytes; -1: devices table */
+    int memory_set;         /* --memory given */
+    unsigned mem_mask;
+    int device;             /* --device N, or GT_ANY_DEVICE */
+    int cached_as_leaks;    /* leaks --no-cache-heuristic */
+    struct gt_iter_opts iter;
+};
+
+struct gt_ctx {
+    const char *path;
+    const struct gt_opts *o;
+    struct gt_trace t;
+    struct gt_pairs p;
+    struct gt_sel sel;        /* the level that growth, peak and oom report */
+    char sel_name[64];        /* its name: "pool", "device", "device+pool", ... */
+    int iters_loaded;
+    struct gt_iterations iters;
+};
+
+/* Opens, validates and loads path, pairs its events and picks the default
+ * memory level: --memory, else pool if the trace has pool allocations, else
+ * device. Returns an exit status (message in c->t.err). */
+int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o);
+void gt_ctx_close(struct gt_ctx *c);
+/* Iterations per the options, found once and cached. */
+int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
+/* Device total memory for selection s: --device-bytes, else the devices table
+ * for s's device (or the only device the selection touches); -1 unknown. */
+int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s);
+/* Writes "file", "rank", "pid" keys of a per-file JSON object. */
+void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j);
+/* Prints a site's frames: text (up to o->frames, joined by " <- ") or JSON
+ * array of all frames. Returns an exit status. */
+int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len);
+int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site);
+/* Writes a JSON array of call sites {bytes, count, memory, stack_id, frames}. */
+int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit);
+/* Prints a text table of call sites (bytes, count, memory, frames). */
+int gt_text_sites(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, size_t limit, int indent);
+/* Does selection s touch more than one device? Sets *dev to the device with
+ * the highest peak. */
+int gt_ctx_primary_device(struct gt_ctx *c, const struct gt_sel *s, int *dev);
+
+/* Monotonic seconds, and a line "timing: WHAT SECONDS" on stderr when the
+ * environment has GPUTRACE_TIMING (for the benchmark). */
+double gt_now(void);
+void gt_phase(const char *what, double since);
+
+/* ---- leaks.c */
+struct gt_leaks {
+    struct gt_site_sum *sites, *cached;
+    size_t nsites, ncached;
+    int64_t bytes, count, cached_bytes, cached_count;
+};
+int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
+void gt_leaks_free(struct gt_leaks *l);
+int gt_report_leaks(struct gt_ctx *c, struct gt_json *j);
+
+/* ---- growth.c */
+struct gt_growth_site {
+    int32_t site;
+    double slope;
+    int64_t first, last;   /* live bytes of the site at the first and last iteration used */
+};
+struct gt_growth {
+    size_t n;              /* iterations found */
+    size_t used;           /* points in the fit: after warm-up, closed */
+    size_t warmup;
+    int64_t *end_live;     /* live bytes at the end of each iteration (n) */
+    double slope, intercept, noise;
+    const char *verdict;   /* growing | stable | unknown */
+    struct gt_growth_site *sites;
+    size_t nsites;
+};
+int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
+void gt_growth_free(struct gt_growth *g);
+int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
+
+/* ---- peak.c */
+struct gt_peak_bs {
+    int64_t batch_size, max_peak;
+    double median_peak;
+    size_t n;
+};
+struct gt_peak {
+    struct gt_sel sel;          /* the level and device the peaks are of */
+    int multi_device;           /* the level spans devices; sel.device is the busiest */
+    struct gt_window *w;        /* per iteration */
+    unsigned char *incomplete;  /* per iteration: a failed allocation cut it short */
+    size_t n;
+    struct gt_peak_bs *bs;
+    size_t nbs;
+    struct gt_linfit fit;       /* fit.ok 0: no fit (fewer than 2 batch sizes) */
+    int64_t device_total, max_batch_size;   /* -1 unknown */
+    int64_t overall_peak;
+    uint32_t overall_ev;
+};
+int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk);
+void gt_peak_free(struct gt_peak *pk);
+int gt_report_peak(struct gt_ctx *c, struct gt_json *j);
+
+/* ---- oom.c, top.c, summary.c */
+int gt_report_oom(struct gt_ctx *c, struct gt_json *j);
+int gt_report_top(struct gt_ctx *c, struct gt_json *j);
+int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
+
+/* ---- launcher.c (the lead's): gputrace run */
+int gt_cmd_run(int argc, char **argv);
+
+#endif

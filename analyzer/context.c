@@ -1,0 +1,210 @@
+/* context.c - one trace file's analysis context: loading, pairing, choosing
+ * the memory level a report speaks of, finding iterations once, and the call
+ * site printing every report shares. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyzer.h"
+#include "format.h"
+
+double gt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void gt_phase(const char *what, double since)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("GPUTRACE_TIMING") != NULL;
+    if (on)
+        fprintf(stderr, "gputrace: timing: %-12s %.3f s\n", what, gt_now() - since);
+}
+
+int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
+{
+    memset(c, 0, sizeof *c);
+    c->path = path;
+    c->o = o;
+    double t0 = gt_now();
+    int code = gt_trace_open(&c->t, path);
+    if (!code) {
+        gt_phase("open", t0);
+        t0 = gt_now();
+        code = gt_trace_load_events(&c->t);
+        gt_phase("load events", t0);
+    }
+    if (code)
+        return code;
+    t0 = gt_now();
+    gt_pair_events(&c->t, &c->p);
+    gt_phase("pair", t0);
+    c->sel.device = o->device;
+    if (o->memory_set) {
+        c->sel.mem_mask = o->mem_mask;
+    } else {
+        c->sel.mem_mask = GT_MASK(GT_MEM_DEVICE);
+        for (size_t i = 0; i < c->t.nev; i++) {
+            const struct gt_event *e = &c->t.ev[i];
+            const struct gt_api_attr *a = gt_attr(&c->t, e);
+            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL) {
+                c->sel.mem_mask = GT_MASK(GT_MEM_POOL);
+                break;
+            }
+        }
+    }
+    c->sel_name[0] = 0;
+    for (int m = 0; m < 6; m++)
+        if (c->sel.mem_mask & GT_MASK(m)) {
+            size_t l = strlen(c->sel_name);
+            snprintf(c->sel_name + l, sizeof c->sel_name - l, "%s%s", l ? "+" : "", gt_memory_name(m));
+        }
+    return GT_EXIT_OK;
+}
+
+void gt_ctx_close(struct gt_ctx *c)
+{
+    gt_iterations_free(&c->iters);
+    gt_pairs_free(&c->p);
+    gt_trace_close(&c->t);
+}
+
+int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out)
+{
+    if (!c->iters_loaded) {
+        double t0 = gt_now();
+        int code = gt_find_iterations(&c->t, &c->p, &c->sel, &c->o->iter, &c->iters);
+        gt_phase("iterations", t0);
+        if (code)
+            return code;
+        c->iters_loaded = 1;
+    }
+    *out = &c->iters;
+    return GT_EXIT_OK;
+}
+
+int gt_ctx_primary_device(struct gt_ctx *c, const struct gt_sel *s, int *dev)
+{
+    struct gt_level *lv;
+    size_t n = gt_levels(&c->t, &c->p, &lv);
+    int ndev = 0, seen[64];
+    int64_t best = -1;
+    *dev = GT_ANY_DEVICE;
+    for (size_t i = 0; i < n; i++) {
+        if (!(s->mem_mask & GT_MASK(lv[i].memory)))
+            continue;
+        int known = 0;
+        for (int k = 0; k < ndev; k++)
+            known |= seen[k] == lv[i].device;
+        if (!known && ndev < 64)
+            seen[ndev++] = lv[i].device;
+        if (lv[i].peak > best) {
+            best = lv[i].peak;
+            *dev = lv[i].device;
+        }
+    }
+    free(lv);
+    return ndev > 1;
+}
+
+int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s)
+{
+    if (c->o->device_bytes >= 0)
+        return c->o->device_bytes;
+    int dev = s->device;
+    if (dev == GT_ANY_DEVICE && gt_ctx_primary_device(c, s, &dev))
+        return -1;   /* several devices: no single capacity */
+    if (dev == GT_ANY_DEVICE) {
+        if (c->t.ndevices == 1)
+            return c->t.devices[0].total_bytes;
+        return -1;
+    }
+    return gt_trace_device_total(&c->t, dev);
+}
+
+void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
+{
+    gt_json_kstr(j, "file", c->path);
+    gt_json_kint_or_null(j, "rank", c->t.proc.rank);
+    gt_json_kint_or_null(j, "pid", c->t.proc.pid);
+}
+
+int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len)
+{
+    char **f;
+    int n;
+    int code = gt_trace_frames(&c->t, site, &f, &n);
+    if (code)
+        return code;
+    buf[0] = 0;
+    if (site < 0 || n == 0) {
+        snprintf(buf, len, site < 0 ? "(no stack: GPUTRACE_STACK_DEPTH=0?)" : "(stack %lld: no frames recorded)",
+                 (long long)gt_trace_stack_id(&c->t, site));
+        return GT_EXIT_OK;
+    }
+    int show = c->o->frames < n ? c->o->frames : n;
+    size_t l = 0;
+    for (int k = 0; k < show && l + 1 < len; k++)
+        l += (size_t)snprintf(buf + l, len - l, "%s%s", k ? " <- " : "", f[k]);
+    if (show < n && l + 1 < len)
+        snprintf(buf + l, len - l, " <- ... (%d more)", n - show);
+    return GT_EXIT_OK;
+}
+
+int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site)
+{
+    char **f;
+    int n;
+    int code = gt_trace_frames(&c->t, site, &f, &n);
+    if (code)
+        return code;
+    gt_json_arr_inline(j);
+    for (int k = 0; k < n; k++)
+        gt_json_str(j, f[k]);
+    gt_json_arr_end(j);
+    return GT_EXIT_OK;
+}
+
+int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit)
+{
+    gt_json_arr(j);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        gt_json_obj(j);
+        gt_json_kint(j, "bytes", s[i].bytes);
+        gt_json_kint(j, "count", s[i].count);
+        gt_json_kstr(j, "memory", gt_memory_name(s[i].memory));
+        gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, s[i].site));
+        gt_json_key(j, "frames");
+        int code = gt_json_frames(c, j, s[i].site);
+        if (code)
+            return code;
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    return GT_EXIT_OK;
+}
+
+int gt_text_sites(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, size_t limit, int indent)
+{
+    struct gt_table tb;
+    gt_table_init(&tb, 4, 0x3);
+    gt_table_row(&tb, "bytes", "count", "memory", "call site (innermost first)");
+    char b[GT_FMT_LEN], cnt[32], fr[4096];
+    for (size_t i = 0; i < n && i < limit; i++) {
+        int code = gt_print_frames_text(c, s[i].site, fr, sizeof fr);
+        if (code) {
+            gt_table_print(&tb, stdout, indent);
+            return code;
+        }
+        snprintf(cnt, sizeof cnt, "%lld", (long long)s[i].count);
+        gt_table_row(&tb, gt_fmt_bytes(s[i].bytes, b), cnt, gt_memory_name(s[i].memory), fr);
+    }
+    gt_table_print(&tb, stdout, indent);
+    if (n > limit)
+        printf("%*s... %zu more call sites (--top N shows more)\n", indent, "", n - limit);
+    return GT_EXIT_OK;
+}

@@ -1,0 +1,269 @@
+/* growth.c - `gputrace growth`: does live memory grow from one iteration to
+ * the next, by how much, and which call sites hold the growing memory. The
+ * slope is a Theil-Sen fit of live bytes at the end of each iteration after
+ * warm-up, so a single odd iteration cannot fake or hide growth. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "format.h"
+
+#define MAX_FIT_POINTS 2000    /* Theil-Sen on the total: 2M pairs at most */
+#define MAX_SITE_POINTS 256    /* per call site series */
+#define SITE_FIT_POINTS 128
+
+/* First index k in e[0..m) with e[k] > x. */
+static size_t upper(const size_t *e, size_t m, size_t x)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+    const struct gt_growth_site *x = a, *y = b;
+    if (x->slope != y->slope)
+        return x->slope < y->slope ? 1 : -1;
+    return (x->site > y->site) - (x->site < y->site);
+}
+
+/* Per call site: live bytes at the end of sampled iterations (ends[] are
+ * end_ev indices, ascending), then the Theil-Sen slope of each site whose
+ * memory grew. Difference arrays make it one pass over the allocations. */
+static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, size_t m, struct gt_growth *g)
+{
+    const struct gt_trace *t = &c->t;
+    size_t nslots = t->nsites + 1;
+    int32_t *row_of = gt_xmalloc(nslots * sizeof *row_of);
+    for (size_t s = 0; s < nslots; s++)
+        row_of[s] = -1;
+    int64_t **rows = NULL;
+    int32_t *row_site = NULL;
+    size_t nrows = 0, cap = 0;
+    for (size_t i = 0; i < t->nev && i < ends[m - 1]; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->size <= 0 || !gt_sel_has(t, &c->sel, e))
+            continue;
+        size_t k0 = upper(ends, m, i);
+        size_t f = c->p.partner[i];
+        size_t k1 = f == GT_NO_EVENT ? m : upper(ends, m, f);   /* points k0..k1-1 see it live */
+        if (k0 >= k1)
+            continue;
+        size_t slot = e->site >= 0 ? (size_t)e->site : t->nsites;
+        if (row_of[slot] < 0) {
+            if (nrows == cap) {
+                cap = cap ? cap * 2 : 64;
+                rows = gt_xrealloc(rows, cap * sizeof *rows);
+                row_site = gt_xrealloc(row_site, cap * sizeof *row_site);
+            }
+            rows[nrows] = gt_xcalloc(m + 1, sizeof **rows);
+            row_site[nrows] = e->site;
+            row_of[slot] = (int32_t)nrows++;
+        }
+        int64_t *d = rows[row_of[slot]];
+        d[k0] += e->size;
+        d[k1] -= e->size;
+    }
+    g->sites = gt_xmalloc((nrows + 1) * sizeof *g->sites);
+    double *y = gt_xmalloc(m * sizeof *y);
+    for (size_t r = 0; r < nrows; r++) {
+        int64_t live = 0;
+        for (size_t k = 0; k < m; k++) {
+            live += rows[r][k];
+            y[k] = (double)live;
+        }
+        if (y[m - 1] > y[0]) {
+            double slope = gt_theil_sen(x, y, m, SITE_FIT_POINTS, NULL);
+            if (slope > 0) {
+                struct gt_growth_site *s = &g->sites[g->nsites++];
+                s->site = row_site[r];
+                s->slope = slope;
+                s->first = (int64_t)y[0];
+                s->last = (int64_t)y[m - 1];
+            }
+        }
+        free(rows[r]);
+    }
+    qsort(g->sites, g->nsites, sizeof *g->sites, site_cmp);
+    free(y);
+    free(rows);
+    free(row_site);
+    free(row_of);
+}
+
+int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
+{
+    memset(g, 0, sizeof *g);
+    g->verdict = "unknown";
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(c, &its);
+    if (code)
+        return code;
+    g->n = its->n;
+    g->warmup = (size_t)c->o->warmup;
+    if (its->n == 0) {
+        snprintf(c->t.err, sizeof c->t.err, "%.400s; growth needs iterations: mark them (NVTX range, gputrace_iteration()) or name the range with --iteration NAME",
+                 its->how);
+        return GT_EXIT_NO_ITERATIONS;
+    }
+    struct gt_window *w = gt_xmalloc(its->n * sizeof *w);
+    for (size_t k = 0; k < its->n; k++) {
+        w[k].first_ev = its->it[k].first_ev;
+        w[k].end_ev = its->it[k].end_ev;
+    }
+    gt_window_live(&c->t, &c->p, &c->sel, w, its->n);
+    g->end_live = gt_xmalloc(its->n * sizeof *g->end_live);
+    double *x = gt_xmalloc(its->n * sizeof *x), *y = gt_xmalloc(its->n * sizeof *y);
+    size_t *ends = gt_xmalloc(its->n * sizeof *ends);
+    for (size_t k = 0; k < its->n; k++) {
+        g->end_live[k] = w[k].end_live;
+        if (k < g->warmup || !its->it[k].closed)
+            continue;   /* warm-up, or an iteration whose end is only the trace's end */
+        x[g->used] = (double)k;
+        y[g->used] = (double)w[k].end_live;
+        ends[g->used] = w[k].end_ev;
+        g->used++;
+    }
+    free(w);
+    if (g->used >= 2) {
+        g->slope = gt_theil_sen(x, y, g->used, MAX_FIT_POINTS, &g->intercept);
+        double *r = gt_xmalloc(g->used * sizeof *r);
+        for (size_t k = 0; k < g->used; k++)
+            r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
+        g->noise = 1.4826 * gt_median(r, g->used);   /* robust standard deviation */
+        free(r);
+        double span = x[g->used - 1] - x[0];
+        /* growing: above the threshold, and the growth over the run stands
+         * out of the iteration-to-iteration scatter */
+        if (g->used >= 3)
+            g->verdict = g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing" : "stable";
+        /* call sites: evenly spaced sample of the fitted points */
+        size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;
+        size_t *se = gt_xmalloc(m * sizeof *se);
+        double *sx = gt_xmalloc(m * sizeof *sx);
+        for (size_t k = 0; k < m; k++) {
+            size_t q = m == g->used ? k : (size_t)((double)k * (double)(g->used - 1) / (double)(m - 1) + 0.5);
+            se[k] = ends[q];
+            sx[k] = x[q];
+        }
+        site_growth(c, se, sx, m, g);
+        free(se);
+        free(sx);
+    }
+    free(x);
+    free(y);
+    free(ends);
+    return GT_EXIT_OK;
+}
+
+void gt_growth_free(struct gt_growth *g)
+{
+    free(g->end_live);
+    free(g->sites);
+    memset(g, 0, sizeof *g);
+}
+
+static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], fr[4096];
+    printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", c->sel_name, its->how, g->warmup);
+    if (g->used < 2) {
+        printf("  verdict: unknown (only %zu complete iterations after warm-up; need at least 3)\n", g->used);
+        return GT_EXIT_OK;
+    }
+    printf("  live at iteration end:");
+    for (size_t k = 0; k < g->n; k++) {
+        if (g->n > 12 && k == 6) {
+            printf(" ... (%zu more)", g->n - 12);
+            k = g->n - 6;
+        }
+        printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
+    }
+    printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
+           gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    if (!g->nsites) {
+        printf("  no call site holds more memory at the end of later iterations\n");
+        return GT_EXIT_OK;
+    }
+    printf("  call sites whose live memory grows per iteration:\n");
+    struct gt_table tb;
+    gt_table_init(&tb, 3, 0x3);
+    gt_table_row(&tb, "per iteration", "live at end", "call site (innermost first)");
+    for (size_t i = 0; i < g->nsites && i < (size_t)c->o->top; i++) {
+        int code = gt_print_frames_text(c, g->sites[i].site, fr, sizeof fr);
+        if (code) {
+            gt_table_print(&tb, stdout, 4);
+            return code;
+        }
+        gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), fr);
+    }
+    gt_table_print(&tb, stdout, 4);
+    return GT_EXIT_OK;
+}
+
+int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
+{
+    struct gt_growth g;
+    int code = gt_growth_compute(c, &g);
+    if (code) {
+        gt_growth_free(&g);
+        return code;
+    }
+    const struct gt_iterations *its = &c->iters;
+    if (j) {
+        gt_json_obj(j);
+        gt_ctx_json_head(c, j);
+        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_kint(j, "iterations", (int64_t)g.n);
+        gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
+        gt_json_kstr(j, "iteration_detection", its->how);
+        gt_json_kint(j, "warmup", (int64_t)g.warmup);
+        gt_json_kint(j, "iterations_fitted", (int64_t)g.used);
+        gt_json_key(j, "slope_bytes_per_iteration");
+        if (g.used >= 2)
+            gt_json_double(j, g.slope);
+        else
+            gt_json_null(j);
+        gt_json_kdouble(j, "scatter_bytes", g.noise);
+        gt_json_kstr(j, "verdict", g.verdict);
+        gt_json_key(j, "live_bytes_at_iteration_end");
+        gt_json_arr_inline(j);
+        for (size_t k = 0; k < g.n; k++)
+            gt_json_int(j, g.end_live[k]);
+        gt_json_arr_end(j);
+        gt_json_key(j, "sites");
+        gt_json_arr(j);
+        for (size_t i = 0; i < g.nsites && !code; i++) {
+            gt_json_obj(j);
+            gt_json_kdouble(j, "bytes_per_iteration", g.sites[i].slope);
+            gt_json_kint(j, "live_bytes_first", g.sites[i].first);
+            gt_json_kint(j, "live_bytes_last", g.sites[i].last);
+            gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, g.sites[i].site));
+            gt_json_key(j, "frames");
+            code = gt_json_frames(c, j, g.sites[i].site);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_obj_end(j);
+    } else {
+        code = print_text(c, its, &g);
+    }
+    if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path, c->sel_name,
+                gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
+        code = GT_EXIT_FAIL_ABOVE;
+    }
+    gt_growth_free(&g);
+    return code;
+}

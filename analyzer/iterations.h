@@ -1,0 +1,47 @@
+/* iterations.h - finding the training loop's iterations in a trace: from the
+ * marker API (gputrace_iteration), from a repeated NVTX or marker range, or
+ * automatically from the periodic pattern of allocations (or kernels). */
+#ifndef GT_ITERATIONS_H
+#define GT_ITERATIONS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "live.h"
+#include "trace.h"
+
+enum gt_iter_source { GT_ITER_NONE, GT_ITER_NVTX, GT_ITER_MARKER, GT_ITER_AUTO };
+
+/* --iterations: best (marker API, then ranges, then automatic), or one source */
+enum gt_iter_mode { GT_ITERMODE_BEST, GT_ITERMODE_NONE, GT_ITERMODE_NVTX, GT_ITERMODE_MARKER, GT_ITERMODE_AUTO };
+
+struct gt_iter_opts {
+    enum gt_iter_mode mode;
+    const char *name;    /* --iteration NAME: the range that is one iteration */
+};
+
+struct gt_iteration {
+    int64_t index;        /* marker API index, else 0, 1, 2, ... */
+    int64_t batch_size;   /* -1: unknown */
+    int64_t start, end;   /* ns */
+    size_t first_ev, end_ev;   /* events [first_ev, end_ev) belong to it */
+    int closed;           /* 0: its end is only where the trace ends (last marker or pattern iteration) */
+};
+
+struct gt_iterations {
+    enum gt_iter_source source;
+    char how[512];        /* one line for people: what was found and how */
+    struct gt_iteration *it;
+    size_t n;
+};
+
+/* Finds iterations per opts. sel is the memory the automatic detector uses to
+ * place iteration boundaries where live memory is lowest. No iterations is
+ * not an error (source GT_ITER_NONE, n 0). Returns an exit status. */
+int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
+                       const struct gt_iter_opts *o, struct gt_iterations *out);
+void gt_iterations_free(struct gt_iterations *it);
+const char *gt_iter_source_name(enum gt_iter_source s);
+/* batch size from "batch_size=N" or "bs=N" in a message; -1 if none */
+int64_t gt_parse_batch_size(const char *msg);
+
+#endif

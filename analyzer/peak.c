@@ -1,0 +1,259 @@
+/* peak.c - `gputrace peak`: the peak of live memory in each iteration, per
+ * batch size, the linear model peak = fixed + per_sample * batch_size fitted
+ * to those peaks, the largest batch size predicted to fit on the device, and
+ * what was live at the overall peak. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "format.h"
+
+struct bs_peak {
+    int64_t bs, peak;
+};
+
+static int bs_cmp(const void *a, const void *b)
+{
+    const struct bs_peak *x = a, *y = b;
+    if (x->bs != y->bs)
+        return x->bs < y->bs ? -1 : 1;
+    return (x->peak > y->peak) - (x->peak < y->peak);
+}
+
+int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
+{
+    memset(pk, 0, sizeof *pk);
+    pk->device_total = pk->max_batch_size = -1;
+    pk->sel = c->sel;
+    if (pk->sel.device == GT_ANY_DEVICE) {
+        int dev;
+        pk->multi_device = gt_ctx_primary_device(c, &pk->sel, &dev);
+        if (pk->multi_device)
+            pk->sel.device = dev;   /* device capacity is per device: report the busiest */
+    }
+    pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
+    pk->device_total = gt_ctx_device_total(c, &pk->sel);
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(c, &its);
+    if (code)
+        return code;
+    pk->n = its->n;
+    pk->w = gt_xmalloc((its->n + 1) * sizeof *pk->w);
+    for (size_t k = 0; k < its->n; k++) {
+        pk->w[k].first_ev = its->it[k].first_ev;
+        pk->w[k].end_ev = its->it[k].end_ev;
+    }
+    gt_window_live(&c->t, &c->p, &pk->sel, pk->w, its->n);
+
+    /* an iteration cut short by a failed allocation never reached its peak:
+     * it is listed but kept out of the fit */
+    pk->incomplete = gt_xcalloc(its->n + 1, 1);
+    for (size_t k = 0; k < its->n; k++) {
+        for (size_t i = its->it[k].first_ev; i < its->it[k].end_ev && !pk->incomplete[k]; i++) {
+            const struct gt_event *e = &c->t.ev[i];
+            pk->incomplete[k] = e->failed && gt_attr(&c->t, e)->known && gt_attr(&c->t, e)->op == GT_OP_ALLOC;
+        }
+    }
+    struct bs_peak *bp = gt_xmalloc((its->n + 1) * sizeof *bp);
+    size_t nb = 0;
+    for (size_t k = 0; k < its->n; k++)
+        if (its->it[k].batch_size >= 0 && !pk->incomplete[k]) {
+            bp[nb].bs = its->it[k].batch_size;
+            bp[nb++].peak = pk->w[k].peak;
+        }
+    qsort(bp, nb, sizeof *bp, bs_cmp);
+    pk->bs = gt_xmalloc((nb + 1) * sizeof *pk->bs);
+    double *v = gt_xmalloc((nb + 1) * sizeof *v);
+    for (size_t g = 0; g < nb;) {
+        size_t h = g;
+        while (h < nb && bp[h].bs == bp[g].bs) {
+            v[h - g] = (double)bp[h].peak;
+            h++;
+        }
+        struct gt_peak_bs *b = &pk->bs[pk->nbs++];
+        b->batch_size = bp[g].bs;
+        b->max_peak = bp[h - 1].peak;   /* sorted by peak within a batch size */
+        b->n = h - g;
+        b->median_peak = gt_median(v, h - g);
+        g = h;
+    }
+    free(v);
+    free(bp);
+    if (pk->nbs >= 2) {
+        double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
+        for (size_t i = 0; i < pk->nbs; i++) {
+            x[i] = (double)pk->bs[i].batch_size;
+            y[i] = (double)pk->bs[i].max_peak;
+        }
+        pk->fit = gt_least_squares(x, y, pk->nbs);
+        free(x);
+        free(y);
+    }
+    if (pk->fit.ok && pk->fit.slope > 0 && pk->device_total > 0) {
+        double room = ((double)pk->device_total - pk->fit.intercept) / pk->fit.slope;
+        /* tolerance: an exact fit may land a hair below an integer */
+        pk->max_batch_size = room <= 0 ? 0 : (int64_t)floor(room + 1e-9 * (room > 1 ? room : 1));
+    }
+    return GT_EXIT_OK;
+}
+
+void gt_peak_free(struct gt_peak *pk)
+{
+    free(pk->w);
+    free(pk->bs);
+    free(pk->incomplete);
+    memset(pk, 0, sizeof *pk);
+}
+
+/* Index of the iteration whose window holds event ev, or -1. */
+static long iteration_of(const struct gt_iterations *its, uint32_t ev)
+{
+    for (size_t k = 0; k < its->n && ev != GT_NO_EVENT; k++)
+        if (ev >= its->it[k].first_ev && ev < its->it[k].end_ev)
+            return (long)k;
+    return -1;
+}
+
+static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_peak *pk,
+                      const struct gt_site_sum *s, size_t ns)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], dev[64] = "";
+    if (pk->sel.device != GT_ANY_DEVICE)
+        snprintf(dev, sizeof dev, ", device %d%s", pk->sel.device, pk->multi_device ? " (the busiest of several)" : "");
+    printf("Peak of %s memory%s; device memory: %s\n", c->sel_name, dev,
+           pk->device_total > 0 ? gt_fmt_bytes(pk->device_total, b1) : "unknown (--device-bytes N)");
+    printf("  iterations: %s\n", its->how);
+    if (pk->n) {
+        struct gt_table tb;
+        gt_table_init(&tb, 5, 0x7);
+        gt_table_row(&tb, "iteration", "batch", "peak", "at", "");
+        for (size_t k = 0; k < pk->n; k++) {
+            char idx[32], bs[32];
+            snprintf(idx, sizeof idx, "%lld", (long long)its->it[k].index);
+            snprintf(bs, sizeof bs, "%lld", (long long)its->it[k].batch_size);
+            int64_t at = pk->w[k].peak_ev == GT_NO_EVENT ? its->it[k].start : c->t.ev[pk->w[k].peak_ev].t;
+            gt_table_row(&tb, idx, its->it[k].batch_size >= 0 ? bs : "?", gt_fmt_bytes(pk->w[k].peak, b1), gt_fmt_ns(at, b2),
+                        pk->incomplete[k] ? "allocation failed: incomplete, not fitted" : "");
+        }
+        gt_table_print(&tb, stdout, 4);
+    }
+    if (pk->nbs) {
+        printf("  by batch size:\n");
+        struct gt_table tb;
+        gt_table_init(&tb, 4, 0xf);
+        gt_table_row(&tb, "batch", "max peak", "median peak", "iterations");
+        for (size_t i = 0; i < pk->nbs; i++) {
+            char bs[32], n[32];
+            snprintf(bs, sizeof bs, "%lld", (long long)pk->bs[i].batch_size);
+            snprintf(n, sizeof n, "%zu", pk->bs[i].n);
+            gt_table_row(&tb, bs, gt_fmt_bytes(pk->bs[i].max_peak, b1), gt_fmt_bytes_d(pk->bs[i].median_peak, b2), n);
+        }
+        gt_table_print(&tb, stdout, 4);
+    } else if (pk->n) {
+        printf("  batch sizes unknown: put \"batch_size=N\" in the iteration range's message or pass it to gputrace_iteration()\n");
+    }
+    if (pk->fit.ok) {
+        printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
+               gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
+        if (pk->max_batch_size >= 0)
+            printf("  largest batch size predicted to fit in %s: %lld\n", gt_fmt_bytes(pk->device_total, b3), (long long)pk->max_batch_size);
+        else if (pk->fit.slope <= 0)
+            printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
+        else
+            printf("  device memory unknown: pass --device-bytes N to predict the largest batch size that fits\n");
+    } else if (pk->nbs == 1) {
+        printf("  one batch size only: run several batch sizes to fit peak = fixed + per_sample x batch_size\n");
+    }
+    if (pk->overall_ev == GT_NO_EVENT) {
+        printf("  no %s memory was ever live\n", c->sel_name);
+        return GT_EXIT_OK;
+    }
+    long k = iteration_of(its, pk->overall_ev);
+    char in[64] = "";
+    if (k >= 0)
+        snprintf(in, sizeof in, " (iteration %lld)", (long long)its->it[k].index);
+    printf("  overall peak: %s at %s%s; live then, by call site:\n", gt_fmt_bytes(pk->overall_peak, b1),
+           gt_fmt_ns(c->t.ev[pk->overall_ev].t, b2), in);
+    return gt_text_sites(c, s, ns, (size_t)c->o->top, 4);
+}
+
+int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
+{
+    struct gt_peak pk;
+    int code = gt_peak_compute(c, &pk);
+    if (code) {
+        gt_peak_free(&pk);
+        return code;
+    }
+    const struct gt_iterations *its = &c->iters;
+    struct gt_site_sum *s = NULL;
+    size_t ns = 0;
+    if (pk.overall_ev != GT_NO_EVENT)
+        ns = gt_live_sites_before(&c->t, &c->p, &pk.sel, (size_t)pk.overall_ev + 1, &s, NULL, NULL);
+    if (j) {
+        gt_json_obj(j);
+        gt_ctx_json_head(c, j);
+        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_key(j, "device");
+        if (pk.sel.device == GT_ANY_DEVICE)
+            gt_json_null(j);
+        else
+            gt_json_int(j, pk.sel.device);
+        gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
+        gt_json_kstr(j, "iteration_detection", its->how);
+        gt_json_key(j, "iterations");
+        gt_json_arr(j);
+        for (size_t k = 0; k < pk.n; k++) {
+            gt_json_obj(j);
+            gt_json_kint(j, "index", its->it[k].index);
+            gt_json_kint_or_null(j, "batch_size", its->it[k].batch_size);
+            gt_json_kint(j, "peak_bytes", pk.w[k].peak);
+            gt_json_kint(j, "peak_time_ns", pk.w[k].peak_ev == GT_NO_EVENT ? its->it[k].start : c->t.ev[pk.w[k].peak_ev].t);
+            gt_json_kint(j, "start_ns", its->it[k].start);
+            gt_json_kint(j, "end_ns", its->it[k].end);
+            gt_json_key(j, "failed_allocation");
+            gt_json_bool(j, pk.incomplete[k]);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_key(j, "by_batch_size");
+        gt_json_arr(j);
+        for (size_t i = 0; i < pk.nbs; i++) {
+            gt_json_obj(j);
+            gt_json_kint(j, "batch_size", pk.bs[i].batch_size);
+            gt_json_kint(j, "peak_bytes", pk.bs[i].max_peak);
+            gt_json_kdouble(j, "median_peak_bytes", pk.bs[i].median_peak);
+            gt_json_kint(j, "iterations", (int64_t)pk.bs[i].n);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_key(j, "fit");
+        if (pk.fit.ok) {
+            gt_json_obj(j);
+            gt_json_kdouble(j, "fixed_bytes", pk.fit.intercept);
+            gt_json_kdouble(j, "per_sample_bytes", pk.fit.slope);
+            gt_json_kdouble(j, "r2", pk.fit.r2);
+            gt_json_obj_end(j);
+        } else {
+            gt_json_null(j);
+        }
+        gt_json_kint_or_null(j, "device_total_bytes", pk.device_total);
+        gt_json_kint_or_null(j, "max_batch_size", pk.max_batch_size);
+        gt_json_kint(j, "peak_bytes", pk.overall_peak);
+        gt_json_key(j, "peak_time_ns");
+        if (pk.overall_ev == GT_NO_EVENT)
+            gt_json_null(j);
+        else
+            gt_json_int(j, c->t.ev[pk.overall_ev].t);
+        gt_json_key(j, "peak_sites");
+        code = gt_json_sites(c, j, s, ns, ns);
+        gt_json_obj_end(j);
+    } else {
+        code = print_text(c, its, &pk, s, ns);
+    }
+    free(s);
+    gt_peak_free(&pk);
+    return code;
+}

@@ -1,0 +1,181 @@
+/* summary.c - `gputrace summary`: one screen about a trace: the process, its
+ * devices, how long and how much was recorded (and dropped), the peak of
+ * each memory level, the iterations found, and one-line verdicts on leaks
+ * and growth that point to the command with the details. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "format.h"
+
+struct counts {
+    int64_t allocs, frees, failed, other;
+};
+
+static struct counts count_events(const struct gt_trace *t)
+{
+    struct counts n = {0, 0, 0, 0};
+    for (size_t i = 0; i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed)
+            n.failed++;
+        else if (a->known && a->op == GT_OP_ALLOC)
+            n.allocs++;
+        else if (a->known && a->op == GT_OP_FREE)
+            n.frees++;
+        else
+            n.other++;
+    }
+    return n;
+}
+
+int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
+{
+    const struct gt_trace *t = &c->t;
+    const struct gt_process *p = &t->proc;
+    struct counts n = count_events(t);
+    int64_t duration = p->end_ns >= 0 ? p->end_ns : t->ev[t->nev - 1].t;
+    struct gt_level *lv;
+    size_t nlv = gt_levels(t, &c->p, &lv);
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(c, &its);
+    struct gt_leaks l;
+    memset(&l, 0, sizeof l);
+    if (!code)
+        code = gt_leaks_compute(c, &l);
+    struct gt_growth g;
+    memset(&g, 0, sizeof g);
+    g.verdict = "unknown";
+    if (!code && its->n)
+        code = gt_growth_compute(c, &g);
+    if (code)
+        goto out;
+    if (j) {
+        gt_json_obj(j);
+        gt_ctx_json_head(c, j);
+        gt_json_key(j, "process");
+        gt_json_obj(j);
+        gt_json_kint_or_null(j, "pid", p->pid);
+        gt_json_kint_or_null(j, "ppid", p->ppid);
+        gt_json_kstr(j, "host", p->host);
+        gt_json_kstr(j, "command_line", p->command_line);
+        gt_json_kstr(j, "exe", p->exe);
+        gt_json_kint_or_null(j, "rank", p->rank);
+        gt_json_kint_or_null(j, "local_rank", p->local_rank);
+        gt_json_kstr(j, "end_reason", p->end_reason);
+        gt_json_kstr(j, "library_version", p->library_version);
+        gt_json_kint(j, "stack_depth", p->stack_depth);
+        gt_json_obj_end(j);
+        gt_json_kint(j, "schema_version", t->schema_version);
+        gt_json_kint(j, "duration_ns", duration);
+        gt_json_key(j, "devices");
+        gt_json_arr(j);
+        for (size_t i = 0; i < t->ndevices; i++) {
+            gt_json_obj(j);
+            gt_json_kint(j, "id", t->devices[i].id);
+            gt_json_kstr(j, "name", t->devices[i].name);
+            gt_json_kint_or_null(j, "total_bytes", t->devices[i].total_bytes);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_key(j, "events");
+        gt_json_obj(j);
+        gt_json_kint(j, "total", (int64_t)t->nev);
+        gt_json_kint(j, "allocs", n.allocs);
+        gt_json_kint(j, "frees", n.frees);
+        gt_json_kint(j, "failed", n.failed);
+        gt_json_kint(j, "other", n.other);
+        gt_json_kint(j, "unmatched_frees", (int64_t)c->p.unmatched_frees);
+        gt_json_kint(j, "recorded", p->events_recorded);
+        gt_json_kint(j, "dropped", p->events_dropped);
+        gt_json_obj_end(j);
+        gt_json_key(j, "drops");
+        gt_json_arr(j);
+        for (size_t i = 0; i < t->ndrops; i++) {
+            gt_json_obj(j);
+            gt_json_kstr(j, "reason", t->drops[i].reason);
+            gt_json_kint(j, "count", t->drops[i].count);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_key(j, "peaks");
+        gt_json_arr(j);
+        for (size_t i = 0; i < nlv; i++) {
+            gt_json_obj(j);
+            gt_json_kstr(j, "memory", gt_memory_name(lv[i].memory));
+            gt_json_kint(j, "device", lv[i].device);
+            gt_json_kint(j, "peak_bytes", lv[i].peak);
+            gt_json_kint(j, "peak_time_ns", lv[i].peak_t);
+            gt_json_kint(j, "final_bytes", lv[i].final);
+            gt_json_kint(j, "allocs", lv[i].allocs);
+            gt_json_kint(j, "frees", lv[i].frees);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_kint(j, "iterations", (int64_t)its->n);
+        gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
+        gt_json_kstr(j, "iteration_detection", its->how);
+        gt_json_kint(j, "leak_bytes", l.bytes);
+        gt_json_kint(j, "leak_count", l.count);
+        gt_json_kint(j, "leak_sites", (int64_t)l.nsites);
+        gt_json_kint(j, "cached_bytes", l.cached_bytes);
+        gt_json_kstr(j, "growth_verdict", g.verdict);
+        gt_json_key(j, "slope_bytes_per_iteration");
+        if (g.used >= 2)
+            gt_json_double(j, g.slope);
+        else
+            gt_json_null(j);
+        gt_json_obj_end(j);
+        goto out;
+    }
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
+    printf("Process %lld", (long long)p->pid);
+    if (p->host)
+        printf(" on %s", p->host);
+    if (p->rank >= 0)
+        printf(", rank %lld", (long long)p->rank);
+    printf(": %s\n", p->command_line ? p->command_line : p->exe ? p->exe : "(command line unknown)");
+    printf("  trace: schema %lld, libgputrace %s, %s after %s\n", (long long)t->schema_version,
+           p->library_version ? p->library_version : "?",
+           p->end_reason ? p->end_reason : "not closed (process killed?)", gt_fmt_ns(duration, b1));
+    for (size_t i = 0; i < t->ndevices; i++)
+        printf("  device %lld: %s, %s\n", (long long)t->devices[i].id, t->devices[i].name ? t->devices[i].name : "?",
+               t->devices[i].total_bytes >= 0 ? gt_fmt_bytes(t->devices[i].total_bytes, b1) : "size unknown");
+    printf("  events: %zu (%lld allocations, %lld frees, %lld failed calls, %lld other)", t->nev, (long long)n.allocs,
+           (long long)n.frees, (long long)n.failed, (long long)n.other);
+    printf("; dropped: %lld%s\n", (long long)p->events_dropped, p->events_dropped ? " (numbers below may be incomplete)" : "");
+    for (size_t i = 0; i < t->ndrops; i++)
+        if (t->drops[i].count)
+            printf("    dropped %lld: %s\n", (long long)t->drops[i].count, t->drops[i].reason);
+    if (c->p.unmatched_frees)
+        printf("  %zu frees of memory allocated before tracing started (not counted)\n", c->p.unmatched_frees);
+    for (size_t i = 0; i < nlv; i++) {
+        char dev[32] = "host";
+        if (lv[i].device != -1)
+            snprintf(dev, sizeof dev, "device %d", lv[i].device);
+        printf("  peak %-7s %s: %s at %s (%lld allocations, %lld frees, %s live at end)\n", gt_memory_name(lv[i].memory), dev,
+               gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2), (long long)lv[i].allocs, (long long)lv[i].frees,
+               gt_fmt_bytes(lv[i].final, b3));
+    }
+    printf("  iterations: %s\n", its->how);
+    if (l.nsites)
+        printf("  leaks: %s in %lld allocations at %zu call site%s (gputrace leaks)", gt_fmt_bytes(l.bytes, b1), (long long)l.count,
+               l.nsites, l.nsites == 1 ? "" : "s");
+    else
+        printf("  leaks: none");
+    if (l.ncached)
+        printf("; %s held by a caching allocator until exit (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
+    printf("\n");
+    if (g.used >= 2)
+        printf("  growth: %s, %s per iteration of %s memory (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name);
+    else
+        printf("  growth: unknown (%s)\n", its->n ? "fewer than 3 iterations after warm-up" : "no iterations");
+out:
+    free(lv);
+    gt_leaks_free(&l);
+    gt_growth_free(&g);
+    return code;
+}

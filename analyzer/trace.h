@@ -1,0 +1,139 @@
+/* trace.h - reading a gputrace trace: open and validate a database read-only,
+ * load its events into compact arrays, and fetch the rest (process, devices,
+ * ranges, marker iterations, kernels, stack frames) on demand. trace.c is the
+ * only file of the analyzer that knows SQL. */
+#ifndef GT_TRACE_H
+#define GT_TRACE_H
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit statuses of gputrace (documented in `gputrace --help`, README). */
+enum gt_exit {
+    GT_EXIT_OK = 0,
+    GT_EXIT_FAIL_ABOVE = 1,   /* growth --fail-above: slope above the limit */
+    GT_EXIT_USAGE = 2,        /* bad command line */
+    GT_EXIT_MISSING = 3,      /* file missing, unreadable or not a file */
+    GT_EXIT_CORRUPT = 4,      /* not a SQLite file, truncated or corrupt */
+    GT_EXIT_NOT_TRACE = 5,    /* SQLite, but not a gputrace trace */
+    GT_EXIT_NEWER = 6,        /* written by a newer gputrace (schema version) */
+    GT_EXIT_EMPTY = 7,        /* a trace without events */
+    GT_EXIT_NO_ITERATIONS = 8 /* the command needs iterations and none were found */
+};
+
+/* What an apis row says about its calls (enums from schema_sql.h). */
+struct gt_api_attr {
+    unsigned char known, op, memory, space;
+    char name[32];
+};
+
+/* One traced call, 32 bytes. Events are kept in (t_ns, id) order. */
+struct gt_event {
+    int64_t t;          /* ns since process start */
+    union {
+        uint64_t ptr;   /* successful call: address or VMM handle (0 if NULL) */
+        int64_t result; /* failed call (failed != 0): its error code */
+    } u;
+    int64_t size;       /* bytes; -1 if NULL (unknown) */
+    int32_t site;       /* dense index of its stack (see gt_trace.site_ids), -1: none */
+    int16_t device;     /* device ordinal; -1 host; INT16_MIN if NULL */
+    uint8_t api;        /* apis.id; 0 if out of range */
+    uint8_t failed;     /* result != 0 */
+};
+#define GT_DEVICE_NULL INT16_MIN
+
+struct gt_process {
+    int present;
+    int64_t pid, ppid, rank, local_rank;   /* -1 when NULL */
+    char *host, *command_line, *exe, *end_reason, *library_version;
+    int64_t start_unix_ns, end_ns;        /* end_ns -1: NULL (killed) */
+    int64_t stack_depth, events_recorded, events_dropped, peak_device_bytes;
+};
+
+struct gt_device {
+    int64_t id;
+    char *name;
+    int64_t total_bytes;   /* -1 unknown */
+};
+
+struct gt_drop {
+    char *reason;
+    int64_t count;
+};
+
+/* An NVTX range or gputrace_range_* marker range. */
+struct gt_range {
+    int64_t start, end;    /* end -1: never closed */
+    int64_t tid, depth;
+    int64_t batch_size;    /* -1: NULL */
+    char *message;         /* never NULL ("" for NULL) */
+    int is_marker;         /* source = 'marker' */
+};
+
+/* A row of the marker API's iterations table. */
+struct gt_marker_iter {
+    int64_t idx, batch_size, t;   /* batch_size -1: not given */
+};
+
+/* A CUPTI kernel: start time and interned name. */
+struct gt_kernel {
+    int64_t start;
+    int64_t name_id;
+};
+
+struct gt_trace {
+    const char *path;
+    sqlite3 *db;
+    int64_t schema_version;
+    struct gt_api_attr api[256];
+    struct gt_process proc;
+    struct gt_device *devices;
+    size_t ndevices;
+    struct gt_drop *drops;
+    size_t ndrops;
+
+    struct gt_event *ev;   /* nev events in (t_ns, id) order */
+    size_t nev;
+    int resorted;          /* ids were not in time order; a stable sort fixed it */
+
+    int64_t *site_ids;     /* dense site index -> stacks.id */
+    size_t nsites;
+    char ***site_frames;   /* lazily loaded frame strings per site */
+    int *site_nframes;     /* -1: not loaded yet */
+    sqlite3_stmt *frames_stmt;
+
+    char err[600];         /* message of the last error (without the path) */
+};
+
+/* Opens and validates path; loads process, devices, drops and the apis table.
+ * Returns GT_EXIT_OK or an exit status with t->err set. */
+int gt_trace_open(struct gt_trace *t, const char *path);
+/* Loads all events in (t_ns, id) order. GT_EXIT_EMPTY if there are none. */
+int gt_trace_load_events(struct gt_trace *t);
+void gt_trace_close(struct gt_trace *t);
+
+/* Frames of a site, innermost first, formatted "function (module)" (plus
+ * " file:line" where known). *frames stays owned by the trace. Returns an exit
+ * status; a site without frames gives n = 0. */
+int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n);
+/* stacks.id of a dense site index (-1 for none) */
+int64_t gt_trace_stack_id(const struct gt_trace *t, int32_t site);
+
+/* Ranges (all sources), marker iterations and kernels, in start-time order.
+ * Arrays are malloc'ed; the caller frees them (and range messages). Missing
+ * tables (older traces) give 0 rows. */
+int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n);
+int gt_trace_marker_iterations(struct gt_trace *t, struct gt_marker_iter **out, size_t *n);
+int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n);
+void gt_ranges_free(struct gt_range *r, size_t n);
+
+/* Total memory of a device ordinal from the devices table; -1 unknown. */
+int64_t gt_trace_device_total(const struct gt_trace *t, int device);
+
+/* Shortcuts over t->api[e->api]. */
+static inline const struct gt_api_attr *gt_attr(const struct gt_trace *t, const struct gt_event *e)
+{
+    return &t->api[e->api];
+}
+
+#endif
