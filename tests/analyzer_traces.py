@@ -1,0 +1,478 @@
+"""Synthetic gputrace traces for the analyzer tests.
+
+Each workload function writes one trace database and returns its path. The
+database is created by executing the real schema text (schema/gputrace.sql)
+and filled with the rows libgputrace.so writes: one processes row, a devices
+row, events in recording order (a free carries the size it frees and the
+device of its allocation, a failed call has ptr NULL and result != 0),
+deduplicated stacks with their frames (level 0 = the code that called CUDA),
+NVTX ranges and marker-API iterations.
+
+The workloads follow the seeds' PyTorch examples (shared/seeds/): the numbers
+the tests assert are the module constants below, computed from what each
+workload plants, never read back from gputrace. When the shim and the C test
+programs exist, a workload can be replaced by running its program under the
+shim (same constants, same return value: the path of the trace).
+"""
+import json
+import os
+import sqlite3
+import subprocess
+
+import gtlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA_PATH = os.path.join(os.path.dirname(HERE), 'schema', 'gputrace.sql')
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+CUDA_ERROR_MEMORY_ALLOCATION = 2   # cudaErrorMemoryAllocation
+
+
+def schema_sql():
+    with open(SCHEMA_PATH, encoding='utf-8') as f:
+        return f.read()
+
+
+def api_ids():
+    """{api name: id} from the schema's apis rows."""
+    con = sqlite3.connect(':memory:')
+    con.executescript(schema_sql())
+    ids = dict((name, i) for i, name in con.execute('SELECT id, name FROM apis'))
+    con.close()
+    return ids
+
+
+API = api_ids()
+FREE_OF = {'cudaMalloc': 'cudaFree', 'cudaMallocAsync': 'cudaFreeAsync', 'cudaMallocHost': 'cudaFreeHost',
+           'cudaMallocManaged': 'cudaFree', 'cuMemAlloc_v2': 'cuMemFree_v2', 'cuMemCreate': 'cuMemRelease'}
+
+
+class Trace:
+    """Writes one trace as the shim would. Time advances `tick_ns` per call."""
+
+    def __init__(self, path, pid=4242, rank=None, device_total=80 * GiB, device_name='Fake GPU',
+                 stack_depth=32, command_line='./workload', module='/opt/work/workload', tick_ns=1000):
+        if os.path.exists(path):
+            os.unlink(path)
+        self.path = path
+        self.con = sqlite3.connect(path)
+        self.con.executescript(schema_sql())
+        self.pid, self.rank, self.stack_depth = pid, rank, stack_depth
+        self.command_line, self.module = command_line, module
+        self.device_total, self.device_name = device_total, device_name
+        self.tick = tick_ns
+        self.t = 0
+        self.events = []          # (t, api, ptr, size, device, stream, tid, result, stack_id)
+        self.live = {}            # ptr -> (size, device)
+        self.free_lists = {}      # size -> [ptr] (addresses come back, as with real allocators)
+        self.next_addr = {'device': 0x7f0000000000, 'host': 0x200000000}
+        self.stacks = {}          # tuple of functions -> stack id
+        self.frames = {}          # function -> frame id
+        self.ranges = []          # [source, domain, message, tid, start, end, depth, parent, batch_size]
+        self.open_ranges = []
+        self.iteration_rows = []
+        self.kernels = []
+        self.strings = {}
+        self.tid = pid
+
+    def now(self):
+        self.t += self.tick
+        return self.t
+
+    def stack(self, functions):
+        """Stack id for a call chain given innermost first (None: stacks off)."""
+        if not functions or not self.stack_depth:
+            return None
+        key = tuple(functions)
+        if key not in self.stacks:
+            sid = len(self.stacks) + 1
+            self.stacks[key] = sid
+            self.con.execute('INSERT INTO stacks VALUES (?,?,?)', (sid, len(key), hash(key) & 0x7fffffffffff))
+            for level, fn in enumerate(key):
+                if fn not in self.frames:
+                    fid = len(self.frames) + 1
+                    self.frames[fn] = fid
+                    self.con.execute('INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)',
+                                     (fid, 0x400000 + 64 * fid, self.module, 64 * fid, fn, 12, None, None))
+                self.con.execute('INSERT INTO stack_frames VALUES (?,?,?)', (sid, level, self.frames[fn]))
+        return self.stacks[key]
+
+    def _address(self, size, kind):
+        free = self.free_lists.get(size)
+        if free:
+            return free.pop()
+        addr = self.next_addr[kind]
+        self.next_addr[kind] += (size + 511) // 512 * 512 + 512
+        return addr
+
+    def alloc(self, size, where, api='cudaMalloc', device=0, stream=None, result=0):
+        """One allocation call from the call chain `where`; returns its pointer (None if it failed)."""
+        stream = stream if stream is not None or 'Async' not in api else 0x5000
+        sid = self.stack(where)
+        if result:
+            self.events.append((self.now(), API[api], None, size, device, stream, self.tid, result, sid))
+            return None
+        ptr = self._address(size, 'host' if 'Host' in api else 'device')
+        self.events.append((self.now(), API[api], ptr, size, device, stream, self.tid, 0, sid))
+        self.live[ptr] = (size, device, api)
+        return ptr
+
+    def free(self, ptr, where=None, api=None):
+        size, device, alloc_api = self.live.pop(ptr)
+        api = api or FREE_OF[alloc_api]
+        stream = 0x5000 if 'Async' in api else None
+        self.events.append((self.now(), API[api], ptr, size, device, stream, self.tid, 0, self.stack(where)))
+        self.free_lists.setdefault(size, []).append(ptr)
+
+    def push(self, message, source='nvtx', batch_size=None, domain=None):
+        depth = len(self.open_ranges)
+        parent = self.open_ranges[-1] if self.open_ranges else None
+        self.ranges.append([source, domain, message, self.tid, self.now(), None, depth, parent, batch_size])
+        self.open_ranges.append(len(self.ranges) - 1)
+
+    def pop(self):
+        self.ranges[self.open_ranges.pop()][5] = self.now()
+
+    def iteration(self, idx, batch_size=None):
+        """gputrace_iteration(idx, batch_size): starts an iteration."""
+        self.iteration_rows.append((idx, batch_size, self.now(), self.tid))
+
+    def kernel(self, name, duration=500):
+        sid = self.strings.setdefault(name, len(self.strings) + 1)
+        start = self.now()
+        self.kernels.append((start, start + duration, 0, 7, len(self.kernels) + 1, sid))
+
+    def close(self, end_reason='exit'):
+        """Writes the buffered rows and the process row; returns the path."""
+        c = self.con
+        c.executemany('INSERT INTO events(t_ns, api, ptr, size, device, stream, tid, result, stack_id)'
+                      ' VALUES (?,?,?,?,?,?,?,?,?)', self.events)
+        for i, r in enumerate(self.ranges):
+            c.execute('INSERT INTO ranges(id, source, domain, message, tid, start_ns, end_ns, depth, parent_id, batch_size)'
+                      ' VALUES (?,?,?,?,?,?,?,?,?,?)',
+                      (i + 1, r[0], r[1], r[2], r[3], r[4], r[5], r[6], None if r[7] is None else r[7] + 1, r[8]))
+        c.executemany('INSERT INTO iterations(idx, batch_size, t_ns, tid) VALUES (?,?,?,?)', self.iteration_rows)
+        for name, sid in self.strings.items():
+            c.execute('INSERT INTO strings VALUES (?,?)', (sid, name))
+        c.executemany('INSERT INTO kernels(start_ns, end_ns, device, stream_id, correlation_id, name_id)'
+                      ' VALUES (?,?,?,?,?,?)', self.kernels)
+        c.execute('INSERT INTO threads VALUES (?,?)', (self.tid, 'main'))
+        c.execute('INSERT INTO devices(id, name, uuid, total_bytes, cc_major, cc_minor) VALUES (0,?,?,?,9,0)',
+                  (self.device_name, 'GPU-00000000-fake', self.device_total))
+        live = peak = 0
+        for e in self.events:
+            if e[7] == 0 and e[1] in (API['cudaMalloc'], API['cuMemAlloc_v2'], API['cuMemCreate']):
+                live += e[3]
+            elif e[7] == 0 and e[1] in (API['cudaFree'], API['cuMemFree_v2'], API['cuMemRelease']):
+                live -= e[3]
+            peak = max(peak, live)
+        end_ns = self.now() if end_reason else None
+        c.execute('INSERT INTO processes(pid, ppid, host, command_line, exe, rank, local_rank, start_unix_ns,'
+                  ' start_mono_ns, end_ns, end_reason, library_version, schema_version, stack_depth,'
+                  ' events_recorded, events_dropped, peak_device_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+                  (self.pid, 1, 'testhost', self.command_line, self.module, self.rank, self.rank,
+                   1700000000 * 10**9, 5 * 10**9, end_ns, end_reason, '0.1.0', 1, self.stack_depth,
+                   len(self.events), 0, peak))
+        c.commit()
+        c.close()
+        return self.path
+
+
+# ---- seed 001: the retained-tensor leak and its fix ---------------------------------
+LEAK_ITERATIONS = 20
+LEAK_BATCH, LEAK_IN, LEAK_HIDDEN = 32, 10, 2048
+LEAK_RETAINED_BYTES = LEAK_BATCH * LEAK_HIDDEN * 4     # relu output kept in model.intermediate_tensors
+LEAK_PLANTING_FUNCTION = 'ModelWithStoredTensor_forward_store'
+LEAK_WEIGHTS = [LEAK_IN * LEAK_HIDDEN * 4, LEAK_HIDDEN * 4, LEAK_HIDDEN * 4, 4]   # linear1 W, b; linear2 W, b
+
+
+def _leak_workload(path, iterations, fixed, markers=True, stack_depth=32, rank=None, pid=4242):
+    t = Trace(path, pid=pid, rank=rank, stack_depth=stack_depth, command_line='./leak_retained%s' % (' --fixed' if fixed else ''),
+              module='/opt/work/leak_retained')
+    weights = [t.alloc(n, ['init_linear', 'ModelWithStoredTensor_init', 'main']) for n in LEAK_WEIGHTS]
+    data = [t.alloc(LEAK_BATCH * LEAK_IN * 4, ['load_input', 'main']), t.alloc(LEAK_BATCH * 4, ['load_target', 'main'])]
+    grads = []
+    retained = []
+    for i in range(iterations):
+        if markers:
+            t.push('train_step')
+        h1 = t.alloc(LEAK_BATCH * LEAK_HIDDEN * 4, ['linear_forward', 'ModelWithStoredTensor_forward', 'train_step', 'main'])
+        relu = t.alloc(LEAK_RETAINED_BYTES, ['relu_forward', LEAK_PLANTING_FUNCTION, 'ModelWithStoredTensor_forward', 'train_step', 'main'])
+        t.free(h1)
+        out = t.alloc(LEAK_BATCH * 4, ['linear_forward', 'ModelWithStoredTensor_forward', 'train_step', 'main'])
+        loss = t.alloc(4, ['mse_loss', 'train_step', 'main'])
+        if not grads:   # param.grad is created by the first backward and reused after
+            grads = [t.alloc(n, ['accumulate_grad', 'backward', 'train_step', 'main']) for n in LEAK_WEIGHTS]
+        g = t.alloc(LEAK_BATCH * LEAK_HIDDEN * 4, ['relu_backward', 'backward', 'train_step', 'main'])
+        t.free(g)
+        t.free(loss)
+        t.free(out)
+        retained.append(relu)
+        if fixed:   # model.intermediate_tensors.clear()
+            for p in retained:
+                t.free(p)
+            retained = []
+        if markers:
+            t.pop()
+    for p in grads + data + weights:
+        t.free(p)
+    return t.close()
+
+
+def leak_retained(dirpath, iterations=LEAK_ITERATIONS, **kw):
+    """Seed 001, example 2: every iteration keeps its relu output alive."""
+    return _leak_workload(os.path.join(dirpath, 'leak_retained.db'), iterations, fixed=False, **kw)
+
+
+def leak_fixed(dirpath, iterations=LEAK_ITERATIONS, **kw):
+    """Seed 001, example 3: the same loop, clearing the stored tensors each step."""
+    return _leak_workload(os.path.join(dirpath, 'leak_fixed.db'), iterations, fixed=True, **kw)
+
+
+# ---- an unmarked loop: automatic iteration detection -----------------------------------
+UNMARKED_ITERATIONS = 37
+UNMARKED_STEP = [(3 * MiB, 'copy_batch'), (8 * MiB, 'conv_forward'), (8 * MiB, 'conv_forward'),
+                 (2 * MiB, 'pool_forward'), (64 * KiB, 'linear_forward'), (8 * MiB, 'conv_backward')]
+
+
+def unmarked_loop(dirpath, iterations=UNMARKED_ITERATIONS):
+    """A training loop without NVTX or markers: setup, N identical steps, teardown."""
+    t = Trace(os.path.join(dirpath, 'unmarked.db'), command_line='./unmarked_loop', module='/opt/work/unmarked_loop')
+    model = [t.alloc(n, ['init_params', 'main']) for n in (40 * MiB, 40 * MiB, 4 * MiB)]
+    grads = [t.alloc(n, ['zero_grad', 'main']) for n in (40 * MiB, 40 * MiB, 4 * MiB)]
+    for i in range(iterations):
+        ptrs = [t.alloc(size, [fn, 'train_step', 'main']) for size, fn in UNMARKED_STEP[:4]]
+        t.free(ptrs[1])
+        ptrs[1] = None
+        ptrs.append(t.alloc(UNMARKED_STEP[4][0], [UNMARKED_STEP[4][1], 'train_step', 'main']))
+        ptrs.append(t.alloc(UNMARKED_STEP[5][0], [UNMARKED_STEP[5][1], 'train_step', 'main']))
+        for p in reversed(ptrs):
+            if p is not None:
+                t.free(p)
+    for p in grads + model:
+        t.free(p)
+    return t.close()
+
+
+# ---- seed 000: batch sizes 64, 8, 32, 4 (tensor level, cudaMallocAsync) -------------------
+SEQ_BATCHES = [64, 8, 32, 4]
+SEQ_PARAMS = 896 + 18496 + 16010                       # SimpleConv: conv1, conv2, fc parameters
+SEQ_PARAM_BYTES = SEQ_PARAMS * 4
+SEQ_WORKSPACE = 4 * MiB                                 # cuDNN workspace, every step
+SEQ_PER_SAMPLE_ALLOCS = [3 * 32 * 32 * 4, 32 * 30 * 30 * 4, 32 * 30 * 30 * 4, 32 * 15 * 15 * 4,
+                         64 * 13 * 13 * 4, 64 * 13 * 13 * 4, 64 * 6 * 6 * 4, 10 * 4]
+SEQ_PER_SAMPLE = sum(SEQ_PER_SAMPLE_ALLOCS)
+# params, grads and Adam's two moments live throughout; the workspace during each step
+SEQ_FIXED = 4 * SEQ_PARAM_BYTES + SEQ_WORKSPACE
+
+
+def seq_peak(bs):
+    return SEQ_FIXED + SEQ_PER_SAMPLE * bs
+
+
+def _train_step_pool(t, bs, per_sample_allocs, workspace, api='cudaMallocAsync', fail_at=None):
+    """Forward (activations live together), backward, free: peak = live + workspace + bs*sum."""
+    ws = t.alloc(workspace, ['cudnn_workspace', 'conv_forward', 'train_step', 'main'], api=api) if workspace else None
+    acts = []
+    for k, n in enumerate(per_sample_allocs):
+        if fail_at is not None and k == fail_at:
+            t.alloc(bs * n, ['layer_forward_%d' % k, 'forward', 'train_step', 'main'], api=api,
+                    result=CUDA_ERROR_MEMORY_ALLOCATION)
+            return False
+        acts.append(t.alloc(bs * n, ['layer_forward_%d' % k, 'forward', 'train_step', 'main'], api=api))
+    for p in reversed(acts):
+        t.free(p)
+    if ws:
+        t.free(ws)
+    return True
+
+
+def batch_sequence(dirpath, batches=SEQ_BATCHES):
+    """Seed 000, example 3: one step per batch size, NVTX range 'train_step batch_size=N'."""
+    t = Trace(os.path.join(dirpath, 'batch_sequence.db'), command_line='./batch_sequence', module='/opt/work/batch_sequence')
+    state = [t.alloc(SEQ_PARAM_BYTES, [fn, 'main'], api='cudaMallocAsync')
+             for fn in ('init_params', 'zero_grad', 'adam_init_exp_avg', 'adam_init_exp_avg_sq')]
+    for i, bs in enumerate(batches):
+        # the shim fills ranges.batch_size from the message; leave some NULL to test parsing
+        t.push('train_step batch_size=%d' % bs, batch_size=bs if i % 2 else None)
+        _train_step_pool(t, bs, SEQ_PER_SAMPLE_ALLOCS, SEQ_WORKSPACE)
+        t.pop()
+    for p in state:
+        t.free(p)
+    return t.close()
+
+
+# PyTorch's default caching allocator at the device level: segments reserved
+# with cudaMalloc when the pool runs short and never freed, so reserved memory
+# stays at the largest batch's need (seed 000's "smaller batch, no less memory").
+CACHING_FRAMES = ['c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc',
+                  'c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc',
+                  'at::native::empty_cuda', 'train_step', 'main']
+CACHING_SEGMENT = 20 * MiB
+
+
+def caching_segments_for(peak):
+    return -(-peak // CACHING_SEGMENT)
+
+
+def batch_sequence_caching(dirpath, batches=SEQ_BATCHES, stack_depth=32):
+    """The same steps seen at the device level under the default caching allocator."""
+    t = Trace(os.path.join(dirpath, 'batch_sequence_caching.db'), stack_depth=stack_depth,
+              command_line='python train.py', module='/usr/lib/python3/site-packages/torch/lib/libc10_cuda.so')
+    segments = 0
+    for bs in batches:
+        t.push('train_step batch_size=%d' % bs)
+        need = caching_segments_for(seq_peak(bs))
+        while segments < need:
+            t.alloc(CACHING_SEGMENT, CACHING_FRAMES)
+            segments += 1
+        t.pop()
+    return t.close()
+
+
+# ---- seed 002 / 004: the memory equation, marker API batch sizes ----------------------------
+EQ_PARAMS = 3 * 2000 * 2000                  # three 2000x2000 layers
+EQ_LAYERS, EQ_HIDDEN, EQ_INPUT = 5, 5000, 784
+EQ_FIXED = EQ_PARAMS * 4 + 2 * EQ_PARAMS * 4  # model + Adam's two states
+EQ_PER_SAMPLE_ALLOCS = [EQ_INPUT * 4] + [EQ_HIDDEN * 4] * EQ_LAYERS
+EQ_PER_SAMPLE = sum(EQ_PER_SAMPLE_ALLOCS)     # B*D*4 + B*L*H*4 per sample
+EQ_BATCHES = [16, 32, 48, 64, 96, 128, 16, 64]
+EQ_DEVICE_TOTAL = 17071734784                 # "15.90 GiB total capacity" (seed 004)
+
+
+def eq_max_batch(total=EQ_DEVICE_TOTAL):
+    return (total - EQ_FIXED) // EQ_PER_SAMPLE
+
+
+def memory_equation(dirpath, batches=EQ_BATCHES):
+    """Seed 002: Total = model + optimizer (fixed) + activations + batch (per sample)."""
+    t = Trace(os.path.join(dirpath, 'memory_equation.db'), device_total=EQ_DEVICE_TOTAL, device_name='Tesla V100-PCIE-16GB',
+              command_line='./memory_equation', module='/opt/work/memory_equation')
+    state = [t.alloc(EQ_PARAMS * 4, [fn, 'main'], api='cudaMallocAsync') for fn in ('init_params', 'adam_m', 'adam_v')]
+    for i, bs in enumerate(batches):
+        t.iteration(i, bs)
+        _train_step_pool(t, bs, EQ_PER_SAMPLE_ALLOCS, 0)
+    for p in state:
+        t.free(p)
+    return t.close()
+
+
+# ---- an OOM: growing batch sizes until an allocation fails --------------------------------
+OOM_BATCHES = [1024, 4096, 16384, 65536, 262144]
+
+
+def oom_failed_batch():
+    for bs in OOM_BATCHES:
+        if EQ_FIXED + bs * EQ_PER_SAMPLE > EQ_DEVICE_TOTAL:
+            return bs
+    raise AssertionError('no batch fails')
+
+
+def oom_fail_layer():
+    """Index of the first activation that does not fit any more."""
+    bs, live = oom_failed_batch(), EQ_FIXED
+    for k, n in enumerate(EQ_PER_SAMPLE_ALLOCS):
+        if live + bs * n > EQ_DEVICE_TOTAL:
+            return k
+        live += bs * n
+    raise AssertionError('nothing fails')
+
+
+OOM_FAIL_LAYER = oom_fail_layer()
+OOM_REQUESTED = oom_failed_batch() * EQ_PER_SAMPLE_ALLOCS[OOM_FAIL_LAYER]
+OOM_LIVE = EQ_FIXED + oom_failed_batch() * sum(EQ_PER_SAMPLE_ALLOCS[:OOM_FAIL_LAYER])
+
+
+def oom(dirpath):
+    """Device-level allocations (PYTORCH_NO_CUDA_MEMORY_CACHING=1 style) with
+    NVTX ranges "step bs=N"; the first batch that does not fit fails."""
+    t = Trace(os.path.join(dirpath, 'oom.db'), device_total=EQ_DEVICE_TOTAL, device_name='Tesla V100-PCIE-16GB',
+              command_line='./oom', module='/opt/work/oom')
+    state = [t.alloc(EQ_PARAMS * 4, [fn, 'main']) for fn in ('init_params', 'adam_m', 'adam_v')]
+    for bs in OOM_BATCHES:
+        t.push('step bs=%d' % bs)
+        fits = EQ_FIXED + bs * EQ_PER_SAMPLE <= EQ_DEVICE_TOTAL
+        _train_step_pool(t, bs, EQ_PER_SAMPLE_ALLOCS, 0, api='cudaMalloc', fail_at=None if fits else OOM_FAIL_LAYER)
+        if not fits:
+            break   # RuntimeError: CUDA out of memory; the range is never popped
+        t.pop()
+    return t.close()
+
+
+# ---- kernels only: automatic iterations from CUPTI kernel names ------------------------------
+KERNEL_ITERATIONS = 12
+
+
+def kernels_only(dirpath, iterations=KERNEL_ITERATIONS):
+    """A caching allocator that reserved everything up front: no allocation
+    pattern, but the kernel launches repeat every step."""
+    t = Trace(os.path.join(dirpath, 'kernels.db'), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    t.kernel('init_weights_kernel')
+    for i in range(iterations):
+        for name in ('sgemm_128x64_nn', 'relu_kernel', 'sgemm_128x64_tn', 'relu_backward_kernel', 'adam_update_kernel'):
+            t.kernel(name)
+    t.kernel('checkpoint_copy_kernel')
+    return t.close()
+
+
+# ---- several ranks ------------------------------------------------------------------
+def two_ranks(dirpath):
+    """A DDP job: rank 0 runs the fixed loop, rank 1 the leaking one."""
+    r0 = _leak_workload(os.path.join(dirpath, 'rank0.db'), LEAK_ITERATIONS, fixed=True, rank=0, pid=5000)
+    r1 = _leak_workload(os.path.join(dirpath, 'rank1.db'), LEAK_ITERATIONS, fixed=False, rank=1, pid=5001)
+    return [r0, r1]
+
+
+# ---- edge cases -----------------------------------------------------------------------
+def empty_trace(dirpath):
+    """A process that started tracing but made no CUDA allocation call."""
+    return Trace(os.path.join(dirpath, 'empty.db'), command_line='./no_cuda').close()
+
+
+def no_iterations(dirpath):
+    """A few unrelated allocations: nothing repeats, no markers."""
+    t = Trace(os.path.join(dirpath, 'no_iterations.db'), command_line='./once')
+    a = t.alloc(1 * MiB, ['setup', 'main'])
+    b = t.alloc(2 * MiB, ['compute', 'main'])
+    t.free(a)
+    c = t.alloc(3 * MiB, ['finish', 'main'])
+    t.free(b)
+    t.free(c)
+    return t.close()
+
+
+# ---- running gputrace in tests ----------------------------------------------------------
+class AnalyzerTest(gtlib.TraceTest):
+    """TraceTest (a fresh self.dir) plus helpers to run the analyzer."""
+
+    def gputrace(self, *args, timeout=120):
+        """Runs build/analyzer/gputrace ARGS; returns CompletedProcess (text)."""
+        return subprocess.run([gtlib.GPUTRACE] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+
+    def ok(self, *args):
+        p = self.gputrace(*args)
+        self.assertEqual(p.returncode, 0, 'gputrace %s exited %d\nstdout:\n%s\nstderr:\n%s' % (args, p.returncode, p.stdout, p.stderr))
+        return p
+
+    def json(self, *args, expect_rc=0):
+        """Runs gputrace CMD --json ARGS and returns the parsed document."""
+        p = self.gputrace(args[0], '--json', *args[1:])
+        self.assertEqual(p.returncode, expect_rc, 'stdout:\n%s\nstderr:\n%s' % (p.stdout, p.stderr))
+        return json.loads(p.stdout)
+
+    def assertOneErrorLine(self, p, rc, path=None):
+        """A failure: exit status rc, exactly one stderr line 'gputrace: ...' naming the file, no crash."""
+        self.assertEqual(p.returncode, rc, 'stdout:\n%s\nstderr:\n%s' % (p.stdout, p.stderr))
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith('gputrace: '), lines[0])
+        if path:
+            self.assertIn(path, lines[0])
+        return lines[0]
+
+    def assertWithin(self, value, expected, rel=0.01):
+        self.assertLessEqual(abs(value - expected), rel * abs(expected), '%r not within %g%% of %r' % (value, rel * 100, expected))

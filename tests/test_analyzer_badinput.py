@@ -1,0 +1,151 @@
+"""Bad input never crashes gputrace or yields a wrong number: each case gives
+one line on stderr naming the file and a distinct, documented exit status."""
+import os
+import random
+import sqlite3
+
+import analyzer_traces as T
+
+COMMANDS = ('summary', 'leaks', 'growth', 'peak', 'oom', 'top')
+
+
+class BadInput(T.AnalyzerTest):
+
+    def check_all_commands(self, path, rc):
+        for cmd in COMMANDS:
+            for extra in ([], ['--json']):
+                p = self.gputrace(cmd, *extra, path)
+                self.assertOneErrorLine(p, rc, path)
+                self.assertEqual(p.stdout, '', '%s %s printed on stdout' % (cmd, extra))
+
+    def test_missing_file_exits_3(self):
+        self.check_all_commands(os.path.join(self.dir, 'nope.db'), 3)
+
+    def test_directory_exits_3(self):
+        self.check_all_commands(self.dir, 3)
+
+    def test_not_a_sqlite_file_exits_4(self):
+        path = os.path.join(self.dir, 'notes.txt')
+        with open(path, 'w') as f:
+            f.write('this is not a database\n' * 20)
+        self.check_all_commands(path, 4)
+
+    def test_zero_byte_file_exits_4(self):
+        path = os.path.join(self.dir, 'zero.db')
+        open(path, 'w').close()
+        self.check_all_commands(path, 4)
+
+    def test_sqlite_file_that_is_not_a_trace_exits_5(self):
+        path = os.path.join(self.dir, 'other.db')
+        con = sqlite3.connect(path)
+        con.execute('CREATE TABLE events(id INTEGER PRIMARY KEY, t_ns INTEGER)')
+        con.commit()
+        con.close()
+        self.check_all_commands(path, 5)
+
+    def test_newer_schema_version_exits_6(self):
+        path = T.leak_fixed(self.dir)
+        con = sqlite3.connect(path)
+        con.execute('PRAGMA user_version = 99')
+        con.close()
+        self.check_all_commands(path, 6)
+        self.assertIn('newer', self.gputrace('summary', path).stderr)
+
+    def test_trace_truncated_to_half_exits_4(self):
+        path = T.leak_retained(self.dir, iterations=2000)
+        with open(path, 'rb') as f:
+            data = f.read()
+        cut = os.path.join(self.dir, 'cut.db')
+        with open(cut, 'wb') as f:
+            f.write(data[:len(data) // 2])
+        self.check_all_commands(cut, 4)
+        self.assertIn('truncated', self.gputrace('leaks', cut).stderr)
+
+    def test_trace_truncated_mid_page_exits_4(self):
+        path = T.leak_retained(self.dir, iterations=500)
+        with open(path, 'rb') as f:
+            data = f.read()
+        cut = os.path.join(self.dir, 'cut.db')
+        with open(cut, 'wb') as f:
+            f.write(data[:len(data) // 2 + 100])
+        self.check_all_commands(cut, 4)
+
+    def test_corrupt_event_pages_exit_4(self):
+        path = T.leak_retained(self.dir, iterations=2000)
+        data = bytearray(open(path, 'rb').read())
+        page = 4096
+        npages = len(data) // page
+        rnd = random.Random(5)
+        for pg in range(npages // 2, npages // 2 + 4):   # the middle of the file: events pages
+            data[pg * page:(pg + 1) * page] = bytes(rnd.getrandbits(8) for _ in range(page))
+        bad = os.path.join(self.dir, 'corrupt.db')
+        open(bad, 'wb').write(data)
+        self.check_all_commands(bad, 4)
+
+    def test_corrupt_schema_page_exits_4(self):
+        path = T.leak_fixed(self.dir)
+        data = bytearray(open(path, 'rb').read())
+        data[100:4096] = b'\x5a' * (4096 - 100)   # sqlite_master, after the header
+        bad = os.path.join(self.dir, 'corrupt.db')
+        open(bad, 'wb').write(data)
+        self.check_all_commands(bad, 4)
+
+    def test_trace_missing_events_table_exits_4(self):
+        path = T.leak_fixed(self.dir)
+        con = sqlite3.connect(path)
+        con.execute('DROP VIEW events_v')
+        con.execute('DROP VIEW allocations')
+        con.execute('DROP VIEW live_at_exit')
+        con.execute('DROP VIEW memory_timeline')
+        con.execute('DROP VIEW failures')
+        con.execute('DROP TABLE events')
+        con.commit()
+        con.close()
+        line = self.assertOneErrorLine(self.gputrace('leaks', path), 4, path)
+        self.assertIn('incomplete', line)
+
+    def test_empty_trace_exits_7(self):
+        self.check_all_commands(T.empty_trace(self.dir), 7)
+
+    def test_growth_without_iterations_exits_8(self):
+        path = T.no_iterations(self.dir)
+        line = self.assertOneErrorLine(self.gputrace('growth', path), 8, path)
+        self.assertIn('no iterations', line)
+
+    def test_peak_without_iterations_still_reports_overall_peak(self):
+        path = T.no_iterations(self.dir)
+        d = self.json('peak', path)
+        self.assertEqual(d['iterations'], [])
+        self.assertEqual(d['peak_bytes'], 5 * T.MiB)   # 2 MiB and 3 MiB live together
+        self.assertIsNone(d['fit'])
+        for cmd in ('summary', 'leaks', 'oom', 'top'):
+            self.ok(cmd, path)
+
+    def test_usage_errors_exit_2(self):
+        db = T.leak_fixed(self.dir)
+        cases = [(), ('frobnicate', db), ('leaks',), ('peak', '--frobnicate', db), ('peak', '--memory', 'vram', db),
+                 ('growth', '--fail-above', 'lots', db), ('leaks', '--fail-above', '1', db), ('peak', '--top', '0', db),
+                 ('growth', '--iterations', 'sometimes', db), ('peak', '--device-bytes'), ('summary', '--json=yes', db)]
+        for args in cases:
+            p = self.gputrace(*args)
+            self.assertEqual(p.returncode, 2, args)
+            if args:
+                self.assertEqual(len(p.stderr.splitlines()), 1, args)
+                self.assertTrue(p.stderr.startswith('gputrace: '), args)
+
+    def test_trace_still_being_written_in_wal_mode_is_readable(self):
+        path = os.path.join(self.dir, 'live.db')
+        t = T.Trace(path)
+        t.con.execute('PRAGMA journal_mode = WAL')
+        t.alloc(T.MiB, ['setup', 'main'])
+        t.close(end_reason=None)
+        writer = sqlite3.connect(path)
+        writer.execute('PRAGMA wal_autocheckpoint = 0')
+        writer.execute('INSERT INTO events(t_ns, api, ptr, size, device, tid, result) VALUES (999999, 1, 12345, 4096, 0, 1, 0)')
+        writer.commit()
+        try:
+            d = self.json('leaks', path)
+            self.assertEqual((d['total_count'], d['total_bytes']), (2, T.MiB + 4096))
+            self.assertFalse(d['process_exited'])
+        finally:
+            writer.close()

@@ -1,0 +1,97 @@
+"""gputrace finds iterations from the marker API, from repeated NVTX ranges,
+or automatically from the allocation (or kernel) pattern, says which, and
+reads batch sizes from range messages."""
+import analyzer_traces as T
+
+
+class Iterations(T.AnalyzerTest):
+
+    def test_auto_detection_counts_unmarked_loop_exactly(self):
+        db = T.unmarked_loop(self.dir)
+        d = self.json('growth', db)
+        self.assertEqual(d['iteration_source'], 'auto')
+        self.assertEqual(d['iterations'], T.UNMARKED_ITERATIONS)
+        self.assertEqual(d['verdict'], 'stable')
+        self.assertIn('repeats %d times' % T.UNMARKED_ITERATIONS, self.ok('summary', db).stdout)
+
+    def test_auto_detection_exact_for_short_and_long_loops(self):
+        for n in (3, 4, 10, 250):
+            db = T.unmarked_loop(self.dir, iterations=n)
+            self.assertEqual(self.json('summary', db)['iterations'], n, 'loop of %d' % n)
+
+    def test_auto_detected_iterations_put_boundaries_where_memory_is_lowest(self):
+        db = T.unmarked_loop(self.dir)
+        d = self.json('peak', db)
+        model = 2 * (40 * T.MiB + 40 * T.MiB + 4 * T.MiB)   # params and grads
+        step = T.UNMARKED_STEP
+        # conv_forward #2 is freed before the last two allocations
+        peak = model + step[0][0] + step[2][0] + step[3][0] + step[4][0] + step[5][0]
+        peak = max(peak, model + sum(s for s, _ in step[:4]))
+        self.assertEqual([it['peak_bytes'] for it in d['iterations']], [peak] * T.UNMARKED_ITERATIONS)
+
+    def test_auto_detection_finds_leak_without_markers(self):
+        db = T.leak_retained(self.dir, markers=False, iterations=30)
+        d = self.json('growth', db)
+        self.assertEqual(d['iteration_source'], 'auto')
+        # the first step also creates param.grad: it differs and is not counted
+        self.assertEqual(d['iterations'], 29)
+        self.assertEqual(d['verdict'], 'growing')
+        self.assertWithin(d['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+
+    def test_kernel_pattern_used_when_allocations_do_not_repeat(self):
+        db = T.kernels_only(self.dir)
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS))
+        self.assertIn('kernel', d['iteration_detection'])
+
+    def test_marker_api_iterations_carry_index_and_batch_size(self):
+        db = T.memory_equation(self.dir)
+        d = self.json('peak', db)
+        self.assertEqual(d['iteration_source'], 'marker')
+        self.assertEqual([it['index'] for it in d['iterations']], list(range(len(T.EQ_BATCHES))))
+        self.assertEqual([it['batch_size'] for it in d['iterations']], T.EQ_BATCHES)
+
+    def test_batch_size_parsed_from_range_message(self):
+        db = T.oom(self.dir)   # ranges "step bs=N" with ranges.batch_size NULL
+        d = self.json('peak', db)
+        self.assertEqual(d['iteration_source'], 'nvtx')
+        self.assertEqual([it['batch_size'] for it in d['iterations']], T.OOM_BATCHES)
+
+    def test_outermost_repeated_range_is_the_iteration(self):
+        t = T.Trace(self.dir + '/nested.db')
+        t.push('epoch 0')
+        for i in range(5):
+            t.push('train_step %d' % i)
+            t.push('forward')
+            p = t.alloc(T.MiB, ['fwd', 'main'])
+            t.pop()
+            t.free(p)
+            t.pop()
+        t.pop()
+        d = self.json('growth', t.close())
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 5))
+        self.assertIn('train_step', d['iteration_detection'])
+
+    def test_iteration_option_names_the_range(self):
+        db = T.batch_sequence(self.dir)
+        d = self.json('peak', '--iteration', 'train_step', db)
+        self.assertEqual(len(d['iterations']), len(T.SEQ_BATCHES))
+        p = self.gputrace('growth', '--iteration', 'no_such_range', db)
+        self.assertIn('no range named', self.assertOneErrorLine(p, 8, db))
+
+    def test_iterations_none_turns_detection_off(self):
+        db = T.leak_retained(self.dir)
+        p = self.gputrace('growth', '--iterations', 'none', db)
+        self.assertOneErrorLine(p, 8, db)
+        d = self.json('peak', '--iterations', 'none', db)
+        self.assertEqual(d['iterations'], [])
+        self.assertEqual(d['iteration_source'], 'none')
+        self.assertGreater(d['peak_bytes'], 0)
+
+    def test_iterations_mode_forces_a_source(self):
+        db = T.leak_retained(self.dir)
+        self.assertEqual(self.json('summary', '--iterations', 'nvtx', db)['iteration_source'], 'nvtx')
+        auto = self.json('summary', '--iterations', 'auto', db)
+        self.assertEqual(auto['iteration_source'], 'auto')
+        self.assertEqual(auto['iterations'], T.LEAK_ITERATIONS - 1)
+        self.assertEqual(self.json('summary', '--iterations', 'marker', db)['iteration_source'], 'none')

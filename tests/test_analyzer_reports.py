@@ -1,0 +1,376 @@
+"""gputrace reports answer the seeds' questions with exact numbers: leaks and
+growth (seed 001), peak per batch size and the fit (seeds 000, 002, 003), OOM
+context (seed 004), top call sites, summary, several files at once. Every
+expected number is computed from what the workload in analyzer_traces.py
+planted."""
+import json
+import os
+
+import analyzer_traces as T
+
+
+def frames_text(site):
+    return ' '.join(site['frames'])
+
+
+class LeakAndGrowth(T.AnalyzerTest):
+    """Seed 001: a retained tensor per iteration, and the fixed loop."""
+
+    def test_leak_detected_with_planting_function_in_top_site(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('leaks', db)
+        self.assertEqual(d['total_bytes'], T.LEAK_ITERATIONS * T.LEAK_RETAINED_BYTES)
+        self.assertEqual(d['total_count'], T.LEAK_ITERATIONS)
+        self.assertEqual(len(d['sites']), 1)
+        top = d['sites'][0]
+        self.assertEqual(top['bytes'], T.LEAK_ITERATIONS * T.LEAK_RETAINED_BYTES)
+        self.assertEqual(top['count'], T.LEAK_ITERATIONS)
+        self.assertIn(T.LEAK_PLANTING_FUNCTION, frames_text(top))
+        self.assertEqual(top['frames'][0], 'relu_forward (leak_retained)')   # innermost first, module basename
+        self.assertEqual(d['cached_bytes'], 0)
+
+    def test_leaks_text_names_planting_function_and_size(self):
+        db = T.leak_retained(self.dir)
+        out = self.ok('leaks', db).stdout
+        self.assertIn('5.00 MiB in 20 allocations at 1 call site', out)
+        self.assertIn(T.LEAK_PLANTING_FUNCTION, out)
+
+    def test_growth_slope_within_1pct_of_planted_bytes_per_iteration(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'growing')
+        self.assertEqual(d['iteration_source'], 'nvtx')
+        self.assertEqual(d['iterations'], T.LEAK_ITERATIONS)
+        self.assertWithin(d['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+        self.assertIn(T.LEAK_PLANTING_FUNCTION, frames_text(d['sites'][0]))
+        self.assertWithin(d['sites'][0]['bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+        self.assertEqual(len(d['sites']), 1)   # nothing else grows
+
+    def test_growth_live_bytes_at_each_iteration_end_exact(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('growth', db)
+        base = 2 * sum(T.LEAK_WEIGHTS) + T.LEAK_BATCH * T.LEAK_IN * 4 + T.LEAK_BATCH * 4   # weights, grads, data
+        expected = [base + (k + 1) * T.LEAK_RETAINED_BYTES for k in range(T.LEAK_ITERATIONS)]
+        self.assertEqual(d['live_bytes_at_iteration_end'], expected)
+        self.assertEqual(d['warmup'], 1)
+        self.assertEqual(d['iterations_fitted'], T.LEAK_ITERATIONS - 1)
+
+    def test_fixed_loop_is_stable_and_leak_free(self):
+        db = T.leak_fixed(self.dir)
+        g = self.json('growth', db)
+        self.assertEqual(g['verdict'], 'stable')
+        self.assertEqual(g['slope_bytes_per_iteration'], 0)
+        self.assertEqual(g['sites'], [])
+        leaks = self.json('leaks', db)
+        self.assertEqual((leaks['total_bytes'], leaks['total_count'], leaks['sites']), (0, 0, []))
+        self.assertIn('No leaks', self.ok('leaks', db).stdout)
+
+    def test_fail_above_exits_1_only_when_slope_exceeds_limit(self):
+        leaky, fixed = T.leak_retained(self.dir), T.leak_fixed(self.dir)
+        p = self.gputrace('growth', '--fail-above', T.LEAK_RETAINED_BYTES - 1, leaky)
+        line = self.assertOneErrorLine(p, 1, leaky)
+        self.assertIn('--fail-above', line)
+        self.ok('growth', '--fail-above', T.LEAK_RETAINED_BYTES, leaky)
+        self.ok('growth', '--fail-above', '0', fixed)
+        self.assertEqual(self.gputrace('growth', '--fail-above', '1K', '--json', leaky).returncode, 1)
+
+    def test_threshold_above_slope_makes_growth_stable(self):
+        db = T.leak_retained(self.dir)
+        self.assertEqual(self.json('growth', '--threshold', '1M', db)['verdict'], 'stable')
+
+    def test_warmup_option_changes_fitted_iterations(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('growth', '--warmup', '5', db)
+        self.assertEqual(d['iterations_fitted'], T.LEAK_ITERATIONS - 5)
+        self.assertWithin(d['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+
+    def test_too_few_iterations_give_unknown_verdict(self):
+        db = T.leak_retained(self.dir, iterations=3)
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'unknown')
+
+    def test_killed_process_leaks_say_trace_end(self):
+        db = T.leak_retained(self.dir)
+        import sqlite3
+        con = sqlite3.connect(db)
+        con.execute('UPDATE processes SET end_ns = NULL, end_reason = NULL')
+        con.commit()
+        con.close()
+        self.assertFalse(self.json('leaks', db)['process_exited'])
+        self.assertIn('did not exit normally', self.ok('leaks', db).stdout)
+
+
+class CachingAllocator(T.AnalyzerTest):
+    """PyTorch's default allocator keeps its segments: cached, not leaked."""
+
+    def test_segments_held_until_exit_are_cached_not_leaks(self):
+        db = T.batch_sequence_caching(self.dir)
+        d = self.json('leaks', db)
+        segments = T.caching_segments_for(max(T.seq_peak(b) for b in T.SEQ_BATCHES))
+        self.assertEqual(d['total_bytes'], 0)
+        self.assertEqual(d['sites'], [])
+        self.assertEqual(d['cached_bytes'], segments * T.CACHING_SEGMENT)
+        self.assertEqual(d['cached_count'], segments)
+        self.assertIn('CUDACachingAllocator', frames_text(d['cached_sites'][0]))
+        out = self.ok('leaks', db).stdout
+        self.assertIn('held by a caching allocator until exit', out)
+
+    def test_without_stacks_the_caching_pattern_is_recognised(self):
+        db = T.batch_sequence_caching(self.dir, stack_depth=0)
+        d = self.json('leaks', db)
+        segments = T.caching_segments_for(max(T.seq_peak(b) for b in T.SEQ_BATCHES))
+        self.assertEqual((d['total_bytes'], d['cached_bytes']), (0, segments * T.CACHING_SEGMENT))
+
+    def test_no_cache_heuristic_reports_segments_as_leaks(self):
+        db = T.batch_sequence_caching(self.dir)
+        d = self.json('leaks', '--no-cache-heuristic', db)
+        segments = T.caching_segments_for(max(T.seq_peak(b) for b in T.SEQ_BATCHES))
+        self.assertEqual((d['total_bytes'], d['cached_bytes']), (segments * T.CACHING_SEGMENT, 0))
+
+    def test_reserved_memory_stays_at_largest_batch_after_smaller_batches(self):
+        # seed 000's question at the device level: a smaller batch does not give memory back
+        db = T.batch_sequence_caching(self.dir)
+        d = self.json('peak', db)
+        reserved = T.caching_segments_for(max(T.seq_peak(b) for b in T.SEQ_BATCHES)) * T.CACHING_SEGMENT
+        self.assertEqual(d['memory'], 'device')
+        self.assertEqual([it['peak_bytes'] for it in d['iterations']], [reserved] * len(T.SEQ_BATCHES))
+
+
+class PeakAndFit(T.AnalyzerTest):
+    """Seeds 000/002/003: peak per batch size and peak = fixed + per_sample * bs."""
+
+    def test_batch_sequence_per_iteration_peaks_exact(self):
+        db = T.batch_sequence(self.dir)
+        d = self.json('peak', db)
+        self.assertEqual(d['memory'], 'pool')   # the trace has cudaMallocAsync: tensor level
+        self.assertEqual([it['batch_size'] for it in d['iterations']], T.SEQ_BATCHES)
+        self.assertEqual([it['peak_bytes'] for it in d['iterations']], [T.seq_peak(b) for b in T.SEQ_BATCHES])
+        self.assertEqual([b['batch_size'] for b in d['by_batch_size']], sorted(T.SEQ_BATCHES))
+        self.assertEqual([b['peak_bytes'] for b in d['by_batch_size']], [T.seq_peak(b) for b in sorted(T.SEQ_BATCHES)])
+
+    def test_batch_sequence_fit_recovers_fixed_and_per_sample_within_1pct(self):
+        db = T.batch_sequence(self.dir)
+        fit = self.json('peak', db)['fit']
+        self.assertWithin(fit['fixed_bytes'], T.SEQ_FIXED)
+        self.assertWithin(fit['per_sample_bytes'], T.SEQ_PER_SAMPLE)
+        self.assertGreater(fit['r2'], 0.9999)
+
+    def test_memory_equation_fit_and_largest_batch_that_fits(self):
+        db = T.memory_equation(self.dir)
+        d = self.json('peak', db)
+        self.assertEqual(d['iteration_source'], 'marker')
+        self.assertEqual([it['batch_size'] for it in d['iterations']], T.EQ_BATCHES)
+        self.assertEqual([it['peak_bytes'] for it in d['iterations']], [T.EQ_FIXED + T.EQ_PER_SAMPLE * b for b in T.EQ_BATCHES])
+        self.assertWithin(d['fit']['fixed_bytes'], T.EQ_FIXED)
+        self.assertWithin(d['fit']['per_sample_bytes'], T.EQ_PER_SAMPLE)
+        self.assertEqual(d['device_total_bytes'], T.EQ_DEVICE_TOTAL)
+        self.assertEqual(d['max_batch_size'], T.eq_max_batch())
+        by = {b['batch_size']: b for b in d['by_batch_size']}
+        self.assertEqual(by[16]['iterations'], 2)
+        self.assertEqual(by[16]['median_peak_bytes'], T.EQ_FIXED + T.EQ_PER_SAMPLE * 16)
+
+    def test_device_bytes_option_sets_capacity_for_max_batch_size(self):
+        db = T.memory_equation(self.dir)
+        d = self.json('peak', '--device-bytes', '8G', db)
+        self.assertEqual(d['device_total_bytes'], 8 * T.GiB)
+        self.assertEqual(d['max_batch_size'], T.eq_max_batch(8 * T.GiB))
+
+    def test_overall_peak_lists_live_allocations_by_site(self):
+        db = T.memory_equation(self.dir)
+        d = self.json('peak', db)
+        biggest = max(T.EQ_BATCHES)
+        self.assertEqual(d['peak_bytes'], T.EQ_FIXED + T.EQ_PER_SAMPLE * biggest)
+        self.assertEqual(sum(s['bytes'] for s in d['peak_sites']), d['peak_bytes'])
+        self.assertEqual(d['peak_sites'][0]['bytes'], T.EQ_PARAMS * 4)
+
+    def test_peak_text_says_level_fit_and_max_batch(self):
+        db = T.memory_equation(self.dir)
+        out = self.ok('peak', db).stdout
+        self.assertIn('Peak of pool memory', out)
+        self.assertIn('fit: peak = ', out)
+        self.assertIn('largest batch size predicted to fit in 15.90 GiB: %d' % T.eq_max_batch(), out)
+
+    def test_single_batch_size_gives_no_fit(self):
+        db = T.leak_fixed(self.dir)
+        d = self.json('peak', db)
+        self.assertIsNone(d['fit'])
+        self.assertIsNone(d['max_batch_size'])
+        self.assertTrue(all(it['batch_size'] is None for it in d['iterations']))
+
+
+class OutOfMemory(T.AnalyzerTest):
+    """Seed 004: what the failed allocation needed."""
+
+    def test_oom_request_and_live_bytes_exact(self):
+        db = T.oom(self.dir)
+        d = self.json('oom', db)
+        self.assertEqual(len(d['failures']), 1)
+        f = d['failures'][0]
+        self.assertEqual(f['requested_bytes'], T.OOM_REQUESTED)
+        self.assertEqual(f['live_bytes'], T.OOM_LIVE)
+        self.assertEqual(f['live_device_bytes'], T.OOM_LIVE)
+        self.assertEqual(f['device_total_bytes'], T.EQ_DEVICE_TOTAL)
+        self.assertEqual(f['needed_bytes'], T.OOM_LIVE + T.OOM_REQUESTED - T.EQ_DEVICE_TOTAL)
+        self.assertEqual(f['result'], T.CUDA_ERROR_MEMORY_ALLOCATION)
+        self.assertEqual(f['api'], 'cudaMalloc')
+        self.assertEqual(sum(s['bytes'] for s in f['sites']), T.OOM_LIVE)
+        self.assertIn('layer_forward_', frames_text(f['sites'][0]))
+
+    def test_oom_batch_reduction_from_fit(self):
+        db = T.oom(self.dir)
+        f = self.json('oom', db)['failures'][0]
+        self.assertEqual(f['batch_size'], T.oom_failed_batch())
+        self.assertEqual(f['max_batch_size'], T.eq_max_batch())
+        self.assertEqual(f['batch_size_reduction'], T.oom_failed_batch() - T.eq_max_batch())
+        out = self.ok('oom', db).stdout
+        self.assertIn('the batch had to be %d smaller' % (T.oom_failed_batch() - T.eq_max_batch()), out)
+
+    def test_iteration_cut_short_by_oom_is_not_fitted(self):
+        db = T.oom(self.dir)
+        d = self.json('peak', db)
+        self.assertEqual([it['failed_allocation'] for it in d['iterations']], [False] * (len(d['iterations']) - 1) + [True])
+        self.assertNotIn(T.oom_failed_batch(), [b['batch_size'] for b in d['by_batch_size']])
+        self.assertWithin(d['fit']['fixed_bytes'], T.EQ_FIXED)
+        self.assertWithin(d['fit']['per_sample_bytes'], T.EQ_PER_SAMPLE)
+
+    def test_no_failures_means_empty_list(self):
+        db = T.leak_fixed(self.dir)
+        self.assertEqual(self.json('oom', db)['failures'], [])
+        self.assertIn('No failed allocations', self.ok('oom', db).stdout)
+
+
+class TopAndSummary(T.AnalyzerTest):
+
+    def test_top_ranks_sites_by_bytes_peak_and_count(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('top', db)
+        n, act = T.LEAK_ITERATIONS, T.LEAK_BATCH * T.LEAK_HIDDEN * 4
+        # linear_forward allocates h1 and the output every iteration
+        self.assertEqual(d['by_bytes'][0]['bytes'], n * (act + T.LEAK_BATCH * 4))
+        self.assertIn('linear_forward', d['by_bytes'][0]['frames'][0])
+        self.assertEqual(d['by_count'][0]['count'], 2 * n)
+        self.assertEqual(d['by_peak'][0]['peak_live_bytes'], n * T.LEAK_RETAINED_BYTES)
+        self.assertIn(T.LEAK_PLANTING_FUNCTION, frames_text(d['by_peak'][0]))
+
+    def test_summary_reports_process_peak_iterations_and_verdicts(self):
+        db = T.leak_retained(self.dir)
+        d = self.json('summary', db)
+        self.assertEqual(d['process']['pid'], 4242)
+        self.assertEqual(d['iterations'], T.LEAK_ITERATIONS)
+        self.assertEqual(d['iteration_source'], 'nvtx')
+        self.assertEqual(d['leak_bytes'], T.LEAK_ITERATIONS * T.LEAK_RETAINED_BYTES)
+        self.assertEqual(d['growth_verdict'], 'growing')
+        self.assertWithin(d['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+        n, act = T.LEAK_ITERATIONS, T.LEAK_BATCH * T.LEAK_HIDDEN * 4
+        base = 2 * sum(T.LEAK_WEIGHTS) + T.LEAK_BATCH * T.LEAK_IN * 4 + T.LEAK_BATCH * 4
+        # last iteration, after relu_backward: n retained + its gradient + output + loss
+        peak = base + n * T.LEAK_RETAINED_BYTES + act + T.LEAK_BATCH * 4 + 4
+        device = [p for p in d['peaks'] if p['memory'] == 'device']
+        self.assertEqual(len(device), 1)
+        self.assertEqual(device[0]['peak_bytes'], peak)
+        self.assertEqual(device[0]['final_bytes'], n * T.LEAK_RETAINED_BYTES)
+        self.assertEqual(d['events']['total'], d['events']['allocs'] + d['events']['frees'])
+        self.assertEqual(d['events']['dropped'], 0)
+
+    def test_summary_text_has_one_line_verdicts(self):
+        db = T.leak_retained(self.dir)
+        out = self.ok('summary', db).stdout
+        self.assertIn('leaks: 5.00 MiB in 20 allocations at 1 call site', out)
+        self.assertIn('growth: growing, 256.00 KiB per iteration of device memory', out)
+        self.assertIn('iterations: NVTX range "train_step"', out)
+
+
+class SeveralFiles(T.AnalyzerTest):
+
+    def test_several_files_give_one_json_object_each_with_rank(self):
+        r0, r1 = T.two_ranks(self.dir)
+        d = self.json('growth', r0, r1)
+        self.assertIsInstance(d, list)
+        self.assertEqual([x['rank'] for x in d], [0, 1])
+        self.assertEqual([x['verdict'] for x in d], ['stable', 'growing'])
+        self.assertWithin(d[1]['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
+
+    def test_several_files_text_has_a_section_per_rank(self):
+        r0, r1 = T.two_ranks(self.dir)
+        out = self.ok('leaks', r0, r1).stdout
+        self.assertIn('== %s (rank 0, pid 5000) ==' % r0, out)
+        self.assertIn('== %s (rank 1, pid 5001) ==' % r1, out)
+        self.assertLess(out.index('No leaks'), out.index('Leaks: 5.00 MiB'))
+
+    def test_bad_file_among_several_reports_error_and_first_failing_status(self):
+        r0, r1 = T.two_ranks(self.dir)
+        missing = os.path.join(self.dir, 'rank2.db')
+        p = self.gputrace('leaks', '--json', r0, missing, r1)
+        self.assertOneErrorLine(p, 3, missing)
+        d = json.loads(p.stdout)
+        self.assertEqual(len(d), 3)
+        self.assertEqual(d[1]['exit_code'], 3)
+        self.assertIn('no such file', d[1]['error'])
+        self.assertEqual(d[2]['total_count'], T.LEAK_ITERATIONS)
+
+    def test_fail_above_with_several_files_exits_1(self):
+        r0, r1 = T.two_ranks(self.dir)
+        self.assertEqual(self.gputrace('growth', '--fail-above', '1K', r0, r1).returncode, 1)
+
+
+class JsonAndHelp(T.AnalyzerTest):
+
+    DOCUMENTED = {
+        'leaks': ['total_bytes', 'total_count', 'sites', 'cached_bytes'],
+        'growth': ['iterations', 'iteration_source', 'slope_bytes_per_iteration', 'verdict', 'sites'],
+        'peak': ['iterations', 'by_batch_size', 'fit', 'device_total_bytes', 'max_batch_size'],
+        'oom': ['failures'],
+        'top': ['by_bytes', 'by_peak', 'by_count'],
+        'summary': ['process', 'devices', 'duration_ns', 'events', 'peaks', 'iterations', 'iteration_source'],
+    }
+
+    def test_json_of_every_command_parses_with_documented_keys(self):
+        dbs = [T.leak_retained(self.dir), T.batch_sequence(self.dir), T.oom(self.dir)]
+        for db in dbs:
+            for cmd, keys in self.DOCUMENTED.items():
+                d = self.json(cmd, db)
+                for k in keys:
+                    self.assertIn(k, d, '%s %s' % (cmd, os.path.basename(db)))
+        g = self.json('growth', dbs[0])
+        for k in ('bytes_per_iteration', 'frames'):
+            self.assertIn(k, g['sites'][0])
+        p = self.json('peak', dbs[1])
+        self.assertEqual(set(p['fit']), {'fixed_bytes', 'per_sample_bytes', 'r2'})
+        for k in ('index', 'batch_size', 'peak_bytes'):
+            self.assertIn(k, p['iterations'][0])
+        o = self.json('oom', dbs[2])
+        for k in ('time_ns', 'requested_bytes', 'live_bytes', 'sites'):
+            self.assertIn(k, o['failures'][0])
+
+    def test_json_strings_are_escaped(self):
+        db = T.leak_retained(self.dir)
+        import sqlite3
+        con = sqlite3.connect(db)
+        con.execute("""UPDATE frames SET function = 'op<"quoted"\\back' || char(9) || char(1) || 'x' WHERE id = 1""")
+        con.execute("UPDATE processes SET command_line = 'python -c \"print(1)\"' || char(10) || 'next'")
+        con.commit()
+        con.close()
+        for cmd in ('top', 'summary', 'peak', 'leaks'):
+            d = self.json(cmd, db)
+        d = self.json('summary', db)
+        self.assertEqual(d['process']['command_line'], 'python -c "print(1)"\nnext')
+        top = self.json('top', db)
+        self.assertIn('op<"quoted"\\back\t\x01x (leak_retained)', [f for s in top['by_bytes'] for f in s['frames']])
+
+    def test_help_for_every_command_and_exit_codes_documented(self):
+        p = self.ok('--help')
+        for word in ('summary', 'leaks', 'growth', 'peak', 'oom', 'top', 'run', 'Exit status'):
+            self.assertIn(word, p.stdout)
+        for code in range(0, 9):
+            self.assertIn('\n  %d  ' % code, p.stdout)
+        for cmd in ('summary', 'leaks', 'growth', 'peak', 'oom', 'top'):
+            self.assertIn('usage: gputrace ' + cmd, self.ok(cmd, '--help').stdout)
+            self.assertIn('usage: gputrace ' + cmd, self.ok('help', cmd).stdout)
+        self.assertIn('caching allocator', self.ok('leaks', '--help').stdout)
+        self.assertIn('Theil-Sen', self.ok('growth', '--help').stdout)
+
+    def test_memory_option_selects_level(self):
+        db = T.batch_sequence(self.dir)
+        self.assertEqual(self.json('peak', '--memory', 'device', db)['peak_bytes'], 0)
+        self.assertEqual(self.json('peak', '--memory', 'all', db)['peak_bytes'], T.seq_peak(64))
+        self.assertEqual(self.json('growth', '--memory', 'pool', db)['memory'], 'pool')
