@@ -31,6 +31,7 @@ static const char usage_main[] =
     "  oom       each failed allocation: request, live bytes, device total, who\n"
     "            held the memory, how much smaller the batch had to be\n"
     "  top       call sites by bytes allocated, by peak live bytes, by count\n"
+    "  symbolize add source file:line to the recorded frames (addr2line)\n"
     "\n"
     "Options (all commands):\n"
     "  --json             machine-readable output: one object per file, an array\n"
@@ -61,6 +62,7 @@ static const char usage_main[] =
     "  6  a trace written by a newer gputrace (schema version)\n"
     "  7  an empty trace: no events recorded\n"
     "  8  the command needs iterations and none were found (growth)\n"
+    "  9  symbolize: addr2line could not be run\n"
     "With several files the status is that of the first file that failed; each\n"
     "failure prints one line on stderr: \"gputrace: FILE: what happened; what to do\".\n";
 
@@ -377,15 +379,17 @@ int main(int argc, char **argv)
     }
     if (!strcmp(name, "run"))
         return gt_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(name, "symbolize"))
+        return gt_cmd_symbolize(argc - 1, argv + 1);
     if (!strcmp(name, "help")) {
         if (argc < 3) {
             fputs(usage_main, stdout);
             return GT_EXIT_OK;
         }
         name = argv[2];
-        if (!strcmp(name, "run")) {
+        if (!strcmp(name, "run") || !strcmp(name, "symbolize")) {
             char *args[] = {argv[2], "--help", NULL};
-            return gt_cmd_run(2, args);
+            return !strcmp(name, "run") ? gt_cmd_run(2, args) : gt_cmd_symbolize(2, args);
         }
         for (size_t k = 0; k < NCOMMANDS; k++)
             if (!strcmp(name, commands[k].name)) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and testing gputrace needs, on Debian/Ubuntu, only if
 # something is missing: meson, ninja, a C compiler, pkg-config, SQLite and
-# libunwind development files, python3 (tests). The CUDA toolkit (headers only)
+# libunwind development files, python3 (tests), binutils (addr2line, for
+# gputrace symbolize). The CUDA toolkit (headers only)
 # must already be installed: it is not in Debian's main archive.
 set -eu
 need=""
@@ -11,6 +12,7 @@ command -v cc >/dev/null 2>&1 || need="$need gcc libc6-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
+command -v addr2line >/dev/null 2>&1 || need="$need binutils"
 pkg-config --exists sqlite3 2>/dev/null || need="$need libsqlite3-dev"
 pkg-config --exists libunwind 2>/dev/null || need="$need libunwind-dev"
 if [ -n "$need" ]; then

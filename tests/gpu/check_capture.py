@@ -73,7 +73,7 @@ for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
 
 # nvcc -cudart shared program: every call recorded with exact sizes
 exe = os.path.join(a.out, 'runtime_shared')
-subprocess.run(['nvcc', '-cudart', 'shared', '-o', exe, os.path.join(here, 'runtime_shared.cu')], check=True)
+subprocess.run(['nvcc', '-g', '-cudart', 'shared', '-o', exe, os.path.join(here, 'runtime_shared.cu')], check=True)
 db = os.path.join(a.out, 'runtime_shared.db')
 bare, traced = run([exe]), run([exe], shim=shim, db=db)
 def masked(s):  # host pointers differ from run to run (ASLR), with or without the shim
@@ -93,6 +93,14 @@ report(fails == [('cudaMalloc', 1 << 50, 2)], 'nvcc -cudart shared: failed cudaM
 frees = one(db, "SELECT count(*) FROM events_v WHERE op = 'free' AND size IS NOT NULL")
 report(frees == len(want) and one(db, 'SELECT count(*) FROM live_at_exit') == 0,
        'nvcc -cudart shared: every free recorded with its size, nothing live at exit', '%d frees' % frees)
+gputrace = os.path.join(a.build, 'analyzer', 'gputrace')
+if os.path.exists(gputrace):   # file:line from nvcc -g debug info, after the run
+    sym = subprocess.run([gputrace, 'symbolize', db], capture_output=True, text=True)
+    src_lines = [n for n, l in enumerate(open(os.path.join(here, 'runtime_shared.cu')), 1) if 'cudaMalloc(&p[i]' in l]
+    got = rows(db, "SELECT DISTINCT f.file, f.line FROM events_v e JOIN stack_frames sf ON sf.stack_id = e.stack_id "
+                   "AND sf.level = 0 JOIN frames f ON f.id = sf.frame_id WHERE e.api = 'cudaMalloc' AND e.result = 0")
+    report(sym.returncode == 0 and [(os.path.basename(f or ''), l) for f, l in got] == [('runtime_shared.cu', src_lines[0])],
+           'gputrace symbolize: cudaMalloc call site is runtime_shared.cu:%d' % src_lines[0], '%s %s' % (got, sym.stderr.strip()))
 
 # step time with and without the shim, interleaved
 t_bare, t_traced = [], []

@@ -1,0 +1,289 @@
+/* symbolize.c - `gputrace symbolize TRACE.db...`: fills frames.file and
+ * frames.line from the modules' debug info with addr2line (binutils).
+ *
+ * The shim resolves function, module and offset inside the traced process
+ * but leaves file:line alone: reading DWARF there would cost the program
+ * memory and time, and spawning a helper from inside someone else's process
+ * can be reaped by its own wait(). The analyzer runs after the fact, on the
+ * same machine, where the modules are still on disk. */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "analyzer.h"
+#include "format.h"
+
+extern char **environ;
+
+static const char help_symbolize[] =
+    "usage: gputrace symbolize [--addr2line PATH] TRACE.db...\n"
+    "\n"
+    "Adds source file and line to each recorded frame whose module has debug\n"
+    "info, by running addr2line (binutils) once per module, and stores them in\n"
+    "the trace (frames.file, frames.line), where every report then shows them.\n"
+    "Run it on the machine that traced, before the binaries change: a module\n"
+    "rebuilt since the trace gives wrong lines. Frames already resolved are\n"
+    "left alone, so running it twice is harmless.\n"
+    "\n"
+    "Exit status: as for the other commands (see gputrace --help), and\n"
+    "  9  addr2line could not be run (install binutils or pass --addr2line)\n";
+
+struct frame_ref {
+    int64_t id;
+    uint64_t addr;   /* what addr2line takes for this frame */
+};
+
+/* Executables linked at a fixed address (ET_EXEC) take the absolute address;
+ * position-independent objects (ET_DYN) the offset from their load address. */
+static int module_is_fixed_address(const char *path)
+{
+    unsigned char h[18];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(h, 1, sizeof h, f);
+    fclose(f);
+    if (n != sizeof h || memcmp(h, "\177ELF", 4))
+        return -1;
+    int type = h[5] == 2 ? (h[16] << 8 | h[17]) : (h[16] | h[17] << 8);   /* EI_DATA: 2 = big endian */
+    return type == 2;   /* ET_EXEC */
+}
+
+/* Runs addr2line -a -e MODULE over refs; the output pairs each echoed address
+ * with one "file:line" line ("??:0" or "file:?" when unknown). Calls back
+ * store() for each resolved frame. Returns 0, or -1 when addr2line could not
+ * be run (message in err). */
+static int run_addr2line(const char *tool, const char *module, const struct frame_ref *refs, size_t n,
+                         int (*store)(void *, int64_t, const char *, int64_t), void *arg, char *err, size_t errlen)
+{
+    FILE *in = tmpfile();
+    if (!in) {
+        snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(in, "0x%llx\n", (unsigned long long)refs[i].addr);
+    fflush(in);
+    rewind(in);
+    int out[2];
+    if (pipe(out)) {
+        fclose(in);
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fileno(in), 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {(char *)tool, "-a", "-e", (char *)module, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, tool, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    fclose(in);
+    if (rc) {
+        close(out[0]);
+        snprintf(err, errlen, "cannot run %s: %s; install binutils or pass --addr2line PATH", tool, strerror(rc));
+        return -1;
+    }
+    FILE *o = fdopen(out[0], "r");
+    char line[4096];
+    size_t i = 0;
+    int expect_addr = 1, bad = 0;
+    while (o && fgets(line, sizeof line, o)) {
+        line[strcspn(line, "\n")] = 0;
+        if (expect_addr) {   /* the echoed address keeps both streams in step */
+            bad |= strncmp(line, "0x", 2) != 0;
+            expect_addr = 0;
+            continue;
+        }
+        expect_addr = 1;
+        if (i >= n)
+            break;
+        char *disc = strstr(line, " (discriminator");
+        if (disc)
+            *disc = 0;
+        char *colon = strrchr(line, ':');
+        int64_t ln = colon ? strtoll(colon + 1, NULL, 10) : 0;
+        if (colon && ln > 0 && strncmp(line, "??", 2)) {
+            *colon = 0;
+            store(arg, refs[i].id, line, ln);
+        }
+        i++;
+    }
+    if (o)
+        fclose(o);
+    else
+        close(out[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    /* addr2line exits non-zero on a module it cannot read: that module simply
+     * has no lines. Only output out of step with the input is an error. */
+    if (bad) {
+        snprintf(err, errlen, "%s gave unexpected output for %s", tool, module);
+        return -1;
+    }
+    return 0;
+}
+
+struct store_ctx {
+    sqlite3_stmt *update;
+    size_t resolved;
+    int rc;
+};
+
+static int store_line(void *arg, int64_t id, const char *file, int64_t line)
+{
+    struct store_ctx *s = arg;
+    char *clean = realpath(file, NULL);   /* build trees leave "dir/../../src" paths */
+    sqlite3_reset(s->update);
+    sqlite3_bind_text(s->update, 1, clean ? clean : file, -1, SQLITE_TRANSIENT);
+    free(clean);
+    sqlite3_bind_int64(s->update, 2, line);
+    sqlite3_bind_int64(s->update, 3, id);
+    int rc = sqlite3_step(s->update);
+    if (rc != SQLITE_DONE)
+        s->rc = rc;
+    else
+        s->resolved++;
+    return 0;
+}
+
+static int fail_sql(const char *path, sqlite3 *db, const char *what)
+{
+    fprintf(stderr, "gputrace: %s: %s: %s\n", path, what, db ? sqlite3_errmsg(db) : "out of memory");
+    return GT_EXIT_CORRUPT;
+}
+
+/* One trace: validate it as every report does, then reopen it for writing. */
+static int symbolize_one(const char *path, const char *tool)
+{
+    struct gt_trace t;
+    int code = gt_trace_open(&t, path);
+    if (code) {
+        fprintf(stderr, "gputrace: %s: %s\n", path, t.err);
+        gt_trace_close(&t);
+        return code;
+    }
+    gt_trace_close(&t);
+
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        code = fail_sql(path, db, "cannot open for writing");
+        sqlite3_close(db);
+        return code == GT_EXIT_CORRUPT ? GT_EXIT_MISSING : code;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *sel = NULL;
+    struct store_ctx sc = {0};
+    if (sqlite3_prepare_v2(db, "SELECT id, module, module_offset, ip FROM frames"
+                               " WHERE file IS NULL AND module IS NOT NULL AND module_offset IS NOT NULL"
+                               " ORDER BY module, module_offset", -1, &sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "UPDATE frames SET file = ?1, line = ?2 WHERE id = ?3", -1, &sc.update, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        code = fail_sql(path, db, "reading frames");
+        goto out;
+    }
+    struct frame_ref *refs = NULL;
+    size_t n = 0, cap = 0, total = 0, modules = 0, missing = 0;
+    char module[4096] = "", err[512] = "";
+    int fixed = 0, rc;
+    for (;;) {
+        rc = sqlite3_step(sel);
+        const char *m = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(sel, 1) : NULL;
+        if (n && (!m || strcmp(m, module))) {   /* a module's frames are complete */
+            modules++;
+            if (run_addr2line(tool, module, refs, n, store_line, &sc, err, sizeof err)) {
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+                fprintf(stderr, "gputrace: %s\n", err);
+                code = 9;
+                free(refs);
+                goto out;
+            }
+            n = 0;
+        }
+        if (rc != SQLITE_ROW)
+            break;
+        total++;
+        if (strcmp(m, module)) {
+            snprintf(module, sizeof module, "%s", m);
+            fixed = module_is_fixed_address(module);
+            if (fixed < 0)
+                missing++;
+        }
+        if (fixed < 0)
+            continue;   /* module gone or not ELF: nothing to read */
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            refs = gt_xrealloc(refs, cap * sizeof *refs);
+        }
+        /* ip is a return address: the call is the instruction before it */
+        uint64_t off = (uint64_t)sqlite3_column_int64(sel, 2), ip = (uint64_t)sqlite3_column_int64(sel, 3);
+        refs[n].id = sqlite3_column_int64(sel, 0);
+        refs[n].addr = (fixed ? ip : off) - 1;
+        n++;
+    }
+    free(refs);
+    if (rc != SQLITE_DONE || sc.rc || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        code = fail_sql(path, db, "storing file:line");
+        goto out;
+    }
+    printf("%s: %zu of %zu frames given file:line, from %zu modules", path, sc.resolved, total, modules);
+    if (missing)
+        printf(" (%zu modules no longer on disk)", missing);
+    printf("\n");
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(sc.update);
+    sqlite3_close(db);
+    return code;
+}
+
+int gt_cmd_symbolize(int argc, char **argv)
+{
+    const char *tool = "addr2line";
+    int status = 0, nfiles = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(help_symbolize, stdout);
+            return GT_EXIT_OK;
+        }
+        if (!strcmp(argv[i], "--addr2line")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gputrace: option --addr2line needs a value; see gputrace symbolize --help\n");
+                return GT_EXIT_USAGE;
+            }
+            tool = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "gputrace: unknown option %s for gputrace symbolize; see gputrace symbolize --help\n", argv[i]);
+            return GT_EXIT_USAGE;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--addr2line")) {
+            i++;
+            continue;
+        }
+        nfiles++;
+        int code = symbolize_one(argv[i], tool);
+        if (code && !status)
+            status = code;
+    }
+    if (!nfiles) {
+        fprintf(stderr, "gputrace: symbolize needs at least one trace file (TRACE.db); see gputrace symbolize --help\n");
+        return GT_EXIT_USAGE;
+    }
+    return status;
+}

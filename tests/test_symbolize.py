@@ -1,0 +1,85 @@
+"""gputrace symbolize: frames get the source file and line of the call,
+read from the modules' debug info after the run; reports then show them."""
+import os
+import shutil
+import subprocess
+
+from gtlib import GPUTRACE, TraceTest, prog, query
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'progs', 'call_chain.c')
+
+
+def source_line(text):
+    """1-based line of call_chain.c that contains text (the call each frame makes)."""
+    with open(SOURCE, encoding='utf-8') as f:
+        for n, line in enumerate(f, 1):
+            if text in line:
+                return n
+    raise AssertionError('%r not in %s' % (text, SOURCE))
+
+
+class SymbolizeTest(TraceTest):
+    def symbolize(self, *args):
+        return subprocess.run([GPUTRACE, 'symbolize'] + list(args), capture_output=True, text=True)
+
+    def frame_lines(self, db):
+        return dict((f, (os.path.basename(file) if file else None, line)) for f, file, line in query(
+            db, "SELECT function, file, line FROM frames WHERE function IN "
+                "('inner_layer', 'middle_layer', 'outer_layer', 'main')"))
+
+    def test_frames_get_the_file_and_line_of_each_call(self):
+        p, db = self.trace([prog('call_chain')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM frames WHERE file IS NOT NULL'), [(0,)])
+        s = self.symbolize(db)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        lines = self.frame_lines(db)
+        self.assertEqual(lines['inner_layer'], ('call_chain.c', source_line('cudaMalloc(&p, n)')))
+        self.assertEqual(lines['middle_layer'], ('call_chain.c', source_line('inner_layer(n + 1)')))
+        self.assertEqual(lines['outer_layer'], ('call_chain.c', source_line('middle_layer(n + 1)')))
+        path = query(db, "SELECT file FROM frames WHERE function = 'inner_layer'")[0][0]
+        self.assertEqual(os.path.realpath(path), os.path.realpath(SOURCE))
+        self.assertIntegrity(db)
+
+    def test_reports_show_file_and_line_after_symbolize(self):
+        p, db = self.trace([prog('call_chain')])
+        self.assertEqual(self.symbolize(db).returncode, 0)
+        top = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True)
+        self.assertEqual(top.returncode, 0, top.stderr)
+        self.assertIn('call_chain.c:%d' % source_line('cudaMalloc(&p, n)'), top.stdout)
+
+    def test_running_twice_changes_nothing(self):
+        p, db = self.trace([prog('call_chain')])
+        self.assertEqual(self.symbolize(db).returncode, 0)
+        first = query(db, 'SELECT id, file, line FROM frames ORDER BY id')
+        again = self.symbolize(db)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(query(db, 'SELECT id, file, line FROM frames ORDER BY id'), first)
+
+    def test_module_gone_from_disk_leaves_frames_unresolved(self):
+        exe = os.path.join(self.dir, 'call_chain_copy')
+        shutil.copy(prog('call_chain'), exe)
+        p, db = self.trace([exe])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        os.unlink(exe)
+        s = self.symbolize(db)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertIn('no longer on disk', s.stdout)
+        self.assertEqual(self.frame_lines(db)['inner_layer'], (None, None))
+
+    def test_missing_addr2line_is_one_line_and_exit_9(self):
+        p, db = self.trace([prog('call_chain')])
+        s = self.symbolize('--addr2line', os.path.join(self.dir, 'no-such-addr2line'), db)
+        self.assertEqual(s.returncode, 9)
+        self.assertEqual(len(s.stderr.strip().splitlines()), 1, s.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM frames WHERE file IS NOT NULL'), [(0,)])
+
+    def test_bad_input_exit_codes_match_the_reports(self):
+        self.assertEqual(self.symbolize(os.path.join(self.dir, 'missing.db')).returncode, 3)
+        junk = os.path.join(self.dir, 'junk.db')
+        with open(junk, 'wb') as f:
+            f.write(b'not a database' * 100)
+        s = self.symbolize(junk)
+        self.assertEqual(s.returncode, 4)
+        self.assertEqual(len(s.stderr.strip().splitlines()), 1, s.stderr)
+        self.assertEqual(self.symbolize().returncode, 2)
