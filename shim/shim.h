@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define UNW_LOCAL_ONLY   /* headers only: libunwind itself is dlopen()ed (unwind.c) */
+#include <libunwind.h>
+
 #include "schema_sql.h"
 
 #define GT_EXPORT __attribute__((visibility("default")))
@@ -76,6 +79,15 @@ int gt_queue_pop(struct gt_event *out, int max);     /* writer only; returns cou
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
 uint64_t gt_queue_head(void);
 void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
+
+/* unwind.c: libunwind, dlopen()ed at the first CUDA call (not linked). */
+struct gt_unwind {
+    int (*backtrace)(void **buf, int size);
+    unw_accessors_t *(*get_accessors)(unw_addr_space_t as);
+    unw_addr_space_t local_addr_space;
+};
+extern struct gt_unwind gt_unw;
+bool gt_unwind_load(void); /* false (and one stderr line) when libunwind is missing */
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

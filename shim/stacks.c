@@ -1,10 +1,8 @@
-/* Call stacks on the hot path: libunwind's fast backtrace, our own frames
+/* Call stacks on the hot path: libunwind's fast backtrace (unwind.c), our own frames
  * skipped, then deduplicated by a 64-bit hash in a lock-free set. Only the first
  * sighting of a stack allocates (its record, handed to the writer through a
  * lock-free list); every event carries just the hash. */
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +40,16 @@ bool gt_stacks_init(void)
 {
     if (gt_config.stack_depth <= 0)
         return true;
+    if (!gt_unwind_load()) {
+        gt_config.stack_depth = 0;   /* recorded as such in processes.stack_depth */
+        return true;
+    }
     void *mem = mmap(NULL, SET_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         return false;
     seen = mem;
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&gt_stacks_init);
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     return true;
 }
 
@@ -106,7 +107,7 @@ uint64_t gt_stack_capture(void)
     if (depth <= 0 || !seen)
         return 0;
     void *buf[GT_MAX_STACK_DEPTH + 8];
-    int n = unw_backtrace(buf, depth + 8);
+    int n = gt_unw.backtrace(buf, depth + 8);
     int skip = 0;
     while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
         skip++;

@@ -3,9 +3,7 @@
  * dladdr covers exported symbols; libunwind's ELF reader covers static ones
  * in unstripped objects. File:line is left to `gputrace symbolize` (addr2line),
  * which needs no DWARF parser inside the traced process. */
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,9 +60,9 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
     }
     char name[1024];
     unw_word_t off = 0;
-    unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
+    unw_accessors_t *acc = gt_unw.get_accessors ? gt_unw.get_accessors(gt_unw.local_addr_space) : NULL;
     if (acc && acc->get_proc_name &&
-        acc->get_proc_name(unw_local_addr_space, lookup, name, sizeof name, &off, NULL) == 0) {
+        acc->get_proc_name(gt_unw.local_addr_space, lookup, name, sizeof name, &off, NULL) == 0) {
         demangle_into(name, out->function, sizeof out->function);
         out->symbol_offset = off + (ip - lookup);
         out->has_function = true;

@@ -73,6 +73,15 @@ class NoCudaTest(TraceTest):
         self.assertEqual((p.returncode, p.stdout, p.stderr), (0, 'hello\n', ''))
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_process_without_cuda_never_maps_libunwind(self):
+        # libunwind (and its liblzma) load at the first CUDA call only: a shell
+        # or compiler that inherits LD_PRELOAD maps nothing but the shim.
+        p = run(['/bin/cat', '/proc/self/maps'], env=base_env(), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('libgputrace.so', p.stdout)
+        self.assertNotIn('libunwind', p.stdout)
+        self.assertNotIn('liblzma', p.stdout)
+
     def test_default_output_name_uses_pid(self):
         env = base_env(GPUTRACE_QUIET=1)
         p = run([prog('output')], env=env, cwd=self.dir)
