@@ -38,14 +38,21 @@ CREATE TABLE drops (
 );
 
 -- Things the shim wants the reader to know (CUPTI unavailable, ...).
+-- For component 'cupti' the message starts with the state of activity capture:
+-- 'on:' (kernels, copies and memsets are recorded), 'off:' (GPUTRACE_CUPTI=0),
+-- 'unavailable:' (missing, too old, no driver, or held by another tool: no
+-- activity rows at all), 'taken over:' (another CUPTI client such as
+-- torch.profiler took the activity buffers at t_ns: no activity rows after it).
+-- For 'nvml': 'on:' or 'unavailable:'; for 'nvtx': why NVTX is not captured.
 CREATE TABLE notes (
   id        INTEGER PRIMARY KEY,
-  t_ns      INTEGER NOT NULL,
+  t_ns      INTEGER NOT NULL,          -- when it was noted (negative: before the trace started)
   component TEXT NOT NULL,            -- writer | cupti | nvtx | nvml | hooks
   message   TEXT NOT NULL
 );
 
--- Each GPU the process used, read after the program initialised CUDA.
+-- Each GPU visible to the process, read once after the program's first
+-- successful CUDA call (the shim never initialises CUDA or creates a context).
 CREATE TABLE devices (
   id              INTEGER PRIMARY KEY, -- CUDA device ordinal in this process
   name            TEXT,
@@ -54,8 +61,8 @@ CREATE TABLE devices (
   cc_major        INTEGER,
   cc_minor        INTEGER,
   pci_bus_id      TEXT,
-  driver_version  INTEGER,
-  runtime_version INTEGER
+  driver_version  INTEGER,            -- e.g. 13000 for CUDA 13.0 (cuDriverGetVersion)
+  runtime_version INTEGER             -- of the libcudart the program loaded; NULL if none
 );
 
 -- The traced API functions. `op`: alloc | free | map | unmap.
@@ -153,20 +160,23 @@ CREATE TABLE frames (
   line          INTEGER
 );
 
--- NVTX ranges (push/pop, start/end) and gputrace_range_* markers.
+-- NVTX ranges (push/pop, start/end) and gputrace_range_* markers. A range
+-- still open when the trace started (pushed before the first CUDA call) has a
+-- negative start_ns; ranges that ended before the trace started are not kept.
 CREATE TABLE ranges (
-  id         INTEGER PRIMARY KEY,
+  id         INTEGER PRIMARY KEY,     -- also the nvtxRangeId_t that nvtxRangeStart* returned
   source     TEXT NOT NULL,           -- nvtx | marker
-  domain     TEXT,
+  kind       TEXT NOT NULL DEFAULT 'push', -- push (push/pop, nested per thread) | start (start/end, any thread)
+  domain     TEXT,                    -- NVTX domain name; NULL = default domain
   message    TEXT,
-  tid        INTEGER,
+  tid        INTEGER,                 -- thread that opened it
   start_ns   INTEGER NOT NULL,
   end_ns     INTEGER,                 -- NULL if never closed
-  depth      INTEGER NOT NULL,        -- nesting on its thread; 0 = outermost
-  parent_id  INTEGER,
+  depth      INTEGER NOT NULL,        -- push: nesting on its thread within its domain, 0 = outermost; start: 0
+  parent_id  INTEGER,                 -- push: the enclosing range of the same thread and domain
   batch_size INTEGER                  -- from 'batch_size=N' or 'bs=N' in the message
 );
--- Instant marks: nvtxMark and gputrace_mark.
+-- Instant marks: nvtxMark and gputrace_mark (marks before the trace started are not kept).
 CREATE TABLE marks (
   id      INTEGER PRIMARY KEY,
   source  TEXT NOT NULL,              -- nvtx | marker
@@ -175,7 +185,8 @@ CREATE TABLE marks (
   tid     INTEGER,
   t_ns    INTEGER NOT NULL
 );
--- gputrace_iteration(index, batch_size): each call starts an iteration.
+-- gputrace_iteration(index, batch_size): each call starts an iteration. The
+-- last call made before the trace started is kept (negative t_ns).
 CREATE TABLE iterations (
   id         INTEGER PRIMARY KEY,
   idx        INTEGER NOT NULL,
@@ -189,7 +200,9 @@ CREATE TABLE strings (
   id   INTEGER PRIMARY KEY,
   text TEXT NOT NULL UNIQUE
 );
--- CUPTI activity.
+-- CUPTI activity: GPU-side start/end, converted by CUPTI to the shim's clock
+-- (CLOCK_MONOTONIC), relative to processes.start_mono_ns like every t_ns.
+-- stream_id is CUPTI's stream id, not the cudaStream_t handle of events.stream.
 CREATE TABLE kernels (
   id             INTEGER PRIMARY KEY,
   start_ns       INTEGER NOT NULL,
@@ -223,12 +236,47 @@ CREATE TABLE memsets (
   bytes          INTEGER NOT NULL,
   value          INTEGER
 );
--- Periodic samples of device memory in use, as nvidia-smi shows it (NVML).
+-- The driver's own record of each allocation and release (CUPTI MEMORY2):
+-- it also sees memory the hooks cannot (libraries calling the driver
+-- directly, statically linked runtimes, allocations inside CUDA graphs).
+CREATE TABLE driver_memory (
+  id             INTEGER PRIMARY KEY,
+  t_ns           INTEGER NOT NULL,
+  op             TEXT NOT NULL,       -- alloc | release
+  memory_kind    TEXT,                -- device | pinned | pageable | managed | array | device_static | managed_static
+  address        INTEGER,
+  bytes          INTEGER,
+  device         INTEGER,
+  stream_id      INTEGER,             -- CUPTI stream id (stream-ordered allocations)
+  correlation_id INTEGER,
+  is_async       INTEGER,             -- 1: stream-ordered (from a memory pool)
+  pool_address   INTEGER,             -- the pool's address, for pool allocations
+  pool_size      INTEGER,             -- bytes the pool holds from the device at that moment
+  pool_used      INTEGER              -- bytes of the pool in use at that moment
+);
+-- Memory pools created, destroyed or trimmed (CUPTI MEMORY_POOL): the device
+-- memory a stream-ordered pool holds, which per-allocation hooks do not show.
+CREATE TABLE memory_pools (
+  id                INTEGER PRIMARY KEY,
+  t_ns              INTEGER NOT NULL,
+  op                TEXT NOT NULL,    -- created | destroyed | trimmed
+  pool_type         TEXT,             -- local | imported
+  address           INTEGER,
+  size              INTEGER,          -- bytes held from the device
+  utilized_size     INTEGER,
+  release_threshold INTEGER,
+  min_bytes_to_keep INTEGER,          -- trimmed: cudaMemPoolTrimTo's argument
+  device            INTEGER,
+  correlation_id    INTEGER
+);
+-- Periodic samples of device memory in use, as nvidia-smi shows it (NVML),
+-- every GPUTRACE_SAMPLE_MS (off unless set).
 CREATE TABLE memory_samples (
-  t_ns        INTEGER NOT NULL,
-  device      INTEGER NOT NULL,
-  used_bytes  INTEGER NOT NULL,
-  total_bytes INTEGER
+  t_ns          INTEGER NOT NULL,
+  device        INTEGER NOT NULL,     -- CUDA ordinal (matched to NVML by UUID)
+  used_bytes    INTEGER NOT NULL,     -- whole device, every process (nvidia-smi memory.used)
+  total_bytes   INTEGER,
+  process_bytes INTEGER               -- this process only; NULL where NVML cannot tell
 );
 
 -- Readable events.
