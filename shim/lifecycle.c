@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "activity.h"
 
 struct gt_config gt_config;
 _Atomic int gt_state = GT_UNINIT;
@@ -49,6 +49,11 @@ static void read_config(void)
         cap <<= 1;
     gt_config.queue_events = cap;
     gt_config.queue_wait_ms = (uint32_t)env_long("GPUTRACE_QUEUE_WAIT_MS", 1000, 0, 600000);
+    gt_config.nvtx = env_long("GPUTRACE_NVTX", 1, 0, 1) != 0;
+    gt_config.cupti = env_long("GPUTRACE_CUPTI", 1, 0, 1) != 0;
+    const char *cp = getenv("GPUTRACE_CUPTI_PATH");
+    snprintf(gt_config.cupti_path, sizeof gt_config.cupti_path, "%s", cp ? cp : "");
+    gt_config.sample_ms = (uint32_t)env_long("GPUTRACE_SAMPLE_MS", 0, 0, 3600000);
 }
 
 static void fork_prepare(void)
@@ -68,6 +73,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     gt_record_after_fork_child();
+    gt_activity_after_fork_child(atomic_load(&gt_state) != GT_UNINIT);
     if (atomic_load(&gt_state) == GT_UNINIT)
         return;
     gt_queue_discard();
@@ -82,6 +88,8 @@ __attribute__((constructor)) static void gt_load(void)
 {
     read_config();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (!gt_config.disabled)
+        gt_nvtx_setup();
 }
 
 /* First hooked call (inside a hook, re-entry guard held): one thread starts
@@ -102,6 +110,8 @@ void gt_ensure_started(void)
     atomic_store(&gt_state, GT_ACTIVE);
     if (!gt_writer_start())
         atomic_store(&gt_state, GT_FAILED);
+    else
+        gt_ranges_trace_started();
 }
 
 static void human(uint64_t b, char *out, size_t cap)
@@ -126,6 +136,7 @@ static void stop(const char *reason, bool may_resume)
             gt_writer_stop(reason, NULL, false);
         return;
     }
+    gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume);
     if (ok && !gt_config.quiet) {

@@ -5,7 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "activity.h"
 
 /* Set while inside a hook: anything CUDA, libunwind or libc call back into
  * passes straight through (cudaMalloc -> cuMemAlloc is one event, not two). */
@@ -13,6 +13,8 @@ static GT_TLS int in_hook;
 static GT_TLS int32_t cached_tid;
 
 _Atomic uint64_t gt_drops[GT_DROP_COUNT];
+_Atomic bool gt_cuda_ready; /* activity.h: the writer's device queries wait for it */
+static _Atomic bool ready_claimed; /* one thread starts CUPTI (note_cuda_ready) */
 const char *const gt_drop_names[GT_DROP_COUNT] = {"queue_full", "unfinished_at_exit", "stack_lost"};
 const char *const gt_drop_meanings[GT_DROP_COUNT] = {
     "event dropped: the queue to the writer was full and the writer made no progress for GPUTRACE_QUEUE_WAIT_MS",
@@ -32,6 +34,8 @@ void gt_record_after_fork_child(void)
 {
     cached_tid = 0;
     in_hook = 0;
+    atomic_store(&ready_claimed, false);
+    atomic_store(&gt_cuda_ready, false);
 }
 
 bool gt_hook_enter(void)
@@ -57,6 +61,32 @@ void gt_hook_leave(void)
     in_hook = 0;
 }
 
+/* The writer thread calls CUPTI, the driver and NVML: none of that is the program's. */
+void gt_thread_untraced(void)
+{
+    in_hook = 1;
+}
+
+/* The first successful call means the program has initialised CUDA: from
+ * now on the shim may start CUPTI and query devices without creating anything
+ * itself. One thread claims the start and runs it here, after the real call
+ * returned and inside the hook (CUPTI's own CUDA calls pass through). The
+ * writer reads the devices once gt_cuda_ready is set. */
+__attribute__((noinline, cold)) static void cuda_became_ready(void)
+{
+    bool no = false;
+    if (!atomic_compare_exchange_strong(&ready_claimed, &no, true))
+        return;
+    gt_cupti_start();
+    atomic_store_explicit(&gt_cuda_ready, true, memory_order_release);
+}
+
+static inline void note_cuda_ready(int result)
+{
+    if (GT_UNLIKELY(result == 0 && !atomic_load_explicit(&ready_claimed, memory_order_relaxed)))
+        cuda_became_ready();
+}
+
 static void fill(struct gt_event *ev, int api, uint64_t ptr, int device, uint64_t stream, uint32_t flags)
 {
     ev->ptr = ptr;
@@ -80,6 +110,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     struct gt_reservation r;
     if (gt_queue_reserve(&r))
         gt_queue_publish(&r, &ev);
+    note_cuda_ready(result);
 }
 
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, int device,
@@ -96,4 +127,5 @@ void gt_record_free_end(struct gt_pending_free *p, int result)
     p->ev.result = result;
     if (p->reserved)
         gt_queue_publish(&p->res, &p->ev);
+    note_cuda_ready(result);
 }

@@ -56,6 +56,10 @@ struct gt_config {
     bool disabled;             /* GPUTRACE_DISABLE=1: pass everything through */
     uint32_t queue_events;     /* GPUTRACE_QUEUE_EVENTS, power of two */
     uint32_t queue_wait_ms;    /* GPUTRACE_QUEUE_WAIT_MS: how long a stalled writer may block a full queue before events drop */
+    bool nvtx;                 /* GPUTRACE_NVTX, default 1: arrange NVTX injection */
+    bool cupti;                /* GPUTRACE_CUPTI, default 1: CUPTI activity records */
+    char cupti_path[4096];     /* GPUTRACE_CUPTI_PATH: this libcupti and no other */
+    uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, default 0 = off: NVML used-memory samples */
 };
 extern struct gt_config gt_config;
 
@@ -110,6 +114,7 @@ struct gt_frame_info {
     bool has_module, has_function;
 };
 void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *out);
+void gt_demangle(const char *name, char *out, size_t cap); /* as is if it cannot */
 
 /* record.c: what hooks call. */
 bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call through */

@@ -15,8 +15,9 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 /* libstdc++'s demangler, if the process has loaded it (every C++ program and
  * PyTorch does); we never load it ourselves. Python loads PyTorch RTLD_LOCAL,
- * so RTLD_DEFAULT misses it: gt_real_symbol also searches loaded objects. */
-static void demangle_into(const char *name, char *out, size_t cap)
+ * so RTLD_DEFAULT misses it: gt_real_symbol also searches loaded objects.
+ * Writer thread only (kernel names of CUPTI records use it too). */
+void gt_demangle(const char *name, char *out, size_t cap)
 {
     static demangle_fn demangle;
     static bool looked;
@@ -52,7 +53,7 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
          * lies past its end (a static function follows it): check the size. */
         bool inside = sym && (sym->st_size == 0 || lookup - (uintptr_t)info.dli_saddr < sym->st_size);
         if (info.dli_sname && info.dli_saddr && inside) {
-            demangle_into(info.dli_sname, out->function, sizeof out->function);
+            gt_demangle(info.dli_sname, out->function, sizeof out->function);
             out->symbol_offset = ip - (uintptr_t)info.dli_saddr;
             out->has_function = true;
             return;
@@ -63,7 +64,7 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
     unw_accessors_t *acc = gt_unw.get_accessors ? gt_unw.get_accessors(gt_unw.local_addr_space) : NULL;
     if (acc && acc->get_proc_name &&
         acc->get_proc_name(gt_unw.local_addr_space, lookup, name, sizeof name, &off, NULL) == 0) {
-        demangle_into(name, out->function, sizeof out->function);
+        gt_demangle(name, out->function, sizeof out->function);
         out->symbol_offset = off + (ip - lookup);
         out->has_function = true;
     }

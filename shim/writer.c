@@ -2,7 +2,9 @@
  * SQLite trace in batched transactions (WAL), resolves free sizes from its map
  * of live allocations, symbolizes each new frame once, and keeps the process
  * row's counters current at every commit, so even a killed process leaves a
- * readable trace with the drop counts. All SQLite work happens here. */
+ * readable trace with the drop counts. All SQLite work happens here.
+ * Records that are not allocation events (ranges, marks, CUPTI activity,
+ * devices, notes) go to writer_activity.c, at the four calls marked below. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "activity.h"
 #include "u64map.h"
 
 #define BATCH 4096
@@ -120,6 +122,7 @@ static bool prepare_all(void)
 
 static void finalize_all(void)
 {
+    gt_activity_close(); /* activity */
     sqlite3_stmt **all[] = {&W.ins_event, &W.ins_mapping, &W.ins_stack, &W.ins_stack_frame, &W.ins_frame,
                             &W.ins_thread, &W.upd_process, &W.ins_drop, &W.fin_process};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -156,6 +159,7 @@ static bool open_db(bool create)
     }
     if (!prepare_all())
         goto fail;
+    gt_activity_open(W.db, W.start_mono); /* activity: false only loses annotations, said once */
     if (!create)
         exec("UPDATE processes SET end_ns = NULL, end_reason = NULL");
     return true;
@@ -289,6 +293,12 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
 
 static void write_event(const struct gt_event *ev)
 {
+    if (ev->api >= GT_REC_BASE) { /* activity: a range, mark or iteration */
+        if (!W.write_failed)
+            write_thread(ev->tid);
+        gt_activity_event(ev, W.write_failed);
+        return;
+    }
     const struct gt_api_info *ai = api_info(ev->api);
     bool has_size;
     int64_t size;
@@ -352,7 +362,8 @@ static int drain_once(struct gt_event *buf, bool *in_txn, uint64_t *txn_start)
 {
     struct gt_stack_rec *stacks = gt_stacks_take_new();
     int n = gt_queue_pop(buf, BATCH);
-    if (!stacks && !n)
+    bool activity = gt_activity_pending();
+    if (!stacks && !n && !activity)
         return 0;
     if (!*in_txn && !W.write_failed) {
         *in_txn = exec("BEGIN");
@@ -361,6 +372,8 @@ static int drain_once(struct gt_event *buf, bool *in_txn, uint64_t *txn_start)
     write_stacks(stacks);
     for (int i = 0; i < n; i++)
         write_event(&buf[i]);
+    if (activity && !W.write_failed)
+        gt_activity_write(); /* activity: notes, devices, samples, CUPTI buffers */
     return n ? n : 1;
 }
 
@@ -422,6 +435,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&W.mu);
         if (stop)
             break;
+        gt_activity_tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
@@ -444,6 +458,7 @@ static void *writer_main(void *arg)
         if (idle_ns < 10000000)
             idle_ns *= 2;
     }
+    gt_activity_tick(); /* devices of a program that ended before the first round */
     drain_for_stop(buf, &in_txn, &txn_start);
     pthread_mutex_lock(&W.sql_mu);
     if (!in_txn && !W.write_failed)

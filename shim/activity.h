@@ -1,0 +1,109 @@
+/* Internal interface of everything around the allocation timeline: NVTX and
+ * marker ranges, CUPTI activity, device facts, NVML samples and notes. Hooks
+ * for these run on the program's threads and only queue fixed-size records;
+ * the writer (writer_activity.c, writer_cupti.c) turns them into rows. */
+#ifndef GPUTRACE_ACTIVITY_H
+#define GPUTRACE_ACTIVITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shim.h"
+
+/* Record kinds carried in gt_event.api, above the ids of the apis table.
+ * Field use (t_ns is always absolute CLOCK_MONOTONIC):
+ *   RANGE_OPEN   ptr = range id, size = parent id (0: none), result = depth,
+ *                aux = message (malloc'd; the writer frees it; 0: none),
+ *                stack_hash = domain name (interned, never freed; 0: default
+ *                domain; not stream, which shares aux's storage),
+ *                device = enum gt_source, flags = GT_RANGE_* kind
+ *   RANGE_CLOSE  ptr = range id (t_ns = end)
+ *   MARK         aux, stack_hash, device as RANGE_OPEN
+ *   ITERATION    ptr = index, size = batch size (int64_t; < 0: none) */
+enum gt_rec {
+    GT_REC_BASE = 1000,
+    GT_REC_RANGE_OPEN = GT_REC_BASE,
+    GT_REC_RANGE_CLOSE,
+    GT_REC_MARK,
+    GT_REC_ITERATION,
+};
+enum gt_source { GT_SRC_NVTX, GT_SRC_MARKER };
+#define GT_RANGE_START 1u /* flags of RANGE_OPEN: a start/end range (else push/pop) */
+
+/* ranges.c: recording of ranges, marks and iterations (program threads). */
+typedef const char *gt_domain; /* interned domain name; NULL = default domain */
+int gt_range_push(int source, gt_domain dom, char *msg);  /* takes msg (malloc'd or NULL); returns depth */
+int gt_range_pop(int source, gt_domain dom);              /* returns the depth popped, < 0 if none */
+uint64_t gt_range_start(int source, gt_domain dom, char *msg); /* returns the range id */
+void gt_range_end(uint64_t id);
+void gt_mark(int source, gt_domain dom, char *msg);
+void gt_iteration(long index, long batch_size);
+void gt_ranges_trace_started(void);  /* lifecycle: emit what was opened before the trace */
+void gt_ranges_after_fork_child(void);
+
+/* nvtx.c */
+void gt_nvtx_setup(void);            /* constructor: arrange NVTX injection */
+gt_domain gt_domain_intern(const char *name);
+
+/* notes.c: any thread, any time; written by the writer once a trace exists. */
+void gt_note(const char *component, bool to_stderr, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; char component[16]; char message[]; };
+struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
+bool gt_notes_pending(void);
+
+/* record.c: set once the program's first CUDA call succeeded (CUDA is
+ * initialised) and CUPTI was started or found unavailable. */
+extern _Atomic bool gt_cuda_ready;
+void gt_thread_untraced(void);       /* this thread's CUDA calls are never recorded (writer) */
+
+/* cupti.c */
+void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */
+void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush */
+void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
+void gt_cupti_after_fork_child(void);
+struct gt_cupti_buf { struct gt_cupti_buf *next; uint8_t *data; size_t valid; };
+struct gt_cupti_buf *gt_cupti_take(void);  /* writer: completed buffers, oldest first */
+bool gt_cupti_pending(void);
+bool gt_cupti_next_record(uint8_t *data, size_t valid, void **rec);
+uint64_t gt_cupti_dropped(void);
+
+/* devices.c: filled once by the writer's tick after CUDA is ready. */
+struct gt_device_info {
+    char name[256];
+    char uuid[64];           /* GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as nvidia-smi */
+    char pci_bus_id[32];
+    uint64_t total_bytes;
+    int cc_major, cc_minor;
+    bool has_uuid, has_total, has_cc, has_pci;
+};
+#define GT_MAX_DEVICES 64
+struct gt_devices {
+    int count;               /* -1: could not be read */
+    int driver_version, runtime_version; /* 0: unknown */
+    struct gt_device_info dev[GT_MAX_DEVICES];
+};
+bool gt_devices_read(struct gt_devices *out);
+
+/* nvml.c: sampling of used memory, GPUTRACE_SAMPLE_MS. */
+struct gt_mem_sample { uint64_t t_ns; int device; uint64_t used, total; int64_t process; /* < 0: unknown */ };
+bool gt_nvml_open(const struct gt_devices *devs);        /* false: unavailable (noted) */
+int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
+void gt_nvml_after_fork_child(void);
+
+/* writer_activity.c / writer_cupti.c: called by the writer thread only. */
+struct sqlite3;
+bool gt_activity_open(struct sqlite3 *db, uint64_t start_mono);
+void gt_activity_close(void);
+void gt_activity_tick(void);                       /* outside SQLite, each writer round */
+bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
+void gt_activity_write(void);                      /* inside the writer's transaction */
+void gt_activity_event(const struct gt_event *ev, bool skip); /* a record of enum gt_rec; skip: only free it */
+void gt_activity_after_fork_child(bool had_trace); /* fork child: the parent's state is not ours */
+void gt_notes_after_fork_child(void);
+bool gt_cupti_write_buffers(struct sqlite3 *db, uint64_t start_mono);
+bool gt_cupti_open_statements(struct sqlite3 *db);
+void gt_cupti_close_statements(void);
+void gt_cupti_forget_statements(void); /* fork child: the parent's connection is not ours */
+
+#endif

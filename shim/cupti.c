@@ -1,0 +1,386 @@
+/* CUPTI activity (kernels, copies, memsets, the driver's memory records),
+ * loaded at run time and started by the writer thread only after the
+ * program's own first CUDA call succeeded. CUPTI stamps records with our
+ * clock (CLOCK_MONOTONIC), so they share the events' timeline. Buffers filled
+ * by CUPTI are pushed on a lock-free list that the writer drains.
+ * Only one client can own CUPTI's activity buffers: if another (torch.profiler,
+ * Nsight) holds CUPTI we step aside with one stderr line and a note; if one
+ * takes it later (we interpose cuptiActivityRegisterCallbacks) we flush, hand
+ * it over cleanly and note when. Allocation capture never depends on CUPTI. */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#include "activity.h"
+
+#define BUF_BYTES (4u << 20)
+#define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
+
+enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
+
+static struct {
+    void *h;
+    char path[4096];
+    uint32_t version;
+    CUptiResult (*get_version)(uint32_t *);
+    CUptiResult (*result_string)(CUptiResult, const char **);
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*enable)(CUpti_ActivityKind);
+    CUptiResult (*disable)(CUpti_ActivityKind);
+    CUptiResult (*flush_all)(uint32_t);
+    CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*num_dropped)(CUcontext, uint32_t, size_t *);
+    uint64_t next_flush;
+    CUpti_ActivityKind enabled[8];
+    int n_enabled;
+} C;
+static _Atomic int state = C_IDLE;
+static _Atomic bool foreign;    /* someone else registered activity buffers */
+static _Atomic bool realtime;   /* after handing CUPTI over: CUPTI's own default clock */
+static _Atomic bool exiting;    /* our atexit flush ran; CUPTI may be torn down after it */
+static _Atomic(struct gt_cupti_buf *) done; /* completed buffers, newest first */
+static _Atomic uint64_t dropped;
+
+static const char *errstr(CUptiResult r)
+{
+    const char *s = NULL;
+    if (C.result_string && C.result_string(r, &s) == CUPTI_SUCCESS && s)
+        return s;
+    return "unknown CUPTI error";
+}
+
+/* ---- callbacks CUPTI calls, on its threads or the program's ---- */
+
+static uint64_t CUPTIAPI timestamp(void)
+{
+    if (GT_UNLIKELY(atomic_load_explicit(&realtime, memory_order_relaxed))) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    return gt_now_ns();
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 8, BUF_BYTES) != 0)
+        p = NULL; /* CUPTI drops the records and counts them */
+    *buf = p;
+    *size = p ? BUF_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
+{
+    (void)size;
+    size_t lost = 0;
+    if (C.num_dropped && C.num_dropped(ctx, stream, &lost) == CUPTI_SUCCESS && lost)
+        atomic_fetch_add(&dropped, lost);
+    struct gt_cupti_buf *b = valid ? malloc(sizeof *b) : NULL;
+    if (!b) {
+        free(buf);
+        return;
+    }
+    b->data = buf;
+    b->valid = valid;
+    b->next = atomic_load(&done);
+    while (!atomic_compare_exchange_weak(&done, &b->next, b))
+        ;
+}
+
+static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
+{
+    (void)u, (void)d, (void)id, (void)info;
+}
+
+/* ---- finding and loading libcupti ---- */
+
+struct find { const char *name; char path[4096]; };
+
+/* dl_iterate_phdr visitor: the first loaded object whose path holds f->name. */
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct find *f = data;
+    if (info->dlpi_name && strstr(info->dlpi_name, f->name)) {
+        snprintf(f->path, sizeof f->path, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
+static bool try_open(const char *path, int flags)
+{
+    void *h = dlopen(path, flags);
+    if (!h)
+        return false;
+    C.h = h;
+    Dl_info di;
+    void *sym = dlsym(h, "cuptiGetVersion");
+    snprintf(C.path, sizeof C.path, "%s", sym && dladdr(sym, &di) && di.dli_fname ? di.dli_fname : path);
+    return true;
+}
+
+/* The sonames tried everywhere: 13 is what we read; 12 only to say "too old". */
+static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12"};
+
+static bool try_dir(const char *dir, const char *sub)
+{
+    if (!dir || !*dir)
+        return false;
+    char p[4096];
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+        snprintf(p, sizeof p, "%s%s/%s", dir, sub, sonames[i]);
+        if (try_open(p, RTLD_NOW | RTLD_LOCAL))
+            return true;
+    }
+    return false;
+}
+
+/* Search order: GPUTRACE_CUPTI_PATH alone if set; a libcupti already loaded
+ * (PyTorch links one: two copies in a process must never happen); next to
+ * the libcudart the program loaded; the CUDA toolkit; the loader's path. */
+static bool load(char *why, size_t cap)
+{
+    if (gt_config.cupti_path[0]) {
+        if (try_open(gt_config.cupti_path, RTLD_NOW | RTLD_LOCAL))
+            return true;
+        snprintf(why, cap, "GPUTRACE_CUPTI_PATH=%.400s cannot be loaded (%.400s)", gt_config.cupti_path, dlerror());
+        return false;
+    }
+    struct find f = {"libcupti.so", ""};
+    if (dl_iterate_phdr(find_loaded, &f) && try_open(f.path, RTLD_NOW | RTLD_NOLOAD))
+        return true;
+    struct find rt = {"libcudart.so", ""};
+    if (dl_iterate_phdr(find_loaded, &rt) && strchr(rt.path, '/')) {
+        *strrchr(rt.path, '/') = 0;
+        if (try_dir(rt.path, ""))
+            return true;
+    }
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    for (int i = 0; i < 3; i++)
+        if (try_dir(homes[i], "/lib64") || try_dir(homes[i], "/extras/CUPTI/lib64"))
+            return true;
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
+        if (try_open(sonames[i], RTLD_NOW | RTLD_LOCAL))
+            return true;
+    snprintf(why, cap, "libcupti.so.13 not found (looked next to libcudart, in $CUDA_HOME, /usr/local/cuda "
+                       "and the loader's path; GPUTRACE_CUPTI_PATH names it)");
+    return false;
+}
+
+static bool resolve(char *why, size_t cap)
+{
+    struct { void **fn; const char *name; } t[] = {
+        {(void **)&C.get_version, "cuptiGetVersion"},
+        {(void **)&C.result_string, "cuptiGetResultString"},
+        {(void **)&C.subscribe, "cuptiSubscribe"},
+        {(void **)&C.unsubscribe, "cuptiUnsubscribe"},
+        {(void **)&C.register_callbacks, "cuptiActivityRegisterCallbacks"},
+        {(void **)&C.register_timestamp, "cuptiActivityRegisterTimestampCallback"},
+        {(void **)&C.enable, "cuptiActivityEnable"},
+        {(void **)&C.disable, "cuptiActivityDisable"},
+        {(void **)&C.flush_all, "cuptiActivityFlushAll"},
+        {(void **)&C.next_record, "cuptiActivityGetNextRecord"},
+        {(void **)&C.num_dropped, "cuptiActivityGetNumDroppedRecords"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!(*t[i].fn = dlsym(C.h, t[i].name))) {
+            snprintf(why, cap, "%.512s lacks %s (too old)", C.path, t[i].name);
+            return false;
+        }
+    return true;
+}
+
+static void disable_ours(void)
+{
+    for (int i = 0; i < C.n_enabled; i++)
+        C.disable(C.enabled[i]);
+    C.n_enabled = 0;
+}
+
+static void at_exit_flush(void)
+{
+    if (atomic_load(&state) == C_ON)
+        C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    atomic_store(&exiting, true);
+}
+
+/* Takes CUPTI if it is there and free; else says why, once. Called once,
+ * by the thread whose CUDA call first succeeded, inside its hook after the
+ * real call returned (so the program holds no CUDA lock of ours and CUDA is
+ * initialised); its own CUDA calls pass through untraced. */
+void gt_cupti_start(void)
+{
+    char why[1024] = "";
+    if (atomic_load(&state) != C_IDLE) { /* a fork child of a process where CUPTI ran */
+        gt_note("cupti", false, "unavailable: CUPTI was started by the parent process before fork");
+        return;
+    }
+    if (!gt_config.cupti) {
+        gt_note("cupti", false, "off: GPUTRACE_CUPTI=0");
+        atomic_store(&state, C_UNAVAILABLE);
+        return;
+    }
+    CUptiResult r;
+    if (!load(why, sizeof why) || !resolve(why, sizeof why))
+        goto unavailable;
+    if ((r = C.get_version(&C.version)) != CUPTI_SUCCESS || C.version < 130000 || C.version >= 140000) {
+        snprintf(why, sizeof why, "%.512s has CUPTI API version %u; this gputrace reads CUDA 13's (130000 to 139999)",
+                 C.path, C.version);
+        goto unavailable;
+    }
+    /* Another client's buffers are registered (then a flush succeeds), or a
+     * tool holds the one subscriber slot (Nsight Systems/Compute, cuda-gdb). */
+    if (atomic_load(&foreign) || C.flush_all(0) == CUPTI_SUCCESS) {
+        snprintf(why, sizeof why, "another CUPTI client in this process (torch.profiler?) already owns activity records");
+        goto unavailable;
+    }
+    CUpti_SubscriberHandle sub;
+    r = C.subscribe(&sub, no_callback, NULL);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        snprintf(why, sizeof why, "CUPTI is held by another tool (Nsight Systems, Nsight Compute, cuda-gdb, ...)");
+        goto unavailable;
+    }
+    if (r != CUPTI_SUCCESS) {
+        snprintf(why, sizeof why, "%.512s: cuptiSubscribe failed: %s (no usable CUDA driver?)", C.path, errstr(r));
+        goto unavailable;
+    }
+    C.unsubscribe(sub); /* we need no callbacks: leave the slot to the program's own profiler */
+    if ((r = C.register_timestamp(timestamp)) != CUPTI_SUCCESS ||
+        (r = C.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+        snprintf(why, sizeof why, "%.512s: registering with CUPTI failed: %s", C.path, errstr(r));
+        goto unavailable;
+    }
+    const CUpti_ActivityKind needed[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
+    for (int i = 0; i < 3; i++) {
+        if ((r = C.enable(needed[i])) != CUPTI_SUCCESS) {
+            disable_ours();
+            snprintf(why, sizeof why, "%.512s: cuptiActivityEnable(%d) failed: %s", C.path, (int)needed[i], errstr(r));
+            goto unavailable;
+        }
+        C.enabled[C.n_enabled++] = needed[i];
+    }
+    char extra[256] = "";
+    const struct { CUpti_ActivityKind k; const char *name; } opt[] = {
+        {CUPTI_ACTIVITY_KIND_MEMORY2, "driver memory"}, {CUPTI_ACTIVITY_KIND_MEMORY_POOL, "memory pools"}};
+    for (int i = 0; i < 2; i++) {
+        if ((r = C.enable(opt[i].k)) == CUPTI_SUCCESS) {
+            C.enabled[C.n_enabled++] = opt[i].k;
+            strcat(extra, ", ");
+            strcat(extra, opt[i].name);
+        }
+    }
+    atexit(at_exit_flush); /* runs before cudart's own teardown, registered earlier */
+    C.next_flush = gt_now_ns() + FLUSH_EVERY_NS;
+    atomic_store(&state, C_ON);
+    gt_note("cupti", false, "on: %s (CUPTI %u): kernels, memcpy, memset%s", C.path, C.version, extra);
+    return;
+unavailable:
+    atomic_store(&state, C_UNAVAILABLE);
+    gt_note("cupti", true, "unavailable: %s; kernels and copies are not recorded, allocation tracing goes on "
+            "(GPUTRACE_CUPTI=0 turns CUPTI off)", why);
+}
+
+/* Writer thread, each round, outside SQLite: completed records reach us at
+ * least every FLUSH_EVERY_NS even when a buffer is far from full. */
+void gt_cupti_tick(uint64_t now)
+{
+    if (atomic_load(&state) == C_ON && now >= C.next_flush) {
+        C.flush_all(0); /* completed records, even in partly filled buffers */
+        C.next_flush = now + FLUSH_EVERY_NS;
+    }
+}
+
+/* At stop (exit, _exit, exec): everything CUPTI holds goes to the writer.
+ * After our atexit flush CUPTI may already be torn down: nothing then. */
+void gt_cupti_flush_for_stop(void)
+{
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting))
+        C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* Another client registers its activity buffers: ours would go to it and its
+ * timestamps would be ours. Flush ours, turn our kinds off, give CUPTI its
+ * default clock back, and note when, before letting the call through. */
+static void yield(void)
+{
+    int on = C_ON;
+    if (!atomic_compare_exchange_strong(&state, &on, C_YIELDED))
+        return;
+    C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    disable_ours();
+    atomic_store(&realtime, true);
+    gt_note("cupti", true, "taken over: another CUPTI client (torch.profiler?) registered its own activity buffers; "
+            "kernels and copies after this moment are not recorded, allocation tracing goes on");
+}
+
+GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                                     CUpti_BuffersCallbackCompleteFunc comp)
+{
+    static CUptiResult (*real)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+    if (!real)
+        real = C.register_callbacks ? C.register_callbacks
+                                    : (CUptiResult(*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))
+                                          gt_real_symbol("cuptiActivityRegisterCallbacks", "libcupti.so");
+    if (!real)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    if (req != buffer_requested) {
+        atomic_store(&foreign, true);
+        yield();
+    }
+    return real(req, comp);
+}
+
+/* ---- the writer's side ---- */
+
+bool gt_cupti_pending(void)
+{
+    return atomic_load_explicit(&done, memory_order_relaxed) != NULL;
+}
+
+struct gt_cupti_buf *gt_cupti_take(void)
+{
+    struct gt_cupti_buf *b = atomic_exchange(&done, NULL), *rev = NULL;
+    while (b) {
+        struct gt_cupti_buf *next = b->next;
+        b->next = rev;
+        rev = b;
+        b = next;
+    }
+    return rev;
+}
+
+bool gt_cupti_next_record(uint8_t *data, size_t valid, void **rec)
+{
+    CUpti_Activity *r = *rec;
+    bool ok = C.next_record(data, valid, &r) == CUPTI_SUCCESS;
+    *rec = r;
+    return ok;
+}
+
+uint64_t gt_cupti_dropped(void)
+{
+    return atomic_load(&dropped);
+}
+
+/* Fork child: CUDA (and CUPTI) of the parent are not usable here; the
+ * parent's buffers are the parent's to write. */
+void gt_cupti_after_fork_child(void)
+{
+    atomic_store(&done, NULL);
+    atomic_store(&dropped, 0);
+    int s = atomic_load(&state);
+    if (s == C_ON || s == C_YIELDED)
+        atomic_store(&state, C_UNAVAILABLE);
+}

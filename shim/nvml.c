@@ -1,0 +1,105 @@
+/* Used device memory as nvidia-smi shows it, sampled through NVML (loaded at
+ * run time, never linked) every GPUTRACE_SAMPLE_MS by the writer thread. CUDA
+ * ordinals are matched to NVML devices by UUID, so CUDA_VISIBLE_DEVICES and
+ * ordering differences do not matter. Without NVML: one note, no samples. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "activity.h"
+
+/* The few NVML types used, as in nvml.h (stable ABI). */
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define MAX_PROCS 256
+
+static struct {
+    void *h;
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*by_uuid)(const char *, nvmlDevice_t *);
+    nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+    const char *(*error)(nvmlReturn_t);
+    int n;
+    int ordinal[GT_MAX_DEVICES];
+    nvmlDevice_t dev[GT_MAX_DEVICES];
+    nvmlProcessInfo_t proc[MAX_PROCS];
+} N;
+
+/* Loads NVML and finds each CUDA device in it; false (with a note) if not. */
+bool gt_nvml_open(const struct gt_devices *devs)
+{
+    const char *why = NULL;
+    N.h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!N.h) {
+        gt_note("nvml", true, "unavailable: libnvidia-ml.so.1 cannot be loaded (%s); GPUTRACE_SAMPLE_MS is ignored",
+                dlerror());
+        return false;
+    }
+    N.init = (nvmlReturn_t(*)(void))dlsym(N.h, "nvmlInit_v2");
+    N.by_uuid = (nvmlReturn_t(*)(const char *, nvmlDevice_t *))dlsym(N.h, "nvmlDeviceGetHandleByUUID");
+    N.memory = (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))dlsym(N.h, "nvmlDeviceGetMemoryInfo");
+    N.procs = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *))dlsym(
+        N.h, "nvmlDeviceGetComputeRunningProcesses_v3");
+    N.error = (const char *(*)(nvmlReturn_t))dlsym(N.h, "nvmlErrorString");
+    nvmlReturn_t r;
+    if (!N.init || !N.by_uuid || !N.memory)
+        why = "libnvidia-ml.so.1 lacks nvmlInit_v2, nvmlDeviceGetHandleByUUID or nvmlDeviceGetMemoryInfo";
+    else if ((r = N.init()) != NVML_SUCCESS)
+        why = N.error ? N.error(r) : "nvmlInit_v2 failed";
+    for (int i = 0; !why && devs && i < devs->count; i++)
+        if (devs->dev[i].has_uuid && N.by_uuid(devs->dev[i].uuid, &N.dev[N.n]) == NVML_SUCCESS)
+            N.ordinal[N.n++] = i;
+    if (!why && !N.n)
+        why = "no CUDA device of this process was found in NVML";
+    if (why) {
+        gt_note("nvml", true, "unavailable: %s; GPUTRACE_SAMPLE_MS is ignored", why);
+        return false;
+    }
+    gt_note("nvml", false, "on: used memory of %d device(s) every %u ms", N.n, gt_config.sample_ms);
+    return true;
+}
+
+/* This process's bytes on one device, or -1 where NVML cannot tell (another
+ * PID namespace, or a driver without the _v3 query). */
+static int64_t process_bytes(nvmlDevice_t dev, uint64_t total)
+{
+    if (!N.procs)
+        return -1;
+    unsigned int n = MAX_PROCS;
+    if (N.procs(dev, &n, N.proc) != NVML_SUCCESS)
+        return -1;
+    unsigned int pid = (unsigned int)getpid();
+    for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
+        if (N.proc[i].pid == pid && N.proc[i].usedGpuMemory <= total)
+            return (int64_t)N.proc[i].usedGpuMemory;
+    return -1;
+}
+
+int gt_nvml_sample(struct gt_mem_sample *out, int max)
+{
+    int k = 0;
+    for (int i = 0; i < N.n && k < max; i++) {
+        nvmlMemory_t m;
+        if (N.memory(N.dev[i], &m) != NVML_SUCCESS)
+            continue;
+        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total)};
+        k++;
+    }
+    return k;
+}
+
+/* Fork child: the parent's NVML session is not ours to use. */
+void gt_nvml_after_fork_child(void)
+{
+    N.n = 0;
+}

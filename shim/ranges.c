@@ -1,0 +1,387 @@
+/* Recording of ranges, marks and iterations (NVTX and gputrace_* markers) on
+ * the program's threads: like a hook, it only queues fixed-size records. Each
+ * thread keeps a stack of its open push/pop ranges, so ranges pushed before
+ * the trace started (it starts at the first CUDA call) are emitted, with their
+ * own start time, when it does; NVTX use alone never starts a trace. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "activity.h"
+
+#define STACK_MAX 128
+
+struct entry {
+    uint64_t id, start, parent;
+    gt_domain dom;
+    char *msg;      /* owned until emitted */
+    int depth;
+    int8_t source;
+    bool emitted;   /* its RANGE_OPEN is on the queue */
+};
+
+/* One per thread that ever used a range; reused after the thread exits. */
+struct tstate {
+    struct tstate *next;      /* registry, push-only */
+    _Atomic int lock;         /* taken by its thread, and by the sweep at trace start */
+    _Atomic int in_use;
+    int32_t tid;
+    int n, overflow;
+    struct entry e[STACK_MAX];
+};
+
+static _Atomic(struct tstate *) registry;
+static GT_TLS struct tstate *me;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t next_id = 1;
+
+/* start/end ranges opened while no trace exists, and the last iteration mark */
+struct pending {
+    struct pending *next;
+    uint64_t id, start;
+    gt_domain dom;
+    char *msg;
+    int32_t tid;
+    int8_t source;
+};
+static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pending *pend;
+static _Atomic int pend_count;
+static struct { bool set; long index, batch; uint64_t t; int32_t tid; } pend_iter;
+
+static bool active(void)
+{
+    return atomic_load_explicit(&gt_state, memory_order_acquire) == GT_ACTIVE;
+}
+
+static void lock(struct tstate *s)
+{
+    while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
+        sched_yield();
+}
+
+static void unlock(struct tstate *s)
+{
+    atomic_store_explicit(&s->lock, 0, memory_order_release);
+}
+
+/* Queues one record; a record that cannot be queued is counted as a drop. */
+static void publish(struct gt_event *ev)
+{
+    struct gt_reservation r;
+    if (gt_queue_reserve(&r))
+        gt_queue_publish(&r, ev);
+    else
+        free((void *)(uintptr_t)ev->aux);
+}
+
+static void make(struct gt_event *ev, int kind, uint64_t t, int32_t tid)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->api = (uint16_t)kind;
+    ev->t_ns = t;
+    ev->tid = tid;
+}
+
+/* The RANGE_OPEN of an entry; takes its message. */
+static void make_open(struct gt_event *ev, struct entry *e, int32_t tid, uint32_t flags)
+{
+    make(ev, GT_REC_RANGE_OPEN, e->start, tid);
+    ev->ptr = e->id;
+    ev->size = e->parent;
+    ev->result = e->depth;
+    ev->aux = (uint64_t)(uintptr_t)e->msg;
+    ev->stack_hash = (uint64_t)(uintptr_t)e->dom;
+    ev->device = e->source;
+    ev->flags = flags;
+    e->msg = NULL;
+    e->emitted = true;
+}
+
+static void make_close(struct gt_event *ev, uint64_t id, uint64_t t, int32_t tid)
+{
+    make(ev, GT_REC_RANGE_CLOSE, t, tid);
+    ev->ptr = id;
+}
+
+static void thread_exit(void *arg)
+{
+    struct tstate *s = arg;
+    lock(s);
+    for (int i = 0; i < s->n; i++)
+        free(s->e[i].msg); /* opened before any trace and never closed: nothing to show */
+    s->n = s->overflow = 0;
+    unlock(s);
+    atomic_store(&s->in_use, 0);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&exit_key, thread_exit);
+}
+
+static struct tstate *state(void)
+{
+    if (GT_LIKELY(me != NULL))
+        return me;
+    pthread_once(&key_once, make_key);
+    struct tstate *s;
+    for (s = atomic_load(&registry); s; s = s->next) {
+        int free_ = 0;
+        if (atomic_compare_exchange_strong(&s->in_use, &free_, 1))
+            break;
+    }
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return NULL;
+        s->in_use = 1;
+        s->next = atomic_load(&registry);
+        while (!atomic_compare_exchange_weak(&registry, &s->next, s))
+            ;
+    }
+    s->tid = gt_tid();
+    me = s;
+    pthread_setspecific(exit_key, s);
+    return s;
+}
+
+/* Pushes a range on the calling thread's stack for (source, domain). */
+int gt_range_push(int source, gt_domain dom, char *msg)
+{
+    uint64_t t = gt_now_ns();
+    struct tstate *s = state();
+    if (!s) {
+        free(msg);
+        return -1;
+    }
+    struct gt_event ev;
+    bool emit = false;
+    int depth = 0;
+    uint64_t parent = 0;
+    lock(s);
+    for (int i = s->n - 1; i >= 0; i--)
+        if (s->e[i].source == source && s->e[i].dom == dom) {
+            if (!parent)
+                parent = s->e[i].id;
+            depth++;
+        }
+    if (s->n == STACK_MAX) { /* absurdly deep: keep the count so pops still match */
+        s->overflow++;
+        unlock(s);
+        free(msg);
+        return depth;
+    }
+    struct entry *e = &s->e[s->n++];
+    *e = (struct entry){.id = atomic_fetch_add(&next_id, 1), .start = t, .parent = parent, .dom = dom,
+                        .msg = msg, .depth = depth, .source = (int8_t)source};
+    if (active()) {
+        make_open(&ev, e, s->tid, 0);
+        emit = true;
+    }
+    unlock(s);
+    if (emit)
+        publish(&ev);
+    return depth;
+}
+
+/* Pops the innermost open range of (source, domain) on the calling thread. */
+int gt_range_pop(int source, gt_domain dom)
+{
+    uint64_t t = gt_now_ns();
+    struct tstate *s = me;
+    if (!s)
+        return -1;
+    struct gt_event open, close;
+    int emit = 0;
+    lock(s);
+    if (s->overflow) {
+        s->overflow--;
+        unlock(s);
+        return STACK_MAX;
+    }
+    int i = s->n - 1;
+    while (i >= 0 && !(s->e[i].source == source && s->e[i].dom == dom))
+        i--;
+    if (i < 0) {
+        unlock(s);
+        return -1;
+    }
+    struct entry e = s->e[i];
+    memmove(&s->e[i], &s->e[i + 1], (size_t)(s->n - i - 1) * sizeof e);
+    s->n--;
+    if (e.emitted) {
+        make_close(&close, e.id, t, s->tid);
+        emit = 1;
+    } else if (active()) { /* the trace started and its sweep has not reached us yet */
+        make_open(&open, &e, s->tid, 0);
+        make_close(&close, e.id, t, s->tid);
+        emit = 2;
+    } else {
+        free(e.msg); /* began and ended before the trace: outside its time span */
+    }
+    unlock(s);
+    if (emit == 2)
+        publish(&open);
+    if (emit)
+        publish(&close);
+    return e.depth;
+}
+
+/* A start/end range: any thread may end it. Returns its id (never 0). */
+uint64_t gt_range_start(int source, gt_domain dom, char *msg)
+{
+    struct entry e = {.id = atomic_fetch_add(&next_id, 1), .start = gt_now_ns(), .dom = dom, .msg = msg,
+                      .source = (int8_t)source};
+    struct gt_event ev;
+    if (!active()) {
+        pthread_mutex_lock(&pend_mu);
+        if (!active()) {
+            struct pending *p = malloc(sizeof *p);
+            if (p) {
+                *p = (struct pending){pend, e.id, e.start, dom, msg, gt_tid(), (int8_t)source};
+                pend = p;
+                atomic_fetch_add(&pend_count, 1);
+            } else {
+                free(msg);
+            }
+            pthread_mutex_unlock(&pend_mu);
+            return e.id;
+        }
+        pthread_mutex_unlock(&pend_mu);
+    }
+    make_open(&ev, &e, gt_tid(), GT_RANGE_START);
+    publish(&ev);
+    return e.id;
+}
+
+void gt_range_end(uint64_t id)
+{
+    uint64_t t = gt_now_ns();
+    struct gt_event open, close;
+    struct pending *found = NULL;
+    if (atomic_load(&pend_count)) {
+        pthread_mutex_lock(&pend_mu);
+        for (struct pending **pp = &pend; *pp; pp = &(*pp)->next)
+            if ((*pp)->id == id) {
+                found = *pp;
+                *pp = found->next;
+                atomic_fetch_sub(&pend_count, 1);
+                break;
+            }
+        pthread_mutex_unlock(&pend_mu);
+    }
+    if (!active()) {
+        if (found)
+            free(found->msg);
+        free(found);
+        return;
+    }
+    if (found) {
+        struct entry e = {.id = found->id, .start = found->start, .dom = found->dom, .msg = found->msg,
+                          .source = found->source};
+        make_open(&open, &e, found->tid, GT_RANGE_START);
+        publish(&open);
+        free(found);
+    }
+    make_close(&close, id, t, gt_tid());
+    publish(&close);
+}
+
+void gt_mark(int source, gt_domain dom, char *msg)
+{
+    uint64_t t = gt_now_ns();
+    if (!active()) { /* a moment before the trace began: outside it */
+        free(msg);
+        return;
+    }
+    struct gt_event ev;
+    make(&ev, GT_REC_MARK, t, gt_tid());
+    ev.aux = (uint64_t)(uintptr_t)msg;
+    ev.stack_hash = (uint64_t)(uintptr_t)dom;
+    ev.device = (int16_t)source;
+    publish(&ev);
+}
+
+static void make_iteration(struct gt_event *ev, long index, long batch, uint64_t t, int32_t tid)
+{
+    make(ev, GT_REC_ITERATION, t, tid);
+    ev->ptr = (uint64_t)index;
+    ev->size = (uint64_t)(int64_t)batch;
+}
+
+/* The iteration in progress when the trace starts is part of it: the last
+ * call before the start is kept and emitted then. */
+void gt_iteration(long index, long batch_size)
+{
+    uint64_t t = gt_now_ns();
+    if (!active()) {
+        pthread_mutex_lock(&pend_mu);
+        if (!active()) {
+            pend_iter.set = true;
+            pend_iter.index = index;
+            pend_iter.batch = batch_size;
+            pend_iter.t = t;
+            pend_iter.tid = gt_tid();
+            pthread_mutex_unlock(&pend_mu);
+            return;
+        }
+        pthread_mutex_unlock(&pend_mu);
+    }
+    struct gt_event ev;
+    make_iteration(&ev, index, batch_size, t, gt_tid());
+    publish(&ev);
+}
+
+/* Called once the trace is active (queue ready): emits every range opened
+ * before it and still open, on every thread. Holding each thread's lock while
+ * queueing keeps an OPEN ahead of the CLOSE its thread may queue next. */
+void gt_ranges_trace_started(void)
+{
+    struct gt_event ev;
+    for (struct tstate *s = atomic_load(&registry); s; s = s->next) {
+        lock(s);
+        for (int i = 0; i < s->n; i++)
+            if (!s->e[i].emitted) {
+                make_open(&ev, &s->e[i], s->tid, 0);
+                publish(&ev);
+            }
+        unlock(s);
+    }
+    pthread_mutex_lock(&pend_mu);
+    while (pend) {
+        struct pending *p = pend;
+        pend = p->next;
+        struct entry e = {.id = p->id, .start = p->start, .dom = p->dom, .msg = p->msg, .source = p->source};
+        make_open(&ev, &e, p->tid, GT_RANGE_START);
+        publish(&ev);
+        free(p);
+    }
+    atomic_store(&pend_count, 0);
+    if (pend_iter.set) {
+        make_iteration(&ev, pend_iter.index, pend_iter.batch, pend_iter.t, pend_iter.tid);
+        publish(&ev);
+        pend_iter.set = false;
+    }
+    pthread_mutex_unlock(&pend_mu);
+}
+
+/* Fork child: only the forking thread exists. Its open ranges belong to the
+ * parent's trace; the child starts with empty stacks and nothing pending. */
+void gt_ranges_after_fork_child(void)
+{
+    for (struct tstate *s = atomic_load(&registry); s; s = s->next) {
+        atomic_store(&s->lock, 0);
+        s->n = s->overflow = 0;
+        if (s != me)
+            atomic_store(&s->in_use, 0);
+    }
+    if (me)
+        me->tid = gt_tid();
+    pthread_mutex_init(&pend_mu, NULL);
+    pend = NULL;
+    atomic_store(&pend_count, 0);
+    pend_iter.set = false;
+}
