@@ -1,0 +1,100 @@
+/* Plants CUPTI activity through the CUPTI stand-in (tests/fake_cupti) between
+ * two allocations, so the test can check that kernels, copies, memsets and
+ * the driver's memory records land on the events' clock. Loads libstdc++ as
+ * any C++ program has it (the shim demangles kernel names with it).
+ *   plant:    200 kernels "_Z6matmulPfS_i" (grid 4, block 128, 1 us each),
+ *             a 4096-byte HtoD copy, a 2048-byte memset of 7, a 1 MiB driver
+ *             allocation record and a 32 MiB pool creation
+ *   takeover: as plant, then registers its own activity buffers (as
+ *             torch.profiler does) and plants 5 kernels "_Z5afterv" that the
+ *             shim must not see
+ * Prints the CLOCK_MONOTONIC span of the planting. */
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*emit_fn)(const char *, const char *, uint64_t, uint64_t, uint64_t, uint32_t);
+
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int find(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libcupti.so")) {
+        snprintf(data, 4096, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
+static int mine;
+static void CUPTIAPI my_request(uint8_t **b, size_t *size, size_t *max)
+{
+    *b = aligned_alloc(8, 1 << 16);
+    *size = 1 << 16;
+    *max = 0;
+}
+static void CUPTIAPI my_complete(CUcontext c, uint32_t s, uint8_t *b, size_t size, size_t valid)
+{
+    (void)c, (void)s, (void)size;
+    mine += (int)(valid / sizeof(CUpti_ActivityKernel10)); /* only kernels are planted after takeover */
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "plant";
+    dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
+    void *a, *b;
+    if (cudaMalloc(&a, 111) != cudaSuccess) /* the shim starts CUPTI in this call */
+        abort();
+    char path[4096] = "";
+    emit_fn emit = NULL;
+    if (dl_iterate_phdr(find, path)) {
+        void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+        emit = h ? (emit_fn)dlsym(h, "fake_cupti_emit") : NULL;
+    }
+    uint64_t t0 = mono();
+    int n = 0;
+    for (uint32_t i = 0; emit && i < 200; i++)
+        n += emit("kernel", "_Z6matmulPfS_i", 4, 128, 1000, i + 1);
+    if (emit) {
+        n += emit("memcpy", NULL, 1 /* HtoD */, 4096, 500, 1001);
+        n += emit("memset", NULL, 7, 2048, 300, 1002);
+        n += emit("memory", NULL, 1 /* allocation */, 1 << 20, 0, 1003);
+        n += emit("pool", NULL, 0, 32 << 20, 0, 1004);
+    }
+    uint64_t t1 = mono();
+    if (cudaMalloc(&b, 222) != cudaSuccess)
+        abort();
+    if (emit && !strcmp(mode, "takeover")) {
+        CUptiResult (*reg)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
+            (CUptiResult(*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))dlsym(
+                RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
+        CUptiResult (*enable)(CUpti_ActivityKind) =
+            (CUptiResult(*)(CUpti_ActivityKind))dlsym(dlopen(path, RTLD_NOW | RTLD_NOLOAD), "cuptiActivityEnable");
+        CUptiResult (*flush)(uint32_t) =
+            (CUptiResult(*)(uint32_t))dlsym(dlopen(path, RTLD_NOW | RTLD_NOLOAD), "cuptiActivityFlushAll");
+        if (!reg || reg(my_request, my_complete) != CUPTI_SUCCESS)
+            abort();
+        enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        for (uint32_t i = 0; i < 5; i++)
+            emit("kernel", "_Z5afterv", 1, 1, 100, 2000 + i);
+        flush(0);
+        printf("program got %d\n", mine);
+    }
+    cudaFree(b);
+    cudaFree(a);
+    printf("emitted %d span %llu %llu\n", n, (unsigned long long)t0, (unsigned long long)t1);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* NVTX through the real nvtx3 headers, as any C/C++ program uses them: the
+ * shim must receive every call with nothing but LD_PRELOAD. Every allocation
+ * size is planted so the test can tell which range each event falls in.
+ *   basic:   a range opened before the first CUDA call, nested push/pop
+ *            ("outer" > "inner bs=8"), a mark, a domain "io" with a range and a
+ *            mark, and a start/end range ended by another thread
+ *   threads: 4 threads, each nesting "tN-outer" > "tN-inner" around its own
+ *            allocations, all in flight at once
+ *   nocuda:  NVTX calls only: no trace may be written */
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *alloc(size_t n)
+{
+    void *p;
+    if (cudaMalloc(&p, n) != cudaSuccess)
+        abort();
+    return p;
+}
+
+static void *end_range(void *arg)
+{
+    void *p = alloc(5000); /* inside "async" */
+    nvtxRangeEnd(*(nvtxRangeId_t *)arg);
+    cudaFree(p);
+    return NULL;
+}
+
+static int basic(void)
+{
+    int setup = nvtxRangePushA("setup"); /* before CUDA: the trace does not exist yet */
+    void *a = alloc(1000);
+    int outer = nvtxRangePushA("outer");
+    void *b = alloc(2000);
+    int inner = nvtxRangePushA("inner bs=8");
+    void *c = alloc(3000);
+    nvtxMarkA("checkpoint");
+    int popped_inner = nvtxRangePop();
+    int popped_outer = nvtxRangePop();
+    cudaFree(c);
+    cudaFree(b);
+
+    nvtxDomainHandle_t io = nvtxDomainCreateA("io");
+    nvtxEventAttributes_t at;
+    memset(&at, 0, sizeof at);
+    at.version = NVTX_VERSION;
+    at.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    at.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    at.message.ascii = "load batch_size=32";
+    nvtxDomainRangePushEx(io, &at);
+    void *d = alloc(4000);
+    at.message.ascii = "io-mark";
+    nvtxDomainMarkEx(io, &at);
+    nvtxDomainRangePop(io);
+    cudaFree(d);
+
+    nvtxRangeId_t id = nvtxRangeStartA("async");
+    pthread_t t;
+    pthread_create(&t, NULL, end_range, &id);
+    pthread_join(t, NULL);
+    cudaFree(a);
+    int popped_setup = nvtxRangePop();
+    printf("depths %d %d %d popped %d %d %d\n", setup, outer, inner, popped_inner, popped_outer, popped_setup);
+    return 0;
+}
+
+static pthread_barrier_t barrier;
+
+static void *worker(void *arg)
+{
+    int i = (int)(long)arg;
+    char outer[32], inner[32];
+    snprintf(outer, sizeof outer, "t%d-outer", i);
+    snprintf(inner, sizeof inner, "t%d-inner", i);
+    pthread_barrier_wait(&barrier);
+    nvtxRangePushA(outer);
+    void *p = alloc((size_t)(i + 1) * 100);
+    pthread_barrier_wait(&barrier); /* every thread has its outer range open */
+    nvtxRangePushA(inner);
+    void *q = alloc((size_t)(i + 1) * 100 + 1);
+    pthread_barrier_wait(&barrier);
+    nvtxRangePop();
+    nvtxRangePop();
+    cudaFree(q);
+    cudaFree(p);
+    return NULL;
+}
+
+static int threads(void)
+{
+    void *warm = alloc(64); /* the trace starts before any range */
+    pthread_barrier_init(&barrier, NULL, 4);
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, worker, (void *)i);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    cudaFree(warm);
+    return 0;
+}
+
+static int nocuda(void)
+{
+    nvtxRangePushA("lonely");
+    nvtxMarkA("nobody");
+    nvtxRangePop();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "basic";
+    int rc = !strcmp(mode, "threads") ? threads() : !strcmp(mode, "nocuda") ? nocuda() : basic();
+    puts("done");
+    return rc;
+}
