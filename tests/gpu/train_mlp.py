@@ -39,13 +39,14 @@ for step in range(args.steps):
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
+    if step % 10 == 0:   # inside the step's range: .item() pins a host buffer
+        print('step %d loss %.4f' % (step, loss.item()))
     if args.nvtx:
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     times.append((time.perf_counter() - t0) * 1e3)
-    if step % 10 == 0:
-        print('step %d loss %.4f' % (step, loss.item()))
 torch.cuda.synchronize()
+print('total_memory=%d' % torch.cuda.get_device_properties(0).total_memory)
 print('reserved=%d' % torch.cuda.memory_reserved())
 print('max_reserved=%d' % torch.cuda.max_memory_reserved())
 print('allocated=%d' % torch.cuda.memory_allocated())
