@@ -1,0 +1,331 @@
+/* iterations_auto.c - iterations found with no markers at all: the period
+ * of the stream of allocations (api, size, call site), or of the kernel
+ * names when CUPTI data is there and allocations do not repeat. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "iterations.h"
+
+/* Interns (api, size, site) triples as small integers. */
+struct key3 {
+    int64_t size;
+    int32_t site;
+    uint32_t api;
+};
+struct interner {
+    struct key3 *keys;
+    size_t nkeys, kcap;
+    uint32_t *slots;   /* key id + 1, 0 empty */
+    size_t cap;
+};
+
+static uint64_t key_hash(const struct key3 *k)
+{
+    uint64_t h = (uint64_t)k->size * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)k->site << 8 | k->api) * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+static uint32_t intern(struct interner *in, const struct key3 *k)
+{
+    if ((in->nkeys + 1) * 2 > in->cap) {
+        size_t ncap = in->cap ? in->cap * 2 : 1024;
+        uint32_t *ns = gt_xcalloc(ncap, sizeof *ns);
+        for (size_t i = 0; i < in->cap; i++)
+            if (in->slots[i]) {
+                size_t j = key_hash(&in->keys[in->slots[i] - 1]) & (ncap - 1);
+                while (ns[j])
+                    j = (j + 1) & (ncap - 1);
+                ns[j] = in->slots[i];
+            }
+        free(in->slots);
+        in->slots = ns;
+        in->cap = ncap;
+    }
+    size_t j = key_hash(k) & (in->cap - 1);
+    for (; in->slots[j]; j = (j + 1) & (in->cap - 1)) {
+        const struct key3 *o = &in->keys[in->slots[j] - 1];
+        if (o->size == k->size && o->site == k->site && o->api == k->api)
+            return in->slots[j] - 1;
+    }
+    if (in->nkeys == in->kcap) {
+        in->kcap = in->kcap ? in->kcap * 2 : 1024;
+        in->keys = gt_xrealloc(in->keys, in->kcap * sizeof *in->keys);
+    }
+    in->keys[in->nkeys] = *k;
+    in->slots[j] = (uint32_t)++in->nkeys;
+    return (uint32_t)(in->nkeys - 1);
+}
+
+/* Longest run of i with s[i] == s[i+p]; its start in *start. */
+static size_t match_run(const uint32_t *s, size_t n, size_t p, size_t *start)
+{
+    size_t best = 0, run = 0;
+    *start = 0;
+    for (size_t i = 0; i + p < n; i++) {
+        if (s[i] == s[i + p]) {
+            if (++run > best) {
+                best = run;
+                *start = i + 1 - run;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    return best;
+}
+
+static void add_cand(size_t *cand, size_t *nc, size_t max, size_t p)
+{
+    for (size_t i = 0; i < *nc; i++)
+        if (cand[i] == p)
+            return;
+    if (*nc < max)
+        cand[(*nc)++] = p;
+}
+
+/* A periodic stretch: s[a .. a+cover) repeats with period p. */
+struct period {
+    size_t p, a, cover;
+};
+
+static int period_cmp(const void *x, const void *y)
+{
+    const struct period *u = x, *v = y;
+    if (u->cover != v->cover)
+        return u->cover > v->cover ? -1 : 1;
+    return (u->p > v->p) - (u->p < v->p);
+}
+
+/* Periods p such that a stretch s[a .. a+cover) is p-periodic with at least
+ * 3 repetitions (it may follow a warm-up prefix and precede a tail), best
+ * first: largest cover, then smallest p. Candidates: every p up to 64, and
+ * the gaps between occurrences of the rarest repeated symbols (a symbol seen
+ * once per iteration recurs exactly every p). Returns how many (<= max). */
+static size_t find_periods(const uint32_t *s, size_t n, size_t nsym, struct period *out, size_t max)
+{
+    if (n < 6)
+        return 0;
+    enum { MAXC = 512 };
+    size_t cand[MAXC], nc = 0;
+    for (size_t p = 1; p <= 64 && p * 3 <= n; p++)
+        add_cand(cand, &nc, MAXC, p);
+    uint32_t *count = gt_xcalloc(nsym, sizeof *count);
+    for (size_t i = 0; i < n; i++)
+        count[s[i]]++;
+    /* the 16 rarest symbols that occur at least 3 times */
+    uint32_t rare[16];
+    size_t nrare = 0;
+    for (uint32_t id = 0; id < nsym; id++) {
+        if (count[id] < 3)
+            continue;
+        if (nrare < 16) {
+            rare[nrare++] = id;
+            continue;
+        }
+        size_t worst = 0;
+        for (size_t k = 1; k < nrare; k++)
+            if (count[rare[k]] > count[rare[worst]])
+                worst = k;
+        if (count[id] < count[rare[worst]])
+            rare[worst] = id;
+    }
+    for (size_t k = 0; k < nrare; k++) {
+        size_t *pos = gt_xmalloc(count[rare[k]] * sizeof *pos), np = 0;
+        for (size_t i = 0; i < n; i++)
+            if (s[i] == rare[k])
+                pos[np++] = i;
+        /* gaps spanning 1..4 occurrences, at a few places through the run */
+        for (size_t q = 0; q < 8 && np > 1; q++) {
+            size_t j = q * (np - 1) / 8;
+            for (size_t d = 1; d <= 4 && j + d < np; d++)
+                if ((pos[j + d] - pos[j]) * 3 <= n)
+                    add_cand(cand, &nc, MAXC, pos[j + d] - pos[j]);
+        }
+        free(pos);
+    }
+    free(count);
+    struct period all[MAXC];
+    size_t nall = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t a, run = match_run(s, n, cand[k], &a);
+        if (run >= 2 * cand[k])
+            all[nall++] = (struct period){cand[k], a, run + cand[k]};
+    }
+    qsort(all, nall, sizeof *all, period_cmp);
+    if (nall > max)
+        nall = max;
+    memcpy(out, all, nall * sizeof *out);
+    return nall;
+}
+
+/* The kernel pattern's single best period, or 0. */
+static size_t find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, size_t *cover_out)
+{
+    struct period best;
+    if (!find_periods(s, n, nsym, &best, 1))
+        return 0;
+    *a_out = best.a;
+    *cover_out = best.cover;
+    return best.p;
+}
+
+/* Does a candidate look like a loop's iterations? A training step frees
+ * temporaries it allocated (activations, gradients' scratch) before the next
+ * step; a run of identical allocations inside one step (the layers of a
+ * model, each activation kept for backward) frees nothing between
+ * repetitions. So at least half the windows must free something they
+ * allocated. (A loop whose only allocation is one leaked tensor per step is
+ * therefore not found without markers: it looks exactly like a layer stack.) */
+static int windows_release_memory(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_iteration *it, size_t n)
+{
+    size_t releasing = 0;
+    for (size_t k = 0; k < n; k++) {
+        for (size_t i = it[k].first_ev; i < it[k].end_ev; i++) {
+            const struct gt_api_attr *a = &t->api[t->ev[i].api];
+            if (!t->ev[i].failed && a->known && a->op == GT_OP_ALLOC && pr->partner[i] != GT_NO_EVENT &&
+                pr->partner[i] < it[k].end_ev) {
+                releasing++;
+                break;
+            }
+        }
+    }
+    return n && releasing * 2 >= n;
+}
+
+/* Places the iterations of period c: the phase where live memory is lowest
+ * on average (an iteration boundary is where its temporaries are all freed),
+ * then whole repetitions from there. Fills out (emptied first). */
+static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
+                             const uint32_t *seq_ev, size_t n, const struct period *c, struct gt_iterations *out,
+                             size_t *skipped)
+{
+    size_t p = c->p, a = c->a, reps = c->cover / p;
+    double *sum = gt_xcalloc(p, sizeof *sum);
+    int64_t live = 0;
+    size_t q = a, qend = a + reps * p;
+    for (size_t i = 0; i < t->nev && q < qend; i++) {
+        if (i == seq_ev[q]) {
+            sum[(q - a) % p] += (double)live;
+            q++;
+        }
+        live += gt_delta(t, pr, sel, i);
+    }
+    size_t o = 0;
+    for (size_t k = 1; k < p; k++)
+        if (sum[k] < sum[o])
+            o = k;
+    free(sum);
+    size_t count = o <= c->cover - reps * p ? reps : reps - 1, cap = 0;
+    out->n = 0;
+    for (size_t k = 0; k < count; k++) {
+        size_t b = a + o + k * p;
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->index = (int64_t)k;
+        it->batch_size = -1;
+        it->first_ev = seq_ev[b];
+        it->start = t->ev[it->first_ev].t;
+        if (b + p < n) {
+            it->end_ev = seq_ev[b + p];
+            it->end = t->ev[it->end_ev].t;
+            it->closed = 1;
+        } else {
+            it->end_ev = t->nev;
+            it->end = t->ev[t->nev - 1].t;
+        }
+    }
+    *skipped = a + o;
+}
+
+/* Automatic iterations from the stream of successful allocations: the best
+ * periodic pattern whose repetitions look like iterations. */
+int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
+{
+    struct interner in = {0};
+    uint32_t *seq = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq);
+    uint32_t *seq_ev = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq_ev);
+    size_t n = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = &t->api[e->api];
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || !(GT_MASK_ALL & GT_MASK(a->memory)))
+            continue;
+        struct key3 k = {e->size, e->site, e->api};
+        seq[n] = intern(&in, &k);
+        seq_ev[n++] = (uint32_t)i;
+    }
+    enum { TRIES = 8 };   /* each try walks the trace once */
+    struct period c[TRIES];
+    size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
+    for (size_t k = 0; k < nc; k++) {
+        size_t before;
+        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before);
+        if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
+            out->source = GT_ITER_AUTO;
+            snprintf(out->how, sizeof out->how,
+                     "automatic: a pattern of %zu allocations repeats %zu times (%zu allocations before it, %zu after)",
+                     c[k].p, out->n, before, n - (before + out->n * c[k].p));
+            break;
+        }
+        out->n = 0;
+    }
+    if (!out->n) {
+        free(out->it);
+        out->it = NULL;
+    }
+    free(in.keys);
+    free(in.slots);
+    free(seq);
+    free(seq_ev);
+    return GT_EXIT_OK;
+}
+
+/* Automatic iterations from CUPTI kernel names, when allocations repeat no
+ * pattern (for example a caching allocator that stopped calling cudaMalloc). */
+int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
+{
+    struct gt_kernel *k;
+    size_t nk;
+    int code = gt_trace_kernels(t, &k, &nk);
+    if (code || nk < 6) {
+        free(k);
+        return code;
+    }
+    struct interner in = {0};
+    uint32_t *seq = gt_xmalloc(nk * sizeof *seq);
+    for (size_t i = 0; i < nk; i++) {
+        struct key3 key = {k[i].name_id, 0, 0};
+        seq[i] = intern(&in, &key);
+    }
+    size_t a, cover, p = find_period(seq, nk, in.nkeys, &a, &cover);
+    if (p) {
+        size_t reps = cover / p, cap = 0;
+        for (size_t r = 0; r < reps; r++) {
+            size_t b = a + r * p;
+            struct gt_iteration *it = gt_iter_push(out, &cap);
+            it->index = (int64_t)r;
+            it->batch_size = -1;
+            it->start = k[b].start;
+            it->first_ev = gt_iter_bound(t, it->start, 0);
+            if (b + p < nk) {
+                it->end = k[b + p].start;
+                it->end_ev = gt_iter_bound(t, it->end, 0);
+                it->closed = 1;
+            } else {
+                it->end = gt_iter_trace_end(t, NULL, 0);
+                it->end_ev = t->nev;
+            }
+        }
+        out->source = GT_ITER_AUTO;
+        snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launches repeats %zu times", p, reps);
+    }
+    free(in.keys);
+    free(in.slots);
+    free(seq);
+    free(k);
+    return GT_EXIT_OK;
+}
+
