@@ -3,8 +3,11 @@
  * per tensor, as PyTorch's cudaMallocAsync backend makes them) from 64 call
  * stacks, one NVTX range "train_step batch_size=N" per iteration, and one
  * retained allocation per iteration (a slow leak for growth to find).
+ * MARKING "none": no ranges, and every iteration repeats the same sequence
+ * of sizes and sites at batch size 32, so the analyzer must find the
+ * iterations automatically from the allocation pattern.
  *
- * usage: bench_analyzer_gen OUT.db SCHEMA.sql [EVENTS] [EVENTS_PER_ITERATION]
+ * usage: bench_analyzer_gen OUT.db SCHEMA.sql [EVENTS] [EVENTS_PER_ITERATION] [nvtx|none]
  * Built and run by tests/bench/bench_analyzer.sh; needs only SQLite. */
 #include <sqlite3.h>
 #include <stdint.h>
@@ -65,6 +68,7 @@ int main(int argc, char **argv)
     }
     long long nevents = argc > 3 ? atoll(argv[3]) : 10000000;
     long long per_iter = argc > 4 ? atoll(argv[4]) : 1000;
+    int unmarked = argc > 5 && !strcmp(argv[5], "none");
     remove(argv[1]);
     if (sqlite3_open(argv[1], &db) != SQLITE_OK)
         die("open");
@@ -114,7 +118,9 @@ int main(int argc, char **argv)
     long long nfree = 0;
     long long iter = 0;
     while (written < nevents) {
-        int bs = iter % 3 == 0 ? 16 : iter % 3 == 1 ? 32 : 64;
+        int bs = unmarked ? 32 : iter % 3 == 0 ? 16 : iter % 3 == 1 ? 32 : 64;
+        if (unmarked)
+            rng = 88172645463325252ull;   /* the same step every time */
         int64_t start = t;
         long long budget = per_iter < nevents - written ? per_iter : nevents - written;
         long long done = 0;
@@ -163,6 +169,8 @@ int main(int argc, char **argv)
         }
         char msg[64];
         snprintf(msg, sizeof msg, "train_step batch_size=%d", bs);
+        if (unmarked)
+            goto next;
         sqlite3_bind_text(rg, 1, msg, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(rg, 2, start);
         sqlite3_bind_int64(rg, 3, t + 10);
@@ -170,6 +178,7 @@ int main(int argc, char **argv)
         if (sqlite3_step(rg) != SQLITE_DONE)
             die("insert range");
         sqlite3_reset(rg);
+    next:
         t += 100;
         written += done;
         iter++;
