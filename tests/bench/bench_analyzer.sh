@@ -3,13 +3,16 @@
 # leaks, growth and peak (and oom, top) on a generated trace of EVENTS events
 # (default 10 million), once with an NVTX range per iteration and once
 # unmarked (iterations found automatically). Traces are cached in WORKDIR.
-# usage: tests/bench/bench_analyzer.sh [BUILD_DIR] [EVENTS] [WORKDIR]
+# Each command runs RUNS times (default 3): median and fastest wall time (the
+# machine may be shared), and the largest max RSS.
+# usage: tests/bench/bench_analyzer.sh [BUILD_DIR] [EVENTS] [WORKDIR] [RUNS]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 events=${2:-10000000}
 work=${3:-${TMPDIR:-/tmp}/gputrace-bench-analyzer}
+runs=${4:-3}
 gputrace=$build/analyzer/gputrace
 mkdir -p "$work"
 gen=$work/bench_analyzer_gen
@@ -23,13 +26,17 @@ if [ ! -f "$db" ]; then
     echo "generated $db in $(echo "$(date +%s.%N) - $start" | bc) s ($(du -m "$db" | cut -f1) MiB)"
 fi
 echo "== $events events, iterations: $marking"
-printf '%-8s %10s %12s %s\n' command seconds max_rss_MiB exit
+printf '%-8s %10s %10s %12s %s\n' command median_s min_s max_rss_MiB exit
 for cmd in summary leaks growth peak oom top; do
-    /usr/bin/time -v -o "$work/time.txt" "$gputrace" "$cmd" "$db" > "$work/$cmd-$marking.out" 2> "$work/$cmd-$marking.err" && rc=0 || rc=$?
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$work/time.txt")
-    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time.txt")
-    secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
-    printf '%-8s %10s %12s %s\n' "$cmd" "$secs" "$((rss / 1024))" "$rc"
+    : > "$work/runs.txt"
+    for r in $(seq "$runs"); do
+        /usr/bin/time -v -o "$work/time.txt" "$gputrace" "$cmd" "$db" > "$work/$cmd-$marking.out" 2> "$work/$cmd-$marking.err" && rc=0 || rc=$?
+        wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$work/time.txt")
+        rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time.txt")
+        echo "$wall $rss" | awk '{ n = split($1, a, ":"); s = n == 3 ? a[1]*3600 + a[2]*60 + a[3] : a[1]*60 + a[2]; print s, $2 }' >> "$work/runs.txt"
+    done
+    sort -n "$work/runs.txt" | awk -v cmd="$cmd" -v rc="$rc" '{ t[NR] = $1; if ($2 > m) m = $2 }
+        END { printf "%-8s %10.2f %10.2f %12d %s\n", cmd, t[int((NR + 1) / 2)], t[1], m / 1024, rc }'
 done
 head -n 3 "$work/growth-$marking.out"
 done
