@@ -65,12 +65,19 @@ CREATE TABLE devices (
   runtime_version INTEGER             -- of the libcudart the program loaded; NULL if none
 );
 
--- The traced API functions. `op`: alloc | free | map | unmap.
+-- The traced API functions. `op`: alloc | free | map | unmap | defer.
 -- `memory`: what a successful alloc holds: device (physical device memory),
 -- pool (stream-ordered pool allocation), managed, host (pinned host),
 -- reserve (virtual address range, no memory), mapping (VA mapped to a handle).
 -- `space`: addresses live in one space per kind of handle; an alloc and its
--- free pair up by (space, ptr).
+-- free pair up by (space, ptr); a free's memory and device are its alloc's.
+-- Virtual memory (VMM): physical memory is held from cuMemCreate until
+-- cuMemRelease, or, when the handle is still mapped then, until its last
+-- cuMemUnmap. The writer stores such a release as 'cuMemRelease_while_mapped'
+-- (op defer: nothing freed yet) and adds a 'cuMemUnmap_last_mapping' row (op
+-- free, ptr = the handle) right after the cuMemUnmap that removed the last
+-- mapping, so every physical allocation pairs with exactly one free and is
+-- counted once, whatever its number of mappings.
 CREATE TABLE apis (
   id     INTEGER PRIMARY KEY,
   name   TEXT NOT NULL UNIQUE,
@@ -106,9 +113,12 @@ INSERT INTO apis VALUES (32, 'cuMemMap',                'driver',  'map',   'map
 INSERT INTO apis VALUES (33, 'cuMemUnmap',              'driver',  'unmap', 'mapping', 'map');
 INSERT INTO apis VALUES (34, 'cuMemAddressReserve',     'driver',  'alloc', 'reserve', 'va');
 INSERT INTO apis VALUES (35, 'cuMemAddressFree',        'driver',  'free',  'reserve', 'va');
+INSERT INTO apis VALUES (36, 'cuMemCreate_host',        'driver',  'alloc', 'host',    'handle'); -- cuMemCreate at a host location
+INSERT INTO apis VALUES (37, 'cuMemRelease_while_mapped', 'driver', 'defer', 'device', 'handle'); -- cuMemRelease of a mapped handle
+INSERT INTO apis VALUES (38, 'cuMemUnmap_last_mapping', 'driver',  'free',  'device',  'handle'); -- not a call: see above
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
--- failed alloc). Rows are in recording order; a free is recorded before the
+-- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order; a free is recorded before the
 -- real free runs and an alloc after it returns, so ordering by (t_ns, id)
 -- never shows one address live twice.
 CREATE TABLE events (
@@ -291,12 +301,14 @@ CREATE VIEW allocations AS
 SELECT id AS alloc_id, t_ns AS alloc_ns, api, memory, ptr, size, device,
        stack_id AS alloc_stack_id,
        CASE WHEN next_op = 'free' THEN next_ns END AS free_ns,
-       CASE WHEN next_op = 'free' THEN next_stack END AS free_stack_id
+       CASE WHEN next_op = 'free' THEN next_stack END AS free_stack_id,
+       CASE WHEN next_op = 'free' THEN next_id END AS free_id
 FROM (
   SELECT e.id, e.t_ns, a.name AS api, a.op, a.memory, e.ptr, e.size, e.device, e.stack_id,
          LEAD(a.op)       OVER w AS next_op,
          LEAD(e.t_ns)     OVER w AS next_ns,
-         LEAD(e.stack_id) OVER w AS next_stack
+         LEAD(e.stack_id) OVER w AS next_stack,
+         LEAD(e.id)       OVER w AS next_id
   FROM events e JOIN apis a ON a.id = e.api
   WHERE e.result = 0 AND a.op IN ('alloc', 'free')
   WINDOW w AS (PARTITION BY a.space, e.ptr ORDER BY e.t_ns, e.id)
@@ -305,16 +317,18 @@ FROM (
 CREATE VIEW live_at_exit AS
 SELECT * FROM allocations WHERE free_ns IS NULL;
 
--- Live bytes over time per kind of memory and device: one row per event.
+-- Live bytes over time per kind of memory and device: one row per allocation
+-- and one per free that ends one; a free counts in its allocation's memory
+-- and device (a cuMemRelease of a host-located handle frees host memory).
 CREATE VIEW memory_timeline AS
+WITH pairs AS (SELECT * FROM allocations WHERE size IS NOT NULL)
 SELECT t_ns, memory, device, delta,
        SUM(delta) OVER (PARTITION BY memory, device ORDER BY t_ns, id
                         ROWS UNBOUNDED PRECEDING) AS live_bytes
 FROM (
-  SELECT e.id, e.t_ns, a.memory, e.device,
-         CASE a.op WHEN 'alloc' THEN e.size ELSE -e.size END AS delta
-  FROM events e JOIN apis a ON a.id = e.api
-  WHERE e.result = 0 AND a.op IN ('alloc', 'free') AND e.size IS NOT NULL
+  SELECT alloc_id AS id, alloc_ns AS t_ns, memory, device, size AS delta FROM pairs
+  UNION ALL
+  SELECT free_id, free_ns, memory, device, -size FROM pairs WHERE free_id IS NOT NULL
 );
 
 -- Failed calls (an OOM is a failed alloc with result 2 / cudaErrorMemoryAllocation).

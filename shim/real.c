@@ -1,7 +1,8 @@
 /* Finds the real definition of an interposed function: the next one after us
  * in the global scope (dlsym RTLD_NEXT), or, when the library that defines it
  * was dlopen'ed RTLD_LOCAL (Python extension modules do this), that library
- * found among the loaded objects by name. Never loads anything itself. */
+ * found among the loaded objects by name. Never loads anything itself.
+ * Uses glibc's dlsym directly: ours (entrypoints.c) would ask us again. */
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
@@ -25,7 +26,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
     void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return 0;
-    void *p = dlsym(h, s->name);
+    void *p = gt_dlsym_real(h, s->name);
     dlclose(h); /* RTLD_NOLOAD took a reference; the object stays loaded */
     if (p && !is_ours(p)) {
         s->found = p;
@@ -38,7 +39,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
  * ("libcudart.so", "libcuda.so"). Returns NULL if no real definition exists. */
 void *gt_real_symbol(const char *name, const char *lib_hint)
 {
-    void *p = dlsym(RTLD_NEXT, name);
+    void *p = gt_dlsym_real(RTLD_NEXT, name);
     if (p && !is_ours(p))
         return p;
     struct search s = {lib_hint, name, NULL};

@@ -113,10 +113,11 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     note_cuda_ready(result);
 }
 
-void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, int device,
+void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags)
 {
     fill(&p->ev, api, ptr, device, stream, flags);
+    p->ev.size = size; /* kept only with GT_EV_HAS_SIZE (cuMemUnmap's range) */
     p->ev.stack_hash = gt_stack_capture();
     p->reserved = gt_queue_reserve(&p->res);
     p->ev.t_ns = gt_now_ns();

@@ -122,13 +122,27 @@ void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);
 struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_event ev; };
-void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, int device,
+void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
 void gt_record_free_end(struct gt_pending_free *p, int result);
 int32_t gt_tid(void);
 
 /* real.c: the functions we interpose, as the program would have reached them. */
 void *gt_real_symbol(const char *name, const char *lib_hint);
+
+/* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
+ * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries hand
+ * out instead of the real function. */
+struct gt_hook {
+    const char *name;     /* exported name, e.g. "cuMemAlloc_v2" */
+    void *wrapper;        /* our definition */
+    const char *lib;      /* hint for gt_real_symbol: "libcudart.so", "libcuda.so" */
+    _Atomic(void *) real; /* the real definition, once found */
+};
+struct gt_hook_table { struct gt_hook *hooks; size_t n; };
+extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_entry_hooks;
+void *gt_hook_real(struct gt_hook *h);            /* resolves once; NULL while not loaded */
+void *gt_dlsym_real(void *handle, const char *name); /* glibc's dlsym, never ours */
 
 /* lifecycle.c */
 enum gt_state { GT_UNINIT, GT_STARTING, GT_ACTIVE, GT_STOPPED, GT_FAILED };

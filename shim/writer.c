@@ -18,6 +18,7 @@
 
 #include "activity.h"
 #include "u64map.h"
+#include "vmm.h"
 
 #define BATCH 4096
 #define COMMIT_EVERY_NS (50 * 1000000ull)  /* well inside the promised 100 ms */
@@ -266,8 +267,14 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
     *has_size = ev->flags & GT_EV_HAS_SIZE;
     *size = (int64_t)ev->size;
     *device = ev->device;
-    if (ev->result != 0 || !ev->ptr || !ai)
+    if (ev->result != 0 || !ev->ptr || !ai || ai->op == GT_OP_DEFER)
         return;
+    if (ai->space == GT_SPACE_MAP) { /* vmm.c counts mappings; a mapping's device is its handle's */
+        struct u64map_entry *h = ai->op == GT_OP_MAP ? u64map_get(&W.live[GT_SPACE_HANDLE], ev->aux) : NULL;
+        if (h && *device == GT_DEVICE_UNKNOWN)
+            *device = (int16_t)(uint16_t)(h->b & 0xffff);
+        return;
+    }
     struct u64map *m = &W.live[ai->space];
     if (ai->op == GT_OP_ALLOC || ai->op == GT_OP_MAP) {
         uint64_t old_size, old_b;
@@ -291,14 +298,17 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
         W.peak_pool = W.live_bytes[GT_MEM_POOL];
 }
 
-static void write_event(const struct gt_event *ev)
+static void write_event(const struct gt_event *in)
 {
-    if (ev->api >= GT_REC_BASE) { /* activity: a range, mark or iteration */
+    if (in->api >= GT_REC_BASE) { /* activity: a range, mark or iteration */
         if (!W.write_failed)
-            write_thread(ev->tid);
-        gt_activity_event(ev, W.write_failed);
+            write_thread(in->tid);
+        gt_activity_event(in, W.write_failed);
         return;
     }
+    struct gt_event vm = *in; /* VMM: the row stored may differ from the call (vmm.c) */
+    const struct gt_event *ev = &vm;
+    vm.api = (uint16_t)gt_vmm_track(in);
     const struct gt_api_info *ai = api_info(ev->api);
     bool has_size;
     int64_t size;
@@ -329,6 +339,14 @@ static void write_event(const struct gt_event *ev)
         sqlite3_bind_int64(W.ins_mapping, 1, sqlite3_last_insert_rowid(W.db));
         sqlite3_bind_int64(W.ins_mapping, 2, (int64_t)ev->aux);
         step(W.ins_mapping, "insert mapping");
+    }
+    uint64_t handle; /* a cuMemUnmap that removed the last mapping of released handles frees them */
+    for (struct gt_event f = *ev; gt_vmm_take_freed(&handle);) {
+        f.api = GT_API_cuMemUnmap_last_mapping;
+        f.ptr = handle;
+        f.flags = 0;
+        f.device = GT_DEVICE_UNKNOWN;
+        write_event(&f);
     }
 }
 
@@ -584,6 +602,7 @@ void gt_writer_forget(void)
     u64map_free(&W.stack_ids);
     u64map_free(&W.frame_ids);
     u64map_free(&W.tids);
+    gt_vmm_reset();
     W.db = NULL;
     W.ins_event = W.ins_mapping = W.ins_stack = W.ins_stack_frame = W.ins_frame = W.ins_thread = NULL;
     W.upd_process = W.ins_drop = W.fin_process = NULL;

@@ -1,0 +1,63 @@
+/* Macros that turn one row of a hook table into one interposer, shared by
+ * hooks_runtime.c and hooks_driver.c. A file defines GT_HOOK_RESULT (its
+ * error type), GT_HOOK_OK, GT_HOOK_NOT_FOUND, GT_HOOK_LIB and GT_HOOK_TABLE
+ * (its struct gt_hook array), lists its rows as
+ *   X(KIND, symbol, api, (params), (args), PTR, SIZE, DEVICE, STREAM)
+ * with KIND ALLOC or FREE, and expands the list three times: GT_HOOK_ENUM
+ * (indices), GT_HOOK_DEFINE (the functions), GT_HOOK_ROW (the table). */
+#ifndef GPUTRACE_HOOKS_H
+#define GPUTRACE_HOOKS_H
+
+#include "shim.h"
+
+#define GT_HOOK_ENUM(kind, sym, ...) GT_H_##sym,
+#define GT_HOOK_ROW(kind, sym, ...) {#sym, (void *)sym, GT_HOOK_LIB, NULL},
+/* the indirection expands STREAM(s) / NOSTREAM into their two arguments */
+#define GT_HOOK_DEFINE(kind, sym, ...) GT_HOOK_##kind(sym, __VA_ARGS__)
+
+/* The real function, found once through the table (so that dlsym and the
+ * entry-point queries know it too). */
+#define GT_RESOLVE(sym, params) \
+    GT_HOOK_RESULT(*real) params = \
+        (GT_HOOK_RESULT(*) params)atomic_load_explicit(&GT_HOOK_TABLE[GT_H_##sym].real, memory_order_relaxed); \
+    if (GT_UNLIKELY(!real) && !(real = (GT_HOOK_RESULT(*) params)gt_hook_real(&GT_HOOK_TABLE[GT_H_##sym]))) \
+        return GT_HOOK_NOT_FOUND;
+
+/* An allocation: PTR, SIZE, DEVICE and STREAM are expressions over the
+ * arguments, evaluated after the real call returned. */
+#define GT_HOOK_ALLOC(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
+    GT_EXPORT GT_HOOK_RESULT sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        if (!gt_hook_enter()) \
+            return real args; \
+        GT_HOOK_RESULT rc = real args; \
+        gt_record_alloc(GT_API_##api, (int)rc, rc == GT_HOOK_OK ? (uint64_t)(uintptr_t)(PTR) : 0, (SIZE), \
+                        (DEVICE), (STREAM), (FLAGS)); \
+        gt_hook_leave(); \
+        return rc; \
+    }
+
+/* A free: recorded (its place in the order taken) before the real free runs.
+ * SIZE counts only with GT_EV_HAS_SIZE in FLAGS; otherwise the writer takes
+ * the size of the allocation it frees. */
+#define GT_HOOK_FREE(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
+    GT_EXPORT GT_HOOK_RESULT sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        if ((PTR) == 0 || !gt_hook_enter()) \
+            return real args; \
+        struct gt_pending_free pf; \
+        gt_record_free_begin(&pf, GT_API_##api, (uint64_t)(uintptr_t)(PTR), (SIZE), (DEVICE), (STREAM), (FLAGS)); \
+        GT_HOOK_RESULT rc = real args; \
+        gt_record_free_end(&pf, (int)rc); \
+        gt_hook_leave(); \
+        return rc; \
+    }
+
+#define HOST GT_DEVICE_HOST
+#define ANY GT_DEVICE_UNKNOWN /* a free's device comes from its allocation */
+#define NOSTREAM 0, 0
+#define STREAM(s) (uint64_t)(uintptr_t)(s), GT_EV_HAS_STREAM
+
+#endif

@@ -1,0 +1,99 @@
+/* Interposers for the CUDA driver allocation API, one row per function
+ * (macros in hooks.h). They catch programs that call the driver themselves,
+ * linked, through dlsym or through the entry-point queries (entrypoints.c):
+ * PyTorch's expandable segments (cuMemCreate/cuMemMap), statically linked
+ * cudart, driver-API programs. Inside a runtime hook the guard in record.c
+ * makes them pass straight through: cudaMalloc -> cuMemAlloc_v2 is one event,
+ * under the API the program called. */
+#include <cuda.h>
+
+#include "hooks.h"
+
+/* Per-thread-stream variants (what cuda.h names the calls under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM): same signature as the plain name. */
+extern __typeof__(cuMemAllocAsync) cuMemAllocAsync_ptsz;
+extern __typeof__(cuMemFreeAsync) cuMemFreeAsync_ptsz;
+extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
+
+/* The device of the calling thread's current context (the program has one:
+ * we ask only after its own call succeeded). */
+static int ctx_device(void)
+{
+    static CUresult (*get)(CUdevice *);
+    if (!get)
+        get = (CUresult(*)(CUdevice *))gt_real_symbol("cuCtxGetDevice", "libcuda.so");
+    CUdevice d;
+    if (!get || get(&d) != CUDA_SUCCESS)
+        return GT_DEVICE_UNKNOWN;
+    return (int)d;
+}
+#define DEV ctx_device()
+
+static bool host_located(const CUmemAllocationProp *prop)
+{
+    return prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                    prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+}
+
+/* cuMemCreate holds device memory, or pinned host memory when its location is
+ * the host: a separate apis row, so every reader counts it as host memory. */
+static int create_api(const CUmemAllocationProp *prop)
+{
+    return host_located(prop) ? GT_API_cuMemCreate_host : GT_API_cuMemCreate;
+}
+static int create_device(const CUmemAllocationProp *prop)
+{
+    if (host_located(prop))
+        return GT_DEVICE_HOST;
+    return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : GT_DEVICE_UNKNOWN;
+}
+
+/* cuMemCreate: like GT_HOOK_ALLOC, with the apis row chosen by location. */
+#define GT_HOOK_CREATE(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
+    GT_EXPORT CUresult sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        if (!gt_hook_enter()) \
+            return real args; \
+        CUresult rc = real args; \
+        gt_record_alloc(create_api(prop), (int)rc, rc == CUDA_SUCCESS ? (uint64_t)(PTR) : 0, (SIZE), (DEVICE), \
+                        (STREAM), (FLAGS)); \
+        gt_hook_leave(); \
+        return rc; \
+    }
+
+#define AUX(h) (uint64_t)(h), GT_EV_HAS_AUX         /* cuMemMap: the handle it maps */
+#define RANGE 0, GT_EV_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
+
+#define DRIVER_HOOKS(X) \
+    X(ALLOC, cuMemAlloc_v2, cuMemAlloc_v2, (CUdeviceptr *p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \
+    X(FREE, cuMemFree_v2, cuMemFree_v2, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuMemAllocPitch_v2, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int elem), (p, pitch, width, height, elem), p ? *p : 0, (pitch ? *pitch : width) * height, DEV, NOSTREAM) \
+    X(ALLOC, cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, DEV, NOSTREAM) \
+    X(ALLOC, cuMemAllocHost_v2, cuMemAllocHost_v2, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
+    X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
+    X(FREE, cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
+    X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(FREE, cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
+    X(FREE, cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
+    X(ALLOC, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(CREATE, cuMemCreate, cuMemCreate, (CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (h, size, prop, flags), h ? *h : 0, size, create_device(prop), NOSTREAM) \
+    X(FREE, cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle h), (h), h, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuMemMap, cuMemMap, (CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags), (va, size, offset, h, flags), va, size, ANY, AUX(h)) \
+    X(FREE, cuMemUnmap, cuMemUnmap, (CUdeviceptr va, size_t size), (va, size), va, size, ANY, RANGE) \
+    X(ALLOC, cuMemAddressReserve, cuMemAddressReserve, (CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, unsigned long long flags), (p, size, align, addr, flags), p ? *p : 0, size, ANY, NOSTREAM) \
+    X(FREE, cuMemAddressFree, cuMemAddressFree, (CUdeviceptr p, size_t size), (p, size), p, 0, ANY, NOSTREAM)
+
+#define GT_HOOK_RESULT CUresult
+#define GT_HOOK_OK CUDA_SUCCESS
+#define GT_HOOK_NOT_FOUND CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND
+#define GT_HOOK_LIB "libcuda.so"
+#define GT_HOOK_TABLE driver_hooks
+
+enum { DRIVER_HOOKS(GT_HOOK_ENUM) N_DRIVER_HOOKS };
+static struct gt_hook driver_hooks[N_DRIVER_HOOKS];
+DRIVER_HOOKS(GT_HOOK_DEFINE)
+static struct gt_hook driver_hooks[N_DRIVER_HOOKS] = {DRIVER_HOOKS(GT_HOOK_ROW)};
+const struct gt_hook_table gt_driver_hooks = {driver_hooks, N_DRIVER_HOOKS};
