@@ -2,8 +2,10 @@
  * TEST DOUBLE ONLY, for gputrace's GPU-less tests: device addresses are fake and never
  * dereferenced, pinned/managed memory is real host memory. Never installed. See README.md. */
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,11 +69,14 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
 static void fork_release(void) { pthread_mutex_unlock(&g_lock); }
 
+static void driver_init(void);
+
 static void env_init(void)
 {
     const char *s;
     uint64_t v;
     pthread_atfork(fork_prepare, fork_release, fork_release);
+    driver_init();
     if ((s = getenv("FAKE_CUDA_DEVICE_COUNT")) != NULL) {
         if (parse_u64(s, &v) != 0)
             fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_DEVICE_COUNT=%s\n", s);
@@ -91,6 +96,52 @@ static void env_init(void)
         } else
             g_cap = v;
     }
+}
+
+/* ---- the driver, reached the way the real runtime reaches it ---------------
+ * dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), and every driver
+ * function through that. cudaMalloc and cudaFree go to the driver's
+ * cuMemAlloc_v2/cuMemFree_v2 (so a tracer must not count them twice); the
+ * other allocation calls keep their own fake memory below. */
+
+static struct {
+    CUresult (*alloc)(CUdeviceptr *, size_t);
+    CUresult (*free)(CUdeviceptr);
+    CUresult (*retain)(CUcontext *, CUdevice);
+    CUresult (*set_current)(CUcontext);
+    int (*charge)(int, long long);              /* test-only: the driver keeps the device's capacity */
+    unsigned long long (*used)(int);
+} drv;
+
+#define DRIVER_BASE 0x300000000000ULL /* the fake driver's device memory and reservations */
+#define DRIVER_END  0x400000000000ULL
+
+static void driver_init(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return; /* every cudaMalloc then fails with cudaErrorInsufficientDriver */
+    CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa)
+        return;
+    struct { const char *name; void **fn; } want[] = {
+        {"cuMemAlloc", (void **)&drv.alloc}, {"cuMemFree", (void **)&drv.free},
+        {"cuDevicePrimaryCtxRetain", (void **)&drv.retain}, {"cuCtxSetCurrent", (void **)&drv.set_current},
+    };
+    /* private to the stand-ins: one capacity per device for the memory of both */
+    drv.charge = (int (*)(int, long long))dlsym(h, "fake_cuda_charge");
+    drv.used = (unsigned long long (*)(int))dlsym(h, "fake_cuda_device_used");
+    CUdriverProcAddressQueryResult st;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (gpa(want[i].name, want[i].fn, FAKE_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)
+            *want[i].fn = NULL;
+}
+
+static inline int is_driver_addr(const void *p)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    return a >= DRIVER_BASE && a < DRIVER_END;
 }
 
 static inline void init(void) { pthread_once(&env_once, env_init); }
@@ -243,15 +294,17 @@ static int dev_reserve(int d)
 static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t *out)
 {
     struct devstate *ds = &devs[d];
-    if (sz > g_cap || ds->used > g_cap - sz)
-        return cudaErrorMemoryAllocation;
-    if (dev_reserve(d) != 0 || tab_reserve() != 0)
+    if (drv.charge ? drv.charge(d, (long long)sz) != 0 : (sz > g_cap || ds->used > g_cap - sz))
         return cudaErrorMemoryAllocation;
     size_t i = 0;
-    while (i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
+    int room = dev_reserve(d) == 0 && tab_reserve() == 0;
+    while (room && i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
         i++;
-    if (i == ds->nfr)
-        return cudaErrorMemoryAllocation; /* only if fragmentation defeats a cap near 1 TiB */
+    if (!room || i == ds->nfr) { /* out of memory, or fragmentation defeats a cap near 1 TiB */
+        if (drv.charge)
+            drv.charge(d, -(long long)sz);
+        return cudaErrorMemoryAllocation;
+    }
     uint64_t addr = ds->fr[i].lo;
     ds->fr[i].lo += sz;
     if (ds->fr[i].lo == ds->fr[i].hi) {
@@ -296,6 +349,8 @@ static void dev_release_locked(int d, uint64_t addr, uint64_t sz)
     }
     ds->used -= sz;
     ds->live--;
+    if (drv.charge)
+        drv.charge(d, -(long long)sz);
 }
 
 /* ---- helpers shared by the entry points (static: never go through exported symbols) --- */
@@ -307,7 +362,7 @@ static inline int valid_dev(int d) { return d >= 0 && d < g_ndev; }
 static inline int is_fake_dev_addr(const void *p)
 {
     uint64_t a = (uint64_t)(uintptr_t)p;
-    return a >= REGION_BASE && a < REGION_BASE + (uint64_t)g_ndev * REGION_STRIDE;
+    return (a >= REGION_BASE && a < REGION_BASE + (uint64_t)g_ndev * REGION_STRIDE) || is_driver_addr(p);
 }
 
 static inline int is_special_stream(cudaStream_t s)
@@ -460,18 +515,41 @@ static cudaError_t memset_common(void *p, int value, size_t count)
 
 /* ---- allocation API ------------------------------------------------------------------- */
 
+static cudaError_t from_driver(CUresult rc)
+{
+    return rc == CUDA_SUCCESS ? cudaSuccess : rc == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorInvalidValue;
+}
+
 cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
     if (devPtr)
         *devPtr = NULL; /* NULL on every failure, including cudaErrorNoDevice */
     NEED_DEVICE();
-    return ret(alloc_device(devPtr, size, tl_dev, K_DEVICE));
+    if (!devPtr)
+        return ret(cudaErrorInvalidValue);
+    if (size == 0)
+        return cudaSuccess;
+    if (!drv.alloc)
+        return ret(cudaErrorInsufficientDriver);
+    CUdeviceptr p = 0;
+    cudaError_t e = from_driver(drv.alloc(&p, size));
+    if (e == cudaSuccess)
+        *devPtr = (void *)(uintptr_t)p;
+    return ret(e);
+}
+
+/* Driver memory goes back to the driver, the rest to our own fake memory. */
+static cudaError_t free_any(void *devPtr)
+{
+    if (devPtr && is_driver_addr(devPtr))
+        return drv.free ? from_driver(drv.free((CUdeviceptr)(uintptr_t)devPtr)) : cudaErrorInvalidValue;
+    return free_common(devPtr, DEVICE_FREEABLE);
 }
 
 cudaError_t cudaFree(void *devPtr)
 {
     NEED_DEVICE();
-    return ret(free_common(devPtr, DEVICE_FREEABLE));
+    return ret(free_any(devPtr));
 }
 
 static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream)
@@ -493,7 +571,7 @@ static cudaError_t free_async(void *devPtr, cudaStream_t hStream)
     cudaError_t e = stream_device(hStream, &dev);
     if (e != cudaSuccess)
         return ret(e);
-    return ret(free_common(devPtr, DEVICE_FREEABLE));
+    return ret(free_any(devPtr));
 }
 
 static cudaError_t malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
@@ -617,7 +695,7 @@ cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes)
     if (!freeBytes || !totalBytes)
         return ret(cudaErrorInvalidValue);
     pthread_mutex_lock(&g_lock);
-    uint64_t used = devs[tl_dev].used;
+    uint64_t used = drv.used ? drv.used(tl_dev) : devs[tl_dev].used;
     pthread_mutex_unlock(&g_lock);
     *freeBytes = (size_t)(g_cap - used);
     *totalBytes = (size_t)g_cap;
@@ -650,6 +728,9 @@ cudaError_t cudaSetDevice(int device)
     if (!valid_dev(device))
         return ret(cudaErrorInvalidDevice);
     tl_dev = device;
+    CUcontext ctx; /* the driver's current context follows the runtime's device */
+    if (drv.retain && drv.set_current && drv.retain(&ctx, device) == CUDA_SUCCESS)
+        drv.set_current(ctx);
     return cudaSuccess;
 }
 
@@ -678,8 +759,11 @@ cudaError_t cudaDeviceReset(void)
                 i++;
         }
     }
-    if (devs[d].fr)
+    if (devs[d].fr) {
+        if (drv.charge)
+            drv.charge(d, -(long long)devs[d].used);
         dev_reset_ranges(d);
+    }
     pthread_mutex_unlock(&g_lock);
     return cudaSuccess;
 }

@@ -1,4 +1,5 @@
-/* selftest.c: manual self-check of the fake CUDA runtime (tests/fake_cuda/fake_cudart.c).
+/* selftest.c: manual self-check of the fake CUDA runtime (tests/fake_cuda/fake_cudart.c)
+ * and of how it reaches the fake driver (fake_libcuda.c: cudaMalloc/cudaFree).
  * Run build/tests/fake_cuda/fake_cuda_selftest; prints "fake_cuda_selftest: OK" and exits 0.
  * Sets FAKE_CUDA_DEVICE_COUNT=2 and FAKE_CUDA_DEVICE_BYTES=1 MiB for itself. */
 #include <cuda_runtime_api.h>
@@ -28,8 +29,10 @@ static int failures;
     } while (0)
 #define OK(call) CHECK((call) == cudaSuccess)
 
-#define BASE0 0x200000000000ULL
+#define BASE0 0x200000000000ULL  /* the runtime's own device memory (pitched, 3D, pools) */
 #define BASE1 0x210000000000ULL
+#define DBASE0 0x300000000000ULL /* the driver's (cudaMalloc) */
+#define DBASE1 0x310000000000ULL
 #define CAP   (1024ULL * 1024ULL)
 #define A(p)  ((uint64_t)(uintptr_t)(p))
 
@@ -71,14 +74,14 @@ int main(void)
     OK(cudaGetDevice(&dev));
     CHECK(dev == 0);
 
-    /* deterministic addresses, first fit, reuse after free, coalescing */
+    /* cudaMalloc through the driver: deterministic addresses, same-size reuse after free */
     void *a, *b, *c, *d, *z = (void *)1;
     OK(cudaMalloc(&a, 1000));
     OK(cudaMalloc(&b, 1));
     OK(cudaMalloc(&c, 513));
-    CHECK(A(a) == BASE0);
-    CHECK(A(b) == BASE0 + 1024);
-    CHECK(A(c) == BASE0 + 1536);
+    CHECK(A(a) == DBASE0);
+    CHECK(A(b) == DBASE0 + 1024);
+    CHECK(A(c) == DBASE0 + 1536);
     OK(cudaFree(b));
     OK(cudaMalloc(&d, 1));
     CHECK(d == b);
@@ -86,13 +89,23 @@ int main(void)
     CHECK(z == NULL);
     OK(cudaFree(a));
     OK(cudaFree(d));
-    OK(cudaMalloc(&a, 1536)); /* coalesced hole [BASE0, BASE0+1536) */
-    CHECK(A(a) == BASE0);
-    OK(cudaFree(a));
     OK(cudaFree(c));
-    OK(cudaMalloc(&a, 4096)); /* everything coalesced back */
+
+    /* the runtime's own memory: first fit, reuse after free, coalescing */
+    cudaStream_t s00 = 0;
+    OK(cudaMallocAsync(&a, 1000, s00));
+    OK(cudaMallocAsync(&b, 1, s00));
+    OK(cudaMallocAsync(&c, 513, s00));
+    CHECK(A(a) == BASE0 && A(b) == BASE0 + 1024 && A(c) == BASE0 + 1536);
+    OK(cudaFreeAsync(a, s00));
+    OK(cudaFreeAsync(b, s00));
+    OK(cudaMallocAsync(&a, 1536, s00)); /* coalesced hole [BASE0, BASE0+1536) */
     CHECK(A(a) == BASE0);
-    OK(cudaFree(a));
+    OK(cudaFreeAsync(a, s00));
+    OK(cudaFreeAsync(c, s00));
+    OK(cudaMallocAsync(&a, 4096, s00)); /* everything coalesced back */
+    CHECK(A(a) == BASE0);
+    OK(cudaFreeAsync(a, s00));
 
     /* alignment */
     void *ps[64];
@@ -145,7 +158,7 @@ int main(void)
     size_t pitch = 0;
     OK(cudaMallocPitch(&a, &pitch, 1000, 3));
     CHECK(pitch == 1024 && A(a) == BASE0);
-    OK(cudaMalloc(&b, 1));
+    OK(cudaMallocAsync(&b, 1, 0));
     CHECK(A(b) == BASE0 + 3 * 1024);
     OK(cudaFree(a));
     OK(cudaFree(b));
@@ -153,7 +166,7 @@ int main(void)
     struct cudaExtent ext = { .width = 513, .height = 2, .depth = 3 };
     OK(cudaMalloc3D(&pp, ext));
     CHECK(pp.pitch == 1024 && pp.xsize == 513 && pp.ysize == 2 && A(pp.ptr) == BASE0);
-    OK(cudaMalloc(&b, 1));
+    OK(cudaMallocAsync(&b, 1, 0));
     CHECK(A(b) == BASE0 + 1024 * 2 * 3);
     OK(cudaFree(pp.ptr));
     OK(cudaFree(b));
@@ -199,11 +212,11 @@ int main(void)
     OK(cudaSetDevice(1));
     OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     OK(cudaMalloc(&a, 100));
-    CHECK(A(a) == BASE1);
+    CHECK(A(a) == DBASE1); /* the driver's current context follows cudaSetDevice */
     OK(cudaSetDevice(0));
     CHECK(s0 != NULL && s1 != NULL && s0 != s1);
     OK(cudaMallocAsync(&b, 100, s1)); /* stream of device 1 */
-    CHECK(A(b) == BASE1 + 512);
+    CHECK(A(b) == BASE1);
     OK(cudaMallocAsync_ptsz(&c, 100, s0));
     CHECK(A(c) == BASE0);
     OK(cudaFree(b)); /* cudaFree on pool memory */
@@ -240,14 +253,15 @@ int main(void)
     OK(cudaDeviceSynchronize());
     (void)cudaGetLastError();
 
-    /* cudaDeviceReset drops the device's allocations */
-    OK(cudaMalloc(&a, 100));
-    OK(cudaMalloc(&b, 100));
+    /* cudaDeviceReset drops the device's allocations (the runtime's own: the
+     * fake driver's survive it) */
+    OK(cudaMallocAsync(&a, 100, 0));
+    OK(cudaMallocAsync(&b, 100, 0));
     OK(cudaDeviceReset());
     CHECK(cudaFree(a) == cudaErrorInvalidValue);
     OK(cudaMemGetInfo(&fr, &tot));
     CHECK(fr == CAP);
-    OK(cudaMalloc(&a, 100));
+    OK(cudaMallocAsync(&a, 100, 0));
     CHECK(A(a) == BASE0);
     OK(cudaFree(a));
     (void)cudaGetLastError();
@@ -264,8 +278,8 @@ int main(void)
     CHECK(dt < 1.0);
     OK(cudaMemGetInfo(&fr, &tot));
     CHECK(fr == CAP);
-    OK(cudaMalloc(&a, 1));
-    CHECK(A(a) == BASE0);
+    OK(cudaMalloc(&a, 1024));
+    CHECK(A(a) >= DBASE0 && A(a) < DBASE1);
     OK(cudaFree(a));
 
     if (failures) {

@@ -1,0 +1,534 @@
+/* fake_libcuda.c: deterministic stand-in for the CUDA driver (libcuda.so.1).
+ * TEST DOUBLE ONLY, for gputrace's GPU-less tests: the driver allocation API,
+ * the virtual-memory API, contexts enough to pick a device, and the entry-point
+ * query cuGetProcAddress(_v2) with versions and per-thread variants. Device
+ * addresses are fake and never dereferenced; host and managed memory are real.
+ * The fake runtime (fake_cudart.c) reaches it as the real one does: dlopen,
+ * dlsym("cuGetProcAddress_v2"), then everything through that. See README.md. */
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#undef cuGetProcAddress
+#undef cuMemAlloc
+/* Older exports a real libcuda keeps: the pre-12.0 query, and the pre-3.2
+ * cuMemAlloc with 32-bit sizes (what cuGetProcAddress gives for version < 3020). */
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
+extern __typeof__(cuMemAllocAsync) cuMemAllocAsync_ptsz;
+extern __typeof__(cuMemFreeAsync) cuMemFreeAsync_ptsz;
+extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
+/* Test-only: how many calls reached a _ptsz entry point or the 32-bit cuMemAlloc. */
+unsigned long fake_cuda_ptsz_calls(void);
+unsigned long fake_cuda_v1_calls(void);
+
+#define ALIGN 512ULL
+#define GRANULARITY (2ULL << 20)             /* VMM sizes are multiples of 2 MiB, as on real GPUs */
+#define REGION_BASE 0x300000000000ULL         /* device d: + d * REGION_STRIDE (the runtime's is 0x2000...) */
+#define REGION_STRIDE 0x10000000000ULL        /* 1 TiB */
+#define VA_BASE 0x380000000000ULL             /* cuMemAddressReserve ranges */
+#define HANDLE_BASE 0x140000000000ULL         /* cuMemCreate handles: + 16 n */
+#define CTX_BASE 0x130000000000ULL            /* primary context of device d: + 16 d */
+#define MAX_DEVICES 16
+
+enum kind { K_DEVICE = 1, K_ASYNC, K_MANAGED, K_PINNED };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int ndev = 1;
+static uint64_t cap_bytes = 17179869184ULL;
+static _Thread_local int cur_dev;
+static unsigned long ptsz_calls, v1_calls;
+
+static void env_init(void)
+{
+    const char *s = getenv("FAKE_CUDA_DEVICE_COUNT");
+    if (s && *s)
+        ndev = atoi(s) < 0 ? 0 : atoi(s) > MAX_DEVICES ? MAX_DEVICES : atoi(s);
+    s = getenv("FAKE_CUDA_DEVICE_BYTES");
+    if (s && *s)
+        cap_bytes = strtoull(s, NULL, 10);
+}
+
+/* ---- allocations: a growable list, linear search (tests hold few at once) -- */
+
+struct block { uint64_t addr, size; int dev, kind; void *host; };
+static struct block *live;
+static size_t nlive, caplive;
+static struct block *freed; /* device blocks given back, reused for the same size */
+static size_t nfreed, capfreed;
+static uint64_t next_addr[MAX_DEVICES], used[MAX_DEVICES];
+
+static int push(struct block **v, size_t *n, size_t *cap, struct block b)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        struct block *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = b;
+    return 0;
+}
+
+/* Device memory on device d: a freed block of the same size if there is one
+ * (so a free and an allocation of the same size get the same address back),
+ * else the next fresh address. Counts against the capacity. Locked. */
+static CUresult device_alloc(uint64_t size, int d, int kind, uint64_t *out)
+{
+    if (size > UINT64_MAX - (ALIGN - 1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t sz = (size + ALIGN - 1) & ~(ALIGN - 1);
+    if (sz > cap_bytes || used[d] > cap_bytes - sz)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t addr = 0;
+    for (size_t i = nfreed; i-- > 0;)
+        if (freed[i].dev == d && freed[i].size == sz) {
+            addr = freed[i].addr;
+            freed[i] = freed[--nfreed];
+            break;
+        }
+    if (!addr) {
+        addr = REGION_BASE + (uint64_t)d * REGION_STRIDE + next_addr[d];
+        next_addr[d] += sz;
+    }
+    if (push(&live, &nlive, &caplive, (struct block){addr, sz, d, kind, NULL}))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    used[d] += sz;
+    *out = addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_dev(CUdeviceptr *p, size_t size, int kind)
+{
+    pthread_once(&once, env_init);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    *p = 0;
+    if (ndev == 0)
+        return CUDA_ERROR_NO_DEVICE;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a = 0;
+    pthread_mutex_lock(&lock);
+    CUresult rc = device_alloc(size, cur_dev, kind, &a);
+    pthread_mutex_unlock(&lock);
+    *p = a;
+    return rc;
+}
+
+static CUresult alloc_host(void **p, size_t size, int kind)
+{
+    pthread_once(&once, env_init);
+    if (!p || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *h = NULL;
+    if (posix_memalign(&h, ALIGN, size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    int bad = push(&live, &nlive, &caplive, (struct block){(uint64_t)(uintptr_t)h, size, -1, kind, h});
+    pthread_mutex_unlock(&lock);
+    if (bad) {
+        free(h);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *p = h;
+    return CUDA_SUCCESS;
+}
+
+/* Frees addr if it is a live block of one of the kinds in `kinds` (bit mask). */
+static CUresult free_block(uint64_t addr, unsigned kinds)
+{
+    void *host = NULL;
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nlive; i++)
+        if (live[i].addr == addr && (kinds & (1u << live[i].kind))) {
+            struct block b = live[i];
+            live[i] = live[--nlive];
+            if (b.host)
+                host = b.host;
+            else {
+                used[b.dev] -= b.size;
+                push(&freed, &nfreed, &capfreed, b);
+            }
+            rc = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    free(host);
+    return rc;
+}
+#define DEVICE_KINDS ((1u << K_DEVICE) | (1u << K_ASYNC) | (1u << K_MANAGED))
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return alloc_dev(dptr, bytesize, K_DEVICE); }
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
+{
+    (void)dptr;
+    (void)bytesize;
+    v1_calls++;
+    return CUDA_ERROR_NOT_SUPPORTED; /* fake addresses do not fit 32 bits */
+}
+CUresult cuMemFree_v2(CUdeviceptr dptr) { return dptr ? free_block(dptr, DEVICE_KINDS) : CUDA_SUCCESS; }
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elem)
+{
+    (void)elem;
+    if (!pPitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = (width + ALIGN - 1) & ~(ALIGN - 1);
+    CUresult rc = alloc_dev(dptr, pitch * height, K_DEVICE);
+    if (rc == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return rc;
+}
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    (void)flags;
+    void *p = NULL;
+    CUresult rc = alloc_host(&p, bytesize, K_MANAGED);
+    if (dptr)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    return rc;
+}
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) { return alloc_host(pp, bytesize, K_PINNED); }
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    (void)flags;
+    return alloc_host(pp, bytesize, K_PINNED);
+}
+CUresult cuMemFreeHost(void *p) { return free_block((uint64_t)(uintptr_t)p, 1u << K_PINNED); }
+/* Stream-ordered: the stream is not checked; memory goes to the current device. */
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s)
+{
+    (void)s;
+    return alloc_dev(dptr, bytesize, K_ASYNC);
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream s)
+{
+    ptsz_calls++;
+    return cuMemAllocAsync(dptr, bytesize, s);
+}
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
+{
+    (void)s;
+    return free_block(dptr, DEVICE_KINDS);
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
+{
+    ptsz_calls++;
+    return cuMemFreeAsync(dptr, s);
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s)
+{
+    (void)pool;
+    (void)s;
+    return alloc_dev(dptr, bytesize, K_ASYNC);
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s)
+{
+    ptsz_calls++;
+    return cuMemAllocFromPoolAsync(dptr, bytesize, pool, s);
+}
+unsigned long fake_cuda_ptsz_calls(void) { return ptsz_calls; }
+unsigned long fake_cuda_v1_calls(void) { return v1_calls; }
+
+/* ---- virtual memory ---------------------------------------------------------
+ * A handle holds its bytes from cuMemCreate until it is released and no
+ * longer mapped, as on the real driver. */
+
+struct handle { uint64_t h, size; int dev, mappings, released; };
+struct vrange { uint64_t va, size, handle; }; /* a reservation (handle 0) or a mapping */
+static struct handle handles[256];
+static struct vrange reserves[256], maps[256];
+static size_t nhandles, nreserves, nmaps;
+static uint64_t handle_counter, next_va;
+
+static struct handle *handle_of(uint64_t h)
+{
+    for (size_t i = 0; i < nhandles; i++)
+        if (handles[i].h == h)
+            return &handles[i];
+    return NULL;
+}
+
+static void drop_handle(struct handle *x) /* locked; its memory goes back */
+{
+    if (x->dev >= 0)
+        used[x->dev] -= x->size;
+    *x = handles[--nhandles];
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
+{
+    (void)option;
+    if (!granularity || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags)
+{
+    pthread_once(&once, env_init);
+    if (!handle || !prop || flags || size == 0 || size % GRANULARITY || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev;
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        if (prop->location.id < 0 || prop->location.id >= ndev)
+            return CUDA_ERROR_INVALID_DEVICE;
+        dev = prop->location.id;
+    } else if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+               prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT) {
+        dev = -1;
+    } else
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (nhandles == sizeof handles / sizeof handles[0] || (dev >= 0 && (size > cap_bytes || used[dev] > cap_bytes - size)))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else {
+        if (dev >= 0)
+            used[dev] += size;
+        *handle = HANDLE_BASE + 16 * ++handle_counter;
+        handles[nhandles++] = (struct handle){*handle, size, dev, 0, 0};
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct handle *x = handle_of(handle);
+    if (x && !x->released) {
+        x->released = 1;
+        if (x->mappings == 0)
+            drop_handle(x);
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)
+{
+    (void)alignment;
+    (void)addr;
+    (void)flags;
+    if (!ptr || size == 0 || size % GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    if (nreserves < sizeof reserves / sizeof reserves[0]) {
+        *ptr = VA_BASE + next_va;
+        next_va += size + GRANULARITY; /* a gap: ranges never touch */
+        reserves[nreserves++] = (struct vrange){*ptr, size, 0};
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nreserves; i++)
+        if (reserves[i].va == ptr && reserves[i].size == size) {
+            reserves[i] = reserves[--nreserves];
+            rc = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct handle *x = handle_of(handle);
+    int inside = 0;
+    for (size_t i = 0; i < nreserves; i++)
+        inside |= reserves[i].va <= ptr && ptr + size <= reserves[i].va + reserves[i].size;
+    for (size_t i = 0; i < nmaps; i++)
+        inside &= ptr + size <= maps[i].va || maps[i].va + maps[i].size <= ptr;
+    if (x && !x->released && inside && !flags && size && offset + size <= x->size &&
+        nmaps < sizeof maps / sizeof maps[0]) {
+        maps[nmaps++] = (struct vrange){ptr, size, handle};
+        x->mappings++;
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Unmaps every mapping inside [ptr, ptr + size); a released handle whose last
+ * mapping goes gives its memory back now. */
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps;) {
+        if (maps[i].va >= ptr && maps[i].va + maps[i].size <= ptr + size) {
+            struct handle *x = handle_of(maps[i].handle);
+            if (x && --x->mappings == 0 && x->released)
+                drop_handle(x);
+            maps[i] = maps[--nmaps];
+            rc = CUDA_SUCCESS;
+        } else
+            i++;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    (void)ptr;
+    (void)size;
+    return desc && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Test-only, for the fake runtime: one capacity per device for the memory of
+ * both stand-ins. fake_cuda_charge adds delta bytes to device d's use (0) or
+ * refuses because the capacity would be exceeded (-1). */
+int fake_cuda_charge(int d, long long delta);
+int fake_cuda_charge(int d, long long delta)
+{
+    pthread_once(&once, env_init);
+    if (d < 0 || d >= MAX_DEVICES)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    if (delta > 0 && ((uint64_t)delta > cap_bytes || used[d] > cap_bytes - (uint64_t)delta))
+        rc = -1;
+    else
+        used[d] += (uint64_t)delta;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Physical bytes held on device d: the truth a trace must match. */
+unsigned long long fake_cuda_device_used(int d);
+unsigned long long fake_cuda_device_used(int d)
+{
+    pthread_mutex_lock(&lock);
+    unsigned long long u = d >= 0 && d < MAX_DEVICES ? used[d] : 0;
+    pthread_mutex_unlock(&lock);
+    return u;
+}
+
+/* ---- initialisation and contexts: just enough to choose a device ---------- */
+
+CUresult cuInit(unsigned int flags)
+{
+    pthread_once(&once, env_init);
+    return flags ? CUDA_ERROR_INVALID_VALUE : ndev ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+CUresult cuDriverGetVersion(int *v)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    pthread_once(&once, env_init);
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = (CUcontext)(uintptr_t)(CTX_BASE + 16 * (uint64_t)dev);
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    uint64_t c = (uint64_t)(uintptr_t)ctx;
+    if (c < CTX_BASE || (c - CTX_BASE) % 16 || (c - CTX_BASE) / 16 >= (uint64_t)ndev)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    cur_dev = (int)((c - CTX_BASE) / 16);
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice *dev)
+{
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dev = cur_dev;
+    return CUDA_SUCCESS;
+}
+
+/* ---- cuGetProcAddress: base name + version + per-thread flag -> function --- */
+
+struct proc { const char *name; int since; int per_thread; void *fn; };
+static const struct proc procs[] = {
+    {"cuGetProcAddress", 11030, 0, (void *)cuGetProcAddress},
+    {"cuGetProcAddress", 12000, 0, (void *)cuGetProcAddress_v2},
+    {"cuInit", 2000, 0, (void *)cuInit},
+    {"cuDriverGetVersion", 2020, 0, (void *)cuDriverGetVersion},
+    {"cuDevicePrimaryCtxRetain", 7000, 0, (void *)cuDevicePrimaryCtxRetain},
+    {"cuCtxSetCurrent", 4000, 0, (void *)cuCtxSetCurrent},
+    {"cuCtxGetDevice", 2000, 0, (void *)cuCtxGetDevice},
+    {"cuMemAlloc", 2000, 0, (void *)cuMemAlloc},
+    {"cuMemAlloc", 3020, 0, (void *)cuMemAlloc_v2},
+    {"cuMemFree", 3020, 0, (void *)cuMemFree_v2},
+    {"cuMemAllocPitch", 3020, 0, (void *)cuMemAllocPitch_v2},
+    {"cuMemAllocManaged", 6000, 0, (void *)cuMemAllocManaged},
+    {"cuMemAllocHost", 3020, 0, (void *)cuMemAllocHost_v2},
+    {"cuMemHostAlloc", 2020, 0, (void *)cuMemHostAlloc},
+    {"cuMemFreeHost", 2000, 0, (void *)cuMemFreeHost},
+    {"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
+    {"cuMemAllocAsync", 11020, 1, (void *)cuMemAllocAsync_ptsz},
+    {"cuMemFreeAsync", 11020, 0, (void *)cuMemFreeAsync},
+    {"cuMemFreeAsync", 11020, 1, (void *)cuMemFreeAsync_ptsz},
+    {"cuMemAllocFromPoolAsync", 11020, 0, (void *)cuMemAllocFromPoolAsync},
+    {"cuMemAllocFromPoolAsync", 11020, 1, (void *)cuMemAllocFromPoolAsync_ptsz},
+    {"cuMemGetAllocationGranularity", 10020, 0, (void *)cuMemGetAllocationGranularity},
+    {"cuMemCreate", 10020, 0, (void *)cuMemCreate},
+    {"cuMemRelease", 10020, 0, (void *)cuMemRelease},
+    {"cuMemAddressReserve", 10020, 0, (void *)cuMemAddressReserve},
+    {"cuMemAddressFree", 10020, 0, (void *)cuMemAddressFree},
+    {"cuMemMap", 10020, 0, (void *)cuMemMap},
+    {"cuMemUnmap", 10020, 0, (void *)cuMemUnmap},
+    {"cuMemSetAccess", 10020, 0, (void *)cuMemSetAccess},
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, named = 0;
+    const struct proc *best = NULL;
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        const struct proc *p = &procs[i];
+        if (strcmp(p->name, symbol))
+            continue;
+        named = 1;
+        /* the newest version the caller asked for; its per-thread variant when asked and there is one */
+        if (p->since <= cudaVersion && (!best || p->since > best->since || (p->since == best->since && p->per_thread == per_thread)))
+            best = p;
+    }
+    *pfn = best ? best->fn : NULL;
+    if (status)
+        *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
+                : named ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                        : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
