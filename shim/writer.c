@@ -267,8 +267,17 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
     *has_size = ev->flags & GT_EV_HAS_SIZE;
     *size = (int64_t)ev->size;
     *device = ev->device;
-    if (ev->result != 0 || !ev->ptr || !ai || ai->op == GT_OP_DEFER)
+    if (ev->result != 0 || !ev->ptr || !ai)
         return;
+    if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
+        struct u64map_entry *h = u64map_get(&W.live[ai->space], ev->ptr);
+        if (h) {
+            *has_size = true;
+            *size = (int64_t)h->a;
+            *device = (int16_t)(uint16_t)(h->b & 0xffff);
+        }
+        return;
+    }
     if (ai->space == GT_SPACE_MAP) { /* vmm.c counts mappings; a mapping's device is its handle's */
         struct u64map_entry *h = ai->op == GT_OP_MAP ? u64map_get(&W.live[GT_SPACE_HANDLE], ev->aux) : NULL;
         if (h && *device == GT_DEVICE_UNKNOWN)

@@ -3,6 +3,7 @@
  * dereferenced, pinned/managed memory is real host memory. Never installed. See README.md. */
 
 #include <cuda.h>
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* cudaGetDriverEntryPoint */
 #include <cuda_runtime_api.h>
 
 #include <dlfcn.h>
@@ -23,6 +24,8 @@ extern __typeof__(cudaMemsetAsync) cudaMemsetAsync_ptsz;
 extern __typeof__(cudaStreamSynchronize) cudaStreamSynchronize_ptsz;
 extern __typeof__(cudaMemcpy) cudaMemcpy_ptds;
 extern __typeof__(cudaMemset) cudaMemset_ptds;
+extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
+extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
 
 /* ---- constants ------------------------------------------------------------------------ */
 
@@ -109,6 +112,7 @@ static struct {
     CUresult (*free)(CUdeviceptr);
     CUresult (*retain)(CUcontext *, CUdevice);
     CUresult (*set_current)(CUcontext);
+    CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
     int (*charge)(int, long long);              /* test-only: the driver keeps the device's capacity */
     unsigned long long (*used)(int);
 } drv;
@@ -125,6 +129,7 @@ static void driver_init(void)
         (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))dlsym(h, "cuGetProcAddress_v2");
     if (!gpa)
         return;
+    drv.gpa = gpa;
     struct { const char *name; void **fn; } want[] = {
         {"cuMemAlloc", (void **)&drv.alloc}, {"cuMemFree", (void **)&drv.free},
         {"cuDevicePrimaryCtxRetain", (void **)&drv.retain}, {"cuCtxSetCurrent", (void **)&drv.set_current},
@@ -1058,4 +1063,43 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
     (void)minBytesToKeep;
     NEED_DEVICE();
     return ret(pool_device(memPool, &dev));
+}
+
+/* ---- driver entry points: the driver's cuGetProcAddress answers --------------- */
+
+static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version, unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *status)
+{
+    init();
+    if (!symbol || !funcPtr)
+        return ret(cudaErrorInvalidValue);
+    if (!drv.gpa)
+        return ret(cudaErrorInsufficientDriver);
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult rc = drv.gpa(symbol, funcPtr, (int)version, flags, &st); /* cudaEnable* == CU_GET_PROC_ADDRESS_* */
+    if (status)
+        *status = (enum cudaDriverEntryPointQueryResult)st;
+    return rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_FOUND ? cudaSuccess : ret(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(symbol, funcPtr, cudaVersion, flags, status);
+}
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(symbol, funcPtr, cudaVersion, flags, status);
+}
+/* Without a version: the runtime's own (CUDA 13.0). */
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(symbol, funcPtr, FAKE_VERSION, flags, status);
+}
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(symbol, funcPtr, FAKE_VERSION, flags, status);
 }

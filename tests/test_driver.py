@@ -1,0 +1,193 @@
+"""Driver-level capture: the driver allocation API is traced however a program
+reaches it (linked, dlsym, cuGetProcAddress old and new, the runtime's entry
+points, per-thread-stream variants, a static-cudart-like program that links no
+CUDA library), a runtime call that the runtime turns into a driver call is one
+event, and the virtual-memory API counts physical memory exactly. Programs:
+tests/progs/driver_paths.c and vmm.c against the fake libcuda.so.1."""
+import json
+import os
+import re
+
+from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
+
+# The planted pattern of driver_paths.c: (api, bytes, device) per allocation,
+# in call order, and the free API of each, in free order (same order).
+PATTERN = [('cuMemAlloc_v2', 1000, 0), ('cuMemAllocPitch_v2', 1024 * 3, 0), ('cuMemAllocManaged', 4000, 0),
+           ('cuMemAllocHost_v2', 5000, -1), ('cuMemHostAlloc', 6000, -1), ('cuMemAllocAsync', 7000, 0),
+           ('cuMemAllocFromPoolAsync', 8000, 0)]
+FREES = ['cuMemFree_v2'] * 3 + ['cuMemFreeHost'] * 2 + ['cuMemFreeAsync'] * 2
+ASYNC_CALLS = 4  # cuMemAllocAsync, cuMemAllocFromPoolAsync and two cuMemFreeAsync
+G = 2 << 20      # vmm.c's granularity
+
+
+def fake_addresses_only(stdout):
+    """Host memory (pinned, managed) is real heap memory whose addresses vary
+    from run to run; the fake device addresses (0x2.../0x3...) do not."""
+    return re.sub(r'0x(?![23][0-9a-f]{11}\b)[0-9a-f]+', 'HOST', stdout)
+
+
+def printed(stdout):
+    """(api, ptr, size) lines and the fake driver's counters from driver_paths."""
+    allocs, counts = [], {}
+    for line in stdout.splitlines():
+        w = line.split()
+        if len(w) == 3:
+            allocs.append((w[0], int(w[1], 16), int(w[2])))
+        elif len(w) == 2:
+            counts[w[0]] = int(w[1])
+    return allocs, counts
+
+
+class DriverPathsTest(TraceTest):
+    def traced_pattern(self, exe, mode):
+        """Runs exe MODE under the shim and checks the trace against the
+        planted pattern; returns the fake driver's counters."""
+        p, db = self.trace([prog(exe), mode], name=mode + '.db')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        allocs, counts = printed(p.stdout)
+        self.assertEqual([(a, s) for a, _, s in allocs], [(a, s) for a, s, _ in PATTERN])
+        rows = query(db, "SELECT api, ptr, size, device, result FROM events_v WHERE op = 'alloc' ORDER BY id")
+        self.assertEqual([r[:3] for r in rows], allocs, mode)
+        self.assertEqual([(r[3], r[4]) for r in rows], [(d, 0) for _, _, d in PATTERN], mode)
+        frees = query(db, "SELECT api, size FROM events_v WHERE op = 'free' ORDER BY id")
+        self.assertEqual(frees, [(f, s) for f, (_, s, _) in zip(FREES, PATTERN)], mode)
+        # one event per call: nothing from the runtime, nothing twice
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(2 * len(PATTERN),)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM live_at_exit'), [(0,)])
+        self.assertEqual(query(db, 'SELECT peak_device_bytes FROM processes'),
+                         [(sum(s for _, s, d in PATTERN if d == 0 and 'Managed' not in _ and 'Async' not in _),)])
+        self.assertIntegrity(db)
+        return counts
+
+    def test_driver_api_linked_directly(self):
+        self.traced_pattern('driver_paths', 'direct')
+
+    def test_driver_api_through_dlsym_on_a_libcuda_handle(self):
+        self.traced_pattern('driver_paths', 'dlsym')
+
+    def test_driver_api_through_cuGetProcAddress_v2(self):
+        counts = self.traced_pattern('driver_paths', 'procaddress')
+        # asked for version 3000, the program got the untraced 32-bit cuMemAlloc
+        # (checked in the program against dlsym) and it ran once, unrecorded
+        self.assertEqual(counts['v1'], 1)
+
+    def test_driver_api_through_the_pre_12_cuGetProcAddress(self):
+        self.traced_pattern('driver_paths', 'procaddress1')
+
+    def test_driver_api_through_cudaGetDriverEntryPointByVersion(self):
+        self.traced_pattern('driver_paths', 'entrypoint')
+
+    def test_driver_api_through_deprecated_cudaGetDriverEntryPoint(self):
+        self.traced_pattern('driver_paths', 'entrypoint0')
+
+    def test_per_thread_variants_asked_from_cuGetProcAddress_reach_the_ptsz_functions(self):
+        counts = self.traced_pattern('driver_paths', 'perthread')
+        self.assertEqual(counts['ptsz'], ASYNC_CALLS)
+
+    def test_per_thread_stream_build_calls_the_ptsz_exports(self):
+        self.assertEqual(self.traced_pattern('driver_paths_ptsz', 'direct')['ptsz'], ASYNC_CALLS)
+
+    def test_per_thread_stream_build_through_the_runtime_ptsz_entry_point(self):
+        self.traced_pattern('driver_paths_ptsz', 'entrypoint')
+
+    def test_static_cudart_like_program_through_dlopen_and_cuGetProcAddress(self):
+        counts = self.traced_pattern('driver_static_like', 'procaddress')
+        self.assertEqual(counts['v1'], 1)
+
+    def test_static_cudart_like_program_through_dlopen_and_dlsym(self):
+        self.traced_pattern('driver_static_like', 'dlsym')
+
+    def test_runtime_through_dlsym_on_a_libcudart_handle_is_one_event_per_call(self):
+        p, db = self.trace([prog('driver_static_like'), 'runtime'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ptr = int(p.stdout.split()[1], 16)
+        self.assertEqual(query(db, 'SELECT api, ptr, size, layer FROM events_v ORDER BY id'),
+                         [('cudaMalloc', ptr, 3000, 'runtime'), ('cudaFree', ptr, 3000, 'runtime')])
+
+    def test_runtime_call_that_becomes_a_driver_call_is_recorded_once(self):
+        # the fake runtime's cudaMalloc/cudaFree call cuMemAlloc_v2/cuMemFree_v2
+        # through pointers from cuGetProcAddress_v2, which the shim wrapped
+        p, db = self.trace([prog('each_api')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE layer = 'driver'"), [(0,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api IN ('cudaMalloc', 'cudaFree')"),
+                         [(1 + 4,)])  # each_api: one cudaMalloc; cudaFree of it, managed, pitched and 3D
+        p, db = self.trace([prog('threads'), '4', '1000'], name='threads.db')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT api, count(*) FROM events_v GROUP BY api ORDER BY api"),
+                         [('cudaFree', 4000), ('cudaMalloc', 4000)])
+
+    def test_program_output_and_exit_code_unchanged_on_every_path(self):
+        for exe, mode in [('driver_paths', 'procaddress'), ('driver_paths', 'entrypoint'),
+                          ('driver_static_like', 'dlsym'), ('driver_paths_ptsz', 'direct')]:
+            bare = run([prog(exe), mode], preload=False, env=base_env(), cwd=self.dir)
+            traced, _ = self.trace([prog(exe), mode], name=exe + mode + '.db')
+            self.assertEqual((fake_addresses_only(traced.stdout), traced.returncode),
+                             (fake_addresses_only(bare.stdout), bare.returncode), (exe, mode))
+            self.assertIn('cuMemAlloc_v2 0x300000000000 1000', bare.stdout)
+
+    def test_disabled_shim_hands_out_the_real_functions_and_writes_nothing(self):
+        p, _ = self.trace([prog('driver_static_like'), 'procaddress'], name='off.db',
+                          env_extra={'GPUTRACE_DISABLE': 1})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(printed(p.stdout)[0][0][0], 'cuMemAlloc_v2')
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'off.db')))
+
+
+class VmmTest(TraceTest):
+    """vmm.c: h1 = 2G and h2 = 1G on device 0, hh = 1G on the host; h1 mapped
+    twice; h2 and h1 released while mapped; one unmap frees both."""
+
+    def setUp(self):
+        super().setUp()
+        p, self.db = self.trace([prog('vmm')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        w = p.stdout.split()
+        self.h1, self.h2, self.hh, self.va = (int(x, 16) for x in (w[1], w[2], w[3], w[5]))
+
+    def test_device_bytes_count_physical_memory_once_whatever_the_mappings(self):
+        live = [r[0] for r in query(self.db, "SELECT live_bytes FROM memory_timeline WHERE memory = 'device' "
+                                             "ORDER BY t_ns")]
+        # create h1, create h2, then both freed by the last unmap: never 2G counted twice
+        self.assertEqual(live, [2 * G, 3 * G, 1 * G, 0])
+        self.assertEqual(query(self.db, 'SELECT peak_device_bytes FROM processes'), [(3 * G,)])
+
+    def test_release_while_mapped_holds_memory_until_the_last_unmap(self):
+        rows = query(self.db, "SELECT api, ptr, size FROM events_v WHERE api LIKE 'cuMemRelease%' "
+                              "OR api LIKE 'cuMemUnmap%' ORDER BY id")
+        self.assertEqual(rows, [
+            ('cuMemRelease', self.hh, G),
+            ('cuMemRelease_while_mapped', self.h2, G),
+            ('cuMemUnmap', self.va, 2 * G),
+            ('cuMemRelease_while_mapped', self.h1, 2 * G),
+            ('cuMemUnmap', self.va + 2 * G, 3 * G),
+            ('cuMemUnmap_last_mapping', self.h1, 2 * G),
+            ('cuMemUnmap_last_mapping', self.h2, G)])
+        # each physical allocation ends at the unmap that removed its last mapping
+        last_unmap = query(self.db, "SELECT max(t_ns) FROM events_v WHERE api = 'cuMemUnmap'")[0][0]
+        self.assertEqual(query(self.db, "SELECT ptr, free_ns FROM allocations WHERE api = 'cuMemCreate' ORDER BY ptr"),
+                         [(self.h1, last_unmap), (self.h2, last_unmap)])
+        self.assertEqual(query(self.db, 'SELECT count(*) FROM live_at_exit'), [(0,)])
+
+    def test_host_located_handle_is_host_memory(self):
+        self.assertEqual(query(self.db, "SELECT api, memory, device, size FROM allocations WHERE ptr = ?", (self.hh,)),
+                         [('cuMemCreate_host', 'host', -1, G)])
+        self.assertEqual(query(self.db, "SELECT memory, device, max(live_bytes) FROM memory_timeline "
+                                        "WHERE memory = 'host'"), [('host', -1, G)])
+        self.assertEqual(query(self.db, "SELECT count(*) FROM memory_timeline WHERE device = -1 AND memory <> 'host'"),
+                         [(0,)])
+
+    def test_mappings_and_reservations_are_not_memory(self):
+        self.assertEqual(query(self.db, "SELECT e.ptr, e.size, m.handle, e.device FROM events_v e "
+                                        "JOIN mappings m ON m.event_id = e.id ORDER BY e.id"),
+                         [(self.va, 2 * G, self.h1, 0), (self.va + 2 * G, 2 * G, self.h1, 0),
+                          (self.va + 4 * G, G, self.h2, 0)])
+        self.assertEqual(query(self.db, "SELECT DISTINCT memory FROM memory_timeline ORDER BY memory"),
+                         [('device',), ('host',), ('reserve',)])
+        self.assertEqual(query(self.db, "SELECT size FROM allocations WHERE memory = 'reserve'"), [(16 * G,)])
+
+    def test_analyzer_summary_reports_the_physical_peak(self):
+        p = run([GPUTRACE, 'summary', '--json', self.db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        peaks = {(x['memory'], x['device']): x['peak_bytes'] for x in json.loads(p.stdout)['peaks']}
+        self.assertEqual(peaks, {('device', 0): 3 * G, ('host', -1): G})
