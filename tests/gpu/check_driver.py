@@ -26,6 +26,26 @@ os.makedirs(a.out, exist_ok=True)
 train = ['python3', os.path.join(here, 'train_mlp.py'), '--steps', '60', '--hard-exit']
 
 
+def live_peak(db, where):
+    """Live bytes at the end and peak live bytes of the allocations matching
+    `where` (SQL over the allocations view), from the trace."""
+    live = one(db, 'SELECT coalesce(sum(size), 0) FROM allocations WHERE free_ns IS NULL AND ' + where)
+    peak = one(db, """SELECT coalesce(max(live), 0) FROM (SELECT sum(d) OVER (ORDER BY t, id ROWS UNBOUNDED PRECEDING)
+                      AS live FROM (SELECT alloc_ns AS t, alloc_id AS id, size AS d FROM allocations WHERE {w}
+                      UNION ALL SELECT free_ns, free_id, -size FROM allocations WHERE free_id IS NOT NULL AND {w}))"""
+               .format(w=where))
+    return live, peak
+
+
+def double_counted(db):
+    """Driver allocations at the address and size of a runtime allocation: a
+    runtime call counted a second time through the driver call it made."""
+    return one(db, """SELECT count(*) FROM events_v d JOIN events_v r ON r.ptr = d.ptr AND r.size = d.size
+                      WHERE d.layer = 'driver' AND r.layer = 'runtime' AND d.op = 'alloc' AND r.op = 'alloc'
+                      AND d.result = 0 AND r.result = 0 AND d.tid = r.tid AND d.id < r.id
+                      AND r.t_ns - d.t_ns < 1000000""")  # the driver row recorded inside the runtime call
+
+
 def api_counts(db):
     return rows(db, 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api ORDER BY api')
 
@@ -81,44 +101,53 @@ for mode, conf in (('expandable', 'expandable_segments:True'), ('default', None)
           (mode, c['reserved'], c['max_reserved'], c['allocated'], c['max_allocated']))
     print('   %s api counts: %s' % (mode, api_counts(db)))
     print('   %s stderr: %s' % (mode, traced.stderr.strip().splitlines()[-1:]))
-    live_dev, peak_dev = live_and_peak(db, 'device')
-    driver_rows = one(db, "SELECT count(*) FROM events_v WHERE layer = 'driver'")
     ok_int = one(db, 'PRAGMA integrity_check') == 'ok' and one(db, 'SELECT events_dropped FROM processes') == 0
     report(ok_int, '%s: integrity ok, nothing dropped' % mode, '%d events' % one(db, 'SELECT count(*) FROM events'))
+    dup = double_counted(db)
+    report(dup == 0, '%s: no allocation counted twice (runtime call and the driver call it made)' % mode,
+           '%d driver rows at a runtime allocation\'s address and size' % dup)
+    # what PyTorch's counters count: its allocator's calls; anything else is
+    # device memory held outside it (e.g. a library's own), printed, not compared
+    own = {'expandable': "api = 'cuMemCreate'", 'default': "api = 'cudaMalloc'",
+           'async': "api IN ('cudaMallocAsync', 'cudaMallocFromPoolAsync')"}[mode]
+    live, peak = live_peak(db, own)
+    other = rows(db, "SELECT api, count(*), sum(size) FROM allocations WHERE memory IN ('device', 'pool') AND NOT (%s) "
+                     "GROUP BY api" % own)
+    print('   %s: device/pool memory outside the allocator\'s own calls: %s' % (mode, other or 'none'))
+    live_all, peak_all = live_and_peak(db, 'device')
+    print('   %s: all device bytes: live %d, peak %d' % (mode, live_all, peak_all))
     if mode == 'expandable':
         creates = one(db, "SELECT count(*) FROM events_v WHERE api = 'cuMemCreate' AND result = 0")
         maps = one(db, "SELECT count(*) FROM events_v WHERE api = 'cuMemMap' AND result = 0")
         report(creates > 0 and maps > 0, 'expandable: cuMemCreate and cuMemMap captured',
                '%d cuMemCreate, %d cuMemMap, %d runtime allocation calls' %
                (creates, maps, one(db, "SELECT count(*) FROM events_v WHERE layer = 'runtime' AND op = 'alloc'")))
-        report(live_dev == c['reserved'], 'expandable: live device bytes at exit == memory_reserved()',
-               'trace %d, torch %d (diff %d)' % (live_dev, c['reserved'], live_dev - c['reserved']))
-        report(peak_dev == c['max_reserved'], 'expandable: peak device bytes == max_memory_reserved()',
-               'trace %d, torch %d (diff %d)' % (peak_dev, c['max_reserved'], peak_dev - c['max_reserved']))
-        report(one(db, 'SELECT peak_device_bytes FROM processes') == peak_dev,
-               'expandable: processes.peak_device_bytes == peak from events', str(peak_dev))
+        report(live == c['reserved'], 'expandable: live cuMemCreate bytes at exit == memory_reserved()',
+               'trace %d, torch %d (diff %d)' % (live, c['reserved'], live - c['reserved']))
+        report(peak == c['max_reserved'], 'expandable: peak cuMemCreate bytes == max_memory_reserved()',
+               'trace %d, torch %d (diff %d)' % (peak, c['max_reserved'], peak - c['max_reserved']))
+        report(one(db, 'SELECT peak_device_bytes FROM processes') == peak_all,
+               'expandable: processes.peak_device_bytes == peak device bytes from events', str(peak_all))
         print('   expandable reservations: %s' % rows(db, "SELECT count(*), sum(size) FROM events_v "
                                                           "WHERE api = 'cuMemAddressReserve' AND result = 0"))
-        if creates == 0 or live_dev != c['reserved']:
+        if creates == 0 or live != c['reserved']:
             debug_lookups(train, env, mode)
     elif mode == 'default':
-        report(driver_rows == 0 and live_dev == c['reserved'] and peak_dev == c['max_reserved'],
-               'default: no driver rows (cudaMalloc counted once), live/peak device == reserved/max_reserved',
-               '%d driver rows; live %d vs %d, peak %d vs %d' % (driver_rows, live_dev, c['reserved'], peak_dev,
-                                                                 c['max_reserved']))
+        report(live == c['reserved'] and peak == c['max_reserved'],
+               'default: live/peak cudaMalloc bytes == memory_reserved()/max_memory_reserved()',
+               'live %d vs %d, peak %d vs %d' % (live, c['reserved'], peak, c['max_reserved']))
     else:
-        live_pool, peak_pool = live_and_peak(db, 'pool')
-        report(driver_rows == 0 and peak_pool == c['max_allocated'] and live_pool == c['allocated'],
-               'async: no driver rows (cudaMallocAsync counted once), live/peak pool == allocated/max_allocated',
-               '%d driver rows; live %d vs %d, peak %d vs %d' % (driver_rows, live_pool, c['allocated'], peak_pool,
-                                                                 c['max_allocated']))
+        report(live == c['allocated'] and peak == c['max_allocated'],
+               'async: live/peak pool bytes == memory_allocated()/max_memory_allocated()',
+               'live %d vs %d, peak %d vs %d' % (live, c['allocated'], peak, c['max_allocated']))
 
 
 # (b) plain `nvcc prog.cu`: cudart linked statically
 exe = os.path.join(a.out, 'runtime_static')
 subprocess.run(['nvcc', '-g', '-o', exe, os.path.join(here, 'runtime_shared.cu')], check=True)
 linked = subprocess.run(['ldd', exe], capture_output=True, text=True).stdout
-print('   runtime_static links: %s' % ', '.join(l.split()[0] for l in linked.splitlines() if 'cuda' in l) or 'no CUDA library')
+print('   runtime_static links: %s' % (', '.join(l.split()[0] for l in linked.splitlines() if 'cuda' in l)
+                                     or 'no CUDA library'))
 db = os.path.join(a.out, 'runtime_static.db')
 bare, traced = run([exe]), run([exe], shim=shim, db=db)
 if same_output('nvcc static cudart', bare, traced, lambda s: masked(s).splitlines()):
@@ -129,7 +158,7 @@ if same_output('nvcc static cudart', bare, traced, lambda s: masked(s).splitline
     print('   static api counts: %s' % api_counts(db))
     print('   static: the program allocated %s' % [(x, s) for x, _, s in want])
     print('   static: the trace holds %s' % [(x, s) for x, _, s in got])
-    report(want and not missing, 'nvcc static cudart: every allocation recorded, pointers and sizes exact',
+    report(bool(want) and not missing, 'nvcc static cudart: every allocation recorded, pointers and sizes exact',
            '%d of %d program allocations found (%d rows in the trace)%s' %
            (len(want) - len(missing), len(want), len(got), '; missing %s' % missing if missing else ''))
     fails = rows(db, 'SELECT api, size, result FROM failures')
@@ -137,7 +166,7 @@ if same_output('nvcc static cudart', bare, traced, lambda s: masked(s).splitline
            str(fails))
     freed = rows(db, "SELECT ptr, size FROM events_v WHERE op = 'free' AND result = 0 AND size IS NOT NULL")
     unfreed = [w for w in want if (w[1], w[2]) not in set(freed)]
-    report(want and not unfreed, 'nvcc static cudart: every free recorded with its size',
+    report(bool(want) and not unfreed, 'nvcc static cudart: every free recorded with its size',
            '%d frees in the trace%s' % (len(freed), '; not freed %s' % unfreed if unfreed else ''))
     report(one(db, "SELECT count(*) FROM events_v WHERE layer = 'runtime'") == 0,
            'nvcc static cudart: nothing came through runtime symbols (so nothing counted twice)',
