@@ -132,7 +132,12 @@ void *gt_dlsym_lookup(void *handle, const char *name);
 
 void *gt_dlsym_lookup(void *handle, const char *name)
 {
-    return swap_named(name, gt_dlsym_real(handle, name));
+    void *p = gt_dlsym_real(handle, name);
+    if (!p)
+        return NULL; /* its dlerror() message stays for the program */
+    p = swap_named(name, p);
+    (void)dlerror(); /* a success leaves no error to read: not even one of our own lookups */
+    return p;
 }
 
 #if defined(__x86_64__)

@@ -74,8 +74,16 @@ static int check_old_version(void *h, gpa2_fn gpa)
 static int resolve(const char *mode, void *h)
 {
     if (!strcmp(mode, "dlsym")) {
-        for (size_t i = 0; i < NFNS; i++)
+        for (size_t i = 0; i < NFNS; i++) {
+            dlerror();
             *fns[i].slot = dlsym(h, fns[i].name);
+            const char *err = dlerror(); /* the usual idiom: a success leaves no error */
+            if (err)
+                FAIL("dlsym(%s) succeeded but dlerror() says %s", fns[i].name, err);
+        }
+        dlerror();
+        if (dlsym(h, "cuNoSuchFunction") || !dlerror())
+            FAIL("dlsym of a missing name: no NULL and error");
     } else if (!strcmp(mode, "procaddress") || !strcmp(mode, "perthread")) {
         gpa2_fn gpa = (gpa2_fn)dlsym(h, "cuGetProcAddress_v2");
         if (!gpa)
