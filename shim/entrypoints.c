@@ -74,9 +74,19 @@ static void debug_lookup(const char *via, const char *symbol, long version, unsi
     }
     if (!on)
         return;
+    /* not handed our hook: what the exported symbol of that name is, to see
+     * whether the driver answered with another address than its export */
+    char hint[160] = "";
+    for (int v = 0; given == real && symbol && v < 3 && !hint[0]; v++) {
+        char name[128];
+        snprintf(name, sizeof name, v == 0 ? "%s" : "%s_v%d", symbol, v + 1);
+        struct gt_hook *h = hook_named(name);
+        if (h)
+            snprintf(hint, sizeof hint, " (not hooked: the export %s is %p)", name, atomic_load(&h->real));
+    }
     char line[512];
-    int n = snprintf(line, sizeof line, "gputrace: debug: %s(%s, version %ld, flags %llu) -> %p%s\n", via,
-                     symbol ? symbol : "(null)", version, flags, real, given != real ? " (our hook)" : "");
+    int n = snprintf(line, sizeof line, "gputrace: debug: %s(%s, version %ld, flags %llu) -> %p%s%s\n", via,
+                     symbol ? symbol : "(null)", version, flags, real, given != real ? " (our hook)" : "", hint);
     if (n > 0)
         (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
