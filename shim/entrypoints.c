@@ -63,7 +63,7 @@ static void *swap_driver_pointer(void *p)
 }
 
 /* GPUTRACE_DEBUG_HOOKS=1: one stderr line per lookup we see (to find out how
- * an unfamiliar program reaches CUDA). Never stdout; write(2), no stdio. */
+ * an unfamiliar program reaches CUDA). Never stdout: write(2), no FILE stream. */
 static void debug_lookup(const char *via, const char *symbol, long version, unsigned long long flags, void *real,
                          void *given)
 {
@@ -96,7 +96,7 @@ static void debug_lookup(const char *via, const char *symbol, long version, unsi
  * its caller's return address, so our dlsym must not be a C function that
  * calls the real one: a small assembly stub jumps straight to glibc for every
  * call except a name starting with "cu" on an explicit handle, and only those
- * reach lookup_dlsym() below. Explicit handles ignore the caller. */
+ * reach gt_dlsym_lookup() below. Explicit handles ignore the caller. */
 
 void *gt_dlsym_next; /* glibc's; read by the stub */
 static GT_TLS int in_lookup;
