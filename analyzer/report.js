@@ -70,7 +70,7 @@
 
   /* A plot area: scales, axes and a clip; returns helpers. */
   function plot(parent, o) {
-    var W = 960, H = o.height || 260, L = 78, R = 16, T = 12, B = 34;
+    var W = 960, H = o.height || 260, L = 78, R = 16, T = 18, B = 34;
     var svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, 'class': 'chart ' + o.cls, role: 'img'}, parent);
     var p = {svg: svg, W: W, H: H, L: L, R: R, T: T, B: B,
       x: function (v) { return L + (v - o.x0) / ((o.x1 - o.x0) || 1) * (W - L - R); },
@@ -199,12 +199,13 @@
     if (!its.length) { el('p', {'class': 'note'}, box, 'No iterations found: ' + (pk.iteration_detection || '')); return; }
     var ymax = 1;
     its.forEach(function (it) { ymax = Math.max(ymax, it.peak_bytes); });
-    var p = plot(box, {cls: 'bars', x0: 0, x1: its.length, y0: 0, y1: ymax * 1.05, xfmt: function (v) { return String(Math.round(v)); },
-      xlabel: 'iteration'});
+    /* bar k centred on k: the axis labels name the bars (position in the run) */
+    var p = plot(box, {cls: 'bars', x0: -0.5, x1: its.length - 0.5, y0: 0, y1: ymax * 1.05,
+      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'iteration'});
     var colors = batchColors(its), w = (p.x(1) - p.x(0));
     its.forEach(function (it, k) {
       var y = p.y(it.peak_bytes);
-      var r = sv('rect', {x: p.x(k) + w * 0.1, y: y, width: Math.max(w * 0.8, 0.5), height: p.y(0) - y,
+      var r = sv('rect', {x: p.x(k) - w * 0.4, y: y, width: Math.max(w * 0.8, 0.5), height: p.y(0) - y,
         fill: colors.of(it.batch_size), 'class': 'bar' + (it.failed_allocation ? ' failed' : ''),
         'data-bytes': it.peak_bytes, 'data-batch-size': it.batch_size === null ? '' : it.batch_size}, p.body);
       tip(r, 'iteration ' + it.index + ': peak ' + fmtBytes(it.peak_bytes) +
@@ -229,7 +230,7 @@
     if (limit !== null && limit !== undefined) {
       var ly = limitOnChart ? p.y(limit) : p.T + 1;
       sv('line', {x1: p.L, x2: p.W - p.R, y1: ly, y2: ly, 'class': 'limit', 'data-bytes': limit}, p.svg);
-      sv('text', {x: p.W - p.R - 4, y: ly + 14, 'text-anchor': 'end', 'class': 'limit-label'}, p.svg,
+      sv('text', {x: p.L + 6, y: ly - 4, 'class': 'limit-label'}, p.svg,
         'device limit ' + fmtBytes(limit) + (limitOnChart ? '' : ' (off the chart, above)'));
     }
     if (pk.fit) {
