@@ -493,7 +493,7 @@ static const char help_export[] =
     "  --no-allocs        leave out the instant events (counters stay)\n"
     "  --iteration NAME, --iterations MODE, --memory, --device: as for the reports\n"
     "Counters keep their value at the window's start. A 1 M-event trace gives\n"
-    "about 200 MB of JSON (tests/bench/RESULTS.md); limit it for big traces.\n"
+    "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
 
 int gt_cmd_export(int argc, char **argv)
