@@ -49,6 +49,25 @@ static int parse_count(const char *s, int64_t *out)
     return 0;
 }
 
+/* --memory: a comma list of device, pool, managed, host, all. */
+static int parse_memory(const char *s, unsigned *mask)
+{
+    static const char *const names[] = {"device", "pool", "managed", "host"};
+    static const unsigned masks[] = {GT_MASK(GT_MEM_DEVICE), GT_MASK(GT_MEM_POOL), GT_MASK(GT_MEM_MANAGED), GT_MASK(GT_MEM_HOST)};
+    char buf[128], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", s);
+    *mask = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        size_t k = 0;
+        while (k < 4 && strcmp(tok, names[k]))
+            k++;
+        if (k == 4 && strcmp(tok, "all"))
+            return -1;
+        *mask |= k == 4 ? GT_MASK_ALL : masks[k];
+    }
+    return *mask ? 0 : -1;
+}
+
 int gt_viz_parse(const char *cmd, int is_export, int argc, char **argv, struct gt_viz_opts *o, int *help)
 {
     memset(o, 0, sizeof *o);
@@ -118,11 +137,15 @@ int gt_viz_parse(const char *cmd, int is_export, int argc, char **argv, struct g
             if (!*val)
                 return usage_error(cmd, "--iteration needs a range name%s", "");
             o->base.iter.name = val;
-        } else if (!strcmp(name, "--device")) {
+        } else if (!is_export && !strcmp(name, "--memory")) {
+            if (parse_memory(val, &o->base.mem_mask))
+                return usage_error(cmd, "--memory takes device, pool, managed, host or all, not \"%s\"", val);
+            o->base.memory_set = 1;
+        } else if (!is_export && !strcmp(name, "--device")) {
             if (parse_count(val, &b) || b > 1000000)
                 return usage_error(cmd, "--device needs a device ordinal, not \"%s\"", val);
             o->base.device = (int)b;
-        } else if (!strcmp(name, "--device-bytes")) {
+        } else if (!is_export && !strcmp(name, "--device-bytes")) {
             if (gt_parse_bytes(val, &b) || b <= 0)
                 return usage_error(cmd, "--device-bytes needs a size in bytes (e.g. 80G), not \"%s\"", val);
             o->base.device_bytes = b;

@@ -199,3 +199,14 @@ class Page(T.AnalyzerTest):
         self.assertIn('error', tr['growth'])   # growth needs iterations: said in the page, not fatal
         self.assertEqual(tr['peak']['iterations'], [])
         self.assertEqual([s['peak_bytes'] for s in tr['series']], [5 * T.MiB])   # 2 MiB + 3 MiB live together
+
+    def test_memory_option_picks_the_reported_level(self):
+        db, _ = V.timeline(self.dir)
+        out = os.path.join(self.dir, 'r.html')
+        for memory in ('device', 'pool'):
+            self.ok('report', '--memory', memory, db, '-o', out)
+            with open(out, encoding='utf-8') as f:
+                data = json.loads(re.search(r'id="gt-data">(.*?)</script>', f.read(), re.S).group(1))
+            self.assertEqual(data['traces'][0]['peak']['memory'], memory)
+            self.assertEqual(data['traces'][0]['peak']['peak_bytes'],
+                             V.WEIGHTS if memory == 'device' else V.POOL_STATE + max(V.BATCHES) * V.PER_SAMPLE + V.WORKSPACE)
