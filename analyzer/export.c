@@ -521,14 +521,16 @@ int gt_cmd_export(int argc, char **argv)
         } else {
             starts[i] = t.proc.start_unix_ns;
             origin = starts[i] < origin ? starts[i] : origin;
+            /* one process per file, even if pids repeat across hosts */
             pids[i] = t.proc.pid;
-            for (int k = 0; k < i; k++)   /* one process per file, even if pids repeat across hosts */
-                if (pids[k] == pids[i] || pids[i] <= 0) {
-                    pids[i] = 1;
-                    for (int q = 0; q < i; q++)
-                        pids[i] = pids[q] >= pids[i] ? pids[q] + 1 : pids[i];
-                    break;
-                }
+            int taken = pids[i] <= 0;
+            int64_t highest = 0;
+            for (int k = 0; k < i; k++) {
+                taken |= pids[k] == pids[i];
+                highest = pids[k] > highest ? pids[k] : highest;
+            }
+            if (taken)
+                pids[i] = highest + 1;
         }
         gt_trace_close(&t);
     }

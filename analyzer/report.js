@@ -107,7 +107,14 @@
     el('h3', {}, box, 'Memory over time');
     var series = tr.series || [], its = (tr.peak && tr.peak.iterations) || [];
     var end = Math.max(tr.end_ns, 1), hidden = {};
-    var view = {x0: 0, x1: end};
+    /* the view can be given in the address, #t=FROM,TO (ns), and zooming
+     * writes it there: a zoomed view can be bookmarked or shared */
+    var m = /^#t=(\d+),(\d+)$/.exec(window.location.hash);
+    var view = m && +m[2] > +m[1] ? {x0: +m[1], x1: +m[2]} : {x0: 0, x1: end};
+    function remember() {
+      if (window.history && window.history.replaceState)
+        window.history.replaceState(null, '', view.x0 === 0 && view.x1 === end ? '#' : '#t=' + Math.round(view.x0) + ',' + Math.round(view.x1));
+    }
     var holder = el('div', {}, box);
     el('p', {'class': 'hint'}, box, 'Drag across the chart to zoom in, double-click to zoom out; click a legend key to hide its series. ' +
       (series.some(function (s) { return s.bucketed; }) ? 'Long series are drawn from per-bucket minimum and maximum; peaks are exact.' : ''));
@@ -173,11 +180,12 @@
         if (sel && Math.abs(x - start) > 4) {
           var a = p.xinv(Math.min(x, start)), b = p.xinv(Math.max(x, start));
           view = {x0: Math.max(0, a), x1: Math.min(end, b)};
+          remember();
           draw();
         } else if (sel) { sel.remove(); }
         sel = null;
       });
-      p.svg.addEventListener('dblclick', function () { view = {x0: 0, x1: end}; draw(); });
+      p.svg.addEventListener('dblclick', function () { view = {x0: 0, x1: end}; remember(); draw(); });
     }
     draw();
   }

@@ -72,15 +72,16 @@ class Dom(html.parser.HTMLParser):
 
 class ReportTest(T.AnalyzerTest):
 
-    def report(self, *dbs):
-        """Writes the report of dbs, renders it once; returns (Dom, page data, html text)."""
+    def report(self, *dbs, fragment=''):
+        """Writes the report of dbs, renders it once (at URL fragment, if
+        given); returns (Dom, page data, html text)."""
         out = os.path.join(self.dir, 'report.html')
         self.ok('report', *dbs, '-o', out)
         with open(out, encoding='utf-8') as f:
             page = f.read()
         p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
                             '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'), '--dump-dom',
-                            'file://' + out], capture_output=True, text=True, timeout=120)
+                            'file://' + out + fragment], capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         dom = Dom(p.stdout)
         body = dom.find('body')[0]
@@ -161,6 +162,20 @@ class Render(ReportTest):
         peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
+
+    def test_view_in_the_address_zooms_the_timeline(self):
+        db, p = V.timeline(self.dir)
+        lo, hi = p.iterations[2][0], p.iterations[3][1]
+        dom, data, _ = self.report(db, fragment='#t=%d,%d' % (lo, hi))
+        end = data['traces'][0]['end_ns']
+        for memory in ('device', 'pool'):
+            pts = [(0, 0)] + p.levels()[memory]
+            # a point is drawn when the step it starts reaches into the view
+            nexts = [t for t, _ in pts[1:]] + [end]
+            want = sum(1 for (t, _), nt in zip(pts, nexts) if nt >= lo and t <= hi)
+            self.assertEqual(self.series_paths(dom, 0)['%s (GPU 0)' % memory], want, memory)
+        self.assertEqual(len(dom.find('rect', 'band', 0)), 2)   # iterations 2 and 3 only
+        self.assertEqual(len(dom.find('rect', 'bar', 0)), len(V.BATCHES))   # the other charts are not zoomed
 
 
 class Page(T.AnalyzerTest):
