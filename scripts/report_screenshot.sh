@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 -c "import sys; sys.path.insert(0, 'tests'); import analyzer_traces as T; T.memory_equation('$tmp')"
 "$build/analyzer/gputrace" report "$tmp/memory_equation.db" -o "$tmp/report.html"
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$tmp/profile" \
+chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir="$tmp/profile" \
   --window-size=1100,1640 --screenshot="$tmp/report.png" "file://$tmp/report.html" 2>/dev/null
 cp "$tmp/report.png" docs/report.png
 echo "wrote docs/report.png"

@@ -79,7 +79,7 @@ class ReportTest(T.AnalyzerTest):
         self.ok('report', *dbs, '-o', out)
         with open(out, encoding='utf-8') as f:
             page = f.read()
-        p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+        p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
                             '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'), '--dump-dom',
                             'file://' + out + fragment], capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
