@@ -148,6 +148,16 @@ class Content(ExportTest):
         marks = [e for e in ev if e['ph'] == 'i' and e['name'] == 'checkpoint <saved>']
         self.assertEqual(len(marks), 1)
 
+    def test_killed_process_ranges_end_with_the_last_event(self):
+        db, p = self.planted()
+        con = sqlite3.connect(db)
+        con.execute('UPDATE processes SET end_ns = NULL, end_reason = NULL')
+        con.commit()
+        con.close()
+        ev = self.export(db)
+        shut = [e for e in ev if e['ph'] == 'X' and e['name'] == 'shutdown'][0]
+        self.assertAlmostEqual(shut['ts'] + shut['dur'], us(p.calls[-1][0]), places=3)
+
     def test_overlapping_start_end_ranges_go_on_separate_lanes(self):
         db, p = self.planted()
         ev = self.export(db)
