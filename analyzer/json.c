@@ -197,3 +197,8 @@ void gt_json_kdouble(struct gt_json *j, const char *k, double v)
     gt_json_key(j, k);
     gt_json_double(j, v);
 }
+
+void gt_json_put_string(FILE *f, const char *s)
+{
+    write_string(f, s);
+}

@@ -28,6 +28,9 @@ void gt_json_int(struct gt_json *j, int64_t v);
 void gt_json_double(struct gt_json *j, double v);     /* non-finite writes null */
 void gt_json_bool(struct gt_json *j, int v);
 void gt_json_null(struct gt_json *j);
+/* Writes s as an escaped string literal straight to f (for writers that lay
+ * out their own JSON, like the Chrome-trace export). */
+void gt_json_put_string(FILE *f, const char *s);
 /* Ends the document (newline). */
 void gt_json_done(struct gt_json *j);
 

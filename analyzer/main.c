@@ -7,6 +7,7 @@
 
 #include "analyzer.h"
 #include "format.h"
+#include "viz.h"
 
 #ifndef GPUTRACE_VERSION
 #define GPUTRACE_VERSION "unknown"
@@ -32,6 +33,8 @@ static const char usage_main[] =
     "            held the memory, how much smaller the batch had to be\n"
     "  top       call sites by bytes allocated, by peak live bytes, by count\n"
     "  symbolize add source file:line to the recorded frames (addr2line)\n"
+    "  export    Chrome trace-event JSON for Perfetto / chrome://tracing\n"
+    "  report    one self-contained HTML page of charts and tables\n"
     "\n"
     "Options (all commands):\n"
     "  --json             machine-readable output: one object per file, an array\n"
@@ -63,6 +66,7 @@ static const char usage_main[] =
     "  7  an empty trace: no events recorded\n"
     "  8  the command needs iterations and none were found (growth)\n"
     "  9  symbolize: addr2line could not be run\n"
+    "  10 export, report: the output file could not be written\n"
     "With several files the status is that of the first file that failed; each\n"
     "failure prints one line on stderr: \"gputrace: FILE: what happened; what to do\".\n";
 
@@ -381,6 +385,8 @@ int main(int argc, char **argv)
         return gt_cmd_run(argc - 1, argv + 1);
     if (!strcmp(name, "symbolize"))
         return gt_cmd_symbolize(argc - 1, argv + 1);
+    if (!strcmp(name, "export") || !strcmp(name, "report"))
+        return (name[0] == 'e' ? gt_cmd_export : gt_cmd_report)(argc - 1, argv + 1);
     if (!strcmp(name, "help")) {
         if (argc < 3) {
             fputs(usage_main, stdout);
@@ -390,6 +396,10 @@ int main(int argc, char **argv)
         if (!strcmp(name, "run") || !strcmp(name, "symbolize")) {
             char *args[] = {argv[2], "--help", NULL};
             return !strcmp(name, "run") ? gt_cmd_run(2, args) : gt_cmd_symbolize(2, args);
+        }
+        if (!strcmp(name, "export") || !strcmp(name, "report")) {
+            char *args[] = {argv[2], "--help", NULL};
+            return (name[0] == 'e' ? gt_cmd_export : gt_cmd_report)(2, args);
         }
         for (size_t k = 0; k < NCOMMANDS; k++)
             if (!strcmp(name, commands[k].name)) {

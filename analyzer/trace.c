@@ -690,3 +690,13 @@ void gt_trace_close(struct gt_trace *t)
     free(t->drops);
     memset(t, 0, sizeof *t);
 }
+
+int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what)
+{
+    return prepare_optional(t, sql, st, what);
+}
+
+int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what)
+{
+    return sql_fail(t, rc, what);
+}

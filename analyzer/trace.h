@@ -1,7 +1,7 @@
 /* trace.h - reading a gputrace trace: open and validate a database read-only,
  * load its events into compact arrays, and fetch the rest (process, devices,
- * ranges, marker iterations, kernels, stack frames) on demand. trace.c is the
- * only file of the analyzer that knows SQL. */
+ * ranges, marker iterations, kernels, stack frames) on demand. trace.c (and its
+ * row readers in trace_rows.c) is where the analyzer's SQL lives. */
 #ifndef GT_TRACE_H
 #define GT_TRACE_H
 #include <sqlite3.h>
@@ -126,6 +126,12 @@ int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n);
 int gt_trace_marker_iterations(struct gt_trace *t, struct gt_marker_iter **out, size_t *n);
 int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n);
 void gt_ranges_free(struct gt_range *r, size_t n);
+
+/* For the row readers (trace_rows.c): prepares sql, a missing table giving
+ * *st NULL and GT_EXIT_OK; and maps a SQLite error met while doing `what` to
+ * an exit status with t->err set. */
+int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what);
+int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
 
 /* Total memory of a device ordinal from the devices table; -1 unknown. */
 int64_t gt_trace_device_total(const struct gt_trace *t, int device);

@@ -2,7 +2,8 @@
 # Installs what building and testing gputrace needs, on Debian/Ubuntu, only if
 # something is missing: meson, ninja, a C compiler, pkg-config, SQLite and
 # libunwind development files, python3 (tests), binutils (addr2line, for
-# gputrace symbolize). The CUDA toolkit (headers only)
+# gputrace symbolize), chromium (the tests open gputrace report's HTML page
+# headless). The CUDA toolkit (headers only)
 # must already be installed: it is not in Debian's main archive.
 set -eu
 need=""
@@ -13,6 +14,7 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 command -v addr2line >/dev/null 2>&1 || need="$need binutils"
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need="$need chromium"
 pkg-config --exists sqlite3 2>/dev/null || need="$need libsqlite3-dev"
 pkg-config --exists libunwind 2>/dev/null || need="$need libunwind-dev"
 if [ -n "$need" ]; then

@@ -1,0 +1,572 @@
+/* export.c - `gputrace export --format chrome`: traces as Chrome trace-event
+ * JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open. One
+ * process per trace file; counters for live bytes per memory level and
+ * device and for NVML's used bytes; iterations and NVTX ranges as slices;
+ * kernels, copies and memsets on one track per stream; allocations and frees
+ * as instant events. Written as it is read: memory stays that of the
+ * analyzer's event arrays whatever the size of the output. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "trace_rows.h"
+#include "viz.h"
+
+/* Synthetic tracks get tids above any Linux tid (pid_max is at most 2^22). */
+#define TID_ITERATIONS (INT64_C(1) << 30)
+#define TID_LANES (TID_ITERATIONS + 1)        /* start/end ranges: lane k */
+#define MAX_LANES 4096
+#define TID_STREAMS (TID_LANES + MAX_LANES)   /* GPU stream k */
+#define MAX_DEV 64                            /* live counters kept for devices 0..63 and host */
+
+/* Slices on one track must nest: the ends of the slices still open. */
+struct track {
+    int64_t tid;
+    int64_t *ends;
+    size_t n, cap;
+};
+
+struct stream_track {
+    int64_t device, stream;
+};
+
+struct exporter {
+    FILE *f;
+    const struct gt_viz_opts *o;
+    struct gt_ctx *c;
+    size_t nout;          /* events written (all files) */
+    int64_t pid, off_ns;  /* off_ns aligns processes on their wall-clock start */
+    int64_t from, to;     /* window, ns since this process started */
+    int64_t trace_end;
+    struct track *tracks;
+    size_t ntracks;
+    int64_t lane_end[MAX_LANES];
+    size_t nlanes;
+    struct stream_track *streams;
+    size_t nstreams;
+};
+
+/* ---- writing events */
+
+static void put_ts(FILE *f, int64_t ns)
+{
+    if (ns < 0) {
+        fputc('-', f);
+        ns = -ns;
+    }
+    fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));   /* microseconds */
+}
+
+/* Opens an event object: ph, pid, tid, ts (t_ns of this process). */
+static void begin(struct exporter *x, const char *ph, int64_t tid, int64_t t_ns)
+{
+    fputs(x->nout++ ? ",\n{" : "\n{", x->f);
+    fprintf(x->f, "\"ph\":\"%s\",\"pid\":%lld,\"tid\":%lld,\"ts\":", ph, (long long)x->pid, (long long)tid);
+    put_ts(x->f, t_ns + x->off_ns);
+}
+
+static void kstr(struct exporter *x, const char *key, const char *val)
+{
+    fprintf(x->f, ",\"%s\":", key);
+    gt_json_put_string(x->f, val ? val : "");
+}
+
+static void metadata(struct exporter *x, const char *what, int64_t tid, const char *key, const char *str, int64_t num)
+{
+    begin(x, "M", tid, -x->off_ns);
+    kstr(x, "name", what);
+    fprintf(x->f, ",\"args\":{\"%s\":", key);
+    if (str)
+        gt_json_put_string(x->f, str);
+    else
+        fprintf(x->f, "%lld", (long long)num);
+    fputs("}}", x->f);
+}
+
+static int in_window(const struct exporter *x, int64_t t)
+{
+    return t >= x->from && t <= x->to;
+}
+
+/* Clips [*s, *e] to the window and to the slices still open on tid, so that
+ * slices nest as the format requires. Returns 0 if nothing is left. */
+static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
+{
+    if (*e < *s)
+        *e = *s;
+    if (*e < x->from || *s > x->to)
+        return 0;
+    *s = *s < x->from ? x->from : *s;
+    *e = *e > x->to ? x->to : *e;
+    struct track *k = NULL;
+    for (size_t i = 0; i < x->ntracks && !k; i++)
+        if (x->tracks[i].tid == tid)
+            k = &x->tracks[i];
+    if (!k) {
+        x->tracks = gt_xrealloc(x->tracks, (x->ntracks + 1) * sizeof *x->tracks);
+        k = &x->tracks[x->ntracks++];
+        memset(k, 0, sizeof *k);
+        k->tid = tid;
+    }
+    while (k->n && k->ends[k->n - 1] <= *s)
+        k->n--;
+    if (k->n && *e > k->ends[k->n - 1])
+        *e = k->ends[k->n - 1];
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 16;
+        k->ends = gt_xrealloc(k->ends, k->cap * sizeof *k->ends);
+    }
+    k->ends[k->n++] = *e;
+    return 1;
+}
+
+/* A complete slice; returns 0 if it fell outside the window. The caller
+ * writes extra fields and closes the object. */
+static int slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const char *cat, const char *name)
+{
+    if (!place_slice(x, tid, &s, &e))
+        return 0;
+    begin(x, "X", tid, s);
+    fputs(",\"dur\":", x->f);
+    put_ts(x->f, e - s);
+    kstr(x, "cat", cat);
+    kstr(x, "name", name);
+    return 1;
+}
+
+/* ---- the parts of one trace */
+
+static int export_iterations(struct exporter *x)
+{
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(x->c, &its);
+    if (code || !its->n)
+        return code;
+    metadata(x, "thread_name", TID_ITERATIONS, "name", "iterations", 0);
+    metadata(x, "thread_sort_index", TID_ITERATIONS, "sort_index", NULL, -2);
+    for (size_t k = 0; k < its->n; k++) {
+        const struct gt_iteration *it = &its->it[k];
+        char name[64];
+        snprintf(name, sizeof name, "iteration %lld", (long long)it->index);
+        if (!slice(x, TID_ITERATIONS, it->start, it->end, "iteration", name))
+            continue;
+        fprintf(x->f, ",\"args\":{\"index\":%lld,\"source\":\"%s\"", (long long)it->index, gt_iter_source_name(its->source));
+        if (it->batch_size >= 0)
+            fprintf(x->f, ",\"batch_size\":%lld", (long long)it->batch_size);
+        fputs("}}", x->f);
+    }
+    return GT_EXIT_OK;
+}
+
+/* Push/pop ranges nest on their thread; start/end ranges may overlap
+ * anything, so they go on lanes where each lane holds non-overlapping ones. */
+static int export_ranges(struct exporter *x)
+{
+    struct gt_rows r;
+    int code = gt_rows_open(&x->c->t, &r, GT_ROWS_RANGES), more;
+    while (!code && (more = gt_rows_next(&r)) > 0) {
+        const char *kind = gt_rows_text(&r, 2);
+        int64_t tid = gt_rows_int(&r, 5, -1), s = gt_rows_int(&r, 6, 0), e = gt_rows_int(&r, 7, -1);
+        if (e < 0 || e > x->trace_end)
+            e = x->trace_end > s ? x->trace_end : s;   /* never closed: lasts until the trace ends */
+        if (tid < 0 || (kind && !strcmp(kind, "start"))) {
+            size_t k = 0;
+            while (k < x->nlanes && x->lane_end[k] > s)
+                k++;
+            if (k == MAX_LANES)
+                k = MAX_LANES - 1;   /* nesting clips what no lane can hold */
+            if (k == x->nlanes) {
+                char name[48];
+                snprintf(name, sizeof name, "ranges (start/end) %zu", k);
+                metadata(x, "thread_name", TID_LANES + (int64_t)k, "name", name, 0);
+                x->nlanes++;
+            }
+            x->lane_end[k] = e;
+            tid = TID_LANES + (int64_t)k;
+        }
+        const char *msg = gt_rows_text(&r, 4);
+        if (!slice(x, tid, s, e, gt_rows_text(&r, 1), msg && *msg ? msg : "(unnamed range)"))
+            continue;
+        fprintf(x->f, ",\"args\":{\"depth\":%lld", (long long)gt_rows_int(&r, 8, 0));
+        if (gt_rows_text(&r, 3))
+            kstr(x, "domain", gt_rows_text(&r, 3));
+        if (gt_rows_int(&r, 9, -1) >= 0)
+            fprintf(x->f, ",\"batch_size\":%lld", (long long)gt_rows_int(&r, 9, -1));
+        fputs(gt_rows_int(&r, 7, -1) < 0 ? ",\"closed\":false}}" : "}}", x->f);
+    }
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    if (code)
+        return code;
+    code = gt_rows_open(&x->c->t, &r, GT_ROWS_MARKS);
+    while (!code && (more = gt_rows_next(&r)) > 0) {
+        int64_t t = gt_rows_int(&r, 3, 0);
+        if (!in_window(x, t))
+            continue;
+        begin(x, "i", gt_rows_int(&r, 2, TID_ITERATIONS), t);
+        fputs(",\"s\":\"t\"", x->f);
+        kstr(x, "cat", gt_rows_text(&r, 0));
+        kstr(x, "name", gt_rows_text(&r, 1) ? gt_rows_text(&r, 1) : "(mark)");
+        fputs("}", x->f);
+    }
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    return code;
+}
+
+static void counter(struct exporter *x, int memory, int slot, int64_t t, int64_t bytes)
+{
+    char name[64];
+    if (slot == MAX_DEV)
+        snprintf(name, sizeof name, "%s bytes (host)", gt_memory_name(memory));
+    else
+        snprintf(name, sizeof name, "%s bytes (GPU %d)", gt_memory_name(memory), slot);
+    begin(x, "C", 0, t);
+    fprintf(x->f, ",\"name\":\"%s\",\"args\":{\"bytes\":%lld}}", name, (long long)bytes);
+}
+
+/* An allocation, free or failed allocation as an instant event on the
+ * calling thread, with its size and the innermost frame of its stack. */
+static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid, int64_t stream)
+{
+    struct gt_trace *t = &x->c->t;
+    const struct gt_event *e = &t->ev[i];
+    const struct gt_api_attr *a = gt_attr(t, e);
+    char name[48];
+    snprintf(name, sizeof name, "%s%s", a->name, e->failed ? " failed" : "");
+    begin(x, "i", tid, e->t);
+    fputs(",\"s\":\"t\"", x->f);
+    kstr(x, "cat", e->failed ? "failed" : a->op == GT_OP_FREE ? "free" : "alloc");
+    kstr(x, "name", name);
+    int64_t size = al != GT_NO_EVENT ? t->ev[al].size : e->size;
+    fprintf(x->f, ",\"args\":{\"bytes\":%lld,\"memory\":\"%s\"", (long long)size, gt_memory_name(a->memory));
+    if (e->device != GT_DEVICE_NULL)
+        fprintf(x->f, ",\"device\":%d", e->device);
+    if (e->failed)
+        fprintf(x->f, ",\"error\":%lld", (long long)e->u.result);
+    else
+        fprintf(x->f, ",\"ptr\":\"0x%llx\"", (unsigned long long)e->u.ptr);
+    if (stream >= 0)
+        fprintf(x->f, ",\"stream\":\"0x%llx\"", (unsigned long long)stream);
+    char **frames;
+    int nframes;
+    if (e->site >= 0) {
+        int code = gt_trace_frames(t, e->site, &frames, &nframes);
+        if (code)
+            return code;
+        if (nframes)
+            kstr(x, "frame", frames[0]);
+    }
+    fputs("}}", x->f);
+    return GT_EXIT_OK;
+}
+
+/* Live bytes per memory level and device as counters (with their values at
+ * the window's start), and each call as an instant event. */
+static int export_events(struct exporter *x)
+{
+    struct gt_trace *t = &x->c->t;
+    static int64_t live[GT_MEM_HOST + 1][MAX_DEV + 1];
+    static unsigned char seen[GT_MEM_HOST + 1][MAX_DEV + 1];
+    memset(live, 0, sizeof live);
+    memset(seen, 0, sizeof seen);
+    struct gt_rows r = {0};
+    int code = x->o->no_allocs ? GT_EXIT_OK : gt_rows_open(t, &r, GT_ROWS_EVENTS);
+    int started = x->from <= 0;   /* counters start at 0 with the trace */
+    for (size_t i = 0; !code && i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        int64_t tid = 0, stream = -1;
+        if (r.st) {
+            int more = gt_rows_next(&r);
+            if (more <= 0 || gt_rows_int(&r, 0, -1) != e->t) {
+                code = more < 0 ? -more : GT_EXIT_CORRUPT;
+                if (more >= 0)
+                    snprintf(t->err, sizeof t->err, "the events table changed while it was read; export a trace whose process has exited");
+                break;
+            }
+            tid = gt_rows_int(&r, 1, 0);
+            stream = gt_rows_int(&r, 2, -1);
+        }
+        if (e->t > x->to)
+            break;
+        if (!started && e->t >= x->from) {
+            for (int m = 0; m <= GT_MEM_HOST; m++)
+                for (int d = 0; d <= MAX_DEV; d++)
+                    if (seen[m][d])
+                        counter(x, m, d, x->from, live[m][d]);
+            started = 1;
+        }
+        uint32_t al = gt_alloc_of(t, &x->c->p, i);
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (!x->o->no_allocs && in_window(x, e->t) && a->known && (a->op == GT_OP_ALLOC || a->op == GT_OP_FREE))
+            code = alloc_instant(x, i, al, tid, stream);
+        if (al == GT_NO_EVENT)
+            continue;
+        const struct gt_event *ae = &t->ev[al];
+        int m = t->api[ae->api].memory, d = ae->device == -1 ? MAX_DEV : ae->device;
+        if (m > GT_MEM_HOST || d < 0 || d > MAX_DEV || ae->size <= 0)
+            continue;
+        live[m][d] += al == i ? ae->size : -ae->size;
+        seen[m][d] = 1;
+        if (in_window(x, e->t))
+            counter(x, m, d, e->t, live[m][d]);
+    }
+    if (!code && !started)
+        for (int m = 0; m <= GT_MEM_HOST; m++)
+            for (int d = 0; d <= MAX_DEV; d++)
+                if (seen[m][d])
+                    counter(x, m, d, x->from, live[m][d]);
+    gt_rows_close(&r);
+    return code;
+}
+
+static int export_samples(struct exporter *x)
+{
+    struct gt_rows r;
+    int code = gt_rows_open(&x->c->t, &r, GT_ROWS_SAMPLES), more;
+    while (!code && (more = gt_rows_next(&r)) > 0) {
+        int64_t t = gt_rows_int(&r, 0, 0), dev = gt_rows_int(&r, 1, 0), proc = gt_rows_int(&r, 3, -1);
+        if (!in_window(x, t))
+            continue;
+        begin(x, "C", 0, t);
+        fprintf(x->f, ",\"name\":\"NVML used bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)gt_rows_int(&r, 2, 0));
+        if (proc >= 0) {
+            begin(x, "C", 0, t);
+            fprintf(x->f, ",\"name\":\"NVML process bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)proc);
+        }
+    }
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    return code;
+}
+
+static int64_t stream_tid(struct exporter *x, int64_t device, int64_t stream)
+{
+    size_t k = 0;
+    while (k < x->nstreams && (x->streams[k].device != device || x->streams[k].stream != stream))
+        k++;
+    if (k == x->nstreams) {
+        x->streams = gt_xrealloc(x->streams, (k + 1) * sizeof *x->streams);
+        x->streams[k] = (struct stream_track){device, stream};
+        x->nstreams++;
+        char name[80];
+        snprintf(name, sizeof name, "GPU %lld stream %lld", (long long)device, (long long)stream);
+        metadata(x, "thread_name", TID_STREAMS + (int64_t)k, "name", name, 0);
+        metadata(x, "thread_sort_index", TID_STREAMS + (int64_t)k, "sort_index", NULL, 1000000 + (int64_t)k);
+    }
+    return TID_STREAMS + (int64_t)k;
+}
+
+static int export_gpu(struct exporter *x)
+{
+    static const char *const cats[] = {"kernel", "memcpy", "memset"};
+    struct gt_rows r;
+    int code = gt_rows_open(&x->c->t, &r, GT_ROWS_GPU), more;
+    while (!code && (more = gt_rows_next(&r)) > 0) {
+        int what = (int)gt_rows_int(&r, 0, 0) % 3;
+        int64_t s = gt_rows_int(&r, 1, 0), e = gt_rows_int(&r, 2, 0);
+        if (e < x->from || s > x->to)
+            continue;
+        int64_t tid = stream_tid(x, gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1));
+        char name[64];
+        const char *text = gt_rows_text(&r, 5);
+        if (what) {
+            snprintf(name, sizeof name, "%s%s%s", cats[what], text ? " " : "", text ? text : "");
+            text = name;
+        }
+        if (!slice(x, tid, s, e, cats[what], text ? text : "(unnamed kernel)"))
+            continue;
+        fprintf(x->f, ",\"args\":{\"correlation_id\":%lld", (long long)gt_rows_int(&r, 7, -1));
+        if (what)
+            fprintf(x->f, ",\"bytes\":%lld", (long long)gt_rows_int(&r, 6, 0));
+        fputs("}}", x->f);
+    }
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    return code;
+}
+
+static int export_threads(struct exporter *x)
+{
+    struct gt_rows r;
+    int code = gt_rows_open(&x->c->t, &r, GT_ROWS_THREADS), more;
+    while (!code && (more = gt_rows_next(&r)) > 0)
+        if (gt_rows_text(&r, 1))
+            metadata(x, "thread_name", gt_rows_int(&r, 0, 0), "name", gt_rows_text(&r, 1), 0);
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    return code;
+}
+
+/* The window of this trace: --from/--to, or --iterations A:B. */
+static int set_window(struct exporter *x)
+{
+    x->from = x->o->from >= 0 ? x->o->from : INT64_MIN;
+    x->to = x->o->to >= 0 ? x->o->to : INT64_MAX;
+    if (!x->o->iter_range)
+        return GT_EXIT_OK;
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(x->c, &its);
+    if (code)
+        return code;
+    int64_t s = -1, e = -1;
+    for (size_t k = 0; k < its->n; k++) {
+        if (its->it[k].index == x->o->iter_a)
+            s = its->it[k].start;
+        if (its->it[k].index == x->o->iter_b)
+            e = its->it[k].end;
+    }
+    if (s < 0 || e < 0) {
+        snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: %s (%s)", (long long)x->o->iter_a, (long long)x->o->iter_b,
+                 its->n ? "no such iterations in this trace" : "no iterations found", its->how);
+        return GT_EXIT_NO_ITERATIONS;
+    }
+    x->from = s > x->from ? s : x->from;
+    x->to = e < x->to ? e : x->to;
+    return GT_EXIT_OK;
+}
+
+static int export_one(struct exporter *x, int index)
+{
+    struct gt_trace *t = &x->c->t;
+    x->trace_end = t->proc.end_ns >= 0 ? t->proc.end_ns : 0;
+    if (t->nev && t->ev[t->nev - 1].t > x->trace_end)
+        x->trace_end = t->ev[t->nev - 1].t;
+    int code = set_window(x);
+    if (code)
+        return code;
+    char name[400];
+    const char *file = gt_basename(x->c->path);
+    if (t->proc.rank >= 0)
+        snprintf(name, sizeof name, "rank %lld (pid %lld) %s", (long long)t->proc.rank, (long long)t->proc.pid, file);
+    else
+        snprintf(name, sizeof name, "pid %lld %s", (long long)t->proc.pid, file);
+    metadata(x, "process_name", 0, "name", name, 0);
+    metadata(x, "process_sort_index", 0, "sort_index", NULL, t->proc.rank >= 0 ? t->proc.rank : index);
+    if (t->proc.command_line)
+        metadata(x, "process_labels", 0, "labels", t->proc.command_line, 0);
+    code = export_threads(x);
+    if (!code)
+        code = export_iterations(x);
+    if (!code)
+        code = export_ranges(x);
+    if (!code)
+        code = export_events(x);
+    if (!code)
+        code = export_samples(x);
+    if (!code && !x->o->no_kernels)
+        code = export_gpu(x);
+    for (size_t k = 0; k < x->ntracks; k++)
+        free(x->tracks[k].ends);
+    free(x->tracks);
+    free(x->streams);
+    x->tracks = NULL;
+    x->streams = NULL;
+    x->ntracks = x->nstreams = x->nlanes = 0;
+    return code;
+}
+
+static const char help_export[] =
+    "usage: gputrace export [--format chrome] [-o FILE] [LIMITS] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Writes the traces as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev)\n"
+    "and chrome://tracing open: one process per trace file (ranks side by side,\n"
+    "aligned on their wall-clock start); counter tracks of live bytes per memory\n"
+    "level and device (device, pool, managed, host) and of NVML used bytes;\n"
+    "iterations and NVTX/marker ranges as slices; kernels, copies and memsets on\n"
+    "one track per GPU stream; allocations, frees and failed allocations as\n"
+    "instant events on the calling thread, with size and innermost frame.\n"
+    "\n"
+    "  -o FILE            write FILE (default: stdout). FILE appears only when\n"
+    "                     complete; on stdout a failure mid-way leaves incomplete\n"
+    "                     JSON behind, with the non-zero exit status saying so\n"
+    "  --from T, --to T   only this time window, T since the process started:\n"
+    "                     1.5 or 1.5s, 200ms, 40us, 1000ns\n"
+    "  --iterations A:B   only iterations A to B (indices as gputrace growth shows)\n"
+    "  --no-kernels       leave out kernels, copies and memsets\n"
+    "  --no-allocs        leave out the instant events (counters stay)\n"
+    "  --iteration NAME, --iterations MODE: how iterations are found, as for the\n"
+    "                     reports (gputrace --help)\n"
+    "Counters keep their value at the window's start. A 1 M-event trace gives\n"
+    "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
+    "Exit status as for the reports; 10: the output could not be written.\n";
+
+int gt_cmd_export(int argc, char **argv)
+{
+    struct gt_viz_opts o;
+    int help = 0;
+    int code = gt_viz_parse("export", 1, argc - 1, argv + 1, &o, &help);
+    if (code || help) {
+        if (help)
+            fputs(help_export, stdout);
+        free(o.files);
+        return code;
+    }
+    /* Validate every file first, so that a bad one fails before any output
+     * and so that all processes share one time origin (earliest start). */
+    int64_t origin = INT64_MAX, *starts = gt_xcalloc((size_t)o.nfiles, sizeof *starts);
+    int64_t *pids = gt_xcalloc((size_t)o.nfiles, sizeof *pids);
+    for (int i = 0; i < o.nfiles && !code; i++) {
+        struct gt_trace t;
+        memset(&t, 0, sizeof t);
+        code = gt_trace_open(&t, o.files[i]);
+        if (code) {
+            gt_viz_fail(o.files[i], &t, code);
+        } else {
+            starts[i] = t.proc.start_unix_ns;
+            origin = starts[i] < origin ? starts[i] : origin;
+            /* one process per file, even if pids repeat across hosts */
+            pids[i] = t.proc.pid;
+            int taken = pids[i] <= 0;
+            int64_t highest = 0;
+            for (int k = 0; k < i; k++) {
+                taken |= pids[k] == pids[i];
+                highest = pids[k] > highest ? pids[k] : highest;
+            }
+            if (taken)
+                pids[i] = highest + 1;
+        }
+        gt_trace_close(&t);
+    }
+    struct gt_outfile of;
+    if (!code)
+        code = gt_outfile_open(&of, o.out);
+    if (!code) {
+        struct exporter x;
+        memset(&x, 0, sizeof x);
+        x.f = of.f;
+        x.o = &o;
+        fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", x.f);
+        for (int i = 0; i < o.nfiles && !code; i++) {
+            struct gt_ctx c;
+            code = gt_ctx_open(&c, o.files[i], &o.base);
+            if (!code) {
+                x.c = &c;
+                x.pid = pids[i];
+                x.off_ns = starts[i] - origin;
+                double t0 = gt_now();
+                code = export_one(&x, i);
+                gt_phase("export", t0);
+            }
+            if (code)
+                gt_viz_fail(o.files[i], &c.t, code);
+            gt_ctx_close(&c);
+        }
+        if (!code) {
+            fprintf(x.f, "\n],\"otherData\":{\"generator\":\"gputrace %s\",\"time_origin_unix_ns\":%lld}}\n", GPUTRACE_VERSION, (long long)origin);
+            code = gt_outfile_commit(&of);
+        } else {
+            gt_outfile_abort(&of);
+        }
+    }
+    free(starts);
+    free(pids);
+    free(o.files);
+    return code;
+}

@@ -1,0 +1,337 @@
+/* report.js - draws gputrace's HTML report from the JSON data block
+ * (#gt-data) that `gputrace report` writes into the page: memory over time
+ * with iteration bands and peaks (drag to zoom, double-click to reset), peak
+ * per iteration coloured by batch size, peak vs batch size with the fit and
+ * the device limit, growth, leaks and OOM tables. Text from the trace only
+ * ever reaches the page through textContent, never as markup. When done the
+ * body gets data-rendered="ok"; any script error is written into #errors
+ * (what the tests read back from headless Chromium). */
+(function () {
+  'use strict';
+  var SVG = 'http://www.w3.org/2000/svg';
+  var PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+  var SERIES_COLOR = {device: '#4e79a7', pool: '#f28e2b', managed: '#59a14f', host: '#b07aa1', nvml_used: '#e15759'};
+  var errors = [];
+
+  function fail(msg) {
+    errors.push(msg);
+    var pre = document.getElementById('errors');
+    pre.hidden = false;
+    pre.textContent = errors.join('\n');
+    document.body.setAttribute('data-errors', String(errors.length));
+  }
+  window.addEventListener('error', function (e) { fail('script error: ' + e.message + ' (line ' + e.lineno + ')'); });
+
+  function attrs(e, a) {
+    for (var k in a) if (Object.prototype.hasOwnProperty.call(a, k)) e.setAttribute(k, String(a[k]));
+    return e;
+  }
+  function el(tag, a, parent, text) {
+    var e = attrs(document.createElement(tag), a || {});
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function sv(tag, a, parent, text) {
+    var e = attrs(document.createElementNS(SVG, tag), a || {});
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function tip(e, text) { sv('title', {}, e, text); return e; }
+
+  function fmtBytes(b) {
+    if (b === null || b === undefined) return 'unknown';
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], v = Math.abs(b), i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (b < 0 ? '-' : '') + (i ? v.toFixed(2) : String(v)) + ' ' + units[i];
+  }
+  function fmtNs(ns) {
+    var a = Math.abs(ns);
+    if (a >= 1e9) return (ns / 1e9).toFixed(3) + ' s';
+    if (a >= 1e6) return (ns / 1e6).toFixed(3) + ' ms';
+    if (a >= 1e3) return (ns / 1e3).toFixed(1) + ' us';
+    return Math.round(ns) + ' ns';
+  }
+  function ticks(lo, hi, n) {
+    var span = hi - lo;
+    if (!(span > 0)) return [lo];
+    var step = Math.pow(10, Math.floor(Math.log(span / n) / Math.LN10)), out = [];
+    [1, 2, 5, 10].some(function (m) { if (span / (step * m) <= n) { step *= m; return true; } return false; });
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+    return out;
+  }
+  function byteTicks(hi, n) {   /* multiples of a power of two, for readable byte labels */
+    if (!(hi > 0)) return [0];
+    var step = Math.pow(2, Math.ceil(Math.log(hi / n) / Math.LN2)), out = [];
+    for (var v = 0; v <= hi; v += step) out.push(v);
+    return out;
+  }
+
+  /* A plot area: scales, axes and a clip; returns helpers. */
+  function plot(parent, o) {
+    var W = 960, H = o.height || 260, L = 78, R = 16, T = 18, B = 34;
+    var svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, 'class': 'chart ' + o.cls, role: 'img'}, parent);
+    var p = {svg: svg, W: W, H: H, L: L, R: R, T: T, B: B,
+      x: function (v) { return L + (v - o.x0) / ((o.x1 - o.x0) || 1) * (W - L - R); },
+      y: function (v) { return H - B - (v - o.y0) / ((o.y1 - o.y0) || 1) * (H - T - B); },
+      xinv: function (px) { return o.x0 + (px - L) / (W - L - R) * (o.x1 - o.x0); }};
+    var ax = sv('g', {'class': 'axis'}, svg);
+    (o.ytick || byteTicks)(o.y1, 5).forEach(function (v) {
+      sv('line', {x1: L, x2: W - R, y1: p.y(v), y2: p.y(v), 'class': 'grid'}, ax);
+      sv('text', {x: L - 6, y: p.y(v) + 4, 'text-anchor': 'end'}, ax, (o.yfmt || fmtBytes)(v));
+    });
+    ticks(o.x0, o.x1, 8).forEach(function (v) {
+      sv('text', {x: p.x(v), y: H - B + 16, 'text-anchor': 'middle'}, ax, (o.xfmt || fmtNs)(v));
+    });
+    if (o.xlabel) sv('text', {x: W - R, y: H - 4, 'text-anchor': 'end', 'class': 'label'}, ax, o.xlabel);
+    var id = 'clip' + Math.random().toString(36).slice(2);
+    sv('rect', {x: L, y: T, width: W - L - R, height: H - T - B}, sv('clipPath', {id: id}, sv('defs', {}, svg)));
+    p.body = sv('g', {'clip-path': 'url(#' + id + ')'}, svg);
+    return p;
+  }
+
+  function legend(parent, items) {
+    var d = el('div', {'class': 'legend'}, parent);
+    items.forEach(function (it) {
+      var s = el('span', {'class': 'key'}, d);
+      el('i', {style: 'background:' + it.color}, s);
+      s.appendChild(document.createTextNode(it.label));
+    });
+    return d;
+  }
+
+  /* Memory over time: every series, iteration bands, each live series' peak. */
+  function timeline(parent, tr) {
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Memory over time');
+    var series = tr.series || [], its = (tr.peak && tr.peak.iterations) || [];
+    var end = Math.max(tr.end_ns, 1), hidden = {};
+    /* the view can be given in the address, #t=FROM,TO (ns), and zooming
+     * writes it there: a zoomed view can be bookmarked or shared */
+    var m = /^#t=(\d+),(\d+)$/.exec(window.location.hash);
+    var view = m && +m[2] > +m[1] ? {x0: +m[1], x1: +m[2]} : {x0: 0, x1: end};
+    function remember() {
+      if (window.history && window.history.replaceState)
+        window.history.replaceState(null, '', view.x0 === 0 && view.x1 === end ? '#' : '#t=' + Math.round(view.x0) + ',' + Math.round(view.x1));
+    }
+    var holder = el('div', {}, box);
+    el('p', {'class': 'hint'}, box, 'Drag across the chart to zoom in, double-click to zoom out; click a legend key to hide its series. ' +
+      (series.some(function (s) { return s.bucketed; }) ? 'Long series are drawn from per-bucket minimum and maximum; peaks are exact.' : ''));
+    var keys = legend(box, series.map(function (s) { return {color: SERIES_COLOR[s.memory] || '#333', label: s.name + ', peak ' + fmtBytes(s.peak_bytes)}; }));
+    /* clicking a legend key hides or shows its series (NVML's whole-device
+     * bytes can dwarf what the program allocated) */
+    Array.prototype.forEach.call(keys.children, function (k, i) {
+      k.classList.add('toggle');
+      k.addEventListener('click', function () {
+        hidden[series[i].name] = !hidden[series[i].name];
+        k.classList.toggle('off', !!hidden[series[i].name]);
+        draw();
+      });
+    });
+
+    function draw() {
+      holder.textContent = '';
+      var shown = series.filter(function (s) { return !hidden[s.name]; }), ymax = 1;
+      shown.forEach(function (s) { ymax = Math.max(ymax, s.peak_bytes); });
+      var p = plot(holder, {cls: 'timeline', x0: view.x0, x1: view.x1, y0: 0, y1: ymax * 1.05, height: 300});
+      its.forEach(function (it, k) {
+        if (it.end_ns < view.x0 || it.start_ns > view.x1) return;
+        var x0 = p.x(Math.max(it.start_ns, view.x0)), x1 = p.x(Math.min(it.end_ns, view.x1));
+        var r = sv('rect', {x: x0, y: p.T, width: Math.max(x1 - x0, 0.5), height: p.H - p.T - p.B,
+          'class': 'band' + (k % 2 ? ' odd' : '')}, p.body);
+        tip(r, 'iteration ' + it.index + (it.batch_size !== null ? ', batch size ' + it.batch_size : '') + ', peak ' + fmtBytes(it.peak_bytes));
+      });
+      shown.forEach(function (s) {
+        var pts = s.points, d = [], n = 0, prevY = null;
+        for (var i = 0; i + 1 < pts.length; i += 2) {
+          var t = pts[i], nextT = i + 2 < pts.length ? pts[i + 2] : end;
+          if (nextT < view.x0 || t > view.x1) continue;
+          var x = p.x(Math.max(t, view.x0)), y = p.y(pts[i + 1]);
+          if (prevY === null) d.push('M' + x.toFixed(1) + ' ' + y.toFixed(1));
+          else if (s.bucketed) d.push('L' + x.toFixed(1) + ' ' + y.toFixed(1));
+          else d.push('H' + x.toFixed(1) + 'V' + y.toFixed(1));
+          prevY = y;
+          n++;
+        }
+        if (prevY !== null && !s.bucketed) d.push('H' + p.x(Math.min(end, view.x1)).toFixed(1));
+        sv('path', {d: d.join('') || 'M0 0', 'class': 'series', stroke: SERIES_COLOR[s.memory] || '#333',
+          'data-name': s.name, 'data-points': n}, p.body);
+        if (s.memory !== 'nvml_used' && s.peak_time_ns >= view.x0 && s.peak_time_ns <= view.x1) {
+          var c = sv('circle', {cx: p.x(s.peak_time_ns), cy: p.y(s.peak_bytes), r: 5, 'class': 'peak',
+            fill: SERIES_COLOR[s.memory] || '#333', 'data-bytes': s.peak_bytes, 'data-name': s.name}, p.body);
+          tip(c, 'peak of ' + s.name + ': ' + fmtBytes(s.peak_bytes) + ' at ' + fmtNs(s.peak_time_ns));
+        }
+      });
+      var sel = null, start = null;
+      function px(ev) {
+        var r = p.svg.getBoundingClientRect();
+        return (ev.clientX - r.left) / r.width * p.W;
+      }
+      p.svg.addEventListener('mousedown', function (ev) {
+        start = px(ev);
+        sel = sv('rect', {x: start, y: p.T, width: 0, height: p.H - p.T - p.B, 'class': 'zoomsel'}, p.svg);
+      });
+      p.svg.addEventListener('mousemove', function (ev) {
+        if (sel) { var x = px(ev); attrs(sel, {x: Math.min(x, start), width: Math.abs(x - start)}); }
+      });
+      p.svg.addEventListener('mouseup', function (ev) {
+        var x = px(ev);
+        if (sel && Math.abs(x - start) > 4) {
+          var a = p.xinv(Math.min(x, start)), b = p.xinv(Math.max(x, start));
+          view = {x0: Math.max(0, a), x1: Math.min(end, b)};
+          remember();
+          draw();
+        } else if (sel) { sel.remove(); }
+        sel = null;
+      });
+      p.svg.addEventListener('dblclick', function () { view = {x0: 0, x1: end}; remember(); draw(); });
+    }
+    draw();
+  }
+
+  function batchColors(its) {
+    var sizes = [];
+    its.forEach(function (it) { if (it.batch_size !== null && sizes.indexOf(it.batch_size) < 0) sizes.push(it.batch_size); });
+    sizes.sort(function (a, b) { return a - b; });
+    var color = {};
+    sizes.forEach(function (s, k) { color[s] = PALETTE[k % PALETTE.length]; });
+    return {sizes: sizes, of: function (bs) { return bs === null ? '#9a9a9a' : color[bs]; }};
+  }
+
+  /* Peak live bytes of each iteration, coloured by batch size. */
+  function bars(parent, pk) {
+    var its = pk.iterations || [];
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Peak per iteration (' + pk.memory + ' memory)');
+    if (!its.length) { el('p', {'class': 'note'}, box, 'No iterations found: ' + (pk.iteration_detection || '')); return; }
+    var ymax = 1;
+    its.forEach(function (it) { ymax = Math.max(ymax, it.peak_bytes); });
+    /* bar k centred on k: the axis labels name the bars (position in the run) */
+    var p = plot(box, {cls: 'bars', x0: -0.5, x1: its.length - 0.5, y0: 0, y1: ymax * 1.05,
+      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'iteration'});
+    var colors = batchColors(its), w = (p.x(1) - p.x(0));
+    its.forEach(function (it, k) {
+      var y = p.y(it.peak_bytes);
+      var r = sv('rect', {x: p.x(k) - w * 0.4, y: y, width: Math.max(w * 0.8, 0.5), height: p.y(0) - y,
+        fill: colors.of(it.batch_size), 'class': 'bar' + (it.failed_allocation ? ' failed' : ''),
+        'data-bytes': it.peak_bytes, 'data-batch-size': it.batch_size === null ? '' : it.batch_size}, p.body);
+      tip(r, 'iteration ' + it.index + ': peak ' + fmtBytes(it.peak_bytes) +
+        (it.batch_size !== null ? ', batch size ' + it.batch_size : '') + (it.failed_allocation ? ' (cut short by a failed allocation)' : ''));
+    });
+    legend(box, colors.sizes.map(function (s) { return {color: colors.of(s), label: 'batch size ' + s}; })
+      .concat(its.some(function (it) { return it.batch_size === null; }) ? [{color: colors.of(null), label: 'batch size unknown'}] : []));
+  }
+
+  /* Peak vs batch size: every complete iteration, the least-squares fit and the device limit. */
+  function scatter(parent, pk) {
+    var pts = (pk.iterations || []).filter(function (it) { return it.batch_size !== null && !it.failed_allocation; });
+    if (!pts.length) return;
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Peak vs batch size');
+    var xmax = 1, ymax = 1, limit = pk.device_total_bytes;
+    pts.forEach(function (it) { xmax = Math.max(xmax, it.batch_size); ymax = Math.max(ymax, it.peak_bytes); });
+    var limitOnChart = limit !== null && limit !== undefined && limit <= ymax * 3;
+    if (limitOnChart) ymax = Math.max(ymax, limit);
+    var p = plot(box, {cls: 'scatter', x0: 0, x1: xmax * 1.1, y0: 0, y1: ymax * 1.08, height: 280,
+      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'batch size'});
+    if (limit !== null && limit !== undefined) {
+      var ly = limitOnChart ? p.y(limit) : p.T + 1;
+      sv('line', {x1: p.L, x2: p.W - p.R, y1: ly, y2: ly, 'class': 'limit', 'data-bytes': limit}, p.svg);
+      sv('text', {x: p.L + 6, y: ly - 4, 'class': 'limit-label'}, p.svg,
+        'device limit ' + fmtBytes(limit) + (limitOnChart ? '' : ' (off the chart, above)'));
+    }
+    if (pk.fit) {
+      var f = pk.fit, x1 = xmax * 1.1;
+      sv('line', {x1: p.x(0), y1: p.y(f.fixed_bytes), x2: p.x(x1), y2: p.y(f.fixed_bytes + f.per_sample_bytes * x1), 'class': 'fit'}, p.body);
+    }
+    var colors = batchColors(pts);
+    pts.forEach(function (it) {
+      tip(sv('circle', {cx: p.x(it.batch_size), cy: p.y(it.peak_bytes), r: 5, 'class': 'dot', fill: colors.of(it.batch_size),
+        'data-bytes': it.peak_bytes, 'data-batch-size': it.batch_size}, p.body),
+        'iteration ' + it.index + ': batch size ' + it.batch_size + ', peak ' + fmtBytes(it.peak_bytes));
+    });
+    var t = pk.fit ? 'peak = ' + fmtBytes(pk.fit.fixed_bytes) + ' + ' + fmtBytes(pk.fit.per_sample_bytes) + ' x batch size (R\u00b2 ' +
+      pk.fit.r2.toFixed(4) + ')' : 'No fit: needs iterations with at least two batch sizes.';
+    if (pk.max_batch_size !== null && pk.max_batch_size !== undefined) t += '; largest batch size predicted to fit: ' + pk.max_batch_size;
+    el('p', {'class': 'note fit-text'}, box, t);
+  }
+
+  function table(parent, cls, head, rows) {
+    var tb = el('table', {'class': cls}, parent), tr = el('tr', {}, el('thead', {}, tb)), body = el('tbody', {}, tb);
+    head.forEach(function (h) { el('th', {}, tr, h); });
+    rows.forEach(function (r) {
+      var row = el('tr', {'class': 'row'}, body);
+      r.forEach(function (c, k) { el('td', {'class': k === r.length - 1 ? 'frames' : 'num'}, row, c); });
+    });
+    return tb;
+  }
+  function frames(f) { return (f || []).slice(0, 6).join(' \u2190 ') + ((f || []).length > 6 ? ' \u2190 \u2026' : ''); }
+
+  function growth(parent, g) {
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Growth per iteration');
+    if (!g || g.error) { el('p', {'class': 'note'}, box, g ? g.error : 'not computed'); return; }
+    var v = el('p', {}, box);
+    el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
+    v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
+      g.iterations_fitted + ' of ' + g.iterations + ' iterations (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
+    if ((g.sites || []).length)
+      table(box, 'growth-sites', ['bytes / iteration', 'call site (innermost first)'],
+        g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s.frames)]; }));
+  }
+
+  function leaks(parent, l) {
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Leaks: live at process end');
+    if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
+    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocations never freed' +
+      (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held by a caching allocator (not a leak)' : ''));
+    if ((l.sites || []).length)
+      table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'],
+        l.sites.map(function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s.frames)]; }));
+  }
+
+  function ooms(parent, o) {
+    var box = el('div', {'class': 'panel'}, parent);
+    el('h3', {}, box, 'Out-of-memory events');
+    if (!o || o.error) { el('p', {'class': 'note'}, box, o ? o.error : 'not computed'); return; }
+    var f = o.failures || [];
+    if (!f.length) { el('p', {'class': 'note'}, box, 'No failed allocations.'); return; }
+    table(box, 'oom', ['time', 'requested', 'live then', 'device total', 'batch size', 'had to be smaller by', 'largest holder'],
+      f.map(function (x) {
+        var top = (x.sites || [])[0];
+        return [fmtNs(x.time_ns), fmtBytes(x.requested_bytes), fmtBytes(x.live_bytes), fmtBytes(x.device_total_bytes),
+          x.batch_size === null ? '' : String(x.batch_size), x.batch_size_reduction === null ? '' : String(x.batch_size_reduction),
+          top ? fmtBytes(top.bytes) + ' at ' + frames(top.frames) : ''];
+      }));
+  }
+
+  function section(app, tr) {
+    var s = el('section', {'class': 'trace'}, app);
+    var sum = tr.summary || {}, proc = sum.process || {};
+    el('h2', {}, s, tr.file + (sum.rank !== null && sum.rank !== undefined ? ' \u00b7 rank ' + sum.rank : '') +
+      (sum.pid !== null && sum.pid !== undefined ? ' \u00b7 pid ' + sum.pid : ''));
+    if (proc.command_line) el('p', {'class': 'cmd'}, s, proc.command_line);
+    var parts = [['timeline', function () { timeline(s, tr); }],
+      ['bars', function () { if (tr.peak && !tr.peak.error) bars(s, tr.peak); }],
+      ['scatter', function () { if (tr.peak && !tr.peak.error) scatter(s, tr.peak); }],
+      ['growth', function () { growth(s, tr.growth); }], ['leaks', function () { leaks(s, tr.leaks); }],
+      ['oom', function () { ooms(s, tr.oom); }]];
+    parts.forEach(function (part) {
+      try { part[1](); } catch (e) { fail(part[0] + ': ' + (e && e.stack ? e.stack : e)); }
+    });
+  }
+
+  try {
+    var data = JSON.parse(document.getElementById('gt-data').textContent);
+    var files = data.traces.map(function (t) { return t.file; });
+    document.title = 'gputrace report: ' + files.join(', ');
+    el('p', {'class': 'gen'}, document.querySelector('header'), 'Generated by ' + data.generator + ' from ' + files.join(', '));
+    var app = document.getElementById('app');
+    data.traces.forEach(function (tr) { section(app, tr); });
+  } catch (e) {
+    fail('render: ' + (e && e.stack ? e.stack : e));
+  }
+  document.body.setAttribute('data-rendered', 'ok');
+})();

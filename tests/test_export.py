@@ -1,0 +1,324 @@
+"""gputrace export --format chrome: the output is Chrome trace-event JSON by
+structure (required fields per event type, slices nested per track, numeric
+counters, every pid and synthetic track named), and it holds what the
+workloads in viz_traces.py planted: live-bytes counters, ranges, iterations,
+kernels and copies per stream, allocation instants; limits cut it down as
+documented; output files appear whole or not at all."""
+import json
+import os
+import sqlite3
+
+import analyzer_traces as T
+import gtlib
+import viz_traces as V
+
+SYNTHETIC_TID = 1 << 30
+METADATA = {'process_name', 'process_sort_index', 'process_labels', 'thread_name', 'thread_sort_index'}
+
+
+def check_trace_events(tc, doc):
+    """Asserts the trace-event format's structural rules on a parsed document."""
+    tc.assertIsInstance(doc, dict)
+    tc.assertIsInstance(doc['traceEvents'], list)
+    named_pids, named_tids, used = set(), set(), set()
+    open_be = {}
+    slices = {}
+    for e in doc['traceEvents']:
+        ph = e['ph']
+        tc.assertIn(ph, ('X', 'B', 'E', 'i', 'C', 'M'), e)
+        tc.assertIsInstance(e['pid'], int, e)
+        tc.assertIsInstance(e['tid'], int, e)
+        tc.assertIsInstance(e['ts'], (int, float), e)
+        tc.assertIsInstance(e['name'], str, e)
+        if ph == 'M':
+            tc.assertIn(e['name'], METADATA, e)
+            tc.assertIsInstance(e['args'], dict, e)
+            if e['name'] == 'process_name':
+                named_pids.add(e['pid'])
+            if e['name'] == 'thread_name':
+                named_tids.add((e['pid'], e['tid']))
+            continue
+        used.add((e['pid'], e['tid']) if ph != 'C' else (e['pid'], None))
+        if ph == 'X':
+            tc.assertIsInstance(e['dur'], (int, float), e)
+            tc.assertGreaterEqual(e['dur'], 0, e)
+            slices.setdefault((e['pid'], e['tid']), []).append((e['ts'], e['ts'] + e['dur'], e['name']))
+        elif ph == 'i':
+            tc.assertIn(e.get('s', 't'), ('t', 'p', 'g'), e)
+        elif ph == 'C':
+            tc.assertTrue(e['args'], e)
+            for v in e['args'].values():
+                tc.assertIsInstance(v, (int, float), e)
+        elif ph == 'B':
+            open_be.setdefault((e['pid'], e['tid']), []).append(e)
+        elif ph == 'E':
+            tc.assertTrue(open_be.get((e['pid'], e['tid'])), 'E without B: %s' % e)
+            open_be[(e['pid'], e['tid'])].pop()
+    tc.assertFalse([k for k, v in open_be.items() if v], 'unbalanced B/E')
+    # slices on one track nest: sorted by start (longest first), each ends within its parent
+    for track, ss in slices.items():
+        stack = []
+        for s, e, name in sorted(ss, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1][1] <= s + 1e-9:
+                stack.pop()
+            if stack:
+                tc.assertLessEqual(e, stack[-1][1] + 1e-9, 'slice %r overlaps %r on track %s' % (name, stack[-1][2], track))
+            stack.append((s, e, name))
+    for pid, tid in used:
+        tc.assertIn(pid, named_pids, 'pid %d has no process_name' % pid)
+        if tid is not None and tid >= SYNTHETIC_TID:
+            tc.assertIn((pid, tid), named_tids, 'synthetic track %d has no thread_name' % tid)
+
+
+def us(ns):
+    return ns / 1000.0
+
+
+class ExportTest(T.AnalyzerTest):
+
+    def export(self, *args):
+        out = os.path.join(self.dir, 'trace.json')
+        self.ok('export', '--format', 'chrome', *args, '-o', out)
+        with open(out, encoding='utf-8') as f:
+            doc = json.load(f)
+        check_trace_events(self, doc)
+        return doc['traceEvents']
+
+    def planted(self, **kw):
+        return V.timeline(self.dir, **kw)
+
+    @staticmethod
+    def counters(events, name):
+        return [(e['ts'], e['args']['bytes']) for e in events if e['ph'] == 'C' and e['name'] == name]
+
+    @staticmethod
+    def thread_names(events):
+        return {e['tid']: e['args']['name'] for e in events if e['ph'] == 'M' and e['name'] == 'thread_name'}
+
+
+class Content(ExportTest):
+
+    def test_counters_follow_planted_live_bytes_of_device_and_pool(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        levels = p.levels()
+        for memory in ('device', 'pool'):
+            want = [(us(t), b) for t, b in levels[memory]]
+            self.assertEqual(self.counters(ev, '%s bytes (GPU 0)' % memory), want, memory)
+        self.assertEqual(max(b for _, b in levels['pool']), V.POOL_STATE + max(V.BATCHES) * V.PER_SAMPLE + V.WORKSPACE)
+
+    def test_nvml_samples_become_used_and_process_counters(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        self.assertEqual(self.counters(ev, 'NVML used bytes (GPU 0)'), [(us(t), u) for t, u in p.samples])
+        self.assertEqual(self.counters(ev, 'NVML process bytes (GPU 0)'), [(us(t), u - 500 * V.MiB) for t, u in p.samples])
+
+    def test_every_call_is_an_instant_with_size_and_top_frame(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        inst = [e for e in ev if e['ph'] == 'i' and e['cat'] in ('alloc', 'free', 'failed')]
+        self.assertEqual(len(inst), len(p.calls))
+        self.assertEqual([(e['ts'], e['args']['bytes']) for e in inst], [(us(c[0]), c[2]) for c in p.calls])
+        self.assertTrue(all(e['tid'] == 4242 for e in inst))
+        failed = [e for e in inst if e['cat'] == 'failed']
+        self.assertEqual(len(failed), 1)
+        self.assertEqual(failed[0]['name'], 'cudaMalloc failed')
+        self.assertEqual(failed[0]['args']['bytes'], V.FAILED_REQUEST)
+        self.assertEqual(failed[0]['args']['error'], T.CUDA_ERROR_MEMORY_ALLOCATION)
+        self.assertEqual(failed[0]['args']['frame'], 'resize_buffer (timeline)')
+        # a function name with quotes, markup and non-ASCII survives escaping
+        evil = [e for e in inst if e['args'].get('frame', '').startswith('evil')]
+        self.assertEqual(evil[0]['args']['frame'], V.EVIL_FUNCTION + ' (timeline)')
+
+    def test_iterations_and_nvtx_ranges_are_slices(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        its = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'iteration']
+        self.assertEqual([(e['ts'], e['dur'], e['args']['batch_size']) for e in its],
+                         [(us(s), us(e - s), bs) for s, e, bs in p.iterations])
+        self.assertEqual(self.thread_names(ev)[its[0]['tid']], 'iterations')
+        steps = [e for e in ev if e['ph'] == 'X' and e['name'].startswith('train_step')]
+        self.assertEqual(len(steps), len(V.BATCHES))
+        self.assertTrue(all(e['tid'] == 4242 for e in steps))
+        self.assertEqual(len([e for e in ev if e['ph'] == 'X' and e['name'] == 'forward']), len(V.BATCHES))
+        # never closed: lasts until the trace ends, and says so
+        shut = [e for e in ev if e['ph'] == 'X' and e['name'] == 'shutdown'][0]
+        self.assertEqual(shut['args'].get('closed'), False)
+        self.assertAlmostEqual(shut['ts'] + shut['dur'], us(p.end_ns), places=3)
+        marks = [e for e in ev if e['ph'] == 'i' and e['name'] == 'checkpoint <saved>']
+        self.assertEqual(len(marks), 1)
+
+    def test_killed_process_ranges_end_with_the_last_event(self):
+        db, p = self.planted()
+        con = sqlite3.connect(db)
+        con.execute('UPDATE processes SET end_ns = NULL, end_reason = NULL')
+        con.commit()
+        con.close()
+        ev = self.export(db)
+        shut = [e for e in ev if e['ph'] == 'X' and e['name'] == 'shutdown'][0]
+        self.assertAlmostEqual(shut['ts'] + shut['dur'], us(p.calls[-1][0]), places=3)
+
+    def test_overlapping_start_end_ranges_go_on_separate_lanes(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        loads = sorted((e for e in ev if e['ph'] == 'X' and e['name'].startswith('async load')), key=lambda e: e['ts'])
+        self.assertEqual([(e['ts'], e['dur']) for e in loads], [(us(s), us(e - s)) for s, e in p.start_ranges])
+        self.assertNotEqual(loads[0]['tid'], loads[1]['tid'])
+
+    def test_kernels_copies_and_memsets_on_their_stream_tracks(self):
+        db, p = self.planted()
+        ev = self.export(db)
+        names = self.thread_names(ev)
+        kernels = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'kernel']
+        copies = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'memcpy']
+        sets = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'memset']
+        self.assertEqual(len(kernels), len(p.kernels))
+        self.assertEqual([(e['ts'], e['dur']) for e in kernels], [(us(k[0]), us(k[1] - k[0])) for k in p.kernels])
+        self.assertEqual({names[e['tid']] for e in kernels}, {'GPU 0 stream %d' % V.KERNEL_STREAM})
+        self.assertEqual([(e['ts'], e['args']['bytes'], e['name']) for e in copies],
+                         [(us(s), b, 'memcpy ' + kind) for s, _, kind, b in p.copies])
+        self.assertEqual(len(sets), V.N_MEMSETS)
+        self.assertEqual({names[e['tid']] for e in copies + sets}, {'GPU 0 stream %d' % V.COPY_STREAM})
+
+    def test_ranks_are_processes_side_by_side_on_wall_clock(self):
+        base = 1700000000 * 10**9
+        db0, _ = self.planted(name='r0.db', rank=0, pid=700, start_unix_ns=base)
+        db1, p1 = self.planted(name='r1.db', rank=1, pid=700, start_unix_ns=base + 5 * 10**6)
+        ev = self.export(db0, db1)
+        procs = {e['pid']: e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'process_name'}
+        self.assertEqual(len(procs), 2)   # the same pid on two hosts still gives two processes
+        self.assertEqual(sorted(n.split(' (')[0] for n in procs.values()), ['rank 0', 'rank 1'])
+        pid1 = [pid for pid, n in procs.items() if n.startswith('rank 1')][0]
+        first = min(e['ts'] for e in ev if e['pid'] == pid1 and e['ph'] == 'i' and e['cat'] == 'alloc')
+        self.assertAlmostEqual(first, us(5 * 10**6 + p1.calls[0][0]), places=3)
+
+
+class Limits(ExportTest):
+
+    def test_time_window_keeps_only_events_inside_and_counters_start_right(self):
+        db, p = self.planted()
+        lo, hi = p.iterations[1][0], p.iterations[3][1]
+        ev = self.export(db, '--from', '%dns' % lo, '--to', '%dus' % (hi // 1000))
+        hi = hi // 1000 * 1000
+        for e in ev:
+            if e['ph'] != 'M':
+                self.assertGreaterEqual(e['ts'], us(lo), e)
+                self.assertLessEqual(e['ts'] + e.get('dur', 0), us(hi) + 1e-9, e)
+        pool = self.counters(ev, 'pool bytes (GPU 0)')
+        self.assertEqual(pool[0], (us(lo), p.live_at('pool', lo)))
+        want = [(us(t), b) for t, b in p.levels()['pool'] if lo <= t <= hi]
+        self.assertEqual(pool[1:], want)
+        calls = [e for e in ev if e['ph'] == 'i' and e['cat'] in ('alloc', 'free')]
+        self.assertEqual(len(calls), len([c for c in p.calls if lo <= c[0] <= hi]))
+
+    def test_iteration_range_limits_to_those_iterations(self):
+        db, p = self.planted()
+        ev = self.export(db, '--iterations', '2:3')
+        its = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'iteration']
+        self.assertEqual([e['args']['index'] for e in its], [2, 3])
+        lo, hi = p.iterations[2][0], p.iterations[3][1]
+        self.assertTrue(all(us(lo) <= e['ts'] <= us(hi) for e in ev if e['ph'] != 'M'))
+        steps = [e for e in ev if e['ph'] == 'X' and e['name'].startswith('train_step')]
+        self.assertEqual([e['name'] for e in steps], ['train_step batch_size=%d' % V.BATCHES[k] for k in (2, 3)])
+
+    def test_no_kernels_and_no_allocs_drop_only_those(self):
+        db, p = self.planted()
+        full = self.export(db)
+        ev = self.export(db, '--no-kernels', '--no-allocs')
+        self.assertFalse([e for e in ev if e.get('cat') in ('kernel', 'memcpy', 'memset', 'alloc', 'free', 'failed')])
+        streams = {tid for tid, name in self.thread_names(full).items() if 'stream' in name}
+        keep = lambda evs: [e for e in evs if e.get('cat') not in ('kernel', 'memcpy', 'memset', 'alloc', 'free', 'failed')
+                            and not (e['ph'] == 'M' and e['tid'] in streams)]
+        self.assertEqual(keep(full), keep(ev))
+        self.assertEqual(len(full) - len(keep(full)), len(p.calls) + len(p.kernels) + V.N_COPIES + V.N_MEMSETS + 2 * 2)
+
+    def test_unknown_iteration_range_is_exit_8(self):
+        db, _ = self.planted()
+        p = self.gputrace('export', db, '--iterations', '50:60', '-o', os.path.join(self.dir, 'x.json'))
+        self.assertEqual(p.returncode, 8, p.stderr)
+        self.assertIn('no such iterations', p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'x.json')))
+
+
+class Output(ExportTest):
+
+    def test_stdout_holds_the_same_document(self):
+        db, _ = self.planted()
+        out = self.ok('export', db).stdout
+        check_trace_events(self, json.loads(out))
+
+    def test_bad_trace_among_files_leaves_no_output_file(self):
+        db, _ = self.planted()
+        out = os.path.join(self.dir, 'out.json')
+        p = self.gputrace('export', db, os.path.join(self.dir, 'missing.db'), '-o', out)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
+
+    def test_unwritable_output_is_exit_10_with_one_line(self):
+        db, _ = self.planted()
+        p = self.gputrace('export', db, '-o', os.path.join(self.dir, 'no', 'such', 'dir', 'x.json'))
+        self.assertEqual(p.returncode, 10, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+    def test_existing_output_replaced_only_when_complete(self):
+        db, _ = self.planted()
+        out = os.path.join(self.dir, 'keep.json')
+        with open(out, 'w') as f:
+            f.write('old')
+        p = self.gputrace('export', db, '--iterations', '50:60', '-o', out)
+        self.assertEqual(p.returncode, 8)
+        with open(out) as f:
+            self.assertEqual(f.read(), 'old')
+        self.ok('export', db, '-o', out)
+        with open(out) as f:
+            check_trace_events(self, json.load(f))
+
+    def test_usage_errors(self):
+        for args in (['--format', 'pprof'], ['--from', 'soon'], ['--iterations', '3:1'], ['--bogus']):
+            p = self.gputrace('export', *args, 'x.db')
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+
+class EndToEnd(ExportTest):
+    """Traces written by the shim itself (CUDA and CUPTI stand-ins), exported."""
+
+    def test_shim_trace_with_cupti_activity_exports_kernels_copy_and_memset(self):
+        # tests/progs/cupti_activity.c plants 200 kernels "matmul" on stream 7, a 4096-byte
+        # HtoD copy and a 2048-byte memset between two allocations
+        fake_cupti = os.path.join(gtlib.BUILD, 'tests', 'fake_cupti', 'libcupti.so.13')
+        p, db = self.trace([gtlib.prog('cupti_activity'), 'plant'], env_extra={'GPUTRACE_CUPTI_PATH': fake_cupti})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ev = self.export(db)
+        kernels = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'kernel']
+        self.assertEqual(len(kernels), 200)
+        self.assertEqual({e['name'] for e in kernels}, {'matmul(float*, float*, int)'})
+        self.assertEqual({self.thread_names(ev)[e['tid']] for e in kernels}, {'GPU 0 stream 7'})
+        self.assertEqual([(e['name'], e['args']['bytes']) for e in ev if e.get('cat') == 'memcpy'], [('memcpy HtoD', 4096)])
+        self.assertEqual([e['args']['bytes'] for e in ev if e.get('cat') == 'memset'], [2048])
+
+    def test_shim_trace_with_threads_keeps_ranges_nested_per_thread(self):
+        p, db = self.trace([gtlib.prog('nvtx_ranges'), 'threads'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ev = self.export(db)   # the structure check asserts nesting per thread
+        con = sqlite3.connect(db)
+        tids = {r[0] for r in con.execute("SELECT DISTINCT tid FROM ranges WHERE kind = 'push'")}
+        con.close()
+        self.assertGreater(len(tids), 1)
+        self.assertTrue(tids <= {e['tid'] for e in ev if e['ph'] == 'X' and e['cat'] == 'nvtx'})
+
+    def test_events_recorded_out_of_time_order_still_line_up_with_their_threads(self):
+        # a writer may commit an event with an earlier timestamp after a later one
+        db, p = self.planted()
+        con = sqlite3.connect(db)
+        ids = [r[0] for r in con.execute('SELECT id FROM events ORDER BY id')]
+        t_mid = con.execute('SELECT t_ns FROM events WHERE id = ?', (ids[len(ids) // 2],)).fetchone()[0]
+        con.execute('UPDATE events SET t_ns = ?, tid = ? WHERE id = ?', (t_mid + 1, V.SECOND_TID, ids[2]))
+        con.commit()
+        con.close()
+        ev = self.export(db)
+        inst = [e for e in ev if e['ph'] == 'i' and e['cat'] in ('alloc', 'free', 'failed')]
+        self.assertEqual(len(inst), len(p.calls))
+        moved = [e for e in inst if e['tid'] == V.SECOND_TID]
+        self.assertEqual([e['ts'] for e in moved], [(t_mid + 1) / 1000.0])

@@ -1,0 +1,227 @@
+"""gputrace report: the HTML page renders in headless Chromium without a
+script error, and its charts and tables hold what the workloads planted:
+one timeline point per change of each memory level, one band and one bar per
+iteration with the planted peaks and batch sizes, one scatter dot per
+iteration with the fit and the device limit, the growth verdict, leak and
+OOM rows; long series are bucketed but keep their exact peak; trace strings
+stay text; nothing is fetched from the network. One Chromium launch per
+report, reading the DOM back with --dump-dom."""
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import analyzer_traces as T
+import viz_traces as V
+
+BUCKETS = 1500   # GT_REPORT_BUCKETS in analyzer/report.h
+
+
+def chromium():
+    for name in ('chromium', 'chromium-browser', 'google-chrome'):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise AssertionError('headless Chromium is needed to test the HTML report: install it with scripts/deps.sh '
+                         '(Debian package "chromium")')
+
+
+class Element:
+    def __init__(self, tag, attrs, section):
+        self.tag, self.attrs, self.section, self.text = tag, dict(attrs), section, ''
+
+    def has_class(self, c):
+        return c in (self.attrs.get('class') or '').split()
+
+
+class Dom(html.parser.HTMLParser):
+    """Flat list of elements with their attributes, all their text, and the
+    index of the report section (one per trace file) they sit in."""
+    VOID = {'meta', 'br', 'img', 'input', 'link', 'hr'}
+
+    def __init__(self, text):
+        super().__init__()
+        self.elements, self.stack, self.section = [], [], -1
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        e = Element(tag, attrs, self.section)
+        if tag == 'section' and e.has_class('trace'):
+            self.section += 1
+            e.section = self.section
+        self.elements.append(e)
+        if tag not in self.VOID:
+            self.stack.append(e)
+
+    def handle_endtag(self, tag):
+        for k in range(len(self.stack) - 1, -1, -1):
+            if self.stack[k].tag == tag:
+                del self.stack[k:]
+                break
+
+    def handle_data(self, data):
+        for e in self.stack:
+            e.text += data
+
+    def find(self, tag, cls=None, section=None):
+        return [e for e in self.elements if e.tag == tag and (cls is None or e.has_class(cls))
+                and (section is None or e.section == section)]
+
+
+class ReportTest(T.AnalyzerTest):
+
+    def report(self, *dbs, fragment=''):
+        """Writes the report of dbs, renders it once (at URL fragment, if
+        given); returns (Dom, page data, html text)."""
+        out = os.path.join(self.dir, 'report.html')
+        self.ok('report', *dbs, '-o', out)
+        with open(out, encoding='utf-8') as f:
+            page = f.read()
+        p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+                            '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'), '--dump-dom',
+                            'file://' + out + fragment], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        dom = Dom(p.stdout)
+        body = dom.find('body')[0]
+        errors = dom.find('pre')[0]
+        self.assertEqual(errors.text.strip(), '', 'script errors in the page')
+        self.assertEqual(body.attrs.get('data-rendered'), 'ok', 'the page did not finish rendering')
+        data = json.loads(re.search(r'<script type="application/json" id="gt-data">(.*?)</script>', page, re.S).group(1))
+        return dom, data, page
+
+    def series_paths(self, dom, section):
+        return {e.attrs['data-name']: int(e.attrs['data-points']) for e in dom.find('path', 'series', section)}
+
+
+class Render(ReportTest):
+
+    def test_charts_and_tables_hold_the_planted_workloads(self):
+        db, p = V.timeline(self.dir)
+        leak = T.leak_retained(self.dir)
+        eq = T.memory_equation(self.dir)
+        dom, data, _ = self.report(db, leak, eq)
+        self.assertEqual(len(dom.find('section', 'trace')), 3)
+
+        # timeline.db: one point per change (plus the start at 0), NVML samples as planted
+        levels = p.levels()
+        self.assertEqual(self.series_paths(dom, 0), {'device (GPU 0)': len(levels['device']) + 1,
+                                                     'pool (GPU 0)': len(levels['pool']) + 1,
+                                                     'NVML used (GPU 0)': V.N_SAMPLES})
+        self.assertEqual(len(dom.find('rect', 'band', 0)), len(V.BATCHES))
+        peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
+        self.assertEqual(peaks, {'device (GPU 0)': V.WEIGHTS, 'pool (GPU 0)': max(b for _, b in levels['pool'])})
+        bars = dom.find('rect', 'bar', 0)
+        self.assertEqual([int(b.attrs['data-batch-size']) for b in bars], V.BATCHES)
+        self.assertEqual([int(b.attrs['data-bytes']) for b in bars],
+                         [V.POOL_STATE + bs * V.PER_SAMPLE + V.WORKSPACE for bs in V.BATCHES])
+        self.assertEqual(len({b.attrs['fill'] for b in bars}), len(set(V.BATCHES)))   # coloured by batch size
+        self.assertEqual(len(dom.find('circle', 'dot', 0)), len(V.BATCHES))
+        self.assertEqual(len(dom.find('line', 'fit', 0)), 1)
+        self.assertEqual([int(e.attrs['data-bytes']) for e in dom.find('line', 'limit', 0)], [80 * T.GiB])
+        self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'stable')
+        self.assertEqual(len(dom.find('table', 'oom', 0)), 1)
+        self.assertEqual(len([r for r in dom.find('tr', 'row', 0) if '200.00 GiB' in r.text]), 1)   # the failed request
+        # a frame name full of markup stays text: shown verbatim, no element made from it
+        self.assertIn(V.EVIL_FUNCTION, ''.join(e.text for e in dom.find('td', 'frames', 0)))
+        self.assertEqual(dom.find('img'), [])
+
+        # leak_retained.db: growing, the planting function first among growing sites and leaks
+        self.assertEqual(dom.find('span', 'verdict', 1)[0].attrs['data-verdict'], 'growing')
+        self.assertIn(T.LEAK_PLANTING_FUNCTION, dom.find('table', 'growth-sites', 1)[0].text)
+        leak_rows = [e for e in dom.find('tr', 'row', 1) if T.LEAK_PLANTING_FUNCTION in e.text and 'MiB' in e.text]
+        self.assertTrue(leak_rows)
+        self.assertIn('5.00 MiB', ' '.join(e.text for e in dom.find('tr', 'row', 1)))
+        self.assertEqual(len(dom.find('rect', 'bar', 1)), T.LEAK_ITERATIONS)
+
+        # memory_equation.db: the fit's largest batch, one dot per complete iteration
+        self.assertEqual(len(dom.find('circle', 'dot', 2)), len(T.EQ_BATCHES))
+        fit_text = dom.find('p', 'fit-text', 2)[0].text
+        self.assertIn('largest batch size predicted to fit: %d' % T.eq_max_batch(), fit_text)
+        self.assertEqual([int(e.attrs['data-bytes']) for e in dom.find('line', 'limit', 2)], [T.EQ_DEVICE_TOTAL])
+
+    def test_long_series_are_bucketed_with_exact_peaks(self):
+        # many iterations: far more changes than the page draws; one batch of 77 plants the peak
+        batches = [8 + (k % 5) for k in range(3000)]
+        batches[1777] = 77
+        db, p = V.timeline(self.dir, batches=batches)
+        dom, data, _ = self.report(db)
+        pool = [s for s in data['traces'][0]['series'] if s['name'] == 'pool (GPU 0)'][0]
+        levels = p.levels()['pool']
+        self.assertGreater(len(levels), 4000)
+        self.assertTrue(pool['bucketed'])
+        self.assertEqual(pool['changes'], len(levels))
+        planted_peak = max(b for _, b in levels)
+        self.assertEqual(planted_peak, V.POOL_STATE + 77 * V.PER_SAMPLE + V.WORKSPACE)
+        self.assertEqual((pool['peak_bytes'], pool['peak_time_ns']), (planted_peak, [t for t, b in levels if b == planted_peak][0]))
+        self.assertIn(planted_peak, pool['points'][1::2])   # the drawn envelope reaches the peak
+        drawn = self.series_paths(dom, 0)['pool (GPU 0)']
+        self.assertLessEqual(drawn, 2 * BUCKETS + 1)   # min and max per bucket, and the start at 0
+        self.assertEqual(drawn, len(pool['points']) // 2)
+        peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
+        self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
+        self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
+
+    def test_view_in_the_address_zooms_the_timeline(self):
+        db, p = V.timeline(self.dir)
+        lo, hi = p.iterations[2][0], p.iterations[3][1]
+        dom, data, _ = self.report(db, fragment='#t=%d,%d' % (lo, hi))
+        end = data['traces'][0]['end_ns']
+        for memory in ('device', 'pool'):
+            pts = [(0, 0)] + p.levels()[memory]
+            # a point is drawn when the step it starts reaches into the view
+            nexts = [t for t, _ in pts[1:]] + [end]
+            want = sum(1 for (t, _), nt in zip(pts, nexts) if nt >= lo and t <= hi)
+            self.assertEqual(self.series_paths(dom, 0)['%s (GPU 0)' % memory], want, memory)
+        self.assertEqual(len(dom.find('rect', 'band', 0)), 2)   # iterations 2 and 3 only
+        self.assertEqual(len(dom.find('rect', 'bar', 0)), len(V.BATCHES))   # the other charts are not zoomed
+
+
+class Page(T.AnalyzerTest):
+
+    def test_page_is_self_contained_and_forbids_network(self):
+        db, _ = V.timeline(self.dir)
+        out = os.path.join(self.dir, 'r.html')
+        self.ok('report', db, '-o', out)
+        with open(out, encoding='utf-8') as f:
+            page = f.read()
+        self.assertRegex(page, r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\';')
+        self.assertNotRegex(page, r'<(script|img|link|iframe)[^>]+(src|href)=')
+        self.assertNotIn('http://', page.replace('http://www.w3.org/2000/svg', ''))
+        self.assertNotIn('https://', page)
+        # the data block cannot be ended early by a trace string: no raw '<' inside it
+        block = re.search(r'id="gt-data">(.*?)</script>', page, re.S).group(1)
+        self.assertNotIn('<', block)
+        self.assertIn('\\u003c/script\\u003e', block)
+
+    def test_failing_trace_leaves_no_page(self):
+        db, _ = V.timeline(self.dir)
+        out = os.path.join(self.dir, 'r.html')
+        p = self.gputrace('report', db, os.path.join(self.dir, 'nope.db'), '-o', out)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
+
+    def test_trace_without_iterations_still_reports(self):
+        db = T.no_iterations(self.dir)
+        out = os.path.join(self.dir, 'r.html')
+        self.ok('report', db, '-o', out)
+        with open(out, encoding='utf-8') as f:
+            data = json.loads(re.search(r'id="gt-data">(.*?)</script>', f.read(), re.S).group(1))
+        tr = data['traces'][0]
+        self.assertIn('error', tr['growth'])   # growth needs iterations: said in the page, not fatal
+        self.assertEqual(tr['peak']['iterations'], [])
+        self.assertEqual([s['peak_bytes'] for s in tr['series']], [5 * T.MiB])   # 2 MiB + 3 MiB live together
+
+    def test_memory_option_picks_the_reported_level(self):
+        db, _ = V.timeline(self.dir)
+        out = os.path.join(self.dir, 'r.html')
+        for memory in ('device', 'pool'):
+            self.ok('report', '--memory', memory, db, '-o', out)
+            with open(out, encoding='utf-8') as f:
+                data = json.loads(re.search(r'id="gt-data">(.*?)</script>', f.read(), re.S).group(1))
+            self.assertEqual(data['traces'][0]['peak']['memory'], memory)
+            self.assertEqual(data['traces'][0]['peak']['peak_bytes'],
+                             V.WEIGHTS if memory == 'device' else V.POOL_STATE + max(V.BATCHES) * V.PER_SAMPLE + V.WORKSPACE)
