@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 
-from gpucheck import counters, finish, live_and_peak, one, report, rows, run
+from gpucheck import counters, finish, live_and_peak, live_peak, one, report, rows, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -24,17 +24,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 os.makedirs(a.out, exist_ok=True)
 train = ['python3', os.path.join(here, 'train_mlp.py'), '--steps', '60', '--hard-exit']
-
-
-def live_peak(db, where):
-    """Live bytes at the end and peak live bytes of the allocations matching
-    `where` (SQL over the allocations view), from the trace."""
-    live = one(db, 'SELECT coalesce(sum(size), 0) FROM allocations WHERE free_ns IS NULL AND ' + where)
-    peak = one(db, """SELECT coalesce(max(live), 0) FROM (SELECT sum(d) OVER (ORDER BY t, id ROWS UNBOUNDED PRECEDING)
-                      AS live FROM (SELECT alloc_ns AS t, alloc_id AS id, size AS d FROM allocations WHERE {w}
-                      UNION ALL SELECT free_ns, free_id, -size FROM allocations WHERE free_id IS NOT NULL AND {w}))"""
-               .format(w=where))
-    return live, peak
 
 
 def double_counted(db):

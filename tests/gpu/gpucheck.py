@@ -58,6 +58,17 @@ def live_and_peak(db, memory):
     return live, peak
 
 
+def live_peak(db, where):
+    """Live bytes at the end and peak live bytes of the allocations matching
+    `where` (SQL over the allocations view), from the trace."""
+    live = one(db, 'SELECT coalesce(sum(size), 0) FROM allocations WHERE free_ns IS NULL AND ' + where)
+    peak = one(db, """SELECT coalesce(max(live), 0) FROM (SELECT sum(d) OVER (ORDER BY t, id ROWS UNBOUNDED PRECEDING)
+                      AS live FROM (SELECT alloc_ns AS t, alloc_id AS id, size AS d FROM allocations WHERE {w}
+                      UNION ALL SELECT free_ns, free_id, -size FROM allocations WHERE free_id IS NOT NULL AND {w}))"""
+               .format(w=where))
+    return live, peak
+
+
 def median(xs):
     return statistics.median(xs) if xs else float('nan')
 
