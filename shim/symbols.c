@@ -38,6 +38,17 @@ void gt_demangle(const char *name, char *out, size_t cap)
     snprintf(out, cap, "%s", name);
 }
 
+/* libunwind answers with the nearest function symbol below an address, with
+ * no size check. In a library stripped to its dynamic symbols (cuBLAS, libc)
+ * that is an exported function the address lies past the end of: dladdr1,
+ * which checks sizes, would have named it. Such an answer is refused and the
+ * frame keeps module + offset (gputrace symbolize may name it later). */
+static bool is_exported_symbol_start(uintptr_t start)
+{
+    Dl_info info;
+    return dladdr((void *)start, &info) && info.dli_sname && (uintptr_t)info.dli_saddr == start;
+}
+
 void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *out)
 {
     memset(out, 0, sizeof(*out));
@@ -63,7 +74,8 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
     unw_word_t off = 0;
     unw_accessors_t *acc = gt_unw.get_accessors ? gt_unw.get_accessors(gt_unw.local_addr_space) : NULL;
     if (acc && acc->get_proc_name &&
-        acc->get_proc_name(gt_unw.local_addr_space, lookup, name, sizeof name, &off, NULL) == 0) {
+        acc->get_proc_name(gt_unw.local_addr_space, lookup, name, sizeof name, &off, NULL) == 0 &&
+        !is_exported_symbol_start(lookup - off)) {
         gt_demangle(name, out->function, sizeof out->function);
         out->symbol_offset = off + (ip - lookup);
         out->has_function = true;

@@ -66,6 +66,20 @@ class CaptureTest(TraceTest):
         module = query(db, "SELECT module FROM frames WHERE function = 'inner_layer'")[0][0]
         self.assertEqual(os.path.basename(module), 'call_chain')
 
+    def test_static_function_in_stripped_library_is_not_named_after_its_neighbour(self):
+        # libstripped.so keeps only dynamic symbols (as cuBLAS does); the static
+        # hidden_helper sits right after exported_before_helper. Its frame must
+        # keep module + offset, not take the neighbour's name.
+        p, db = self.trace([prog('stripped_caller')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        frames = query(db, """
+            SELECT f.function, f.module FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+            JOIN frames f ON f.id = sf.frame_id WHERE e.api = 1 ORDER BY sf.level""")
+        self.assertEqual([os.path.basename(m) for _, m in frames[:3]],
+                         ['libstripped.so', 'libstripped.so', 'stripped_caller'])
+        self.assertEqual([f for f, _ in frames[:3]], [None, 'exported_entry', 'main'])
+        self.assertNotIn('exported_before_helper', [f for f, _ in frames])
+
     def test_stack_depth_limits_frames_and_zero_turns_stacks_off(self):
         p, db = self.trace([prog('call_chain')], env_extra={'GPUTRACE_STACK_DEPTH': 2})
         self.assertEqual(p.returncode, 0, p.stderr)
