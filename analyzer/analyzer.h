@@ -3,6 +3,7 @@
  * found on demand), and each report's entry point and computed results. */
 #ifndef GT_ANALYZER_H
 #define GT_ANALYZER_H
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fit.h"
@@ -14,6 +15,7 @@
 struct gt_opts {
     int json;
     int frames;             /* frames shown per call site in text (--frames) */
+    int allocator_frames;   /* text shows allocator-internal frames (--allocator-frames) */
     int top;                /* call sites listed (--top) */
     int warmup;             /* iterations growth skips (--warmup) */
     int64_t fail_above;     /* growth --fail-above, bytes/iteration; -1 none */
@@ -49,9 +51,13 @@ int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
 int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s);
 /* Writes "file", "rank", "pid" keys of a per-file JSON object. */
 void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j);
-/* Prints a site's frames: text (up to o->frames, joined by " <- ") or JSON
- * array of all frames. Returns an exit status. */
+/* Prints a site's frames: text (up to o->frames, joined by " <- ", after the
+ * allocator's own leading frames unless --allocator-frames), or the JSON keys
+ * "frames" (all) and "allocator_frames" (how many lead). Returns an exit status. */
 int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len);
+/* Is this frame (function and module text) inside a memory allocator's own
+ * code (PyTorch's caching allocator, its empty_* factories, RMM, ...)? */
+bool gt_frame_is_allocator(const char *frame);
 int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site);
 /* Writes a JSON array of call sites {bytes, count, memory, stack_id, frames}. */
 int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit);

@@ -133,6 +133,8 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
 }
 
+static int leading_allocator_frames(char **f, int n);
+
 int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len)
 {
     char **f;
@@ -146,13 +148,49 @@ int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len)
                  (long long)gt_trace_stack_id(&c->t, site));
         return GT_EXIT_OK;
     }
-    int show = c->o->frames < n ? c->o->frames : n;
+    /* The innermost frames of a framework's stack are its allocator, the same
+     * for every site (PyTorch: CUDACachingAllocator <- empty_cuda); the frames
+     * that tell sites apart come after them, so text starts there. */
+    int skip = c->o->allocator_frames ? 0 : leading_allocator_frames(f, n);
+    int show = c->o->frames < n - skip ? c->o->frames : n - skip;
     size_t l = 0;
-    for (int k = 0; k < show && l + 1 < len; k++)
-        l += (size_t)snprintf(buf + l, len - l, "%s%s", k ? " <- " : "", f[k]);
-    if (show < n && l + 1 < len)
-        snprintf(buf + l, len - l, " <- ... (%d more)", n - show);
+    if (skip)
+        l += (size_t)snprintf(buf, len, "[%d allocator frame%s] ", skip, skip == 1 ? "" : "s");
+    for (int k = skip; k < skip + show && l + 1 < len; k++)
+        l += (size_t)snprintf(buf + l, len - l, "%s%s", k > skip ? " <- " : "", f[k]);
+    if (skip + show < n && l + 1 < len)
+        snprintf(buf + l, len - l, " <- ... (%d more)", n - skip - show);
     return GT_EXIT_OK;
+}
+
+/* Name prefixes of functions that belong to a memory allocator's own code
+ * rather than to the code that wanted the memory. Prefixes of the demangled
+ * name, not substrings: "c10::cuda::" also appears in argument lists of
+ * functions that are not allocators (at::cuda::setWorkspaceForHandle). */
+static const char *const allocator_prefixes[] = {
+    "c10::cuda::CUDACachingAllocator::", /* PyTorch, both backends */
+    "at::detail::empty_",                /* its tensor factories down to the allocator */
+    "at::native::empty_",
+    "at::empty",
+    "tensorflow::BFCAllocator::",        /* TensorFlow, XLA/JAX */
+    "tsl::BFCAllocator::",
+    "rmm::mr::",                         /* RAPIDS memory manager */
+};
+
+bool gt_frame_is_allocator(const char *frame)
+{
+    for (size_t q = 0; q < sizeof allocator_prefixes / sizeof allocator_prefixes[0]; q++)
+        if (!strncmp(frame, allocator_prefixes[q], strlen(allocator_prefixes[q])))
+            return true;
+    return false;
+}
+
+static int leading_allocator_frames(char **f, int n)
+{
+    int skip = 0;
+    while (skip + 1 < n && gt_frame_is_allocator(f[skip]))
+        skip++;
+    return skip;
 }
 
 int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site)
@@ -162,10 +200,12 @@ int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site)
     int code = gt_trace_frames(&c->t, site, &f, &n);
     if (code)
         return code;
+    gt_json_key(j, "frames");
     gt_json_arr_inline(j);
     for (int k = 0; k < n; k++)
         gt_json_str(j, f[k]);
     gt_json_arr_end(j);
+    gt_json_kint(j, "allocator_frames", leading_allocator_frames(f, n));
     return GT_EXIT_OK;
 }
 
@@ -178,7 +218,6 @@ int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum 
         gt_json_kint(j, "count", s[i].count);
         gt_json_kstr(j, "memory", gt_memory_name(s[i].memory));
         gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, s[i].site));
-        gt_json_key(j, "frames");
         int code = gt_json_frames(c, j, s[i].site);
         if (code)
             return code;

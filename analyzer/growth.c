@@ -249,7 +249,6 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "live_bytes_first", g.sites[i].first);
             gt_json_kint(j, "live_bytes_last", g.sites[i].last);
             gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, g.sites[i].site));
-            gt_json_key(j, "frames");
             code = gt_json_frames(c, j, g.sites[i].site);
             gt_json_obj_end(j);
         }

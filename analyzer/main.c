@@ -50,6 +50,9 @@ static const char usage_main[] =
     "  --iterations MODE  best (default: marker API, then the most repeated\n"
     "                     outermost range, then automatic) | marker | nvtx | auto | none\n"
     "  --frames N         frames shown per call site in text (default 4; JSON: all)\n"
+    "  --allocator-frames also show a framework allocator's own innermost frames\n"
+    "                     (PyTorch's CUDACachingAllocator, empty_cuda), which text\n"
+    "                     folds into \"[N allocator frames]\" by default\n"
     "  --top N            call sites listed (default 10)\n"
     "  -h, --help         help; gputrace COMMAND --help for a command\n"
     "  --version\n"
@@ -227,9 +230,9 @@ static int parse_args(enum cmd cmd, int argc, char **argv, struct gt_opts *o, ch
         } else {
             snprintf(name, sizeof name, "%s", a);
         }
-        static const char *const flags[] = {"--json", "--no-cache-heuristic"};
+        static const char *const flags[] = {"--json", "--no-cache-heuristic", "--allocator-frames"};
         int is_flag = 0;
-        for (size_t k = 0; k < 2; k++)
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
             is_flag |= !strcmp(name, flags[k]);
         if (is_flag) {
             if (val)
@@ -244,6 +247,8 @@ static int parse_args(enum cmd cmd, int argc, char **argv, struct gt_opts *o, ch
             o->json = 1;
         } else if (!strcmp(name, "--no-cache-heuristic") && cmd == CMD_LEAKS) {
             o->cached_as_leaks = 1;
+        } else if (!strcmp(name, "--allocator-frames")) {
+            o->allocator_frames = 1;
         } else if (!strcmp(name, "--frames")) {
             if (parse_int(val, &o->frames) || o->frames < 1)
                 return usage_error("--frames needs a positive number, not \"%s\"", val);

@@ -266,7 +266,12 @@
     });
     return tb;
   }
-  function frames(f) { return (f || []).slice(0, 6).join(' \u2190 ') + ((f || []).length > 6 ? ' \u2190 \u2026' : ''); }
+  // a site's frames after its allocator's own leading ones (as the text reports show them)
+  function frames(s) {
+    var f = s.frames || [], skip = s.allocator_frames || 0, own = f.slice(skip);
+    return (skip ? '[' + skip + ' allocator frame' + (skip === 1 ? '' : 's') + '] ' : '') +
+      own.slice(0, 6).join(' \u2190 ') + (own.length > 6 ? ' \u2190 \u2026' : '');
+  }
 
   function growth(parent, g) {
     var box = el('div', {'class': 'panel'}, parent);
@@ -278,7 +283,7 @@
       g.iterations_fitted + ' of ' + g.iterations + ' iterations (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
     if ((g.sites || []).length)
       table(box, 'growth-sites', ['bytes / iteration', 'call site (innermost first)'],
-        g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s.frames)]; }));
+        g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s)]; }));
   }
 
   function leaks(parent, l) {
@@ -289,7 +294,7 @@
       (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held by a caching allocator (not a leak)' : ''));
     if ((l.sites || []).length)
       table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'],
-        l.sites.map(function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s.frames)]; }));
+        l.sites.map(function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; }));
   }
 
   function ooms(parent, o) {
@@ -303,7 +308,7 @@
         var top = (x.sites || [])[0];
         return [fmtNs(x.time_ns), fmtBytes(x.requested_bytes), fmtBytes(x.live_bytes), fmtBytes(x.device_total_bytes),
           x.batch_size === null ? '' : String(x.batch_size), x.batch_size_reduction === null ? '' : String(x.batch_size_reduction),
-          top ? fmtBytes(top.bytes) + ' at ' + frames(top.frames) : ''];
+          top ? fmtBytes(top.bytes) + ' at ' + frames(top) : ''];
       }));
   }
 

@@ -48,7 +48,6 @@ static int print_list(struct gt_ctx *c, struct gt_json *j, const char *key, cons
             gt_json_kint(j, "peak_live_bytes", s[i].peak);
             gt_json_kstr(j, "memory", gt_memory_name(s[i].memory));
             gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, s[i].site));
-            gt_json_key(j, "frames");
             code = gt_json_frames(c, j, s[i].site);
             gt_json_obj_end(j);
         }

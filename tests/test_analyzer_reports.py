@@ -115,6 +115,21 @@ class CachingAllocator(T.AnalyzerTest):
         out = self.ok('leaks', db).stdout
         self.assertIn('held by a caching allocator until exit', out)
 
+    def test_text_folds_the_allocators_own_frames_json_keeps_them(self):
+        # every PyTorch site starts with the same allocator frames; text starts
+        # at the first frame that is not one, JSON keeps the whole stack
+        db = T.batch_sequence_caching(self.dir)
+        folded = T.CACHING_FRAMES.index('train_step')
+        out = self.ok('leaks', db).stdout
+        self.assertRegex(out, r'\[%d allocator frames\] train_step \(' % folded)
+        self.assertNotIn('DeviceCachingAllocator::malloc', out)
+        full = self.ok('leaks', '--allocator-frames', db).stdout
+        self.assertRegex(full, r'  c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc \(')
+        self.assertNotIn('allocator frames]', full)
+        d = self.json('leaks', db)
+        self.assertEqual([f.split(' (')[0] for f in d['cached_sites'][0]['frames']], T.CACHING_FRAMES)
+        self.assertEqual(d['cached_sites'][0]['allocator_frames'], folded)
+
     def test_without_stacks_the_caching_pattern_is_recognised(self):
         db = T.batch_sequence_caching(self.dir, stack_depth=0)
         d = self.json('leaks', db)
