@@ -14,7 +14,6 @@
 static const char *const cache_frames[] = {
     "CUDACachingAllocator",     /* PyTorch: c10::cuda::CUDACachingAllocator::... */
     "DeviceCachingAllocator",
-    "CudaMallocAsyncAllocator", /* PyTorch's cudaMallocAsync backend */
     "c10::cuda::",
     "libc10_cuda.so",
     "BFCAllocator",             /* TensorFlow, XLA/JAX (tsl::BFCAllocator) */
@@ -65,7 +64,11 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     int pattern = -1, code = GT_EXIT_OK;
     for (size_t i = 0; i < n; i++) {
         int cached = 0, has_frames = 0;
-        if (!c->o->cached_as_leaks) {
+        /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
+         * async backend makes one such allocation per tensor, and the cache
+         * there is the driver's pool, which is not an allocation in the trace.
+         * A pool allocation live at exit is a tensor still held. */
+        if (!c->o->cached_as_leaks && all[i].memory != GT_MEM_POOL) {
             cached = frames_say_cached(c, all[i].site, &has_frames, &code);
             if (code)
                 break;

@@ -142,6 +142,21 @@ class CachingAllocator(T.AnalyzerTest):
         segments = T.caching_segments_for(max(T.seq_peak(b) for b in T.SEQ_BATCHES))
         self.assertEqual((d['total_bytes'], d['cached_bytes']), (segments * T.CACHING_SEGMENT, 0))
 
+    def test_pool_tensors_of_the_async_backend_live_at_exit_are_leaks_not_cache(self):
+        # PyTorch's cudaMallocAsync backend: one pool allocation per tensor,
+        # through c10::cuda frames. Tensors kept to exit are held, not cached.
+        t = T.Trace(os.path.join(self.dir, 'async_backend.db'), command_line='python train.py')
+        torch = ['c10::cuda::CUDACachingAllocator::CudaMallocAsync::mallocAsync',
+                 'c10::cuda::CUDACachingAllocator::CudaMallocAsync::CudaMallocAsyncAllocator::allocate',
+                 'at::detail::empty_cuda']
+        kept = [t.alloc(3 * T.MiB, torch + ['retain_history', 'main'], api='cudaMallocAsync') for _ in range(5)]
+        for _ in range(5):
+            t.free(t.alloc(7 * T.MiB, torch + ['forward', 'main'], api='cudaMallocAsync'))
+        db = t.close()
+        d = self.json('leaks', db)
+        self.assertEqual((d['total_bytes'], d['total_count'], d['cached_bytes']), (15 * T.MiB, len(kept), 0))
+        self.assertEqual(d['sites'][0]['frames'][d['sites'][0]['allocator_frames']].split(' (')[0], 'retain_history')
+
     def test_reserved_memory_stays_at_largest_batch_after_smaller_batches(self):
         # seed 000's question at the device level: a smaller batch does not give memory back
         db = T.batch_sequence_caching(self.dir)
