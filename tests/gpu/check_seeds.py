@@ -107,11 +107,20 @@ for mode, conf, level, counter in MODES:
                        'slope %s, retained %d (%d as the allocator rounds it)' % (slope, retained, want_slope))
             rc, lk, err = analyze('leaks', db)
             if lk:
-                # PyTorch's every allocation passes through c10::cuda frames: what
-                # is live at os._exit (retained tensors included) is labelled
-                # cached; the growth verdict is what tells the leak apart
+                # default allocator: what is live at os._exit is its segments,
+                # labelled cached (the growth verdict names the leak); async
+                # backend: tensors held at exit are leaks, by call site
                 print('   %s leaks: total %s B in %s, cached %s B in %s' % (
                     name, lk.get('total_bytes'), lk.get('total_count'), lk.get('cached_bytes'), lk.get('cached_count')))
+                for s in lk.get('sites', [])[:3]:
+                    own = s['frames'][s.get('allocator_frames', 0):]
+                    print('      %s B in %s  %s' % (s['bytes'], s['count'], ' <- '.join(own[:3])))
+                if mode == 'async' and variant == 'leak':
+                    top = lk['sites'][0] if lk.get('sites') else {'bytes': 0, 'count': 0}
+                    report(top['bytes'] >= a.steps * want_slope and lk.get('cached_bytes') == 0,
+                           '%s: the retained tensors are the largest leak site' % name,
+                           'top site %d B in %d allocations, %d steps x %d retained; cached %s' % (
+                               top['bytes'], top['count'], a.steps, want_slope, lk.get('cached_bytes')))
             rc, pk, err = analyze('peak', db, '--memory', level)
             if pk is not None:
                 other = outside(db, level, pk['peak_time_ns'])
