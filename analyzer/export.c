@@ -18,7 +18,6 @@
 #define TID_LANES (TID_ITERATIONS + 1)        /* start/end ranges: lane k */
 #define MAX_LANES 4096
 #define TID_STREAMS (TID_LANES + MAX_LANES)   /* GPU stream k */
-#define MAX_DEV 64                            /* live counters kept for devices 0..63 and host */
 
 /* Slices on one track must nest: the ends of the slices still open. */
 struct track {
@@ -220,7 +219,7 @@ static int export_ranges(struct exporter *x)
 static void counter(struct exporter *x, int memory, int slot, int64_t t, int64_t bytes)
 {
     char name[64];
-    if (slot == MAX_DEV)
+    if (slot == GT_HOST_SLOT)
         snprintf(name, sizeof name, "%s bytes (host)", gt_memory_name(memory));
     else
         snprintf(name, sizeof name, "%s bytes (GPU %d)", gt_memory_name(memory), slot);
@@ -269,8 +268,8 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
 static int export_events(struct exporter *x)
 {
     struct gt_trace *t = &x->c->t;
-    static int64_t live[GT_MEM_HOST + 1][MAX_DEV + 1];
-    static unsigned char seen[GT_MEM_HOST + 1][MAX_DEV + 1];
+    static int64_t live[GT_MEM_HOST + 1][GT_HOST_SLOT + 1];
+    static unsigned char seen[GT_MEM_HOST + 1][GT_HOST_SLOT + 1];
     memset(live, 0, sizeof live);
     memset(seen, 0, sizeof seen);
     struct gt_rows r = {0};
@@ -294,7 +293,7 @@ static int export_events(struct exporter *x)
             break;
         if (!started && e->t >= x->from) {
             for (int m = 0; m <= GT_MEM_HOST; m++)
-                for (int d = 0; d <= MAX_DEV; d++)
+                for (int d = 0; d <= GT_HOST_SLOT; d++)
                     if (seen[m][d])
                         counter(x, m, d, x->from, live[m][d]);
             started = 1;
@@ -303,20 +302,18 @@ static int export_events(struct exporter *x)
         const struct gt_api_attr *a = gt_attr(t, e);
         if (!x->o->no_allocs && in_window(x, e->t) && a->known && (a->op == GT_OP_ALLOC || a->op == GT_OP_FREE))
             code = alloc_instant(x, i, al, tid, stream);
-        if (al == GT_NO_EVENT)
+        int m, d;
+        int64_t delta = gt_slot_delta(t, &x->c->p, i, &m, &d);
+        if (!delta || m > GT_MEM_HOST)
             continue;
-        const struct gt_event *ae = &t->ev[al];
-        int m = t->api[ae->api].memory, d = ae->device == -1 ? MAX_DEV : ae->device;
-        if (m > GT_MEM_HOST || d < 0 || d > MAX_DEV || ae->size <= 0)
-            continue;
-        live[m][d] += al == i ? ae->size : -ae->size;
+        live[m][d] += delta;
         seen[m][d] = 1;
         if (in_window(x, e->t))
             counter(x, m, d, e->t, live[m][d]);
     }
     if (!code && !started)
         for (int m = 0; m <= GT_MEM_HOST; m++)
-            for (int d = 0; d <= MAX_DEV; d++)
+            for (int d = 0; d <= GT_HOST_SLOT; d++)
                 if (seen[m][d])
                     counter(x, m, d, x->from, live[m][d]);
     gt_rows_close(&r);

@@ -71,6 +71,26 @@ static inline int64_t gt_delta(const struct gt_trace *t, const struct gt_pairs *
     return a == i ? ae->size : -ae->size;
 }
 
+/* Reports that keep live bytes per (memory kind, device) put device d at slot
+ * d and host memory (device -1) at slot GT_HOST_SLOT. */
+#define GT_HOST_SLOT 64
+
+/* Event i's change of live bytes, and the memory kind and slot it lands in;
+ * 0 (and *memory, *slot untouched) when it changes no countable memory. */
+static inline int64_t gt_slot_delta(const struct gt_trace *t, const struct gt_pairs *p, size_t i, int *memory, int *slot)
+{
+    uint32_t a = gt_alloc_of(t, p, i);
+    if (a == GT_NO_EVENT)
+        return 0;
+    const struct gt_event *ae = &t->ev[a];
+    int d = ae->device == -1 ? GT_HOST_SLOT : ae->device;
+    if (d < 0 || d > GT_HOST_SLOT || ae->size <= 0)
+        return 0;
+    *memory = t->api[ae->api].memory;
+    *slot = d;
+    return a == i ? ae->size : -ae->size;
+}
+
 /* Live bytes of one memory kind on one device over the whole trace. */
 struct gt_level {
     int memory, device;

@@ -10,7 +10,6 @@
 #include "format.h"
 
 #define MAX_DETAILED 32   /* failures with call sites; later ones get totals */
-#define MAX_DEV 64
 
 struct failure {
     size_t ev;
@@ -23,7 +22,7 @@ struct failure {
 static size_t collect(struct gt_ctx *c, struct failure **out)
 {
     const struct gt_trace *t = &c->t;
-    int64_t live[6][MAX_DEV + 1];   /* device -1 (host) at slot MAX_DEV */
+    int64_t live[6][GT_HOST_SLOT + 1];   /* device -1 (host) at slot GT_HOST_SLOT */
     memset(live, 0, sizeof live);
     struct failure *f = NULL;
     size_t n = 0, cap = 0;
@@ -39,8 +38,8 @@ static size_t collect(struct gt_ctx *c, struct failure **out)
             memset(x, 0, sizeof *x);
             x->ev = i;
             x->device = c->o->device != GT_ANY_DEVICE ? c->o->device : e->device == GT_DEVICE_NULL ? GT_ANY_DEVICE : e->device;
-            for (int d = 0; d <= MAX_DEV; d++) {
-                int dev = d == MAX_DEV ? -1 : d;
+            for (int d = 0; d <= GT_HOST_SLOT; d++) {
+                int dev = d == GT_HOST_SLOT ? -1 : d;
                 if (x->device != GT_ANY_DEVICE && x->device != dev)
                     continue;
                 for (int m = 0; m < 6; m++)
@@ -51,14 +50,10 @@ static size_t collect(struct gt_ctx *c, struct failure **out)
             }
             continue;
         }
-        uint32_t al = gt_alloc_of(t, &c->p, i);
-        if (al == GT_NO_EVENT)
-            continue;
-        const struct gt_event *ae = &t->ev[al];
-        int d = ae->device == -1 ? MAX_DEV : ae->device;
-        if (d < 0 || d > MAX_DEV || ae->size <= 0)
-            continue;
-        live[t->api[ae->api].memory][d] += al == i ? ae->size : -ae->size;
+        int m, d;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &d);
+        if (delta)
+            live[m][d] += delta;
     }
     *out = f;
     return n;

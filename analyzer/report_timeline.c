@@ -11,7 +11,6 @@
 #include "report.h"
 #include "trace_rows.h"
 
-#define MAX_DEV 64
 
 struct bucket {
     int64_t tmin, vmin, tmax, vmax;
@@ -121,27 +120,24 @@ int gt_report_timeline(struct gt_ctx *c, struct gt_json *j, int64_t *end_ns)
     if (t->nev && t->ev[t->nev - 1].t > end)
         end = t->ev[t->nev - 1].t;
     /* one series per (memory level, device) that changes, in that order */
-    static struct series *idx[GT_MEM_HOST + 1][MAX_DEV + 1];
+    static struct series *idx[GT_MEM_HOST + 1][GT_HOST_SLOT + 1];
     memset(idx, 0, sizeof idx);
-    struct series *all = gt_xcalloc((GT_MEM_HOST + 1) * (MAX_DEV + 1) + MAX_DEV, sizeof *all);
+    struct series *all = gt_xcalloc((GT_MEM_HOST + 1) * (GT_HOST_SLOT + 1) + GT_HOST_SLOT, sizeof *all);
     size_t n = 0;
-    int64_t live[GT_MEM_HOST + 1][MAX_DEV + 1];
+    int64_t live[GT_MEM_HOST + 1][GT_HOST_SLOT + 1];
     memset(live, 0, sizeof live);
     for (size_t i = 0; i < t->nev; i++) {
-        uint32_t al = gt_alloc_of(t, &c->p, i);
-        if (al == GT_NO_EVENT)
-            continue;
-        const struct gt_event *ae = &t->ev[al];
-        int m = t->api[ae->api].memory, d = ae->device == -1 ? MAX_DEV : ae->device;
-        if (m > GT_MEM_HOST || d < 0 || d > MAX_DEV || ae->size <= 0)
+        int m, d;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &d);
+        if (!delta || m > GT_MEM_HOST)
             continue;
         if (!idx[m][d]) {
             idx[m][d] = &all[n++];
             idx[m][d]->memory = m;
-            idx[m][d]->device = d == MAX_DEV ? -1 : d;
+            idx[m][d]->device = d == GT_HOST_SLOT ? -1 : d;
             idx[m][d]->span = end;
         }
-        live[m][d] += al == i ? ae->size : -ae->size;
+        live[m][d] += delta;
         series_add(idx[m][d], t->ev[i].t, live[m][d]);
     }
     size_t nlive = n;
@@ -149,7 +145,7 @@ int gt_report_timeline(struct gt_ctx *c, struct gt_json *j, int64_t *end_ns)
     int code = gt_rows_open(t, &r, GT_ROWS_SAMPLES), more;
     while (!code && (more = gt_rows_next(&r)) > 0) {
         int64_t dev = gt_rows_int(&r, 1, -1), ts = gt_rows_int(&r, 0, 0);
-        if (dev < 0 || dev >= MAX_DEV)
+        if (dev < 0 || dev >= GT_HOST_SLOT)
             continue;
         size_t k = nlive;
         while (k < n && all[k].device != dev)
