@@ -307,17 +307,9 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
         W.peak_pool = W.live_bytes[GT_MEM_POOL];
 }
 
-static void write_event(const struct gt_event *in)
+/* One events row (and its mappings row), with the accounting. */
+static void write_row(const struct gt_event *ev)
 {
-    if (in->api >= GT_REC_BASE) { /* activity: a range, mark or iteration */
-        if (!W.write_failed)
-            write_thread(in->tid);
-        gt_activity_event(in, W.write_failed);
-        return;
-    }
-    struct gt_event vm = *in; /* VMM: the row stored may differ from the call (vmm.c) */
-    const struct gt_event *ev = &vm;
-    vm.api = (uint16_t)gt_vmm_track(in);
     const struct gt_api_info *ai = api_info(ev->api);
     bool has_size;
     int64_t size;
@@ -349,13 +341,30 @@ static void write_event(const struct gt_event *in)
         sqlite3_bind_int64(W.ins_mapping, 2, (int64_t)ev->aux);
         step(W.ins_mapping, "insert mapping");
     }
-    uint64_t handle; /* a cuMemUnmap that removed the last mapping of released handles frees them */
-    for (struct gt_event f = *ev; gt_vmm_take_freed(&handle);) {
+}
+
+static void write_event(const struct gt_event *in)
+{
+    if (in->api >= GT_REC_BASE) { /* activity: a range, mark or iteration */
+        if (!W.write_failed)
+            write_thread(in->tid);
+        gt_activity_event(in, W.write_failed);
+        return;
+    }
+    struct gt_event ev = *in; /* VMM: the row stored may differ from the call (vmm.c) */
+    ev.api = (uint16_t)gt_vmm_track(in);
+    write_row(&ev);
+    /* A cuMemUnmap that removed the last mapping of released handles frees
+     * them: one row each, in a loop (one cuMemUnmap of a grown range can free
+     * thousands of handles: recursion here overflowed the writer's stack). */
+    uint64_t handle;
+    while (gt_vmm_take_freed(&handle)) {
+        struct gt_event f = ev;
         f.api = GT_API_cuMemUnmap_last_mapping;
         f.ptr = handle;
         f.flags = 0;
         f.device = GT_DEVICE_UNKNOWN;
-        write_event(&f);
+        write_row(&f);
     }
 }
 

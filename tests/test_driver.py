@@ -134,6 +134,24 @@ class DriverPathsTest(TraceTest):
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'off.db')))
 
 
+class VmmGrowTest(TraceTest):
+    """vmm_grow.c: N chunks mapped into one range and released at once, then
+    one cuMemUnmap of the whole range frees all N handles."""
+
+    def test_one_unmap_that_frees_thousands_of_handles(self):
+        n = 12000   # each freed handle once cost the writer a stack frame: ~4000 overflowed it
+        p, db = self.trace([prog('vmm_grow'), str(n)], env_extra={'FAKE_CUDA_DEVICE_BYTES': n * G})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, 'mapped and freed %d chunks\n' % n)
+        self.assertEqual(query(db, "SELECT api, count(*), sum(size) FROM events_v WHERE api LIKE 'cuMem%' "
+                                   "AND api NOT LIKE 'cuMemAddress%' GROUP BY api ORDER BY api"),
+                         [('cuMemCreate', n, n * G), ('cuMemMap', n, n * G), ('cuMemRelease_while_mapped', n, n * G),
+                          ('cuMemUnmap', 1, n * G), ('cuMemUnmap_last_mapping', n, n * G)])
+        self.assertEqual(query(db, 'SELECT peak_device_bytes FROM processes'), [(n * G,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM live_at_exit WHERE memory = 'device'"), [(0,)])
+        self.assertIntegrity(db)
+
+
 class VmmTest(TraceTest):
     """vmm.c: h1 = 2G and h2 = 1G on device 0, hh = 1G on the host; h1 mapped
     twice; h2 and h1 released while mapped; one unmap frees both."""

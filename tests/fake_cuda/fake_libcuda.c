@@ -244,8 +244,9 @@ unsigned long fake_cuda_v1_calls(void) { return v1_calls; }
 
 struct handle { uint64_t h, size; int dev, mappings, released; };
 struct vrange { uint64_t va, size, handle; }; /* a reservation (handle 0) or a mapping */
-static struct handle handles[256];
-static struct vrange reserves[256], maps[256];
+/* room for a growable range of thousands of 2 MiB chunks (test_driver.py) */
+static struct handle handles[16384];
+static struct vrange reserves[256], maps[16384];
 static size_t nhandles, nreserves, nmaps;
 static uint64_t handle_counter, next_va;
 
