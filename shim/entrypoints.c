@@ -31,9 +31,17 @@ void *gt_hook_real(struct gt_hook *h)
     void *p = atomic_load_explicit(&h->real, memory_order_acquire);
     if (p)
         return p;
+    /* A function the loaded libraries lack (an older cudart has no
+     * cudaGetDriverEntryPointByVersion) is not searched for again on every
+     * entry-point query, only once something new was loaded. */
+    unsigned long long gen = gt_loaded_generation();
+    if (atomic_load_explicit(&h->missed_at, memory_order_relaxed) == gen)
+        return NULL;
     p = gt_real_symbol(h->name, h->lib);
     if (p)
         atomic_store_explicit(&h->real, p, memory_order_release);
+    else
+        atomic_store_explicit(&h->missed_at, gen, memory_order_relaxed);
     return p;
 }
 
@@ -190,7 +198,7 @@ __asm__(".text\n" GT_DLSYM_STUB(dlsym, gt_dlsym_lookup, gt_dlsym_next, gt_dlsym_
     X(cudaGetDriverEntryPointByVersion, "libcudart.so") \
     X(cudaGetDriverEntryPointByVersion_ptsz, "libcudart.so")
 #define ENTRY_ENUM(sym, lib) E_##sym,
-#define ENTRY_ROW(sym, lib) {#sym, (void *)sym, lib, NULL},
+#define ENTRY_ROW(sym, lib) {#sym, (void *)sym, lib, NULL, 0},
 enum { ENTRY_HOOKS(ENTRY_ENUM) N_ENTRY_HOOKS };
 static struct gt_hook entry_hooks[N_ENTRY_HOOKS];
 

@@ -11,7 +11,7 @@
 #include "shim.h"
 
 #define GT_HOOK_ENUM(kind, sym, ...) GT_H_##sym,
-#define GT_HOOK_ROW(kind, sym, ...) {#sym, (void *)sym, GT_HOOK_LIB, NULL},
+#define GT_HOOK_ROW(kind, sym, ...) {#sym, (void *)sym, GT_HOOK_LIB, NULL, 0},
 /* the indirection expands STREAM(s) / NOSTREAM into their two arguments */
 #define GT_HOOK_DEFINE(kind, sym, ...) GT_HOOK_##kind(sym, __VA_ARGS__)
 
@@ -24,7 +24,9 @@
         return GT_HOOK_NOT_FOUND;
 
 /* An allocation: PTR, SIZE, DEVICE and STREAM are expressions over the
- * arguments, evaluated after the real call returned. */
+ * arguments and rc, evaluated after the real call returned. SIZE is recorded
+ * for failed calls too (what an OOM asked for): it must not read an output
+ * argument the failed call never set (a pitch). */
 #define GT_HOOK_ALLOC(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
     GT_EXPORT GT_HOOK_RESULT sym params \
     { \

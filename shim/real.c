@@ -5,11 +5,22 @@
  * Uses glibc's dlsym directly: ours (entrypoints.c) would ask us again. */
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "shim.h"
 
-struct search { const char *hint; const char *name; void *found; };
+#define MAX_CANDIDATES 8
+
+/* Names of loaded objects matching the hint, collected while the loader's
+ * lock is held; they are opened only after dl_iterate_phdr returned: a
+ * dlopen inside its callback takes the loader's locks in the opposite order
+ * to a dlopen on another thread, and the two threads deadlock. */
+struct candidates {
+    const char *hint;
+    int n;
+    char name[MAX_CANDIDATES][512];
+};
 
 static bool is_ours(void *p)
 {
@@ -17,32 +28,50 @@ static bool is_ours(void *p)
     return dladdr(p, &a) && dladdr((void *)&gt_real_symbol, &b) && a.dli_fbase == b.dli_fbase;
 }
 
-static int visit(struct dl_phdr_info *info, size_t size, void *data)
+static int collect(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    struct search *s = data;
-    if (!info->dlpi_name || !strstr(info->dlpi_name, s->hint))
-        return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    void *p = gt_dlsym_real(h, s->name);
-    dlclose(h); /* RTLD_NOLOAD took a reference; the object stays loaded */
-    if (p && !is_ours(p)) {
-        s->found = p;
-        return 1;
-    }
-    return 0;
+    struct candidates *c = data;
+    if (info->dlpi_name && strstr(info->dlpi_name, c->hint) &&
+        (size_t)snprintf(c->name[c->n], sizeof c->name[0], "%s", info->dlpi_name) < sizeof c->name[0])
+        c->n++;
+    return c->n == MAX_CANDIDATES;
 }
 
 /* name: symbol; lib_hint: substring of the defining library's file name
- * ("libcudart.so", "libcuda.so"). Returns NULL if no real definition exists. */
+ * ("libcudart.so", "libcuda.so"). Returns NULL if no real definition exists.
+ * A failed lookup of ours leaves no dlerror() message for the program. */
 void *gt_real_symbol(const char *name, const char *lib_hint)
 {
     void *p = gt_dlsym_real(RTLD_NEXT, name);
     if (p && !is_ours(p))
         return p;
-    struct search s = {lib_hint, name, NULL};
-    dl_iterate_phdr(visit, &s);
-    return s.found;
+    struct candidates c = {.hint = lib_hint};
+    dl_iterate_phdr(collect, &c);
+    for (int i = 0; i < c.n; i++) {
+        void *h = dlopen(c.name[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            continue;
+        p = gt_dlsym_real(h, name);
+        dlclose(h); /* RTLD_NOLOAD took a reference; the object stays loaded */
+        if (p && !is_ours(p))
+            return p;
+    }
+    (void)dlerror();
+    return NULL;
+}
+
+static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds + info->dlpi_subs;
+    return 1;
+}
+
+/* Changes whenever an object is loaded or unloaded. */
+unsigned long long gt_loaded_generation(void)
+{
+    unsigned long long gen = 0;
+    dl_iterate_phdr(count_loads, &gen);
+    return gen;
 }

@@ -129,6 +129,7 @@ int32_t gt_tid(void);
 
 /* real.c: the functions we interpose, as the program would have reached them. */
 void *gt_real_symbol(const char *name, const char *lib_hint);
+unsigned long long gt_loaded_generation(void); /* changes with every dlopen/dlclose */
 
 /* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
  * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries hand
@@ -138,10 +139,12 @@ struct gt_hook {
     void *wrapper;        /* our definition */
     const char *lib;      /* hint for gt_real_symbol: "libcudart.so", "libcuda.so" */
     _Atomic(void *) real; /* the real definition, once found */
+    _Atomic(unsigned long long) missed_at; /* gt_loaded_generation() of the last failed search */
 };
 struct gt_hook_table { struct gt_hook *hooks; size_t n; };
 extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_entry_hooks;
-void *gt_hook_real(struct gt_hook *h);            /* resolves once; NULL while not loaded */
+void *gt_hook_real(struct gt_hook *h);            /* resolves once; NULL while not loaded (a miss is
+                                                    searched again only after a library load) */
 void *gt_dlsym_real(void *handle, const char *name); /* glibc's dlsym, never ours */
 
 /* lifecycle.c */

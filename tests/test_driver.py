@@ -134,6 +134,16 @@ class DriverPathsTest(TraceTest):
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'off.db')))
 
 
+class LookupRaceTest(TraceTest):
+    """lookup_race.c: entry-point lookups racing dlopen/dlclose on another
+    thread, next to a cudart that lacks cudaGetDriverEntryPointByVersion."""
+
+    def test_lookups_racing_dlopen_make_progress_and_leave_no_dlerror(self):
+        p, db = self.trace([prog('lookup_race'), prog('libcudart.so.12'), prog('libleaf.so'), '2'], timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.splitlines(), ['lookup 0, dlerror after it: none', 'progress on both threads'])
+
+
 class VmmGrowTest(TraceTest):
     """vmm_grow.c: N chunks mapped into one range and released at once, then
     one cuMemUnmap of the whole range frees all N handles."""
