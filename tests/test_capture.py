@@ -51,8 +51,10 @@ class CaptureTest(TraceTest):
         self.assertEqual(words[0], 'failed')
         result, live = int(words[3]), int(words[5])
         self.assertEqual(result, 2)  # cudaErrorMemoryAllocation
-        fails = query(db, 'SELECT api, size, ptr, result FROM failures')
-        self.assertEqual(fails, [('cudaMalloc', chunk, None, 2)])
+        fails = query(db, 'SELECT api, size, ptr, result FROM failures ORDER BY id')
+        # the failed cudaMallocPitch is recorded with what it asked for (width x
+        # height), not with the pitch variable the failed call never set
+        self.assertEqual(fails, [('cudaMalloc', chunk, None, 2), ('cudaMallocPitch', 2 * chunk, None, 2)])
         self.assertEqual(query(db, "SELECT sum(size) FROM events_v WHERE op='alloc' AND result=0"), [(live,)])
         self.assertEqual(query(db, 'SELECT peak_device_bytes FROM processes'), [(live,)])
 
