@@ -104,7 +104,11 @@ static void debug_lookup(const char *via, const char *symbol, long version, unsi
  * its caller's return address, so our dlsym must not be a C function that
  * calls the real one: a small assembly stub jumps straight to glibc for every
  * call except a name starting with "cu" on an explicit handle, and only those
- * reach gt_dlsym_lookup() below. Explicit handles ignore the caller. */
+ * reach gt_dlsym_lookup() below. Explicit handles ignore the caller.
+ * One more case: RTLD_DEFAULT and the name of a function we hook whose real
+ * definition is loaded nowhere. glibc would answer with our export, where
+ * without us the lookup fails: programs probe "is CUDA loaded?" exactly so
+ * (dlsym(RTLD_DEFAULT, "cuGetProcAddress")). That lookup fails here too. */
 
 void *gt_dlsym_next; /* glibc's; read by the stub */
 static GT_TLS int in_lookup;
@@ -158,19 +162,57 @@ void *gt_dlsym_lookup(void *handle, const char *name)
     return p;
 }
 
+int gt_dlsym_default_unloaded(const char *name);
+void *gt_dlsym_unloaded_answer(void *handle, const char *name);
+
+/* RTLD_DEFAULT lookup of a name: is it a function we hook that no loaded
+ * library defines? (glibc would hand out our export.) */
+int gt_dlsym_default_unloaded(const char *name)
+{
+    if (in_lookup)
+        return 0;
+    in_lookup = 1;
+    struct gt_hook *h = hook_named(name);
+    int unloaded = h && !gt_hook_real(h);
+    in_lookup = 0;
+    return unloaded;
+}
+
+/* ... then the answer glibc gives without us: none, with its dlerror().
+ * Reached by a jump from the stub, so a tail call would hand glibc the
+ * program's return address and RTLD_NEXT would mean "after the program",
+ * which finds our export: the call must return here. */
+void *gt_dlsym_unloaded_answer(void *handle, const char *name)
+{
+    (void)handle;
+    void *p = gt_dlsym_real(RTLD_NEXT, name);
+    __asm__ volatile("" : "+r"(p)); /* not a tail call */
+    return p;
+}
+
 #if defined(__x86_64__)
 /* dlsym(rdi = handle, rsi = name). dlvsym is not interposed: the shim itself
  * needs glibc's dlvsym to find glibc's dlsym (an own definition would be
  * found first and recurse). */
-#define GT_DLSYM_STUB(sym, lookup, next, resolve) \
+#define GT_DLSYM_STUB(sym, lookup, next, resolve, unloaded, unloaded_answer) \
     ".globl " #sym "\n.type " #sym ", @function\n" #sym ":\n" \
     "  .cfi_startproc\n" \
     "  test %rsi, %rsi\n  jz 1f\n" \
     "  cmpb $0x63, (%rsi)\n  jne 1f\n"        /* 'c' */ \
     "  cmpb $0x75, 1(%rsi)\n  jne 1f\n"       /* 'u' */ \
-    "  test %rdi, %rdi\n  jz 1f\n"            /* RTLD_DEFAULT: scope of the caller */ \
+    "  test %rdi, %rdi\n  jz 4f\n"            /* RTLD_DEFAULT: scope of the caller */ \
     "  cmp $-1, %rdi\n  je 1f\n"              /* RTLD_NEXT: relative to the caller */ \
     "  jmp " #lookup "\n" \
+    "4:push %rdi\n  .cfi_adjust_cfa_offset 8\n" \
+    "  push %rsi\n  .cfi_adjust_cfa_offset 8\n" \
+    "  sub $8, %rsp\n  .cfi_adjust_cfa_offset 8\n" /* 16-byte aligned call */ \
+    "  mov %rsi, %rdi\n" \
+    "  call " #unloaded "\n" \
+    "  add $8, %rsp\n  .cfi_adjust_cfa_offset -8\n" \
+    "  pop %rsi\n  .cfi_adjust_cfa_offset -8\n" \
+    "  pop %rdi\n  .cfi_adjust_cfa_offset -8\n" \
+    "  test %eax, %eax\n  jz 1f\n"            /* loaded somewhere: glibc answers */ \
+    "  jmp " #unloaded_answer "\n" \
     "1:mov " #next "(%rip), %rax\n" \
     "  test %rax, %rax\n  jz 2f\n" \
     "  jmp *%rax\n"                           /* glibc sees our caller's return address */ \
@@ -185,7 +227,8 @@ void *gt_dlsym_lookup(void *handle, const char *name)
     "  jmp *%rax\n" \
     "3:ret\n" \
     "  .cfi_endproc\n.size " #sym ", .-" #sym "\n"
-__asm__(".text\n" GT_DLSYM_STUB(dlsym, gt_dlsym_lookup, gt_dlsym_next, gt_dlsym_resolve));
+__asm__(".text\n" GT_DLSYM_STUB(dlsym, gt_dlsym_lookup, gt_dlsym_next, gt_dlsym_resolve, gt_dlsym_default_unloaded,
+                                 gt_dlsym_unloaded_answer));
 #endif
 
 /* ---- the entry-point queries ---------------------------------------------- */

@@ -144,6 +144,24 @@ class LookupRaceTest(TraceTest):
         self.assertEqual(p.stdout.splitlines(), ['lookup 0, dlerror after it: none', 'progress on both threads'])
 
 
+class ProbeTest(TraceTest):
+    """probe_cuda.c asks dlsym(RTLD_DEFAULT, ...) whether CUDA functions are
+    loaded, before and after loading libcuda.so.1. The shim exports those
+    names; the answers must still be the program's own."""
+
+    def test_is_cuda_loaded_probes_answer_as_without_the_shim(self):
+        bare = run([prog('probe_cuda')], preload=False)
+        p, db = self.trace([prog('probe_cuda')])
+        self.assertEqual((bare.returncode, p.returncode), (0, 0), p.stderr)
+        self.assertEqual(p.stdout, bare.stdout)
+        # before: nothing defines them; after: the driver's, and no runtime
+        self.assertIn('before cuGetProcAddress: not found (dlerror set)', p.stdout)
+        self.assertIn('before cudaMalloc: not found (dlerror set)', p.stdout)
+        self.assertIn('after cuMemAlloc_v2: found', p.stdout)
+        self.assertIn('after cudaMalloc: not found (dlerror set)', p.stdout)
+        self.assertFalse(os.path.exists(db), 'no CUDA call was made: no trace file')
+
+
 class VmmGrowTest(TraceTest):
     """vmm_grow.c: N chunks mapped into one range and released at once, then
     one cuMemUnmap of the whole range frees all N handles."""
