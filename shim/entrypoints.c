@@ -197,6 +197,7 @@ void *gt_dlsym_unloaded_answer(void *handle, const char *name)
 #define GT_DLSYM_STUB(sym, lookup, next, resolve, unloaded, unloaded_answer) \
     ".globl " #sym "\n.type " #sym ", @function\n" #sym ":\n" \
     "  .cfi_startproc\n" \
+    "  endbr64\n"                              /* a valid target under CET's IBT (a NOP elsewhere) */ \
     "  test %rsi, %rsi\n  jz 1f\n" \
     "  cmpb $0x63, (%rsi)\n  jne 1f\n"        /* 'c' */ \
     "  cmpb $0x75, 1(%rsi)\n  jne 1f\n"       /* 'u' */ \
