@@ -100,13 +100,13 @@ static int check_file(struct gt_trace *t, const char *path)
     return GT_EXIT_OK;
 }
 
-static char *col_text(sqlite3_stmt *st, int i)
+char *gt_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *s = sqlite3_column_text(st, i);
     return s ? gt_xstrdup((const char *)s) : NULL;
 }
 
-static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t dflt)
+int64_t gt_col_int_or(sqlite3_stmt *st, int i, int64_t dflt)
 {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
 }
@@ -178,21 +178,21 @@ static int load_process(struct gt_trace *t)
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         p->present = 1;
-        p->pid = col_int_or(st, 0, -1);
-        p->ppid = col_int_or(st, 1, -1);
-        p->host = col_text(st, 2);
-        p->command_line = col_text(st, 3);
-        p->exe = col_text(st, 4);
-        p->rank = col_int_or(st, 5, -1);
-        p->local_rank = col_int_or(st, 6, -1);
-        p->start_unix_ns = col_int_or(st, 7, 0);
-        p->end_ns = col_int_or(st, 8, -1);
-        p->end_reason = col_text(st, 9);
-        p->library_version = col_text(st, 10);
-        p->stack_depth = col_int_or(st, 11, 0);
-        p->events_recorded = col_int_or(st, 12, 0);
-        p->events_dropped = col_int_or(st, 13, 0);
-        p->peak_device_bytes = col_int_or(st, 14, 0);
+        p->pid = gt_col_int_or(st, 0, -1);
+        p->ppid = gt_col_int_or(st, 1, -1);
+        p->host = gt_col_text(st, 2);
+        p->command_line = gt_col_text(st, 3);
+        p->exe = gt_col_text(st, 4);
+        p->rank = gt_col_int_or(st, 5, -1);
+        p->local_rank = gt_col_int_or(st, 6, -1);
+        p->start_unix_ns = gt_col_int_or(st, 7, 0);
+        p->end_ns = gt_col_int_or(st, 8, -1);
+        p->end_reason = gt_col_text(st, 9);
+        p->library_version = gt_col_text(st, 10);
+        p->stack_depth = gt_col_int_or(st, 11, 0);
+        p->events_recorded = gt_col_int_or(st, 12, 0);
+        p->events_dropped = gt_col_int_or(st, 13, 0);
+        p->peak_device_bytes = gt_col_int_or(st, 14, 0);
         rc = SQLITE_DONE;
     } else {
         p->pid = p->ppid = p->rank = p->local_rank = p->end_ns = -1;
@@ -215,8 +215,8 @@ static int load_devices_and_drops(struct gt_trace *t)
         }
         struct gt_device *d = &t->devices[t->ndevices++];
         d->id = sqlite3_column_int64(st, 0);
-        d->name = col_text(st, 1);
-        d->total_bytes = col_int_or(st, 2, -1);
+        d->name = gt_col_text(st, 1);
+        d->total_bytes = gt_col_int_or(st, 2, -1);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -231,7 +231,7 @@ static int load_devices_and_drops(struct gt_trace *t)
             t->drops = gt_xrealloc(t->drops, cap * sizeof *t->drops);
         }
         struct gt_drop *d = &t->drops[t->ndrops++];
-        d->reason = col_text(st, 0);
+        d->reason = gt_col_text(st, 0);
         d->count = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
@@ -564,93 +564,6 @@ static int prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **
     if ((rc & 0xff) == SQLITE_ERROR && strstr(sqlite3_errmsg(t->db), "no such table"))
         return GT_EXIT_OK;
     return sql_fail(t, rc, what);
-}
-
-int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
-{
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    int code = prepare_optional(t, "SELECT source, message, tid, start_ns, end_ns, depth, batch_size FROM ranges ORDER BY start_ns, id", &st, "reading ranges");
-    if (code || !st)
-        return code;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
-        }
-        struct gt_range *r = &(*out)[(*n)++];
-        const char *src = (const char *)sqlite3_column_text(st, 0);
-        r->is_marker = src && !strcmp(src, "marker");
-        r->message = col_text(st, 1);
-        if (!r->message)
-            r->message = gt_xstrdup("");
-        r->tid = col_int_or(st, 2, -1);
-        r->start = sqlite3_column_int64(st, 3);
-        r->end = col_int_or(st, 4, -1);
-        r->depth = col_int_or(st, 5, 0);
-        r->batch_size = col_int_or(st, 6, -1);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : sql_fail(t, rc, "reading ranges");
-}
-
-void gt_ranges_free(struct gt_range *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(r[i].message);
-    free(r);
-}
-
-int gt_trace_marker_iterations(struct gt_trace *t, struct gt_marker_iter **out, size_t *n)
-{
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    int code = prepare_optional(t, "SELECT idx, batch_size, t_ns FROM iterations ORDER BY t_ns, id", &st, "reading marker iterations");
-    if (code || !st)
-        return code;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
-        }
-        struct gt_marker_iter *m = &(*out)[(*n)++];
-        m->idx = sqlite3_column_int64(st, 0);
-        m->batch_size = col_int_or(st, 1, -1);
-        if (m->batch_size < 0)
-            m->batch_size = -1;
-        m->t = sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : sql_fail(t, rc, "reading marker iterations");
-}
-
-int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n)
-{
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    int code = prepare_optional(t, "SELECT start_ns, name_id FROM kernels ORDER BY start_ns, id", &st, "reading kernels");
-    if (code || !st)
-        return code;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
-        }
-        (*out)[*n].start = sqlite3_column_int64(st, 0);
-        (*out)[*n].name_id = col_int_or(st, 1, -1);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : sql_fail(t, rc, "reading kernels");
 }
 
 int64_t gt_trace_device_total(const struct gt_trace *t, int device)

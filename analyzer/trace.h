@@ -132,6 +132,9 @@ void gt_ranges_free(struct gt_range *r, size_t n);
  * an exit status with t->err set. */
 int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what);
 int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
+/* Column i as a malloc'ed string (NULL for SQL NULL) / as an integer or dflt. */
+char *gt_col_text(sqlite3_stmt *st, int i);
+int64_t gt_col_int_or(sqlite3_stmt *st, int i, int64_t dflt);
 
 /* Total memory of a device ordinal from the devices table; -1 unknown. */
 int64_t gt_trace_device_total(const struct gt_trace *t, int device);
