@@ -108,6 +108,15 @@ void gt_peak_free(struct gt_peak *pk)
 }
 
 /* Index of the iteration whose window holds event ev, or -1. */
+/* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
+ * and a prediction from the fit is not worth acting on. */
+#define GT_FIT_RELIABLE_R2 0.9
+
+static int fit_reliable(const struct gt_peak *pk)
+{
+    return pk->fit.ok && pk->fit.r2 >= GT_FIT_RELIABLE_R2;
+}
+
 static long iteration_of(const struct gt_iterations *its, uint32_t ev)
 {
     for (size_t k = 0; k < its->n && ev != GT_NO_EVENT; k++)
@@ -163,6 +172,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
         else
             printf("  device memory unknown: pass --device-bytes N to predict the largest batch size that fits\n");
+        if (!fit_reliable(pk))
+            printf("  the fit is poor (R^2 < %.2f): these peaks do not follow batch size, so neither does the prediction;\n"
+                   "  a caching allocator's device memory keeps what earlier batches reserved (PyTorch: trace with\n"
+                   "  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync to see tensor-level peaks)\n", GT_FIT_RELIABLE_R2);
     } else if (pk->nbs == 1) {
         printf("  one batch size only: run several batch sizes to fit peak = fixed + per_sample x batch_size\n");
     }
@@ -235,6 +248,8 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_kdouble(j, "fixed_bytes", pk.fit.intercept);
             gt_json_kdouble(j, "per_sample_bytes", pk.fit.slope);
             gt_json_kdouble(j, "r2", pk.fit.r2);
+            gt_json_key(j, "reliable");
+            gt_json_bool(j, fit_reliable(&pk));
             gt_json_obj_end(j);
         } else {
             gt_json_null(j);

@@ -185,6 +185,24 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertWithin(fit['per_sample_bytes'], T.SEQ_PER_SAMPLE)
         self.assertGreater(fit['r2'], 0.9999)
 
+    def test_peaks_that_do_not_follow_batch_size_mark_the_fit_unreliable(self):
+        # reserved memory of a caching allocator: the first, largest batch
+        # sets the level and smaller batches keep it
+        t = T.Trace(os.path.join(self.dir, 'history.db'))
+        peaks = {64: 100 * T.MiB, 8: 100 * T.MiB, 32: 100 * T.MiB, 128: 300 * T.MiB}
+        for bs, peak in peaks.items():
+            t.push('step batch_size=%d' % bs, batch_size=bs)
+            t.free(t.alloc(peak, ['train_step', 'main']))
+            t.pop()
+        db = t.close()
+        d = self.json('peak', db)
+        self.assertEqual([it['peak_bytes'] for it in d['iterations']], list(peaks.values()))
+        self.assertLess(d['fit']['r2'], 0.9)
+        self.assertIs(d['fit']['reliable'], False)
+        self.assertIn('the fit is poor', self.ok('peak', db).stdout)
+        good = self.json('peak', T.batch_sequence(self.dir))['fit']
+        self.assertIs(good['reliable'], True)
+
     def test_memory_equation_fit_and_largest_batch_that_fits(self):
         db = T.memory_equation(self.dir)
         d = self.json('peak', db)
@@ -365,7 +383,7 @@ class JsonAndHelp(T.AnalyzerTest):
         for k in ('bytes_per_iteration', 'frames'):
             self.assertIn(k, g['sites'][0])
         p = self.json('peak', dbs[1])
-        self.assertEqual(set(p['fit']), {'fixed_bytes', 'per_sample_bytes', 'r2'})
+        self.assertEqual(set(p['fit']), {'fixed_bytes', 'per_sample_bytes', 'r2', 'reliable'})
         for k in ('index', 'batch_size', 'peak_bytes'):
             self.assertIn(k, p['iterations'][0])
         o = self.json('oom', dbs[2])
