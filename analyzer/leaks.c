@@ -10,7 +10,9 @@
 #include "format.h"
 
 /* Substrings of frames (function or module) that belong to a caching
- * allocator. An allocation whose stack passes through one is cached. */
+ * allocator, or to a CUDA library's handle, whose workspace lives as long as
+ * the handle (PyTorch keeps its cuBLAS handles until exit: 128 MiB on an
+ * H100). An allocation whose stack passes through one is cached. */
 static const char *const cache_frames[] = {
     "CUDACachingAllocator",     /* PyTorch: c10::cuda::CUDACachingAllocator::... */
     "DeviceCachingAllocator",
@@ -20,6 +22,9 @@ static const char *const cache_frames[] = {
     "cupy.cuda.memory",         /* CuPy's memory pool */
     "MemoryPool::malloc",
     "rmm::mr::",                /* RAPIDS memory manager */
+    "cublasCreate",             /* cuBLAS / cuBLASLt / cuDNN handle workspaces */
+    "cublasLtCreate",
+    "cudnnCreate",
 };
 
 static int frames_say_cached(struct gt_ctx *c, int32_t site, int *has_frames, int *code)
@@ -139,7 +144,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             code = gt_text_sites(c, l.sites, l.nsites, (size_t)c->o->top, 2);
         }
         if (!code && l.ncached) {
-            printf("Cached (held by a caching allocator until exit, not a leak): %s in %lld allocations at %zu call site%s:\n",
+            printf("Cached (held until exit by a caching allocator or a library handle, not a leak): %s in %lld allocations at %zu call site%s:\n",
                    gt_fmt_bytes(l.cached_bytes, b), (long long)l.cached_count, l.ncached, l.ncached == 1 ? "" : "s");
             code = gt_text_sites(c, l.cached, l.ncached, (size_t)c->o->top, 2);
         }

@@ -294,7 +294,7 @@
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
     el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocations never freed' +
-      (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held by a caching allocator (not a leak)' : ''));
+      (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held until exit by a caching allocator or a library handle (not a leak)' : ''));
     if ((l.sites || []).length)
       table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'],
         l.sites.map(function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; }));

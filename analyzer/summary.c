@@ -167,7 +167,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else
         printf("  leaks: none");
     if (l.ncached)
-        printf("; %s held by a caching allocator until exit (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
+        printf("; %s held until exit by a caching allocator or a library handle (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
     printf("\n");
     if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name);

@@ -113,7 +113,7 @@ class CachingAllocator(T.AnalyzerTest):
         self.assertEqual(d['cached_count'], segments)
         self.assertIn('CUDACachingAllocator', frames_text(d['cached_sites'][0]))
         out = self.ok('leaks', db).stdout
-        self.assertIn('held by a caching allocator until exit', out)
+        self.assertIn('held until exit by a caching allocator or a library handle', out)
 
     def test_text_folds_the_allocators_own_frames_json_keeps_them(self):
         # every PyTorch site starts with the same allocator frames; text starts
@@ -129,6 +129,18 @@ class CachingAllocator(T.AnalyzerTest):
         d = self.json('leaks', db)
         self.assertEqual([f.split(' (')[0] for f in d['cached_sites'][0]['frames']], T.CACHING_FRAMES)
         self.assertEqual(d['cached_sites'][0]['allocator_frames'], folded)
+
+    def test_a_library_handles_workspace_is_cached_a_leak_beside_it_is_not(self):
+        # PyTorch keeps its cuBLAS handles to exit: their workspaces (cuBLAS's
+        # own cuMemAlloc_v2, frames unnamed in the stripped library) are not
+        # a leak; the program's own allocation kept to exit is
+        t = T.Trace(os.path.join(self.dir, 'cublas.db'), command_line='python train.py')
+        t.alloc(64 * T.MiB, ['libcublas.so.13+0x5b45ee', 'cublasCreate_v2', 'at::cuda::getCurrentCUDABlasHandle', 'main'],
+                api='cuMemAlloc_v2')
+        t.alloc(3 * T.MiB, ['load_weights', 'main'])
+        d = self.json('leaks', t.close())
+        self.assertEqual((d['total_bytes'], d['cached_bytes']), (3 * T.MiB, 64 * T.MiB))
+        self.assertEqual(d['sites'][0]['frames'][0].split(' (')[0], 'load_weights')
 
     def test_without_stacks_the_caching_pattern_is_recognised(self):
         db = T.batch_sequence_caching(self.dir, stack_depth=0)
