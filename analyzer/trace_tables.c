@@ -7,12 +7,15 @@
 #include "format.h"
 #include "trace.h"
 
-int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
+/* Runs sql and fills a growing array of elem-byte entries, one per row,
+ * with fill(row, entry). *out is NULL and *n 0 when the table is missing. */
+static int load_rows(struct gt_trace *t, const char *sql, const char *what, size_t elem,
+                     void (*fill)(sqlite3_stmt *, void *), void **out, size_t *n)
 {
     sqlite3_stmt *st;
     *out = NULL;
     *n = 0;
-    int code = gt_trace_prepare_optional(t, "SELECT source, message, tid, start_ns, end_ns, depth, batch_size FROM ranges ORDER BY start_ns, id", &st, "reading ranges");
+    int code = gt_trace_prepare_optional(t, sql, &st, what);
     if (code || !st)
         return code;
     size_t cap = 0;
@@ -20,22 +23,36 @@ int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
+            *out = gt_xrealloc(*out, cap * elem);
         }
-        struct gt_range *r = &(*out)[(*n)++];
-        const char *src = (const char *)sqlite3_column_text(st, 0);
-        r->is_marker = src && !strcmp(src, "marker");
-        r->message = gt_col_text(st, 1);
-        if (!r->message)
-            r->message = gt_xstrdup("");
-        r->tid = gt_col_int_or(st, 2, -1);
-        r->start = sqlite3_column_int64(st, 3);
-        r->end = gt_col_int_or(st, 4, -1);
-        r->depth = gt_col_int_or(st, 5, 0);
-        r->batch_size = gt_col_int_or(st, 6, -1);
+        fill(st, (char *)*out + (*n)++ * elem);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading ranges");
+    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, what);
+}
+
+static void fill_range(sqlite3_stmt *st, void *entry)
+{
+    struct gt_range *r = entry;
+    const char *src = (const char *)sqlite3_column_text(st, 0);
+    r->is_marker = src && !strcmp(src, "marker");
+    r->message = gt_col_text(st, 1);
+    if (!r->message)
+        r->message = gt_xstrdup("");
+    r->tid = gt_col_int_or(st, 2, -1);
+    r->start = sqlite3_column_int64(st, 3);
+    r->end = gt_col_int_or(st, 4, -1);
+    r->depth = gt_col_int_or(st, 5, 0);
+    r->batch_size = gt_col_int_or(st, 6, -1);
+}
+
+int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
+{
+    void *rows;
+    int code = load_rows(t, "SELECT source, message, tid, start_ns, end_ns, depth, batch_size FROM ranges ORDER BY start_ns, id",
+                         "reading ranges", sizeof **out, fill_range, &rows, n);
+    *out = rows;
+    return code;
 }
 
 void gt_ranges_free(struct gt_range *r, size_t n)
@@ -45,51 +62,37 @@ void gt_ranges_free(struct gt_range *r, size_t n)
     free(r);
 }
 
+static void fill_marker_iter(sqlite3_stmt *st, void *entry)
+{
+    struct gt_marker_iter *m = entry;
+    m->idx = sqlite3_column_int64(st, 0);
+    m->batch_size = gt_col_int_or(st, 1, -1);
+    if (m->batch_size < 0)
+        m->batch_size = -1;
+    m->t = sqlite3_column_int64(st, 2);
+}
+
 int gt_trace_marker_iterations(struct gt_trace *t, struct gt_marker_iter **out, size_t *n)
 {
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    int code = gt_trace_prepare_optional(t, "SELECT idx, batch_size, t_ns FROM iterations ORDER BY t_ns, id", &st, "reading marker iterations");
-    if (code || !st)
-        return code;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
-        }
-        struct gt_marker_iter *m = &(*out)[(*n)++];
-        m->idx = sqlite3_column_int64(st, 0);
-        m->batch_size = gt_col_int_or(st, 1, -1);
-        if (m->batch_size < 0)
-            m->batch_size = -1;
-        m->t = sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading marker iterations");
+    void *rows;
+    int code = load_rows(t, "SELECT idx, batch_size, t_ns FROM iterations ORDER BY t_ns, id", "reading marker iterations",
+                         sizeof **out, fill_marker_iter, &rows, n);
+    *out = rows;
+    return code;
+}
+
+static void fill_kernel(sqlite3_stmt *st, void *entry)
+{
+    struct gt_kernel *k = entry;
+    k->start = sqlite3_column_int64(st, 0);
+    k->name_id = gt_col_int_or(st, 1, -1);
 }
 
 int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n)
 {
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    int code = gt_trace_prepare_optional(t, "SELECT start_ns, name_id FROM kernels ORDER BY start_ns, id", &st, "reading kernels");
-    if (code || !st)
-        return code;
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            *out = gt_xrealloc(*out, cap * sizeof **out);
-        }
-        (*out)[*n].start = sqlite3_column_int64(st, 0);
-        (*out)[*n].name_id = gt_col_int_or(st, 1, -1);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading kernels");
+    void *rows;
+    int code = load_rows(t, "SELECT start_ns, name_id FROM kernels ORDER BY start_ns, id", "reading kernels", sizeof **out,
+                         fill_kernel, &rows, n);
+    *out = rows;
+    return code;
 }
