@@ -19,6 +19,16 @@ void *gt_xmalloc(size_t n)
     return p;
 }
 
+FILE *gt_xmemstream(char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    if (!f) {
+        fprintf(stderr, "gputrace: out of memory\n");
+        exit(70);
+    }
+    return f;
+}
+
 void *gt_xcalloc(size_t n, size_t sz)
 {
     void *p = calloc(n ? n : 1, sz ? sz : 1);

@@ -318,11 +318,7 @@ static int run_one(enum cmd cmd, const char *path, const struct gt_opts *o, int 
     size_t len = 0;
     if (!code) {
         if (o->json) {
-            FILE *mem = open_memstream(&buf, &len);
-            if (!mem) {
-                fprintf(stderr, "gputrace: out of memory\n");
-                exit(70);
-            }
+            FILE *mem = gt_xmemstream(&buf, &len);
             struct gt_json j;
             gt_json_init(&j, mem);
             j.depth = nfiles > 1 ? 1 : 0;   /* elements of the top-level array */

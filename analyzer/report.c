@@ -33,11 +33,7 @@ static char *report_json(struct gt_ctx *c, int (*report)(struct gt_ctx *, struct
 {
     char *buf = NULL;
     size_t len = 0;
-    FILE *mem = open_memstream(&buf, &len);
-    if (!mem) {
-        fprintf(stderr, "gputrace: out of memory\n");
-        exit(70);
-    }
+    FILE *mem = gt_xmemstream(&buf, &len);
     struct gt_json j;
     gt_json_init(&j, mem);
     c->t.err[0] = 0;
@@ -47,7 +43,7 @@ static char *report_json(struct gt_ctx *c, int (*report)(struct gt_ctx *, struct
         free(buf);
         buf = NULL;
         len = 0;
-        mem = open_memstream(&buf, &len);
+        mem = gt_xmemstream(&buf, &len);
         gt_json_init(&j, mem);
         gt_json_obj(&j);
         gt_json_kstr(&j, "error", c->t.err[0] ? c->t.err : "failed");
@@ -121,11 +117,7 @@ int gt_cmd_report(int argc, char **argv)
      * bucketed), so that a failing trace leaves no output at all. */
     char *data = NULL;
     size_t len = 0;
-    FILE *mem = open_memstream(&data, &len);
-    if (!mem) {
-        fprintf(stderr, "gputrace: out of memory\n");
-        return 70;
-    }
+    FILE *mem = gt_xmemstream(&data, &len);
     fprintf(mem, "{\"generator\": \"gputrace %s\", \"traces\": [", GPUTRACE_VERSION);
     for (int i = 0; i < o.nfiles && !code; i++) {
         struct gt_ctx c;
