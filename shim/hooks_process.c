@@ -1,6 +1,9 @@
 /* Ways out of the process image that skip destructors: _exit/_Exit (Python's
  * os._exit) and the exec family. Each ends the trace first; an exec that
- * fails resumes it. Cost for untraced processes: one atomic load. */
+ * fails resumes it. Only the process that owns the trace does either: a
+ * vfork() child (CPython's subprocess starts every child so) runs these hooks
+ * in its parent's memory and must leave the parent's trace alone.
+ * Cost for untraced processes: one atomic load. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -8,15 +11,38 @@
 
 #include "shim.h"
 
+/* The real functions. Resolved when a trace starts (gt_process_hooks_resolve),
+ * so that in a vfork child of a traced process the hooks only read memory;
+ * else at first use, as for any untraced process. */
+#define PROCESS_FUNCTIONS(X) \
+    X(void, _exit, (int)) \
+    X(void, _Exit, (int)) \
+    X(int, execve, (const char *, char *const[], char *const[])) \
+    X(int, execv, (const char *, char *const[])) \
+    X(int, execvp, (const char *, char *const[])) \
+    X(int, execvpe, (const char *, char *const[], char *const[])) \
+    X(int, fexecve, (int, char *const[], char *const[]))
+
+#define DECLARE(ret, name, params) static ret(*_Atomic real_##name) params;
+PROCESS_FUNCTIONS(DECLARE)
+
+#define RESOLVE(ret, name, params) \
+    if (!atomic_load(&real_##name)) \
+        atomic_store(&real_##name, (ret(*) params)gt_real_symbol(#name, "libc.so"));
+
+void gt_process_hooks_resolve(void)
+{
+    PROCESS_FUNCTIONS(RESOLVE)
+}
+
 #define REAL(ret, name, params) \
-    static ret(*real_##name) params; \
-    if (!real_##name) \
-        real_##name = (ret(*) params)gt_real_symbol(#name, "libc.so")
+    if (!atomic_load(&real_##name)) \
+        atomic_store(&real_##name, (ret(*) params)gt_real_symbol(#name, "libc.so"))
 
 static bool tracing(void)
 {
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
-    return st == GT_ACTIVE || st == GT_FAILED;
+    return (st == GT_ACTIVE || st == GT_FAILED) && gt_owns_trace();
 }
 
 GT_EXPORT void _exit(int status)
@@ -40,7 +66,7 @@ GT_EXPORT void _Exit(int status)
 /* Before exec: finish the trace; if exec returns it failed, so resume. */
 #define AROUND_EXEC(call) \
     do { \
-        bool was = atomic_load(&gt_state) == GT_ACTIVE; \
+        bool was = atomic_load(&gt_state) == GT_ACTIVE && gt_owns_trace(); \
         if (was) \
             gt_stop("exec"); \
         int rc_ = (call); \

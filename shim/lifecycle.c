@@ -13,6 +13,11 @@
 
 struct gt_config gt_config;
 _Atomic int gt_state = GT_UNINIT;
+/* The process whose trace this memory holds (0: none). A child that shares
+ * the memory without fork's handlers having run -- a vfork() child, as
+ * CPython's subprocess and glibc's posix_spawn make, or clone(CLONE_VM) --
+ * sees gt_state as its own; the pid tells it apart. */
+static _Atomic pid_t trace_pid;
 void gt_record_after_fork_child(void);
 
 static long env_long(const char *name, long def, long lo, long hi)
@@ -81,7 +86,19 @@ static void fork_child(void)
     gt_writer_forget();
     for (int i = 0; i < GT_DROP_COUNT; i++)
         atomic_store(&gt_drops[i], 0);
+    atomic_store(&trace_pid, 0);
     atomic_store(&gt_state, GT_UNINIT);
+}
+
+/* True only in the process that started the trace. In a vfork child the
+ * parent's thread is suspended inside vfork() and its writer thread runs on:
+ * stopping, resuming or printing from the child would end the parent's trace
+ * (and a writer thread created there dies with the child). One getpid()
+ * system call: for the exec and _exit paths, never the hot path. */
+bool gt_owns_trace(void)
+{
+    pid_t owner = atomic_load(&trace_pid);
+    return owner != 0 && owner == getpid();
 }
 
 __attribute__((constructor)) static void gt_load(void)
@@ -102,6 +119,8 @@ void gt_ensure_started(void)
             sched_yield();
         return;
     }
+    atomic_store(&trace_pid, getpid());
+    gt_process_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
     if (!gt_queue_init(gt_config.queue_events) || !gt_stacks_init()) {
         fprintf(stderr, "gputrace: out of memory for the event queue; tracing is off, the program continues\n");
         atomic_store(&gt_state, GT_FAILED);
@@ -130,6 +149,8 @@ static void human(uint64_t b, char *out, size_t cap)
  * queued and closes the file. reason: exit | _exit | exec. */
 static void stop(const char *reason, bool may_resume)
 {
+    if (!gt_owns_trace()) /* a vfork child, or a fork whose handlers did not run */
+        return;
     int expected = GT_ACTIVE;
     if (!atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED)) {
         if (expected == GT_FAILED) /* the writer said why; just collect it */
@@ -159,6 +180,8 @@ void gt_stop(const char *reason)
 /* exec failed: the image is still ours, so the trace goes on in the same file. */
 void gt_restart_after_failed_exec(void)
 {
+    if (!gt_owns_trace())
+        return;
     int expected = GT_STOPPED;
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE) && !gt_writer_resume())
         atomic_store(&gt_state, GT_FAILED);

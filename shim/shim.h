@@ -151,8 +151,12 @@ void *gt_dlsym_real(void *handle, const char *name); /* glibc's dlsym, never our
 enum gt_state { GT_UNINIT, GT_STARTING, GT_ACTIVE, GT_STOPPED, GT_FAILED };
 extern _Atomic int gt_state;
 void gt_ensure_started(void);
-void gt_stop(const char *reason);          /* drain, finalize, close; idempotent */
+void gt_stop(const char *reason);          /* drain, finalize, close; idempotent; only in the owner */
+bool gt_owns_trace(void);                  /* false in a vfork child of the traced process */
 void gt_restart_after_failed_exec(void);
+
+/* hooks_process.c */
+void gt_process_hooks_resolve(void);       /* find the real exec/_exit functions now */
 
 /* writer.c */
 struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool; };
