@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "format.h"
 #include "iterations.h"
@@ -142,16 +143,48 @@ static int name_matches(const char *msg, const char *name, const char *norm_name
     return eq;
 }
 
+/* NVTX domains that CUDA libraries register for themselves once NVTX
+ * injection is on (CCCL's are compiled into whatever uses CUB or Thrust, such
+ * as libtorch_cuda). Their ranges are the library's calls, not the program's
+ * loop: they are shown on the timeline, and become iterations only when
+ * --iteration names them. Matched without case, as the whole name or its
+ * first word ("NCCL", "cuDNN", "cuBLASLt API"). Returns the library's name
+ * or NULL. */
+const char *gt_nvtx_library_domain(const char *domain)
+{
+    static const char *const libs[] = {"CCCL", "CUB", "Thrust", "libcu++", "cuDNN", "cuBLAS", "cuBLASLt", "NCCL",
+                                       "cuFFT", "cuSPARSE", "cuSPARSELt", "cuSOLVER", "cuRAND", "cuTENSOR", "nvJPEG",
+                                       "NPP", "nvCOMP", "TensorRT", "cuDSS", "NVSHMEM", "CUTLASS", "cuDF", "RMM",
+                                       "DALI", "UCX", "UCC"};
+    if (!domain)
+        return NULL;
+    size_t n = strcspn(domain, " :_-/.");
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++)
+        if (strlen(libs[i]) == n && !strncasecmp(domain, libs[i], n))
+            return libs[i];
+    return NULL;
+}
+
 struct rcand {
     char *norm;
+    const char *domain;   /* NULL: default domain or marker */
+    int tier;             /* 0: the program's default domain or marker ranges, 1: a domain it registered */
     int64_t tid, depth;
     size_t idx;   /* into the ranges array (start order) */
 };
 
+static int domain_cmp(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) : (a != NULL) - (b != NULL);
+}
+
 static int rcand_cmp(const void *a, const void *b)
 {
     const struct rcand *x = a, *y = b;
-    int c = strcmp(x->norm, y->norm);
+    int c = domain_cmp(x->domain, y->domain);
+    if (c)
+        return c;
+    c = strcmp(x->norm, y->norm);
     if (c)
         return c;
     if (x->tid != y->tid)
@@ -161,11 +194,13 @@ static int rcand_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Iterations from ranges: with a name, the matching ranges (any depth) on the
- * thread that has most of them; else the outermost kind of range that repeats
- * at least 3 times on one thread (the shallowest such; among equals the most
- * repeated, then the first). want_marker: -1 any source, 0 NVTX only, 1
- * marker ranges only. */
+/* Iterations from ranges: with a name, the matching ranges (any depth, any
+ * domain) on the thread that has most of them; else the outermost kind of
+ * range that repeats at least 3 times on one thread, from the program's own
+ * ranges: the default NVTX domain and marker ranges first, then domains the
+ * program registered; never a CUDA library's domain (the shallowest such; among
+ * equals the most repeated, then the first). want_marker: -1 any source, 0
+ * NVTX only, 1 marker ranges only. */
 static int from_ranges(struct gt_trace *t, const char *name, int want_marker, struct gt_iterations *out)
 {
     struct gt_range *r;
@@ -176,11 +211,22 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
     struct rcand *c = gt_xmalloc(nr * sizeof *c);
     size_t nc = 0;
     char *norm_name = name ? normalize(name) : NULL;
+    size_t lib_ranges = 0;
+    char lib_names[128] = "";
     for (size_t i = 0; i < nr; i++) {
         if (want_marker >= 0 && r[i].is_marker != want_marker)
             continue;
         if (name && !name_matches(r[i].message, name, norm_name))
             continue;
+        const char *lib = name ? NULL : gt_nvtx_library_domain(r[i].domain);
+        if (lib) {
+            if (!lib_ranges++ || !strstr(lib_names, r[i].domain))
+                snprintf(lib_names + strlen(lib_names), sizeof lib_names - strlen(lib_names), "%s%.40s",
+                         *lib_names ? ", " : "", r[i].domain);
+            continue;
+        }
+        c[nc].domain = name ? NULL : r[i].domain;
+        c[nc].tier = !name && r[i].domain && !r[i].is_marker;
         c[nc].norm = name ? gt_xstrdup(norm_name) : normalize(r[i].message);
         c[nc].tid = r[i].tid;
         c[nc].depth = name ? 0 : r[i].depth;   /* a named range may nest at any depth */
@@ -191,12 +237,16 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
     size_t best = 0, best_n = 0, min_n = name ? 1 : 3;
     for (size_t g = 0; g < nc;) {
         size_t h = g + 1;
-        while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth && (name || !strcmp(c[h].norm, c[g].norm)))
+        while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth && !domain_cmp(c[h].domain, c[g].domain) &&
+               (name || !strcmp(c[h].norm, c[g].norm)))
             h++;
         size_t cnt = h - g;
+        const struct rcand *x = &c[g], *b = &c[best];
         int better = cnt >= min_n &&
-                     (!best_n || c[g].depth < c[best].depth ||
-                      (c[g].depth == c[best].depth && (cnt > best_n || (cnt == best_n && c[g].idx < c[best].idx))));
+                     (!best_n || x->tier < b->tier ||
+                      (x->tier == b->tier &&
+                       (x->depth < b->depth ||
+                        (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
         if (better) {
             best = g;
             best_n = cnt;
@@ -224,9 +274,15 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
         }
         const struct gt_range *first = &r[c[best].idx];
         out->source = first->is_marker ? GT_ITER_MARKER : GT_ITER_NVTX;
-        snprintf(out->how, sizeof out->how, "%s range \"%.200s\" on thread %lld: %zu iterations",
-                 first->is_marker ? "marker" : "NVTX", name ? name : first->message, (long long)first->tid, best_n);
+        char dom[80] = "";
+        if (first->domain && !first->is_marker)
+            snprintf(dom, sizeof dom, " (domain %.60s)", first->domain);
+        snprintf(out->how, sizeof out->how, "%s range \"%.200s\"%s on thread %lld: %zu iterations",
+                 first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n);
     }
+    if (lib_ranges && !out->n)  /* said where the search goes on (pattern): the library's ranges were seen */
+        snprintf(out->lib_note, sizeof out->lib_note, "%zu ranges of library NVTX domains (%s) are not iterations",
+                 lib_ranges, lib_names);
     for (size_t i = 0; i < nc; i++)
         free(c[i].norm);
     free(c);
@@ -235,10 +291,9 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
     return GT_EXIT_OK;
 }
 
-int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
-                       const struct gt_iter_opts *o, struct gt_iterations *out)
+static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel, const struct gt_iter_opts *o,
+                struct gt_iterations *out)
 {
-    memset(out, 0, sizeof *out);
     int code = GT_EXIT_OK;
     enum gt_iter_mode m = o->mode;
     if (m == GT_ITERMODE_NONE) {
@@ -270,4 +325,16 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
              : m == GT_ITERMODE_AUTO ? "no repeating pattern of allocations or kernels"
                                      : "no markers, no repeated range, no repeating pattern of allocations");
     return GT_EXIT_OK;
+}
+
+int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
+                       const struct gt_iter_opts *o, struct gt_iterations *out)
+{
+    memset(out, 0, sizeof *out);
+    int code = find(t, p, sel, o, out);
+    if (!code && *out->lib_note) {
+        size_t n = strlen(out->how);
+        snprintf(out->how + n, sizeof out->how - n, "; %s", out->lib_note);
+    }
+    return code;
 }

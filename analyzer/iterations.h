@@ -30,6 +30,7 @@ struct gt_iteration {
 struct gt_iterations {
     enum gt_iter_source source;
     char how[512];        /* one line for people: what was found and how */
+    char lib_note[256];   /* "" or: library NVTX ranges were seen and passed over */
     struct gt_iteration *it;
     size_t n;
 };
@@ -41,6 +42,8 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
                        const struct gt_iter_opts *o, struct gt_iterations *out);
 void gt_iterations_free(struct gt_iterations *it);
 const char *gt_iter_source_name(enum gt_iter_source s);
+/* The CUDA library whose NVTX domain this is ("CCCL", "NCCL", ...), or NULL. */
+const char *gt_nvtx_library_domain(const char *domain);
 /* batch size from "batch_size=N" or "bs=N" in a message; -1 if none */
 int64_t gt_parse_batch_size(const char *msg);
 

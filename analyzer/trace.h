@@ -67,6 +67,7 @@ struct gt_range {
     int64_t tid, depth;
     int64_t batch_size;    /* -1: NULL */
     char *message;         /* never NULL ("" for NULL) */
+    char *domain;          /* NVTX domain; NULL: the default domain (and marker ranges) */
     int is_marker;         /* source = 'marker' */
 };
 

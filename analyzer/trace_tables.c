@@ -44,12 +44,14 @@ static void fill_range(sqlite3_stmt *st, void *entry)
     r->end = gt_col_int_or(st, 4, -1);
     r->depth = gt_col_int_or(st, 5, 0);
     r->batch_size = gt_col_int_or(st, 6, -1);
+    r->domain = gt_col_text(st, 7);
 }
 
 int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
 {
     void *rows;
-    int code = load_rows(t, "SELECT source, message, tid, start_ns, end_ns, depth, batch_size FROM ranges ORDER BY start_ns, id",
+    int code = load_rows(t, "SELECT source, message, tid, start_ns, end_ns, depth, batch_size, domain FROM ranges "
+                         "ORDER BY start_ns, id",
                          "reading ranges", sizeof **out, fill_range, &rows, n);
     *out = rows;
     return code;
@@ -57,8 +59,10 @@ int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n)
 
 void gt_ranges_free(struct gt_range *r, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(r[i].message);
+        free(r[i].domain);
+    }
     free(r);
 }
 

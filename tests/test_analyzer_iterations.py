@@ -95,3 +95,48 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual(auto['iteration_source'], 'auto')
         self.assertEqual(auto['iterations'], T.LEAK_ITERATIONS - 1)
         self.assertEqual(self.json('summary', '--iterations', 'marker', db)['iteration_source'], 'none')
+
+
+class LibraryDomains(T.AnalyzerTest):
+    """Ranges that CUDA libraries emit in NVTX domains of their own (CCCL's
+    cub:: ranges under PyTorch) are the library's calls, not the program's
+    loop: 23 library ranges over a 30-step loop must never read as 23
+    iterations."""
+
+    def trace_lib_domains(self, mode):
+        import gtlib
+        db = self.dir + '/lib-%s.db' % mode
+        gtlib.run([gtlib.prog('lib_domains'), mode], check=True,
+                  env=gtlib.base_env(GPUTRACE_OUTPUT=db, GPUTRACE_QUIET=1, GPUTRACE_CUPTI=0))
+        self.assertEqual(gtlib.query(db, "SELECT count(*) FROM ranges WHERE domain = 'CCCL'"), [(23,)])
+        return db
+
+    def test_program_ranges_win_over_a_library_domain(self):
+        d = self.json('growth', self.trace_lib_domains('ranges'))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 30))
+        self.assertIn('"step 0"', d['iteration_detection'])
+
+    def test_library_domain_never_becomes_iterations_without_program_ranges(self):
+        db = self.trace_lib_domains('none')
+        d = self.json('growth', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 30))
+        self.assertIn('23 ranges of library NVTX domains (CCCL) are not iterations', d['iteration_detection'])
+        self.assertEqual(self.json('summary', '--iterations', 'nvtx', db)['iteration_source'], 'none')
+
+    def test_iteration_option_can_name_a_library_range(self):
+        d = self.json('growth', '--iteration', 'cub::DeviceRadixSort::SortPairs', self.trace_lib_domains('none'))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 23))
+
+    def test_a_domain_the_program_registered_is_its_own(self):
+        t = T.Trace(self.dir + '/own-domain.db')
+        for i in range(5):
+            t.push('train_step %d' % i, domain='trainer')
+            for _ in range(2):
+                t.push('cub::DeviceScan', domain='CCCL')
+                t.pop()
+            p = t.alloc(T.MiB, ['fwd', 'main'])
+            t.free(p)
+            t.pop()
+        d = self.json('growth', t.close())
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 5))
+        self.assertIn('domain trainer', d['iteration_detection'])
