@@ -73,10 +73,19 @@ double gt_now(void);
 void gt_phase(const char *what, double since);
 
 /* ---- leaks.c */
+/* What is live at process end, in four parts. With at least 3 iterations:
+ * sites = memory that accumulates (allocated in a middle iteration and never
+ * freed: every live allocation of such a site); held = allocated before the
+ * loop or in its first iteration and kept (parameters, optimizer state);
+ * at_end = allocated in the last iteration or after the loop (what the
+ * program was using when it ended). With fewer iterations everything that is
+ * not cached is in sites (classified 0). */
 struct gt_leaks {
-    struct gt_site_sum *sites, *cached;
-    size_t nsites, ncached;
-    int64_t bytes, count, cached_bytes, cached_count;
+    struct gt_site_sum *sites, *cached, *held, *at_end;
+    size_t nsites, ncached, nheld, nat_end;
+    int64_t bytes, count, cached_bytes, cached_count, held_bytes, held_count, at_end_bytes, at_end_count;
+    int classified;        /* 1: split by iterations */
+    size_t iterations;
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 void gt_leaks_free(struct gt_leaks *l);

@@ -1,7 +1,10 @@
 /* leaks.c - `gputrace leaks`: allocations still live when the process ended,
  * grouped by allocation call stack. Memory that a caching allocator holds
  * until exit by design (PyTorch's reserved segments) is not a leak: it is
- * recognised by the heuristic below and reported apart as "cached". */
+ * recognised by the heuristic below and reported apart as "cached". With
+ * iterations, what remains is split by when it was allocated: memory held for
+ * the whole run (parameters, optimizer state), memory that accumulates over
+ * the loop (the leak), and what the last iteration was still using. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,52 @@ static int pattern_says_cached(struct gt_ctx *c, int *code)
     return !*code && it->n >= 2;
 }
 
+enum phase { PHASE_HELD, PHASE_LOOP, PHASE_END, PHASE_N };
+
+/* When live allocation a was made: before the loop or in its first
+ * iteration, in a later one before the last (or between iterations), or in
+ * the last iteration or after the loop. */
+static int phase_of(const struct gt_iterations *it, size_t a)
+{
+    if (a < it->it[0].end_ev)
+        return PHASE_HELD;
+    if (a >= it->it[it->n - 1].first_ev)
+        return PHASE_END;
+    return PHASE_LOOP;
+}
+
+/* Per site (slot nsites: no stack) and phase, the live allocations of s. */
+static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it)
+{
+    const struct gt_trace *t = &c->t;
+    struct gt_site_sum *ph = gt_xcalloc((t->nsites + 1) * PHASE_N, sizeof *ph);
+    for (size_t a = 0; a < t->nev; a++) {
+        const struct gt_event *e = &t->ev[a];
+        if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC ||
+            c->p.partner[a] != GT_NO_EVENT || !gt_sel_has(t, s, e))
+            continue;
+        struct gt_site_sum *g = &ph[(e->site >= 0 ? (size_t)e->site : t->nsites) * PHASE_N + phase_of(it, a)];
+        g->bytes += e->size > 0 ? e->size : 0;
+        g->count++;
+    }
+    return ph;
+}
+
+static void add(struct gt_site_sum *list, size_t *n, int64_t *bytes, int64_t *count, struct gt_site_sum part)
+{
+    if (!part.count)
+        return;
+    list[(*n)++] = part;
+    *bytes += part.bytes;
+    *count += part.count;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct gt_site_sum *x = a, *y = b;
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 {
     memset(l, 0, sizeof *l);
@@ -66,8 +115,20 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     size_t n = gt_live_sites_before(&c->t, &c->p, &s, c->t.nev, &all, NULL, NULL);
     l->sites = gt_xmalloc((n + 1) * sizeof *l->sites);
     l->cached = gt_xmalloc((n + 1) * sizeof *l->cached);
+    l->held = gt_xmalloc((n + 1) * sizeof *l->held);
+    l->at_end = gt_xmalloc((n + 1) * sizeof *l->at_end);
     int pattern = -1, code = GT_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
+    const struct gt_iterations *it = NULL;
+    struct gt_site_sum *ph = NULL;
+    if (n) {
+        code = gt_ctx_iterations(c, &it);
+        if (!code && it->n >= 3) {   /* a first, a middle and a last iteration */
+            ph = live_by_phase(c, &s, it);
+            l->classified = 1;
+            l->iterations = it->n;
+        }
+    }
+    for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
          * async backend makes one such allocation per tensor, and the cache
@@ -86,15 +147,23 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
             }
         }
         if (cached) {
-            l->cached[l->ncached++] = all[i];
-            l->cached_bytes += all[i].bytes;
-            l->cached_count += all[i].count;
-        } else {
-            l->sites[l->nsites++] = all[i];
-            l->bytes += all[i].bytes;
-            l->count += all[i].count;
+            add(l->cached, &l->ncached, &l->cached_bytes, &l->cached_count, all[i]);
+            continue;
         }
+        const struct gt_site_sum *p = ph ? &ph[(all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites) * PHASE_N] : NULL;
+        if (!p || p[PHASE_LOOP].count) {   /* a site that keeps what later iterations make: all of it grows */
+            add(l->sites, &l->nsites, &l->bytes, &l->count, all[i]);
+            continue;
+        }
+        struct gt_site_sum held = all[i], end = all[i];
+        held.bytes = p[PHASE_HELD].bytes, held.count = p[PHASE_HELD].count;
+        end.bytes = p[PHASE_END].bytes, end.count = p[PHASE_END].count;
+        add(l->held, &l->nheld, &l->held_bytes, &l->held_count, held);
+        add(l->at_end, &l->nat_end, &l->at_end_bytes, &l->at_end_count, end);
     }
+    qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
+    qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
+    free(ph);
     free(all);
     return code;
 }
@@ -103,6 +172,8 @@ void gt_leaks_free(struct gt_leaks *l)
 {
     free(l->sites);
     free(l->cached);
+    free(l->held);
+    free(l->at_end);
     memset(l, 0, sizeof *l);
 }
 
@@ -128,6 +199,18 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "cached_sites");
         if (!code)
             code = gt_json_sites(c, j, l.cached, l.ncached, l.ncached);
+        gt_json_kint(j, "held_for_run_bytes", l.held_bytes);
+        gt_json_kint(j, "held_for_run_count", l.held_count);
+        gt_json_key(j, "held_for_run_sites");
+        if (!code)
+            code = gt_json_sites(c, j, l.held, l.nheld, l.nheld);
+        gt_json_kint(j, "at_end_bytes", l.at_end_bytes);
+        gt_json_kint(j, "at_end_count", l.at_end_count);
+        gt_json_key(j, "at_end_sites");
+        if (!code)
+            code = gt_json_sites(c, j, l.at_end, l.nat_end, l.nat_end);
+        gt_json_key(j, "classified_by_iterations");
+        gt_json_bool(j, l.classified);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
         gt_json_obj_end(j);
@@ -136,12 +219,35 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
         if (l.nsites == 0) {
-            printf("No leaks: every allocation was freed before the process ended%s.\n",
-                   l.ncached ? " (apart from caching-allocator memory below)" : "");
+            if (l.classified)
+                printf("No leaks: nothing allocated during the loop (iterations 2 to %zu of %zu) was still live at "
+                       "process end%s.\n", l.iterations - 1, l.iterations,
+                       l.nheld || l.nat_end || l.ncached ? "; what was is below" : "");
+            else
+                printf("No leaks: every allocation was freed before the process ended%s.\n",
+                       l.ncached ? " (apart from caching-allocator memory below)" : "");
         } else {
-            printf("Leaks: %s in %lld allocations at %zu call site%s, live at process end and never freed:\n",
-                   gt_fmt_bytes(l.bytes, b), (long long)l.count, l.nsites, l.nsites == 1 ? "" : "s");
+            printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),
+                   (long long)l.count, l.count == 1 ? "" : "s", l.nsites, l.nsites == 1 ? "" : "s",
+                   l.classified ? "allocated during the loop (after its first iteration)" : "live at process end");
             code = gt_text_sites(c, l.sites, l.nsites, (size_t)c->o->top, 2);
+            if (!code && !l.classified)
+                printf("  (without 3 or more iterations, memory held for the whole run (parameters, optimizer state) "
+                       "cannot be told from memory that accumulates: mark the loop with NVTX ranges or "
+                       "gputrace_iteration)\n");
+        }
+        if (!code && l.nheld) {
+            printf("Held for the run (allocated before the loop or in its first iteration and kept: parameters, "
+                   "optimizer state and the like; not a leak): %s in %lld allocation%s at %zu call site%s:\n",
+                   gt_fmt_bytes(l.held_bytes, b), (long long)l.held_count, l.held_count == 1 ? "" : "s", l.nheld,
+                   l.nheld == 1 ? "" : "s");
+            code = gt_text_sites(c, l.held, l.nheld, (size_t)c->o->top, 2);
+        }
+        if (!code && l.nat_end) {
+            printf("In use when the process ended (allocated in the last iteration or after the loop): %s in %lld "
+                   "allocation%s at %zu call site%s:\n", gt_fmt_bytes(l.at_end_bytes, b), (long long)l.at_end_count,
+                   l.at_end_count == 1 ? "" : "s", l.nat_end, l.nat_end == 1 ? "" : "s");
+            code = gt_text_sites(c, l.at_end, l.nat_end, (size_t)c->o->top, 2);
         }
         if (!code && l.ncached) {
             printf("Cached (held until exit by a caching allocator or a library handle, not a leak): %s in %lld allocations at %zu call site%s:\n",

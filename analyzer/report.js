@@ -294,10 +294,17 @@
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
     el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocations never freed' +
+      (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '') +
+      (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; not a leak)' : '') +
+      (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use by the last iteration when the process ended' : '') +
       (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held until exit by a caching allocator or a library handle (not a leak)' : ''));
+    var row = function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; };
     if ((l.sites || []).length)
-      table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'],
-        l.sites.map(function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; }));
+      table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'], l.sites.map(row));
+    if ((l.held_for_run_sites || []).length) {
+      el('h4', {}, box, 'Held for the run');
+      table(box, 'held', ['bytes', 'count', 'call site (innermost first)'], l.held_for_run_sites.map(row));
+    }
   }
 
   function ooms(parent, o) {

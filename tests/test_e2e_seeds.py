@@ -317,13 +317,16 @@ class AllocatedVersusReserved(SeedTest):
             peaks.append(reserved)
         return [s[0] for s in segs], peaks, max_allocated
 
-    def test_segments_kept_to_exit_are_cached_and_the_real_leak_is_a_leak(self):
+    def test_segments_kept_to_exit_are_cached_and_the_vocabulary_is_held_for_the_run(self):
         db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES])
         segs, _, _ = self.simulate()
         d = self.json('leaks', db)
         self.assertEqual((d['cached_bytes'], d['cached_count']), (sum(segs), len(segs)))
-        self.assertEqual((d['total_bytes'], d['total_count']), (self.VOCABULARY, 1))
-        self.assertTrue(frames_name(d['sites'][0], 'load_vocabulary_table'), d['sites'][0]['frames'])
+        # the vocabulary table, loaded once before the loop and never freed, is held for the run: not a leak
+        self.assertEqual((d['total_bytes'], d['total_count']), (0, 0))
+        self.assertEqual((d['held_for_run_bytes'], d['held_for_run_count']), (self.VOCABULARY, 1))
+        self.assertTrue(frames_name(d['held_for_run_sites'][0], 'load_vocabulary_table'),
+                        d['held_for_run_sites'][0]['frames'])
         text = self.ok('leaks', db).stdout
         self.assertIn('Cached (held until exit by a caching allocator or a library handle, not a leak): %.2f MiB in %d allocations'
                       % (sum(segs) / (1 << 20), len(segs)), text)
