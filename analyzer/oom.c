@@ -1,7 +1,15 @@
-/* oom.c - `gputrace oom`: the context of every failed allocation: what was
- * asked for, what was live (allocated by the program, and at device level),
- * the device's capacity, who held the memory, and how much smaller the batch
- * would have had to be according to the peak-vs-batch-size fit. */
+/* oom.c - `gputrace oom`: each time the program ran out of memory, and what
+ * it would have taken to fit. Failed calls are first told apart by result:
+ * only out-of-memory results are out-of-memory events (a cuMemCreate refused
+ * with "not permitted" is a probe, listed apart). The attempts of one request
+ * are grouped: a retry of the same size with nothing allocated in between
+ * (PyTorch's allocator frees its cache and tries again), and a segment growth
+ * rolled back (expandable segments map chunk after chunk; when one fails, the
+ * chunks mapped for the request are released). A request after which the
+ * program allocated nothing more is the one it ended on; the others it
+ * recovered from (a library that tried a larger workspace first, a batch-size
+ * finder). For each: what was asked for, what was live, the device's total,
+ * who held the memory, and how much smaller the batch would have had to be. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,35 +17,130 @@
 #include "analyzer.h"
 #include "format.h"
 
-#define MAX_DETAILED 32   /* failures with call sites; later ones get totals */
+#define MAX_DETAILED 32      /* requests with call sites; later ones get totals */
+#define RESULT_OUT_OF_MEMORY 2   /* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */
 
-struct failure {
-    size_t ev;
+/* Names of the results a failed allocation call returns (runtime and driver
+ * share these numbers). */
+static const char *result_name(int64_t r)
+{
+    switch (r) {
+    case 1: return "invalid value";
+    case 2: return "out of memory";
+    case 3: return "not initialized";
+    case 46: return "devices unavailable";
+    case 100: return "no device";
+    case 101: return "invalid device";
+    case 201: return "invalid context";
+    case 800: return "not permitted";
+    case 801: return "not supported";
+    case 999: return "unknown error";
+    default: return "error";
+    }
+}
+
+struct request {
+    size_t first, last;      /* event indices of its first and last failed attempt */
+    int attempts;
+    int64_t requested;       /* bytes asked for; -1 unknown */
+    int lower_bound;         /* requested is a lower bound: a rolled-back growth of chunks */
+    int64_t chunk;           /* that growth's chunk size */
+    int chunks;              /* chunks mapped before the failed one */
+    int recovered;           /* the program went on: allocated again, or made another request */
     int device;
-    int64_t live_sel, live_device, live_pool;   /* live bytes on the failing device */
-    long iteration;
+    int64_t live_sel, live_device, live_pool;   /* at the last attempt, on its device */
 };
 
-/* One sweep: live bytes per (memory kind, device) at each failed allocation. */
-static size_t collect(struct gt_ctx *c, struct failure **out)
+static int is_memory(const struct gt_api_attr *a)
+{
+    return a->memory == GT_MEM_DEVICE || a->memory == GT_MEM_POOL || a->memory == GT_MEM_MANAGED ||
+           a->memory == GT_MEM_HOST;
+}
+
+static int successful_alloc(const struct gt_trace *t, size_t i)
+{
+    const struct gt_event *e = &t->ev[i];
+    const struct gt_api_attr *a = gt_attr(t, e);
+    return !e->failed && a->known && a->op == GT_OP_ALLOC && is_memory(a);
+}
+
+/* Rolled-back growth ending in failed event f: the successful allocations of
+ * the same call and size just before it (other calls, such as cuMemMap, may
+ * sit between), each freed after f before anything new is allocated.
+ * Returns how many such chunks. */
+static int rolled_back_chunks(const struct gt_ctx *c, size_t f)
+{
+    const struct gt_trace *t = &c->t;
+    const struct gt_event *fe = &t->ev[f];
+    size_t next_alloc = t->nev;
+    for (size_t i = f + 1; i < t->nev; i++)
+        if (successful_alloc(t, i)) {
+            next_alloc = i;
+            break;
+        }
+    int n = 0;
+    for (size_t i = f; i-- > 0;) {
+        const struct gt_event *e = &t->ev[i];
+        if (e->failed)
+            break;
+        if (!successful_alloc(t, i))
+            continue;   /* a map, a free of something else */
+        if (e->api != fe->api || e->size != fe->size)
+            break;
+        uint32_t fr = c->p.partner[i];
+        if (fr == GT_NO_EVENT || fr < f || fr > next_alloc)
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* One sweep: group the out-of-memory failures into requests (with live bytes
+ * per memory kind and device at each), and collect the other failed calls. */
+static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, size_t *nothers)
 {
     const struct gt_trace *t = &c->t;
     int64_t live[6][GT_HOST_SLOT + 1];   /* device -1 (host) at slot GT_HOST_SLOT */
     memset(live, 0, sizeof live);
-    struct failure *f = NULL;
-    size_t n = 0, cap = 0;
+    struct request *r = NULL;
+    size_t n = 0, cap = 0, ocap = 0;
+    size_t last_success = 0;   /* index + 1 of the latest successful allocation */
+    *others = NULL;
+    *nothers = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = gt_attr(t, e);
-        if (e->failed && a->known && a->op == GT_OP_ALLOC) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                f = gt_xrealloc(f, cap * sizeof *f);
+        if (e->failed && a->known && a->op == GT_OP_ALLOC && is_memory(a)) {
+            if (e->u.result != RESULT_OUT_OF_MEMORY) {
+                if (*nothers == ocap) {
+                    ocap = ocap ? ocap * 2 : 8;
+                    *others = gt_xrealloc(*others, ocap * sizeof **others);
+                }
+                (*others)[(*nothers)++] = i;
+                continue;
             }
-            struct failure *x = &f[n++];
-            memset(x, 0, sizeof *x);
-            x->ev = i;
+            struct request *x = n ? &r[n - 1] : NULL;
+            int retry = x && last_success <= x->last && t->ev[x->last].api == e->api && t->ev[x->last].size == e->size;
+            if (!retry) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    r = gt_xrealloc(r, cap * sizeof *r);
+                }
+                x = &r[n++];
+                memset(x, 0, sizeof *x);
+                x->first = i;
+                x->requested = e->size;
+                x->chunks = rolled_back_chunks(c, i);
+                if (x->chunks && e->size > 0) {
+                    x->chunk = e->size;
+                    x->requested = e->size * (x->chunks + 1);
+                    x->lower_bound = 1;
+                }
+            }
+            x->last = i;
+            x->attempts++;
             x->device = c->o->device != GT_ANY_DEVICE ? c->o->device : e->device == GT_DEVICE_NULL ? GT_ANY_DEVICE : e->device;
+            x->live_sel = x->live_device = x->live_pool = 0;
             for (int d = 0; d <= GT_HOST_SLOT; d++) {
                 int dev = d == GT_HOST_SLOT ? -1 : d;
                 if (x->device != GT_ANY_DEVICE && x->device != dev)
@@ -48,30 +151,152 @@ static size_t collect(struct gt_ctx *c, struct failure **out)
                 x->live_device += live[GT_MEM_DEVICE][d];
                 x->live_pool += live[GT_MEM_POOL][d];
             }
+            if (x->lower_bound) {
+                /* the chunks of this growth are live now; the request counts them, so live does not */
+                int64_t mine = x->chunk * x->chunks;
+                x->live_device -= mine;
+                if (c->sel.mem_mask & GT_MASK(GT_MEM_DEVICE))
+                    x->live_sel -= mine;
+            }
             continue;
         }
+        if (successful_alloc(t, i))
+            last_success = i + 1;
         int m, d;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &d);
         if (delta)
             live[m][d] += delta;
     }
-    *out = f;
+    /* only the last request can have ended the program: the program went on past any earlier one */
+    for (size_t k = 0; k < n; k++)
+        r[k].recovered = k + 1 < n || last_success > r[k].last;
+    *out = r;
     return n;
+}
+
+struct oom_ctx {
+    struct gt_ctx *c;
+    struct gt_peak pk;
+    const struct gt_iterations *its;
+};
+
+static void json_request(struct oom_ctx *o, struct gt_json *j, const struct request *q, int64_t total, int64_t needed,
+                         int64_t bs, int64_t index, int in_it, int64_t reduction)
+{
+    struct gt_ctx *c = o->c;
+    const struct gt_event *e = &c->t.ev[q->last];
+    gt_json_kint(j, "time_ns", e->t);
+    gt_json_kint(j, "first_time_ns", c->t.ev[q->first].t);
+    gt_json_kint(j, "attempts", q->attempts);
+    gt_json_kint_or_null(j, "requested_bytes", q->requested);
+    gt_json_key(j, "requested_is_lower_bound");
+    gt_json_bool(j, q->lower_bound);
+    gt_json_kint_or_null(j, "failed_call_bytes", e->size);
+    gt_json_kint(j, "chunks_rolled_back", q->chunks);
+    gt_json_key(j, "ended_program");
+    gt_json_bool(j, !q->recovered);
+    gt_json_kint(j, "live_bytes", q->live_sel);
+    gt_json_kint(j, "live_device_bytes", q->live_device);
+    gt_json_kint(j, "live_pool_bytes", q->live_pool);
+    gt_json_kint_or_null(j, "device_total_bytes", total);
+    gt_json_key(j, "needed_bytes");
+    if (total > 0 && q->requested >= 0)
+        gt_json_int(j, needed > 0 ? needed : 0);
+    else
+        gt_json_null(j);
+    gt_json_key(j, "unaccounted_bytes");
+    if (total > 0 && q->requested >= 0)
+        gt_json_int(j, needed < 0 ? -needed : 0);
+    else
+        gt_json_null(j);
+    gt_json_kstr(j, "api", c->t.api[e->api].name);
+    gt_json_key(j, "device");
+    if (q->device == GT_ANY_DEVICE)
+        gt_json_null(j);
+    else
+        gt_json_int(j, q->device);
+    gt_json_kint(j, "result", e->u.result);
+    gt_json_key(j, "iteration");
+    if (in_it)
+        gt_json_int(j, index);
+    else
+        gt_json_null(j);
+    gt_json_kint_or_null(j, "batch_size", bs);
+    gt_json_kint_or_null(j, "max_batch_size", o->pk.max_batch_size);
+    gt_json_kint_or_null(j, "batch_size_reduction", reduction);
+}
+
+static void text_request(struct oom_ctx *o, size_t k, const struct request *q, int64_t total, int64_t needed,
+                         int64_t bs, int64_t index, int64_t reduction)
+{
+    struct gt_ctx *c = o->c;
+    const struct gt_event *e = &c->t.ev[q->last];
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
+    char dev[32] = "", att[48] = "";
+    if (q->device != GT_ANY_DEVICE)
+        snprintf(dev, sizeof dev, " on device %d", q->device);
+    if (q->attempts > 1)
+        snprintf(att, sizeof att, ", %d attempts", q->attempts);
+    printf("  #%zu at %s: %s %s%s failed: out of memory%s%s\n", k + 1, gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
+           q->requested < 0 ? "of ? bytes" : q->lower_bound ? "growth of at least" : "of",
+           q->requested >= 0 ? gt_fmt_bytes(q->requested, b2) : "", dev, att);
+    if (q->lower_bound)
+        printf("     a segment grew by %d chunk%s of %s, the next failed and all were released: the request was at "
+               "least %d chunks (the trace holds no call with its exact size)\n",
+               q->chunks, q->chunks == 1 ? "" : "s", gt_fmt_bytes(q->chunk, b1), q->chunks + 1);
+    printf("     %s\n", q->recovered ? "recovered from: the program went on after it"
+                                     : "the program allocated nothing after it: the failure it ended on");
+    printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", c->sel_name,
+           gt_fmt_bytes(q->live_sel, b1), gt_fmt_bytes(q->live_device, b2), gt_fmt_bytes(q->live_pool, b3),
+           total > 0 ? gt_fmt_bytes(total, b4) : "unknown");
+    if (total > 0 && q->requested >= 0) {
+        if (needed > 0)
+            printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
+        else
+            printf("     request + live stay %s under the device total: that much was held outside the trace "
+                   "(the CUDA context and driver, other processes) or lost to fragmentation\n",
+                   gt_fmt_bytes(-needed, b1));
+    }
+    if (bs >= 0) {
+        printf("     batch size %lld (iteration %lld)", (long long)bs, (long long)index);
+        if (reduction > 0)
+            printf("; the fit predicts at most %lld fits: the batch had to be %lld smaller\n",
+                   (long long)o->pk.max_batch_size, (long long)reduction);
+        else if (reduction == 0)
+            printf("; the fit predicts up to %lld fits: this failure is not explained by the batch size\n",
+                   (long long)o->pk.max_batch_size);
+        else
+            printf("; no fit of peak vs batch size (needs iterations with 2 or more batch sizes)\n");
+    }
+}
+
+/* Order shown: the request the program ended on first, then the others in time order. */
+static int ended_first(const struct request *r, size_t n, size_t k)
+{
+    size_t ended = n;
+    for (size_t q = 0; q < n; q++)
+        if (!r[q].recovered)
+            ended = q;
+    if (ended == n)
+        return (int)k;
+    return k == 0 ? (int)ended : (int)(k <= ended ? k - 1 : k);
 }
 
 int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
 {
-    struct failure *f;
-    size_t n = collect(c, &f);
-    struct gt_peak pk;
-    memset(&pk, 0, sizeof pk);
-    pk.max_batch_size = -1;
+    struct request *r;
+    size_t *others, nothers;
+    size_t n = collect(c, &r, &others, &nothers);
+    struct oom_ctx o = {.c = c};
+    o.pk.max_batch_size = -1;
     int code = GT_EXIT_OK;
-    const struct gt_iterations *its = NULL;
     if (n) {
-        code = gt_peak_compute(c, &pk);
-        its = &c->iters;
+        code = gt_peak_compute(c, &o.pk);
+        o.its = &c->iters;
     }
+    size_t nrec = 0;
+    for (size_t k = 0; k < n; k++)
+        nrec += r[k].recovered;
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
@@ -80,86 +305,40 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr(j);
     } else if (!code) {
         if (n == 0)
-            printf("No failed allocations: the process never ran out of memory while traced.\n");
+            printf("No %s: the process never ran out of memory while traced.\n",
+                   nothers ? "out-of-memory failures" : "failed allocations");
         else
-            printf("Failed allocations: %zu\n", n);
+            printf("Out of memory: %zu request%s failed (%s%zu recovered from)\n", n, n == 1 ? "" : "s",
+                   n > nrec ? "1 ended the program, " : "", nrec);
     }
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
     for (size_t k = 0; k < n && !code; k++) {
-        const struct gt_event *e = &c->t.ev[f[k].ev];
-        struct gt_sel s = {c->sel.mem_mask, f[k].device};
-        int64_t total = c->o->device_bytes >= 0 ? c->o->device_bytes : f[k].device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, f[k].device);
+        const struct request *q = &r[ended_first(r, n, k)];
+        struct gt_sel s = {c->sel.mem_mask, q->device};
+        int64_t total = c->o->device_bytes >= 0 ? c->o->device_bytes
+                        : q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
         int64_t bs = -1, reduction = -1, index = -1;
-        int in_iteration = 0;
-        for (size_t q = 0; its && q < its->n; q++)
-            if (f[k].ev >= its->it[q].first_ev && f[k].ev < its->it[q].end_ev) {
-                bs = its->it[q].batch_size;
-                index = its->it[q].index;
-                in_iteration = 1;
+        int in_it = 0;
+        for (size_t w = 0; o.its && w < o.its->n; w++)
+            if (q->last >= o.its->it[w].first_ev && q->last < o.its->it[w].end_ev) {
+                bs = o.its->it[w].batch_size;
+                index = o.its->it[w].index;
+                in_it = 1;
             }
-        if (bs >= 0 && pk.max_batch_size >= 0)
-            reduction = bs > pk.max_batch_size ? bs - pk.max_batch_size : 0;
-        int64_t needed = total > 0 && e->size >= 0 ? e->size + f[k].live_device + f[k].live_pool - total : 0;
+        if (bs >= 0 && o.pk.max_batch_size >= 0)
+            reduction = bs > o.pk.max_batch_size ? bs - o.pk.max_batch_size : 0;
+        int64_t needed = total > 0 && q->requested >= 0 ? q->requested + q->live_device + q->live_pool - total : 0;
         struct gt_site_sum *sites = NULL;
         size_t ns = 0;
         if (k < MAX_DETAILED)
-            ns = gt_live_sites_before(&c->t, &c->p, &s, f[k].ev, &sites, NULL, NULL);
+            ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
         if (j) {
             gt_json_obj(j);
-            gt_json_kint(j, "time_ns", e->t);
-            gt_json_kint_or_null(j, "requested_bytes", e->size);
-            gt_json_kint(j, "live_bytes", f[k].live_sel);
-            gt_json_kint(j, "live_device_bytes", f[k].live_device);
-            gt_json_kint(j, "live_pool_bytes", f[k].live_pool);
-            gt_json_kint_or_null(j, "device_total_bytes", total);
-            gt_json_key(j, "needed_bytes");
-            if (total > 0 && e->size >= 0)
-                gt_json_int(j, needed);
-            else
-                gt_json_null(j);
-            gt_json_kstr(j, "api", c->t.api[e->api].name);
-            gt_json_key(j, "device");
-            if (f[k].device == GT_ANY_DEVICE)
-                gt_json_null(j);
-            else
-                gt_json_int(j, f[k].device);
-            gt_json_kint(j, "result", e->u.result);
-            gt_json_key(j, "iteration");
-            if (in_iteration)
-                gt_json_int(j, index);
-            else
-                gt_json_null(j);
-            gt_json_kint_or_null(j, "batch_size", bs);
-            gt_json_kint_or_null(j, "max_batch_size", pk.max_batch_size);
-            gt_json_kint_or_null(j, "batch_size_reduction", reduction);
+            json_request(&o, j, q, total, needed, bs, index, in_it, reduction);
             gt_json_key(j, "sites");
             code = gt_json_sites(c, j, sites, ns, ns);
             gt_json_obj_end(j);
         } else {
-            char dev[32] = "";
-            if (f[k].device != GT_ANY_DEVICE)
-                snprintf(dev, sizeof dev, " on device %d", f[k].device);
-            printf("  #%zu at %s: %s of %s failed (error %lld)%s\n", k + 1, gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
-                   e->size >= 0 ? gt_fmt_bytes(e->size, b2) : "? bytes", (long long)e->u.result, dev);
-            printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", c->sel_name,
-                   gt_fmt_bytes(f[k].live_sel, b1), gt_fmt_bytes(f[k].live_device, b2), gt_fmt_bytes(f[k].live_pool, b3),
-                   total > 0 ? gt_fmt_bytes(total, b4) : "unknown");
-            if (total > 0 && e->size >= 0) {
-                if (needed > 0)
-                    printf("     request + live exceed the device by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
-                else
-                    printf("     request + live fit in the device with %s to spare: the rest was held by the CUDA context, other processes or fragmentation\n",
-                           gt_fmt_bytes(-needed, b1));
-            }
-            if (bs >= 0) {
-                printf("     batch size %lld (iteration %lld)", (long long)bs, (long long)index);
-                if (reduction > 0)
-                    printf("; the fit predicts at most %lld fits: the batch had to be %lld smaller\n", (long long)pk.max_batch_size, (long long)reduction);
-                else if (reduction == 0)
-                    printf("; the fit predicts up to %lld fits: this failure is not explained by the batch size\n", (long long)pk.max_batch_size);
-                else
-                    printf("; no fit of peak vs batch size (needs iterations with 2 or more batch sizes)\n");
-            }
+            text_request(&o, k, q, total, needed, bs, index, reduction);
             if (ns) {
                 printf("     largest live allocations by call site:\n");
                 code = gt_text_sites(c, sites, ns, (size_t)c->o->top, 6);
@@ -169,10 +348,35 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     }
     if (j) {
         gt_json_arr_end(j);
-        gt_json_kint_or_null(j, "max_batch_size", pk.max_batch_size);
+        gt_json_key(j, "other_failures");
+        gt_json_arr(j);
+        for (size_t k = 0; k < nothers; k++) {
+            const struct gt_event *e = &c->t.ev[others[k]];
+            gt_json_obj(j);
+            gt_json_kint(j, "time_ns", e->t);
+            gt_json_kstr(j, "api", c->t.api[e->api].name);
+            gt_json_kint_or_null(j, "requested_bytes", e->size);
+            gt_json_kint(j, "result", e->u.result);
+            gt_json_kstr(j, "result_name", result_name(e->u.result));
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_kint_or_null(j, "max_batch_size", o.pk.max_batch_size);
         gt_json_obj_end(j);
+    } else if (!code && nothers) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        printf("Other failed allocation calls (not out of memory): %zu\n", nothers);
+        for (size_t k = 0; k < nothers && k < (size_t)c->o->top; k++) {
+            const struct gt_event *e = &c->t.ev[others[k]];
+            printf("  at %s: %s of %s: %s (result %lld)\n", gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
+                   e->size >= 0 ? gt_fmt_bytes(e->size, b2) : "? bytes", result_name(e->u.result),
+                   (long long)e->u.result);
+        }
+        if (nothers > (size_t)c->o->top)
+            printf("  ... %zu more (--top)\n", nothers - (size_t)c->o->top);
     }
-    gt_peak_free(&pk);
-    free(f);
+    gt_peak_free(&o.pk);
+    free(others);
+    free(r);
     return code;
 }

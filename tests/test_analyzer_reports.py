@@ -364,6 +364,75 @@ class OutOfMemory(T.AnalyzerTest):
         self.assertIn('No failed allocations', self.ok('oom', db).stdout)
 
 
+class OutOfMemoryRequests(T.AnalyzerTest):
+    """What the H100 showed (issue 11): PyTorch retries a failed cudaMalloc
+    after freeing its cache, a library tries a larger workspace first and
+    recovers, and with expandable segments a growth of 20 MiB chunks is rolled
+    back when a chunk fails, after a start-up cuMemCreate probe refused with
+    800 (not permitted)."""
+    GB = 10**9
+
+    def caching(self):
+        t = T.Trace(os.path.join(self.dir, 'retries.db'), device_total=80 * T.GiB)
+        cache = [t.alloc(2 * T.GiB, ['segment_alloc', 'main']) for _ in range(4)]
+        t.push('step 0')
+        t.alloc(17 * self.GB, ['cudnn_workspace', 'conv_forward', 'main'], result=2)
+        for p in cache[:2]:
+            t.free(p, ['release_cached_blocks', 'main'])
+        t.alloc(17 * self.GB, ['cudnn_workspace', 'conv_forward', 'main'], result=2)   # the retry
+        t.alloc(1 * T.GiB, ['cudnn_workspace', 'conv_forward', 'main'])              # a smaller one fits
+        t.pop()
+        t.push('step 1')
+        t.alloc(15 * self.GB, ['empty_cuda', 'conv_forward', 'main'], result=2)
+        t.free(cache[2], ['release_cached_blocks', 'main'])
+        t.alloc(15 * self.GB, ['empty_cuda', 'conv_forward', 'main'], result=2)
+        t.free(cache[3], ['exception_unwinding', 'main'])
+        return t.close()
+
+    def test_retries_are_one_request_and_the_last_ended_the_program(self):
+        d = self.json('oom', self.caching())
+        f = d['failures']
+        self.assertEqual([(x['requested_bytes'], x['attempts'], x['ended_program']) for x in f],
+                         [(15 * self.GB, 2, True), (17 * self.GB, 2, False)])
+        self.assertEqual(f[0]['live_device_bytes'], 2 * T.GiB + 1 * T.GiB)   # after the cache was released
+        self.assertTrue(all(x['needed_bytes'] >= 0 and x['unaccounted_bytes'] >= 0 for x in f))
+        self.assertEqual(d['other_failures'], [])
+        text = self.ok('oom', self.caching()).stdout
+        self.assertIn('Out of memory: 2 requests failed (1 ended the program, 1 recovered from)', text)
+        self.assertLess(text.index('the failure it ended on'), text.index('recovered from: the program went on'))
+        self.assertNotIn(' -', text)
+
+    def expandable(self):
+        t = T.Trace(os.path.join(self.dir, 'expandable.db'), device_total=80 * T.GiB)
+        t.alloc(2 * T.MiB, ['probe_handle_type', 'main'], api='cuMemCreate', result=800)
+        weights = t.alloc(60 * T.GiB, ['expandable_map', 'main'], api='cuMemCreate')
+        chunks = [t.alloc(20 * T.MiB, ['expandable_map', 'main'], api='cuMemCreate') for _ in range(3)]
+        t.alloc(20 * T.MiB, ['expandable_map', 'main'], api='cuMemCreate', result=2)
+        for c in chunks:
+            t.free(c, ['expandable_unmap', 'main'])
+        return t.close(), weights
+
+    def test_a_rolled_back_growth_is_one_request_of_at_least_its_chunks(self):
+        db, _ = self.expandable()
+        d = self.json('oom', db)
+        self.assertEqual(len(d['failures']), 1)
+        f = d['failures'][0]
+        self.assertEqual((f['requested_bytes'], f['requested_is_lower_bound'], f['chunks_rolled_back'], f['failed_call_bytes']),
+                         (4 * 20 * T.MiB, True, 3, 20 * T.MiB))
+        self.assertEqual(f['live_device_bytes'], 60 * T.GiB)   # the growth's own chunks are the request's
+        self.assertEqual((f['needed_bytes'], f['unaccounted_bytes']), (0, 20 * T.GiB - 80 * T.MiB))
+        self.assertTrue(f['ended_program'])
+
+    def test_failures_that_are_not_out_of_memory_are_listed_apart(self):
+        db, _ = self.expandable()
+        d = self.json('oom', db)
+        self.assertEqual([(o['api'], o['requested_bytes'], o['result'], o['result_name']) for o in d['other_failures']],
+                         [('cuMemCreate', 2 * T.MiB, 800, 'not permitted')])
+        text = self.ok('oom', db).stdout
+        self.assertIn('Other failed allocation calls (not out of memory): 1', text)
+        self.assertIn('not permitted (result 800)', text)
+
+
 class TopAndSummary(T.AnalyzerTest):
 
     def test_top_ranks_sites_by_bytes_peak_and_count(self):
