@@ -67,9 +67,10 @@ static const char usage_main[] =
     "  5  a SQLite file that is not a gputrace trace\n"
     "  6  a trace written by a newer gputrace (schema version)\n"
     "  7  an empty trace: no events recorded\n"
-    "  8  the command needs iterations and none were found (growth)\n"
+    "  8  growth, or export --iterations A:B: no iterations found\n"
     "  9  symbolize: addr2line could not be run\n"
     "  10 export, report: the output file could not be written\n"
+    "  70 internal error: out of memory\n"
     "With several files the status is that of the first file that failed; each\n"
     "failure prints one line on stderr: \"gputrace: FILE: what happened; what to do\".\n";
 

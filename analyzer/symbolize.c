@@ -207,7 +207,7 @@ static int symbolize_one(const char *path, const char *tool)
             if (run_addr2line(tool, module, refs, n, store_line, &sc, err, sizeof err)) {
                 sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
                 fprintf(stderr, "gputrace: %s\n", err);
-                code = 9;
+                code = GT_EXIT_ADDR2LINE;
                 free(refs);
                 goto out;
             }

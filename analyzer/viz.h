@@ -7,9 +7,6 @@
 
 #include "analyzer.h"
 
-/* Exit status when the output cannot be written (documented in --help). */
-#define GT_EXIT_OUTPUT 10
-
 struct gt_viz_opts {
     struct gt_opts base;       /* --memory, --device, --iteration(s), --device-bytes, --top, --frames */
     const char *out;           /* -o FILE; NULL or "-": stdout */
