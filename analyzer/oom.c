@@ -7,7 +7,19 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace oom --help (the command table is in commands.c) */
+const char gt_help_oom[] =
+    "usage: gputrace oom [--json] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Each failed allocation (an out-of-memory error): the bytes requested, the\n"
+    "bytes live at that moment (the chosen level, and device and pool levels),\n"
+    "the device total, by how much request + live exceeded it, the largest live\n"
+    "allocations by call site, and, when iterations carry batch sizes, how much\n"
+    "smaller the batch would have had to be: batch size at the failure minus the\n"
+    "largest batch the peak fit predicts to fit (see gputrace peak --help).\n";
 
 #define MAX_DETAILED 32   /* failures with call sites; later ones get totals */
 
