@@ -139,9 +139,4 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j);
 int gt_report_top(struct gt_ctx *c, struct gt_json *j);
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
 
-/* ---- launcher.c (the lead's): gputrace run */
-int gt_cmd_run(int argc, char **argv);
-/* gputrace symbolize: file:line for recorded frames (symbolize.c). */
-int gt_cmd_symbolize(int argc, char **argv);
-
 #endif

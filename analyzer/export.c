@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "format.h"
 #include "trace_rows.h"
 #include "viz.h"
@@ -32,7 +33,7 @@ struct stream_track {
 
 struct exporter {
     FILE *f;
-    const struct gt_viz_opts *o;
+    const struct gt_args *o;
     struct gt_ctx *c;
     size_t nout;          /* events written (all files) */
     int64_t pid, off_ns;  /* off_ns aligns processes on their wall-clock start */
@@ -469,7 +470,8 @@ static int export_one(struct exporter *x, int index)
     return code;
 }
 
-static const char help_export[] =
+/* gputrace export --help (the command table is in commands.c) */
+const char gt_help_export[] =
     "usage: gputrace export [--format chrome] [-o FILE] [LIMITS] [OPTIONS] TRACE.db...\n"
     "\n"
     "Writes the traces as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev)\n"
@@ -494,27 +496,21 @@ static const char help_export[] =
     "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
 
-int gt_cmd_export(int argc, char **argv)
+int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
 {
-    struct gt_viz_opts o;
-    int help = 0;
-    int code = gt_viz_parse("export", 1, argc - 1, argv + 1, &o, &help);
-    if (code || help) {
-        if (help)
-            fputs(help_export, stdout);
-        free(o.files);
-        return code;
-    }
+    int code = GT_EXIT_OK;
+    if (o->from >= 0 && o->to >= 0 && o->to < o->from)
+        return gt_usage_error(cmd, "--to must not be before --from%s", "");
     /* Validate every file first, so that a bad one fails before any output
      * and so that all processes share one time origin (earliest start). */
-    int64_t origin = INT64_MAX, *starts = gt_xcalloc((size_t)o.nfiles, sizeof *starts);
-    int64_t *pids = gt_xcalloc((size_t)o.nfiles, sizeof *pids);
-    for (int i = 0; i < o.nfiles && !code; i++) {
+    int64_t origin = INT64_MAX, *starts = gt_xcalloc((size_t)o->nfiles, sizeof *starts);
+    int64_t *pids = gt_xcalloc((size_t)o->nfiles, sizeof *pids);
+    for (int i = 0; i < o->nfiles && !code; i++) {
         struct gt_trace t;
         memset(&t, 0, sizeof t);
-        code = gt_trace_open(&t, o.files[i]);
+        code = gt_trace_open(&t, o->files[i]);
         if (code) {
-            gt_viz_fail(o.files[i], &t, code);
+            gt_viz_fail(o->files[i], &t, code);
         } else {
             starts[i] = t.proc.start_unix_ns;
             origin = starts[i] < origin ? starts[i] : origin;
@@ -533,16 +529,16 @@ int gt_cmd_export(int argc, char **argv)
     }
     struct gt_outfile of;
     if (!code)
-        code = gt_outfile_open(&of, o.out);
+        code = gt_outfile_open(&of, o->out);
     if (!code) {
         struct exporter x;
         memset(&x, 0, sizeof x);
         x.f = of.f;
-        x.o = &o;
+        x.o = o;
         fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", x.f);
-        for (int i = 0; i < o.nfiles && !code; i++) {
+        for (int i = 0; i < o->nfiles && !code; i++) {
             struct gt_ctx c;
-            code = gt_ctx_open(&c, o.files[i], &o.base);
+            code = gt_ctx_open(&c, o->files[i], &o->base);
             if (!code) {
                 x.c = &c;
                 x.pid = pids[i];
@@ -552,7 +548,7 @@ int gt_cmd_export(int argc, char **argv)
                 gt_phase("export", t0);
             }
             if (code)
-                gt_viz_fail(o.files[i], &c.t, code);
+                gt_viz_fail(o->files[i], &c.t, code);
             gt_ctx_close(&c);
         }
         if (!code) {
@@ -564,6 +560,5 @@ int gt_cmd_export(int argc, char **argv)
     }
     free(starts);
     free(pids);
-    free(o.files);
     return code;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exitcodes.h"
 #include "format.h"
 
 void *gt_xmalloc(size_t n)
@@ -14,7 +15,7 @@ void *gt_xmalloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "gputrace: out of memory (%zu bytes)\n", n);
-        exit(70);
+        exit(GT_EXIT_NOMEM);
     }
     return p;
 }
@@ -24,7 +25,7 @@ FILE *gt_xmemstream(char **buf, size_t *len)
     FILE *f = open_memstream(buf, len);
     if (!f) {
         fprintf(stderr, "gputrace: out of memory\n");
-        exit(70);
+        exit(GT_EXIT_NOMEM);
     }
     return f;
 }
@@ -34,7 +35,7 @@ void *gt_xcalloc(size_t n, size_t sz)
     void *p = calloc(n ? n : 1, sz ? sz : 1);
     if (!p) {
         fprintf(stderr, "gputrace: out of memory (%zu x %zu bytes)\n", n, sz);
-        exit(70);
+        exit(GT_EXIT_NOMEM);
     }
     return p;
 }
@@ -44,7 +45,7 @@ void *gt_xrealloc(void *p, size_t n)
     void *q = realloc(p, n ? n : 1);
     if (!q) {
         fprintf(stderr, "gputrace: out of memory (%zu bytes)\n", n);
-        exit(70);
+        exit(GT_EXIT_NOMEM);
     }
     return q;
 }

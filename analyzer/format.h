@@ -35,9 +35,9 @@ void gt_table_row(struct gt_table *t, ...);
 void gt_table_print(struct gt_table *t, FILE *f, int indent);
 
 /* malloc that never returns NULL: the analyzer cannot report anything useful
- * without memory, so it exits with a message instead. */
+ * without memory, so it exits with a message and GT_EXIT_NOMEM (70) instead. */
 void *gt_xmalloc(size_t n);
-/* open_memstream, or exit 70 like gt_xmalloc when memory runs out. */
+/* open_memstream, or exit GT_EXIT_NOMEM like gt_xmalloc when memory runs out. */
 FILE *gt_xmemstream(char **buf, size_t *len);
 void *gt_xcalloc(size_t n, size_t sz);
 void *gt_xrealloc(void *p, size_t n);

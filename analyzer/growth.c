@@ -8,7 +8,27 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace growth --help (the command table is in commands.c) */
+const char gt_help_growth[] =
+    "usage: gputrace growth [--json] [--fail-above B] [--threshold B] [--warmup N] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Live bytes at the end of each iteration; the slope in bytes per iteration\n"
+    "from a Theil-Sen fit (median of pairwise slopes, robust to odd iterations)\n"
+    "over the iterations after warm-up (default: the first is skipped) whose end\n"
+    "is known; and the call sites whose live memory grows, ranked by their slope.\n"
+    "\n"
+    "Verdict: growing when the slope exceeds --threshold (default 0 bytes) and\n"
+    "the growth it predicts over the fitted iterations is more than 3 times the\n"
+    "scatter (1.4826 x median absolute residual); stable otherwise; unknown with\n"
+    "fewer than 3 iterations after warm-up.\n"
+    "\n"
+    "  --fail-above B   exit 1 when the slope exceeds B bytes per iteration (CI)\n"
+    "  --threshold B    smallest slope called growing (default 0)\n"
+    "  --warmup N       iterations skipped at the start (default 1)\n"
+    "Exit 8 when no iterations are found.\n";
 
 #define MAX_FIT_POINTS 2000    /* Theil-Sen on the total: 2M pairs at most */
 #define MAX_SITE_POINTS 256    /* per call site series */

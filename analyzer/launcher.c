@@ -1,6 +1,7 @@
-/* `gputrace run [-o PATH] [--stack-depth N] -- CMD...`: runs CMD with the shim
- * preloaded (kept in front of any LD_PRELOAD the user already has) and returns
- * CMD's exit status, so it drops into scripts and CI jobs unchanged. */
+/* launcher.c - `gputrace run [-o PATH] [--stack-depth N] -- CMD...`: runs CMD
+ * with the shim preloaded (kept in front of any LD_PRELOAD the user already
+ * has) and returns CMD's exit status, so it drops into scripts and CI jobs
+ * unchanged. Its options are rows of the option table (cli_options.c). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -11,14 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int gt_cmd_run(int argc, char **argv);
+#include "cli.h"
 
-static const char usage[] =
+/* gputrace run --help (the command table is in commands.c) */
+const char gt_help_run[] =
     "usage: gputrace run [-o PATH] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
     "\n"
     "Run CMD with libgputrace.so preloaded; every process of CMD that uses CUDA\n"
-    "writes its own trace database. Exits with CMD's exit status (128+N if CMD\n"
-    "was killed by signal N).\n"
+    "writes its own trace database. Exits with CMD's exit status: 128+N if CMD\n"
+    "was killed by signal N, 127 if CMD was not found, 126 if it could not be\n"
+    "run, 2 if gputrace itself could not start it.\n"
     "\n"
     "  -o, --output PATH    trace file (sets GPUTRACE_OUTPUT; %p pid, %h host,\n"
     "                       %r rank). An existing PATH is replaced. Child processes\n"
@@ -65,73 +68,45 @@ static void remove_old_trace(const char *path)
     unlink(side);
 }
 
-int gt_cmd_run(int argc, char **argv)
+int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
 {
-    const char *output = NULL, *depth = NULL;
-    int quiet = 0, i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-            output = argv[++i];
-        } else if (!strcmp(a, "--stack-depth") && i + 1 < argc) {
-            depth = argv[++i];
-            char *end;
-            long d = strtol(depth, &end, 10);
-            if (*end || d < 0 || d > 128) {
-                fprintf(stderr, "gputrace run: --stack-depth takes 0 to 128, not '%s'\n", depth);
-                return 2;
-            }
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "gputrace run: unknown option '%s' (see gputrace run --help)\n", a);
-            return 2;
-        } else {
-            break; /* the command itself, without a "--" */
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "gputrace run: no command given (usage: gputrace run [-o PATH] -- CMD...)\n");
-        return 2;
-    }
+    (void)cmd;
+    char **argv = a->files;   /* CMD [ARG...], NULL-terminated */
     char shim[PATH_MAX];
     if (find_shim(shim, sizeof shim) != 0) {
         fprintf(stderr, "gputrace run: cannot find libgputrace.so beside this executable; "
                         "run it from the build tree or an installed prefix\n");
-        return 2;
+        return GT_RUN_EXIT_FAILED;
     }
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(shim) + (old ? strlen(old) + 2 : 1);
     char *preload = malloc(len);
     if (!preload)
-        return 2;
+        return GT_EXIT_NOMEM;
     snprintf(preload, len, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
     free(preload);
-    if (output) {
-        remove_old_trace(output);
-        setenv("GPUTRACE_OUTPUT", output, 1);
+    if (a->out) {
+        remove_old_trace(a->out);
+        setenv("GPUTRACE_OUTPUT", a->out, 1);
     }
-    if (depth)
+    if (a->stack_depth >= 0) {
+        char depth[16];
+        snprintf(depth, sizeof depth, "%d", a->stack_depth);
         setenv("GPUTRACE_STACK_DEPTH", depth, 1);
-    if (quiet)
+    }
+    if (a->quiet)
         setenv("GPUTRACE_QUIET", "1", 1);
 
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "gputrace run: fork failed: %s\n", strerror(errno));
-        return 2;
+        return GT_RUN_EXIT_FAILED;
     }
     if (pid == 0) {
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "gputrace run: cannot run '%s': %s\n", argv[i], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+        execvp(argv[0], argv);
+        fprintf(stderr, "gputrace run: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(errno == ENOENT ? GT_RUN_EXIT_NOT_FOUND : GT_RUN_EXIT_CANNOT_EXEC);
     }
     /* Like a shell: the child gets ^C, we wait for it and report its status. */
     signal(SIGINT, SIG_IGN);
@@ -139,7 +114,7 @@ int gt_cmd_run(int argc, char **argv)
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
-            return 2;
+            return GT_RUN_EXIT_FAILED;
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

@@ -10,7 +10,39 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace leaks --help (the command table is in commands.c) */
+const char gt_help_leaks[] =
+    "usage: gputrace leaks [--json] [--no-cache-heuristic] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Allocations still live when the process ended (never freed), grouped by\n"
+    "the call stack that allocated them, largest first: bytes, count, frames.\n"
+    "\n"
+    "Cached memory, held until exit by design, is reported apart, not as a leak:\n"
+    "PyTorch's default CUDA caching allocator reserves segments with cudaMalloc\n"
+    "and never frees them; a cuBLAS or cuDNN handle holds its workspace while it\n"
+    "lives, and PyTorch keeps its handles until exit. An allocation that is not\n"
+    "pool memory counts as cached when:\n"
+    "  - its stack passes through such a frame: a function or module containing\n"
+    "    CUDACachingAllocator, DeviceCachingAllocator, c10::cuda::, libc10_cuda.so,\n"
+    "    BFCAllocator, cupy.cuda.memory, MemoryPool::malloc, rmm::mr::,\n"
+    "    cublasCreate, cublasLtCreate or cudnnCreate; or\n"
+    "  - it has no recorded frames, is device memory, the trace freed no device\n"
+    "    memory at all, and the program ran iterations (the caching pattern).\n"
+    "Pool memory (cudaMallocAsync) is never cached: PyTorch's cudaMallocAsync\n"
+    "backend makes one allocation per tensor, and the cache there is the\n"
+    "driver's pool, which is not a traced allocation.\n"
+    "\n"
+    "With 3 or more iterations, the rest is split by when it was allocated: in a\n"
+    "later iteration than the first and never freed is the leak (every live\n"
+    "allocation of such a call site); before the loop or in its first iteration\n"
+    "and kept is held for the run (parameters, optimizer state); in the last\n"
+    "iteration or after the loop is in use when the process ended. Without\n"
+    "iterations everything live is listed, and the report says it cannot tell.\n"
+    "--no-cache-heuristic reports nothing as cached.\n"
+    "If the process was killed, \"at process end\" means when the trace stops.\n";
 
 /* Substrings of frames (function or module) that belong to a caching
  * allocator, or to a CUDA library's handle, whose workspace lives as long as

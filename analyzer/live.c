@@ -25,7 +25,7 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
             uint32_t old = gt_hmap_put(&live[a->space], e->u.ptr, (uint32_t)i);
             if (old == GT_HMAP_OOM) {
                 fprintf(stderr, "gputrace: out of memory\n");
-                exit(70);
+                exit(GT_EXIT_NOMEM);
             }
             if (old != GT_HMAP_NONE)
                 p->reallocated_unfreed++;   /* the older one stays unfreed, as in the allocations view */

@@ -15,7 +15,26 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace oom --help (the command table is in commands.c) */
+const char gt_help_oom[] =
+    "usage: gputrace oom [--json] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Each time the program ran out of memory, the request it ended on first:\n"
+    "failed calls are told apart by result (only out-of-memory results count;\n"
+    "others, such as a refused cuMemCreate probe, are listed apart); the attempts\n"
+    "of one request are grouped (a retry of the same size after the allocator\n"
+    "freed its cache; a segment growth rolled back after a chunk failed, whose\n"
+    "size is then a lower bound); a request the program went on after is marked\n"
+    "recovered. For each: the bytes requested, the bytes live at that moment (the\n"
+    "chosen level, and device and pool levels), the device total, by how much\n"
+    "request + live exceeded it (or how much was held outside the trace), the\n"
+    "largest live allocations by call site, and, when iterations carry batch\n"
+    "sizes, how much smaller the batch would have had to be: batch size at the\n"
+    "failure minus the largest batch the peak fit predicts to fit (see gputrace\n"
+    "peak --help).\n";
 
 #define MAX_DETAILED 32      /* requests with call sites; later ones get totals */
 #define RESULT_OUT_OF_MEMORY 2   /* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */

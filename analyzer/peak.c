@@ -8,7 +8,22 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace peak --help (the command table is in commands.c) */
+const char gt_help_peak[] =
+    "usage: gputrace peak [--json] [--device-bytes B] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Peak live bytes within each iteration and when; the batch size of each\n"
+    "iteration (\"batch_size=N\" or \"bs=N\" in the range message, or the marker\n"
+    "API); per batch size the max and median peak; the least-squares fit\n"
+    "peak = fixed + per_sample x batch_size over the max peaks, with R^2; the\n"
+    "largest batch size predicted to fit: floor((device total - fixed) / per_sample);\n"
+    "and what was live at the overall peak, by call site. Iterations cut short\n"
+    "by a failed allocation are listed but not fitted. When the memory spans\n"
+    "several devices, the busiest device is reported (--device N picks one).\n"
+    "Without iterations the overall peak is still reported (exit 0).\n";
 
 struct bs_peak {
     int64_t bs, peak;

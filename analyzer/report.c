@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "format.h"
 #include "report.h"
 #include "report_assets.h"
 #include "viz.h"
 
-static const char help_report[] =
+/* gputrace report --help (the command table is in commands.c) */
+const char gt_help_report[] =
     "usage: gputrace report [-o FILE] [OPTIONS] TRACE.db...\n"
     "\n"
     "Writes one self-contained HTML page (no network: script, style and data\n"
@@ -102,26 +104,19 @@ static void put_script_json(FILE *f, const char *s, size_t n)
     }
 }
 
-int gt_cmd_report(int argc, char **argv)
+int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
 {
-    struct gt_viz_opts o;
-    int help = 0;
-    int code = gt_viz_parse("report", 0, argc - 1, argv + 1, &o, &help);
-    if (code || help) {
-        if (help)
-            fputs(help_report, stdout);
-        free(o.files);
-        return code;
-    }
+    (void)cmd;
+    int code = GT_EXIT_OK;
     /* The data of all traces is gathered first (it is small: series are
      * bucketed), so that a failing trace leaves no output at all. */
     char *data = NULL;
     size_t len = 0;
     FILE *mem = gt_xmemstream(&data, &len);
     fprintf(mem, "{\"generator\": \"gputrace %s\", \"traces\": [", GPUTRACE_VERSION);
-    for (int i = 0; i < o.nfiles && !code; i++) {
+    for (int i = 0; i < o->nfiles && !code; i++) {
         struct gt_ctx c;
-        code = gt_ctx_open(&c, o.files[i], &o.base);
+        code = gt_ctx_open(&c, o->files[i], &o->base);
         if (!code) {
             fputs(i ? ",\n" : "\n", mem);
             double t0 = gt_now();
@@ -129,14 +124,14 @@ int gt_cmd_report(int argc, char **argv)
             gt_phase("report", t0);
         }
         if (code)
-            gt_viz_fail(o.files[i], &c.t, code);
+            gt_viz_fail(o->files[i], &c.t, code);
         gt_ctx_close(&c);
     }
     fputs("\n]}", mem);
     fclose(mem);
     struct gt_outfile of;
     if (!code)
-        code = gt_outfile_open(&of, o.out);
+        code = gt_outfile_open(&of, o->out);
     if (!code) {
         FILE *f = of.f;
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -156,6 +151,5 @@ int gt_cmd_report(int argc, char **argv)
         code = gt_outfile_commit(&of);
     }
     free(data);
-    free(o.files);
     return code;
 }

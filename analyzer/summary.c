@@ -7,7 +7,17 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace summary --help (the command table is in commands.c) */
+const char gt_help_summary[] =
+    "usage: gputrace summary [--json] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "The process (pid, host, rank, command line), its devices, duration, event\n"
+    "counts and drops, the peak of each memory level (device, pool, managed, host)\n"
+    "per device and when it happened, the iterations found and how, and one-line\n"
+    "verdicts on leaks and growth.\n";
 
 struct counts {
     int64_t allocs, frees, failed, other;

@@ -19,11 +19,13 @@
 #include <sqlite3.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
 
 extern char **environ;
 
-static const char help_symbolize[] =
+/* gputrace symbolize --help (the command table is in commands.c) */
+const char gt_help_symbolize[] =
     "usage: gputrace symbolize [--addr2line PATH] TRACE.db...\n"
     "\n"
     "Adds source file and line to each recorded frame whose module has debug\n"
@@ -33,6 +35,7 @@ static const char help_symbolize[] =
     "rebuilt since the trace gives wrong lines. Frames already resolved are\n"
     "left alone, so running it twice is harmless.\n"
     "\n"
+    "  --addr2line PATH   the addr2line to run (default: addr2line on PATH)\n"
     "Exit status: as for the other commands (see gputrace --help), and\n"
     "  9  addr2line could not be run (install binutils or pass --addr2line)\n";
 
@@ -207,7 +210,7 @@ static int symbolize_one(const char *path, const char *tool)
             if (run_addr2line(tool, module, refs, n, store_line, &sc, err, sizeof err)) {
                 sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
                 fprintf(stderr, "gputrace: %s\n", err);
-                code = 9;
+                code = GT_EXIT_ADDR2LINE;
                 free(refs);
                 goto out;
             }
@@ -251,39 +254,15 @@ out:
     return code;
 }
 
-int gt_cmd_symbolize(int argc, char **argv)
+int gt_cmd_symbolize(const struct gt_command *cmd, struct gt_args *a)
 {
-    const char *tool = "addr2line";
-    int status = 0, nfiles = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(help_symbolize, stdout);
-            return GT_EXIT_OK;
-        }
-        if (!strcmp(argv[i], "--addr2line")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gputrace: option --addr2line needs a value; see gputrace symbolize --help\n");
-                return GT_EXIT_USAGE;
-            }
-            tool = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "gputrace: unknown option %s for gputrace symbolize; see gputrace symbolize --help\n", argv[i]);
-            return GT_EXIT_USAGE;
-        }
-    }
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--addr2line")) {
-            i++;
-            continue;
-        }
-        nfiles++;
-        int code = symbolize_one(argv[i], tool);
+    (void)cmd;
+    const char *tool = a->addr2line ? a->addr2line : "addr2line";
+    int status = GT_EXIT_OK;
+    for (int i = 0; i < a->nfiles; i++) {
+        int code = symbolize_one(a->files[i], tool);
         if (code && !status)
             status = code;
-    }
-    if (!nfiles) {
-        fprintf(stderr, "gputrace: symbolize needs at least one trace file (TRACE.db); see gputrace symbolize --help\n");
-        return GT_EXIT_USAGE;
     }
     return status;
 }

@@ -6,7 +6,15 @@
 #include <string.h>
 
 #include "analyzer.h"
+#include "cli.h"
 #include "format.h"
+
+/* gputrace top --help (the command table is in commands.c) */
+const char gt_help_top[] =
+    "usage: gputrace top [--json] [--top N] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "Call sites (allocation stacks) ranked by bytes allocated over the run, by\n"
+    "their own peak of live bytes, and by number of allocations.\n";
 
 struct site_stat {
     int32_t site;

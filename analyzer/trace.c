@@ -39,7 +39,7 @@ static int sql_fail_msg(struct gt_trace *t, int rc, const char *msg, const char 
     case SQLITE_AUTH:
         return fail(t, GT_EXIT_MISSING, "cannot open the trace while %s (%s); check permissions of the file and its directory (WAL traces need their -wal/-shm files)", what, msg);
     case SQLITE_NOMEM:
-        return fail(t, GT_EXIT_CORRUPT, "out of memory while %s", what);
+        return fail(t, GT_EXIT_NOMEM, "out of memory while %s", what);
     case SQLITE_ERROR:
         if (strstr(msg, "no such table") || strstr(msg, "no such column"))
             return fail(t, GT_EXIT_CORRUPT, "incomplete trace: %s while %s; the trace was not fully written, re-run the traced program", msg, what);
@@ -413,7 +413,7 @@ static void intern_sites(struct gt_trace *t)
                     direct[raw] = (int32_t)v;
                 else if (gt_hmap_put(&map, (uint64_t)raw, v) == GT_HMAP_OOM) {
                     fprintf(stderr, "gputrace: out of memory\n");
-                    exit(70);
+                    exit(GT_EXIT_NOMEM);
                 }
             }
             last_raw = raw;

@@ -8,18 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Exit statuses of gputrace (documented in `gputrace --help`, README). */
-enum gt_exit {
-    GT_EXIT_OK = 0,
-    GT_EXIT_FAIL_ABOVE = 1,   /* growth --fail-above: slope above the limit */
-    GT_EXIT_USAGE = 2,        /* bad command line */
-    GT_EXIT_MISSING = 3,      /* file missing, unreadable or not a file */
-    GT_EXIT_CORRUPT = 4,      /* not a SQLite file, truncated or corrupt */
-    GT_EXIT_NOT_TRACE = 5,    /* SQLite, but not a gputrace trace */
-    GT_EXIT_NEWER = 6,        /* written by a newer gputrace (schema version) */
-    GT_EXIT_EMPTY = 7,        /* a trace without events */
-    GT_EXIT_NO_ITERATIONS = 8 /* the command needs iterations and none were found */
-};
+#include "exitcodes.h"
 
 /* What an apis row says about its calls (enums from schema_sql.h). */
 struct gt_api_attr {

@@ -1,0 +1,82 @@
+/* outfile.c - the all-or-nothing output file of `gputrace export` and
+ * `gputrace report`: written under a temporary name beside FILE, renamed
+ * over FILE only once complete. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "viz.h"
+
+int gt_outfile_open(struct gt_outfile *of, const char *path)
+{
+    memset(of, 0, sizeof *of);
+    of->path = path;
+    if (!path || !strcmp(path, "-")) {
+        of->f = stdout;
+        return GT_EXIT_OK;
+    }
+    /* same directory: rename() is atomic only within one file system */
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
+    of->tmp = gt_xmalloc(strlen(path) + 16);
+    sprintf(of->tmp, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+    int fd = mkstemp(of->tmp);
+    if (fd < 0 || !(of->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "gputrace: %s: cannot create the output file (%s); check the directory exists and is writable\n", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(of->tmp);
+        }
+        free(of->tmp);
+        of->tmp = NULL;
+        return GT_EXIT_OUTPUT;
+    }
+    mode_t mask = umask(0);   /* mkstemp makes 0600; give the file the usual mode */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    return GT_EXIT_OK;
+}
+
+void gt_outfile_abort(struct gt_outfile *of)
+{
+    if (of->tmp) {
+        fclose(of->f);
+        unlink(of->tmp);
+        free(of->tmp);
+        of->tmp = NULL;
+    }
+}
+
+int gt_outfile_commit(struct gt_outfile *of)
+{
+    int err = 0;
+    if (fflush(of->f) || ferror(of->f))
+        err = errno ? errno : EIO;
+    if (!of->tmp) {
+        if (err)
+            fprintf(stderr, "gputrace: cannot write the output (%s)\n", strerror(err));
+        return err ? GT_EXIT_OUTPUT : GT_EXIT_OK;
+    }
+    if (!err && fsync(fileno(of->f)))
+        err = errno;
+    if (fclose(of->f) && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(of->tmp, of->path))
+        err = errno;
+    if (err) {
+        fprintf(stderr, "gputrace: %s: cannot write the output file (%s); nothing was written\n", of->path, strerror(err));
+        unlink(of->tmp);
+    }
+    free(of->tmp);
+    of->tmp = NULL;
+    return err ? GT_EXIT_OUTPUT : GT_EXIT_OK;
+}
+
+void gt_viz_fail(const char *path, const struct gt_trace *t, int code)
+{
+    (void)code;
+    fprintf(stderr, "gputrace: %s: %s\n", path, t->err[0] ? t->err : "failed");
+}
