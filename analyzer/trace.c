@@ -91,6 +91,18 @@ static int check_file(struct gt_trace *t, const char *path)
     uint32_t pages = be32(h + 28), change = be32(h + 24), valid_for = be32(h + 92);
     if (page < 512 || (page & (page - 1)))
         return fail(t, GT_EXIT_CORRUPT, "corrupt SQLite header (page size %u); re-run the traced program", page);
+    if (h[18] == 2 && h[19] == 2) {
+        /* WAL mode: the trace was not closed (the shim closes it in rollback
+         * mode). Its newest pages, the header's page count included, live in
+         * the -wal file until a checkpoint, so the sizes below say nothing:
+         * SQLite reads what was committed through the WAL. */
+        char wal[4096];
+        struct stat ws;
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        t->wal_missing = stat(wal, &ws) != 0 || ws.st_size == 0;
+        if (!t->wal_missing)
+            return GT_EXIT_OK;
+    }
     if (pages && change == valid_for && (uint64_t)st.st_size < (uint64_t)pages * page)
         return fail(t, GT_EXIT_CORRUPT, "truncated trace: %lld bytes but its header says %llu; the file was cut short (copied while written, or disk full), re-run the traced program",
                     (long long)st.st_size, (unsigned long long)pages * page);
@@ -253,6 +265,9 @@ int gt_trace_open(struct gt_trace *t, const char *path)
     int64_t app_id, version;
     if ((code = pragma_int(t, "PRAGMA application_id", &app_id)))
         return code;
+    if (app_id == 0 && t->wal_missing)
+        return fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and its "
+                    "-wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);
     if (app_id != GT_APPLICATION_ID)
         return fail(t, GT_EXIT_NOT_TRACE, "a SQLite database but not a gputrace trace (application_id %lld, expected %d); give a file written by libgputrace.so",
                     (long long)app_id, GT_APPLICATION_ID);

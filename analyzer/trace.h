@@ -85,6 +85,7 @@ struct gt_trace {
     struct gt_event *ev;   /* nev events in (t_ns, id) order */
     size_t nev;
     int resorted;          /* ids were not in time order; a stable sort fixed it */
+    int wal_missing;       /* the file is in WAL mode (never closed) and has no -wal beside it */
 
     int64_t *site_ids;     /* dense site index -> stacks.id */
     size_t nsites;

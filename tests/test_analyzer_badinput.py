@@ -149,3 +149,54 @@ class BadInput(T.AnalyzerTest):
             self.assertFalse(d['process_exited'])
         finally:
             writer.close()
+
+
+class KilledTraces(T.AnalyzerTest):
+    """A traced process killed mid-run leaves its trace in WAL mode: what was
+    committed lives in the -wal file until a checkpoint. The analyzer reads it
+    through SQLite and never calls it truncated because of the main file's
+    header; a copy without the -wal file gets a message that says so."""
+
+    def killed_trace(self, n=3000):
+        import signal
+        import subprocess
+        import time
+        import gtlib
+        db = os.path.join(self.dir, 'killed.db')
+        env = gtlib.base_env(GPUTRACE_OUTPUT=db, GPUTRACE_QUIET=1, GPUTRACE_CUPTI=0, LD_PRELOAD=gtlib.SHIM)
+        p = subprocess.Popen([gtlib.prog('exit_modes'), 'hang', str(n)], env=env, stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline().decode().split(), ['allocated', str(n)])
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    if gtlib.query(db, 'SELECT count(*) FROM events') == [(n,)]:
+                        break
+                except sqlite3.Error:
+                    pass
+                time.sleep(0.02)
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        self.assertTrue(os.path.getsize(db + '-wal') > 0)
+        return db
+
+    def test_killed_trace_opens_through_its_wal_whatever_the_header_says(self):
+        db = self.killed_trace()
+        with open(db, 'r+b') as f:   # a checkpoint cut short: page 1 written, the pages after it not yet
+            f.seek(28)
+            f.write((1000).to_bytes(4, 'big'))
+        d = self.json('summary', db)
+        self.assertEqual(d['events']['allocs'], 3000)
+        self.assertIn('not closed', self.ok('summary', db).stdout)
+
+    def test_copy_without_its_wal_file_says_the_wal_is_missing(self):
+        import shutil
+        db = self.killed_trace()
+        os.mkdir(os.path.join(self.dir, 'copy'))
+        copy = os.path.join(self.dir, 'copy', 'killed.db')
+        shutil.copy(db, copy)
+        for cmd in ('summary', 'leaks'):
+            line = self.assertOneErrorLine(self.gputrace(cmd, copy), 4, copy)
+            self.assertIn('-wal file', line)
+            self.assertIn('missing', line)

@@ -1,6 +1,7 @@
 /* Allocates N buffers (never freed) then leaves the process by the way named
- * in argv[1]: return | exit | _exit | _Exit | exec | abort-free. Exit code 7,
- * so a test can see the shim does not change it. */
+ * in argv[1]: return | exit | _exit | _Exit | exec | abort-free, or waits to
+ * be killed (hang: prints "allocated N", then sleeps). Exit code 7, so a test
+ * can see the shim does not change it. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ int main(int argc, char **argv)
         execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL);
         return 99;
     }
+    if (!strcmp(how, "hang"))
+        for (;;)
+            pause();
     if (!strcmp(how, "exec-fails")) { /* exec fails; tracing must go on */
         execl("/nonexistent/program", "x", (char *)NULL);
         void *p;
