@@ -51,11 +51,21 @@ struct exporter {
 
 static void put_ts(FILE *f, int64_t ns)
 {
-    if (ns < 0) {
-        fputc('-', f);
-        ns = -ns;
-    }
-    fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));   /* microseconds */
+    uint64_t m = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;   /* INT64_MIN too */
+    fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(m / 1000), (unsigned long long)(m % 1000));
+}
+
+/* a + b, held at the ends of int64 instead of wrapping (times from a hostile trace) */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
 /* Opens an event object: ph, pid, tid, ts (t_ns of this process). */
@@ -63,7 +73,7 @@ static void begin(struct exporter *x, const char *ph, int64_t tid, int64_t t_ns)
 {
     fputs(x->nout++ ? ",\n{" : "\n{", x->f);
     fprintf(x->f, "\"ph\":\"%s\",\"pid\":%lld,\"tid\":%lld,\"ts\":", ph, (long long)x->pid, (long long)tid);
-    put_ts(x->f, t_ns + x->off_ns);
+    put_ts(x->f, sat_add(t_ns, x->off_ns));
 }
 
 static void kstr(struct exporter *x, const char *key, const char *val)
@@ -74,7 +84,7 @@ static void kstr(struct exporter *x, const char *key, const char *val)
 
 static void metadata(struct exporter *x, const char *what, int64_t tid, const char *key, const char *str, int64_t num)
 {
-    begin(x, "M", tid, -x->off_ns);
+    begin(x, "M", tid, sat_sub(0, x->off_ns));
     kstr(x, "name", what);
     fprintf(x->f, ",\"args\":{\"%s\":", key);
     if (str)
@@ -129,7 +139,7 @@ static int slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const ch
         return 0;
     begin(x, "X", tid, s);
     fputs(",\"dur\":", x->f);
-    put_ts(x->f, e - s);
+    put_ts(x->f, sat_sub(e, s));
     kstr(x, "cat", cat);
     kstr(x, "name", name);
     return 1;
@@ -542,7 +552,7 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
             if (!code) {
                 x.c = &c;
                 x.pid = pids[i];
-                x.off_ns = starts[i] - origin;
+                x.off_ns = sat_sub(starts[i], origin);
                 double t0 = gt_now();
                 code = export_one(&x, i);
                 gt_phase("export", t0);

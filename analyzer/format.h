@@ -4,6 +4,7 @@
 #define GT_FORMAT_H
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define GT_FMT_LEN 48
 
@@ -42,5 +43,12 @@ FILE *gt_xmemstream(char **buf, size_t *len);
 void *gt_xcalloc(size_t n, size_t sz);
 void *gt_xrealloc(void *p, size_t n);
 char *gt_xstrdup(const char *s);
+/* qsort that accepts an empty array at NULL (qsort itself requires a valid
+ * pointer even for 0 elements: undefined behaviour otherwise). */
+static inline void gt_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
 
 #endif

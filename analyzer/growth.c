@@ -114,7 +114,7 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
         }
         free(rows[r]);
     }
-    qsort(g->sites, g->nsites, sizeof *g->sites, site_cmp);
+    gt_qsort(g->sites, g->nsites, sizeof *g->sites, site_cmp);
     free(y);
     free(rows);
     free(row_site);

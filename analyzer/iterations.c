@@ -233,7 +233,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
         c[nc].idx = i;
         nc++;
     }
-    qsort(c, nc, sizeof *c, rcand_cmp);
+    gt_qsort(c, nc, sizeof *c, rcand_cmp);
     size_t best = 0, best_n = 0, min_n = name ? 1 : 3;
     for (size_t g = 0; g < nc;) {
         size_t h = g + 1;

@@ -155,7 +155,7 @@ static size_t find_periods(const uint32_t *s, size_t n, size_t nsym, struct peri
         if (run >= 2 * cand[k])
             all[nall++] = (struct period){cand[k], a, run + cand[k]};
     }
-    qsort(all, nall, sizeof *all, period_cmp);
+    gt_qsort(all, nall, sizeof *all, period_cmp);
     if (nall > max)
         nall = max;
     memcpy(out, all, nall * sizeof *out);

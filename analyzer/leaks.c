@@ -193,8 +193,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         add(l->held, &l->nheld, &l->held_bytes, &l->held_count, held);
         add(l->at_end, &l->nat_end, &l->at_end_bytes, &l->at_end_count, end);
     }
-    qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
-    qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
+    gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
+    gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
     free(ph);
     free(all);
     return code;

@@ -113,7 +113,7 @@ size_t gt_levels(const struct gt_trace *t, const struct gt_pairs *p, struct gt_l
         }
         l->final = live_cur[last];
     }
-    qsort(lv, n, sizeof *lv, level_cmp);
+    gt_qsort(lv, n, sizeof *lv, level_cmp);
     *out = lv;
     return n;
 }
@@ -200,7 +200,7 @@ size_t gt_live_sites_before(const struct gt_trace *t, const struct gt_pairs *p, 
     for (size_t k = 0; k < ns; k++)
         if (sum[k].count)
             sum[n++] = sum[k];
-    qsort(sum, n, sizeof *sum, site_sum_cmp);
+    gt_qsort(sum, n, sizeof *sum, site_sum_cmp);
     *out = sum;
     if (total_bytes)
         *total_bytes = tb;

@@ -345,7 +345,11 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             }
         if (bs >= 0 && o.pk.max_batch_size >= 0)
             reduction = bs > o.pk.max_batch_size ? bs - o.pk.max_batch_size : 0;
-        int64_t needed = total > 0 && q->requested >= 0 ? q->requested + q->live_device + q->live_pool - total : 0;
+        int64_t needed = 0;   /* a failed call may ask for anything: held at INT64_MAX rather than wrapping */
+        if (total > 0 && q->requested >= 0 &&
+            (__builtin_add_overflow(q->requested, q->live_device + q->live_pool, &needed) ||
+             __builtin_sub_overflow(needed, total, &needed)))
+            needed = INT64_MAX;
         struct gt_site_sum *sites = NULL;
         size_t ns = 0;
         if (k < MAX_DETAILED)

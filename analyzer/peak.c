@@ -78,7 +78,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
             bp[nb].bs = its->it[k].batch_size;
             bp[nb++].peak = pk->w[k].peak;
         }
-    qsort(bp, nb, sizeof *bp, bs_cmp);
+    gt_qsort(bp, nb, sizeof *bp, bs_cmp);
     pk->bs = gt_xmalloc((nb + 1) * sizeof *pk->bs);
     double *v = gt_xmalloc((nb + 1) * sizeof *v);
     for (size_t g = 0; g < nb;) {

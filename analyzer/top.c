@@ -43,7 +43,7 @@ static int by_count(const void *a, const void *b)
 static int print_list(struct gt_ctx *c, struct gt_json *j, const char *key, const char *title,
                       struct site_stat *s, size_t n, int (*cmp)(const void *, const void *))
 {
-    qsort(s, n, sizeof *s, cmp);
+    gt_qsort(s, n, sizeof *s, cmp);
     size_t limit = n < (size_t)c->o->top ? n : (size_t)c->o->top;
     int code = GT_EXIT_OK;
     if (j) {

@@ -492,6 +492,20 @@ int gt_trace_load_events(struct gt_trace *t)
         n += sl[k].n;
     }
     t->nev = n;
+    /* Every sum of sizes a report makes is at most the sum of all successful
+     * allocations: bound that, and no sum can overflow. A real trace stays
+     * far below (a million 1 MB allocations a second for a day is 2^56). */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = &t->api[e->api];
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->size <= 0 || a->memory > GT_MEM_HOST)
+            continue;
+        total += (uint64_t)e->size;
+        if ((uint64_t)e->size > (1ull << 62) || total > (1ull << 62))
+            return fail(t, GT_EXIT_CORRUPT, "corrupt trace: allocation sizes add up to more than 2^62 bytes (event at "
+                        "%lld ns: %lld bytes); re-run the traced program", (long long)e->t, (long long)e->size);
+    }
     if (unordered) {
         sort_events_by_time(t->ev, n);
         t->resorted = 1;

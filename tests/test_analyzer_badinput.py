@@ -200,3 +200,40 @@ class KilledTraces(T.AnalyzerTest):
             line = self.assertOneErrorLine(self.gputrace(cmd, copy), 4, copy)
             self.assertIn('-wal file', line)
             self.assertIn('missing', line)
+
+
+class HostileNumbers(T.AnalyzerTest):
+    """Sizes and times at the ends of int64 never wrap into a wrong number."""
+
+    def test_sizes_that_add_up_past_2_62_are_refused_as_corrupt(self):
+        t = T.Trace(os.path.join(self.dir, 'huge.db'))
+        for _ in range(40):
+            t.alloc(T.MiB, ['huge', 'main'])
+        db = t.close()
+        con = sqlite3.connect(db)   # 40 x 2^62: a sum that wraps to 0 in int64
+        con.execute('UPDATE events SET size = ?', (1 << 62,))
+        con.commit()
+        con.close()
+        for cmd in ('summary', 'leaks', 'peak', 'top', 'growth', 'oom'):
+            self.assertIn('add up to more than 2^62', self.assertOneErrorLine(self.gputrace(cmd, db), 4, db))
+
+    def test_a_failed_request_of_int64_max_gives_no_negative_or_wrapped_need(self):
+        t = T.Trace(os.path.join(self.dir, 'ask.db'))
+        t.alloc(T.GiB, ['weights', 'main'])
+        t.alloc((1 << 63) - 1, ['ask_everything', 'main'], result=2)
+        f = self.json('oom', t.close())['failures'][0]
+        self.assertEqual((f['requested_bytes'], f['needed_bytes']), ((1 << 63) - 1, (1 << 63) - 1))
+
+    def test_export_of_extreme_times_is_valid_json(self):
+        import json
+        t = T.Trace(os.path.join(self.dir, 'times.db'))
+        p = t.alloc(T.MiB, ['a', 'main'])
+        t.free(p)
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute('UPDATE events SET t_ns = ? WHERE id = (SELECT min(id) FROM events)', (-(1 << 63),))
+        con.execute('UPDATE events SET t_ns = ? WHERE id = (SELECT max(id) FROM events)', ((1 << 63) - 1,))
+        con.commit()
+        con.close()
+        out = self.ok('export', db).stdout
+        json.loads(out)
