@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "schema_sql.h"
 
 /* gputrace run --help (the command table is in commands.c) */
 const char gt_help_run[] =
@@ -24,8 +26,11 @@ const char gt_help_run[] =
     "run, 2 if gputrace itself could not start it.\n"
     "\n"
     "  -o, --output PATH    trace file (sets GPUTRACE_OUTPUT; %p pid, %h host,\n"
-    "                       %r rank). An existing PATH is replaced. Child processes\n"
-    "                       that also use CUDA write PATH's stem.PID.db beside it.\n"
+    "                       %r rank). An existing PATH is replaced only if it is a\n"
+    "                       finished gputrace trace; anything else is refused.\n"
+    "                       A directory holds the trace as gputrace-PID.db. Child\n"
+    "                       processes that also use CUDA write PATH's stem.PID.db\n"
+    "                       beside it.\n"
     "                       Default: gputrace-%p.db in the current directory.\n"
     "  --stack-depth N      frames per call stack (GPUTRACE_STACK_DEPTH, default 32,\n"
     "                       0 = no stacks)\n"
@@ -56,16 +61,86 @@ static int find_shim(char *out, size_t cap)
     return -1;
 }
 
-static void remove_old_trace(const char *path)
+/* Is path a finished gputrace trace: a SQLite file with our application_id,
+ * closed by the shim (rollback-journal mode; a trace being written, or left
+ * by a killed process, is in WAL mode) with no -wal or -journal beside it? */
+static int finished_trace(const char *path, const struct stat *st)
 {
-    if (strchr(path, '%'))
-        return; /* a pattern names files per process: nothing to replace */
+    if (!S_ISREG(st->st_mode))
+        return 0;
+    unsigned char h[100];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    if (got != sizeof h || memcmp(h, "SQLite format 3", 16) != 0 || h[18] != 1 || h[19] != 1)
+        return 0;
+    uint32_t app = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
+    if (app != GT_APPLICATION_ID)
+        return 0;
+    const char *sides[] = {"-wal", "-journal"};
+    for (int i = 0; i < 2; i++) {
+        char side[PATH_MAX + 16];
+        struct stat ss;
+        snprintf(side, sizeof side, "%s%s", path, sides[i]);
+        if (lstat(side, &ss) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Where -o puts the trace. A directory (existing, or a path ending in '/')
+ * holds it under the default name. An existing file is replaced only when it
+ * is a finished gputrace trace; anything else (a script, another program's
+ * database, a trace still being written) is refused, as is a path whose
+ * directory does not exist: the command is not started then. Returns 0, or
+ * -1 after one line on stderr. */
+static int prepare_output(const char *arg, char *out, size_t cap)
+{
+    struct stat st;
+    size_t n = strlen(arg);
+    if ((n && arg[n - 1] == '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode))) {
+        if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "gputrace run: -o %s: no such directory; create it first\n", arg);
+            return -1;
+        }
+        snprintf(out, cap, "%s%sgputrace-%%p.db", arg, n && arg[n - 1] == '/' ? "" : "/");
+        return 0;
+    }
+    if ((size_t)snprintf(out, cap, "%s", arg) >= cap) {
+        fprintf(stderr, "gputrace run: -o: the path is too long\n");
+        return -1;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", arg);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gputrace run: -o %s: directory %s does not exist; create it first\n", arg, dir);
+        return -1;
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "gputrace run: -o %s: directory %s is not writable\n", arg, dir);
+        return -1;
+    }
+    if (strchr(arg, '%'))
+        return 0; /* a pattern names files per process: nothing to replace */
+    if (lstat(arg, &st) != 0)
+        return 0;
+    if (!finished_trace(arg, &st)) {
+        fprintf(stderr, "gputrace run: -o %s: exists and is not a finished gputrace trace (or a trace is still "
+                        "being written to it); choose another path, or remove it first\n", arg);
+        return -1;
+    }
     char side[PATH_MAX + 8];
-    unlink(path);
-    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(arg);
+    snprintf(side, sizeof side, "%s-shm", arg);
     unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
+    return 0;
 }
 
 int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
@@ -87,8 +162,10 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     setenv("LD_PRELOAD", preload, 1);
     free(preload);
     if (a->out) {
-        remove_old_trace(a->out);
-        setenv("GPUTRACE_OUTPUT", a->out, 1);
+        char out[PATH_MAX + 32];
+        if (prepare_output(a->out, out, sizeof out) != 0)
+            return GT_RUN_EXIT_FAILED;
+        setenv("GPUTRACE_OUTPUT", out, 1);
     }
     if (a->stack_depth >= 0) {
         char depth[16];

@@ -24,6 +24,52 @@ class LauncherTest(TraceTest):
         self.assertEqual(sorted(os.listdir(self.dir)), ['out.db'])
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
 
+    def refused(self, target, args=None):
+        """run -o TARGET is refused before the command starts; returns the one stderr line."""
+        marker = os.path.join(self.dir, 'ran')
+        p = self.launch(['-o', target] + (args or []) + ['--', '/bin/sh', '-c', 'touch ' + marker])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertFalse(os.path.exists(marker), 'the command ran')
+        return p.stderr
+
+    def test_run_never_replaces_a_file_that_is_not_a_finished_trace(self):
+        import sqlite3
+        script = os.path.join(self.dir, 'train.py')
+        with open(script, 'w') as f:
+            f.write('print("my training script")\n')
+        self.assertIn('not a finished gputrace trace', self.refused(script))
+        with open(script) as f:
+            self.assertEqual(f.read(), 'print("my training script")\n')
+        other = os.path.join(self.dir, 'app.db')
+        con = sqlite3.connect(other)
+        con.execute('CREATE TABLE t(x)')
+        con.commit()
+        con.close()
+        self.refused(other)
+        self.assertEqual(query(other, 'SELECT count(*) FROM t'), [(0,)])
+
+    def test_run_never_replaces_a_trace_still_being_written(self):
+        db = os.path.join(self.dir, 'out.db')
+        self.launch(['-o', db, prog('output')])
+        open(db + '-wal', 'w').close()   # what a live writer (or a killed one) has beside it
+        self.assertIn('still', self.refused(db))
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
+
+    def test_run_refuses_an_output_directory_that_does_not_exist(self):
+        self.assertIn('does not exist', self.refused(os.path.join(self.dir, 'no', 'such', 't.db')))
+        self.assertIn('no such directory', self.refused(os.path.join(self.dir, 'nodir') + '/'))
+
+    def test_run_output_directory_holds_the_trace_under_the_default_name(self):
+        sub = os.path.join(self.dir, 'traces')
+        os.mkdir(sub)
+        p = self.launch(['-o', sub, '--', prog('output')])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        files = os.listdir(sub)
+        self.assertEqual(len(files), 1, files)
+        self.assertRegex(files[0], r'^gputrace-\d+\.db$')
+        self.assertEqual(query(os.path.join(sub, files[0]), 'SELECT count(*) FROM events'), [(20,)])
+
     def test_run_passes_stack_depth_and_quiet(self):
         db = os.path.join(self.dir, 'out.db')
         p = self.launch(['-o', db, '--stack-depth', '0', '--quiet', '--', prog('call_chain')])
