@@ -64,7 +64,8 @@ def main():
         suite = keep(suite)
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=0, resultclass=Result)
     res = runner.run(suite)
-    failed = len(res.failures) + len(res.errors)
+    # a test whose several subtests fail is one failed test
+    failed = len({getattr(t, 'test_case', t).id() for t, _ in res.failures + res.errors})
     passed = res.testsRun - failed - len(res.skipped)
     line = '%d passed, %d failed' % (passed, failed)
     if res.skipped:
