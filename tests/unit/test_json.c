@@ -564,6 +564,41 @@ static void test_documents_from_the_writer_parse(void)
     free(buf);
 }
 
+/* The documented limit (json.h): GT_JSON_MAX_DEPTH - 1 nested containers,
+ * each holding a value before and after the next one. */
+static void test_nesting_to_the_documented_depth_parses(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct gt_json j;
+    gt_json_init(&j, f);
+    for (int i = 0; i < GT_JSON_MAX_DEPTH - 1; i++) {
+        if (i % 2) {
+            gt_json_obj(&j);
+            gt_json_kint(&j, "before", i);
+            gt_json_key(&j, "inner");
+        } else {
+            gt_json_arr(&j);
+            gt_json_int(&j, i);
+        }
+    }
+    for (int i = GT_JSON_MAX_DEPTH - 2; i >= 0; i--) {
+        if (i % 2) {
+            gt_json_kint(&j, "after", i);
+            gt_json_obj_end(&j);
+        } else {
+            gt_json_int(&j, i);
+            gt_json_arr_end(&j);
+        }
+    }
+    gt_json_done(&j);
+    fclose(f);
+    const char *err = NULL;
+    CHECKF(parse_document(buf, len, &err), "document does not parse (%s): %s", err, shown(0, buf, len, 0));
+    free(buf);
+}
+
 static void test_doubles_read_back_exactly(void)
 {
     static const double fixed[] = {0, -0.0, 1, -1, 0.1, 1.0 / 3, 2.5e-7, 123456789.125, 9e15, 9.5e15, 1e300,
@@ -603,6 +638,7 @@ int main(void)
     TAP_RUN(test_random_byte_strings);
     TAP_RUN(test_random_valid_utf8_round_trips);
     TAP_RUN(test_documents_from_the_writer_parse);
+    TAP_RUN(test_nesting_to_the_documented_depth_parses);
     TAP_RUN(test_doubles_read_back_exactly);
     return tap_done();
 }
