@@ -1,6 +1,7 @@
 /* json.c - streaming JSON writer (see json.h). Strings are escaped per RFC
- * 8259: quote, backslash and all control characters; invalid UTF-8 bytes are
- * replaced by U+FFFD so the output always parses, whatever the trace holds. */
+ * 8259: quote, backslash and all control characters; bytes that are not
+ * well-formed UTF-8 are replaced by U+FFFD so the output always parses and is
+ * valid UTF-8, whatever the trace holds (tests/unit/test_json.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,45 @@ void gt_json_arr(struct gt_json *j) { open_container(j, '[', 0); }
 void gt_json_arr_inline(struct gt_json *j) { open_container(j, '[', 1); }
 void gt_json_arr_end(struct gt_json *j) { close_container(j, ']'); }
 
-/* Writes s as a JSON string literal. */
+/* Length of the well-formed UTF-8 sequence at p (Unicode's table of
+ * well-formed byte sequences, RFC 3629), or 0 when p does not start one: a
+ * byte that is no lead (80..C1, F5..FF), a missing continuation, an overlong
+ * form (E0 80..9F, F0 80..8F), a surrogate (ED A0..BF) or a code point above
+ * U+10FFFF (F4 90..BF). p is NUL-terminated: a NUL is never a continuation,
+ * so nothing past it is read. */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    int n;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* Writes s as a JSON string literal. Well-formed UTF-8 is copied as is; each
+ * byte that does not begin a well-formed sequence is written as the escape
+ * \ufffd (U+FFFD, the replacement character), so the output stays ASCII
+ * there and the next byte is looked at afresh. */
 static void write_string(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -92,16 +131,8 @@ static void write_string(FILE *f, const char *s)
             fputc(c, f);
             p++;
         } else {
-            /* validate one UTF-8 sequence; copy it or write U+FFFD */
-            int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
-            int ok = n > 0;
-            for (int i = 1; ok && i < n; i++)
-                ok = (p[i] & 0xc0) == 0x80;
-            if (ok && n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
-                ok = 0;   /* overlong or surrogate */
-            if (ok && n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
-                ok = 0;
-            if (ok) {
+            int n = utf8_len(p);
+            if (n) {
                 fwrite(p, 1, (size_t)n, f);
                 p += n;
             } else {

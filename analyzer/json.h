@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Containers nest at most GT_JSON_MAX_DEPTH - 1 deep (the reports nest a
+ * handful); deeper, the writer loses track of separators. */
 #define GT_JSON_MAX_DEPTH 32
 
 struct gt_json {

@@ -1,6 +1,6 @@
-/* selftest.c: manual self-check of the fake CUDA runtime (tests/fake_cuda/fake_cudart.c)
+/* selftest.c: self-check of the fake CUDA runtime (tests/fake_cuda/fake_cudart.c)
  * and of how it reaches the fake driver (fake_libcuda.c: cudaMalloc/cudaFree).
- * Run build/tests/fake_cuda/fake_cuda_selftest; prints "fake_cuda_selftest: OK" and exits 0.
+ * Run by `meson test` (tests/fake_cuda/meson.build), or alone; prints "fake_cuda_selftest: OK" and exits 0.
  * Sets FAKE_CUDA_DEVICE_COUNT=2 and FAKE_CUDA_DEVICE_BYTES=1 MiB for itself. */
 #include <cuda_runtime_api.h>
 

@@ -1,0 +1,280 @@
+/* Unit tests of automatic iteration detection from the allocation pattern
+ * (analyzer/iterations_auto.c) on synthetic sequences: a clean period after
+ * a warm-up, a trace that starts or stops inside a step, a period interrupted
+ * by noise and surrounded by unrelated allocations, no period at all, too
+ * few repetitions, and the documented case that is not a loop: identical
+ * allocations that are all kept (a model's layers, or a leak per step). */
+
+#include "iterations.h"
+#include "synth_trace.h"
+#include "tap.h"
+
+#define MIB (1 << 20)
+
+struct loop {
+    struct synth s;
+    uint64_t next_addr;
+    size_t *starts;   /* event index of each iteration's first allocation */
+    size_t nstarts;
+};
+
+static void loop_init(struct loop *l)
+{
+    synth_init(&l->s);
+    l->next_addr = 0x7f0000000000ull;
+    l->starts = calloc(4096, sizeof *l->starts);
+    l->nstarts = 0;
+}
+
+static uint64_t addr(struct loop *l)
+{
+    l->next_addr += 0x100000;
+    return l->next_addr;
+}
+
+static size_t alloc(struct loop *l, int64_t size, int32_t site, uint64_t *ptr)
+{
+    *ptr = addr(l);
+    return synth_alloc(&l->s, GT_API_cudaMalloc, *ptr, size, site);
+}
+
+/* One training step: activations A and B, A freed, scratch C, then B and C
+ * freed: 3 allocations, all released within the step. extra_site >= 0 adds
+ * one more allocation (freed at once) in the middle: noise. */
+static void step(struct loop *l, int32_t extra_site)
+{
+    uint64_t a, b, c, x;
+    l->starts[l->nstarts++] = alloc(l, 4 * MIB, 1, &a);
+    alloc(l, 2 * MIB, 2, &b);
+    if (extra_site >= 0) {
+        alloc(l, 3 * MIB, extra_site, &x);
+        synth_free(&l->s, GT_API_cudaFree, x, 3 * MIB);
+    }
+    synth_free(&l->s, GT_API_cudaFree, a, 4 * MIB);
+    alloc(l, 1 * MIB, 3, &c);
+    synth_free(&l->s, GT_API_cudaFree, b, 2 * MIB);
+    synth_free(&l->s, GT_API_cudaFree, c, 1 * MIB);
+}
+
+/* n allocations of distinct sizes and sites, each kept or freed at random */
+static void unrelated(struct loop *l, int n, int32_t site0, unsigned *seed)
+{
+    for (int i = 0; i < n; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        uint64_t p;
+        alloc(l, 4096 + (int64_t)(*seed >> 8) % 100000, site0 + i, &p);
+        if ((*seed >> 4) % 2)
+            synth_free(&l->s, GT_API_cudaFree, p, 1);
+    }
+}
+
+static struct gt_iterations detect(struct loop *l)
+{
+    struct gt_pairs p;
+    gt_pair_events(&l->s.t, &p);
+    struct gt_sel sel = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
+    struct gt_iterations it;
+    memset(&it, 0, sizeof it);
+    CHECK_EQ_INT(gt_iter_from_alloc_pattern(&l->s.t, &p, &sel, &it), GT_EXIT_OK);
+    gt_pairs_free(&p);
+    return it;
+}
+
+static void loop_done(struct loop *l, struct gt_iterations *it)
+{
+    gt_iterations_free(it);
+    free(l->starts);
+    synth_done(&l->s);
+}
+
+/* The iterations are exactly the steps starts[first .. first+n): each one
+ * from its first allocation to the next step's, contiguous, indexed 0..;
+ * the last ends at event last_end (the next allocation after the loop), or
+ * with last_end 0, stays open to the end of the trace. */
+static void check_steps(struct loop *l, const struct gt_iterations *it, size_t first, size_t n, size_t last_end)
+{
+    CHECK_EQ_INT(it->source, GT_ITER_AUTO);
+    CHECK_EQ_INT(it->n, n);
+    for (size_t k = 0; k < it->n && k < n; k++) {
+        const struct gt_iteration *x = &it->it[k];
+        CHECKF(x->first_ev == l->starts[first + k], "iteration %zu starts at event %zu, the step at %zu", k,
+               x->first_ev, l->starts[first + k]);
+        CHECK_EQ_INT(x->index, k);
+        CHECK_EQ_INT(x->batch_size, -1);
+        CHECK_EQ_INT(x->start, l->s.t.ev[x->first_ev].t);
+        if (k + 1 < it->n) {
+            CHECK_EQ_INT(x->end_ev, it->it[k + 1].first_ev);
+            CHECK_EQ_INT(x->end, it->it[k + 1].start);
+            CHECK(x->closed);
+        }
+    }
+    if (it->n && it->n == n) {
+        const struct gt_iteration *last = &it->it[it->n - 1];
+        CHECK_EQ_INT(last->end_ev, last_end ? last_end : l->s.t.nev);
+        CHECK_EQ_INT(last->closed, last_end != 0);
+    }
+}
+
+static void test_clean_period_after_a_warm_up(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t w;
+    alloc(&l, 64 * MIB, 0, &w); /* weights and optimizer state, kept */
+    alloc(&l, 32 * MIB, 0, &w);
+    for (int i = 0; i < 10; i++)
+        step(&l, -1);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, 0);
+    CHECKF(strstr(it.how, "pattern of 3 allocations repeats 10 times (2 allocations before it, 0 after)"),
+           "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* The trace begins inside a step (its first allocations are the end of one):
+ * iterations begin where live memory is lowest, at the step's start. */
+static void test_iterations_begin_where_live_memory_is_lowest(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t b, c;
+    alloc(&l, 2 * MIB, 2, &b);
+    alloc(&l, 1 * MIB, 3, &c);
+    synth_free(&l.s, GT_API_cudaFree, b, 2 * MIB);
+    synth_free(&l.s, GT_API_cudaFree, c, 1 * MIB);
+    for (int i = 0; i < 12; i++)
+        step(&l, -1);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 12, 0);
+    CHECKF(strstr(it.how, "(2 allocations before it, 0 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* Cut inside a step at both ends (the trace starts after a step's first
+ * allocation and stops after the next one's): only whole steps count. */
+static void test_trace_cut_inside_steps_at_both_ends(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t b, c, a;
+    alloc(&l, 2 * MIB, 2, &b);
+    alloc(&l, 1 * MIB, 3, &c);
+    synth_free(&l.s, GT_API_cudaFree, b, 2 * MIB);
+    synth_free(&l.s, GT_API_cudaFree, c, 1 * MIB);
+    for (int i = 0; i < 9; i++)
+        step(&l, -1);
+    size_t cut = alloc(&l, 4 * MIB, 1, &a);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 9, cut);
+    CHECKF(strstr(it.how, "repeats 9 times (2 allocations before it, 1 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* One step with an extra allocation (a checkpoint) breaks the repetition:
+ * the longest clean stretch is found, every iteration still a whole step. */
+static void test_period_with_noise_in_one_step(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 30; i++)
+        step(&l, i == 9 ? 9 : -1);
+    struct gt_iterations it = detect(&l);
+    /* steps 10..29 repeat cleanly; step 9's extra allocation ends the stretch before */
+    check_steps(&l, &it, 10, 20, 0);
+    CHECKF(strstr(it.how, "pattern of 3 allocations"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* Unrelated allocations before (loading) and after (an evaluation pass) do
+ * not hide the loop and are counted as outside it. */
+static void test_period_between_unrelated_allocations(void)
+{
+    struct loop l;
+    loop_init(&l);
+    unsigned seed = 99;
+    unrelated(&l, 7, 100, &seed);
+    for (int i = 0; i < 15; i++)
+        step(&l, -1);
+    size_t tail = l.s.t.nev;
+    unrelated(&l, 5, 200, &seed);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 15, tail); /* the last step ends where the evaluation pass begins */
+    CHECKF(strstr(it.how, "repeats 15 times (7 allocations before it, 5 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+static void test_no_period_finds_nothing(void)
+{
+    struct loop l;
+    loop_init(&l);
+    unsigned seed = 5;
+    unrelated(&l, 200, 0, &seed);
+    struct gt_iterations it = detect(&l);
+    CHECK_EQ_INT(it.source, GT_ITER_NONE);
+    CHECK_EQ_INT(it.n, 0);
+    CHECK(it.it == NULL);
+    loop_done(&l, &it);
+}
+
+static void test_two_repetitions_or_a_short_trace_are_not_a_loop(void)
+{
+    struct loop l;
+    loop_init(&l);
+    step(&l, -1);
+    step(&l, -1); /* 6 allocations, the pattern seen twice */
+    struct gt_iterations it = detect(&l);
+    CHECK_EQ_INT(it.n, 0);
+    loop_done(&l, &it);
+    loop_init(&l);
+    step(&l, -1);
+    struct gt_iterations none = detect(&l);
+    CHECK_EQ_INT(none.n, 0);
+    loop_done(&l, &none);
+}
+
+/* Documented in iterations_auto.c: identical allocations that are all kept
+ * (each layer's activation saved for backward) free nothing between
+ * repetitions, so they are not taken for a loop; neither, therefore, is a
+ * loop whose only allocation is one leaked tensor per step. */
+static void test_identical_kept_allocations_are_not_a_loop(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t p;
+    for (int i = 0; i < 48; i++)
+        alloc(&l, 8 * MIB, 5, &p);
+    struct gt_iterations it = detect(&l);
+    CHECK_EQ_INT(it.source, GT_ITER_NONE);
+    CHECK_EQ_INT(it.n, 0);
+    loop_done(&l, &it);
+}
+
+/* ... while the same allocation freed within each repetition is a loop. */
+static void test_identical_allocations_freed_each_time_are_a_loop(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 20; i++) {
+        uint64_t p;
+        l.starts[l.nstarts++] = alloc(&l, 8 * MIB, 5, &p);
+        synth_free(&l.s, GT_API_cudaFree, p, 8 * MIB);
+    }
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 20, 0);
+    CHECKF(strstr(it.how, "pattern of 1 allocations repeats 20 times"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+int main(void)
+{
+    TAP_RUN(test_clean_period_after_a_warm_up);
+    TAP_RUN(test_iterations_begin_where_live_memory_is_lowest);
+    TAP_RUN(test_trace_cut_inside_steps_at_both_ends);
+    TAP_RUN(test_period_with_noise_in_one_step);
+    TAP_RUN(test_period_between_unrelated_allocations);
+    TAP_RUN(test_no_period_finds_nothing);
+    TAP_RUN(test_two_repetitions_or_a_short_trace_are_not_a_loop);
+    TAP_RUN(test_identical_kept_allocations_are_not_a_loop);
+    TAP_RUN(test_identical_allocations_freed_each_time_are_a_loop);
+    return tap_done();
+}

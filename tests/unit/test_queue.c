@@ -1,0 +1,389 @@
+/* Unit tests of the shim's event queue (shim/queue.c) through its public
+ * functions in shim/shim.h: several producer threads against one consumer
+ * (every event arrives exactly once, each producer's events in its order),
+ * a reserved slot holding back later ones until published, backpressure and
+ * drops when the consumer stalls (GPUTRACE_QUEUE_WAIT_MS), and the writer
+ * giving up on a slot at exit. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "shim.h"
+#include "tap.h"
+
+/* What queue.c needs from the rest of the shim (lifecycle.c, record.c). */
+struct gt_config gt_config;
+_Atomic uint64_t gt_drops[GT_DROP_COUNT];
+
+static double now_s(void)
+{
+    return (double)gt_now_ns() / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void reset(uint32_t capacity, uint32_t wait_ms)
+{
+    gt_config.queue_wait_ms = wait_ms;
+    for (int i = 0; i < GT_DROP_COUNT; i++)
+        atomic_store(&gt_drops[i], 0);
+    if (!gt_queue_init(capacity)) {
+        printf("Bail out! gt_queue_init(%u) failed\n", capacity);
+        exit(1);
+    }
+}
+
+static struct gt_event event(int32_t producer, uint64_t seq)
+{
+    struct gt_event ev = {0};
+    ev.tid = producer;
+    ev.ptr = seq;
+    ev.size = seq * 2654435761u ^ (uint64_t)producer; /* a checksum of the pair */
+    return ev;
+}
+
+static bool push(int32_t producer, uint64_t seq)
+{
+    struct gt_reservation r;
+    if (!gt_queue_reserve(&r))
+        return false;
+    struct gt_event ev = event(producer, seq);
+    gt_queue_publish(&r, &ev);
+    return true;
+}
+
+/* ---- several producers ------------------------------------------------ */
+
+enum { MAX_PRODUCERS = 8 };
+
+struct producer {
+    pthread_t th;
+    int32_t id;
+    uint64_t n;          /* events to send */
+    int hold;            /* sometimes yield between reserve and publish */
+    uint64_t sent, dropped;
+};
+
+static void *produce(void *arg)
+{
+    struct producer *p = arg;
+    for (uint64_t i = 0; i < p->n; i++) {
+        struct gt_reservation r;
+        if (!gt_queue_reserve(&r)) {
+            p->dropped++;
+            continue;
+        }
+        struct gt_event ev = event(p->id, i);
+        if (p->hold && i % 5 == 0)
+            sched_yield(); /* as a free does: the slot is ours, the real call runs */
+        gt_queue_publish(&r, &ev);
+        p->sent++;
+    }
+    return NULL;
+}
+
+/* Consumes until `expect` events arrived (or a generous deadline passed),
+ * checking that each producer's events come once, in order, unaltered.
+ * next[] gets how many of each producer's events arrived. */
+static uint64_t consume(struct producer *ps, int np, uint64_t expect, uint64_t next[MAX_PRODUCERS])
+{
+    struct gt_event buf[256];
+    uint64_t got = 0;
+    double deadline = now_s() + 60;
+    for (int k = 0; k < np; k++)
+        next[k] = 0;
+    while (got < expect && now_s() < deadline) {
+        int n = gt_queue_pop(buf, 256);
+        if (n == 0) {
+            sched_yield();
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            const struct gt_event *e = &buf[i];
+            CHECKF(e->tid >= 0 && e->tid < np, "event from unknown producer %d", e->tid);
+            if (e->tid < 0 || e->tid >= np)
+                continue;
+            CHECKF(e->ptr == next[e->tid], "producer %d: event %llu arrived when %llu was next", e->tid,
+                   (unsigned long long)e->ptr, (unsigned long long)next[e->tid]);
+            CHECKF(e->size == (e->ptr * 2654435761u ^ (uint64_t)e->tid), "producer %d event %llu: altered payload",
+                   e->tid, (unsigned long long)e->ptr);
+            next[e->tid] = e->ptr + 1;
+        }
+        got += (uint64_t)n;
+    }
+    (void)ps;
+    return got;
+}
+
+static void run_producers(int np, uint32_t capacity, uint64_t per_producer, int hold)
+{
+    reset(capacity, 10000); /* a consumer that keeps draining never causes drops */
+    struct producer ps[MAX_PRODUCERS] = {{0}};
+    for (int k = 0; k < np; k++) {
+        ps[k].id = k;
+        ps[k].n = per_producer;
+        ps[k].hold = hold;
+        if (pthread_create(&ps[k].th, NULL, produce, &ps[k])) {
+            printf("Bail out! pthread_create failed\n");
+            exit(1);
+        }
+    }
+    uint64_t next[MAX_PRODUCERS];
+    uint64_t got = consume(ps, np, (uint64_t)np * per_producer, next);
+    for (int k = 0; k < np; k++)
+        pthread_join(ps[k].th, NULL);
+    struct gt_event extra;
+    CHECK_EQ_INT(got, (uint64_t)np * per_producer);
+    CHECK_EQ_INT(gt_queue_pop(&extra, 1), 0);
+    for (int k = 0; k < np; k++) {
+        CHECK_EQ_INT(ps[k].dropped, 0);
+        CHECK_EQ_INT(next[k], per_producer);
+    }
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
+    CHECK(gt_queue_empty_upto(gt_queue_head()));
+    gt_queue_discard();
+}
+
+static void test_four_producers_each_event_arrives_once_in_producer_order(void)
+{
+    /* a small ring wraps thousands of times and is often full */
+    run_producers(4, 64, 50000, 0);
+}
+
+static void test_producers_holding_reserved_slots_keep_order_and_lose_nothing(void)
+{
+    run_producers(6, 128, 20000, 1);
+}
+
+/* ---- one thread: order, holes, heads ---------------------------------- */
+
+static void test_pop_returns_events_in_reservation_order_and_wraps(void)
+{
+    reset(2, 1000);
+    struct gt_event out[4];
+    for (uint64_t i = 0; i < 1000; i++) {
+        CHECK(push(0, 2 * i));
+        CHECK(push(0, 2 * i + 1));
+        int n = gt_queue_pop(out, 4);
+        CHECK_EQ_INT(n, 2);
+        if (n == 2) {
+            CHECK_EQ_INT(out[0].ptr, 2 * i);
+            CHECK_EQ_INT(out[1].ptr, 2 * i + 1);
+        }
+    }
+    CHECK_EQ_INT(gt_queue_pop(out, 4), 0);
+    CHECK_EQ_INT(gt_queue_head(), 2000);
+    gt_queue_discard();
+}
+
+static void test_pop_takes_at_most_max(void)
+{
+    reset(16, 1000);
+    struct gt_event out[16];
+    for (uint64_t i = 0; i < 10; i++)
+        push(0, i);
+    CHECK_EQ_INT(gt_queue_pop(out, 3), 3);
+    CHECK_EQ_INT(out[2].ptr, 2);
+    CHECK_EQ_INT(gt_queue_pop(out, 16), 7);
+    CHECK_EQ_INT(out[0].ptr, 3);
+    CHECK_EQ_INT(out[6].ptr, 9);
+    gt_queue_discard();
+}
+
+/* A free reserves its place before the real free runs: events reserved after
+ * it wait until it is published, so the timeline never shows an address
+ * handed out again before the free that returned it. */
+static void test_unpublished_reservation_holds_back_later_events(void)
+{
+    reset(8, 1000);
+    struct gt_reservation held;
+    CHECK(gt_queue_reserve(&held));
+    CHECK(push(0, 1));
+    CHECK(push(0, 2));
+    struct gt_event out[8];
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    CHECK(!gt_queue_empty_upto(gt_queue_head()));
+    struct gt_event ev = event(0, 0);
+    gt_queue_publish(&held, &ev);
+    int n = gt_queue_pop(out, 8);
+    CHECK_EQ_INT(n, 3);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_INT(out[i].ptr, (uint64_t)i);
+    gt_queue_discard();
+}
+
+static void test_head_and_empty_upto_track_reserved_and_consumed_positions(void)
+{
+    reset(8, 1000);
+    CHECK_EQ_INT(gt_queue_head(), 0);
+    CHECK(gt_queue_empty_upto(0));
+    push(0, 0);
+    push(0, 1);
+    push(0, 2);
+    uint64_t h = gt_queue_head();
+    CHECK_EQ_INT(h, 3);
+    CHECK(!gt_queue_empty_upto(h));
+    struct gt_event out[2];
+    CHECK_EQ_INT(gt_queue_pop(out, 2), 2);
+    CHECK(gt_queue_empty_upto(2));
+    CHECK(!gt_queue_empty_upto(3));
+    CHECK_EQ_INT(gt_queue_pop(out, 2), 1);
+    CHECK(gt_queue_empty_upto(h));
+    gt_queue_discard();
+}
+
+/* ---- full queue ------------------------------------------------------- */
+
+/* GPUTRACE_QUEUE_WAIT_MS: with no consumer progress, a reservation on a full
+ * ring waits that long, then the event is dropped and counted. */
+static void test_full_queue_without_consumer_drops_after_the_wait_and_counts(void)
+{
+    reset(4, 50);
+    for (uint64_t i = 0; i < 4; i++)
+        CHECK(push(0, i));
+    double t0 = now_s();
+    struct gt_reservation r;
+    CHECK(!gt_queue_reserve(&r));
+    double waited = now_s() - t0;
+    CHECKF(waited >= 0.050, "dropped after %.3f s, before GPUTRACE_QUEUE_WAIT_MS (0.050 s)", waited);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
+    CHECK(!gt_queue_reserve(&r));
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 2);
+    CHECK_EQ_INT(gt_queue_head(), 4); /* a drop reserves nothing */
+    /* the queued events are intact, and room comes back */
+    struct gt_event out[8];
+    int n = gt_queue_pop(out, 8);
+    CHECK_EQ_INT(n, 4);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_INT(out[i].ptr, (uint64_t)i);
+    CHECK(push(0, 4));
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(out[0].ptr, 4);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 0);
+    gt_queue_discard();
+}
+
+struct slow_consumer {
+    int pops, every_ms;
+    uint64_t got[64];
+    int ngot;
+};
+
+static void *consume_slowly(void *arg)
+{
+    struct slow_consumer *c = arg;
+    while (c->ngot < c->pops) {
+        sleep_ms(c->every_ms);
+        struct gt_event ev;
+        while (gt_queue_pop(&ev, 1) == 0)
+            sleep_ms(1);
+        c->got[c->ngot++] = ev.ptr;
+    }
+    return NULL;
+}
+
+/* Backpressure, not loss: a consumer slower than the producer but making
+ * progress within the wait never causes a drop, however long it takes in all. */
+static void test_full_queue_waits_while_the_consumer_makes_progress(void)
+{
+    enum { EVENTS = 20 };
+    reset(4, 200);
+    struct slow_consumer c = {.pops = EVENTS, .every_ms = 20};
+    pthread_t th;
+    pthread_create(&th, NULL, consume_slowly, &c);
+    double t0 = now_s();
+    for (uint64_t i = 0; i < EVENTS; i++)
+        CHECKF(push(0, i), "event %llu dropped although the consumer kept up", (unsigned long long)i);
+    double took = now_s() - t0;
+    pthread_join(th, NULL);
+    CHECKF(took > 0.200, "producing took %.3f s: the queue never made it wait longer than the drop limit", took);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
+    CHECK_EQ_INT(c.ngot, EVENTS);
+    for (int i = 0; i < c.ngot; i++)
+        CHECK_EQ_INT(c.got[i], (uint64_t)i);
+    gt_queue_discard();
+}
+
+static void *produce_until_full(void *arg)
+{
+    produce(arg);
+    return NULL;
+}
+
+/* Several producers against a stalled consumer: exactly the ring's capacity
+ * is kept, every other attempt is one counted drop, and what is kept is each
+ * producer's first events, in order. */
+static void test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest(void)
+{
+    enum { NP = 4, PER = 8, CAP = 16 };
+    reset(CAP, 10);
+    struct producer ps[NP] = {{0}};
+    for (int k = 0; k < NP; k++) {
+        ps[k].id = k;
+        ps[k].n = PER;
+        pthread_create(&ps[k].th, NULL, produce_until_full, &ps[k]);
+    }
+    uint64_t sent = 0, dropped = 0;
+    for (int k = 0; k < NP; k++) {
+        pthread_join(ps[k].th, NULL);
+        sent += ps[k].sent;
+        dropped += ps[k].dropped;
+    }
+    CHECK_EQ_INT(sent, CAP);
+    CHECK_EQ_INT(dropped, NP * PER - CAP);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), NP * PER - CAP);
+    uint64_t next[MAX_PRODUCERS];
+    CHECK_EQ_INT(consume(ps, NP, CAP, next), CAP);
+    for (int k = 0; k < NP; k++)
+        CHECK_EQ_INT(next[k], ps[k].sent); /* a prefix of each producer's events */
+    gt_queue_discard();
+}
+
+/* ---- exit: a slot reserved and never published ------------------------ */
+
+static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
+{
+    reset(4, 1000);
+    struct gt_reservation held;
+    CHECK(gt_queue_reserve(&held)); /* a thread stuck inside a real free at exit */
+    CHECK(push(0, 1));
+    struct gt_event out[8];
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    gt_queue_skip_pending();
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(out[0].ptr, 1);
+    /* the ring goes round past the skipped slot; a late publish changes nothing */
+    for (uint64_t i = 2; i < 5; i++)
+        CHECK(push(0, i));
+    struct gt_event late = event(0, 999);
+    gt_queue_publish(&held, &late);
+    CHECK(push(0, 5));
+    int n = gt_queue_pop(out, 8);
+    CHECK_EQ_INT(n, 4);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_INT(out[i].ptr, (uint64_t)i + 2);
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
+    gt_queue_discard();
+}
+
+int main(void)
+{
+    TAP_RUN(test_pop_returns_events_in_reservation_order_and_wraps);
+    TAP_RUN(test_pop_takes_at_most_max);
+    TAP_RUN(test_unpublished_reservation_holds_back_later_events);
+    TAP_RUN(test_head_and_empty_upto_track_reserved_and_consumed_positions);
+    TAP_RUN(test_four_producers_each_event_arrives_once_in_producer_order);
+    TAP_RUN(test_producers_holding_reserved_slots_keep_order_and_lose_nothing);
+    TAP_RUN(test_full_queue_without_consumer_drops_after_the_wait_and_counts);
+    TAP_RUN(test_full_queue_waits_while_the_consumer_makes_progress);
+    TAP_RUN(test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest);
+    TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
+    return tap_done();
+}
