@@ -52,11 +52,6 @@ struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; ch
 struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
 bool gt_notes_pending(void);
 
-/* record.c: set once the program's first CUDA call succeeded (CUDA is
- * initialised) and CUPTI was started or found unavailable. */
-extern _Atomic bool gt_cuda_ready;
-void gt_thread_untraced(void);       /* this thread's CUDA calls are never recorded (writer) */
-
 /* cupti.c */
 void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */
 void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush */
@@ -99,7 +94,7 @@ void gt_activity_tick(void);                       /* outside SQLite, each write
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
 void gt_activity_event(const struct gt_event *ev, bool skip); /* a record of enum gt_rec; skip: only free it */
-void gt_activity_after_fork_child(bool had_trace); /* fork child: the parent's state is not ours */
+void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
 void gt_notes_after_fork_child(void);
 bool gt_cupti_write_buffers(struct sqlite3 *db, uint64_t start_mono);
 bool gt_cupti_open_statements(struct sqlite3 *db);

@@ -330,11 +330,9 @@ static void yield(void)
 GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                                      CUpti_BuffersCallbackCompleteFunc comp)
 {
-    static CUptiResult (*real)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-    if (!real)
-        real = C.register_callbacks ? C.register_callbacks
-                                    : (CUptiResult(*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))
-                                          gt_real_symbol("cuptiActivityRegisterCallbacks", "libcupti.so");
+    static struct gt_hook row = {"cuptiActivityRegisterCallbacks", NULL, "libcupti.so", NULL, 0};
+    __typeof__(&cuptiActivityRegisterCallbacks) real =
+        C.register_callbacks ? C.register_callbacks : (__typeof__(&cuptiActivityRegisterCallbacks))gt_real_of(&row);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
     if (req != buffer_requested) {

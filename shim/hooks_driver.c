@@ -17,11 +17,10 @@ extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
 
 /* The device of the calling thread's current context (the program has one:
  * we ask only after its own call succeeded). */
+static struct gt_hook get_ctx_device = {"cuCtxGetDevice", NULL, "libcuda.so", NULL, 0};
 static int ctx_device(void)
 {
-    static CUresult (*get)(CUdevice *);
-    if (!get)
-        get = (CUresult(*)(CUdevice *))gt_real_symbol("cuCtxGetDevice", "libcuda.so");
+    __typeof__(&cuCtxGetDevice) get = (__typeof__(&cuCtxGetDevice))gt_real_of(&get_ctx_device);
     CUdevice d;
     if (!get || get(&d) != CUDA_SUCCESS)
         return GT_DEVICE_UNKNOWN;

@@ -81,7 +81,7 @@ bool gt_process_row(sqlite3 *db, uint64_t start_unix_ns, uint64_t start_mono_ns)
     sqlite3_bind_int64(st, 9, (int64_t)start_mono_ns);
     sqlite3_bind_text(st, 10, GPUTRACE_VERSION, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 11, GT_SCHEMA_VERSION);
-    sqlite3_bind_int(st, 12, gt_config.stack_depth);
+    sqlite3_bind_int(st, 12, gt_stacks_depth());
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE;

@@ -74,7 +74,7 @@ bool gt_queue_reserve(struct gt_reservation *r)
                 deadline = now + (uint64_t)gt_config.queue_wait_ms * 1000000ull;
             }
             if (now >= deadline) {
-                atomic_fetch_add_explicit(&gt_drops[GT_DROP_QUEUE_FULL], 1, memory_order_relaxed);
+                gt_drop(GT_DROP_QUEUE_FULL);
                 return false;
             }
             pause_briefly();
@@ -129,5 +129,5 @@ void gt_queue_skip_pending(void)
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
     atomic_store_explicit(&slots[t & mask].seq, t + mask + 1, memory_order_release);
     atomic_store_explicit(&tail, t + 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT], 1, memory_order_relaxed);
+    gt_drop(GT_DROP_UNFINISHED_AT_EXIT);
 }

@@ -49,6 +49,7 @@ static struct {
     pthread_mutex_t mu;        /* guards the request fields below */
     pthread_cond_t wake, done;
     bool stop_req, stop_done, reopen;
+    void (*open_failed)(void); /* lifecycle.c's: tracing goes off */
     const char *stop_reason;
     pthread_mutex_t sql_mu;    /* held across each batch of SQLite work; fork waits for it */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
@@ -370,8 +371,7 @@ static void write_event(const struct gt_event *in)
 
 static uint64_t events_dropped(void)
 {
-    return atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]) + atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]) +
-           W.dropped_after_write_error;
+    return gt_drops_events() + W.dropped_after_write_error;
 }
 
 static void write_counters(void)
@@ -383,12 +383,12 @@ static void write_counters(void)
     sqlite3_bind_int64(W.upd_process, 3, W.peak_device);
     step(W.upd_process, "update counters");
     for (int i = 0; i < GT_DROP_COUNT; i++) {
-        uint64_t n = atomic_load(&gt_drops[i]);
+        uint64_t n = gt_drop_count(i);
         if (!n)
             continue;
-        sqlite3_bind_text(W.ins_drop, 1, gt_drop_names[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(W.ins_drop, 1, gt_drop_info(i)->name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(W.ins_drop, 2, (int64_t)n);
-        sqlite3_bind_text(W.ins_drop, 3, gt_drop_meanings[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(W.ins_drop, 3, gt_drop_info(i)->meaning, -1, SQLITE_STATIC);
         step(W.ins_drop, "update drops");
     }
 }
@@ -456,7 +456,7 @@ static void *writer_main(void *arg)
     bool opened = open_db(create);
     pthread_mutex_unlock(&W.sql_mu);
     if (!opened) {
-        atomic_store(&gt_state, GT_FAILED);
+        W.open_failed();
         pthread_mutex_lock(&W.mu);
         W.stop_done = true;
         pthread_cond_broadcast(&W.done);
@@ -544,8 +544,9 @@ static bool spawn(bool create)
 }
 
 /* Starts the writer for a new trace; time 0 of the trace is now. */
-bool gt_writer_start(void)
+bool gt_writer_start(void (*open_failed)(void))
 {
+    W.open_failed = open_failed;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     W.start_unix = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -591,7 +592,7 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
         out->peak_device = (uint64_t)W.peak_device;
         out->peak_pool = (uint64_t)W.peak_pool;
     }
-    return !W.write_failed && atomic_load(&gt_state) != GT_FAILED;
+    return !W.write_failed;
 }
 
 bool gt_writer_resume(void)
@@ -621,6 +622,7 @@ void gt_writer_forget(void)
     u64map_free(&W.frame_ids);
     u64map_free(&W.tids);
     gt_vmm_reset();
+    gt_activity_forget();
     W.db = NULL;
     W.ins_event = W.ins_mapping = W.ins_stack = W.ins_stack_frame = W.ins_frame = W.ins_thread = NULL;
     W.upd_process = W.ins_drop = W.fin_process = NULL;

@@ -262,16 +262,10 @@ void gt_activity_write(void)
     A.dropped_written = lost;
 }
 
-/* Fork child: whatever the parent's writer held is the parent's. */
-void gt_activity_after_fork_child(bool had_trace)
+/* Fork child (through gt_writer_forget): whatever the parent's writer held
+ * is the parent's; its connection is abandoned, not closed. */
+void gt_activity_forget(void)
 {
-    gt_ranges_after_fork_child();
-    gt_notes_after_fork_child();
-    atomic_store(&gt_cuda_ready, false);
-    if (!had_trace)
-        return;
-    gt_cupti_after_fork_child();
-    gt_nvml_after_fork_child();
-    gt_cupti_forget_statements(); /* the parent's connection is abandoned, not closed */
+    gt_cupti_forget_statements();
     memset(&A, 0, sizeof A);
 }
