@@ -1,7 +1,7 @@
 /* Internal interface of everything around the allocation timeline: NVTX and
  * marker ranges, CUPTI activity, device facts, NVML samples and notes. Hooks
  * for these run on the program's threads and only queue fixed-size records;
- * the writer (writer_activity.c, writer_cupti.c) turns them into rows. */
+ * the writer (writer_activity.c, writer_cupti.c: writer.h) turns them into rows. */
 #ifndef GPUTRACE_ACTIVITY_H
 #define GPUTRACE_ACTIVITY_H
 
@@ -51,6 +51,7 @@ void gt_note(const char *component, bool to_stderr, const char *fmt, ...)
 struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; char component[16]; char message[]; };
 struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
 bool gt_notes_pending(void);
+void gt_notes_after_fork_child(void);
 
 /* cupti.c */
 void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */
@@ -85,20 +86,5 @@ struct gt_mem_sample { uint64_t t_ns; int device; uint64_t used, total; int64_t 
 bool gt_nvml_open(const struct gt_devices *devs);        /* false: unavailable (noted) */
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
 void gt_nvml_after_fork_child(void);
-
-/* writer_activity.c / writer_cupti.c: called by the writer thread only. */
-struct sqlite3;
-bool gt_activity_open(struct sqlite3 *db, uint64_t start_mono);
-void gt_activity_close(void);
-void gt_activity_tick(void);                       /* outside SQLite, each writer round */
-bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
-void gt_activity_write(void);                      /* inside the writer's transaction */
-void gt_activity_event(const struct gt_event *ev, bool skip); /* a record of enum gt_rec; skip: only free it */
-void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
-void gt_notes_after_fork_child(void);
-bool gt_cupti_write_buffers(struct sqlite3 *db, uint64_t start_mono);
-bool gt_cupti_open_statements(struct sqlite3 *db);
-void gt_cupti_close_statements(void);
-void gt_cupti_forget_statements(void); /* fork child: the parent's connection is not ours */
 
 #endif

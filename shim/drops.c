@@ -12,11 +12,22 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_UNFINISHED_AT_EXIT] = {"unfinished_at_exit", true,
         "event dropped: a thread was still inside a traced free when the process ended"},
     [GT_DROP_STACK_LOST] = {"stack_lost", false, "event recorded without its stack: no memory for the stack record"},
+    [GT_DROP_WRITE_FAILED] = {"write_failed", true,
+        "event not written: writing the trace file failed (a stderr line said why)"},
+    [GT_DROP_NOT_WRITTEN] = {"activity_not_written", false,
+        "range, mark, iteration, note, device, sample or CUPTI record not written: writing the trace file failed"},
+    [GT_DROP_CUPTI_RECORDS] = {"cupti_records", false,
+        "CUPTI activity records lost inside CUPTI (it had no buffer for them)"},
 };
 
 void gt_drop(enum gt_drop_reason r)
 {
     atomic_fetch_add_explicit(&counts[r], 1, memory_order_relaxed);
+}
+
+void gt_drop_add(enum gt_drop_reason r, uint64_t n)
+{
+    atomic_fetch_add_explicit(&counts[r], n, memory_order_relaxed);
 }
 
 uint64_t gt_drop_count(enum gt_drop_reason r)

@@ -52,13 +52,17 @@ _Static_assert(sizeof(struct gt_event) == 56, "event + sequence number = one cac
 
 /* drops.c: why a record could not be recorded or written; each reason with a
  * count has a row in the drops table. gt_drop() is the one way to count one. */
-enum gt_drop_reason { GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_COUNT };
+enum gt_drop_reason {
+    GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
+    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_COUNT
+};
 struct gt_drop_info {
     const char *name;    /* drops.reason */
     bool is_event;       /* counts in processes.events_dropped */
     const char *meaning; /* drops.meaning */
 };
 void gt_drop(enum gt_drop_reason r);                 /* any thread, lock-free */
+void gt_drop_add(enum gt_drop_reason r, uint64_t n);
 uint64_t gt_drop_count(enum gt_drop_reason r);
 uint64_t gt_drops_events(void);                      /* events lost, every reason */
 const struct gt_drop_info *gt_drop_info(enum gt_drop_reason r);
@@ -199,5 +203,8 @@ void gt_writer_fork_parent(void);
 
 /* output.c */
 int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);
+
+/* process.c */
+long gt_rank(void); /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK; -1 if none */
 
 #endif
