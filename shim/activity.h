@@ -10,26 +10,6 @@
 
 #include "shim.h"
 
-/* Record kinds carried in gt_event.api, above the ids of the apis table.
- * Field use (t_ns is always absolute CLOCK_MONOTONIC):
- *   RANGE_OPEN   ptr = range id, size = parent id (0: none), result = depth,
- *                aux = message (malloc'd; the writer frees it; 0: none),
- *                stack_hash = domain name (interned, never freed; 0: default
- *                domain; not stream, which shares aux's storage),
- *                device = enum gt_source, flags = GT_RANGE_* kind
- *   RANGE_CLOSE  ptr = range id (t_ns = end)
- *   MARK         aux, stack_hash, device as RANGE_OPEN
- *   ITERATION    ptr = index, size = batch size (int64_t; < 0: none) */
-enum gt_rec {
-    GT_REC_BASE = 1000,
-    GT_REC_RANGE_OPEN = GT_REC_BASE,
-    GT_REC_RANGE_CLOSE,
-    GT_REC_MARK,
-    GT_REC_ITERATION,
-};
-enum gt_source { GT_SRC_NVTX, GT_SRC_MARKER };
-#define GT_RANGE_START 1u /* flags of RANGE_OPEN: a start/end range (else push/pop) */
-
 /* ranges.c: recording of ranges, marks and iterations (program threads). */
 typedef const char *gt_domain; /* interned domain name; NULL = default domain */
 int gt_range_push(int source, gt_domain dom, char *msg);  /* takes msg (malloc'd or NULL); returns depth */

@@ -42,7 +42,7 @@
     }
 
 /* A free: recorded (its place in the order taken) before the real free runs.
- * SIZE counts only with GT_EV_HAS_SIZE in FLAGS; otherwise the writer takes
+ * SIZE counts only with GT_CALL_HAS_SIZE in FLAGS; otherwise the writer takes
  * the size of the allocation it frees. */
 #define GT_HOOK_FREE(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
     GT_EXPORT GT_HOOK_RESULT sym params \
@@ -61,6 +61,6 @@
 #define HOST GT_DEVICE_HOST
 #define ANY GT_DEVICE_UNKNOWN /* a free's device comes from its allocation */
 #define NOSTREAM 0, 0
-#define STREAM(s) (uint64_t)(uintptr_t)(s), GT_EV_HAS_STREAM
+#define STREAM(s) (uint64_t)(uintptr_t)(s), GT_CALL_HAS_STREAM
 
 #endif

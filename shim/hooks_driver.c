@@ -61,8 +61,8 @@ static int create_device(const CUmemAllocationProp *prop)
         return rc; \
     }
 
-#define AUX(h) (uint64_t)(h), GT_EV_HAS_AUX         /* cuMemMap: the handle it maps */
-#define RANGE 0, GT_EV_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
+#define AUX(h) (uint64_t)(h), GT_CALL_HAS_HANDLE         /* cuMemMap: the handle it maps */
+#define RANGE 0, GT_CALL_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
 
 #define DRIVER_HOOKS(X) \
     X(ALLOC, cuMemAlloc_v2, cuMemAlloc_v2, (CUdeviceptr *p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \

@@ -36,46 +36,51 @@ static inline void note_cuda_ready(int result)
         gt_start_lazily(GT_START_CUDA);
 }
 
-static void fill(struct gt_event *ev, int api, uint64_t ptr, int device, uint64_t stream, uint32_t flags)
+/* stream: a stream (GT_CALL_HAS_STREAM), cuMemMap's handle (GT_CALL_HAS_HANDLE) or 0 */
+static void fill(struct gt_rec *rec, int kind, int api, uint64_t ptr, int device, uint64_t stream, uint32_t flags)
 {
-    ev->ptr = ptr;
-    ev->stream = stream;
-    ev->api = (uint16_t)api;
-    ev->device = (int16_t)device;
-    ev->flags = flags;
-    ev->tid = gt_tid();
-    ev->size = 0;
+    rec->kind = (uint8_t)kind;
+    rec->flags = (uint8_t)flags;
+    rec->tid = gt_tid();
+    rec->call.ptr = ptr;
+    if (flags & GT_CALL_HAS_HANDLE) /* the hook's one extra argument: a handle or a stream */
+        rec->call.handle = stream;
+    else
+        rec->call.stream = stream;
+    rec->call.api = (uint16_t)api;
+    rec->call.device = (int16_t)device;
+    rec->call.size = 0;
 }
 
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags)
 {
-    struct gt_event ev;
-    fill(&ev, api, result == 0 ? ptr : 0, device, stream, flags | GT_EV_HAS_SIZE);
-    ev.size = size;
-    ev.result = result;
-    ev.stack_hash = gt_stack_capture();
-    ev.t_ns = gt_now_ns();
+    struct gt_rec rec;
+    fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
+    rec.call.size = size;
+    rec.call.result = result;
+    rec.call.stack_hash = gt_stack_capture();
+    rec.t_ns = gt_now_ns();
     struct gt_reservation r;
     if (gt_queue_reserve(&r))
-        gt_queue_publish(&r, &ev);
+        gt_queue_publish(&r, &rec);
     note_cuda_ready(result);
 }
 
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags)
 {
-    fill(&p->ev, api, ptr, device, stream, flags);
-    p->ev.size = size; /* kept only with GT_EV_HAS_SIZE (cuMemUnmap's range) */
-    p->ev.stack_hash = gt_stack_capture();
+    fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);
+    p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
+    p->rec.call.stack_hash = gt_stack_capture();
     p->reserved = gt_queue_reserve(&p->res);
-    p->ev.t_ns = gt_now_ns();
+    p->rec.t_ns = gt_now_ns();
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)
 {
-    p->ev.result = result;
+    p->rec.call.result = result;
     if (p->reserved)
-        gt_queue_publish(&p->res, &p->ev);
+        gt_queue_publish(&p->res, &p->rec);
     note_cuda_ready(result);
 }

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #define UNW_LOCAL_ONLY   /* headers only: libunwind itself is dlopen()ed (unwind.c) */
@@ -24,30 +25,76 @@
 #define GT_DEVICE_UNKNOWN (-2)
 #define GT_MAX_STACK_DEPTH 128
 
-enum gt_event_flags {
-    GT_EV_HAS_STREAM = 1u << 0, /* stream field is meaningful */
-    GT_EV_HAS_SIZE = 1u << 1,   /* size known at record time (allocs) */
-    GT_EV_HAS_AUX = 1u << 2,    /* aux carries an extra argument (cuMemMap's handle) */
+/* ---- the record on the queue ---------------------------------------------
+ * One tagged union per record, so that a queue slot (record + sequence
+ * number) is exactly one 64-byte cache line and producers never share a line
+ * with the writer. Each kind has its own struct; nothing is reinterpreted.
+ * Strings: a domain is interned (never freed); a message is owned by the
+ * record: whoever takes the record off the queue (or fails to queue it)
+ * releases it with gt_rec_release. */
+enum gt_rec_kind {
+    GT_REC_ALLOC, GT_REC_FREE,             /* an allocation API call: .call */
+    GT_REC_RANGE_PUSH, GT_REC_RANGE_START, /* a range opens: .open (push/pop or start/end) */
+    GT_REC_RANGE_POP, GT_REC_RANGE_END,    /* a range closes: .close */
+    GT_REC_MARK,                           /* .mark */
+    GT_REC_ITERATION,                      /* .iteration */
 };
 
-/* One traced call: 56 bytes, so a queue slot (with its sequence number) is
- * exactly one cache line and producers never share a line with the writer. */
-struct gt_event {
-    uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
+enum gt_call_flags {
+    GT_CALL_HAS_STREAM = 1u << 0, /* .stream is meaningful (stream-ordered calls) */
+    GT_CALL_HAS_SIZE = 1u << 1,   /* size known at record time (allocations, cuMemUnmap's range) */
+    GT_CALL_HAS_HANDLE = 1u << 2, /* .handle is meaningful (cuMemMap's handle) */
+};
+
+struct gt_call {
     uint64_t ptr;        /* address or handle; 0 if the call failed */
     uint64_t size;
-    union {
-        uint64_t stream; /* GT_EV_HAS_STREAM: stream-ordered calls */
-        uint64_t aux;    /* GT_EV_HAS_AUX: cuMemMap's handle (no stream) */
+    union {              /* which one: flags */
+        uint64_t stream; /* GT_CALL_HAS_STREAM */
+        uint64_t handle; /* GT_CALL_HAS_HANDLE */
     };
     uint64_t stack_hash; /* 0 = no stack */
-    int32_t tid;
     int32_t result;
     uint16_t api;        /* enum gt_api */
     int16_t device;      /* ordinal, GT_DEVICE_HOST or GT_DEVICE_UNKNOWN */
-    uint32_t flags;      /* enum gt_event_flags */
 };
-_Static_assert(sizeof(struct gt_event) == 56, "event + sequence number = one cache line");
+
+enum gt_source { GT_SRC_NVTX, GT_SRC_MARKER };
+
+struct gt_range_open {
+    uint64_t id, parent_id; /* parent_id 0: none */
+    const char *domain;     /* interned; NULL: the default domain */
+    char *msg;              /* owned (malloc'd); NULL: none */
+    int32_t depth;
+    int8_t source;          /* enum gt_source */
+};
+struct gt_range_close { uint64_t id; };
+struct gt_mark { const char *domain; char *msg; int8_t source; }; /* as in gt_range_open */
+struct gt_iteration { int64_t index, batch_size; };              /* batch_size < 0: none */
+
+struct gt_rec {
+    uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
+    int32_t tid;
+    uint8_t kind;        /* enum gt_rec_kind */
+    uint8_t flags;       /* enum gt_call_flags, of a call */
+    union {
+        struct gt_call call;
+        struct gt_range_open open;
+        struct gt_range_close close;
+        struct gt_mark mark;
+        struct gt_iteration iteration;
+    };
+};
+_Static_assert(sizeof(struct gt_rec) == 56, "record + sequence number = one cache line");
+
+/* Frees what a record owns (its message). */
+static inline void gt_rec_release(struct gt_rec *r)
+{
+    if (r->kind == GT_REC_RANGE_PUSH || r->kind == GT_REC_RANGE_START)
+        free(r->open.msg);
+    else if (r->kind == GT_REC_MARK)
+        free(r->mark.msg);
+}
 
 
 /* drops.c: why a record could not be recorded or written; each reason with a
@@ -87,14 +134,14 @@ static inline bool gt_trace_active(void)
 /* clock.c */
 uint64_t gt_now_ns(void);
 
-/* queue.c: bounded multi-producer single-consumer ring of events. */
+/* queue.c: bounded multi-producer single-consumer ring of records. */
 struct gt_slot;
 bool gt_queue_init(uint32_t capacity);
 void gt_queue_discard(void);                         /* fork child: forget everything */
 struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
 bool gt_queue_reserve(struct gt_reservation *r);     /* false: dropped (counted) */
-void gt_queue_publish(const struct gt_reservation *r, const struct gt_event *ev);
-int gt_queue_pop(struct gt_event *out, int max);     /* writer only; returns count */
+void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
+int gt_queue_pop(struct gt_rec *out, int max);       /* writer only; returns count */
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
 uint64_t gt_queue_head(void);
 void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
@@ -137,7 +184,7 @@ bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call t
 void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);
-struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_event ev; };
+struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_rec rec; };
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
 void gt_record_free_end(struct gt_pending_free *p, int result);

@@ -70,19 +70,19 @@ fail:
 }
 
 /* A record off the queue, to the part that writes its kind. */
-static void write_record(const struct gt_event *ev)
+static void write_record(struct gt_rec *rec)
 {
-    if (ev->api >= GT_REC_BASE) { /* a range, mark or iteration */
+    if (rec->kind == GT_REC_ALLOC || rec->kind == GT_REC_FREE) {
+        gt_events_write(rec);
+    } else { /* a range, mark or iteration */
         if (!gt_db_failed())
-            gt_events_write_thread(ev->tid);
-        gt_activity_event(ev);
-    } else {
-        gt_events_write(ev);
+            gt_events_write_thread(rec->tid);
+        gt_activity_record(rec);
     }
 }
 
 /* One round: new stacks, then up to BATCH events. Returns events written. */
-static int drain_once(struct gt_event *buf, bool *in_txn, uint64_t *txn_start)
+static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
     struct gt_stack_rec *stacks = gt_stacks_take_new();
     int n = gt_queue_pop(buf, BATCH);
@@ -112,7 +112,7 @@ static void commit(bool *in_txn)
 
 /* Drains everything reserved before the stop request. A slot reserved by a
  * thread still inside a real free is waited for a while, then skipped. */
-static void drain_for_stop(struct gt_event *buf, bool *in_txn, uint64_t *txn_start)
+static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
     uint64_t target = gt_queue_head(), waited_since = 0;
     pthread_mutex_lock(&W.sql_mu);
@@ -147,7 +147,7 @@ static void signal_done(void)
 static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
-    static struct gt_event buf[BATCH];
+    static struct gt_rec buf[BATCH];
     pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
     bool opened = open_db(create);
     pthread_mutex_unlock(&W.sql_mu);

@@ -14,7 +14,7 @@
 
 /* writer_events.c */
 void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
-void gt_events_write(const struct gt_event *ev);  /* an allocation event (its row, its accounting) */
+void gt_events_write(const struct gt_rec *rec);   /* an allocation call (its row, its accounting) */
 void gt_events_write_thread(int32_t tid);         /* the threads row of tid, once */
 void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
@@ -26,7 +26,7 @@ void gt_activity_begin(uint64_t start_mono);
 void gt_activity_tick(void);                       /* outside SQLite, each writer round */
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
-void gt_activity_event(const struct gt_event *ev); /* a record of enum gt_rec; its message is freed */
+void gt_activity_record(struct gt_rec *rec);       /* a range, mark or iteration; released after */
 void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
 
 /* writer_cupti.c */

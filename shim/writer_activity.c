@@ -2,7 +2,7 @@
  * marks and iterations from the queue, notes, device facts, NVML samples and
  * (through writer_cupti.c) CUPTI activity. writer.c calls in at each trace's
  * start, each round (tick outside SQLite, write inside its transaction) and
- * each record of enum gt_rec. Writer thread only, through db.c. */
+ * each range, mark or iteration record. Writer thread only, through db.c. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,49 +51,50 @@ static int64_t batch_size_in(const char *m)
     return -1;
 }
 
-void gt_activity_event(const struct gt_event *ev)
+/* A range, mark or iteration off the queue; its message is released here. */
+void gt_activity_record(struct gt_rec *rec)
 {
-    char *msg = ev->api == GT_REC_RANGE_OPEN || ev->api == GT_REC_MARK ? (char *)(uintptr_t)ev->aux : NULL;
-    const char *dom = (const char *)(uintptr_t)ev->stack_hash;
-    const char *src = source_names[ev->device == GT_SRC_MARKER];
-    switch (ev->api) {
-    case GT_REC_RANGE_OPEN: {
-        int64_t bs = batch_size_in(msg);
-        GT_BIND_INT(RANGE, id, ev->ptr);
-        GT_BIND_TEXT(RANGE, source, src);
-        GT_BIND_TEXT(RANGE, kind, ev->flags & GT_RANGE_START ? "start" : "push");
-        GT_BIND_TEXT(RANGE, domain, dom);
-        GT_BIND_TEXT(RANGE, message, msg);
-        GT_BIND_INT(RANGE, tid, ev->tid);
-        GT_BIND_INT(RANGE, start_ns, rel(ev->t_ns));
-        GT_BIND_INT(RANGE, depth, ev->result);
-        GT_BIND_OPT(RANGE, parent_id, ev->size != 0, ev->size);
+    switch (rec->kind) {
+    case GT_REC_RANGE_PUSH:
+    case GT_REC_RANGE_START: {
+        const struct gt_range_open *o = &rec->open;
+        int64_t bs = batch_size_in(o->msg);
+        GT_BIND_INT(RANGE, id, o->id);
+        GT_BIND_TEXT(RANGE, source, source_names[o->source == GT_SRC_MARKER]);
+        GT_BIND_TEXT(RANGE, kind, rec->kind == GT_REC_RANGE_START ? "start" : "push");
+        GT_BIND_TEXT(RANGE, domain, o->domain);
+        GT_BIND_TEXT(RANGE, message, o->msg);
+        GT_BIND_INT(RANGE, tid, rec->tid);
+        GT_BIND_INT(RANGE, start_ns, rel(rec->t_ns));
+        GT_BIND_INT(RANGE, depth, o->depth);
+        GT_BIND_OPT(RANGE, parent_id, o->parent_id != 0, o->parent_id);
         GT_BIND_OPT(RANGE, batch_size, bs >= 0, bs);
         gt_db_run(GT_ST_RANGE, GT_DROP_NOT_WRITTEN);
         break;
     }
-    case GT_REC_RANGE_CLOSE:
-        GT_BIND_INT(RANGE_END, end_ns, rel(ev->t_ns));
-        GT_BIND_INT(RANGE_END, id, ev->ptr);
+    case GT_REC_RANGE_POP:
+    case GT_REC_RANGE_END:
+        GT_BIND_INT(RANGE_END, end_ns, rel(rec->t_ns));
+        GT_BIND_INT(RANGE_END, id, rec->close.id);
         gt_db_run(GT_ST_RANGE_END, GT_DROP_NOT_WRITTEN);
         break;
     case GT_REC_MARK:
-        GT_BIND_TEXT(MARK, source, src);
-        GT_BIND_TEXT(MARK, domain, dom);
-        GT_BIND_TEXT(MARK, message, msg);
-        GT_BIND_INT(MARK, tid, ev->tid);
-        GT_BIND_INT(MARK, t_ns, rel(ev->t_ns));
+        GT_BIND_TEXT(MARK, source, source_names[rec->mark.source == GT_SRC_MARKER]);
+        GT_BIND_TEXT(MARK, domain, rec->mark.domain);
+        GT_BIND_TEXT(MARK, message, rec->mark.msg);
+        GT_BIND_INT(MARK, tid, rec->tid);
+        GT_BIND_INT(MARK, t_ns, rel(rec->t_ns));
         gt_db_run(GT_ST_MARK, GT_DROP_NOT_WRITTEN);
         break;
     case GT_REC_ITERATION:
-        GT_BIND_INT(ITERATION, idx, ev->ptr);
-        GT_BIND_OPT(ITERATION, batch_size, (int64_t)ev->size >= 0, ev->size);
-        GT_BIND_INT(ITERATION, t_ns, rel(ev->t_ns));
-        GT_BIND_INT(ITERATION, tid, ev->tid);
+        GT_BIND_INT(ITERATION, idx, rec->iteration.index);
+        GT_BIND_OPT(ITERATION, batch_size, rec->iteration.batch_size >= 0, rec->iteration.batch_size);
+        GT_BIND_INT(ITERATION, t_ns, rel(rec->t_ns));
+        GT_BIND_INT(ITERATION, tid, rec->tid);
         gt_db_run(GT_ST_ITERATION, GT_DROP_NOT_WRITTEN);
         break;
     }
-    free(msg);
+    gt_rec_release(rec);
 }
 
 /* Each writer round, outside SQLite: once CUDA is initialised, flush CUPTI,

@@ -113,16 +113,17 @@ void gt_events_write_stacks(struct gt_stack_rec *r)
 }
 
 /* Updates the live map and counters; fills in a free's size and device. */
-static void account(const struct gt_event *ev, const struct gt_api_info *ai, bool *has_size, int64_t *size,
+static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool *has_size, int64_t *size,
                     int *device)
 {
-    *has_size = ev->flags & GT_EV_HAS_SIZE;
-    *size = (int64_t)ev->size;
-    *device = ev->device;
-    if (ev->result != 0 || !ev->ptr || !ai)
+    const struct gt_call *c = &rec->call;
+    *has_size = rec->flags & GT_CALL_HAS_SIZE;
+    *size = (int64_t)c->size;
+    *device = c->device;
+    if (c->result != 0 || !c->ptr || !ai)
         return;
     if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
-        struct u64map_entry *h = u64map_get(&E.live[ai->space], ev->ptr);
+        struct u64map_entry *h = u64map_get(&E.live[ai->space], c->ptr);
         if (h) {
             *has_size = true;
             *size = (int64_t)h->a;
@@ -131,7 +132,8 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
         return;
     }
     if (ai->space == GT_SPACE_MAP) { /* vmm.c counts mappings; a mapping's device is its handle's */
-        struct u64map_entry *h = ai->op == GT_OP_MAP ? u64map_get(&E.live[GT_SPACE_HANDLE], ev->aux) : NULL;
+        struct u64map_entry *h = ai->op == GT_OP_MAP && (rec->flags & GT_CALL_HAS_HANDLE)
+                                     ? u64map_get(&E.live[GT_SPACE_HANDLE], c->handle) : NULL;
         if (h && *device == GT_DEVICE_UNKNOWN)
             *device = (int16_t)(uint16_t)(h->b & 0xffff);
         return;
@@ -139,13 +141,13 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
     struct u64map *m = &E.live[ai->space];
     if (ai->op == GT_OP_ALLOC || ai->op == GT_OP_MAP) {
         uint64_t old_size, old_b;
-        if (u64map_del(m, ev->ptr, &old_size, &old_b)) /* its free was never seen */
+        if (u64map_del(m, c->ptr, &old_size, &old_b)) /* its free was never seen */
             E.live_bytes[old_b >> 32] -= (int64_t)old_size;
-        u64map_put(m, ev->ptr, ev->size, (uint32_t)(uint16_t)ev->device | (uint64_t)ai->memory << 32);
-        E.live_bytes[ai->memory] += (int64_t)ev->size;
+        u64map_put(m, c->ptr, c->size, (uint32_t)(uint16_t)c->device | (uint64_t)ai->memory << 32);
+        E.live_bytes[ai->memory] += (int64_t)c->size;
     } else {
         uint64_t sz, b;
-        if (!u64map_del(m, ev->ptr, &sz, &b))
+        if (!u64map_del(m, c->ptr, &sz, &b))
             return;
         *has_size = true;
         *size = (int64_t)sz;
@@ -160,53 +162,56 @@ static void account(const struct gt_event *ev, const struct gt_api_info *ai, boo
 }
 
 /* One events row (and its mappings row), with the accounting. */
-static void write_row(const struct gt_event *ev)
+static void write_row(const struct gt_rec *rec)
 {
-    const struct gt_api_info *ai = api_info(ev->api);
+    const struct gt_call *c = &rec->call;
+    const struct gt_api_info *ai = api_info(c->api);
     bool has_size;
     int64_t size;
     int device;
-    account(ev, ai, &has_size, &size, &device);
+    account(rec, ai, &has_size, &size, &device);
     if (gt_db_failed()) {
         gt_drop(GT_DROP_WRITE_FAILED);
         return;
     }
-    gt_events_write_thread(ev->tid);
-    uint64_t t = ev->t_ns > E.start_mono ? ev->t_ns - E.start_mono : 0;
+    gt_events_write_thread(rec->tid);
+    uint64_t t = rec->t_ns > E.start_mono ? rec->t_ns - E.start_mono : 0;
     GT_BIND_INT(EVENT, t_ns, t);
-    GT_BIND_INT(EVENT, api, ev->api);
-    GT_BIND_OPT(EVENT, ptr, ev->ptr != 0, ev->ptr);
+    GT_BIND_INT(EVENT, api, c->api);
+    GT_BIND_OPT(EVENT, ptr, c->ptr != 0, c->ptr);
     GT_BIND_OPT(EVENT, size, has_size, size);
     GT_BIND_OPT(EVENT, device, device != GT_DEVICE_UNKNOWN, device);
-    GT_BIND_OPT(EVENT, stream, ev->flags & GT_EV_HAS_STREAM, ev->stream);
-    GT_BIND_INT(EVENT, tid, ev->tid);
-    GT_BIND_INT(EVENT, result, ev->result);
-    GT_BIND_OPT(EVENT, stack_id, ev->stack_hash != 0, ev->stack_hash ? stack_id_for(ev->stack_hash) : 0);
+    GT_BIND_OPT(EVENT, stream, rec->flags & GT_CALL_HAS_STREAM, c->stream);
+    GT_BIND_INT(EVENT, tid, rec->tid);
+    GT_BIND_INT(EVENT, result, c->result);
+    GT_BIND_OPT(EVENT, stack_id, c->stack_hash != 0, c->stack_hash ? stack_id_for(c->stack_hash) : 0);
     if (!gt_db_run(GT_ST_EVENT, GT_DROP_WRITE_FAILED))
         return;
     E.recorded++;
-    if (ev->flags & GT_EV_HAS_AUX) {
+    if (rec->flags & GT_CALL_HAS_HANDLE) {
         GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());
-        GT_BIND_INT(MAPPING, handle, ev->aux);
+        GT_BIND_INT(MAPPING, handle, c->handle);
         gt_db_run(GT_ST_MAPPING, GT_NOT_A_RECORD);
     }
 }
 
-void gt_events_write(const struct gt_event *in)
+/* An allocation call (GT_REC_ALLOC or GT_REC_FREE). */
+void gt_events_write(const struct gt_rec *in)
 {
-    struct gt_event ev = *in; /* VMM: the row stored may differ from the call (vmm.c) */
-    ev.api = (uint16_t)gt_vmm_track(in);
-    write_row(&ev);
+    struct gt_rec rec = *in; /* VMM: the row stored may differ from the call (vmm.c) */
+    rec.call.api = (uint16_t)gt_vmm_track(&in->call);
+    write_row(&rec);
     /* A cuMemUnmap that removed the last mapping of released handles frees
      * them: one row each, in a loop (one cuMemUnmap of a grown range can free
      * thousands of handles: recursion here overflowed the writer's stack). */
     uint64_t handle;
     while (gt_vmm_take_freed(&handle)) {
-        struct gt_event f = ev;
-        f.api = GT_API_cuMemUnmap_last_mapping;
-        f.ptr = handle;
+        struct gt_rec f = rec;
+        f.kind = GT_REC_FREE;
         f.flags = 0;
-        f.device = GT_DEVICE_UNKNOWN;
+        f.call.api = GT_API_cuMemUnmap_last_mapping;
+        f.call.ptr = handle;
+        f.call.device = GT_DEVICE_UNKNOWN;
         write_row(&f);
     }
 }
