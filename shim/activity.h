@@ -1,7 +1,8 @@
 /* Internal interface of everything around the allocation timeline: NVTX and
  * marker ranges, CUPTI activity, device facts, NVML samples and notes. Hooks
- * for these run on the program's threads and only queue fixed-size records;
- * the writer (writer_activity.c, writer_cupti.c: writer.h) turns them into rows. */
+ * for these run on the program's threads and only queue records (struct
+ * gt_rec, shim.h); the writer (writer_activity.c, writer_cupti.c: writer.h)
+ * turns them into rows. */
 #ifndef GPUTRACE_ACTIVITY_H
 #define GPUTRACE_ACTIVITY_H
 

@@ -1,6 +1,6 @@
 /* CUPTI activity (kernels, copies, memsets, the driver's memory records),
- * loaded at run time and started by the writer thread only after the
- * program's own first CUDA call succeeded. CUPTI stamps records with our
+ * loaded at run time and started (lifecycle.c, gt_start_lazily) inside the
+ * hook of the program's own first successful CUDA call. CUPTI stamps records with our
  * clock (CLOCK_MONOTONIC), so they share the events' timeline. Buffers filled
  * by CUPTI are pushed on a lock-free list that the writer drains.
  * Only one client can own CUPTI's activity buffers: if another (torch.profiler,

@@ -24,7 +24,10 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
 extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
 
-/* ---- the registry of hooks ---------------------------------------------- */
+/* ---- the registry of hooks ----------------------------------------------
+ * Every interposer a lookup may hand out: the runtime's and driver's tables
+ * and the entry-point queries below. Their real functions are found by
+ * real.c (gt_hook_real), one row at a time. */
 
 static const struct gt_hook_table entry_table;
 static const struct gt_hook_table *const tables[] = {&gt_runtime_hooks, &gt_driver_hooks, &entry_table};

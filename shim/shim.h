@@ -1,6 +1,19 @@
-/* Internal interface of the shim: the event record, the queue between hooks and
- * the writer thread, and the entry points each module offers the others.
- * Data flows one way: hooks -> record -> queue -> writer -> SQLite. */
+/* Internal interface of the shim: the record on the queue, the queue between
+ * the program's threads and the writer thread, and the entry points each
+ * module offers the others. Data flows one way:
+ *   hooks_*.c, entrypoints.c -> record.c -> queue.c -> writer*.c -> db.c -> SQLite
+ *   nvtx.c, markers.c -> ranges.c -> queue.c
+ * and calls go one way too (scripts/shim_callgraph.py checks: no cycle):
+ *   top      hooks_runtime.c, hooks_driver.c, entrypoints.c, hooks_process.c, markers.c
+ *   driver   lifecycle.c: the only file that starts, stops, forks and execs; it
+ *            fans out to each module's start/stop/fork function, none calls back
+ *            (the writer reports a file it cannot open through a callback)
+ *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c,
+ *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
+ *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
+ *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
+ *            symbols.c, vmm.c, u64map.c: they call nothing above them. */
 #ifndef GPUTRACE_SHIM_H
 #define GPUTRACE_SHIM_H
 
