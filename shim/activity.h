@@ -1,7 +1,8 @@
 /* Internal interface of everything around the allocation timeline: NVTX and
  * marker ranges, CUPTI activity, device facts, NVML samples and notes. Hooks
- * for these run on the program's threads and only queue fixed-size records;
- * the writer (writer_activity.c, writer_cupti.c) turns them into rows. */
+ * for these run on the program's threads and only queue records (struct
+ * gt_rec, shim.h); the writer (writer_activity.c, writer_cupti.c: writer.h)
+ * turns them into rows. */
 #ifndef GPUTRACE_ACTIVITY_H
 #define GPUTRACE_ACTIVITY_H
 
@@ -9,26 +10,6 @@
 #include <stdint.h>
 
 #include "shim.h"
-
-/* Record kinds carried in gt_event.api, above the ids of the apis table.
- * Field use (t_ns is always absolute CLOCK_MONOTONIC):
- *   RANGE_OPEN   ptr = range id, size = parent id (0: none), result = depth,
- *                aux = message (malloc'd; the writer frees it; 0: none),
- *                stack_hash = domain name (interned, never freed; 0: default
- *                domain; not stream, which shares aux's storage),
- *                device = enum gt_source, flags = GT_RANGE_* kind
- *   RANGE_CLOSE  ptr = range id (t_ns = end)
- *   MARK         aux, stack_hash, device as RANGE_OPEN
- *   ITERATION    ptr = index, size = batch size (int64_t; < 0: none) */
-enum gt_rec {
-    GT_REC_BASE = 1000,
-    GT_REC_RANGE_OPEN = GT_REC_BASE,
-    GT_REC_RANGE_CLOSE,
-    GT_REC_MARK,
-    GT_REC_ITERATION,
-};
-enum gt_source { GT_SRC_NVTX, GT_SRC_MARKER };
-#define GT_RANGE_START 1u /* flags of RANGE_OPEN: a start/end range (else push/pop) */
 
 /* ranges.c: recording of ranges, marks and iterations (program threads). */
 typedef const char *gt_domain; /* interned domain name; NULL = default domain */
@@ -51,11 +32,7 @@ void gt_note(const char *component, bool to_stderr, const char *fmt, ...)
 struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; char component[16]; char message[]; };
 struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
 bool gt_notes_pending(void);
-
-/* record.c: set once the program's first CUDA call succeeded (CUDA is
- * initialised) and CUPTI was started or found unavailable. */
-extern _Atomic bool gt_cuda_ready;
-void gt_thread_untraced(void);       /* this thread's CUDA calls are never recorded (writer) */
+void gt_notes_after_fork_child(void);
 
 /* cupti.c */
 void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */
@@ -90,20 +67,5 @@ struct gt_mem_sample { uint64_t t_ns; int device; uint64_t used, total; int64_t 
 bool gt_nvml_open(const struct gt_devices *devs);        /* false: unavailable (noted) */
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
 void gt_nvml_after_fork_child(void);
-
-/* writer_activity.c / writer_cupti.c: called by the writer thread only. */
-struct sqlite3;
-bool gt_activity_open(struct sqlite3 *db, uint64_t start_mono);
-void gt_activity_close(void);
-void gt_activity_tick(void);                       /* outside SQLite, each writer round */
-bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
-void gt_activity_write(void);                      /* inside the writer's transaction */
-void gt_activity_event(const struct gt_event *ev, bool skip); /* a record of enum gt_rec; skip: only free it */
-void gt_activity_after_fork_child(bool had_trace); /* fork child: the parent's state is not ours */
-void gt_notes_after_fork_child(void);
-bool gt_cupti_write_buffers(struct sqlite3 *db, uint64_t start_mono);
-bool gt_cupti_open_statements(struct sqlite3 *db);
-void gt_cupti_close_statements(void);
-void gt_cupti_forget_statements(void); /* fork child: the parent's connection is not ours */
 
 #endif

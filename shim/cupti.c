@@ -1,6 +1,6 @@
 /* CUPTI activity (kernels, copies, memsets, the driver's memory records),
- * loaded at run time and started by the writer thread only after the
- * program's own first CUDA call succeeded. CUPTI stamps records with our
+ * loaded at run time and started (lifecycle.c, gt_start_lazily) inside the
+ * hook of the program's own first successful CUDA call. CUPTI stamps records with our
  * clock (CLOCK_MONOTONIC), so they share the events' timeline. Buffers filled
  * by CUPTI are pushed on a lock-free list that the writer drains.
  * Only one client can own CUPTI's activity buffers: if another (torch.profiler,
@@ -330,11 +330,9 @@ static void yield(void)
 GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                                      CUpti_BuffersCallbackCompleteFunc comp)
 {
-    static CUptiResult (*real)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-    if (!real)
-        real = C.register_callbacks ? C.register_callbacks
-                                    : (CUptiResult(*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))
-                                          gt_real_symbol("cuptiActivityRegisterCallbacks", "libcupti.so");
+    static struct gt_hook row = {"cuptiActivityRegisterCallbacks", NULL, "libcupti.so", NULL, 0};
+    __typeof__(&cuptiActivityRegisterCallbacks) real =
+        C.register_callbacks ? C.register_callbacks : (__typeof__(&cuptiActivityRegisterCallbacks))gt_real_of(&row);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
     if (req != buffer_requested) {

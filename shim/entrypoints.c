@@ -24,28 +24,13 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
 extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
 
-/* ---- the registry of hooks ---------------------------------------------- */
+/* ---- the registry of hooks ----------------------------------------------
+ * Every interposer a lookup may hand out: the runtime's and driver's tables
+ * and the entry-point queries below. Their real functions are found by
+ * real.c (gt_hook_real), one row at a time. */
 
-void *gt_hook_real(struct gt_hook *h)
-{
-    void *p = atomic_load_explicit(&h->real, memory_order_acquire);
-    if (p)
-        return p;
-    /* A function the loaded libraries lack (an older cudart has no
-     * cudaGetDriverEntryPointByVersion) is not searched for again on every
-     * entry-point query, only once something new was loaded. */
-    unsigned long long gen = gt_loaded_generation();
-    if (atomic_load_explicit(&h->missed_at, memory_order_relaxed) == gen)
-        return NULL;
-    p = gt_real_symbol(h->name, h->lib);
-    if (p)
-        atomic_store_explicit(&h->real, p, memory_order_release);
-    else
-        atomic_store_explicit(&h->missed_at, gen, memory_order_relaxed);
-    return p;
-}
-
-static const struct gt_hook_table *const tables[] = {&gt_runtime_hooks, &gt_driver_hooks, &gt_entry_hooks};
+static const struct gt_hook_table entry_table;
+static const struct gt_hook_table *const tables[] = {&gt_runtime_hooks, &gt_driver_hooks, &entry_table};
 
 static struct gt_hook *hook_named(const char *name)
 {
@@ -62,7 +47,7 @@ static void *swap_driver_pointer(void *p)
 {
     if (!p || gt_config.disabled)
         return p;
-    const struct gt_hook_table *drv[] = {&gt_driver_hooks, &gt_entry_hooks};
+    const struct gt_hook_table *drv[] = {&gt_driver_hooks, &entry_table};
     for (size_t t = 0; t < 2; t++)
         for (size_t i = 0; i < drv[t]->n; i++)
             if (gt_hook_real(&drv[t]->hooks[i]) == p)
@@ -75,12 +60,7 @@ static void *swap_driver_pointer(void *p)
 static void debug_lookup(const char *via, const char *symbol, long version, unsigned long long flags, void *real,
                          void *given)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("GPUTRACE_DEBUG_HOOKS");
-        on = v && *v && strcmp(v, "0") != 0;
-    }
-    if (!on)
+    if (!gt_config.debug_hooks)
         return;
     /* not handed our hook: what the exported symbol of that name is, to see
      * whether the driver answered with another address than its export */
@@ -110,30 +90,7 @@ static void debug_lookup(const char *via, const char *symbol, long version, unsi
  * without us the lookup fails: programs probe "is CUDA loaded?" exactly so
  * (dlsym(RTLD_DEFAULT, "cuGetProcAddress")). That lookup fails here too. */
 
-void *gt_dlsym_next; /* glibc's; read by the stub */
 static GT_TLS int in_lookup;
-
-void *gt_dlsym_resolve(void);
-
-void *gt_dlsym_resolve(void)
-{
-    void *p = gt_dlsym_next;
-    if (!p) {
-        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (!p)
-            p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"); /* x86_64 before 2.34 */
-        if (!p)
-            p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 before 2.34 */
-        gt_dlsym_next = p;
-    }
-    return p;
-}
-
-void *gt_dlsym_real(void *handle, const char *name)
-{
-    void *(*real)(void *, const char *) = (void *(*)(void *, const char *))gt_dlsym_resolve();
-    return real ? real(handle, name) : NULL;
-}
 
 /* The answer for a "cu..." name on an explicit handle: our wrapper when the
  * real answer is the real definition of a function we hook. */
@@ -246,21 +203,16 @@ __asm__(".text\n" GT_DLSYM_STUB(dlsym, gt_dlsym_lookup, gt_dlsym_next, gt_dlsym_
 enum { ENTRY_HOOKS(ENTRY_ENUM) N_ENTRY_HOOKS };
 static struct gt_hook entry_hooks[N_ENTRY_HOOKS];
 
-typedef CUresult (*proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-typedef CUresult (*proc_v1_fn)(const char *, void **, int, cuuint64_t);
-typedef cudaError_t (*entry_fn)(const char *, void **, unsigned long long, enum cudaDriverEntryPointQueryResult *);
-typedef cudaError_t (*entry_by_version_fn)(const char *, void **, unsigned int, unsigned long long,
-                                           enum cudaDriverEntryPointQueryResult *);
-
-#define REAL(sym, type, missing) \
-    type real = (type)gt_hook_real(&entry_hooks[E_##sym]); \
+/* The real function, with the type of the header's declaration. */
+#define REAL(sym, missing) \
+    __typeof__(&sym) real = (__typeof__(&sym))gt_real_of(&entry_hooks[E_##sym]); \
     if (!real) \
         return missing;
 
 GT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *status)
 {
-    REAL(cuGetProcAddress_v2, proc_v2_fn, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
+    REAL(cuGetProcAddress_v2, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
     CUresult rc = real(symbol, pfn, cudaVersion, flags, status);
     if (rc == CUDA_SUCCESS && pfn) {
         void *p = *pfn;
@@ -272,7 +224,7 @@ GT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 
 GT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
-    REAL(cuGetProcAddress, proc_v1_fn, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
+    REAL(cuGetProcAddress, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
     CUresult rc = real(symbol, pfn, cudaVersion, flags);
     if (rc == CUDA_SUCCESS && pfn) {
         void *p = *pfn;
@@ -286,7 +238,7 @@ GT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     GT_EXPORT cudaError_t sym(const char *symbol, void **funcPtr, unsigned long long flags, \
                               enum cudaDriverEntryPointQueryResult *status) \
     { \
-        REAL(sym, entry_fn, cudaErrorSharedObjectSymbolNotFound) \
+        REAL(sym, cudaErrorSharedObjectSymbolNotFound) \
         cudaError_t rc = real(symbol, funcPtr, flags, status); \
         if (rc == cudaSuccess && funcPtr) { \
             void *p = *funcPtr; \
@@ -299,7 +251,7 @@ GT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     GT_EXPORT cudaError_t sym(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, \
                               enum cudaDriverEntryPointQueryResult *status) \
     { \
-        REAL(sym, entry_by_version_fn, cudaErrorSharedObjectSymbolNotFound) \
+        REAL(sym, cudaErrorSharedObjectSymbolNotFound) \
         cudaError_t rc = real(symbol, funcPtr, cudaVersion, flags, status); \
         if (rc == cudaSuccess && funcPtr) { \
             void *p = *funcPtr; \
@@ -314,4 +266,4 @@ RUNTIME_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion)
 RUNTIME_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)
 
 static struct gt_hook entry_hooks[N_ENTRY_HOOKS] = {ENTRY_HOOKS(ENTRY_ROW)};
-const struct gt_hook_table gt_entry_hooks = {entry_hooks, N_ENTRY_HOOKS};
+static const struct gt_hook_table entry_table = {entry_hooks, N_ENTRY_HOOKS};

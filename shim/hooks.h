@@ -16,11 +16,12 @@
 #define GT_HOOK_DEFINE(kind, sym, ...) GT_HOOK_##kind(sym, __VA_ARGS__)
 
 /* The real function, found once through the table (so that dlsym and the
- * entry-point queries know it too). */
+ * entry-point queries know it too), with the type of the CUDA header's
+ * declaration: a row whose params disagree with the header does not compile
+ * (the _ptsz variants are declared with __typeof__ of the plain name). */
 #define GT_RESOLVE(sym, params) \
-    GT_HOOK_RESULT(*real) params = \
-        (GT_HOOK_RESULT(*) params)atomic_load_explicit(&GT_HOOK_TABLE[GT_H_##sym].real, memory_order_relaxed); \
-    if (GT_UNLIKELY(!real) && !(real = (GT_HOOK_RESULT(*) params)gt_hook_real(&GT_HOOK_TABLE[GT_H_##sym]))) \
+    __typeof__(&sym) real = (__typeof__(&sym))gt_real_of(&GT_HOOK_TABLE[GT_H_##sym]); \
+    if (GT_UNLIKELY(!real)) \
         return GT_HOOK_NOT_FOUND;
 
 /* An allocation: PTR, SIZE, DEVICE and STREAM are expressions over the
@@ -41,7 +42,7 @@
     }
 
 /* A free: recorded (its place in the order taken) before the real free runs.
- * SIZE counts only with GT_EV_HAS_SIZE in FLAGS; otherwise the writer takes
+ * SIZE counts only with GT_CALL_HAS_SIZE in FLAGS; otherwise the writer takes
  * the size of the allocation it frees. */
 #define GT_HOOK_FREE(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
     GT_EXPORT GT_HOOK_RESULT sym params \
@@ -60,6 +61,6 @@
 #define HOST GT_DEVICE_HOST
 #define ANY GT_DEVICE_UNKNOWN /* a free's device comes from its allocation */
 #define NOSTREAM 0, 0
-#define STREAM(s) (uint64_t)(uintptr_t)(s), GT_EV_HAS_STREAM
+#define STREAM(s) (uint64_t)(uintptr_t)(s), GT_CALL_HAS_STREAM
 
 #endif

@@ -17,11 +17,10 @@ extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
 
 /* The device of the calling thread's current context (the program has one:
  * we ask only after its own call succeeded). */
+static struct gt_hook get_ctx_device = {"cuCtxGetDevice", NULL, "libcuda.so", NULL, 0};
 static int ctx_device(void)
 {
-    static CUresult (*get)(CUdevice *);
-    if (!get)
-        get = (CUresult(*)(CUdevice *))gt_real_symbol("cuCtxGetDevice", "libcuda.so");
+    __typeof__(&cuCtxGetDevice) get = (__typeof__(&cuCtxGetDevice))gt_real_of(&get_ctx_device);
     CUdevice d;
     if (!get || get(&d) != CUDA_SUCCESS)
         return GT_DEVICE_UNKNOWN;
@@ -62,8 +61,8 @@ static int create_device(const CUmemAllocationProp *prop)
         return rc; \
     }
 
-#define AUX(h) (uint64_t)(h), GT_EV_HAS_AUX         /* cuMemMap: the handle it maps */
-#define RANGE 0, GT_EV_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
+#define AUX(h) (uint64_t)(h), GT_CALL_HAS_HANDLE         /* cuMemMap: the handle it maps */
+#define RANGE 0, GT_CALL_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
 
 #define DRIVER_HOOKS(X) \
     X(ALLOC, cuMemAlloc_v2, cuMemAlloc_v2, (CUdeviceptr *p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \

@@ -11,33 +11,12 @@
 
 #include "shim.h"
 
-/* The real functions. Resolved when a trace starts (gt_process_hooks_resolve),
- * so that in a vfork child of a traced process the hooks only read memory;
- * else at first use, as for any untraced process. */
-#define PROCESS_FUNCTIONS(X) \
-    X(void, _exit, (int)) \
-    X(void, _Exit, (int)) \
-    X(int, execve, (const char *, char *const[], char *const[])) \
-    X(int, execv, (const char *, char *const[])) \
-    X(int, execvp, (const char *, char *const[])) \
-    X(int, execvpe, (const char *, char *const[], char *const[])) \
-    X(int, fexecve, (int, char *const[], char *const[]))
-
-#define DECLARE(ret, name, params) static ret(*_Atomic real_##name) params;
-PROCESS_FUNCTIONS(DECLARE)
-
-#define RESOLVE(ret, name, params) \
-    if (!atomic_load(&real_##name)) \
-        atomic_store(&real_##name, (ret(*) params)gt_real_symbol(#name, "libc.so"));
-
-void gt_process_hooks_resolve(void)
-{
-    PROCESS_FUNCTIONS(RESOLVE)
-}
-
-#define REAL(ret, name, params) \
-    if (!atomic_load(&real_##name)) \
-        atomic_store(&real_##name, (ret(*) params)gt_real_symbol(#name, "libc.so"))
+/* The real function, with the type of libc's declaration. Its row (real.c)
+ * is resolved when a trace starts, so that in a vfork child of a traced
+ * process these hooks only read memory; else at first use, as for any
+ * untraced process. */
+#define REAL(name) \
+    __typeof__(&name) real_##name = (__typeof__(&name))gt_real_of(&gt_libc_hooks[GT_LIBC_##name])
 
 static bool tracing(void)
 {
@@ -47,7 +26,7 @@ static bool tracing(void)
 
 GT_EXPORT void _exit(int status)
 {
-    REAL(void, _exit, (int));
+    REAL(_exit);
     if (tracing())
         gt_stop("_exit");
     real__exit(status);
@@ -56,7 +35,7 @@ GT_EXPORT void _exit(int status)
 
 GT_EXPORT void _Exit(int status)
 {
-    REAL(void, _Exit, (int));
+    REAL(_Exit);
     if (tracing())
         gt_stop("_exit");
     real__Exit(status);
@@ -79,31 +58,31 @@ GT_EXPORT void _Exit(int status)
 
 GT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    REAL(int, execve, (const char *, char *const[], char *const[]));
+    REAL(execve);
     AROUND_EXEC(real_execve(path, argv, envp));
 }
 
 GT_EXPORT int execv(const char *path, char *const argv[])
 {
-    REAL(int, execv, (const char *, char *const[]));
+    REAL(execv);
     AROUND_EXEC(real_execv(path, argv));
 }
 
 GT_EXPORT int execvp(const char *file, char *const argv[])
 {
-    REAL(int, execvp, (const char *, char *const[]));
+    REAL(execvp);
     AROUND_EXEC(real_execvp(file, argv));
 }
 
 GT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    REAL(int, execvpe, (const char *, char *const[], char *const[]));
+    REAL(execvpe);
     AROUND_EXEC(real_execvpe(file, argv, envp));
 }
 
 GT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    REAL(int, fexecve, (int, char *const[], char *const[]));
+    REAL(fexecve);
     AROUND_EXEC(real_fexecve(fd, argv, envp));
 }
 
@@ -125,21 +104,21 @@ GT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 GT_EXPORT int execl(const char *path, const char *arg, ...)
 {
-    REAL(int, execv, (const char *, char *const[]));
+    REAL(execv);
     COLLECT_ARGS(arg, argv, (void)0);
     AROUND_EXEC(real_execv(path, argv));
 }
 
 GT_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    REAL(int, execvp, (const char *, char *const[]));
+    REAL(execvp);
     COLLECT_ARGS(arg, argv, (void)0);
     AROUND_EXEC(real_execvp(file, argv));
 }
 
 GT_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    REAL(int, execve, (const char *, char *const[], char *const[]));
+    REAL(execve);
     char *const *envp;
     COLLECT_ARGS(arg, argv, envp = va_arg(ap_, char *const *));
     AROUND_EXEC(real_execve(path, argv, envp));

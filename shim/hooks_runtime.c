@@ -6,13 +6,19 @@
 
 #include "hooks.h"
 
+/* Per-thread-stream variants (what the headers name the calls under
+ * --default-stream per-thread): same signature as the plain name. */
+extern __typeof__(cudaMallocAsync) cudaMallocAsync_ptsz;
+extern __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
+extern __typeof__(cudaMallocFromPoolAsync) cudaMallocFromPoolAsync_ptsz;
+
 /* The device the calling thread's allocations go to (after the program has
- * initialised CUDA: we only call this after one of its own calls succeeded). */
+ * initialised CUDA: we only call this after one of its own calls succeeded).
+ * Called, not interposed: its row's pointer is atomic, as every row's. */
+static struct gt_hook get_device = {"cudaGetDevice", NULL, "libcudart.so", NULL, 0};
 static int current_device(void)
 {
-    static cudaError_t (*get)(int *);
-    if (!get)
-        get = (cudaError_t(*)(int *))gt_real_symbol("cudaGetDevice", "libcudart.so");
+    __typeof__(&cudaGetDevice) get = (__typeof__(&cudaGetDevice))gt_real_of(&get_device);
     int d = GT_DEVICE_UNKNOWN;
     if (!get || get(&d) != cudaSuccess)
         return GT_DEVICE_UNKNOWN;

@@ -1,65 +1,23 @@
-/* Life cycle of a trace: configuration at load (nothing else before main),
- * lazy start on the first hooked CUDA call, stop on every way out of the
- * process image (exit/return from main via the destructor, _exit, exec), and
- * fork: the child starts a trace of its own only if it calls CUDA itself. */
+/* Life cycle of a trace, and the only file that drives it: configuration at
+ * load (nothing else before main), lazy start on the first hooked CUDA call,
+ * CUDA-ready after its first success, stop on every way out of the process
+ * image (exit/return from main via the destructor, _exit, exec), and fork:
+ * the child starts a trace of its own only if it calls CUDA itself. Each
+ * transition fans out to the modules' own start/stop/fork functions; none of
+ * them calls back here. gt_state is written here and nowhere else. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "activity.h"
 
-struct gt_config gt_config;
-_Atomic int gt_state = GT_UNINIT;
 /* The process whose trace this memory holds (0: none). A child that shares
  * the memory without fork's handlers having run -- a vfork() child, as
  * CPython's subprocess and glibc's posix_spawn make, or clone(CLONE_VM) --
  * sees gt_state as its own; the pid tells it apart. */
 static _Atomic pid_t trace_pid;
-void gt_record_after_fork_child(void);
-
-static long env_long(const char *name, long def, long lo, long hi)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        fprintf(stderr, "gputrace: ignoring %s=%s (expected an integer from %ld to %ld)\n", name, v, lo, hi);
-        return def;
-    }
-    return x;
-}
-
-static bool env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-static void read_config(void)
-{
-    const char *out = getenv("GPUTRACE_OUTPUT");
-    snprintf(gt_config.output_pattern, sizeof gt_config.output_pattern, "%s",
-             out && *out ? out : "gputrace-%p.db");
-    gt_config.stack_depth = (int)env_long("GPUTRACE_STACK_DEPTH", 32, 0, GT_MAX_STACK_DEPTH);
-    gt_config.quiet = env_flag("GPUTRACE_QUIET");
-    gt_config.disabled = env_flag("GPUTRACE_DISABLE");
-    long q = env_long("GPUTRACE_QUEUE_EVENTS", 65536, 1024, 1 << 24);
-    uint32_t cap = 1024;
-    while (cap < (uint32_t)q)
-        cap <<= 1;
-    gt_config.queue_events = cap;
-    gt_config.queue_wait_ms = (uint32_t)env_long("GPUTRACE_QUEUE_WAIT_MS", 1000, 0, 600000);
-    gt_config.nvtx = env_long("GPUTRACE_NVTX", 1, 0, 1) != 0;
-    gt_config.cupti = env_long("GPUTRACE_CUPTI", 1, 0, 1) != 0;
-    const char *cp = getenv("GPUTRACE_CUPTI_PATH");
-    snprintf(gt_config.cupti_path, sizeof gt_config.cupti_path, "%s", cp ? cp : "");
-    gt_config.sample_ms = (uint32_t)env_long("GPUTRACE_SAMPLE_MS", 0, 0, 3600000);
-}
 
 static void fork_prepare(void)
 {
@@ -77,15 +35,18 @@ static void fork_parent(void)
  * (they are the parent's to write) and wait for the child's own CUDA call. */
 static void fork_child(void)
 {
-    gt_record_after_fork_child();
-    gt_activity_after_fork_child(atomic_load(&gt_state) != GT_UNINIT);
-    if (atomic_load(&gt_state) == GT_UNINIT)
+    bool had_trace = atomic_load(&gt_state) != GT_UNINIT;
+    gt_state_after_fork_child();
+    gt_ranges_after_fork_child();
+    gt_notes_after_fork_child();
+    if (!had_trace)
         return;
+    gt_cupti_after_fork_child();
+    gt_nvml_after_fork_child();
     gt_queue_discard();
     gt_stacks_discard();
     gt_writer_forget();
-    for (int i = 0; i < GT_DROP_COUNT; i++)
-        atomic_store(&gt_drops[i], 0);
+    gt_drops_reset();
     atomic_store(&trace_pid, 0);
     atomic_store(&gt_state, GT_UNINIT);
 }
@@ -103,15 +64,21 @@ bool gt_owns_trace(void)
 
 __attribute__((constructor)) static void gt_load(void)
 {
-    read_config();
+    gt_config_load();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (!gt_config.disabled)
         gt_nvtx_setup();
 }
 
+/* The writer thread could not open the file: every hook passes through. */
+static void writer_open_failed(void)
+{
+    atomic_store(&gt_state, GT_FAILED);
+}
+
 /* First hooked call (inside a hook, re-entry guard held): one thread starts
  * the trace, any other that arrives meanwhile waits for it. */
-void gt_ensure_started(void)
+static void start_trace(void)
 {
     int expected = GT_UNINIT;
     if (!atomic_compare_exchange_strong(&gt_state, &expected, GT_STARTING)) {
@@ -120,17 +87,39 @@ void gt_ensure_started(void)
         return;
     }
     atomic_store(&trace_pid, getpid());
-    gt_process_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
+    gt_libc_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
     if (!gt_queue_init(gt_config.queue_events) || !gt_stacks_init()) {
         fprintf(stderr, "gputrace: out of memory for the event queue; tracing is off, the program continues\n");
         atomic_store(&gt_state, GT_FAILED);
         return;
     }
     atomic_store(&gt_state, GT_ACTIVE);
-    if (!gt_writer_start())
+    if (!gt_writer_start(writer_open_failed))
         atomic_store(&gt_state, GT_FAILED);
     else
         gt_ranges_trace_started();
+}
+
+/* The first successful call means the program has initialised CUDA: from
+ * now on the shim may start CUPTI and query devices without creating anything
+ * itself. One thread claims the start and runs it here, after the real call
+ * returned and inside the hook (CUPTI's own CUDA calls pass through). The
+ * writer reads the devices once gt_cuda_ready is set. */
+static void cuda_became_ready(void)
+{
+    bool no = false;
+    if (!atomic_compare_exchange_strong(&gt_cuda_ready_claimed, &no, true))
+        return;
+    gt_cupti_start();
+    atomic_store_explicit(&gt_cuda_ready, true, memory_order_release);
+}
+
+void gt_start_lazily(enum gt_start what)
+{
+    if (what == GT_START_TRACE)
+        start_trace();
+    else
+        cuda_became_ready();
 }
 
 static void human(uint64_t b, char *out, size_t cap)
@@ -159,7 +148,7 @@ static void stop(const char *reason, bool may_resume)
     }
     gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
     struct gt_writer_summary s;
-    bool ok = gt_writer_stop(reason, &s, may_resume);
+    bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
     if (ok && !gt_config.quiet) {
         char peak[32], pool[48] = "";
         human(s.peak_device, peak, sizeof peak);

@@ -10,7 +10,6 @@
 
 #include "shim.h"
 
-long gt_rank(void);
 
 static void expand(const char *pat, char *out, size_t cap)
 {

@@ -1,12 +1,14 @@
 /* The trace's processes row: who was traced (pid, host, command line, rank
- * variables) and with which library and schema. Written once, by the writer. */
-#include <sqlite3.h>
+ * variables) and with which library and schema, written once when the file
+ * is created, and its end. Writer thread, through db.c (the counters are
+ * writer_events.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "db.h"
+#include "writer.h"
 
 static void read_cmdline(char *out, size_t cap)
 {
@@ -51,7 +53,7 @@ static long local_rank(void)
     return env_rank(names);
 }
 
-bool gt_process_row(sqlite3 *db, uint64_t start_unix_ns, uint64_t start_mono_ns)
+bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns)
 {
     static char cmdline[16384], exe[4096], host[256];
     read_cmdline(cmdline, sizeof cmdline);
@@ -60,29 +62,33 @@ bool gt_process_row(sqlite3 *db, uint64_t start_unix_ns, uint64_t start_mono_ns)
     if (gethostname(host, sizeof host) != 0)
         host[0] = 0;
     host[sizeof host - 1] = 0;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO processes(id, pid, ppid, host, command_line, exe, rank, local_rank, "
-                           "start_unix_ns, start_mono_ns, library_version, schema_version, stack_depth) "
-                           "VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return false;
     long rank = gt_rank(), lrank = local_rank();
-    sqlite3_bind_int(st, 1, getpid());
-    sqlite3_bind_int(st, 2, getppid());
-    sqlite3_bind_text(st, 3, host, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, cmdline, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, exe, -1, SQLITE_STATIC);
-    if (rank >= 0)
-        sqlite3_bind_int64(st, 6, rank);
-    if (lrank >= 0)
-        sqlite3_bind_int64(st, 7, lrank);
-    sqlite3_bind_int64(st, 8, (int64_t)start_unix_ns);
-    sqlite3_bind_int64(st, 9, (int64_t)start_mono_ns);
-    sqlite3_bind_text(st, 10, GPUTRACE_VERSION, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 11, GT_SCHEMA_VERSION);
-    sqlite3_bind_int(st, 12, gt_config.stack_depth);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE;
+    GT_BIND_INT(PROCESS, id, 1);
+    GT_BIND_INT(PROCESS, pid, getpid());
+    GT_BIND_INT(PROCESS, ppid, getppid());
+    GT_BIND_TEXT(PROCESS, host, host);
+    GT_BIND_TEXT(PROCESS, command_line, cmdline);
+    GT_BIND_TEXT(PROCESS, exe, exe);
+    GT_BIND_OPT(PROCESS, rank, rank >= 0, rank);
+    GT_BIND_OPT(PROCESS, local_rank, lrank >= 0, lrank);
+    GT_BIND_INT(PROCESS, start_unix_ns, start_unix_ns);
+    GT_BIND_INT(PROCESS, start_mono_ns, start_mono_ns);
+    GT_BIND_TEXT(PROCESS, library_version, GPUTRACE_VERSION);
+    GT_BIND_INT(PROCESS, schema_version, GT_SCHEMA_VERSION);
+    GT_BIND_INT(PROCESS, stack_depth, gt_stacks_depth());
+    return gt_db_run(GT_ST_PROCESS, GT_NOT_A_RECORD);
+}
+
+/* The end of the trace: when (relative to its start) and why. */
+void gt_process_end(uint64_t end_ns, const char *reason)
+{
+    GT_BIND_INT(PROCESS_END, end_ns, end_ns);
+    GT_BIND_TEXT(PROCESS_END, end_reason, reason);
+    gt_db_run(GT_ST_PROCESS_END, GT_NOT_A_RECORD);
+}
+
+/* exec failed and the trace goes on in the same file: not ended after all. */
+void gt_process_reopen(void)
+{
+    gt_db_run(GT_ST_PROCESS_REOPEN, GT_NOT_A_RECORD);
 }

@@ -11,7 +11,7 @@
 
 struct gt_slot {
     _Alignas(64) _Atomic uint64_t seq;
-    struct gt_event ev;
+    struct gt_rec rec;
 };
 
 static struct gt_slot *slots;
@@ -74,7 +74,7 @@ bool gt_queue_reserve(struct gt_reservation *r)
                 deadline = now + (uint64_t)gt_config.queue_wait_ms * 1000000ull;
             }
             if (now >= deadline) {
-                atomic_fetch_add_explicit(&gt_drops[GT_DROP_QUEUE_FULL], 1, memory_order_relaxed);
+                gt_drop(GT_DROP_QUEUE_FULL);
                 return false;
             }
             pause_briefly();
@@ -86,16 +86,16 @@ bool gt_queue_reserve(struct gt_reservation *r)
 
 /* Publishes a reserved slot. If the writer gave up on it at exit (see
  * gt_queue_skip_pending) the event is already counted as lost: leave the slot. */
-void gt_queue_publish(const struct gt_reservation *r, const struct gt_event *ev)
+void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec)
 {
     if (atomic_load_explicit(&r->slot->seq, memory_order_acquire) != r->pos)
         return;
-    r->slot->ev = *ev;
+    r->slot->rec = *rec;
     atomic_store_explicit(&r->slot->seq, r->pos + 1, memory_order_release);
 }
 
-/* Copies up to max published events, in reservation order, and frees their slots. */
-int gt_queue_pop(struct gt_event *out, int max)
+/* Copies up to max published records, in reservation order, and frees their slots. */
+int gt_queue_pop(struct gt_rec *out, int max)
 {
     int n = 0;
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
@@ -104,7 +104,7 @@ int gt_queue_pop(struct gt_event *out, int max)
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (seq != t + 1)
             break; /* empty, or reserved but not yet published */
-        out[n++] = s->ev;
+        out[n++] = s->rec;
         atomic_store_explicit(&s->seq, t + mask + 1, memory_order_release);
         t++;
     }
@@ -129,5 +129,5 @@ void gt_queue_skip_pending(void)
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
     atomic_store_explicit(&slots[t & mask].seq, t + mask + 1, memory_order_release);
     atomic_store_explicit(&tail, t + 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT], 1, memory_order_relaxed);
+    gt_drop(GT_DROP_UNFINISHED_AT_EXIT);
 }

@@ -67,43 +67,39 @@ static void unlock(struct tstate *s)
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
-/* Queues one record; a record that cannot be queued is counted as a drop. */
-static void publish(struct gt_event *ev)
+/* Queues one record; a record that cannot be queued is counted as a drop
+ * (by the queue) and its message released here. */
+static void publish(struct gt_rec *rec)
 {
     struct gt_reservation r;
     if (gt_queue_reserve(&r))
-        gt_queue_publish(&r, ev);
+        gt_queue_publish(&r, rec);
     else
-        free((void *)(uintptr_t)ev->aux);
+        gt_rec_release(rec);
 }
 
-static void make(struct gt_event *ev, int kind, uint64_t t, int32_t tid)
+static void make(struct gt_rec *rec, enum gt_rec_kind kind, uint64_t t, int32_t tid)
 {
-    memset(ev, 0, sizeof *ev);
-    ev->api = (uint16_t)kind;
-    ev->t_ns = t;
-    ev->tid = tid;
+    memset(rec, 0, sizeof *rec);
+    rec->kind = (uint8_t)kind;
+    rec->t_ns = t;
+    rec->tid = tid;
 }
 
-/* The RANGE_OPEN of an entry; takes its message. */
-static void make_open(struct gt_event *ev, struct entry *e, int32_t tid, uint32_t flags)
+/* The record that opens an entry's range; the record takes its message. */
+static void make_open(struct gt_rec *rec, struct entry *e, int32_t tid, enum gt_rec_kind kind)
 {
-    make(ev, GT_REC_RANGE_OPEN, e->start, tid);
-    ev->ptr = e->id;
-    ev->size = e->parent;
-    ev->result = e->depth;
-    ev->aux = (uint64_t)(uintptr_t)e->msg;
-    ev->stack_hash = (uint64_t)(uintptr_t)e->dom;
-    ev->device = e->source;
-    ev->flags = flags;
+    make(rec, kind, e->start, tid);
+    rec->open = (struct gt_range_open){.id = e->id, .parent_id = e->parent, .domain = e->dom, .msg = e->msg,
+                                       .depth = e->depth, .source = e->source};
     e->msg = NULL;
     e->emitted = true;
 }
 
-static void make_close(struct gt_event *ev, uint64_t id, uint64_t t, int32_t tid)
+static void make_close(struct gt_rec *rec, enum gt_rec_kind kind, uint64_t id, uint64_t t, int32_t tid)
 {
-    make(ev, GT_REC_RANGE_CLOSE, t, tid);
-    ev->ptr = id;
+    make(rec, kind, t, tid);
+    rec->close.id = id;
 }
 
 static void thread_exit(void *arg)
@@ -157,7 +153,7 @@ int gt_range_push(int source, gt_domain dom, char *msg)
         free(msg);
         return -1;
     }
-    struct gt_event ev;
+    struct gt_rec ev;
     bool emit = false;
     int depth = 0;
     uint64_t parent = 0;
@@ -178,7 +174,7 @@ int gt_range_push(int source, gt_domain dom, char *msg)
     *e = (struct entry){.id = atomic_fetch_add(&next_id, 1), .start = t, .parent = parent, .dom = dom,
                         .msg = msg, .depth = depth, .source = (int8_t)source};
     if (active()) {
-        make_open(&ev, e, s->tid, 0);
+        make_open(&ev, e, s->tid, GT_REC_RANGE_PUSH);
         emit = true;
     }
     unlock(s);
@@ -194,7 +190,7 @@ int gt_range_pop(int source, gt_domain dom)
     struct tstate *s = me;
     if (!s)
         return -1;
-    struct gt_event open, close;
+    struct gt_rec open, close;
     int emit = 0;
     lock(s);
     if (s->overflow) {
@@ -213,11 +209,11 @@ int gt_range_pop(int source, gt_domain dom)
     memmove(&s->e[i], &s->e[i + 1], (size_t)(s->n - i - 1) * sizeof e);
     s->n--;
     if (e.emitted) {
-        make_close(&close, e.id, t, s->tid);
+        make_close(&close, GT_REC_RANGE_POP, e.id, t, s->tid);
         emit = 1;
     } else if (active()) { /* the trace started and its sweep has not reached us yet */
-        make_open(&open, &e, s->tid, 0);
-        make_close(&close, e.id, t, s->tid);
+        make_open(&open, &e, s->tid, GT_REC_RANGE_PUSH);
+        make_close(&close, GT_REC_RANGE_POP, e.id, t, s->tid);
         emit = 2;
     } else {
         free(e.msg); /* began and ended before the trace: outside its time span */
@@ -235,7 +231,7 @@ uint64_t gt_range_start(int source, gt_domain dom, char *msg)
 {
     struct entry e = {.id = atomic_fetch_add(&next_id, 1), .start = gt_now_ns(), .dom = dom, .msg = msg,
                       .source = (int8_t)source};
-    struct gt_event ev;
+    struct gt_rec ev;
     if (!active()) {
         pthread_mutex_lock(&pend_mu);
         if (!active()) {
@@ -252,7 +248,7 @@ uint64_t gt_range_start(int source, gt_domain dom, char *msg)
         }
         pthread_mutex_unlock(&pend_mu);
     }
-    make_open(&ev, &e, gt_tid(), GT_RANGE_START);
+    make_open(&ev, &e, gt_tid(), GT_REC_RANGE_START);
     publish(&ev);
     return e.id;
 }
@@ -260,7 +256,7 @@ uint64_t gt_range_start(int source, gt_domain dom, char *msg)
 void gt_range_end(uint64_t id)
 {
     uint64_t t = gt_now_ns();
-    struct gt_event open, close;
+    struct gt_rec open, close;
     struct pending *found = NULL;
     if (atomic_load(&pend_count)) {
         pthread_mutex_lock(&pend_mu);
@@ -282,11 +278,11 @@ void gt_range_end(uint64_t id)
     if (found) {
         struct entry e = {.id = found->id, .start = found->start, .dom = found->dom, .msg = found->msg,
                           .source = found->source};
-        make_open(&open, &e, found->tid, GT_RANGE_START);
+        make_open(&open, &e, found->tid, GT_REC_RANGE_START);
         publish(&open);
         free(found);
     }
-    make_close(&close, id, t, gt_tid());
+    make_close(&close, GT_REC_RANGE_END, id, t, gt_tid());
     publish(&close);
 }
 
@@ -297,19 +293,16 @@ void gt_mark(int source, gt_domain dom, char *msg)
         free(msg);
         return;
     }
-    struct gt_event ev;
+    struct gt_rec ev;
     make(&ev, GT_REC_MARK, t, gt_tid());
-    ev.aux = (uint64_t)(uintptr_t)msg;
-    ev.stack_hash = (uint64_t)(uintptr_t)dom;
-    ev.device = (int16_t)source;
+    ev.mark = (struct gt_mark){.domain = dom, .msg = msg, .source = (int8_t)source};
     publish(&ev);
 }
 
-static void make_iteration(struct gt_event *ev, long index, long batch, uint64_t t, int32_t tid)
+static void make_iteration(struct gt_rec *rec, long index, long batch, uint64_t t, int32_t tid)
 {
-    make(ev, GT_REC_ITERATION, t, tid);
-    ev->ptr = (uint64_t)index;
-    ev->size = (uint64_t)(int64_t)batch;
+    make(rec, GT_REC_ITERATION, t, tid);
+    rec->iteration = (struct gt_iteration){.index = index, .batch_size = batch};
 }
 
 /* The iteration in progress when the trace starts is part of it: the last
@@ -330,7 +323,7 @@ void gt_iteration(long index, long batch_size)
         }
         pthread_mutex_unlock(&pend_mu);
     }
-    struct gt_event ev;
+    struct gt_rec ev;
     make_iteration(&ev, index, batch_size, t, gt_tid());
     publish(&ev);
 }
@@ -340,12 +333,12 @@ void gt_iteration(long index, long batch_size)
  * queueing keeps an OPEN ahead of the CLOSE its thread may queue next. */
 void gt_ranges_trace_started(void)
 {
-    struct gt_event ev;
+    struct gt_rec ev;
     for (struct tstate *s = atomic_load(&registry); s; s = s->next) {
         lock(s);
         for (int i = 0; i < s->n; i++)
             if (!s->e[i].emitted) {
-                make_open(&ev, &s->e[i], s->tid, 0);
+                make_open(&ev, &s->e[i], s->tid, GT_REC_RANGE_PUSH);
                 publish(&ev);
             }
         unlock(s);
@@ -355,7 +348,7 @@ void gt_ranges_trace_started(void)
         struct pending *p = pend;
         pend = p->next;
         struct entry e = {.id = p->id, .start = p->start, .dom = p->dom, .msg = p->msg, .source = p->source};
-        make_open(&ev, &e, p->tid, GT_RANGE_START);
+        make_open(&ev, &e, p->tid, GT_REC_RANGE_START);
         publish(&ev);
         free(p);
     }

@@ -2,7 +2,9 @@
  * in the global scope (dlsym RTLD_NEXT), or, when the library that defines it
  * was dlopen'ed RTLD_LOCAL (Python extension modules do this), that library
  * found among the loaded objects by name. Never loads anything itself.
- * Uses glibc's dlsym directly: ours (entrypoints.c) would ask us again. */
+ * Every real function the shim calls is a struct gt_hook row resolved here
+ * once (gt_hook_real). Uses glibc's dlsym, found here too (gt_dlsym_real):
+ * ours (entrypoints.c) would ask us again. */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
@@ -11,6 +13,34 @@
 #include "shim.h"
 
 #define MAX_CANDIDATES 8
+
+/* ---- glibc's dlsym ------------------------------------------------------
+ * Found with dlvsym (never interposed). entrypoints.c's dlsym stub reads
+ * gt_dlsym_next and calls gt_dlsym_resolve while it is not yet known. */
+void *gt_dlsym_next;
+void *gt_dlsym_resolve(void);
+
+void *gt_dlsym_resolve(void)
+{
+    void *p = gt_dlsym_next;
+    if (!p) {
+        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+        if (!p)
+            p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"); /* x86_64 before 2.34 */
+        if (!p)
+            p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 before 2.34 */
+        gt_dlsym_next = p;
+    }
+    return p;
+}
+
+void *gt_dlsym_real(void *handle, const char *name)
+{
+    void *(*real)(void *, const char *) = (void *(*)(void *, const char *))gt_dlsym_resolve();
+    return real ? real(handle, name) : NULL;
+}
+
+/* ---- searching the loaded objects --------------------------------------- */
 
 /* Names of loaded objects matching the hint, collected while the loader's
  * lock is held; they are opened only after dl_iterate_phdr returned: a
@@ -74,4 +104,35 @@ unsigned long long gt_loaded_generation(void)
     unsigned long long gen = 0;
     dl_iterate_phdr(count_loads, &gen);
     return gen;
+}
+
+/* ---- hook rows ------------------------------------------------------------ */
+
+void *gt_hook_real(struct gt_hook *h)
+{
+    void *p = atomic_load_explicit(&h->real, memory_order_acquire);
+    if (p)
+        return p;
+    /* A function the loaded libraries lack (an older cudart has no
+     * cudaGetDriverEntryPointByVersion) is not searched for again on every
+     * entry-point query, only once something new was loaded. */
+    unsigned long long gen = gt_loaded_generation();
+    if (atomic_load_explicit(&h->missed_at, memory_order_relaxed) == gen)
+        return NULL;
+    p = gt_real_symbol(h->name, h->lib);
+    if (p)
+        atomic_store_explicit(&h->real, p, memory_order_release);
+    else
+        atomic_store_explicit(&h->missed_at, gen, memory_order_relaxed);
+    return p;
+}
+
+#define LIBC_ROW(name) [GT_LIBC_##name] = {#name, NULL, "libc.so", NULL, 0},
+struct gt_hook gt_libc_hooks[GT_LIBC_N] = {GT_LIBC_FUNCTIONS(LIBC_ROW)};
+
+/* At trace start (lifecycle.c): hooks_process.c's real functions, all now. */
+void gt_libc_hooks_resolve(void)
+{
+    for (int i = 0; i < GT_LIBC_N; i++)
+        gt_hook_real(&gt_libc_hooks[i]);
 }

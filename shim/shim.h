@@ -1,17 +1,32 @@
-/* Internal interface of the shim: the event record, the queue between hooks and
- * the writer thread, and the entry points each module offers the others.
- * Data flows one way: hooks -> record -> queue -> writer -> SQLite. */
+/* Internal interface of the shim: the record on the queue, the queue between
+ * the program's threads and the writer thread, and the entry points each
+ * module offers the others. Data flows one way:
+ *   hooks_*.c, entrypoints.c -> record.c -> queue.c -> writer*.c -> db.c -> SQLite
+ *   nvtx.c, markers.c -> ranges.c -> queue.c
+ * and calls go one way too (scripts/shim_callgraph.py checks: no cycle):
+ *   top      hooks_runtime.c, hooks_driver.c, entrypoints.c, hooks_process.c, markers.c
+ *   driver   lifecycle.c: the only file that starts, stops, forks and execs; it
+ *            fans out to each module's start/stop/fork function, none calls back
+ *            (the writer reports a file it cannot open through a callback)
+ *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c,
+ *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
+ *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
+ *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
+ *            symbols.c, vmm.c, u64map.c: they call nothing above them. */
 #ifndef GPUTRACE_SHIM_H
 #define GPUTRACE_SHIM_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #define UNW_LOCAL_ONLY   /* headers only: libunwind itself is dlopen()ed (unwind.c) */
 #include <libunwind.h>
 
+#include "config.h"
 #include "schema_sql.h"
 
 #define GT_EXPORT __attribute__((visibility("default")))
@@ -23,63 +38,123 @@
 #define GT_DEVICE_UNKNOWN (-2)
 #define GT_MAX_STACK_DEPTH 128
 
-enum gt_event_flags {
-    GT_EV_HAS_STREAM = 1u << 0, /* stream field is meaningful */
-    GT_EV_HAS_SIZE = 1u << 1,   /* size known at record time (allocs) */
-    GT_EV_HAS_AUX = 1u << 2,    /* aux carries an extra argument (cuMemMap's handle) */
+/* ---- the record on the queue ---------------------------------------------
+ * One tagged union per record, so that a queue slot (record + sequence
+ * number) is exactly one 64-byte cache line and producers never share a line
+ * with the writer. Each kind has its own struct; nothing is reinterpreted.
+ * Strings: a domain is interned (never freed); a message is owned by the
+ * record: whoever takes the record off the queue (or fails to queue it)
+ * releases it with gt_rec_release. */
+enum gt_rec_kind {
+    GT_REC_ALLOC, GT_REC_FREE,             /* an allocation API call: .call */
+    GT_REC_RANGE_PUSH, GT_REC_RANGE_START, /* a range opens: .open (push/pop or start/end) */
+    GT_REC_RANGE_POP, GT_REC_RANGE_END,    /* a range closes: .close */
+    GT_REC_MARK,                           /* .mark */
+    GT_REC_ITERATION,                      /* .iteration */
 };
 
-/* One traced call: 56 bytes, so a queue slot (with its sequence number) is
- * exactly one cache line and producers never share a line with the writer. */
-struct gt_event {
-    uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
+enum gt_call_flags {
+    GT_CALL_HAS_STREAM = 1u << 0, /* .stream is meaningful (stream-ordered calls) */
+    GT_CALL_HAS_SIZE = 1u << 1,   /* size known at record time (allocations, cuMemUnmap's range) */
+    GT_CALL_HAS_HANDLE = 1u << 2, /* .handle is meaningful (cuMemMap's handle) */
+};
+
+struct gt_call {
     uint64_t ptr;        /* address or handle; 0 if the call failed */
     uint64_t size;
-    union {
-        uint64_t stream; /* GT_EV_HAS_STREAM: stream-ordered calls */
-        uint64_t aux;    /* GT_EV_HAS_AUX: cuMemMap's handle (no stream) */
+    union {              /* which one: flags */
+        uint64_t stream; /* GT_CALL_HAS_STREAM */
+        uint64_t handle; /* GT_CALL_HAS_HANDLE */
     };
     uint64_t stack_hash; /* 0 = no stack */
-    int32_t tid;
     int32_t result;
     uint16_t api;        /* enum gt_api */
     int16_t device;      /* ordinal, GT_DEVICE_HOST or GT_DEVICE_UNKNOWN */
-    uint32_t flags;      /* enum gt_event_flags */
 };
-_Static_assert(sizeof(struct gt_event) == 56, "event + sequence number = one cache line");
 
-/* Configuration, read once from the environment by the constructor. */
-struct gt_config {
-    char output_pattern[4096]; /* GPUTRACE_OUTPUT, default gputrace-%p.db */
-    int stack_depth;           /* GPUTRACE_STACK_DEPTH, default 32, 0 = off */
-    bool quiet;                /* GPUTRACE_QUIET=1 */
-    bool disabled;             /* GPUTRACE_DISABLE=1: pass everything through */
-    uint32_t queue_events;     /* GPUTRACE_QUEUE_EVENTS, power of two */
-    uint32_t queue_wait_ms;    /* GPUTRACE_QUEUE_WAIT_MS: how long a stalled writer may block a full queue before events drop */
-    bool nvtx;                 /* GPUTRACE_NVTX, default 1: arrange NVTX injection */
-    bool cupti;                /* GPUTRACE_CUPTI, default 1: CUPTI activity records */
-    char cupti_path[4096];     /* GPUTRACE_CUPTI_PATH: this libcupti and no other */
-    uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, default 0 = off: NVML used-memory samples */
+enum gt_source { GT_SRC_NVTX, GT_SRC_MARKER };
+
+struct gt_range_open {
+    uint64_t id, parent_id; /* parent_id 0: none */
+    const char *domain;     /* interned; NULL: the default domain */
+    char *msg;              /* owned (malloc'd); NULL: none */
+    int32_t depth;
+    int8_t source;          /* enum gt_source */
 };
-extern struct gt_config gt_config;
+struct gt_range_close { uint64_t id; };
+struct gt_mark { const char *domain; char *msg; int8_t source; }; /* as in gt_range_open */
+struct gt_iteration { int64_t index, batch_size; };              /* batch_size < 0: none */
 
-/* Why an event could not be recorded. Each has a row in the drops table. */
-enum gt_drop_reason { GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_COUNT };
-extern _Atomic uint64_t gt_drops[GT_DROP_COUNT];
-extern const char *const gt_drop_names[GT_DROP_COUNT];
-extern const char *const gt_drop_meanings[GT_DROP_COUNT];
+struct gt_rec {
+    uint64_t t_ns;       /* CLOCK_MONOTONIC, absolute */
+    int32_t tid;
+    uint8_t kind;        /* enum gt_rec_kind */
+    uint8_t flags;       /* enum gt_call_flags, of a call */
+    union {
+        struct gt_call call;
+        struct gt_range_open open;
+        struct gt_range_close close;
+        struct gt_mark mark;
+        struct gt_iteration iteration;
+    };
+};
+_Static_assert(sizeof(struct gt_rec) == 56, "record + sequence number = one cache line");
+
+/* Frees what a record owns (its message). */
+static inline void gt_rec_release(struct gt_rec *r)
+{
+    if (r->kind == GT_REC_RANGE_PUSH || r->kind == GT_REC_RANGE_START)
+        free(r->open.msg);
+    else if (r->kind == GT_REC_MARK)
+        free(r->mark.msg);
+}
+
+
+/* drops.c: why a record could not be recorded or written; each reason with a
+ * count has a row in the drops table. gt_drop() is the one way to count one. */
+enum gt_drop_reason {
+    GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
+    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_COUNT
+};
+struct gt_drop_info {
+    const char *name;    /* drops.reason */
+    bool is_event;       /* counts in processes.events_dropped */
+    const char *meaning; /* drops.meaning */
+};
+void gt_drop(enum gt_drop_reason r);                 /* any thread, lock-free */
+void gt_drop_add(enum gt_drop_reason r, uint64_t n);
+uint64_t gt_drop_count(enum gt_drop_reason r);
+uint64_t gt_drops_events(void);                      /* events lost, every reason */
+const struct gt_drop_info *gt_drop_info(enum gt_drop_reason r);
+void gt_drops_reset(void);                           /* fork child */
+
+/* state.c: what every thread asks on the hot path. gt_state is written by
+ * lifecycle.c only; the rest of the shim reads it. */
+enum gt_state { GT_UNINIT, GT_STARTING, GT_ACTIVE, GT_STOPPED, GT_FAILED };
+extern _Atomic int gt_state;
+extern _Atomic bool gt_cuda_ready;         /* the program initialised CUDA; CUPTI started or found unavailable */
+extern _Atomic bool gt_cuda_ready_claimed; /* one thread has begun making CUDA ready (lifecycle.c) */
+extern GT_TLS int gt_in_shim;              /* re-entry guard: set while this thread is inside the shim */
+int32_t gt_tid(void);
+void gt_thread_untraced(void);             /* this thread's CUDA calls are never recorded (writer) */
+void gt_state_after_fork_child(void);
+
+static inline bool gt_trace_active(void)
+{
+    return atomic_load_explicit(&gt_state, memory_order_acquire) == GT_ACTIVE;
+}
 
 /* clock.c */
 uint64_t gt_now_ns(void);
 
-/* queue.c: bounded multi-producer single-consumer ring of events. */
+/* queue.c: bounded multi-producer single-consumer ring of records. */
 struct gt_slot;
 bool gt_queue_init(uint32_t capacity);
 void gt_queue_discard(void);                         /* fork child: forget everything */
 struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
 bool gt_queue_reserve(struct gt_reservation *r);     /* false: dropped (counted) */
-void gt_queue_publish(const struct gt_reservation *r, const struct gt_event *ev);
-int gt_queue_pop(struct gt_event *out, int max);     /* writer only; returns count */
+void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
+int gt_queue_pop(struct gt_rec *out, int max);       /* writer only; returns count */
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
 uint64_t gt_queue_head(void);
 void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
@@ -101,6 +176,7 @@ struct gt_stack_rec {
     uintptr_t ips[];
 };
 bool gt_stacks_init(void);
+int gt_stacks_depth(void);                           /* frames per stack in use (0: off, or libunwind missing) */
 void gt_stacks_discard(void);
 uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
 struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
@@ -121,46 +197,64 @@ bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call t
 void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);
-struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_event ev; };
+struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_rec rec; };
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
 void gt_record_free_end(struct gt_pending_free *p, int result);
-int32_t gt_tid(void);
 
-/* real.c: the functions we interpose, as the program would have reached them. */
+/* real.c: the functions we interpose (and the few we call), as the program
+ * would have reached them. Every real function is found one way: a struct
+ * gt_hook row, resolved once through gt_hook_real (gt_real_of on hot paths). */
 void *gt_real_symbol(const char *name, const char *lib_hint);
 unsigned long long gt_loaded_generation(void); /* changes with every dlopen/dlclose */
+void *gt_dlsym_real(void *handle, const char *name); /* glibc's dlsym, never ours */
 
-/* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
- * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries hand
- * out instead of the real function. */
 struct gt_hook {
     const char *name;     /* exported name, e.g. "cuMemAlloc_v2" */
-    void *wrapper;        /* our definition */
+    void *wrapper;        /* our definition; NULL: a function we only call */
     const char *lib;      /* hint for gt_real_symbol: "libcudart.so", "libcuda.so" */
     _Atomic(void *) real; /* the real definition, once found */
     _Atomic(unsigned long long) missed_at; /* gt_loaded_generation() of the last failed search */
 };
-struct gt_hook_table { struct gt_hook *hooks; size_t n; };
-extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_entry_hooks;
 void *gt_hook_real(struct gt_hook *h);            /* resolves once; NULL while not loaded (a miss is
                                                     searched again only after a library load) */
-void *gt_dlsym_real(void *handle, const char *name); /* glibc's dlsym, never ours */
+static inline void *gt_real_of(struct gt_hook *h)
+{
+    void *p = atomic_load_explicit(&h->real, memory_order_acquire);
+    return GT_LIKELY(p != NULL) ? p : gt_hook_real(h);
+}
 
-/* lifecycle.c */
-enum gt_state { GT_UNINIT, GT_STARTING, GT_ACTIVE, GT_STOPPED, GT_FAILED };
-extern _Atomic int gt_state;
-void gt_ensure_started(void);
+/* The libc functions hooks_process.c interposes. Their rows live in real.c
+ * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
+ * a vfork child of a traced process only reads memory in those hooks. */
+#define GT_LIBC_FUNCTIONS(X) X(_exit) X(_Exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve)
+#define GT_LIBC_ENUM(name) GT_LIBC_##name,
+enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
+extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
+void gt_libc_hooks_resolve(void);
+
+/* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
+ * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries
+ * (entrypoints.c) hand out instead of the real function. */
+struct gt_hook_table { struct gt_hook *hooks; size_t n; };
+extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks;
+
+/* lifecycle.c: the only file that starts, stops, forks and execs the trace
+ * (it fans out to each module's start/stop/fork function). */
+enum gt_start { GT_START_TRACE, GT_START_CUDA };
+/* The hot path's one way in, when behind: GT_START_TRACE at a hooked call while
+ * no trace runs (one thread starts it, others wait); GT_START_CUDA after the
+ * first successful call (CUDA is initialised: start CUPTI, let the writer
+ * query devices). */
+void gt_start_lazily(enum gt_start what) __attribute__((cold));
 void gt_stop(const char *reason);          /* drain, finalize, close; idempotent; only in the owner */
 bool gt_owns_trace(void);                  /* false in a vfork child of the traced process */
 void gt_restart_after_failed_exec(void);
 
-/* hooks_process.c */
-void gt_process_hooks_resolve(void);       /* find the real exec/_exit functions now */
-
 /* writer.c */
 struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool; };
-bool gt_writer_start(void);
+bool gt_writer_start(void (*open_failed)(void)); /* open_failed: called by the writer thread when
+                                                  the file cannot be opened (tracing goes off) */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
 bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
@@ -169,5 +263,8 @@ void gt_writer_fork_parent(void);
 
 /* output.c */
 int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);
+
+/* process.c */
+long gt_rank(void); /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK; -1 if none */
 
 #endif

@@ -17,6 +17,9 @@
 static _Atomic uint64_t *seen;            /* open-addressing set of stack hashes */
 static _Atomic(struct gt_stack_rec *) new_stacks;
 static uintptr_t self_lo, self_hi;        /* our own text: frames there are skipped */
+/* Frames per stack in use: GPUTRACE_STACK_DEPTH, or 0 once libunwind was
+ * found missing (kept across fork: a child does not try, or say so, again). */
+static int depth = -1;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -38,10 +41,12 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 
 bool gt_stacks_init(void)
 {
-    if (gt_config.stack_depth <= 0)
+    if (depth < 0)
+        depth = gt_config.stack_depth;
+    if (depth <= 0)
         return true;
     if (!gt_unwind_load()) {
-        gt_config.stack_depth = 0;   /* recorded as such in processes.stack_depth */
+        depth = 0;   /* recorded as such in processes.stack_depth */
         return true;
     }
     void *mem = mmap(NULL, SET_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
@@ -51,6 +56,11 @@ bool gt_stacks_init(void)
     seen = mem;
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&gt_stacks_init);
     return true;
+}
+
+int gt_stacks_depth(void)
+{
+    return depth < 0 ? gt_config.stack_depth : depth;
 }
 
 void gt_stacks_discard(void)
@@ -103,7 +113,6 @@ static bool insert_new(uint64_t h)
  * the first time a hash is seen, queues the frames for the writer. */
 uint64_t gt_stack_capture(void)
 {
-    int depth = gt_config.stack_depth;
     if (depth <= 0 || !seen)
         return 0;
     void *buf[GT_MAX_STACK_DEPTH + 8];
@@ -120,7 +129,7 @@ uint64_t gt_stack_capture(void)
         return h;
     struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
     if (!rec) {
-        atomic_fetch_add_explicit(&gt_drops[GT_DROP_STACK_LOST], 1, memory_order_relaxed);
+        gt_drop(GT_DROP_STACK_LOST);
         return 0;
     }
     rec->hash = h;

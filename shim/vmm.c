@@ -90,13 +90,13 @@ static void remove_mappings(uint64_t va, uint64_t size)
     V.n -= j - i;
 }
 
-int gt_vmm_track(const struct gt_event *ev)
+int gt_vmm_track(const struct gt_call *ev)
 {
     if (ev->result != 0)
         return ev->api;
     switch (ev->api) {
     case GT_API_cuMemMap:
-        add_mapping(ev->ptr, ev->size, ev->aux);
+        add_mapping(ev->ptr, ev->size, ev->handle);
         break;
     case GT_API_cuMemUnmap:
         V.nfreed = V.taken = 0;

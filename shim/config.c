@@ -1,0 +1,88 @@
+/* The configuration table: every GPUTRACE_* variable (name, type, default,
+ * range, help) and the one function that reads them, once, at load. The
+ * README's Configuration table lists the same variables with the same
+ * defaults (tests/test_config.py checks). Depends on libc only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+/* The storage; every other file sees it as const through gt_config. */
+static struct gt_config cfg;
+extern const struct gt_config gt_config __attribute__((alias("cfg")));
+
+#define FIELD(f) offsetof(struct gt_config, f), sizeof(((struct gt_config *)0)->f)
+
+const struct gt_config_var gt_config_vars[] = {
+    {"GPUTRACE_OUTPUT", GT_CFG_STRING, FIELD(output_pattern), "gputrace-%p.db", 0, 0,
+     "output path: %p pid, %h host, %r rank, %% a percent sign"},
+    {"GPUTRACE_STACK_DEPTH", GT_CFG_INT, FIELD(stack_depth), "32", 0, 128, "frames per call stack, 0 = no stacks"},
+    {"GPUTRACE_QUIET", GT_CFG_FLAG, FIELD(quiet), "off", 0, 0, "1: no summary line on stderr"},
+    {"GPUTRACE_DISABLE", GT_CFG_FLAG, FIELD(disabled), "off", 0, 0, "1: pass every call through, record nothing"},
+    {"GPUTRACE_QUEUE_EVENTS", GT_CFG_POW2, FIELD(queue_events), "65536", 1024, 1 << 24,
+     "events buffered between the program's threads and the writer"},
+    {"GPUTRACE_QUEUE_WAIT_MS", GT_CFG_INT, FIELD(queue_wait_ms), "1000", 0, 600000,
+     "how long a full queue waits for a writer making no progress before an event is dropped"},
+    {"GPUTRACE_CUPTI", GT_CFG_BOOL, FIELD(cupti), "1", 0, 1, "0: no CUPTI activity (kernels, copies, memsets)"},
+    {"GPUTRACE_CUPTI_PATH", GT_CFG_STRING, FIELD(cupti_path), "", 0, 0, "this libcupti.so and no other"},
+    {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
+    {"GPUTRACE_SAMPLE_MS", GT_CFG_INT, FIELD(sample_ms), "0", 0, 3600000,
+     "sample each device's used memory through NVML every this many ms (0: off)"},
+    {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
+     "1: one stderr line per driver entry-point lookup"},
+};
+const size_t gt_config_nvars = sizeof gt_config_vars / sizeof gt_config_vars[0];
+
+static void store_int(const struct gt_config_var *v, long x)
+{
+    char *f = (char *)&cfg + v->offset;
+    if (v->size == sizeof(bool)) {
+        *(bool *)f = x != 0;
+    } else if (v->size == sizeof(int32_t)) {
+        int32_t i = (int32_t)x;
+        memcpy(f, &i, sizeof i);
+    }
+}
+
+/* value of an integer variable, or its default with one warning line */
+static long read_int(const struct gt_config_var *v, const char *s)
+{
+    long def = strtol(v->def, NULL, 10);
+    if (!s || !*s)
+        return def;
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (*end || x < v->lo || x > v->hi) {
+        fprintf(stderr, "gputrace: ignoring %s=%s (expected an integer from %ld to %ld)\n", v->name, s, v->lo, v->hi);
+        return def;
+    }
+    return x;
+}
+
+void gt_config_load(void)
+{
+    for (size_t i = 0; i < gt_config_nvars; i++) {
+        const struct gt_config_var *v = &gt_config_vars[i];
+        const char *s = getenv(v->name);
+        switch (v->type) {
+        case GT_CFG_STRING:
+            snprintf((char *)&cfg + v->offset, v->size, "%s", s && *s ? s : v->def);
+            break;
+        case GT_CFG_FLAG:
+            store_int(v, s && *s && strcmp(s, "0") != 0);
+            break;
+        case GT_CFG_BOOL:
+        case GT_CFG_INT:
+            store_int(v, read_int(v, s));
+            break;
+        case GT_CFG_POW2: {
+            long x = read_int(v, s), p = v->lo;
+            while (p < x)
+                p <<= 1;
+            store_int(v, p);
+            break;
+        }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/* The shim's configuration: every GPUTRACE_* environment variable, read once
+ * by the constructor (gt_config_load) from one table (config.c), into one
+ * struct that nothing writes afterwards. Nothing else reads the environment
+ * for GPUTRACE_* variables. config.c depends on libc only, so a test program
+ * can print the table (tests/progs/config_table.c) to check the README. */
+#ifndef GPUTRACE_CONFIG_H
+#define GPUTRACE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gt_config {
+    char output_pattern[4096]; /* GPUTRACE_OUTPUT */
+    int stack_depth;           /* GPUTRACE_STACK_DEPTH, 0 = off (what stacks.c may use; see gt_stacks_depth) */
+    bool quiet;                /* GPUTRACE_QUIET */
+    bool disabled;             /* GPUTRACE_DISABLE: pass everything through */
+    uint32_t queue_events;     /* GPUTRACE_QUEUE_EVENTS, rounded up to a power of two */
+    uint32_t queue_wait_ms;    /* GPUTRACE_QUEUE_WAIT_MS */
+    bool cupti;                /* GPUTRACE_CUPTI */
+    char cupti_path[4096];     /* GPUTRACE_CUPTI_PATH: this libcupti and no other */
+    bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
+    uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
+    bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
+};
+
+/* Read-only for every file but config.c, which fills it once at load. */
+extern const struct gt_config gt_config;
+
+enum gt_config_type {
+    GT_CFG_STRING, /* copied as is; empty or unset: the default */
+    GT_CFG_FLAG,   /* set, non-empty and not "0": on */
+    GT_CFG_BOOL,   /* 0 or 1; anything else: a warning and the default */
+    GT_CFG_INT,    /* an integer from lo to hi; anything else: a warning and the default */
+    GT_CFG_POW2,   /* GT_CFG_INT, rounded up to a power of two */
+};
+
+/* One row per variable: the whole configuration surface of the shim. */
+struct gt_config_var {
+    const char *name;        /* GPUTRACE_... */
+    enum gt_config_type type;
+    size_t offset, size;     /* the field of struct gt_config */
+    const char *def;         /* default, as the README's table writes it ("off" for flags) */
+    long lo, hi;             /* range of GT_CFG_INT / GT_CFG_POW2 */
+    const char *help;
+};
+extern const struct gt_config_var gt_config_vars[];
+extern const size_t gt_config_nvars;
+
+void gt_config_load(void); /* constructor only: reads the environment, warns about bad values on stderr */
+
+#endif

@@ -1,0 +1,211 @@
+/* The writer's one database layer: the connection, every statement prepared
+ * in one place from the table in db.h, binding by name, and one failure
+ * policy. A statement or exec that fails prints one stderr line (the first
+ * time), marks the file failed, and counts the record it carried as a drop by
+ * reason; from then on runs only count. Writer thread only. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+
+#define GT_DB_NAME_(st, col) #col,
+#define GT_DB_INSERT_ROW_(name, verb, table) \
+    {#name, verb, table, NULL, (const char *const[]){GT_P_##name(GT_DB_NAME_) NULL}},
+#define GT_DB_SQL_ROW_(name, text) {#name, NULL, NULL, text, (const char *const[]){GT_P_##name(GT_DB_NAME_) NULL}},
+
+static const struct statement {
+    const char *name;
+    const char *verb, *table;  /* an INSERT built from the parameters */
+    const char *sql;           /* or the statement as written */
+    const char *const *params; /* :names, in order, NULL-terminated */
+} statements[GT_ST_COUNT] = {GT_DB_STATEMENTS(GT_DB_INSERT_ROW_, GT_DB_SQL_ROW_)};
+
+static struct {
+    sqlite3 *db;
+    const char *path;
+    sqlite3_stmt *st[GT_ST_COUNT];
+    bool failed;
+} D;
+
+/* The failure policy's one line. */
+static void fail(const char *what)
+{
+    if (D.failed)
+        return;
+    D.failed = true;
+    fprintf(stderr, "gputrace: writing trace %s failed (%s: %s); further events are counted as dropped, the program continues\n",
+            D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
+}
+
+bool gt_db_open(const char *path)
+{
+    D.path = path;
+    if (sqlite3_open_v2(path, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        fprintf(stderr, "gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
+                D.db ? sqlite3_errmsg(D.db) : "out of memory");
+        sqlite3_close(D.db);
+        D.db = NULL;
+        return false;
+    }
+    sqlite3_busy_timeout(D.db, 2000);
+    return true;
+}
+
+bool gt_db_exec(const char *sql)
+{
+    char *err = NULL;
+    if (sqlite3_exec(D.db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        sqlite3_free(err);
+        fail(sql);
+        return false;
+    }
+    return true;
+}
+
+/* "VERB INTO table(a, b) VALUES (:a, :b)" */
+static void build_insert(const struct statement *s, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s INTO %s(", s->verb, s->table);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; s->params[i] && n < cap; i++)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s%s", i ? ", " : "", pass ? ":" : "", s->params[i]);
+        if (n < cap)
+            n += (size_t)snprintf(out + n, cap - n, pass ? ")" : ") VALUES (");
+    }
+}
+
+/* Prepares every statement and checks that its :names are the ones db.h
+ * binds, in order (a mismatch is a bug in db.h: the open fails, loudly). */
+bool gt_db_prepare(void)
+{
+    char sql[2048];
+    for (int i = 0; i < GT_ST_COUNT; i++) {
+        const struct statement *s = &statements[i];
+        if (s->sql)
+            snprintf(sql, sizeof sql, "%s", s->sql);
+        else
+            build_insert(s, sql, sizeof sql);
+        if (sqlite3_prepare_v3(D.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &D.st[i], NULL) != SQLITE_OK) {
+            fail("prepare");
+            return false;
+        }
+        int n = 0;
+        for (; s->params[n]; n++) {
+            const char *p = sqlite3_bind_parameter_name(D.st[i], n + 1);
+            if (!p || p[0] != ':' || strcmp(p + 1, s->params[n]) != 0)
+                break;
+        }
+        if (s->params[n] || sqlite3_bind_parameter_count(D.st[i]) != n) {
+            fprintf(stderr, "gputrace: internal error: statement %s does not take the parameters db.h names\n",
+                    s->name);
+            fail("prepare");
+            return false;
+        }
+    }
+    return true;
+}
+
+static void finalize_all(void)
+{
+    for (int i = 0; i < GT_ST_COUNT; i++) {
+        sqlite3_finalize(D.st[i]);
+        D.st[i] = NULL;
+    }
+}
+
+/* finished: the trace is complete; leave one self-contained file (readers
+ * need no -wal/-shm beside it, and a read-only copy stays readable) unless a
+ * write failed. Else (the file could not be initialised) just close. */
+void gt_db_close(bool finished)
+{
+    finalize_all();
+    if (finished && !D.failed)
+        gt_db_exec("PRAGMA journal_mode=DELETE");
+    if (sqlite3_close(D.db) != SQLITE_OK && finished)
+        fail("close");
+    D.db = NULL;
+}
+
+void gt_db_forget(void)
+{
+    memset(&D, 0, sizeof D);
+}
+
+bool gt_db_failed(void)
+{
+    return D.failed;
+}
+
+void gt_db_clear_failure(void)
+{
+    D.failed = false;
+}
+
+const char *gt_db_errmsg(void)
+{
+    return D.db ? sqlite3_errmsg(D.db) : "no database";
+}
+
+int64_t gt_db_last_rowid(void)
+{
+    return sqlite3_last_insert_rowid(D.db);
+}
+
+void gt_db_bind_int(enum gt_stmt s, int param, int64_t v)
+{
+    sqlite3_bind_int64(D.st[s], param + 1, v);
+}
+
+void gt_db_bind_int_or_null(enum gt_stmt s, int param, bool present, int64_t v)
+{
+    if (present)
+        sqlite3_bind_int64(D.st[s], param + 1, v);
+    else
+        sqlite3_bind_null(D.st[s], param + 1);
+}
+
+void gt_db_bind_text(enum gt_stmt s, int param, const char *text)
+{
+    if (text)
+        sqlite3_bind_text(D.st[s], param + 1, text, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(D.st[s], param + 1);
+}
+
+static void lose(int lost)
+{
+    if (lost >= 0 && lost < GT_DROP_COUNT)
+        gt_drop(lost);
+}
+
+bool gt_db_run(enum gt_stmt s, int lost)
+{
+    sqlite3_stmt *st = D.st[s];
+    if (D.failed || !st) {
+        if (st)
+            sqlite3_clear_bindings(st);
+        lose(lost);
+        return false;
+    }
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        fail(statements[s].name);
+        lose(lost);
+        return false;
+    }
+    return true;
+}
+
+int64_t gt_db_query_int(enum gt_stmt s)
+{
+    sqlite3_stmt *st = D.st[s];
+    if (D.failed || !st)
+        return 0;
+    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return v;
+}

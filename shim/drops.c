@@ -1,0 +1,58 @@
+/* Drop counters: every record that could not be recorded or written is
+ * counted here, by reason, through gt_drop() (any thread, lock-free). The
+ * writer stores the counts in the drops table; each reason's name and
+ * meaning are the rows' text. */
+#include "shim.h"
+
+static _Atomic uint64_t counts[GT_DROP_COUNT];
+
+static const struct gt_drop_info info[GT_DROP_COUNT] = {
+    [GT_DROP_QUEUE_FULL] = {"queue_full", true,
+        "event dropped: the queue to the writer was full and the writer made no progress for GPUTRACE_QUEUE_WAIT_MS"},
+    [GT_DROP_UNFINISHED_AT_EXIT] = {"unfinished_at_exit", true,
+        "event dropped: a thread was still inside a traced free when the process ended"},
+    [GT_DROP_STACK_LOST] = {"stack_lost", false, "event recorded without its stack: no memory for the stack record"},
+    [GT_DROP_WRITE_FAILED] = {"write_failed", true,
+        "event not written: writing the trace file failed (a stderr line said why)"},
+    [GT_DROP_NOT_WRITTEN] = {"activity_not_written", false,
+        "range, mark, iteration, note, device, sample or CUPTI record not written: writing the trace file failed"},
+    [GT_DROP_CUPTI_RECORDS] = {"cupti_records", false,
+        "CUPTI activity records lost inside CUPTI (it had no buffer for them)"},
+};
+
+void gt_drop(enum gt_drop_reason r)
+{
+    atomic_fetch_add_explicit(&counts[r], 1, memory_order_relaxed);
+}
+
+void gt_drop_add(enum gt_drop_reason r, uint64_t n)
+{
+    atomic_fetch_add_explicit(&counts[r], n, memory_order_relaxed);
+}
+
+uint64_t gt_drop_count(enum gt_drop_reason r)
+{
+    return atomic_load_explicit(&counts[r], memory_order_relaxed);
+}
+
+/* Events (rows of the events table) lost, whatever the reason. */
+uint64_t gt_drops_events(void)
+{
+    uint64_t n = 0;
+    for (int r = 0; r < GT_DROP_COUNT; r++)
+        if (info[r].is_event)
+            n += gt_drop_count(r);
+    return n;
+}
+
+const struct gt_drop_info *gt_drop_info(enum gt_drop_reason r)
+{
+    return &info[r];
+}
+
+/* Fork child: the parent's losses are the parent's. */
+void gt_drops_reset(void)
+{
+    for (int r = 0; r < GT_DROP_COUNT; r++)
+        atomic_store(&counts[r], 0);
+}

@@ -1,0 +1,36 @@
+/* What every thread asks on the hot path, in one small module that depends
+ * on nothing: the trace's state (written by lifecycle.c only), this thread's
+ * id, the re-entry guard that makes nested calls pass straight through, and
+ * whether CUDA is ready (the program's first call succeeded). */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+_Atomic int gt_state = GT_UNINIT;
+_Atomic bool gt_cuda_ready;
+_Atomic bool gt_cuda_ready_claimed;
+GT_TLS int gt_in_shim;
+static GT_TLS int32_t cached_tid;
+
+int32_t gt_tid(void)
+{
+    if (GT_UNLIKELY(!cached_tid))
+        cached_tid = (int32_t)syscall(SYS_gettid);
+    return cached_tid;
+}
+
+/* The writer thread calls CUPTI, the driver and NVML: none of that is the program's. */
+void gt_thread_untraced(void)
+{
+    gt_in_shim = 1;
+}
+
+/* Fork child: the forking thread keeps its TLS, but not its pid. */
+void gt_state_after_fork_child(void)
+{
+    cached_tid = 0;
+    gt_in_shim = 0;
+    atomic_store(&gt_cuda_ready_claimed, false);
+    atomic_store(&gt_cuda_ready, false);
+}

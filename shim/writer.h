@@ -1,0 +1,41 @@
+/* Internal interface of the writer's parts, all on the writer thread, all
+ * writing through db.c: writer.c (the thread, its loop and transactions)
+ * calls writer_events.c (allocation events and their accounting, stacks,
+ * threads, counters), writer_activity.c (ranges, marks, iterations, notes,
+ * devices, samples; CUPTI through writer_cupti.c) and process.c (the
+ * processes row). None of them calls writer.c. */
+#ifndef GPUTRACE_WRITER_H
+#define GPUTRACE_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shim.h"
+
+/* writer_events.c */
+void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
+void gt_events_write(const struct gt_rec *rec);   /* an allocation call (its row, its accounting) */
+void gt_events_write_thread(int32_t tid);         /* the threads row of tid, once */
+void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
+void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
+void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
+void gt_events_forget(void);                      /* fork child */
+
+/* writer_activity.c */
+void gt_activity_begin(uint64_t start_mono);
+void gt_activity_tick(void);                       /* outside SQLite, each writer round */
+bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
+void gt_activity_write(void);                      /* inside the writer's transaction */
+void gt_activity_record(struct gt_rec *rec);       /* a range, mark or iteration; released after */
+void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
+
+/* writer_cupti.c */
+void gt_cupti_write_buffers(uint64_t start_mono);  /* every completed CUPTI buffer, freed */
+void gt_cupti_writer_forget(void);                 /* fork child */
+
+/* process.c */
+bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns);
+void gt_process_end(uint64_t end_ns, const char *reason);
+void gt_process_reopen(void);                      /* resumed after a failed exec */
+
+#endif

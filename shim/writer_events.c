@@ -1,0 +1,256 @@
+/* The writer's side of allocation events: the accounting (a map of live
+ * allocations per address space, live and peak bytes per memory level, which
+ * gives a free its size and device), the events and mappings rows, the
+ * threads row of each thread seen, each new stack with its frames
+ * (symbolized once per distinct frame), and the counters of the processes
+ * row. Writer thread only, through db.c. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "u64map.h"
+#include "vmm.h"
+#include "writer.h"
+
+static struct {
+    uint64_t start_mono;
+    struct u64map live[4];     /* per apis.space: ptr -> (size, device | memory << 32) */
+    struct u64map stack_ids;   /* hash -> (id, row written) */
+    struct u64map frame_ids;   /* ip -> (id, -) */
+    struct u64map tids;        /* tid -> (-, -) */
+    uint64_t next_stack_id, next_frame_id;
+    uint64_t recorded;
+    int64_t live_bytes[6];     /* per apis.memory */
+    int64_t peak_device, peak_pool;
+} E;
+
+void gt_events_begin(uint64_t start_mono)
+{
+    E.start_mono = start_mono;
+}
+
+static const struct gt_api_info *api_info(int api)
+{
+    for (size_t i = 0; i < sizeof gt_api_table / sizeof gt_api_table[0]; i++)
+        if (gt_api_table[i].id == api)
+            return &gt_api_table[i];
+    return NULL;
+}
+
+void gt_events_write_thread(int32_t tid)
+{
+    if (u64map_get(&E.tids, (uint64_t)tid))
+        return;
+    u64map_put(&E.tids, (uint64_t)tid, 0, 0);
+    char path[64], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        name[n > 0 ? n : 0] = 0;
+        name[strcspn(name, "\n")] = 0;
+    }
+    GT_BIND_INT(THREAD, tid, tid);
+    GT_BIND_TEXT(THREAD, name, name[0] ? name : NULL);
+    gt_db_run(GT_ST_THREAD, GT_NOT_A_RECORD);
+}
+
+static uint64_t stack_id_for(uint64_t hash)
+{
+    struct u64map_entry *e = u64map_get(&E.stack_ids, hash);
+    if (e)
+        return e->a;
+    uint64_t id = ++E.next_stack_id;
+    u64map_put(&E.stack_ids, hash, id, 0);
+    return id;
+}
+
+static uint64_t frame_id_for(uintptr_t ip)
+{
+    struct u64map_entry *e = u64map_get(&E.frame_ids, ip);
+    if (e)
+        return e->a;
+    uint64_t id = ++E.next_frame_id;
+    u64map_put(&E.frame_ids, ip, id, 0);
+    struct gt_frame_info fi;
+    gt_symbolize(ip, true, &fi);
+    GT_BIND_INT(FRAME, id, id);
+    GT_BIND_INT(FRAME, ip, ip);
+    GT_BIND_TEXT(FRAME, module, fi.has_module ? fi.module : NULL);
+    GT_BIND_OPT(FRAME, module_offset, fi.has_module, fi.module_offset);
+    GT_BIND_TEXT(FRAME, function, fi.has_function ? fi.function : NULL);
+    GT_BIND_OPT(FRAME, symbol_offset, fi.has_function, fi.symbol_offset);
+    gt_db_run(GT_ST_FRAME, GT_NOT_A_RECORD);
+    return id;
+}
+
+void gt_events_write_stacks(struct gt_stack_rec *r)
+{
+    while (r) {
+        struct gt_stack_rec *next = r->next;
+        uint64_t id = stack_id_for(r->hash);
+        struct u64map_entry *e = u64map_get(&E.stack_ids, r->hash);
+        if (!gt_db_failed() && e && !e->b) {
+            e->b = 1;
+            GT_BIND_INT(STACK, id, id);
+            GT_BIND_INT(STACK, depth, r->depth);
+            GT_BIND_INT(STACK, hash, r->hash);
+            gt_db_run(GT_ST_STACK, GT_NOT_A_RECORD);
+            for (int i = 0; i < r->depth; i++) {
+                GT_BIND_INT(STACK_FRAME, stack_id, id);
+                GT_BIND_INT(STACK_FRAME, level, i);
+                GT_BIND_INT(STACK_FRAME, frame_id, frame_id_for(r->ips[i]));
+                gt_db_run(GT_ST_STACK_FRAME, GT_NOT_A_RECORD);
+            }
+        }
+        free(r);
+        r = next;
+    }
+}
+
+/* Updates the live map and counters; fills in a free's size and device. */
+static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool *has_size, int64_t *size,
+                    int *device)
+{
+    const struct gt_call *c = &rec->call;
+    *has_size = rec->flags & GT_CALL_HAS_SIZE;
+    *size = (int64_t)c->size;
+    *device = c->device;
+    if (c->result != 0 || !c->ptr || !ai)
+        return;
+    if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
+        struct u64map_entry *h = u64map_get(&E.live[ai->space], c->ptr);
+        if (h) {
+            *has_size = true;
+            *size = (int64_t)h->a;
+            *device = (int16_t)(uint16_t)(h->b & 0xffff);
+        }
+        return;
+    }
+    if (ai->space == GT_SPACE_MAP) { /* vmm.c counts mappings; a mapping's device is its handle's */
+        struct u64map_entry *h = ai->op == GT_OP_MAP && (rec->flags & GT_CALL_HAS_HANDLE)
+                                     ? u64map_get(&E.live[GT_SPACE_HANDLE], c->handle) : NULL;
+        if (h && *device == GT_DEVICE_UNKNOWN)
+            *device = (int16_t)(uint16_t)(h->b & 0xffff);
+        return;
+    }
+    struct u64map *m = &E.live[ai->space];
+    if (ai->op == GT_OP_ALLOC || ai->op == GT_OP_MAP) {
+        uint64_t old_size, old_b;
+        if (u64map_del(m, c->ptr, &old_size, &old_b)) /* its free was never seen */
+            E.live_bytes[old_b >> 32] -= (int64_t)old_size;
+        u64map_put(m, c->ptr, c->size, (uint32_t)(uint16_t)c->device | (uint64_t)ai->memory << 32);
+        E.live_bytes[ai->memory] += (int64_t)c->size;
+    } else {
+        uint64_t sz, b;
+        if (!u64map_del(m, c->ptr, &sz, &b))
+            return;
+        *has_size = true;
+        *size = (int64_t)sz;
+        if (*device == GT_DEVICE_UNKNOWN)
+            *device = (int16_t)(uint16_t)(b & 0xffff);
+        E.live_bytes[b >> 32] -= (int64_t)sz;
+    }
+    if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
+        E.peak_device = E.live_bytes[GT_MEM_DEVICE];
+    if (E.live_bytes[GT_MEM_POOL] > E.peak_pool)
+        E.peak_pool = E.live_bytes[GT_MEM_POOL];
+}
+
+/* One events row (and its mappings row), with the accounting. */
+static void write_row(const struct gt_rec *rec)
+{
+    const struct gt_call *c = &rec->call;
+    const struct gt_api_info *ai = api_info(c->api);
+    bool has_size;
+    int64_t size;
+    int device;
+    account(rec, ai, &has_size, &size, &device);
+    if (gt_db_failed()) {
+        gt_drop(GT_DROP_WRITE_FAILED);
+        return;
+    }
+    gt_events_write_thread(rec->tid);
+    uint64_t t = rec->t_ns > E.start_mono ? rec->t_ns - E.start_mono : 0;
+    GT_BIND_INT(EVENT, t_ns, t);
+    GT_BIND_INT(EVENT, api, c->api);
+    GT_BIND_OPT(EVENT, ptr, c->ptr != 0, c->ptr);
+    GT_BIND_OPT(EVENT, size, has_size, size);
+    GT_BIND_OPT(EVENT, device, device != GT_DEVICE_UNKNOWN, device);
+    GT_BIND_OPT(EVENT, stream, rec->flags & GT_CALL_HAS_STREAM, c->stream);
+    GT_BIND_INT(EVENT, tid, rec->tid);
+    GT_BIND_INT(EVENT, result, c->result);
+    GT_BIND_OPT(EVENT, stack_id, c->stack_hash != 0, c->stack_hash ? stack_id_for(c->stack_hash) : 0);
+    if (!gt_db_run(GT_ST_EVENT, GT_DROP_WRITE_FAILED))
+        return;
+    E.recorded++;
+    if (rec->flags & GT_CALL_HAS_HANDLE) {
+        GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());
+        GT_BIND_INT(MAPPING, handle, c->handle);
+        gt_db_run(GT_ST_MAPPING, GT_NOT_A_RECORD);
+    }
+}
+
+/* An allocation call (GT_REC_ALLOC or GT_REC_FREE). */
+void gt_events_write(const struct gt_rec *in)
+{
+    struct gt_rec rec = *in; /* VMM: the row stored may differ from the call (vmm.c) */
+    rec.call.api = (uint16_t)gt_vmm_track(&in->call);
+    write_row(&rec);
+    /* A cuMemUnmap that removed the last mapping of released handles frees
+     * them: one row each, in a loop (one cuMemUnmap of a grown range can free
+     * thousands of handles: recursion here overflowed the writer's stack). */
+    uint64_t handle;
+    while (gt_vmm_take_freed(&handle)) {
+        struct gt_rec f = rec;
+        f.kind = GT_REC_FREE;
+        f.flags = 0;
+        f.call.api = GT_API_cuMemUnmap_last_mapping;
+        f.call.ptr = handle;
+        f.call.device = GT_DEVICE_UNKNOWN;
+        write_row(&f);
+    }
+}
+
+void gt_events_write_counters(void)
+{
+    if (gt_db_failed())
+        return;
+    GT_BIND_INT(PROCESS_COUNTERS, events_recorded, E.recorded);
+    GT_BIND_INT(PROCESS_COUNTERS, events_dropped, gt_drops_events());
+    GT_BIND_INT(PROCESS_COUNTERS, peak_device_bytes, E.peak_device);
+    gt_db_run(GT_ST_PROCESS_COUNTERS, GT_NOT_A_RECORD);
+    for (int i = 0; i < GT_DROP_COUNT; i++) {
+        uint64_t n = gt_drop_count(i);
+        if (!n)
+            continue;
+        GT_BIND_TEXT(DROP, reason, gt_drop_info(i)->name);
+        GT_BIND_INT(DROP, count, n);
+        GT_BIND_TEXT(DROP, meaning, gt_drop_info(i)->meaning);
+        gt_db_run(GT_ST_DROP, GT_NOT_A_RECORD);
+    }
+}
+
+void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool)
+{
+    *recorded = E.recorded;
+    *dropped = gt_drops_events();
+    *peak_device = (uint64_t)E.peak_device;
+    *peak_pool = (uint64_t)E.peak_pool;
+}
+
+/* Fork child: the parent's maps and counts are the parent's. */
+void gt_events_forget(void)
+{
+    for (int i = 0; i < 4; i++)
+        u64map_free(&E.live[i]);
+    u64map_free(&E.stack_ids);
+    u64map_free(&E.frame_ids);
+    u64map_free(&E.tids);
+    gt_vmm_reset();
+    memset(&E, 0, sizeof E);
+}
