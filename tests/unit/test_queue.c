@@ -9,12 +9,20 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "config.h"
 #include "shim.h"
 #include "tap.h"
 
-/* What queue.c needs from the rest of the shim (lifecycle.c, record.c). */
-struct gt_config gt_config;
-_Atomic uint64_t gt_drops[GT_DROP_COUNT];
+/* What queue.c needs from the rest of the shim: the configuration (read-only
+ * to it, as config.c gives it; the tests set its wait per case) and the drop
+ * counter (drops.c). */
+static struct gt_config test_cfg;
+extern const struct gt_config gt_config __attribute__((alias("test_cfg")));
+static _Atomic uint64_t gt_drops[GT_DROP_COUNT];
+void gt_drop(enum gt_drop_reason r)
+{
+    atomic_fetch_add(&gt_drops[r], 1);
+}
 
 static double now_s(void)
 {
@@ -29,7 +37,7 @@ static void sleep_ms(int ms)
 
 static void reset(uint32_t capacity, uint32_t wait_ms)
 {
-    gt_config.queue_wait_ms = wait_ms;
+    test_cfg.queue_wait_ms = wait_ms;
     for (int i = 0; i < GT_DROP_COUNT; i++)
         atomic_store(&gt_drops[i], 0);
     if (!gt_queue_init(capacity)) {
@@ -38,12 +46,13 @@ static void reset(uint32_t capacity, uint32_t wait_ms)
     }
 }
 
-static struct gt_event event(int32_t producer, uint64_t seq)
+static struct gt_rec event(int32_t producer, uint64_t seq)
 {
-    struct gt_event ev = {0};
+    struct gt_rec ev = {0};
+    ev.kind = GT_REC_ALLOC;
     ev.tid = producer;
-    ev.ptr = seq;
-    ev.size = seq * 2654435761u ^ (uint64_t)producer; /* a checksum of the pair */
+    ev.call.ptr = seq;
+    ev.call.size = seq * 2654435761u ^ (uint64_t)producer; /* a checksum of the pair */
     return ev;
 }
 
@@ -52,7 +61,7 @@ static bool push(int32_t producer, uint64_t seq)
     struct gt_reservation r;
     if (!gt_queue_reserve(&r))
         return false;
-    struct gt_event ev = event(producer, seq);
+    struct gt_rec ev = event(producer, seq);
     gt_queue_publish(&r, &ev);
     return true;
 }
@@ -78,7 +87,7 @@ static void *produce(void *arg)
             p->dropped++;
             continue;
         }
-        struct gt_event ev = event(p->id, i);
+        struct gt_rec ev = event(p->id, i);
         if (p->hold && i % 5 == 0)
             sched_yield(); /* as a free does: the slot is ours, the real call runs */
         gt_queue_publish(&r, &ev);
@@ -92,7 +101,7 @@ static void *produce(void *arg)
  * next[] gets how many of each producer's events arrived. */
 static uint64_t consume(struct producer *ps, int np, uint64_t expect, uint64_t next[MAX_PRODUCERS])
 {
-    struct gt_event buf[256];
+    struct gt_rec buf[256];
     uint64_t got = 0;
     double deadline = now_s() + 60;
     for (int k = 0; k < np; k++)
@@ -104,15 +113,15 @@ static uint64_t consume(struct producer *ps, int np, uint64_t expect, uint64_t n
             continue;
         }
         for (int i = 0; i < n; i++) {
-            const struct gt_event *e = &buf[i];
+            const struct gt_rec *e = &buf[i];
             CHECKF(e->tid >= 0 && e->tid < np, "event from unknown producer %d", e->tid);
             if (e->tid < 0 || e->tid >= np)
                 continue;
-            CHECKF(e->ptr == next[e->tid], "producer %d: event %llu arrived when %llu was next", e->tid,
-                   (unsigned long long)e->ptr, (unsigned long long)next[e->tid]);
-            CHECKF(e->size == (e->ptr * 2654435761u ^ (uint64_t)e->tid), "producer %d event %llu: altered payload",
-                   e->tid, (unsigned long long)e->ptr);
-            next[e->tid] = e->ptr + 1;
+            CHECKF(e->call.ptr == next[e->tid], "producer %d: event %llu arrived when %llu was next", e->tid,
+                   (unsigned long long)e->call.ptr, (unsigned long long)next[e->tid]);
+            CHECKF(e->call.size == (e->call.ptr * 2654435761u ^ (uint64_t)e->tid), "producer %d event %llu: altered payload",
+                   e->tid, (unsigned long long)e->call.ptr);
+            next[e->tid] = e->call.ptr + 1;
         }
         got += (uint64_t)n;
     }
@@ -137,7 +146,7 @@ static void run_producers(int np, uint32_t capacity, uint64_t per_producer, int 
     uint64_t got = consume(ps, np, (uint64_t)np * per_producer, next);
     for (int k = 0; k < np; k++)
         pthread_join(ps[k].th, NULL);
-    struct gt_event extra;
+    struct gt_rec extra;
     CHECK_EQ_INT(got, (uint64_t)np * per_producer);
     CHECK_EQ_INT(gt_queue_pop(&extra, 1), 0);
     for (int k = 0; k < np; k++) {
@@ -165,15 +174,15 @@ static void test_producers_holding_reserved_slots_keep_order_and_lose_nothing(vo
 static void test_pop_returns_events_in_reservation_order_and_wraps(void)
 {
     reset(2, 1000);
-    struct gt_event out[4];
+    struct gt_rec out[4];
     for (uint64_t i = 0; i < 1000; i++) {
         CHECK(push(0, 2 * i));
         CHECK(push(0, 2 * i + 1));
         int n = gt_queue_pop(out, 4);
         CHECK_EQ_INT(n, 2);
         if (n == 2) {
-            CHECK_EQ_INT(out[0].ptr, 2 * i);
-            CHECK_EQ_INT(out[1].ptr, 2 * i + 1);
+            CHECK_EQ_INT(out[0].call.ptr, 2 * i);
+            CHECK_EQ_INT(out[1].call.ptr, 2 * i + 1);
         }
     }
     CHECK_EQ_INT(gt_queue_pop(out, 4), 0);
@@ -184,14 +193,14 @@ static void test_pop_returns_events_in_reservation_order_and_wraps(void)
 static void test_pop_takes_at_most_max(void)
 {
     reset(16, 1000);
-    struct gt_event out[16];
+    struct gt_rec out[16];
     for (uint64_t i = 0; i < 10; i++)
         push(0, i);
     CHECK_EQ_INT(gt_queue_pop(out, 3), 3);
-    CHECK_EQ_INT(out[2].ptr, 2);
+    CHECK_EQ_INT(out[2].call.ptr, 2);
     CHECK_EQ_INT(gt_queue_pop(out, 16), 7);
-    CHECK_EQ_INT(out[0].ptr, 3);
-    CHECK_EQ_INT(out[6].ptr, 9);
+    CHECK_EQ_INT(out[0].call.ptr, 3);
+    CHECK_EQ_INT(out[6].call.ptr, 9);
     gt_queue_discard();
 }
 
@@ -205,15 +214,15 @@ static void test_unpublished_reservation_holds_back_later_events(void)
     CHECK(gt_queue_reserve(&held));
     CHECK(push(0, 1));
     CHECK(push(0, 2));
-    struct gt_event out[8];
+    struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
     CHECK(!gt_queue_empty_upto(gt_queue_head()));
-    struct gt_event ev = event(0, 0);
+    struct gt_rec ev = event(0, 0);
     gt_queue_publish(&held, &ev);
     int n = gt_queue_pop(out, 8);
     CHECK_EQ_INT(n, 3);
     for (int i = 0; i < n; i++)
-        CHECK_EQ_INT(out[i].ptr, (uint64_t)i);
+        CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i);
     gt_queue_discard();
 }
 
@@ -228,7 +237,7 @@ static void test_head_and_empty_upto_track_reserved_and_consumed_positions(void)
     uint64_t h = gt_queue_head();
     CHECK_EQ_INT(h, 3);
     CHECK(!gt_queue_empty_upto(h));
-    struct gt_event out[2];
+    struct gt_rec out[2];
     CHECK_EQ_INT(gt_queue_pop(out, 2), 2);
     CHECK(gt_queue_empty_upto(2));
     CHECK(!gt_queue_empty_upto(3));
@@ -256,14 +265,14 @@ static void test_full_queue_without_consumer_drops_after_the_wait_and_counts(voi
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 2);
     CHECK_EQ_INT(gt_queue_head(), 4); /* a drop reserves nothing */
     /* the queued events are intact, and room comes back */
-    struct gt_event out[8];
+    struct gt_rec out[8];
     int n = gt_queue_pop(out, 8);
     CHECK_EQ_INT(n, 4);
     for (int i = 0; i < n; i++)
-        CHECK_EQ_INT(out[i].ptr, (uint64_t)i);
+        CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i);
     CHECK(push(0, 4));
     CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
-    CHECK_EQ_INT(out[0].ptr, 4);
+    CHECK_EQ_INT(out[0].call.ptr, 4);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 0);
     gt_queue_discard();
 }
@@ -279,10 +288,10 @@ static void *consume_slowly(void *arg)
     struct slow_consumer *c = arg;
     while (c->ngot < c->pops) {
         sleep_ms(c->every_ms);
-        struct gt_event ev;
+        struct gt_rec ev;
         while (gt_queue_pop(&ev, 1) == 0)
             sleep_ms(1);
-        c->got[c->ngot++] = ev.ptr;
+        c->got[c->ngot++] = ev.call.ptr;
     }
     return NULL;
 }
@@ -352,22 +361,22 @@ static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
     struct gt_reservation held;
     CHECK(gt_queue_reserve(&held)); /* a thread stuck inside a real free at exit */
     CHECK(push(0, 1));
-    struct gt_event out[8];
+    struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
     gt_queue_skip_pending();
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 1);
     CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
-    CHECK_EQ_INT(out[0].ptr, 1);
+    CHECK_EQ_INT(out[0].call.ptr, 1);
     /* the ring goes round past the skipped slot; a late publish changes nothing */
     for (uint64_t i = 2; i < 5; i++)
         CHECK(push(0, i));
-    struct gt_event late = event(0, 999);
+    struct gt_rec late = event(0, 999);
     gt_queue_publish(&held, &late);
     CHECK(push(0, 5));
     int n = gt_queue_pop(out, 8);
     CHECK_EQ_INT(n, 4);
     for (int i = 0; i < n; i++)
-        CHECK_EQ_INT(out[i].ptr, (uint64_t)i + 2);
+        CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i + 2);
     CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
     gt_queue_discard();
