@@ -138,5 +138,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j);
 int gt_report_oom(struct gt_ctx *c, struct gt_json *j);
 int gt_report_top(struct gt_ctx *c, struct gt_json *j);
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
+/* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
+int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
 
 #endif

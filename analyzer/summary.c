@@ -17,7 +17,12 @@ const char gt_help_summary[] =
     "The process (pid, host, rank, command line), its devices, duration, event\n"
     "counts and drops, the peak of each memory level (device, pool, managed, host)\n"
     "per device and when it happened, the iterations found and how, and one-line\n"
-    "verdicts on leaks and growth.\n";
+    "verdicts on leaks and growth; then the memory ledger: per device, at the end\n"
+    "and at the peak, what the process held by who holds it (the framework's\n"
+    "allocator, the stream-ordered pool's reservation, each CUDA library, the\n"
+    "program's direct allocations, the CUDA context and driver as measured by\n"
+    "NVML at the start), beside NVML's figure for the process (what does not\n"
+    "add up is shown as unaccounted), other processes and free memory.\n";
 
 struct counts {
     int64_t allocs, frees, failed, other;
@@ -138,6 +143,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
             gt_json_double(j, g.slope);
         else
             gt_json_null(j);
+        if (!code)
+            code = gt_report_ledger(c, j);
         gt_json_obj_end(j);
         goto out;
     }
@@ -183,6 +190,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         printf("  growth: %s, %s per iteration of %s memory (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name);
     else
         printf("  growth: unknown (%s)\n", its->n ? "fewer than 3 iterations after warm-up" : "no iterations");
+    if (!code)
+        code = gt_report_ledger(c, NULL);
 out:
     free(lv);
     gt_leaks_free(&l);

@@ -279,8 +279,9 @@ CREATE TABLE memory_pools (
   device            INTEGER,
   correlation_id    INTEGER
 );
--- Periodic samples of device memory in use, as nvidia-smi shows it (NVML),
--- every GPUTRACE_SAMPLE_MS (off unless set).
+-- Samples of device memory in use, as nvidia-smi shows it (NVML): one right
+-- after the program's first allocation and one at exit (summary's ledger), and
+-- every GPUTRACE_SAMPLE_MS when set.
 CREATE TABLE memory_samples (
   t_ns          INTEGER NOT NULL,
   device        INTEGER NOT NULL,     -- CUDA ordinal (matched to NVML by UUID)

@@ -64,7 +64,7 @@ bool gt_devices_read(struct gt_devices *out);
 
 /* nvml.c: sampling of used memory, GPUTRACE_SAMPLE_MS. */
 struct gt_mem_sample { uint64_t t_ns; int device; uint64_t used, total; int64_t process; /* < 0: unknown */ };
-bool gt_nvml_open(const struct gt_devices *devs);        /* false: unavailable (noted) */
+bool gt_nvml_open(const struct gt_devices *devs, bool asked); /* false: unavailable (noted; on stderr if asked) */
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
 void gt_nvml_after_fork_child(void);
 

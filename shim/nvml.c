@@ -32,17 +32,16 @@ static struct {
     int n;
     int ordinal[GT_MAX_DEVICES];
     nvmlDevice_t dev[GT_MAX_DEVICES];
-    nvmlProcessInfo_t proc[MAX_PROCS];
 } N;
 
 /* Loads NVML and finds each CUDA device in it; false (with a note) if not. */
-bool gt_nvml_open(const struct gt_devices *devs)
+bool gt_nvml_open(const struct gt_devices *devs, bool asked)
 {
     const char *why = NULL;
     N.h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!N.h) {
-        gt_note("nvml", true, "unavailable: libnvidia-ml.so.1 cannot be loaded (%s); GPUTRACE_SAMPLE_MS is ignored",
-                dlerror());
+        gt_note("nvml", asked, "unavailable: libnvidia-ml.so.1 cannot be loaded (%s); %s", dlerror(),
+                asked ? "GPUTRACE_SAMPLE_MS is ignored" : "no ledger samples");
         return false;
     }
     N.init = (nvmlReturn_t(*)(void))dlsym(N.h, "nvmlInit_v2");
@@ -62,10 +61,13 @@ bool gt_nvml_open(const struct gt_devices *devs)
     if (!why && !N.n)
         why = "no CUDA device of this process was found in NVML";
     if (why) {
-        gt_note("nvml", true, "unavailable: %s; GPUTRACE_SAMPLE_MS is ignored", why);
+        gt_note("nvml", asked, "unavailable: %s; %s", why, asked ? "GPUTRACE_SAMPLE_MS is ignored" : "no ledger samples");
         return false;
     }
-    gt_note("nvml", false, "on: used memory of %d device(s) every %u ms", N.n, gt_config.sample_ms);
+    if (asked)
+        gt_note("nvml", false, "on: used memory of %d device(s) every %u ms", N.n, gt_config.sample_ms);
+    else
+        gt_note("nvml", false, "on: used memory of %d device(s) at the start and the end (the ledger)", N.n);
     return true;
 }
 
@@ -75,13 +77,14 @@ static int64_t process_bytes(nvmlDevice_t dev, uint64_t total)
 {
     if (!N.procs)
         return -1;
+    nvmlProcessInfo_t proc[MAX_PROCS]; /* on the caller's stack: the writer and an atexit sample may overlap */
     unsigned int n = MAX_PROCS;
-    if (N.procs(dev, &n, N.proc) != NVML_SUCCESS)
+    if (N.procs(dev, &n, proc) != NVML_SUCCESS)
         return -1;
     unsigned int pid = (unsigned int)getpid();
     for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
-        if (N.proc[i].pid == pid && N.proc[i].usedGpuMemory <= total)
-            return (int64_t)N.proc[i].usedGpuMemory;
+        if (proc[i].pid == pid && proc[i].usedGpuMemory <= total)
+            return (int64_t)proc[i].usedGpuMemory;
     return -1;
 }
 

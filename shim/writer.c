@@ -188,6 +188,7 @@ static void *writer_main(void *arg)
             idle_ns *= 2;
     }
     gt_activity_tick(); /* devices of a program that ended before the first round */
+    gt_activity_stop_sample();
     drain_for_stop(buf, &in_txn, &txn_start);
     pthread_mutex_lock(&W.sql_mu);
     if (!in_txn && !gt_db_failed())

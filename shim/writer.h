@@ -26,6 +26,7 @@ void gt_activity_begin(uint64_t start_mono);
 void gt_activity_tick(void);                       /* outside SQLite, each writer round */
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
+void gt_activity_stop_sample(void);                /* stopping: the ledger's last NVML sample */
 void gt_activity_record(struct gt_rec *rec);       /* a range, mark or iteration; released after */
 void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
 

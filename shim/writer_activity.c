@@ -18,7 +18,11 @@ static struct {
     uint64_t start_mono;
     enum { DEV_WAIT, DEV_READ, DEV_WRITTEN } dev_state;
     struct gt_devices devs;
-    bool nvml_on;
+    _Atomic bool nvml_on;
+    bool start_sampled;
+    _Atomic int end_taken;   /* 0, 1 being taken, 2 taken */
+    int nend;
+    struct gt_mem_sample end[GT_MAX_DEVICES];
     uint64_t next_sample, cupti_dropped_seen;
     int nsamples;
     struct gt_mem_sample samples[MAX_SAMPLES];
@@ -97,6 +101,8 @@ void gt_activity_record(struct gt_rec *rec)
     gt_rec_release(rec);
 }
 
+static void end_sample(void);
+
 /* Each writer round, outside SQLite: once CUDA is initialised, flush CUPTI,
  * read the devices and start NVML; then sample when due. */
 void gt_activity_tick(void)
@@ -109,14 +115,45 @@ void gt_activity_tick(void)
         if (!gt_devices_read(&A.devs))
             gt_note("devices", false, "the devices could not be read (neither libcuda nor libcudart answered)");
         A.dev_state = DEV_READ;
-        if (gt_config.sample_ms)
-            A.nvml_on = gt_nvml_open(&A.devs);
+        /* The ledger's samples: one now, right after the program's first
+         * allocation call (the context exists; the analyzer measures it as
+         * NVML's figure minus what the trace shows live), one at the end.
+         * Sampling every GPUTRACE_SAMPLE_MS only when asked for. */
+        bool on = gt_nvml_open(&A.devs, gt_config.sample_ms != 0);
+        atomic_store(&A.nvml_on, on);
+        if (on)
+            atexit(end_sample); /* after CUDA's own atexit handlers were registered: runs before them */
         A.next_sample = now;
     }
-    if (A.nvml_on && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
+    if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES &&
+        (gt_config.sample_ms || !A.start_sampled)) {
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
+        A.start_sampled = true;
         A.next_sample = now + (uint64_t)gt_config.sample_ms * 1000000ull;
     }
+}
+
+/* The ledger's last sample: at exit before CUDA tears its contexts down (an
+ * atexit handler registered after CUDA's), or when the trace stops (_exit,
+ * exec, a stop after atexit). Once; any thread. */
+static void end_sample(void)
+{
+    int expected = 0;
+    if (!atomic_load(&A.nvml_on) || !atomic_compare_exchange_strong(&A.end_taken, &expected, 1))
+        return;
+    A.nend = gt_nvml_sample(A.end, GT_MAX_DEVICES);
+    atomic_store(&A.end_taken, 2);
+}
+
+/* Writer, stopping: the last sample joins those to write. */
+void gt_activity_stop_sample(void)
+{
+    end_sample();
+    if (atomic_load(&A.end_taken) != 2)
+        return;
+    for (int i = 0; i < A.nend && A.nsamples < MAX_SAMPLES; i++)
+        A.samples[A.nsamples++] = A.end[i];
+    A.nend = 0;
 }
 
 bool gt_activity_pending(void)

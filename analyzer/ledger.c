@@ -1,0 +1,352 @@
+/* ledger.c - where a process's device memory went: per device, at the last
+ * NVML sample (the end of the trace) and at the peak of memory in use, what
+ * the process held split into buckets a user can act on: the framework's
+ * allocator (its segments), the stream-ordered pool's reservation, each CUDA
+ * library's own memory (by the library on the allocating stack), the
+ * program's other direct allocations, and the CUDA context and driver. The
+ * context bucket is measured on its own, at the first NVML sample (taken by
+ * the shim right after the program's first allocation): the process's bytes
+ * as NVML reports them then, minus everything the trace shows live at that
+ * instant. So the buckets at exit adding up to NVML's figure for the process
+ * is a check, not a definition: what does not add up is printed as
+ * "unaccounted". Beside them: other processes' memory and what is free. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "format.h"
+#include "trace_rows.h"
+
+/* Libraries named by a module on the allocating stack (the innermost one
+ * wins). PyTorch's own allocator is no library here: its segments are the
+ * framework's bucket. */
+static const struct { const char *module, *name; } libraries[] = {
+    {"libcublasLt", "cuBLASLt"}, {"libcublas", "cuBLAS"},   {"libcudnn", "cuDNN"},     {"libnccl", "NCCL"},
+    {"libcufft", "cuFFT"},       {"libcusparse", "cuSPARSE"}, {"libcusolver", "cuSOLVER"}, {"libcurand", "cuRAND"},
+    {"libnvrtc", "NVRTC"},       {"libnvJitLink", "nvJitLink"}, {"libcutensor", "cuTENSOR"}, {"libnvshmem", "NVSHMEM"},
+};
+#define NLIB (sizeof libraries / sizeof *libraries)
+
+/* Frames of a framework's own allocator: its segments are the framework bucket. */
+static const char *const allocator_frames[] = {
+    "CUDACachingAllocator", "DeviceCachingAllocator", "c10::cuda::", "libc10_cuda.so", "BFCAllocator",
+    "cupy.cuda.memory", "cupy/cuda/memory", "MemoryPool::malloc", "rmm::mr::", "libxla", "xla::",
+};
+
+enum { CAT_FRAMEWORK, CAT_DIRECT, CAT_LIB0 };
+#define NCAT ((int)(CAT_LIB0 + NLIB))
+
+static int site_category(struct gt_trace *t, int32_t site, int *code)
+{
+    char **f;
+    int n;
+    *code = gt_trace_frames(t, site, &f, &n);
+    for (int k = 0; k < n; k++)
+        for (size_t q = 0; q < NLIB; q++)
+            if (strstr(f[k], libraries[q].module))
+                return CAT_LIB0 + (int)q;
+    for (int k = 0; k < n; k++)
+        for (size_t q = 0; q < sizeof allocator_frames / sizeof *allocator_frames; q++)
+            if (strstr(f[k], allocator_frames[q]))
+                return CAT_FRAMEWORK;
+    return CAT_DIRECT;
+}
+
+struct sample {
+    int64_t t, used, process, total;   /* process -1: NVML cannot tell */
+};
+
+/* The first and last NVML samples of device d; 0 if it has none. */
+static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sample *last, int *code)
+{
+    struct gt_rows r;
+    int n = 0, more;
+    *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
+    while (!*code && (more = gt_rows_next(&r)) > 0) {
+        if (gt_rows_int(&r, 1, -1) != d)
+            continue;
+        struct sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
+        if (!n++)
+            *first = s;
+        *last = s;
+    }
+    if (!*code && more < 0)
+        *code = -more;
+    gt_rows_close(&r);
+    return n;
+}
+
+/* The stream-ordered pool's reservation on device d at time at (CUPTI's
+ * driver-memory and memory-pool records: the latest before it); -1 when the
+ * trace holds no such record. */
+static int64_t pool_reserved(struct gt_trace *t, int d, int64_t at)
+{
+    static const char *const sql[] = {
+        "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND t_ns <= ?2 AND pool_size IS NOT NULL"
+        " ORDER BY t_ns DESC LIMIT 1",
+        "SELECT size, t_ns FROM memory_pools WHERE device = ?1 AND t_ns <= ?2 AND size IS NOT NULL"
+        " ORDER BY t_ns DESC LIMIT 1",
+    };
+    int64_t best = -1, best_t = INT64_MIN;
+    for (int q = 0; q < 2; q++) {
+        sqlite3_stmt *st;
+        if (gt_trace_prepare_optional(t, sql[q], &st, "reading pool records") || !st)
+            continue;
+        sqlite3_bind_int64(st, 1, d);
+        sqlite3_bind_int64(st, 2, at);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 1) > best_t) {
+            best = sqlite3_column_int64(st, 0);
+            best_t = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+    }
+    return best;
+}
+
+/* Live bytes on device d just before the first event at or after time at:
+ * device-level by category, and pool bytes in use. */
+static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_cat[NCAT], int64_t *pool_live)
+{
+    struct gt_trace *t = &c->t;
+    memset(by_cat, 0, NCAT * sizeof *by_cat);
+    *pool_live = 0;
+    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
+        int m, slot;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
+        if (!delta || slot != d)
+            continue;
+        if (m == GT_MEM_POOL) {
+            *pool_live += delta;
+            continue;
+        }
+        if (m != GT_MEM_DEVICE)
+            continue;
+        uint32_t a = gt_alloc_of(t, &c->p, i);
+        int32_t site = t->ev[a].site;
+        int cat = CAT_DIRECT;
+        if (site >= 0) {
+            if (cat_of[site] < 0) {
+                int code;
+                cat_of[site] = site_category(t, site, &code);
+                if (code)
+                    return code;
+            }
+            cat = cat_of[site];
+        }
+        by_cat[cat] += delta;
+    }
+    return GT_EXIT_OK;
+}
+
+/* The instant device d's memory in use (device + pool level) peaked. */
+static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
+{
+    struct gt_trace *t = &c->t;
+    int64_t live = 0, at = -1;
+    *peak = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        int m, slot;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
+        if (!delta || slot != d || (m != GT_MEM_DEVICE && m != GT_MEM_POOL))
+            continue;
+        live += delta;
+        if (live > *peak) {
+            *peak = live;
+            at = i + 1 < t->nev ? t->ev[i + 1].t : t->ev[i].t + 1;
+        }
+    }
+    return at;
+}
+
+struct instant {
+    const char *name;    /* "exit", "peak" */
+    int64_t t;
+    int64_t by_cat[NCAT], pool_live, pool_reserved;
+    int have_nvml;
+    struct sample s;
+};
+
+static int64_t accounted(const struct instant *x, int64_t context)
+{
+    int64_t sum = context > 0 ? context : 0;
+    for (int k = 0; k < NCAT; k++)
+        sum += x->by_cat[k];
+    return sum + (x->pool_reserved >= 0 ? x->pool_reserved : x->pool_live);
+}
+
+static const char *cat_name(int k)
+{
+    return k == CAT_FRAMEWORK ? "framework allocator" : k == CAT_DIRECT ? "program's direct allocations"
+                                                                        : libraries[k - CAT_LIB0].name;
+}
+
+static void json_instant(struct gt_json *j, const struct instant *x, int64_t context, int per_process)
+{
+    gt_json_obj(j);
+    gt_json_kstr(j, "instant", x->name);
+    gt_json_kint(j, "t_ns", x->t);
+    gt_json_key(j, "buckets");
+    gt_json_arr(j);
+    for (int k = 0; k < NCAT; k++) {
+        if (!x->by_cat[k])
+            continue;
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", cat_name(k));
+        gt_json_kstr(j, "kind", k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : "library");
+        gt_json_kint(j, "bytes", x->by_cat[k]);
+        gt_json_obj_end(j);
+    }
+    if (x->pool_live || x->pool_reserved > 0) {
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", "stream-ordered pool");
+        gt_json_kstr(j, "kind", "pool");
+        gt_json_kint(j, "bytes", x->pool_reserved >= 0 ? x->pool_reserved : x->pool_live);
+        gt_json_kint(j, "in_use_bytes", x->pool_live);
+        gt_json_key(j, "reservation_known");
+        gt_json_bool(j, x->pool_reserved >= 0);
+        gt_json_obj_end(j);
+    }
+    if (context >= 0) {
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", "CUDA context and driver");
+        gt_json_kstr(j, "kind", "context");
+        gt_json_kint(j, "bytes", context);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    int64_t acc = accounted(x, context);
+    gt_json_kint(j, "accounted_bytes", acc);
+    int nv = x->have_nvml && per_process && x->s.process >= 0;
+    gt_json_kint_or_null(j, "nvml_process_bytes", nv ? x->s.process : -1);
+    gt_json_key(j, "unaccounted_bytes");
+    if (nv && context >= 0)
+        gt_json_int(j, x->s.process - acc);
+    else
+        gt_json_null(j);
+    gt_json_kint_or_null(j, "other_processes_bytes", nv ? x->s.used - x->s.process : -1);
+    gt_json_kint_or_null(j, "device_used_bytes", x->have_nvml ? x->s.used : -1);
+    gt_json_kint_or_null(j, "free_bytes", x->have_nvml && x->s.total > 0 ? x->s.total - x->s.used : -1);
+    gt_json_obj_end(j);
+}
+
+static void text_instant(const struct instant *x, int64_t context, int per_process)
+{
+    char b[GT_FMT_LEN], b2[GT_FMT_LEN];
+    printf("    at %s (%s):\n", x->name, gt_fmt_ns(x->t, b));
+    for (int k = 0; k < NCAT; k++)
+        if (x->by_cat[k])
+            printf("      %-34s %12s\n", cat_name(k), gt_fmt_bytes(x->by_cat[k], b));
+    if (x->pool_live || x->pool_reserved > 0) {
+        if (x->pool_reserved >= 0)
+            printf("      %-34s %12s (%s in use)\n", "stream-ordered pool (reserved)", gt_fmt_bytes(x->pool_reserved, b),
+                   gt_fmt_bytes(x->pool_live, b2));
+        else
+            printf("      %-34s %12s in use (its reservation is not in the trace: CUPTI off?)\n",
+                   "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
+    }
+    if (context >= 0)
+        printf("      %-34s %12s (measured at the start)\n", "CUDA context and driver", gt_fmt_bytes(context, b));
+    int64_t acc = accounted(x, context);
+    printf("      %-34s %12s\n", "= accounted", gt_fmt_bytes(acc, b));
+    if (!x->have_nvml)
+        return;
+    if (per_process && x->s.process >= 0) {
+        printf("      %-34s %12s", "NVML: this process", gt_fmt_bytes(x->s.process, b));
+        if (context >= 0) {
+            int64_t un = x->s.process - acc;
+            printf(", unaccounted %s%s (%.2f%%)", un < 0 ? "-" : "", gt_fmt_bytes(un < 0 ? -un : un, b2),
+                   x->s.process ? 100.0 * (double)un / (double)x->s.process : 0.0);
+        }
+        printf("\n      %-34s %12s\n", "NVML: other processes", gt_fmt_bytes(x->s.used - x->s.process, b));
+    } else {
+        printf("      %-34s %12s (all processes: NVML cannot tell this process's share)\n", "NVML: device used",
+               gt_fmt_bytes(x->s.used, b));
+    }
+    if (x->s.total > 0)
+        printf("      %-34s %12s of %s\n", "free", gt_fmt_bytes(x->s.total - x->s.used, b), gt_fmt_bytes(x->s.total, b2));
+}
+
+/* The ledger of every device the trace used: the "ledger" JSON array, or text
+ * under "Memory ledger". */
+int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
+{
+    struct gt_trace *t = &c->t;
+    struct gt_level *lv;
+    size_t nlv = gt_levels(t, &c->p, &lv);
+    int *cat_of = gt_xmalloc((t->nsites + 1) * sizeof *cat_of);
+    for (size_t k = 0; k <= t->nsites; k++)
+        cat_of[k] = -1;
+    int code = GT_EXIT_OK, printed = 0, seen[GT_HOST_SLOT] = {0};
+    if (j) {
+        gt_json_key(j, "ledger");
+        gt_json_arr(j);
+    }
+    for (size_t l = 0; l < nlv && !code; l++) {
+        int d = lv[l].device;
+        if (d < 0 || d >= GT_HOST_SLOT || seen[d] || (lv[l].memory != GT_MEM_DEVICE && lv[l].memory != GT_MEM_POOL))
+            continue;
+        seen[d] = 1;
+        struct sample first = {0}, last = {0};
+        int ns = samples_of(t, d, &first, &last, &code);
+        if (code)
+            break;
+        /* context: the process's bytes at the first sample minus all the trace shows live then */
+        int per_process = ns && first.process >= 0 && last.process >= 0;
+        int64_t context = -1;
+        struct instant start = {.name = "start", .t = first.t};
+        if (per_process) {
+            if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
+                break;
+            start.pool_reserved = pool_reserved(t, d, first.t);
+            int64_t traced = accounted(&start, -1);
+            context = first.process - traced;
+        }
+        struct instant at[2] = {{.name = "exit"}, {.name = "peak"}};
+        int64_t end = t->ev[t->nev - 1].t + 1, peak;
+        at[0].t = ns && last.t > end ? last.t : end;
+        at[0].have_nvml = ns && last.t >= t->ev[t->nev - 1].t;
+        at[0].s = last;
+        at[1].t = peak_instant(c, d, &peak);
+        for (int k = 0; k < 2 && !code; k++) {
+            code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
+            at[k].pool_reserved = pool_reserved(t, d, at[k].t);
+        }
+        if (code)
+            break;
+        if (j) {
+            gt_json_obj(j);
+            gt_json_kint(j, "device", d);
+            gt_json_kint_or_null(j, "context_bytes", context);
+            gt_json_kint_or_null(j, "context_measured_at_ns", context >= 0 ? first.t : -1);
+            gt_json_key(j, "per_process");
+            gt_json_bool(j, per_process);
+            gt_json_kint_or_null(j, "total_bytes", ns ? last.total : gt_trace_device_total(t, d));
+            gt_json_key(j, "instants");
+            gt_json_arr(j);
+            for (int k = 0; k < 2; k++)
+                if (at[k].t >= 0)
+                    json_instant(j, &at[k], context, per_process);
+            gt_json_arr_end(j);
+            gt_json_obj_end(j);
+        } else {
+            if (!printed++)
+                printf("Memory ledger (what the process held on each device, by who holds it):\n");
+            printf("  device %d:\n", d);
+            for (int k = 0; k < 2; k++)
+                if (at[k].t >= 0)
+                    text_instant(&at[k], context, per_process);
+            if (!ns)
+                printf("    (no NVML samples in this trace: the CUDA context and what NVML reports are not known;"
+                       " NVML was not found, or the trace predates the ledger)\n");
+            else if (!per_process)
+                printf("    (NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the context"
+                       " is not measured, device-wide figures include other processes)\n");
+        }
+    }
+    if (j)
+        gt_json_arr_end(j);
+    free(cat_of);
+    free(lv);
+    return code;
+}

@@ -1,0 +1,84 @@
+"""The memory ledger (summary's "ledger"): what a process holds on a device,
+split by who holds it, beside NVML's figure for the process. The context
+bucket is measured at the first NVML sample (NVML's bytes for the process
+minus all the trace shows live then), so the buckets adding up at the end is
+a check: what does not add up is printed as unaccounted."""
+import os
+import sqlite3
+
+import analyzer_traces as T
+
+MiB, GiB = T.MiB, T.GiB
+CONTEXT = 500 * MiB
+TORCH = ['c10::cuda::CUDACachingAllocator::DeviceCachingAllocator::malloc', 'at::empty_cuda']
+
+
+class Ledger(T.AnalyzerTest):
+    def job(self, process_known=True, samples=True, unaccounted=1 * MiB):
+        t = T.Trace(os.path.join(self.dir, 'ledger.db'), device_total=80 * GiB)
+        t.alloc(2 * GiB, TORCH + ['forward', 'main'])                                     # a segment
+        first_t = t.now()
+        t.alloc(128 * MiB, ['libcublas.so.13+0x5b45ee', 'cublasCreate_v2', 'main'], api='cuMemAlloc_v2')
+        t.alloc(64 * MiB, ['upload_table', 'main'])                                       # the program's own
+        kept = [t.alloc(100 * MiB, TORCH + ['forward', 'main'], api='cudaMallocAsync') for _ in range(3)]
+        t.free(t.alloc(200 * MiB, TORCH + ['forward', 'main'], api='cudaMallocAsync'))  # the pool's peak
+        last_t = t.now() + 10
+        db = t.close()
+        con = sqlite3.connect(db)
+        # the pool's reservation, as CUPTI's driver-memory records give it
+        con.execute("INSERT INTO driver_memory(t_ns, op, memory_kind, bytes, device, is_async, pool_size, pool_used)"
+                    " VALUES (?, 'alloc', 'device', ?, 0, 1, ?, ?)", (first_t + 20, 100 * MiB, 512 * MiB, 300 * MiB))
+        if samples:
+            first_proc = CONTEXT + 2 * GiB
+            last_proc = CONTEXT + 2 * GiB + 128 * MiB + 64 * MiB + 512 * MiB + unaccounted
+            other = 3 * GiB
+            for ts, proc in ((first_t, first_proc), (last_t, last_proc)):
+                con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+                            (ts, proc + other, 80 * GiB, proc if process_known else None))
+        con.commit()
+        con.close()
+        return db
+
+    def exit_instant(self, d):
+        led = d['ledger']
+        self.assertEqual(len(led), 1)
+        return led[0], {x['instant']: x for x in led[0]['instants']}['exit']
+
+    def test_buckets_add_up_to_nvml_and_the_context_is_measured_at_the_start(self):
+        dev, x = self.exit_instant(self.json('summary', self.job()))
+        self.assertEqual((dev['device'], dev['context_bytes'], dev['per_process']), (0, CONTEXT, True))
+        buckets = {b['name']: b['bytes'] for b in x['buckets']}
+        self.assertEqual(buckets, {'framework allocator': 2 * GiB, 'cuBLAS': 128 * MiB,
+                                   "program's direct allocations": 64 * MiB, 'stream-ordered pool': 512 * MiB,
+                                   'CUDA context and driver': CONTEXT})
+        pool = [b for b in x['buckets'] if b['kind'] == 'pool'][0]
+        self.assertEqual((pool['in_use_bytes'], pool['reservation_known']), (300 * MiB, True))
+        self.assertEqual(x['accounted_bytes'], sum(buckets.values()))
+        self.assertEqual(x['unaccounted_bytes'], 1 * MiB)
+        self.assertEqual(x['nvml_process_bytes'], x['accounted_bytes'] + 1 * MiB)
+        self.assertEqual(x['other_processes_bytes'], 3 * GiB)
+        self.assertEqual(x['free_bytes'], 80 * GiB - x['nvml_process_bytes'] - 3 * GiB)
+        text = self.ok('summary', self.job()).stdout
+        self.assertIn('Memory ledger', text)
+        self.assertIn('CUDA context and driver', text)
+        self.assertIn('unaccounted 1.00 MiB', text)
+
+    def test_the_peak_instant_holds_the_pool_at_its_highest_use(self):
+        dev, _ = self.exit_instant(self.json('summary', self.job()))
+        peak = {x['instant']: x for x in dev['instants']}['peak']
+        pool = [b for b in peak['buckets'] if b['kind'] == 'pool'][0]
+        self.assertEqual(pool['in_use_bytes'], 500 * MiB)
+
+    def test_without_per_process_figures_nothing_is_guessed(self):
+        dev, x = self.exit_instant(self.json('summary', self.job(process_known=False)))
+        self.assertEqual((dev['context_bytes'], dev['per_process']), (None, False))
+        self.assertIsNone(x['unaccounted_bytes'])
+        self.assertIsNone(x['nvml_process_bytes'])
+        self.assertEqual(x['device_used_bytes'], 3 * GiB + CONTEXT + 2 * GiB + 704 * MiB + 1 * MiB)
+        self.assertIn("cannot tell this process's", self.ok('summary', self.job(process_known=False)).stdout)
+
+    def test_without_samples_the_traced_buckets_stand_alone(self):
+        dev, x = self.exit_instant(self.json('summary', self.job(samples=False)))
+        self.assertIsNone(dev['context_bytes'])
+        self.assertNotIn('CUDA context and driver', [b['name'] for b in x['buckets']])
+        self.assertIn('no NVML samples', self.ok('summary', self.job(samples=False)).stdout)
