@@ -19,6 +19,7 @@ struct gt_config {
     uint32_t queue_wait_ms;    /* GPUTRACE_QUEUE_WAIT_MS */
     bool cupti;                /* GPUTRACE_CUPTI */
     char cupti_path[4096];     /* GPUTRACE_CUPTI_PATH: this libcupti and no other */
+    char cupti_kinds[256];     /* GPUTRACE_CUPTI_KINDS: activity kinds, comma-separated (cupti.c parses) */
     bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */

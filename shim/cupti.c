@@ -263,30 +263,48 @@ void gt_cupti_start(void)
         snprintf(why, sizeof why, "%.512s: registering with CUPTI failed: %s", C.path, errstr(r));
         goto unavailable;
     }
-    const CUpti_ActivityKind needed[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET};
-    for (int i = 0; i < 3; i++) {
-        if ((r = C.enable(needed[i])) != CUPTI_SUCCESS) {
+    /* The kinds GPUTRACE_CUPTI_KINDS names (all by default); kernels, copies
+     * and memsets must enable, the driver's memory and pool records may not
+     * exist in an older CUPTI. */
+    static const struct { const char *key, *name; CUpti_ActivityKind k; bool required; } kinds[] = {
+        {"kernel", "kernels", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},
+        {"memcpy", "memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, true},
+        {"memset", "memset", CUPTI_ACTIVITY_KIND_MEMSET, true},
+        {"memory", "driver memory", CUPTI_ACTIVITY_KIND_MEMORY2, false},
+        {"pool", "memory pools", CUPTI_ACTIVITY_KIND_MEMORY_POOL, false},
+    };
+    char list[256], extra[256] = "", unknown[128] = "";
+    snprintf(list, sizeof list, "%s", gt_config.cupti_kinds);
+    bool want[sizeof kinds / sizeof *kinds] = {false};
+    for (char *save = NULL, *w = strtok_r(list, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+        size_t q = 0;
+        while (q < sizeof kinds / sizeof *kinds && strcmp(w, kinds[q].key))
+            q++;
+        if (q < sizeof kinds / sizeof *kinds)
+            want[q] = true;
+        else if (strlen(unknown) + strlen(w) + 3 < sizeof unknown)
+            snprintf(unknown + strlen(unknown), sizeof unknown - strlen(unknown), "%s'%.40s'", *unknown ? ", " : "", w);
+    }
+    if (*unknown)
+        gt_note("cupti", true, "GPUTRACE_CUPTI_KINDS: ignoring %s (kinds: kernel, memcpy, memset, memory, pool)",
+                unknown);
+    for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
+        if (!want[q])
+            continue;
+        if ((r = C.enable(kinds[q].k)) != CUPTI_SUCCESS) {
+            if (!kinds[q].required)
+                continue;
             disable_ours();
-            snprintf(why, sizeof why, "%.512s: cuptiActivityEnable(%d) failed: %s", C.path, (int)needed[i], errstr(r));
+            snprintf(why, sizeof why, "%.512s: cuptiActivityEnable(%d) failed: %s", C.path, (int)kinds[q].k, errstr(r));
             goto unavailable;
         }
-        C.enabled[C.n_enabled++] = needed[i];
-    }
-    char extra[256] = "";
-    const struct { CUpti_ActivityKind k; const char *name; } opt[] = {
-        {CUPTI_ACTIVITY_KIND_MEMORY2, "driver memory"}, {CUPTI_ACTIVITY_KIND_MEMORY_POOL, "memory pools"}};
-    for (int i = 0; i < 2; i++) {
-        if ((r = C.enable(opt[i].k)) == CUPTI_SUCCESS) {
-            C.enabled[C.n_enabled++] = opt[i].k;
-            strcat(extra, ", ");
-            strcat(extra, opt[i].name);
-        }
+        C.enabled[C.n_enabled++] = kinds[q].k;
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", *extra ? ", " : "", kinds[q].name);
     }
     atexit(at_exit_flush); /* runs before cudart's own teardown, registered earlier */
     C.next_flush = gt_now_ns() + FLUSH_EVERY_NS;
     atomic_store(&state, C_ON);
-    gt_note("cupti", false, "on: %s (CUPTI %u): kernels, memcpy, memset%s", C.path, C.version, extra);
+    gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);

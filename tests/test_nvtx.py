@@ -252,6 +252,24 @@ class CuptiActivity(TraceTest):
         self.assertEqual(last[:2], ['emitted', '204'])
         return p, db, int(last[3]), int(last[4])
 
+    def plant_kinds(self, kinds):
+        db = os.path.join(self.dir, 'kinds-%d.db' % len(os.listdir(self.dir)))
+        p = run([prog('cupti_activity'), 'plant'], cwd=self.dir,
+                env=base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI_PATH=FAKE_CUPTI, GPUTRACE_CUPTI_KINDS=kinds))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p, db, None, None
+
+    def test_cupti_kinds_records_only_the_kinds_named(self):
+        p, db, _, _ = self.plant_kinds('kernel')
+        self.assertEqual(query(db, 'SELECT count(*) FROM kernels'), [(200,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM memcpys'), [(0,)])
+        note = query(db, "SELECT message FROM notes WHERE component = 'cupti'")[0][0]
+        self.assertRegex(note, r'^on: .*: kernels$')
+        p, db, _, _ = self.plant_kinds('memcpy,bogus')
+        self.assertEqual(query(db, 'SELECT count(*) FROM kernels'), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM memcpys'), [(1,)])
+        self.assertIn("GPUTRACE_CUPTI_KINDS: ignoring 'bogus'", p.stderr)
+
     def test_activity_drained_from_many_buffers_on_the_events_clock(self):
         p, db, t0, t1 = self.plant()
         start_mono = query(db, 'SELECT start_mono_ns FROM processes')[0][0]
