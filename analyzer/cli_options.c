@@ -82,7 +82,8 @@ const struct gt_option gt_options[] = {
     {"--memory", NULL, "KIND", GT_OPTS_SELECT, GT_OPT_CUSTOM, 0, 0, 0, parse_memory, NULL,
      "device | pool | managed | host | all, or a comma list.\n"
      "Default for growth, peak, oom: pool if the trace has pool\n"
-     "(cudaMallocAsync) allocations, else device; leaks and top\ncount every kind"},
+     "(cudaMallocAsync) allocations, else device; leaks and top\ncount every kind. "
+     "--memory or --device matching no memory\nof the trace is an error (exit 11)"},
     {"--device", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.device), 0, BIG, NULL,
      "--device needs a device ordinal, not \"%s\"", "only memory of device N"},
     {"--device-bytes", NULL, "B", GT_OPTS_SELECT, GT_OPT_BYTES, AT(base.device_bytes), 1, INT64_MAX, NULL,

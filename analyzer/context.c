@@ -25,6 +25,37 @@ void gt_phase(const char *what, double since)
         fprintf(stderr, "gputrace: timing: %-12s %.3f s\n", what, gt_now() - since);
 }
 
+/* --memory and --device are filters: one that matches no allocation (failed
+ * ones included, for oom) would make every report print zeros, "no leaks" or
+ * "stable" about memory the trace never had. Says so, and what it has. */
+static int check_selection(struct gt_ctx *c, const struct gt_opts *o)
+{
+    struct gt_sel s = {o->memory_set ? o->mem_mask : GT_MASK_ALL, o->device};
+    for (size_t i = 0; i < c->t.nev; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (a->known && a->op == GT_OP_ALLOC && gt_sel_has(&c->t, &s, e))
+            return GT_EXIT_OK;
+    }
+    char what[96] = "", on[32] = "", has[400] = "", b[GT_FMT_LEN];
+    if (o->memory_set)
+        snprintf(what, sizeof what, "%s ", c->sel_name);
+    if (o->device != GT_ANY_DEVICE)
+        snprintf(on, sizeof on, " on device %d", o->device);
+    struct gt_level *lv;
+    size_t n = gt_levels(&c->t, &c->p, &lv), len = 0;
+    for (size_t k = 0; k < n && len + 1 < sizeof has; k++) {
+        char dev[32] = "";
+        if (lv[k].device >= 0)
+            snprintf(dev, sizeof dev, " on device %d", lv[k].device);
+        len += (size_t)snprintf(has + len, sizeof has - len, "%s%s memory%s (%s peak)", k ? ", " : "",
+                                gt_memory_name(lv[k].memory), dev, gt_fmt_bytes(lv[k].peak, b));
+    }
+    free(lv);
+    snprintf(c->t.err, sizeof c->t.err, "no %smemory%s; the trace has %s", what, on, n ? has : "no successful allocations");
+    return GT_EXIT_NO_MATCH;
+}
+
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
 {
     memset(c, 0, sizeof *c);
@@ -47,11 +78,13 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     if (o->memory_set) {
         c->sel.mem_mask = o->mem_mask;
     } else {
+        /* pool if the trace has pool allocations (on --device N, if given) */
         c->sel.mem_mask = GT_MASK(GT_MEM_DEVICE);
         for (size_t i = 0; i < c->t.nev; i++) {
             const struct gt_event *e = &c->t.ev[i];
             const struct gt_api_attr *a = gt_attr(&c->t, e);
-            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL) {
+            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL &&
+                (o->device == GT_ANY_DEVICE || e->device == o->device)) {
                 c->sel.mem_mask = GT_MASK(GT_MEM_POOL);
                 break;
             }
@@ -63,6 +96,8 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
             size_t l = strlen(c->sel_name);
             snprintf(c->sel_name + l, sizeof c->sel_name - l, "%s%s", l ? "+" : "", gt_memory_name(m));
         }
+    if (o->memory_set || o->device != GT_ANY_DEVICE)
+        return check_selection(c, o);
     return GT_EXIT_OK;
 }
 

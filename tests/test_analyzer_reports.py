@@ -565,6 +565,56 @@ class JsonAndHelp(T.AnalyzerTest):
 
     def test_memory_option_selects_level(self):
         db = T.batch_sequence(self.dir)
-        self.assertEqual(self.json('peak', '--memory', 'device', db)['peak_bytes'], 0)
+        self.assertEqual(self.gputrace('peak', '--memory', 'device', db).returncode, 11)   # none: see FilterMatchesNothing
         self.assertEqual(self.json('peak', '--memory', 'all', db)['peak_bytes'], T.seq_peak(64))
         self.assertEqual(self.json('growth', '--memory', 'pool', db)['memory'], 'pool')
+
+
+class FilterMatchesNothing(T.AnalyzerTest):
+    """--device and --memory are filters: one that matches no memory of the
+    trace says so, names what the trace has, and exits 11, instead of a report
+    of zeros, "No leaks" or "stable"."""
+
+    def two_levels(self):
+        """Pool memory on device 0, device memory on device 1."""
+        t = T.Trace(os.path.join(self.dir, 'two.db'))
+        for _ in range(3):
+            t.push('step')
+            p = t.alloc(3 * T.MiB, ['forward', 'main'], api='cudaMallocAsync', device=0)
+            q = t.alloc(5 * T.MiB, ['workspace', 'main'], device=1)
+            t.free(p)
+            t.free(q)
+            t.pop()
+        return t.close()
+
+    def test_device_that_holds_nothing_is_an_error_naming_the_devices_there(self):
+        db = T.leak_retained(self.dir)
+        for cmd in ('peak', 'leaks', 'growth', 'top', 'oom', 'summary'):
+            p = self.gputrace(cmd, '--device', '5', db)
+            line = self.assertOneErrorLine(p, 11, db)
+            self.assertIn('no memory on device 5; the trace has device memory on device 0 (5.44 MiB peak)', line)
+            self.assertEqual(p.stdout, '', cmd)
+
+    def test_memory_kind_the_trace_lacks_is_an_error(self):
+        db = T.leak_retained(self.dir)
+        line = self.assertOneErrorLine(self.gputrace('growth', '--memory', 'pool', db), 11, db)
+        self.assertIn('no pool memory; the trace has device memory on device 0', line)
+        line = self.assertOneErrorLine(self.gputrace('leaks', '--memory', 'pool', '--device', '0', db), 11, db)
+        self.assertIn('no pool memory on device 0;', line)
+
+    def test_several_files_report_the_matching_ones(self):
+        db, other = T.leak_retained(self.dir), T.batch_sequence(self.dir)
+        p = self.gputrace('peak', '--json', '--memory', 'pool', db, other)
+        self.assertEqual(p.returncode, 11)
+        d = json.loads(p.stdout)
+        self.assertEqual(d[0]['exit_code'], 11)
+        self.assertIn('no pool memory', d[0]['error'])
+        self.assertEqual(d[1]['peak_bytes'], T.seq_peak(64))
+
+    def test_filter_that_matches_reports_as_before(self):
+        db = self.two_levels()
+        self.assertEqual(self.json('peak', '--device', '0', db)['peak_bytes'], 3 * T.MiB)
+        d = self.json('peak', '--device', '1', db)   # the default level follows the device: its device memory
+        self.assertEqual((d['memory'], d['peak_bytes']), ('device', 5 * T.MiB))
+        line = self.assertOneErrorLine(self.gputrace('peak', '--device', '2', db), 11)
+        self.assertIn('the trace has device memory on device 1 (5.00 MiB peak), pool memory on device 0 (3.00 MiB peak)', line)
