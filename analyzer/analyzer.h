@@ -25,6 +25,7 @@ struct gt_opts {
     unsigned mem_mask;
     int device;             /* --device N, or GT_ANY_DEVICE */
     int cached_as_leaks;    /* leaks --no-cache-heuristic */
+    int all_iterations;     /* peak --all-iterations: text lists every iteration */
     struct gt_iter_opts iter;
 };
 

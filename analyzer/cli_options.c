@@ -107,6 +107,7 @@ const struct gt_option gt_options[] = {
     {"--help", "-h", NULL, GT_OPTS_HELP, GT_OPT_FLAG, AT(help), 0, 0, NULL, NULL, NULL},
     {"--warmup", NULL, "N", GT_OPTS_REPORT, GT_OPT_INT, AT(base.warmup), 0, BIG, NULL,
      "--warmup needs a number of iterations, not \"%s\"", NULL},
+    {"--all-iterations", NULL, NULL, GT_OPTS_PEAK, GT_OPT_FLAG, AT(base.all_iterations), 0, 0, NULL, NULL, NULL},
     {"--no-cache-heuristic", NULL, NULL, GT_OPTS_LEAKS, GT_OPT_FLAG, AT(base.cached_as_leaks), 0, 0, NULL, NULL, NULL},
     {"--fail-above", NULL, "B", GT_OPTS_GROWTH, GT_OPT_BYTES, AT(base.fail_above), 0, INT64_MAX, NULL,
      "--fail-above needs bytes per iteration (e.g. 1M), not \"%s\"", NULL},

@@ -315,6 +315,44 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertIn('fit: peak = ', out)
         self.assertIn('largest batch size predicted to fit in 15.90 GiB: %d' % T.eq_max_batch(), out)
 
+    def iteration_rows(self, out):
+        """The iteration table's rows of peak's text: [(index, note)]."""
+        rows, lines = [], out.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.split()[:2] == ['iteration', 'batch'])
+        for line in lines[start + 1:]:
+            words = line.split()
+            if not words or not words[0].isdigit():
+                break
+            rows.append((int(words[0]), ' '.join(words[6:])))
+        return rows, lines
+
+    def test_many_iterations_are_summarised_in_text_and_all_listed_on_request(self):
+        db = T.leak_retained(self.dir, iterations=200)   # peaks grow: the last is the highest
+        rows, lines = self.iteration_rows(self.ok('peak', db).stdout)
+        self.assertEqual(rows, [(0, 'the first'), (199, 'the last; the highest peak')])
+        self.assertIn('    ... 198 more iterations not shown (--all-iterations lists every one)', lines)
+        rows, _ = self.iteration_rows(self.ok('peak', '--all-iterations', db).stdout)
+        self.assertEqual([k for k, _ in rows], list(range(200)))
+        self.assertEqual(len(self.json('peak', db)['iterations']), 200)   # JSON keeps every iteration
+
+    def test_summary_keeps_the_highest_peak_and_incomplete_iterations(self):
+        t = T.Trace(os.path.join(self.dir, 'spiky.db'))
+        for i in range(30):
+            t.iteration(i, 8)
+            size = 9 * T.MiB if i == 17 else T.MiB
+            if i == 23:
+                t.alloc(size, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+                continue
+            t.free(t.alloc(size, ['forward', 'main']))
+        rows, _ = self.iteration_rows(self.ok('peak', t.close()).stdout)
+        self.assertEqual(rows, [(0, 'the first'), (17, 'the highest peak'), (23, 'allocation failed: incomplete, not fitted'),
+                                (29, 'the last')])
+
+    def test_few_iterations_are_all_listed(self):
+        rows, lines = self.iteration_rows(self.ok('peak', T.memory_equation(self.dir)).stdout)
+        self.assertEqual([k for k, _ in rows], list(range(len(T.EQ_BATCHES))))
+        self.assertFalse([line for line in lines if 'not shown' in line])
+
     def test_single_batch_size_gives_no_fit(self):
         db = T.leak_fixed(self.dir)
         d = self.json('peak', db)
