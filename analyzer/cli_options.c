@@ -34,12 +34,17 @@ static const char *parse_memory(struct gt_args *a, const struct gt_command *cmd,
     return NULL;
 }
 
-/* --iterations MODE; export also takes A:B, a range of iteration indices. */
+/* --iterations MODE for the reports; for export, A:B, a range of iteration
+ * indices, and only that: one option meaning two things there let
+ * `export --iterations auto` pass as a range that limits nothing. */
 static const char *parse_iterations(struct gt_args *a, const struct gt_command *cmd, const char *val)
 {
     int ranges = (cmd->takes & GT_OPTS_EXPORT) != 0;
     const char *colon = strchr(val, ':');
-    if (ranges && colon) {
+    if (ranges && !colon)
+        return "export --iterations takes a range of iteration indices A:B (e.g. 2:5), not \"%s\"; "
+               "--iteration NAME picks the range that is one iteration";
+    if (ranges) {
         char *end;
         long long lo = strtoll(val, &end, 10), hi;
         if (end != colon || colon == val || *val == '-')
@@ -60,8 +65,7 @@ static const char *parse_iterations(struct gt_args *a, const struct gt_command *
             a->base.iter.mode = mode_of[k];
             return NULL;
         }
-    return ranges ? "--iterations takes A:B or best, marker, nvtx, auto, none, not \"%s\""
-                  : "--iterations takes best, marker, nvtx, auto or none, not \"%s\"";
+    return "--iterations takes best, marker, nvtx, auto or none, not \"%s\"";
 }
 
 /* export --format: Chrome trace-event JSON is the one format. */

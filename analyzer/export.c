@@ -500,8 +500,8 @@ const char gt_help_export[] =
     "  --iterations A:B   only iterations A to B (indices as gputrace growth shows)\n"
     "  --no-kernels       leave out kernels, copies and memsets\n"
     "  --no-allocs        leave out the instant events (counters stay)\n"
-    "  --iteration NAME, --iterations MODE: how iterations are found, as for the\n"
-    "                     reports (gputrace --help)\n"
+    "  --iteration NAME   the NVTX or marker range that is one iteration (default:\n"
+    "                     found as by the reports, gputrace --help)\n"
     "Counters keep their value at the window's start. A 1 M-event trace gives\n"
     "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
