@@ -24,10 +24,16 @@ const char gt_help_report[] =
     "leak table; the out-of-memory events. Long series are drawn from per-bucket\n"
     "minimum and maximum, so every peak stays exact.\n"
     "\n"
-    "  -o FILE   write FILE (default: stdout); FILE appears only when complete\n"
+    "  -o FILE   write FILE (default: stdout, -o - too); FILE appears only when\n"
+    "            complete. When stdout is a terminal, the default is\n"
+    "            TRACE-report.html beside the first TRACE.db, replaced only if\n"
+    "            gputrace report wrote it (anything else is refused)\n"
     "  --memory, --device, --device-bytes, --iteration, --iterations, --top,\n"
     "  --frames  as for the reports (gputrace --help)\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
+
+/* In the page's head: also how a page that report wrote is recognised. */
+#define REPORT_TITLE "<title>gputrace report</title>"
 
 /* Runs one of the JSON reports into a string; on failure writes
  * {"error": message} instead (growth without iterations is not fatal). */
@@ -129,16 +135,19 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
     }
     fputs("\n]}", mem);
     fclose(mem);
-    struct gt_outfile of;
+    struct gt_outfile of = {0};
+    const char *out = o->out;
+    if (!code && !out)
+        code = gt_outfile_default(&of, o->files[0], "-report.html", "<!DOCTYPE html>", REPORT_TITLE, &out);
     if (!code)
-        code = gt_outfile_open(&of, o->out);
+        code = gt_outfile_open(&of, out);
     if (!code) {
         FILE *f = of.f;
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
               "style-src 'unsafe-inline'; img-src data:\">\n"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-              "<title>gputrace report</title>\n<style>\n", f);
+              REPORT_TITLE "\n<style>\n", f);
         fputs(gt_report_css, f);
         fputs("</style>\n</head>\n<body data-rendered=\"no\">\n<header><h1>gputrace report</h1></header>\n"
               "<pre id=\"errors\" hidden></pre>\n<main id=\"app\"></main>\n"
@@ -150,6 +159,7 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
         fputs("</script>\n</body>\n</html>\n", f);
         code = gt_outfile_commit(&of);
     }
+    gt_outfile_say_chosen(&of, code);
     free(data);
     return code;
 }

@@ -225,3 +225,77 @@ class Page(T.AnalyzerTest):
             self.assertEqual(data['traces'][0]['peak']['memory'], memory)
             self.assertEqual(data['traces'][0]['peak']['peak_bytes'],
                              V.WEIGHTS if memory == 'device' else V.POOL_STATE + max(V.BATCHES) * V.PER_SAMPLE + V.WORKSPACE)
+
+
+def run_on_terminal(args, cwd=None):
+    """Runs gputrace ARGS with stdout on a pseudo-terminal; returns (exit
+    status, what the terminal showed, stderr)."""
+    import pty
+    import threading
+    master, slave = pty.openpty()
+    p = subprocess.Popen([T.gtlib.GPUTRACE] + list(args), stdout=slave, stderr=subprocess.PIPE, cwd=cwd)
+    os.close(slave)
+    shown = []
+
+    def read():   # drained as it comes: a full terminal buffer would block the writer
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown.append(chunk)
+    reader = threading.Thread(target=read)
+    reader.start()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=120)
+    reader.join(timeout=10)
+    os.close(master)
+    return rc, b''.join(shown).decode(errors='replace').replace('\r\n', '\n'), err
+
+
+class OutputOnATerminal(T.AnalyzerTest):
+    """report and export never pour HTML or JSON into a terminal: without -o
+    they write a file beside the first trace and say its name; a pipe or a
+    file as stdout gets the output as before."""
+
+    def test_report_writes_a_file_beside_the_trace_and_names_it(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, err = run_on_terminal(['report', db])
+        page = os.path.join(self.dir, 'timeline-report.html')
+        self.assertEqual((rc, shown, err), (0, 'gputrace: wrote %s\n' % page, ''))
+        with open(page, encoding='utf-8') as f:
+            self.assertIn('<title>gputrace report</title>', f.read())
+        rc, shown, _ = run_on_terminal(['report', db])   # its own file is replaced
+        self.assertEqual((rc, shown), (0, 'gputrace: wrote %s\n' % page))
+
+    def test_export_writes_trace_json_beside_the_trace(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, err = run_on_terminal(['export', db])
+        out = os.path.join(self.dir, 'timeline.json')
+        self.assertEqual((rc, shown, err), (0, 'gputrace: wrote %s\n' % out, ''))
+        with open(out) as f:
+            self.assertIn('traceEvents', json.load(f))
+
+    def test_a_file_gputrace_did_not_write_is_never_replaced(self):
+        db, _ = V.timeline(self.dir)
+        for cmd, name in (('report', 'timeline-report.html'), ('export', 'timeline.json')):
+            theirs = os.path.join(self.dir, name)
+            with open(theirs, 'w') as f:
+                f.write('<!DOCTYPE html>\n<title>my notes</title>\n')
+            rc, shown, err = run_on_terminal([cmd, db])
+            self.assertEqual((rc, shown), (10, ''))
+            self.assertEqual(err, 'gputrace: %s exists and was not written by gputrace; name the output with -o FILE '
+                                  '(-o - writes to the terminal)\n' % theirs)
+            with open(theirs) as f:
+                self.assertEqual(f.read(), '<!DOCTYPE html>\n<title>my notes</title>\n')
+
+    def test_dash_o_dash_and_a_pipe_still_get_the_output(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, _ = run_on_terminal(['report', db, '-o', '-'])
+        self.assertEqual(rc, 0)
+        self.assertTrue(shown.startswith('<!DOCTYPE html>'))
+        p = self.ok('report', db)
+        self.assertTrue(p.stdout.startswith('<!DOCTYPE html>'))
+        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
