@@ -279,6 +279,6 @@ int gt_text_sites(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, size_
     }
     gt_table_print(&tb, stdout, indent);
     if (n > limit)
-        printf("%*s... %zu more call sites (--top N shows more)\n", indent, "", n - limit);
+        printf("%*s... %zu more call site%s (--top N shows more)\n", indent, "", n - limit, gt_s((long long)(n - limit)));
     return GT_EXIT_OK;
 }

@@ -198,7 +198,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], fr[4096];
     printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", c->sel_name, its->how, g->warmup);
     if (g->used < 2) {
-        printf("  verdict: unknown (only %zu complete iterations after warm-up; need at least 3)\n", g->used);
+        printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
         return GT_EXIT_OK;
     }
     printf("  live at iteration end:");

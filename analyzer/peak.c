@@ -155,9 +155,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], dev[64] = "";
     if (pk->sel.device != GT_ANY_DEVICE)
-        snprintf(dev, sizeof dev, ", device %d%s", pk->sel.device, pk->multi_device ? " (the busiest of several)" : "");
-    printf("Peak of %s memory%s; device memory: %s\n", c->sel_name, dev,
-           pk->device_total > 0 ? gt_fmt_bytes(pk->device_total, b1) : "unknown (--device-bytes N)");
+        snprintf(dev, sizeof dev, " on device %d%s", pk->sel.device, pk->multi_device ? ", the busiest of several" : "");
+    if (pk->device_total > 0)
+        printf("Peak of %s memory%s (device size %s)\n", c->sel_name, dev, gt_fmt_bytes(pk->device_total, b1));
+    else
+        printf("Peak of %s memory%s (device size unknown: --device-bytes N gives it)\n", c->sel_name, dev);
     printf("  iterations: %s\n", its->how);
     if (pk->n) {
         /* thousands of iterations make thousands of lines: of many, the
@@ -195,7 +197,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         gt_table_print(&tb, stdout, 4);
         if (shown < pk->n)
-            printf("    ... %zu more iterations not shown (--all-iterations lists every one)\n", pk->n - shown);
+            printf("    ... %zu more iteration%s not shown (--all-iterations lists every one)\n", pk->n - shown,
+                   gt_s((long long)(pk->n - shown)));
     }
     if (pk->nbs) {
         printf("  by batch size:\n");

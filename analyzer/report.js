@@ -40,11 +40,16 @@
   }
   function tip(e, text) { sv('title', {}, e, text); return e; }
 
+  /* As analyzer/format.c's gt_fmt_bytes_d, step for step, so that the page
+   * and the text reports print the same number: halves round away from zero
+   * (81395712 bytes: 77.63 MiB in both), and 1023.999 KiB is 1.00 MiB. */
   function fmtBytes(b) {
     if (b === null || b === undefined) return 'unknown';
-    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], v = Math.abs(b), i = 0;
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], v = Math.abs(b), i = 0;
     while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return (b < 0 ? '-' : '') + (i ? v.toFixed(2) : String(v)) + ' ' + units[i];
+    var r = i ? Math.floor(v * 100 + 0.5) / 100 : Math.floor(v + 0.5);
+    if (r >= 1024 && i < units.length - 1) { v /= 1024; i++; r = Math.floor(v * 100 + 0.5) / 100; }
+    return (b < 0 && r > 0 ? '-' : '') + (i ? r.toFixed(2) : String(r)) + ' ' + units[i];
   }
   function fmtNs(ns) {
     var a = Math.abs(ns);
@@ -293,7 +298,7 @@
     var box = el('div', {'class': 'panel'}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
-    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocations never freed' +
+    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
       (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '') +
       (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; not a leak)' : '') +
       (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use by the last iteration when the process ended' : '') +

@@ -243,9 +243,10 @@ static int symbolize_one(const char *path, const char *tool)
         code = fail_sql(path, db, "storing file:line");
         goto out;
     }
-    printf("%s: %zu of %zu frames given file:line, from %zu modules", path, sc.resolved, total, modules);
+    printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", path, sc.resolved, total, gt_s((long long)total), modules,
+           gt_s((long long)modules));
     if (missing)
-        printf(" (%zu modules no longer on disk)", missing);
+        printf(" (%zu module%s no longer on disk)", missing, gt_s((long long)missing));
     printf("\n");
 out:
     sqlite3_finalize(sel);

@@ -120,7 +120,7 @@ int gt_report_top(struct gt_ctx *c, struct gt_json *j)
         char mem[96] = "all memory kinds";
         if (c->o->memory_set)
             snprintf(mem, sizeof mem, "%s memory", c->sel_name);
-        printf("Top call sites (%s, %zu sites):\n", mem, n);
+        printf("Top call sites (%s, %zu site%s):\n", mem, n, gt_s((long long)n));
     }
     code = print_list(c, j, "by_bytes", "by bytes allocated", st, n, by_bytes);
     if (!code)

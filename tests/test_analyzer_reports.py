@@ -656,3 +656,74 @@ class FilterMatchesNothing(T.AnalyzerTest):
         self.assertEqual((d['memory'], d['peak_bytes']), ('device', 5 * T.MiB))
         line = self.assertOneErrorLine(self.gputrace('peak', '--device', '2', db), 11)
         self.assertIn('the trace has device memory on device 1 (5.00 MiB peak), pool memory on device 0 (3.00 MiB peak)', line)
+
+
+REPORT_JS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'analyzer', 'report.js')
+
+
+def js_fmt_bytes(values):
+    """report.js's fmtBytes over values, run by node (the function's own text,
+    cut out of the page's script); None when node is not installed."""
+    import re
+    import shutil
+    import subprocess
+    node = shutil.which('node') or shutil.which('nodejs')
+    if not node:
+        return None
+    with open(REPORT_JS) as f:
+        fn = re.search(r'\n  (function fmtBytes\(b\) \{.*?\n  \})\n', f.read(), re.S).group(1)
+    p = subprocess.run([node, '-e', fn + '\nconsole.log(JSON.stringify(%s.map(fmtBytes)));' % json.dumps(values)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+class Wording(T.AnalyzerTest):
+    """Text a person reads: counts agree with their nouns, no doubled words,
+    and the same bytes print the same in the text reports and the HTML page."""
+    SIZES = [81395712, 1048575, 1535, 1536, 3 * T.MiB + 5 * T.KiB, 1023, 1]
+
+    def one_leak(self, size=81395712, **kw):
+        t = T.Trace(os.path.join(self.dir, 'one.db'), **kw)
+        t.alloc(size, ['load_weights', 'main'])
+        return t.close()
+
+    def test_one_allocation_is_singular_everywhere(self):
+        db = self.one_leak()
+        self.assertIn('Leaks: 77.63 MiB in 1 allocation at 1 call site, live at process end', self.ok('leaks', db).stdout)
+        out = self.ok('summary', db).stdout
+        self.assertIn('events: 1 (1 allocation, 0 frees, 0 failed calls, 0 other)', out)
+        self.assertIn('leaks: 77.63 MiB in 1 allocation at 1 call site', out)
+        self.assertIn('(1 allocation, 0 frees, 77.63 MiB live at end)', out)
+        self.assertIn('Top call sites (all memory kinds, 1 site):', self.ok('top', db).stdout)
+        for cmd in ('summary', 'leaks', 'top', 'peak', 'oom'):
+            self.assertNotRegex(self.ok(cmd, db).stdout, r'\b1 (allocations|frees|sites|call sites|iterations)\b', cmd)
+
+    def test_summary_and_peak_headings_say_each_thing_once(self):
+        db = self.one_leak()
+        out = self.ok('summary', db).stdout
+        self.assertIn('  peak of device memory on device 0: 77.63 MiB at ', out)
+        self.assertNotIn('peak device  device', out)
+        first = self.ok('peak', db).stdout.splitlines()[0]
+        self.assertEqual(first, 'Peak of device memory (device size 80.00 GiB)')
+        db = self.one_leak(device_total=None)
+        first = self.ok('peak', '--device', '0', db).stdout.splitlines()[0]
+        self.assertEqual(first, 'Peak of device memory on device 0 (device size unknown: --device-bytes N gives it)')
+
+    def test_bytes_round_the_same_in_text_and_in_the_html_page(self):
+        t = T.Trace(os.path.join(self.dir, 'sizes.db'))
+        for k, size in enumerate(self.SIZES):
+            t.alloc(size, ['site_%d' % k, 'main'])
+        db = t.close()
+        text = {}
+        for line in self.ok('leaks', '--top', '100', db).stdout.splitlines():
+            words = line.split()
+            if len(words) > 4 and words[4].startswith('site_'):
+                text[int(words[4][5:])] = ' '.join(words[:2])
+        by_site = [text[k] for k in range(len(self.SIZES))]
+        self.assertEqual(by_site[0], '77.63 MiB')   # 77.625 MiB exactly: the half rounds up
+        self.assertEqual(by_site[1], '1.00 MiB')    # 1023.999 KiB
+        js = js_fmt_bytes(self.SIZES)
+        if js is None:
+            self.skipTest('node is not installed: report.js checked by test_report.py only')
+        self.assertEqual(js, by_site)
