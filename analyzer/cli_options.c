@@ -104,6 +104,13 @@ const struct gt_option gt_options[] = {
      "also show a framework allocator's own innermost frames\n"
      "(PyTorch's CUDACachingAllocator, empty_cuda), which text\n"
      "folds into \"[N allocator frames]\" by default"},
+    {"--full-names", NULL, NULL, GT_OPTS_SELECT, GT_OPT_FLAG, AT(base.full_names), 0, 0, NULL, NULL,
+     "function names with their parameter lists and template\n"
+     "arguments (text folds them: at::native::run_conv_plan)"},
+    {"--all-frames", NULL, NULL, GT_OPTS_SELECT, GT_OPT_FLAG, AT(base.all_frames), 0, 0, NULL, NULL,
+     "every frame: fold neither the allocator's, nor the\n"
+     "dispatcher's (\"[9 dispatcher frames]\"), nor frames shared\n"
+     "with other sites, and keep the C library's start-up"},
     {"--top", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.top), 1, BIG, NULL,
      "--top needs a positive number, not \"%s\"", "call sites listed (default 10)"},
 

@@ -274,8 +274,11 @@
     });
     return tb;
   }
-  // a site's frames after its allocator's own leading ones (as the text reports show them)
+  // a site as the text reports show it: the analyzer's "call_site" (short
+  // names, the allocator's and the dispatcher's frames folded, sites told
+  // apart); from the frames themselves for JSON written without it
   function frames(s) {
+    if (typeof s.call_site === 'string') return s.call_site;
     var f = s.frames || [], skip = s.allocator_frames || 0, own = f.slice(skip);
     return (skip ? '[' + skip + ' allocator frame' + (skip === 1 ? '' : 's') + '] ' : '') +
       own.slice(0, 6).join(' \u2190 ') + (own.length > 6 ? ' \u2190 \u2026' : '');

@@ -7,6 +7,7 @@ import json
 import os
 
 import analyzer_traces as T
+import gtlib
 
 
 def frames_text(site):
@@ -727,3 +728,91 @@ class Wording(T.AnalyzerTest):
         if js is None:
             self.skipTest('node is not installed: report.js checked by test_report.py only')
         self.assertEqual(js, by_site)
+
+
+# PyTorch's frames as a real trace (H100, PyTorch 2.11) records them, full demangled names
+TORCH_ALLOCATOR = [
+    'c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)',
+    'c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, signed char, unsigned long, CUstream_st*)',
+    'c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)',
+    'at::TensorBase at::detail::_empty_strided_generic<c10::ArrayRef<long> >(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)',
+    'at::detail::empty_strided_generic(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)',
+    'at::detail::empty_strided_cuda(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>)',
+]
+TORCH_DISPATCH = [
+    'at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA__empty_strided(c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>)',
+    'c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer<at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>), &at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA__empty_strided>, at::Tensor, c10::guts::typelist::typelist<c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt> > >, at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)>::call(c10::OperatorKernel*, c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+    'at::_ops::empty_strided::redispatch(c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+    'at::Tensor c10::Dispatcher::redispatch<at::Tensor, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt> >(c10::TypedOperatorHandle<at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)> const&, c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>) const',
+    'at::_ops::empty_strided::call(c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+]
+TORCH_CONV = [
+    'at::native::run_conv_plan(cudnnContext*, cudnn_frontend::ExecutionPlan&, at::Tensor const&, at::Tensor const&, at::Tensor const&, cudnn_frontend::ExecutionPlan const&)',
+    'at::native::run_single_conv(cudnnBackendDescriptorType_t const&, at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::raw_cudnn_convolution_forward_out(at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::cudnn_convolution_forward_out(at::TensorArg&, char const*, at::TensorArg const&, at::TensorArg const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::cudnn_convolution_forward(char const*, at::TensorArg const&, at::TensorArg const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+]
+TORCH_CALLERS = ['at::native::cudnn_convolution(at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+                 'at::native::cudnn_convolution_transpose(at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+                 'at::native::cudnn_convolution_relu(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long)']
+TORCH_OUTER = ['torch::autograd::VariableType::(anonymous namespace)::convolution(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&)',
+               'at::_ops::convolution::call(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&)',
+               'at::native::conv2d_symint(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&)',
+               'torch::autograd::THPVariable_conv2d(_object*, _object*, _object*)', '_PyEval_EvalFrameDefault', 'main',
+               '__libc_start_call_main', '__libc_start_main', '_start']
+
+
+class CallSiteText(T.AnalyzerTest):
+    """Call sites a person can read: short names, the dispatcher's plumbing
+    and the C library's start-up folded away, and sites that would read
+    alike told apart."""
+
+    def torch_trace(self):
+        t = T.Trace(os.path.join(self.dir, 'torch.db'), command_line='python train.py',
+                    module='/usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so')
+        for k, caller in enumerate(TORCH_CALLERS):
+            t.alloc((k + 1) * T.MiB, TORCH_ALLOCATOR + TORCH_DISPATCH + TORCH_CONV + [caller] + TORCH_OUTER)
+        return t.close()
+
+    def test_pytorch_sites_read_short_with_plumbing_folded_and_what_differs_first(self):
+        db = self.torch_trace()
+        rows = [line for line in self.ok('top', db).stdout.splitlines() if 'run_conv_plan' in line][:3]
+        self.assertEqual(rows[0].split('device  ', 1)[1],
+                         '[6 allocator frames] [5 dispatcher frames] <- at::native::run_conv_plan (libtorch_cuda.so) '
+                         '<- [4 common frames] <- at::native::cudnn_convolution_relu (libtorch_cuda.so) '
+                         '<- [2 dispatcher frames] <- at::native::conv2d_symint (libtorch_cuda.so) '
+                         '<- torch::autograd::THPVariable_conv2d (libtorch_cuda.so) <- ... (2 more)')
+        self.assertEqual(len({row.split('device  ', 1)[1] for row in rows}), 3)
+        for row in rows:
+            self.assertNotIn('(c10::', row)
+            self.assertLess(len(row), 400)
+        d = self.json('top', db)
+        site = d['by_bytes'][0]
+        self.assertEqual(site['frames'][6], TORCH_DISPATCH[0] + ' (libtorch_cuda.so)')   # JSON: full names, all frames
+        self.assertEqual(site['frames'][-1], '_start (libtorch_cuda.so)')
+        self.assertEqual(site['call_site'], rows[0].split('device  ', 1)[1])
+
+    def test_full_names_and_all_frames_show_what_text_folds(self):
+        db = self.torch_trace()
+        out = self.ok('top', '--full-names', db).stdout
+        self.assertIn('at::native::run_conv_plan(cudnnContext*, cudnn_frontend::ExecutionPlan&', out)
+        self.assertIn('at::native::cudnn_convolution_relu(at::Tensor const&, at::Tensor const&', out)
+        out = self.ok('top', '--all-frames', '--frames', '100', db).stdout
+        self.assertIn('c10::impl::wrap_kernel_functor_unboxed_::call (libtorch_cuda.so)', out)
+        self.assertIn('__libc_start_main (libtorch_cuda.so) <- _start (libtorch_cuda.so)', out)
+        self.assertNotIn('dispatcher frames', out)
+
+    def test_sites_that_print_alike_show_their_offsets_and_no_libc_start_up(self):
+        p, db = self.trace([gtlib.prog('demo_loop')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = self.ok('top', db).stdout
+        rows = [line.split('device  ', 1)[1] for line in out.splitlines() if 'train_step' in line][:3]
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(len(set(rows)), 3, rows)
+        for row in rows:
+            self.assertRegex(row, r'^alloc \(demo_loop\) <- train_step \(demo_loop\+0x[0-9a-f]+\) <- main \(demo_loop\)$')
+        self.assertNotIn('libc.so', out)
+        self.assertNotIn('__libc_start', out)
+        frames = self.json('top', db)['by_bytes'][0]['frames']
+        self.assertTrue(any(f.startswith('__libc_start_main') for f in frames), frames)   # JSON keeps them

@@ -72,11 +72,11 @@ class Dom(html.parser.HTMLParser):
 
 class ReportTest(T.AnalyzerTest):
 
-    def report(self, *dbs, fragment=''):
-        """Writes the report of dbs, renders it once (at URL fragment, if
-        given); returns (Dom, page data, html text)."""
+    def report(self, *dbs, fragment='', args=()):
+        """Writes the report of dbs (with options args), renders it once (at
+        URL fragment, if given); returns (Dom, page data, html text)."""
         out = os.path.join(self.dir, 'report.html')
-        self.ok('report', *dbs, '-o', out)
+        self.ok('report', *dbs, *args, '-o', out)
         with open(out, encoding='utf-8') as f:
             page = f.read()
         p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
@@ -123,8 +123,9 @@ class Render(ReportTest):
         self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'stable')
         self.assertEqual(len(dom.find('table', 'oom', 0)), 1)
         self.assertEqual(len([r for r in dom.find('tr', 'row', 0) if '200.00 GiB' in r.text]), 1)   # the failed request
-        # a frame name full of markup stays text: shown verbatim, no element made from it
-        self.assertIn(V.EVIL_FUNCTION, ''.join(e.text for e in dom.find('td', 'frames', 0)))
+        # a frame name full of markup stays text: no element made from it (shortened
+        # as a C++ name: "<...>" reads as template arguments; --full-names shows it whole)
+        self.assertIn('evil"fn&amp;\u00e9', ''.join(e.text for e in dom.find('td', 'frames', 0)))
         self.assertEqual(dom.find('img'), [])
 
         # leak_retained.db: growing, the planting function first among growing sites and leaks
@@ -162,6 +163,26 @@ class Render(ReportTest):
         peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
+
+    def test_frame_full_of_markup_stays_text_with_full_names(self):
+        db, _ = V.timeline(self.dir)
+        dom, _, _ = self.report(db, args=('--full-names',))
+        self.assertIn(V.EVIL_FUNCTION, ''.join(e.text for e in dom.find('td', 'frames', 0)))
+        self.assertEqual(dom.find('img'), [])
+
+    def test_call_sites_read_as_in_the_text_reports(self):
+        import test_analyzer_reports as R
+        t = T.Trace(os.path.join(self.dir, 'torch.db'), module='/opt/torch/lib/libtorch_cuda.so')
+        for k, caller in enumerate(R.TORCH_CALLERS):   # tensors kept: pool memory is never cached
+            t.alloc((k + 1) * T.MiB, R.TORCH_DISPATCH + R.TORCH_CONV + [caller] + R.TORCH_OUTER, api='cudaMallocAsync')
+        db = t.close()
+        text = [s['call_site'] for s in self.json('leaks', db)['sites']]
+        self.assertEqual(len(set(text)), 3)
+        self.assertTrue(all(c.startswith('[5 dispatcher frames] <- at::native::run_conv_plan (libtorch_cuda.so) <- '
+                                         '[4 common frames] <- at::native::cudnn_convolution') for c in text), text)
+        dom, _, _ = self.report(db)
+        rows = [e.text for e in dom.find('td', 'frames', 0)]
+        self.assertEqual(rows[:3], text)
 
     def test_view_in_the_address_zooms_the_timeline(self):
         db, p = V.timeline(self.dir)
