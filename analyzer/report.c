@@ -30,7 +30,9 @@ const char gt_help_report[] =
     "            gputrace report wrote it (anything else is refused)\n"
     "  --memory, --device, --device-bytes, --iteration, --iterations, --top,\n"
     "  --frames  as for the reports (gputrace --help)\n"
-    "Exit status as for the reports; 10: the output could not be written.\n";
+    "A trace that cannot be read gets a panel saying why; the others are\n"
+    "reported. Exit status as for the reports (the first failure's); 10: the\n"
+    "output could not be written.\n";
 
 /* In the page's head: also how a page that report wrote is recognised. */
 #define REPORT_TITLE "<title>gputrace report</title>"
@@ -110,31 +112,64 @@ static void put_script_json(FILE *f, const char *s, size_t n)
     }
 }
 
+/* A trace that could not be read: its place in the page says why. */
+static void trace_error(FILE *f, const char *path, const char *err, int code)
+{
+    struct gt_json j;
+    gt_json_init(&j, f);
+    gt_json_obj(&j);
+    gt_json_kstr(&j, "file", gt_basename(path));
+    gt_json_kstr(&j, "error", err[0] ? err : "failed");
+    gt_json_kint(&j, "exit_code", code);
+    gt_json_obj_end(&j);
+}
+
 int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
 {
     (void)cmd;
-    int code = GT_EXIT_OK;
     /* The data of all traces is gathered first (it is small: series are
-     * bucketed), so that a failing trace leaves no output at all. */
+     * bucketed). A trace that fails gets an error panel in its place, as the
+     * other reports print what they can and say what they could not; the
+     * exit status is the first failure's, and with no trace read at all
+     * there is no page. */
+    int code = GT_EXIT_OK, good = 0;
     char *data = NULL;
     size_t len = 0;
     FILE *mem = gt_xmemstream(&data, &len);
     fprintf(mem, "{\"generator\": \"gputrace %s\", \"traces\": [", GPUTRACE_VERSION);
-    for (int i = 0; i < o->nfiles && !code; i++) {
+    for (int i = 0; i < o->nfiles; i++) {
         struct gt_ctx c;
-        code = gt_ctx_open(&c, o->files[i], &o->base);
-        if (!code) {
-            fputs(i ? ",\n" : "\n", mem);
+        char *one = NULL;
+        size_t one_len = 0;
+        FILE *part = gt_xmemstream(&one, &one_len);   /* a trace failing half-way leaves no half object */
+        int fc = gt_ctx_open(&c, o->files[i], &o->base);
+        if (!fc) {
             double t0 = gt_now();
-            code = trace_data(&c, mem);
+            fc = trace_data(&c, part);
             gt_phase("report", t0);
         }
-        if (code)
-            gt_viz_fail(o->files[i], &c.t, code);
+        fclose(part);
+        fputs(i ? ",\n" : "\n", mem);
+        if (fc) {
+            gt_viz_fail(o->files[i], &c.t, fc);
+            trace_error(mem, o->files[i], c.t.err, fc);
+            if (!code)
+                code = fc;
+        } else {
+            fwrite(one, 1, one_len, mem);
+            good++;
+        }
+        free(one);
         gt_ctx_close(&c);
     }
     fputs("\n]}", mem);
     fclose(mem);
+    if (!good) {
+        free(data);
+        return code;
+    }
+    int failed = code;
+    code = GT_EXIT_OK;
     struct gt_outfile of = {0};
     const char *out = o->out;
     if (!code && !out)
@@ -161,5 +196,5 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
     }
     gt_outfile_say_chosen(&of, code);
     free(data);
-    return code;
+    return failed ? failed : code;
 }

@@ -332,6 +332,13 @@
 
   function section(app, tr) {
     var s = el('section', {'class': 'trace'}, app);
+    if (tr.error !== undefined) {   /* a trace gputrace could not read: what happened, in its place */
+      el('h2', {}, s, tr.file);
+      var box = el('div', {'class': 'panel error', 'data-exit-code': tr.exit_code}, s);
+      el('h3', {}, box, 'Not reported');
+      el('p', {'class': 'note'}, box, tr.error + ' (exit status ' + tr.exit_code + ')');
+      return;
+    }
     var sum = tr.summary || {}, proc = sum.process || {};
     el('h2', {}, s, tr.file + (sum.rank !== null && sum.rank !== undefined ? ' \u00b7 rank ' + sum.rank : '') +
       (sum.pid !== null && sum.pid !== undefined ? ' \u00b7 pid ' + sum.pid : ''));

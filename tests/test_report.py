@@ -164,6 +164,35 @@ class Render(ReportTest):
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
 
+    def test_a_trace_that_fails_gets_an_error_panel_and_the_others_are_reported(self):
+        db = T.leak_retained(self.dir)
+        broken = os.path.join(self.dir, 'broken.db')
+        with open(broken, 'wb') as f:
+            f.write(b'not a database' * 100)
+        out = os.path.join(self.dir, 'report.html')
+        p = self.gputrace('report', db, broken, '-o', out)
+        self.assertEqual(p.returncode, 4, p.stderr)   # the first failure's status, as summary gives
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn(broken, p.stderr)
+        with open(out, encoding='utf-8') as f:
+            page = f.read()
+        data = json.loads(re.search(r'id="gt-data">(.*?)</script>', page, re.S).group(1))
+        self.assertEqual([t['file'] for t in data['traces']], ['leak_retained.db', 'broken.db'])
+        self.assertEqual(data['traces'][1]['exit_code'], 4)
+        rendered = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+                                   '--no-first-run', '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'),
+                                   '--dump-dom', 'file://' + out], capture_output=True, text=True, timeout=120)
+        dom = Dom(rendered.stdout)
+        self.assertEqual(dom.find('body')[0].attrs.get('data-rendered'), 'ok')
+        self.assertEqual(dom.find('pre')[0].text.strip(), '')
+        self.assertEqual(len(dom.find('section', 'trace')), 2)
+        self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'growing')   # the good one, in full
+        panel = dom.find('div', 'error', 1)
+        self.assertEqual(len(panel), 1)
+        self.assertEqual(panel[0].attrs['data-exit-code'], '4')
+        self.assertIn(data['traces'][1]['error'], panel[0].text)
+        self.assertIn('broken.db', dom.find('h2', None, 1)[0].text)
+
     def test_frame_full_of_markup_stays_text_with_full_names(self):
         db, _ = V.timeline(self.dir)
         dom, _, _ = self.report(db, args=('--full-names',))
@@ -216,14 +245,12 @@ class Page(T.AnalyzerTest):
         self.assertNotIn('<', block)
         self.assertIn('\\u003c/script\\u003e', block)
 
-    def test_failing_trace_leaves_no_page(self):
-        db, _ = V.timeline(self.dir)
+    def test_no_trace_read_leaves_no_page(self):
         out = os.path.join(self.dir, 'r.html')
-        p = self.gputrace('report', db, os.path.join(self.dir, 'nope.db'), '-o', out)
+        p = self.gputrace('report', os.path.join(self.dir, 'nope.db'), os.path.join(self.dir, 'gone.db'), '-o', out)
         self.assertEqual(p.returncode, 3, p.stderr)
-        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
-        self.assertFalse(os.path.exists(out))
-        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
+        self.assertEqual(len(p.stderr.strip().splitlines()), 2, p.stderr)   # one line per file, as the reports
+        self.assertEqual(os.listdir(self.dir), [])
 
     def test_trace_without_iterations_still_reports(self):
         db = T.no_iterations(self.dir)
