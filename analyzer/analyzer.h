@@ -25,6 +25,9 @@ struct gt_opts {
     unsigned mem_mask;
     int device;             /* --device N, or GT_ANY_DEVICE */
     int cached_as_leaks;    /* leaks --no-cache-heuristic */
+    int all_iterations;     /* peak --all-iterations: text lists every iteration */
+    int full_names;         /* --full-names: text keeps parameter lists and template arguments */
+    int all_frames;         /* --all-frames: text folds and drops no frame */
     struct gt_iter_opts iter;
 };
 
@@ -51,14 +54,20 @@ int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
 int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s);
 /* Writes "file", "rank", "pid" keys of a per-file JSON object. */
 void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j);
-/* Prints a site's frames: text (up to o->frames, joined by " <- ", after the
- * allocator's own leading frames unless --allocator-frames), or the JSON keys
- * "frames" (all) and "allocator_frames" (how many lead). Returns an exit status. */
-int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len);
+/* ---- callsite.c: how each site of one listing reads (see there). Sets
+ * *out to n malloc'ed strings (free with gt_site_texts_free). Returns an
+ * exit status. */
+int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out);
+void gt_site_texts_free(char **texts, size_t n);
+/* A demangled C++ name without parameter lists, template arguments, return
+ * type or qualifiers: "at::native::run_conv_plan". */
+void gt_short_function(const char *full, char *out, size_t len);
+/* The JSON keys "frames" (all, full names), "allocator_frames" (how many
+ * lead) and, given text, "call_site" (the site as text shows it). */
 /* Is this frame (function and module text) inside a memory allocator's own
  * code (PyTorch's caching allocator, its empty_* factories, RMM, ...)? */
 bool gt_frame_is_allocator(const char *frame);
-int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site);
+int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site, const char *text);
 /* Writes a JSON array of call sites {bytes, count, memory, stack_id, frames}. */
 int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit);
 /* Prints a text table of call sites (bytes, count, memory, frames). */

@@ -41,6 +41,7 @@ enum {
     GT_OPTS_EXPORT = 1u << 7,    /* --format, --from, --to, --no-kernels, --no-allocs, --iterations A:B */
     GT_OPTS_SYMBOLIZE = 1u << 8, /* --addr2line */
     GT_OPTS_RUN = 1u << 9,       /* --stack-depth, --quiet */
+    GT_OPTS_PEAK = 1u << 10,     /* peak --all-iterations */
 };
 
 struct gt_command {

@@ -34,12 +34,17 @@ static const char *parse_memory(struct gt_args *a, const struct gt_command *cmd,
     return NULL;
 }
 
-/* --iterations MODE; export also takes A:B, a range of iteration indices. */
+/* --iterations MODE for the reports; for export, A:B, a range of iteration
+ * indices, and only that: one option meaning two things there let
+ * `export --iterations auto` pass as a range that limits nothing. */
 static const char *parse_iterations(struct gt_args *a, const struct gt_command *cmd, const char *val)
 {
     int ranges = (cmd->takes & GT_OPTS_EXPORT) != 0;
     const char *colon = strchr(val, ':');
-    if (ranges && colon) {
+    if (ranges && !colon)
+        return "export --iterations takes a range of iteration indices A:B (e.g. 2:5), not \"%s\"; "
+               "--iteration NAME picks the range that is one iteration";
+    if (ranges) {
         char *end;
         long long lo = strtoll(val, &end, 10), hi;
         if (end != colon || colon == val || *val == '-')
@@ -60,8 +65,7 @@ static const char *parse_iterations(struct gt_args *a, const struct gt_command *
             a->base.iter.mode = mode_of[k];
             return NULL;
         }
-    return ranges ? "--iterations takes A:B or best, marker, nvtx, auto, none, not \"%s\""
-                  : "--iterations takes best, marker, nvtx, auto or none, not \"%s\"";
+    return "--iterations takes best, marker, nvtx, auto or none, not \"%s\"";
 }
 
 /* export --format: Chrome trace-event JSON is the one format. */
@@ -82,7 +86,8 @@ const struct gt_option gt_options[] = {
     {"--memory", NULL, "KIND", GT_OPTS_SELECT, GT_OPT_CUSTOM, 0, 0, 0, parse_memory, NULL,
      "device | pool | managed | host | all, or a comma list.\n"
      "Default for growth, peak, oom: pool if the trace has pool\n"
-     "(cudaMallocAsync) allocations, else device; leaks and top\ncount every kind"},
+     "(cudaMallocAsync) allocations, else device; leaks and top\ncount every kind. "
+     "--memory or --device matching no memory\nof the trace is an error (exit 11)"},
     {"--device", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.device), 0, BIG, NULL,
      "--device needs a device ordinal, not \"%s\"", "only memory of device N"},
     {"--device-bytes", NULL, "B", GT_OPTS_SELECT, GT_OPT_BYTES, AT(base.device_bytes), 1, INT64_MAX, NULL,
@@ -99,6 +104,13 @@ const struct gt_option gt_options[] = {
      "also show a framework allocator's own innermost frames\n"
      "(PyTorch's CUDACachingAllocator, empty_cuda), which text\n"
      "folds into \"[N allocator frames]\" by default"},
+    {"--full-names", NULL, NULL, GT_OPTS_SELECT, GT_OPT_FLAG, AT(base.full_names), 0, 0, NULL, NULL,
+     "function names with their parameter lists and template\n"
+     "arguments (text folds them: at::native::run_conv_plan)"},
+    {"--all-frames", NULL, NULL, GT_OPTS_SELECT, GT_OPT_FLAG, AT(base.all_frames), 0, 0, NULL, NULL,
+     "every frame: fold neither the allocator's, nor the\n"
+     "dispatcher's (\"[9 dispatcher frames]\"), nor frames shared\n"
+     "with other sites, and keep the C library's start-up"},
     {"--top", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.top), 1, BIG, NULL,
      "--top needs a positive number, not \"%s\"", "call sites listed (default 10)"},
 
@@ -106,6 +118,7 @@ const struct gt_option gt_options[] = {
     {"--help", "-h", NULL, GT_OPTS_HELP, GT_OPT_FLAG, AT(help), 0, 0, NULL, NULL, NULL},
     {"--warmup", NULL, "N", GT_OPTS_REPORT, GT_OPT_INT, AT(base.warmup), 0, BIG, NULL,
      "--warmup needs a number of iterations, not \"%s\"", NULL},
+    {"--all-iterations", NULL, NULL, GT_OPTS_PEAK, GT_OPT_FLAG, AT(base.all_iterations), 0, 0, NULL, NULL, NULL},
     {"--no-cache-heuristic", NULL, NULL, GT_OPTS_LEAKS, GT_OPT_FLAG, AT(base.cached_as_leaks), 0, 0, NULL, NULL, NULL},
     {"--fail-above", NULL, "B", GT_OPTS_GROWTH, GT_OPT_BYTES, AT(base.fail_above), 0, INT64_MAX, NULL,
      "--fail-above needs bytes per iteration (e.g. 1M), not \"%s\"", NULL},

@@ -37,7 +37,7 @@ const struct gt_command gt_commands[] = {
     {.name = "peak",
      .summary = "peak per iteration and per batch size, the fit\n"
                 "peak = fixed + per_sample x batch_size, the largest batch that fits",
-     .help = gt_help_peak, .takes = REPORT_OPTS, .needs = TRACES, .run = gt_run_reports, .report = gt_report_peak},
+     .help = gt_help_peak, .takes = REPORT_OPTS | GT_OPTS_PEAK, .needs = TRACES, .run = gt_run_reports, .report = gt_report_peak},
     {.name = "oom",
      .summary = "each failed allocation: request, live bytes, device total, who\n"
                 "held the memory, how much smaller the batch had to be",

@@ -25,6 +25,37 @@ void gt_phase(const char *what, double since)
         fprintf(stderr, "gputrace: timing: %-12s %.3f s\n", what, gt_now() - since);
 }
 
+/* --memory and --device are filters: one that matches no allocation (failed
+ * ones included, for oom) would make every report print zeros, "no leaks" or
+ * "stable" about memory the trace never had. Says so, and what it has. */
+static int check_selection(struct gt_ctx *c, const struct gt_opts *o)
+{
+    struct gt_sel s = {o->memory_set ? o->mem_mask : GT_MASK_ALL, o->device};
+    for (size_t i = 0; i < c->t.nev; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (a->known && a->op == GT_OP_ALLOC && gt_sel_has(&c->t, &s, e))
+            return GT_EXIT_OK;
+    }
+    char what[96] = "", on[32] = "", has[400] = "", b[GT_FMT_LEN];
+    if (o->memory_set)
+        snprintf(what, sizeof what, "%s ", c->sel_name);
+    if (o->device != GT_ANY_DEVICE)
+        snprintf(on, sizeof on, " on device %d", o->device);
+    struct gt_level *lv;
+    size_t n = gt_levels(&c->t, &c->p, &lv), len = 0;
+    for (size_t k = 0; k < n && len + 1 < sizeof has; k++) {
+        char dev[32] = "";
+        if (lv[k].device >= 0)
+            snprintf(dev, sizeof dev, " on device %d", lv[k].device);
+        len += (size_t)snprintf(has + len, sizeof has - len, "%s%s memory%s (%s peak)", k ? ", " : "",
+                                gt_memory_name(lv[k].memory), dev, gt_fmt_bytes(lv[k].peak, b));
+    }
+    free(lv);
+    snprintf(c->t.err, sizeof c->t.err, "no %smemory%s; the trace has %s", what, on, n ? has : "no successful allocations");
+    return GT_EXIT_NO_MATCH;
+}
+
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
 {
     memset(c, 0, sizeof *c);
@@ -47,11 +78,13 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     if (o->memory_set) {
         c->sel.mem_mask = o->mem_mask;
     } else {
+        /* pool if the trace has pool allocations (on --device N, if given) */
         c->sel.mem_mask = GT_MASK(GT_MEM_DEVICE);
         for (size_t i = 0; i < c->t.nev; i++) {
             const struct gt_event *e = &c->t.ev[i];
             const struct gt_api_attr *a = gt_attr(&c->t, e);
-            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL) {
+            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL &&
+                (o->device == GT_ANY_DEVICE || e->device == o->device)) {
                 c->sel.mem_mask = GT_MASK(GT_MEM_POOL);
                 break;
             }
@@ -63,6 +96,8 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
             size_t l = strlen(c->sel_name);
             snprintf(c->sel_name + l, sizeof c->sel_name - l, "%s%s", l ? "+" : "", gt_memory_name(m));
         }
+    if (o->memory_set || o->device != GT_ANY_DEVICE)
+        return check_selection(c, o);
     return GT_EXIT_OK;
 }
 
@@ -133,36 +168,6 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
 }
 
-static int leading_allocator_frames(char **f, int n);
-
-int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len)
-{
-    char **f;
-    int n;
-    int code = gt_trace_frames(&c->t, site, &f, &n);
-    if (code)
-        return code;
-    buf[0] = 0;
-    if (site < 0 || n == 0) {
-        snprintf(buf, len, site < 0 ? "(no stack: GPUTRACE_STACK_DEPTH=0?)" : "(stack %lld: no frames recorded)",
-                 (long long)gt_trace_stack_id(&c->t, site));
-        return GT_EXIT_OK;
-    }
-    /* The innermost frames of a framework's stack are its allocator, the same
-     * for every site (PyTorch: CUDACachingAllocator <- empty_cuda); the frames
-     * that tell sites apart come after them, so text starts there. */
-    int skip = c->o->allocator_frames ? 0 : leading_allocator_frames(f, n);
-    int show = c->o->frames < n - skip ? c->o->frames : n - skip;
-    size_t l = 0;
-    if (skip)
-        l += (size_t)snprintf(buf, len, "[%d allocator frame%s] ", skip, skip == 1 ? "" : "s");
-    for (int k = skip; k < skip + show && l + 1 < len; k++)
-        l += (size_t)snprintf(buf + l, len - l, "%s%s", k > skip ? " <- " : "", f[k]);
-    if (skip + show < n && l + 1 < len)
-        snprintf(buf + l, len - l, " <- ... (%d more)", n - skip - show);
-    return GT_EXIT_OK;
-}
-
 /* Name prefixes of functions that belong to a memory allocator's own code
  * rather than to the code that wanted the memory. Prefixes of the demangled
  * name, not substrings: "c10::cuda::" also appears in argument lists of
@@ -170,6 +175,7 @@ int gt_print_frames_text(struct gt_ctx *c, int32_t site, char *buf, size_t len)
 static const char *const allocator_prefixes[] = {
     "c10::cuda::CUDACachingAllocator::", /* PyTorch, both backends */
     "at::detail::empty_",                /* its tensor factories down to the allocator */
+    "at::detail::_empty_",
     "at::native::empty_",
     "at::empty",
     "tensorflow::BFCAllocator::",        /* TensorFlow, XLA/JAX */
@@ -179,8 +185,14 @@ static const char *const allocator_prefixes[] = {
 
 bool gt_frame_is_allocator(const char *frame)
 {
+    /* a function template's name starts with its return type
+     * ("at::TensorBase at::detail::_empty_strided_generic<...>(...)"):
+     * its short name starts with the function */
+    char name[512];
+    gt_short_function(frame, name, sizeof name);
     for (size_t q = 0; q < sizeof allocator_prefixes / sizeof allocator_prefixes[0]; q++)
-        if (!strncmp(frame, allocator_prefixes[q], strlen(allocator_prefixes[q])))
+        if (!strncmp(frame, allocator_prefixes[q], strlen(allocator_prefixes[q])) ||
+            !strncmp(name, allocator_prefixes[q], strlen(allocator_prefixes[q])))
             return true;
     return false;
 }
@@ -193,7 +205,7 @@ static int leading_allocator_frames(char **f, int n)
     return skip;
 }
 
-int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site)
+int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site, const char *text)
 {
     char **f;
     int n;
@@ -206,44 +218,60 @@ int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site)
         gt_json_str(j, f[k]);
     gt_json_arr_end(j);
     gt_json_kint(j, "allocator_frames", leading_allocator_frames(f, n));
+    if (text)
+        gt_json_kstr(j, "call_site", text);
     return GT_EXIT_OK;
+}
+
+/* The texts of the first n sites of s (gt_site_texts). */
+static int sum_texts(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, char ***texts)
+{
+    int32_t *ids = gt_xmalloc((n + 1) * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = s[i].site;
+    int code = gt_site_texts(c, ids, n, texts);
+    free(ids);
+    return code;
 }
 
 int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit)
 {
+    size_t m = n < limit ? n : limit;
+    char **texts;
+    int code = sum_texts(c, s, m, &texts);
     gt_json_arr(j);
-    for (size_t i = 0; i < n && i < limit; i++) {
+    for (size_t i = 0; i < m && !code; i++) {
         gt_json_obj(j);
         gt_json_kint(j, "bytes", s[i].bytes);
         gt_json_kint(j, "count", s[i].count);
         gt_json_kstr(j, "memory", gt_memory_name(s[i].memory));
         gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, s[i].site));
-        int code = gt_json_frames(c, j, s[i].site);
-        if (code)
-            return code;
+        code = gt_json_frames(c, j, s[i].site, texts[i]);
         gt_json_obj_end(j);
     }
     gt_json_arr_end(j);
-    return GT_EXIT_OK;
+    gt_site_texts_free(texts, m);
+    return code;
 }
 
 int gt_text_sites(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, size_t limit, int indent)
 {
+    size_t m = n < limit ? n : limit;
+    char **texts;
+    int code = sum_texts(c, s, m, &texts);
+    if (code)
+        return code;
     struct gt_table tb;
     gt_table_init(&tb, 4, 0x3);
     gt_table_row(&tb, "bytes", "count", "memory", "call site (innermost first)");
-    char b[GT_FMT_LEN], cnt[32], fr[4096];
-    for (size_t i = 0; i < n && i < limit; i++) {
-        int code = gt_print_frames_text(c, s[i].site, fr, sizeof fr);
-        if (code) {
-            gt_table_print(&tb, stdout, indent);
-            return code;
-        }
+    char b[GT_FMT_LEN], cnt[32];
+    for (size_t i = 0; i < m; i++) {
         snprintf(cnt, sizeof cnt, "%lld", (long long)s[i].count);
-        gt_table_row(&tb, gt_fmt_bytes(s[i].bytes, b), cnt, gt_memory_name(s[i].memory), fr);
+        gt_table_row(&tb, gt_fmt_bytes(s[i].bytes, b), cnt, gt_memory_name(s[i].memory), texts[i]);
     }
     gt_table_print(&tb, stdout, indent);
+    gt_site_texts_free(texts, m);
     if (n > limit)
-        printf("%*s... %zu more call sites (--top N shows more)\n", indent, "", n - limit);
+        printf("%*s... %zu more call site%s (--top N shows more)\n", indent, "", n - limit, gt_s((long long)(n - limit)));
     return GT_EXIT_OK;
 }

@@ -22,6 +22,7 @@
     X(GT_EXIT_NO_ITERATIONS, 8, "growth, or export --iterations A:B: no iterations found")           \
     X(GT_EXIT_ADDR2LINE, 9, "symbolize: addr2line could not be run")                                 \
     X(GT_EXIT_OUTPUT, 10, "export, report: the output file could not be written")                    \
+    X(GT_EXIT_NO_MATCH, 11, "--memory or --device selects no memory in the trace")                     \
     X(GT_EXIT_NOMEM, 70, "internal error: out of memory")
 
 enum gt_exit {

@@ -47,6 +47,9 @@ struct exporter {
     size_t nstreams;
 };
 
+/* How the output starts: also how a file that export wrote is recognised. */
+#define EXPORT_HEAD "{\"displayTimeUnit\":\"ms\",\"traceEvents\":["
+
 /* ---- writing events */
 
 static void put_ts(FILE *f, int64_t ns)
@@ -492,16 +495,19 @@ const char gt_help_export[] =
     "one track per GPU stream; allocations, frees and failed allocations as\n"
     "instant events on the calling thread, with size and innermost frame.\n"
     "\n"
-    "  -o FILE            write FILE (default: stdout). FILE appears only when\n"
-    "                     complete; on stdout a failure mid-way leaves incomplete\n"
-    "                     JSON behind, with the non-zero exit status saying so\n"
+    "  -o FILE            write FILE (default: stdout, -o - too). FILE appears\n"
+    "                     only when complete; on stdout a failure mid-way leaves\n"
+    "                     incomplete JSON behind, with the non-zero exit status\n"
+    "                     saying so. When stdout is a terminal, the default is\n"
+    "                     TRACE.json beside the first TRACE.db, replaced only if\n"
+    "                     gputrace export wrote it (anything else is refused)\n"
     "  --from T, --to T   only this time window, T since the process started:\n"
     "                     1.5 or 1.5s, 200ms, 40us, 1000ns\n"
     "  --iterations A:B   only iterations A to B (indices as gputrace growth shows)\n"
     "  --no-kernels       leave out kernels, copies and memsets\n"
     "  --no-allocs        leave out the instant events (counters stay)\n"
-    "  --iteration NAME, --iterations MODE: how iterations are found, as for the\n"
-    "                     reports (gputrace --help)\n"
+    "  --iteration NAME   the NVTX or marker range that is one iteration (default:\n"
+    "                     found as by the reports, gputrace --help)\n"
     "Counters keep their value at the window's start. A 1 M-event trace gives\n"
     "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
@@ -537,15 +543,18 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
         }
         gt_trace_close(&t);
     }
-    struct gt_outfile of;
+    struct gt_outfile of = {0};
+    const char *out = o->out;
+    if (!code && !out)
+        code = gt_outfile_default(&of, o->files[0], ".json", EXPORT_HEAD, "\"traceEvents\"", &out);
     if (!code)
-        code = gt_outfile_open(&of, o->out);
+        code = gt_outfile_open(&of, out);
     if (!code) {
         struct exporter x;
         memset(&x, 0, sizeof x);
         x.f = of.f;
         x.o = o;
-        fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", x.f);
+        fputs(EXPORT_HEAD, x.f);
         for (int i = 0; i < o->nfiles && !code; i++) {
             struct gt_ctx c;
             code = gt_ctx_open(&c, o->files[i], &o->base);
@@ -568,6 +577,7 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
             gt_outfile_abort(&of);
         }
     }
+    gt_outfile_say_chosen(&of, code);
     free(starts);
     free(pids);
     return code;

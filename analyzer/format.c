@@ -3,6 +3,7 @@
  * units and alignment are the same everywhere. */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,14 @@ char *gt_xstrdup(const char *s)
     return memcpy(gt_xmalloc(n), s, n);
 }
 
+/* Halves round away from zero, as people (and report.js's fmtBytes, which
+ * does the same arithmetic) round: 81395712 bytes, 77.625 MiB exactly, is
+ * "77.63 MiB" (printf alone rounds that half to even, "77.62"). */
+static double round_to(double a, double scale)
+{
+    return floor(a * scale + 0.5) / scale;
+}
+
 const char *gt_fmt_bytes_d(double b, char buf[GT_FMT_LEN])
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -65,10 +74,17 @@ const char *gt_fmt_bytes_d(double b, char buf[GT_FMT_LEN])
         a /= 1024.0;
         u++;
     }
+    double r = round_to(a, u ? 100 : 1);
+    if (r >= 1024.0 && u < 5) {   /* 1023.999 KiB is 1.00 MiB, not 1024.00 KiB */
+        a /= 1024.0;
+        u++;
+        r = round_to(a, 100);
+    }
+    const char *sign = b < 0 && r > 0 ? "-" : "";
     if (u == 0)
-        snprintf(buf, GT_FMT_LEN, "%s%.0f B", b < 0 ? "-" : "", a);
+        snprintf(buf, GT_FMT_LEN, "%s%.0f B", sign, r);
     else
-        snprintf(buf, GT_FMT_LEN, "%s%.2f %s", b < 0 ? "-" : "", a, units[u]);
+        snprintf(buf, GT_FMT_LEN, "%s%.2f %s", sign, r, units[u]);
     return buf;
 }
 

@@ -12,6 +12,12 @@
 const char *gt_fmt_bytes(int64_t bytes, char buf[GT_FMT_LEN]);
 /* Like gt_fmt_bytes for a fractional rate ("1.00 MiB"), e.g. bytes/iteration. */
 const char *gt_fmt_bytes_d(double bytes, char buf[GT_FMT_LEN]);
+/* "s" unless n is 1: "%lld allocation%s", n, gt_s(n). Every count in text
+ * agrees with its noun ("1 allocation", "2 allocations"). */
+static inline const char *gt_s(long long n)
+{
+    return n == 1 ? "" : "s";
+}
 /* A duration in ns as "812 ns", "1.250 ms", "12.345 s". */
 const char *gt_fmt_ns(int64_t ns, char buf[GT_FMT_LEN]);
 /* Last path component (pointer into s). */

@@ -193,12 +193,23 @@ void gt_growth_free(struct gt_growth *g)
     memset(g, 0, sizeof *g);
 }
 
+/* How the first m growing sites read (gt_site_texts). */
+static int site_texts(struct gt_ctx *c, const struct gt_growth *g, size_t m, char ***texts)
+{
+    int32_t *ids = gt_xmalloc((m + 1) * sizeof *ids);
+    for (size_t i = 0; i < m; i++)
+        ids[i] = g->sites[i].site;
+    int code = gt_site_texts(c, ids, m, texts);
+    free(ids);
+    return code;
+}
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
 {
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], fr[4096];
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
     printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", c->sel_name, its->how, g->warmup);
     if (g->used < 2) {
-        printf("  verdict: unknown (only %zu complete iterations after warm-up; need at least 3)\n", g->used);
+        printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
         return GT_EXIT_OK;
     }
     printf("  live at iteration end:");
@@ -216,18 +227,18 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         return GT_EXIT_OK;
     }
     printf("  call sites whose live memory grows per iteration:\n");
+    size_t m = g->nsites < (size_t)c->o->top ? g->nsites : (size_t)c->o->top;
+    char **texts;
+    int code = site_texts(c, g, m, &texts);
+    if (code)
+        return code;
     struct gt_table tb;
     gt_table_init(&tb, 3, 0x3);
     gt_table_row(&tb, "per iteration", "live at end", "call site (innermost first)");
-    for (size_t i = 0; i < g->nsites && i < (size_t)c->o->top; i++) {
-        int code = gt_print_frames_text(c, g->sites[i].site, fr, sizeof fr);
-        if (code) {
-            gt_table_print(&tb, stdout, 4);
-            return code;
-        }
-        gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), fr);
-    }
+    for (size_t i = 0; i < m; i++)
+        gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), texts[i]);
     gt_table_print(&tb, stdout, 4);
+    gt_site_texts_free(texts, m);
     return GT_EXIT_OK;
 }
 
@@ -261,6 +272,8 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         for (size_t k = 0; k < g.n; k++)
             gt_json_int(j, g.end_live[k]);
         gt_json_arr_end(j);
+        char **texts = NULL;
+        code = site_texts(c, &g, g.nsites, &texts);
         gt_json_key(j, "sites");
         gt_json_arr(j);
         for (size_t i = 0; i < g.nsites && !code; i++) {
@@ -269,10 +282,11 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "live_bytes_first", g.sites[i].first);
             gt_json_kint(j, "live_bytes_last", g.sites[i].last);
             gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, g.sites[i].site));
-            code = gt_json_frames(c, j, g.sites[i].site);
+            code = gt_json_frames(c, j, g.sites[i].site, texts[i]);
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
+        gt_site_texts_free(texts, g.nsites);
         gt_json_obj_end(j);
     } else {
         code = print_text(c, its, &g);

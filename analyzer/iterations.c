@@ -105,7 +105,7 @@ static int from_marker_table(struct gt_trace *t, struct gt_iterations *out)
         it->closed = k + 1 < nm;
     }
     out->source = GT_ITER_MARKER;
-    snprintf(out->how, sizeof out->how, "marker API (gputrace_iteration): %zu iterations", nm);
+    snprintf(out->how, sizeof out->how, "marker API (gputrace_iteration): %zu iteration%s", nm, gt_s((long long)nm));
     free(m);
     return GT_EXIT_OK;
 }
@@ -277,12 +277,13 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
         char dom[80] = "";
         if (first->domain && !first->is_marker)
             snprintf(dom, sizeof dom, " (domain %.60s)", first->domain);
-        snprintf(out->how, sizeof out->how, "%s range \"%.200s\"%s on thread %lld: %zu iterations",
-                 first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n);
+        snprintf(out->how, sizeof out->how, "%s range \"%.200s\"%s on thread %lld: %zu iteration%s",
+                 first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n,
+                 gt_s((long long)best_n));
     }
     if (lib_ranges && !out->n)  /* said where the search goes on (pattern): the library's ranges were seen */
-        snprintf(out->lib_note, sizeof out->lib_note, "%zu ranges of library NVTX domains (%s) are not iterations",
-                 lib_ranges, lib_names);
+        snprintf(out->lib_note, sizeof out->lib_note, "%zu range%s of library NVTX domains (%s) %s not iterations",
+                 lib_ranges, gt_s((long long)lib_ranges), lib_names, lib_ranges == 1 ? "is" : "are");
     for (size_t i = 0; i < nc; i++)
         free(c[i].norm);
     free(c);

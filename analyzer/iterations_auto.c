@@ -266,8 +266,8 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
             snprintf(out->how, sizeof out->how,
-                     "automatic: a pattern of %zu allocations repeats %zu times (%zu allocations before it, %zu after)",
-                     c[k].p, out->n, before, n - (before + out->n * c[k].p));
+                     "automatic: a pattern of %zu allocation%s repeats %zu times (%zu allocation%s before it, %zu after)",
+                     c[k].p, gt_s((long long)c[k].p), out->n, before, gt_s((long long)before), n - (before + out->n * c[k].p));
             break;
         }
         out->n = 0;
@@ -320,7 +320,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
             }
         }
         out->source = GT_ITER_AUTO;
-        snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launches repeats %zu times", p, reps);
+        snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times", p, p == 1 ? "" : "es", reps);
     }
     free(in.keys);
     free(in.slots);

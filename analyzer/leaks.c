@@ -282,8 +282,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             code = gt_text_sites(c, l.at_end, l.nat_end, (size_t)c->o->top, 2);
         }
         if (!code && l.ncached) {
-            printf("Cached (held until exit by a caching allocator or a library handle, not a leak): %s in %lld allocations at %zu call site%s:\n",
-                   gt_fmt_bytes(l.cached_bytes, b), (long long)l.cached_count, l.ncached, l.ncached == 1 ? "" : "s");
+            printf("Cached (held until exit by a caching allocator or a library handle, not a leak): %s in %lld allocation%s at %zu call site%s:\n",
+                   gt_fmt_bytes(l.cached_bytes, b), (long long)l.cached_count, gt_s(l.cached_count), l.ncached, gt_s((long long)l.ncached));
             code = gt_text_sites(c, l.cached, l.ncached, (size_t)c->o->top, 2);
         }
     }

@@ -261,8 +261,8 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
            q->requested >= 0 ? gt_fmt_bytes(q->requested, b2) : "", dev, att);
     if (q->lower_bound)
         printf("     a segment grew by %d chunk%s of %s, the next failed and all were released: the request was at "
-               "least %d chunks (the trace holds no call with its exact size)\n",
-               q->chunks, q->chunks == 1 ? "" : "s", gt_fmt_bytes(q->chunk, b1), q->chunks + 1);
+               "least %d chunk%s (the trace holds no call with its exact size)\n",
+               q->chunks, gt_s(q->chunks), gt_fmt_bytes(q->chunk, b1), q->chunks + 1, gt_s(q->chunks + 1));
     printf("     %s\n", q->recovered ? "recovered from: the program went on after it"
                                      : "the program allocated nothing after it: the failure it ended on");
     printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", c->sel_name,

@@ -10,9 +10,51 @@
 #include "format.h"
 #include "viz.h"
 
-int gt_outfile_open(struct gt_outfile *of, const char *path)
+int gt_outfile_default(struct gt_outfile *of, const char *first_trace, const char *suffix, const char *ours,
+                       const char *mark, const char **path)
 {
     memset(of, 0, sizeof *of);
+    *path = NULL;
+    if (!isatty(STDOUT_FILENO))
+        return GT_EXIT_OK;   /* a pipe or a file: the output goes there, as asked */
+    size_t n = strlen(first_trace);
+    if (n > 3 && !strcmp(first_trace + n - 3, ".db"))
+        n -= 3;
+    of->chosen = gt_xmalloc(n + strlen(suffix) + 1);
+    sprintf(of->chosen, "%.*s%s", (int)n, first_trace, suffix);
+    struct stat st;
+    if (lstat(of->chosen, &st) == 0) {
+        char head[1024] = "";
+        FILE *f = S_ISREG(st.st_mode) ? fopen(of->chosen, "rb") : NULL;
+        size_t len = f ? fread(head, 1, sizeof head - 1, f) : 0;
+        if (f)
+            fclose(f);
+        head[len] = 0;
+        if (strncmp(head, ours, strlen(ours)) || !strstr(head, mark)) {
+            fprintf(stderr, "gputrace: %s exists and was not written by gputrace; name the output with -o FILE "
+                    "(-o - writes to the terminal)\n", of->chosen);
+            free(of->chosen);
+            of->chosen = NULL;
+            return GT_EXIT_OUTPUT;
+        }
+    }
+    *path = of->chosen;
+    return GT_EXIT_OK;
+}
+
+void gt_outfile_say_chosen(struct gt_outfile *of, int code)
+{
+    if (of->chosen && code == GT_EXIT_OK)
+        printf("gputrace: wrote %s\n", of->chosen);
+    free(of->chosen);
+    of->chosen = NULL;
+}
+
+int gt_outfile_open(struct gt_outfile *of, const char *path)
+{
+    char *chosen = of->chosen;   /* set by gt_outfile_default, kept */
+    memset(of, 0, sizeof *of);
+    of->chosen = chosen;
     of->path = path;
     if (!path || !strcmp(path, "-")) {
         of->f = stdout;

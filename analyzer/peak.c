@@ -11,9 +11,14 @@
 #include "cli.h"
 #include "format.h"
 
+/* Text lists every iteration up to this many; of more, a summary. */
+#define PEAK_ALL_UP_TO 12
+#define GT_STR_(x) #x
+#define GT_STR(x) GT_STR_(x)
+
 /* gputrace peak --help (the command table is in commands.c) */
 const char gt_help_peak[] =
-    "usage: gputrace peak [--json] [--device-bytes B] [OPTIONS] TRACE.db...\n"
+    "usage: gputrace peak [--json] [--device-bytes B] [--all-iterations] [OPTIONS] TRACE.db...\n"
     "\n"
     "Peak live bytes within each iteration and when; the batch size of each\n"
     "iteration (\"batch_size=N\" or \"bs=N\" in the range message, or the marker\n"
@@ -23,7 +28,12 @@ const char gt_help_peak[] =
     "and what was live at the overall peak, by call site. Iterations cut short\n"
     "by a failed allocation are listed but not fitted. When the memory spans\n"
     "several devices, the busiest device is reported (--device N picks one).\n"
-    "Without iterations the overall peak is still reported (exit 0).\n";
+    "Without iterations the overall peak is still reported (exit 0).\n"
+    "\n"
+    "Text lists up to " GT_STR(PEAK_ALL_UP_TO) " iterations; of more, the first, the last, the one\n"
+    "with the highest peak and those cut short by a failed allocation (JSON has\n"
+    "every one).\n"
+    "  --all-iterations   list every iteration\n";
 
 struct bs_peak {
     int64_t bs, peak;
@@ -145,23 +155,50 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], dev[64] = "";
     if (pk->sel.device != GT_ANY_DEVICE)
-        snprintf(dev, sizeof dev, ", device %d%s", pk->sel.device, pk->multi_device ? " (the busiest of several)" : "");
-    printf("Peak of %s memory%s; device memory: %s\n", c->sel_name, dev,
-           pk->device_total > 0 ? gt_fmt_bytes(pk->device_total, b1) : "unknown (--device-bytes N)");
+        snprintf(dev, sizeof dev, " on device %d%s", pk->sel.device, pk->multi_device ? ", the busiest of several" : "");
+    if (pk->device_total > 0)
+        printf("Peak of %s memory%s (device size %s)\n", c->sel_name, dev, gt_fmt_bytes(pk->device_total, b1));
+    else
+        printf("Peak of %s memory%s (device size unknown: --device-bytes N gives it)\n", c->sel_name, dev);
     printf("  iterations: %s\n", its->how);
     if (pk->n) {
+        /* thousands of iterations make thousands of lines: of many, the
+         * first, the last, the highest peak and the incomplete ones */
+        int all = c->o->all_iterations || pk->n <= PEAK_ALL_UP_TO;
+        size_t highest = 0, shown = 0;
+        for (size_t k = 1; k < pk->n; k++)
+            if (pk->w[k].peak > pk->w[highest].peak)
+                highest = k;
         struct gt_table tb;
         gt_table_init(&tb, 5, 0x7);
         gt_table_row(&tb, "iteration", "batch", "peak", "at", "");
         for (size_t k = 0; k < pk->n; k++) {
-            char idx[32], bs[32];
+            if (!all && k && k != pk->n - 1 && k != highest && !pk->incomplete[k])
+                continue;
+            char idx[32], bs[32], note[96];
             snprintf(idx, sizeof idx, "%lld", (long long)its->it[k].index);
             snprintf(bs, sizeof bs, "%lld", (long long)its->it[k].batch_size);
             int64_t at = pk->w[k].peak_ev == GT_NO_EVENT ? its->it[k].start : c->t.ev[pk->w[k].peak_ev].t;
-            gt_table_row(&tb, idx, its->it[k].batch_size >= 0 ? bs : "?", gt_fmt_bytes(pk->w[k].peak, b1), gt_fmt_ns(at, b2),
-                        pk->incomplete[k] ? "allocation failed: incomplete, not fitted" : "");
+            const char *why[4] = {NULL, NULL, NULL, NULL};
+            size_t nwhy = 0, len = 0;
+            if (!all && k == 0)
+                why[nwhy++] = "the first";
+            if (!all && k == pk->n - 1)
+                why[nwhy++] = "the last";
+            if (!all && k == highest)
+                why[nwhy++] = "the highest peak";
+            if (pk->incomplete[k])
+                why[nwhy++] = "allocation failed: incomplete, not fitted";
+            note[0] = 0;
+            for (size_t q = 0; q < nwhy; q++)
+                len += (size_t)snprintf(note + len, sizeof note - len, "%s%s", q ? "; " : "", why[q]);
+            gt_table_row(&tb, idx, its->it[k].batch_size >= 0 ? bs : "?", gt_fmt_bytes(pk->w[k].peak, b1), gt_fmt_ns(at, b2), note);
+            shown++;
         }
         gt_table_print(&tb, stdout, 4);
+        if (shown < pk->n)
+            printf("    ... %zu more iteration%s not shown (--all-iterations lists every one)\n", pk->n - shown,
+                   gt_s((long long)(pk->n - shown)));
     }
     if (pk->nbs) {
         printf("  by batch size:\n");

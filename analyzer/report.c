@@ -24,10 +24,18 @@ const char gt_help_report[] =
     "leak table; the out-of-memory events. Long series are drawn from per-bucket\n"
     "minimum and maximum, so every peak stays exact.\n"
     "\n"
-    "  -o FILE   write FILE (default: stdout); FILE appears only when complete\n"
+    "  -o FILE   write FILE (default: stdout, -o - too); FILE appears only when\n"
+    "            complete. When stdout is a terminal, the default is\n"
+    "            TRACE-report.html beside the first TRACE.db, replaced only if\n"
+    "            gputrace report wrote it (anything else is refused)\n"
     "  --memory, --device, --device-bytes, --iteration, --iterations, --top,\n"
     "  --frames  as for the reports (gputrace --help)\n"
-    "Exit status as for the reports; 10: the output could not be written.\n";
+    "A trace that cannot be read gets a panel saying why; the others are\n"
+    "reported. Exit status as for the reports (the first failure's); 10: the\n"
+    "output could not be written.\n";
+
+/* In the page's head: also how a page that report wrote is recognised. */
+#define REPORT_TITLE "<title>gputrace report</title>"
 
 /* Runs one of the JSON reports into a string; on failure writes
  * {"error": message} instead (growth without iterations is not fatal). */
@@ -104,41 +112,77 @@ static void put_script_json(FILE *f, const char *s, size_t n)
     }
 }
 
+/* A trace that could not be read: its place in the page says why. */
+static void trace_error(FILE *f, const char *path, const char *err, int code)
+{
+    struct gt_json j;
+    gt_json_init(&j, f);
+    gt_json_obj(&j);
+    gt_json_kstr(&j, "file", gt_basename(path));
+    gt_json_kstr(&j, "error", err[0] ? err : "failed");
+    gt_json_kint(&j, "exit_code", code);
+    gt_json_obj_end(&j);
+}
+
 int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
 {
     (void)cmd;
-    int code = GT_EXIT_OK;
     /* The data of all traces is gathered first (it is small: series are
-     * bucketed), so that a failing trace leaves no output at all. */
+     * bucketed). A trace that fails gets an error panel in its place, as the
+     * other reports print what they can and say what they could not; the
+     * exit status is the first failure's, and with no trace read at all
+     * there is no page. */
+    int code = GT_EXIT_OK, good = 0;
     char *data = NULL;
     size_t len = 0;
     FILE *mem = gt_xmemstream(&data, &len);
     fprintf(mem, "{\"generator\": \"gputrace %s\", \"traces\": [", GPUTRACE_VERSION);
-    for (int i = 0; i < o->nfiles && !code; i++) {
+    for (int i = 0; i < o->nfiles; i++) {
         struct gt_ctx c;
-        code = gt_ctx_open(&c, o->files[i], &o->base);
-        if (!code) {
-            fputs(i ? ",\n" : "\n", mem);
+        char *one = NULL;
+        size_t one_len = 0;
+        FILE *part = gt_xmemstream(&one, &one_len);   /* a trace failing half-way leaves no half object */
+        int fc = gt_ctx_open(&c, o->files[i], &o->base);
+        if (!fc) {
             double t0 = gt_now();
-            code = trace_data(&c, mem);
+            fc = trace_data(&c, part);
             gt_phase("report", t0);
         }
-        if (code)
-            gt_viz_fail(o->files[i], &c.t, code);
+        fclose(part);
+        fputs(i ? ",\n" : "\n", mem);
+        if (fc) {
+            gt_viz_fail(o->files[i], &c.t, fc);
+            trace_error(mem, o->files[i], c.t.err, fc);
+            if (!code)
+                code = fc;
+        } else {
+            fwrite(one, 1, one_len, mem);
+            good++;
+        }
+        free(one);
         gt_ctx_close(&c);
     }
     fputs("\n]}", mem);
     fclose(mem);
-    struct gt_outfile of;
+    if (!good) {
+        free(data);
+        return code;
+    }
+    int failed = code;
+    code = GT_EXIT_OK;
+    struct gt_outfile of = {0};
+    const char *out = o->out;
+    if (!code && !out)
+        code = gt_outfile_default(&of, o->files[0], "-report.html", "<!DOCTYPE html>", REPORT_TITLE, &out);
     if (!code)
-        code = gt_outfile_open(&of, o->out);
+        code = gt_outfile_open(&of, out);
     if (!code) {
         FILE *f = of.f;
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
               "style-src 'unsafe-inline'; img-src data:\">\n"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-              "<title>gputrace report</title>\n<style>\n", f);
+              REPORT_TITLE "\n<style>\n", f);
         fputs(gt_report_css, f);
         fputs("</style>\n</head>\n<body data-rendered=\"no\">\n<header><h1>gputrace report</h1></header>\n"
               "<pre id=\"errors\" hidden></pre>\n<main id=\"app\"></main>\n"
@@ -150,6 +194,7 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
         fputs("</script>\n</body>\n</html>\n", f);
         code = gt_outfile_commit(&of);
     }
+    gt_outfile_say_chosen(&of, code);
     free(data);
-    return code;
+    return failed ? failed : code;
 }

@@ -40,11 +40,16 @@
   }
   function tip(e, text) { sv('title', {}, e, text); return e; }
 
+  /* As analyzer/format.c's gt_fmt_bytes_d, step for step, so that the page
+   * and the text reports print the same number: halves round away from zero
+   * (81395712 bytes: 77.63 MiB in both), and 1023.999 KiB is 1.00 MiB. */
   function fmtBytes(b) {
     if (b === null || b === undefined) return 'unknown';
-    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], v = Math.abs(b), i = 0;
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], v = Math.abs(b), i = 0;
     while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return (b < 0 ? '-' : '') + (i ? v.toFixed(2) : String(v)) + ' ' + units[i];
+    var r = i ? Math.floor(v * 100 + 0.5) / 100 : Math.floor(v + 0.5);
+    if (r >= 1024 && i < units.length - 1) { v /= 1024; i++; r = Math.floor(v * 100 + 0.5) / 100; }
+    return (b < 0 && r > 0 ? '-' : '') + (i ? r.toFixed(2) : String(r)) + ' ' + units[i];
   }
   function fmtNs(ns) {
     var a = Math.abs(ns);
@@ -269,8 +274,11 @@
     });
     return tb;
   }
-  // a site's frames after its allocator's own leading ones (as the text reports show them)
+  // a site as the text reports show it: the analyzer's "call_site" (short
+  // names, the allocator's and the dispatcher's frames folded, sites told
+  // apart); from the frames themselves for JSON written without it
   function frames(s) {
+    if (typeof s.call_site === 'string') return s.call_site;
     var f = s.frames || [], skip = s.allocator_frames || 0, own = f.slice(skip);
     return (skip ? '[' + skip + ' allocator frame' + (skip === 1 ? '' : 's') + '] ' : '') +
       own.slice(0, 6).join(' \u2190 ') + (own.length > 6 ? ' \u2190 \u2026' : '');
@@ -293,7 +301,7 @@
     var box = el('div', {'class': 'panel'}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
-    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocations never freed' +
+    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
       (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '') +
       (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; not a leak)' : '') +
       (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use by the last iteration when the process ended' : '') +
@@ -324,6 +332,13 @@
 
   function section(app, tr) {
     var s = el('section', {'class': 'trace'}, app);
+    if (tr.error !== undefined) {   /* a trace gputrace could not read: what happened, in its place */
+      el('h2', {}, s, tr.file);
+      var box = el('div', {'class': 'panel error', 'data-exit-code': tr.exit_code}, s);
+      el('h3', {}, box, 'Not reported');
+      el('p', {'class': 'note'}, box, tr.error + ' (exit status ' + tr.exit_code + ')');
+      return;
+    }
     var sum = tr.summary || {}, proc = sum.process || {};
     el('h2', {}, s, tr.file + (sum.rank !== null && sum.rank !== undefined ? ' \u00b7 rank ' + sum.rank : '') +
       (sum.pid !== null && sum.pid !== undefined ? ' \u00b7 pid ' + sum.pid : ''));

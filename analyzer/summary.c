@@ -161,26 +161,27 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     for (size_t i = 0; i < t->ndevices; i++)
         printf("  device %lld: %s, %s\n", (long long)t->devices[i].id, t->devices[i].name ? t->devices[i].name : "?",
                t->devices[i].total_bytes >= 0 ? gt_fmt_bytes(t->devices[i].total_bytes, b1) : "size unknown");
-    printf("  events: %zu (%lld allocations, %lld frees, %lld failed calls, %lld other)", t->nev, (long long)n.allocs,
-           (long long)n.frees, (long long)n.failed, (long long)n.other);
+    printf("  events: %zu (%lld allocation%s, %lld free%s, %lld failed call%s, %lld other)", t->nev, (long long)n.allocs,
+           gt_s(n.allocs), (long long)n.frees, gt_s(n.frees), (long long)n.failed, gt_s(n.failed), (long long)n.other);
     printf("; dropped: %lld%s\n", (long long)p->events_dropped, p->events_dropped ? " (numbers below may be incomplete)" : "");
     for (size_t i = 0; i < t->ndrops; i++)
         if (t->drops[i].count)
             printf("    dropped %lld: %s\n", (long long)t->drops[i].count, t->drops[i].reason);
     if (c->p.unmatched_frees)
-        printf("  %zu frees of memory allocated before tracing started (not counted)\n", c->p.unmatched_frees);
+        printf("  %zu free%s of memory allocated before tracing started (not counted)\n", c->p.unmatched_frees,
+               gt_s((long long)c->p.unmatched_frees));
     for (size_t i = 0; i < nlv; i++) {
-        char dev[32] = "host";
-        if (lv[i].device != -1)
-            snprintf(dev, sizeof dev, "device %d", lv[i].device);
-        printf("  peak %-7s %s: %s at %s (%lld allocations, %lld frees, %s live at end)\n", gt_memory_name(lv[i].memory), dev,
-               gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2), (long long)lv[i].allocs, (long long)lv[i].frees,
-               gt_fmt_bytes(lv[i].final, b3));
+        char dev[32] = "";
+        if (lv[i].device >= 0)
+            snprintf(dev, sizeof dev, " on device %d", lv[i].device);
+        printf("  peak of %s memory%s: %s at %s (%lld allocation%s, %lld free%s, %s live at end)\n", gt_memory_name(lv[i].memory),
+               dev, gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2), (long long)lv[i].allocs, gt_s(lv[i].allocs),
+               (long long)lv[i].frees, gt_s(lv[i].frees), gt_fmt_bytes(lv[i].final, b3));
     }
     printf("  iterations: %s\n", its->how);
     if (l.nsites)
-        printf("  leaks: %s in %lld allocations at %zu call site%s (gputrace leaks)", gt_fmt_bytes(l.bytes, b1), (long long)l.count,
-               l.nsites, l.nsites == 1 ? "" : "s");
+        printf("  leaks: %s in %lld allocation%s at %zu call site%s (gputrace leaks)", gt_fmt_bytes(l.bytes, b1), (long long)l.count,
+               gt_s(l.count), l.nsites, gt_s((long long)l.nsites));
     else
         printf("  leaks: none");
     if (l.ncached)

@@ -60,6 +60,24 @@ static int module_is_fixed_address(const char *path)
     return type == 2;   /* ET_EXEC */
 }
 
+/* The file to read for a frames.module. The shim records the main
+ * executable's path as the program was started: "bin/train" when started by
+ * a relative path, which means nothing from another directory (symbolize run
+ * elsewhere found 2 of 15 frames instead of 14). processes.exe has the
+ * absolute path: a relative module that names it is read there. */
+static void module_path(const char *module, const char *exe, char *out, size_t len)
+{
+    size_t m = strlen(module), e = exe ? strlen(exe) : 0;
+    const char *rel = module;
+    while (!strncmp(rel, "./", 2))
+        rel += 2;
+    size_t r = strlen(rel);
+    if (module[0] != '/' && exe && exe[0] == '/' && r && e > r && exe[e - r - 1] == '/' && !strcmp(exe + e - r, rel))
+        snprintf(out, len, "%s", exe);
+    else
+        snprintf(out, len, "%.*s", (int)m, module);
+}
+
 /* Runs addr2line -a -e MODULE over refs; the output pairs each echoed address
  * with one "file:line" line ("??:0" or "file:?" when unknown). Calls back
  * store() for each resolved frame. Returns 0, or -1 when addr2line could not
@@ -179,6 +197,7 @@ static int symbolize_one(const char *path, const char *tool)
         gt_trace_close(&t);
         return code;
     }
+    char *exe = t.proc.exe ? gt_xstrdup(t.proc.exe) : NULL;
     gt_trace_close(&t);
 
     sqlite3 *db = NULL;
@@ -200,14 +219,14 @@ static int symbolize_one(const char *path, const char *tool)
     }
     struct frame_ref *refs = NULL;
     size_t n = 0, cap = 0, total = 0, modules = 0, missing = 0;
-    char module[4096] = "", err[512] = "";
+    char module[4096] = "", file[4096] = "", err[512] = "";
     int fixed = 0, rc;
     for (;;) {
         rc = sqlite3_step(sel);
         const char *m = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(sel, 1) : NULL;
         if (n && (!m || strcmp(m, module))) {   /* a module's frames are complete */
             modules++;
-            if (run_addr2line(tool, module, refs, n, store_line, &sc, err, sizeof err)) {
+            if (run_addr2line(tool, file, refs, n, store_line, &sc, err, sizeof err)) {
                 sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
                 fprintf(stderr, "gputrace: %s\n", err);
                 code = GT_EXIT_ADDR2LINE;
@@ -221,7 +240,8 @@ static int symbolize_one(const char *path, const char *tool)
         total++;
         if (strcmp(m, module)) {
             snprintf(module, sizeof module, "%s", m);
-            fixed = module_is_fixed_address(module);
+            module_path(module, exe, file, sizeof file);
+            fixed = module_is_fixed_address(file);
             if (fixed < 0)
                 missing++;
         }
@@ -243,11 +263,13 @@ static int symbolize_one(const char *path, const char *tool)
         code = fail_sql(path, db, "storing file:line");
         goto out;
     }
-    printf("%s: %zu of %zu frames given file:line, from %zu modules", path, sc.resolved, total, modules);
+    printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", path, sc.resolved, total, gt_s((long long)total), modules,
+           gt_s((long long)modules));
     if (missing)
-        printf(" (%zu modules no longer on disk)", missing);
+        printf(" (%zu module%s no longer on disk)", missing, gt_s((long long)missing));
     printf("\n");
 out:
+    free(exe);
     sqlite3_finalize(sel);
     sqlite3_finalize(sc.update);
     sqlite3_close(db);

@@ -45,7 +45,14 @@ static int print_list(struct gt_ctx *c, struct gt_json *j, const char *key, cons
 {
     gt_qsort(s, n, sizeof *s, cmp);
     size_t limit = n < (size_t)c->o->top ? n : (size_t)c->o->top;
-    int code = GT_EXIT_OK;
+    int32_t *ids = gt_xmalloc((limit + 1) * sizeof *ids);
+    for (size_t i = 0; i < limit; i++)
+        ids[i] = s[i].site;
+    char **texts;
+    int code = gt_site_texts(c, ids, limit, &texts);
+    free(ids);
+    if (code)
+        return code;
     if (j) {
         gt_json_key(j, key);
         gt_json_arr(j);
@@ -56,23 +63,24 @@ static int print_list(struct gt_ctx *c, struct gt_json *j, const char *key, cons
             gt_json_kint(j, "peak_live_bytes", s[i].peak);
             gt_json_kstr(j, "memory", gt_memory_name(s[i].memory));
             gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, s[i].site));
-            code = gt_json_frames(c, j, s[i].site);
+            code = gt_json_frames(c, j, s[i].site, texts[i]);
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
+        gt_site_texts_free(texts, limit);
         return code;
     }
     printf("  %s:\n", title);
     struct gt_table tb;
     gt_table_init(&tb, 5, 0x7);
     gt_table_row(&tb, "allocated", "count", "peak live", "memory", "call site (innermost first)");
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], cnt[32], fr[4096];
-    for (size_t i = 0; i < limit && !code; i++) {
-        code = gt_print_frames_text(c, s[i].site, fr, sizeof fr);
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], cnt[32];
+    for (size_t i = 0; i < limit; i++) {
         snprintf(cnt, sizeof cnt, "%lld", (long long)s[i].count);
-        gt_table_row(&tb, gt_fmt_bytes(s[i].bytes, b1), cnt, gt_fmt_bytes(s[i].peak, b2), gt_memory_name(s[i].memory), fr);
+        gt_table_row(&tb, gt_fmt_bytes(s[i].bytes, b1), cnt, gt_fmt_bytes(s[i].peak, b2), gt_memory_name(s[i].memory), texts[i]);
     }
     gt_table_print(&tb, stdout, 4);
+    gt_site_texts_free(texts, limit);
     return code;
 }
 
@@ -120,7 +128,7 @@ int gt_report_top(struct gt_ctx *c, struct gt_json *j)
         char mem[96] = "all memory kinds";
         if (c->o->memory_set)
             snprintf(mem, sizeof mem, "%s memory", c->sel_name);
-        printf("Top call sites (%s, %zu sites):\n", mem, n);
+        printf("Top call sites (%s, %zu site%s):\n", mem, n, gt_s((long long)n));
     }
     code = print_list(c, j, "by_bytes", "by bytes allocated", st, n, by_bytes);
     if (!code)

@@ -512,6 +512,7 @@ int gt_trace_load_events(struct gt_trace *t)
     }
     intern_sites(t);
     t->site_frames = gt_xcalloc(t->nsites + 1, sizeof *t->site_frames);
+    t->site_info = gt_xcalloc(t->nsites + 1, sizeof *t->site_info);
     t->site_nframes = gt_xmalloc((t->nsites + 1) * sizeof *t->site_nframes);
     for (size_t i = 0; i <= t->nsites; i++)
         t->site_nframes[i] = -1;
@@ -523,6 +524,26 @@ int gt_trace_load_events(struct gt_trace *t)
 int64_t gt_trace_stack_id(const struct gt_trace *t, int32_t site)
 {
     return site >= 0 && (size_t)site < t->nsites ? t->site_ids[site] : -1;
+}
+
+static void free_frames(char **out, struct gt_frame *info, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(out[i]);
+        free(info[i].function);
+        free(info[i].module);
+        free(info[i].file);
+    }
+    free(out);
+    free(info);
+}
+
+int gt_trace_frame_info(struct gt_trace *t, int32_t site, const struct gt_frame **info, int *n)
+{
+    char **f;
+    int code = gt_trace_frames(t, site, &f, n);
+    *info = code || *n == 0 ? NULL : t->site_info[site];
+    return code;
 }
 
 int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
@@ -549,6 +570,7 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, t->site_ids[site]);
     char **out = NULL;
+    struct gt_frame *info = NULL;
     int cnt = 0, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *fn = (const char *)sqlite3_column_text(st, 0);
@@ -566,15 +588,23 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
         if (cnt == cap) {
             cap = cap ? cap * 2 : 16;
             out = gt_xrealloc(out, (size_t)cap * sizeof *out);
+            info = gt_xrealloc(info, (size_t)cap * sizeof *info);
         }
+        info[cnt] = (struct gt_frame){
+            .function = fn && *fn ? gt_xstrdup(fn) : NULL,
+            .module = gt_xstrdup(mod),
+            .file = file && sqlite3_column_type(st, 3) != SQLITE_NULL ? gt_xstrdup(gt_basename(file)) : NULL,
+            .line = sqlite3_column_int64(st, 3),
+            .offset = (uint64_t)sqlite3_column_int64(st, 4),
+            .ip = (uint64_t)sqlite3_column_int64(st, 5),
+        };
         out[cnt++] = gt_xstrdup(buf);
     }
     if (rc != SQLITE_DONE) {
-        for (int i = 0; i < cnt; i++)
-            free(out[i]);
-        free(out);
+        free_frames(out, info, cnt);
         return sql_fail(t, rc, "reading stack frames");
     }
+    t->site_info[site] = info;
     t->site_frames[site] = out;
     t->site_nframes[site] = cnt;
     *frames = out;
@@ -609,12 +639,11 @@ void gt_trace_close(struct gt_trace *t)
         sqlite3_finalize(t->frames_stmt);
     if (t->db)
         sqlite3_close(t->db);
-    for (size_t i = 0; i < t->nsites && t->site_frames; i++) {
-        for (int k = 0; k < t->site_nframes[i]; k++)
-            free(t->site_frames[i][k]);
-        free(t->site_frames[i]);
-    }
+    for (size_t i = 0; i < t->nsites && t->site_frames; i++)
+        if (t->site_nframes[i] >= 0)
+            free_frames(t->site_frames[i], t->site_info[i], t->site_nframes[i]);
     free(t->site_frames);
+    free(t->site_info);
     free(t->site_nframes);
     free(t->site_ids);
     free(t->ev);

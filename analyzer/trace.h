@@ -71,6 +71,17 @@ struct gt_kernel {
     int64_t name_id;
 };
 
+/* One frame of a stack as recorded (what gt_trace_frames' strings are made
+ * of), for the call-site text that tells sites apart (callsite.c). */
+struct gt_frame {
+    char *function;        /* demangled; NULL: not resolved */
+    char *module;          /* basename; "" unknown */
+    char *file;            /* basename of the source file; NULL: not symbolized */
+    int64_t line;
+    uint64_t offset;       /* module_offset (0 unknown) */
+    uint64_t ip;
+};
+
 struct gt_trace {
     const char *path;
     sqlite3 *db;
@@ -90,6 +101,7 @@ struct gt_trace {
     int64_t *site_ids;     /* dense site index -> stacks.id */
     size_t nsites;
     char ***site_frames;   /* lazily loaded frame strings per site */
+    struct gt_frame **site_info;   /* the same frames, field by field */
     int *site_nframes;     /* -1: not loaded yet */
     sqlite3_stmt *frames_stmt;
 
@@ -107,6 +119,8 @@ void gt_trace_close(struct gt_trace *t);
  * " file:line" where known). *frames stays owned by the trace. Returns an exit
  * status; a site without frames gives n = 0. */
 int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n);
+/* The same frames field by field (n as gt_trace_frames gives). */
+int gt_trace_frame_info(struct gt_trace *t, int32_t site, const struct gt_frame **info, int *n);
 /* stacks.id of a dense site index (-1 for none) */
 int64_t gt_trace_stack_id(const struct gt_trace *t, int32_t site);
 

@@ -14,11 +14,24 @@ struct gt_outfile {
     FILE *f;
     char *tmp;           /* NULL: stdout */
     const char *path;
+    char *chosen;        /* the default file chosen for a terminal (gt_outfile_default) */
 };
 int gt_outfile_open(struct gt_outfile *of, const char *path);
+
+/* What export and report write when no -o was given: stdout, unless stdout
+ * is a terminal, where pages of HTML or JSON help nobody. Then the output
+ * goes to a file beside the first trace: the trace's name without ".db",
+ * plus suffix ("-report.html", ".json"). That file is replaced only if it is
+ * one gputrace wrote (its first bytes start with `ours` and contain `mark`);
+ * anything else there is refused. Sets *path to the file, or NULL for stdout
+ * (malloc'ed into of->chosen). Returns an exit status (message printed). */
+int gt_outfile_default(struct gt_outfile *of, const char *first_trace, const char *suffix, const char *ours,
+                       const char *mark, const char **path);
 /* Flushes and renames; on any write error removes the temporary file. Both
  * return an exit status and print the one-line message on failure. */
 int gt_outfile_commit(struct gt_outfile *of);
+/* After a commit: prints "gputrace: wrote FILE" if the file was a default. */
+void gt_outfile_say_chosen(struct gt_outfile *of, int code);
 void gt_outfile_abort(struct gt_outfile *of);
 
 /* Prints "gputrace: FILE: message" for a failed trace. */

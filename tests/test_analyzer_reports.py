@@ -7,6 +7,7 @@ import json
 import os
 
 import analyzer_traces as T
+import gtlib
 
 
 def frames_text(site):
@@ -315,6 +316,44 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertIn('fit: peak = ', out)
         self.assertIn('largest batch size predicted to fit in 15.90 GiB: %d' % T.eq_max_batch(), out)
 
+    def iteration_rows(self, out):
+        """The iteration table's rows of peak's text: [(index, note)]."""
+        rows, lines = [], out.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.split()[:2] == ['iteration', 'batch'])
+        for line in lines[start + 1:]:
+            words = line.split()
+            if not words or not words[0].isdigit():
+                break
+            rows.append((int(words[0]), ' '.join(words[6:])))
+        return rows, lines
+
+    def test_many_iterations_are_summarised_in_text_and_all_listed_on_request(self):
+        db = T.leak_retained(self.dir, iterations=200)   # peaks grow: the last is the highest
+        rows, lines = self.iteration_rows(self.ok('peak', db).stdout)
+        self.assertEqual(rows, [(0, 'the first'), (199, 'the last; the highest peak')])
+        self.assertIn('    ... 198 more iterations not shown (--all-iterations lists every one)', lines)
+        rows, _ = self.iteration_rows(self.ok('peak', '--all-iterations', db).stdout)
+        self.assertEqual([k for k, _ in rows], list(range(200)))
+        self.assertEqual(len(self.json('peak', db)['iterations']), 200)   # JSON keeps every iteration
+
+    def test_summary_keeps_the_highest_peak_and_incomplete_iterations(self):
+        t = T.Trace(os.path.join(self.dir, 'spiky.db'))
+        for i in range(30):
+            t.iteration(i, 8)
+            size = 9 * T.MiB if i == 17 else T.MiB
+            if i == 23:
+                t.alloc(size, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+                continue
+            t.free(t.alloc(size, ['forward', 'main']))
+        rows, _ = self.iteration_rows(self.ok('peak', t.close()).stdout)
+        self.assertEqual(rows, [(0, 'the first'), (17, 'the highest peak'), (23, 'allocation failed: incomplete, not fitted'),
+                                (29, 'the last')])
+
+    def test_few_iterations_are_all_listed(self):
+        rows, lines = self.iteration_rows(self.ok('peak', T.memory_equation(self.dir)).stdout)
+        self.assertEqual([k for k, _ in rows], list(range(len(T.EQ_BATCHES))))
+        self.assertFalse([line for line in lines if 'not shown' in line])
+
     def test_single_batch_size_gives_no_fit(self):
         db = T.leak_fixed(self.dir)
         d = self.json('peak', db)
@@ -565,6 +604,215 @@ class JsonAndHelp(T.AnalyzerTest):
 
     def test_memory_option_selects_level(self):
         db = T.batch_sequence(self.dir)
-        self.assertEqual(self.json('peak', '--memory', 'device', db)['peak_bytes'], 0)
+        self.assertEqual(self.gputrace('peak', '--memory', 'device', db).returncode, 11)   # none: see FilterMatchesNothing
         self.assertEqual(self.json('peak', '--memory', 'all', db)['peak_bytes'], T.seq_peak(64))
         self.assertEqual(self.json('growth', '--memory', 'pool', db)['memory'], 'pool')
+
+
+class FilterMatchesNothing(T.AnalyzerTest):
+    """--device and --memory are filters: one that matches no memory of the
+    trace says so, names what the trace has, and exits 11, instead of a report
+    of zeros, "No leaks" or "stable"."""
+
+    def two_levels(self):
+        """Pool memory on device 0, device memory on device 1."""
+        t = T.Trace(os.path.join(self.dir, 'two.db'))
+        for _ in range(3):
+            t.push('step')
+            p = t.alloc(3 * T.MiB, ['forward', 'main'], api='cudaMallocAsync', device=0)
+            q = t.alloc(5 * T.MiB, ['workspace', 'main'], device=1)
+            t.free(p)
+            t.free(q)
+            t.pop()
+        return t.close()
+
+    def test_device_that_holds_nothing_is_an_error_naming_the_devices_there(self):
+        db = T.leak_retained(self.dir)
+        for cmd in ('peak', 'leaks', 'growth', 'top', 'oom', 'summary'):
+            p = self.gputrace(cmd, '--device', '5', db)
+            line = self.assertOneErrorLine(p, 11, db)
+            self.assertIn('no memory on device 5; the trace has device memory on device 0 (5.44 MiB peak)', line)
+            self.assertEqual(p.stdout, '', cmd)
+
+    def test_memory_kind_the_trace_lacks_is_an_error(self):
+        db = T.leak_retained(self.dir)
+        line = self.assertOneErrorLine(self.gputrace('growth', '--memory', 'pool', db), 11, db)
+        self.assertIn('no pool memory; the trace has device memory on device 0', line)
+        line = self.assertOneErrorLine(self.gputrace('leaks', '--memory', 'pool', '--device', '0', db), 11, db)
+        self.assertIn('no pool memory on device 0;', line)
+
+    def test_several_files_report_the_matching_ones(self):
+        db, other = T.leak_retained(self.dir), T.batch_sequence(self.dir)
+        p = self.gputrace('peak', '--json', '--memory', 'pool', db, other)
+        self.assertEqual(p.returncode, 11)
+        d = json.loads(p.stdout)
+        self.assertEqual(d[0]['exit_code'], 11)
+        self.assertIn('no pool memory', d[0]['error'])
+        self.assertEqual(d[1]['peak_bytes'], T.seq_peak(64))
+
+    def test_filter_that_matches_reports_as_before(self):
+        db = self.two_levels()
+        self.assertEqual(self.json('peak', '--device', '0', db)['peak_bytes'], 3 * T.MiB)
+        d = self.json('peak', '--device', '1', db)   # the default level follows the device: its device memory
+        self.assertEqual((d['memory'], d['peak_bytes']), ('device', 5 * T.MiB))
+        line = self.assertOneErrorLine(self.gputrace('peak', '--device', '2', db), 11)
+        self.assertIn('the trace has device memory on device 1 (5.00 MiB peak), pool memory on device 0 (3.00 MiB peak)', line)
+
+
+REPORT_JS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'analyzer', 'report.js')
+
+
+def js_fmt_bytes(values):
+    """report.js's fmtBytes over values, run by node (the function's own text,
+    cut out of the page's script); None when node is not installed."""
+    import re
+    import shutil
+    import subprocess
+    node = shutil.which('node') or shutil.which('nodejs')
+    if not node:
+        return None
+    with open(REPORT_JS) as f:
+        fn = re.search(r'\n  (function fmtBytes\(b\) \{.*?\n  \})\n', f.read(), re.S).group(1)
+    p = subprocess.run([node, '-e', fn + '\nconsole.log(JSON.stringify(%s.map(fmtBytes)));' % json.dumps(values)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+class Wording(T.AnalyzerTest):
+    """Text a person reads: counts agree with their nouns, no doubled words,
+    and the same bytes print the same in the text reports and the HTML page."""
+    SIZES = [81395712, 1048575, 1535, 1536, 3 * T.MiB + 5 * T.KiB, 1023, 1]
+
+    def one_leak(self, size=81395712, **kw):
+        t = T.Trace(os.path.join(self.dir, 'one.db'), **kw)
+        t.alloc(size, ['load_weights', 'main'])
+        return t.close()
+
+    def test_one_allocation_is_singular_everywhere(self):
+        db = self.one_leak()
+        self.assertIn('Leaks: 77.63 MiB in 1 allocation at 1 call site, live at process end', self.ok('leaks', db).stdout)
+        out = self.ok('summary', db).stdout
+        self.assertIn('events: 1 (1 allocation, 0 frees, 0 failed calls, 0 other)', out)
+        self.assertIn('leaks: 77.63 MiB in 1 allocation at 1 call site', out)
+        self.assertIn('(1 allocation, 0 frees, 77.63 MiB live at end)', out)
+        self.assertIn('Top call sites (all memory kinds, 1 site):', self.ok('top', db).stdout)
+        for cmd in ('summary', 'leaks', 'top', 'peak', 'oom'):
+            self.assertNotRegex(self.ok(cmd, db).stdout, r'\b1 (allocations|frees|sites|call sites|iterations)\b', cmd)
+
+    def test_summary_and_peak_headings_say_each_thing_once(self):
+        db = self.one_leak()
+        out = self.ok('summary', db).stdout
+        self.assertIn('  peak of device memory on device 0: 77.63 MiB at ', out)
+        self.assertNotIn('peak device  device', out)
+        first = self.ok('peak', db).stdout.splitlines()[0]
+        self.assertEqual(first, 'Peak of device memory (device size 80.00 GiB)')
+        db = self.one_leak(device_total=None)
+        first = self.ok('peak', '--device', '0', db).stdout.splitlines()[0]
+        self.assertEqual(first, 'Peak of device memory on device 0 (device size unknown: --device-bytes N gives it)')
+
+    def test_bytes_round_the_same_in_text_and_in_the_html_page(self):
+        t = T.Trace(os.path.join(self.dir, 'sizes.db'))
+        for k, size in enumerate(self.SIZES):
+            t.alloc(size, ['site_%d' % k, 'main'])
+        db = t.close()
+        text = {}
+        for line in self.ok('leaks', '--top', '100', db).stdout.splitlines():
+            words = line.split()
+            if len(words) > 4 and words[4].startswith('site_'):
+                text[int(words[4][5:])] = ' '.join(words[:2])
+        by_site = [text[k] for k in range(len(self.SIZES))]
+        self.assertEqual(by_site[0], '77.63 MiB')   # 77.625 MiB exactly: the half rounds up
+        self.assertEqual(by_site[1], '1.00 MiB')    # 1023.999 KiB
+        js = js_fmt_bytes(self.SIZES)
+        if js is None:
+            self.skipTest('node is not installed: report.js checked by test_report.py only')
+        self.assertEqual(js, by_site)
+
+
+# PyTorch's frames as a real trace (H100, PyTorch 2.11) records them, full demangled names
+TORCH_ALLOCATOR = [
+    'c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)',
+    'c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, signed char, unsigned long, CUstream_st*)',
+    'c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)',
+    'at::TensorBase at::detail::_empty_strided_generic<c10::ArrayRef<long> >(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)',
+    'at::detail::empty_strided_generic(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)',
+    'at::detail::empty_strided_cuda(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>)',
+]
+TORCH_DISPATCH = [
+    'at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA__empty_strided(c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>)',
+    'c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer<at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>), &at::(anonymous namespace)::(anonymous namespace)::wrapper_CUDA__empty_strided>, at::Tensor, c10::guts::typelist::typelist<c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt> > >, at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)>::call(c10::OperatorKernel*, c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+    'at::_ops::empty_strided::redispatch(c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+    'at::Tensor c10::Dispatcher::redispatch<at::Tensor, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt> >(c10::TypedOperatorHandle<at::Tensor (c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)> const&, c10::DispatchKeySet, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>) const',
+    'at::_ops::empty_strided::call(c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>)',
+]
+TORCH_CONV = [
+    'at::native::run_conv_plan(cudnnContext*, cudnn_frontend::ExecutionPlan&, at::Tensor const&, at::Tensor const&, at::Tensor const&, cudnn_frontend::ExecutionPlan const&)',
+    'at::native::run_single_conv(cudnnBackendDescriptorType_t const&, at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::raw_cudnn_convolution_forward_out(at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::cudnn_convolution_forward_out(at::TensorArg&, char const*, at::TensorArg const&, at::TensorArg const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+    'at::native::cudnn_convolution_forward(char const*, at::TensorArg const&, at::TensorArg const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+]
+TORCH_CALLERS = ['at::native::cudnn_convolution(at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+                 'at::native::cudnn_convolution_transpose(at::Tensor const&, at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, bool, bool, bool)',
+                 'at::native::cudnn_convolution_relu(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long)']
+TORCH_OUTER = ['torch::autograd::VariableType::(anonymous namespace)::convolution(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&)',
+               'at::_ops::convolution::call(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&)',
+               'at::native::conv2d_symint(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&)',
+               'torch::autograd::THPVariable_conv2d(_object*, _object*, _object*)', '_PyEval_EvalFrameDefault', 'main',
+               '__libc_start_call_main', '__libc_start_main', '_start']
+
+
+class CallSiteText(T.AnalyzerTest):
+    """Call sites a person can read: short names, the dispatcher's plumbing
+    and the C library's start-up folded away, and sites that would read
+    alike told apart."""
+
+    def torch_trace(self):
+        t = T.Trace(os.path.join(self.dir, 'torch.db'), command_line='python train.py',
+                    module='/usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so')
+        for k, caller in enumerate(TORCH_CALLERS):
+            t.alloc((k + 1) * T.MiB, TORCH_ALLOCATOR + TORCH_DISPATCH + TORCH_CONV + [caller] + TORCH_OUTER)
+        return t.close()
+
+    def test_pytorch_sites_read_short_with_plumbing_folded_and_what_differs_first(self):
+        db = self.torch_trace()
+        rows = [line for line in self.ok('top', db).stdout.splitlines() if 'run_conv_plan' in line][:3]
+        self.assertEqual(rows[0].split('device  ', 1)[1],
+                         '[6 allocator frames] [5 dispatcher frames] <- at::native::run_conv_plan (libtorch_cuda.so) '
+                         '<- [4 common frames] <- at::native::cudnn_convolution_relu (libtorch_cuda.so) '
+                         '<- [2 dispatcher frames] <- at::native::conv2d_symint (libtorch_cuda.so) '
+                         '<- torch::autograd::THPVariable_conv2d (libtorch_cuda.so) <- ... (2 more)')
+        self.assertEqual(len({row.split('device  ', 1)[1] for row in rows}), 3)
+        for row in rows:
+            self.assertNotIn('(c10::', row)
+            self.assertLess(len(row), 400)
+        d = self.json('top', db)
+        site = d['by_bytes'][0]
+        self.assertEqual(site['frames'][6], TORCH_DISPATCH[0] + ' (libtorch_cuda.so)')   # JSON: full names, all frames
+        self.assertEqual(site['frames'][-1], '_start (libtorch_cuda.so)')
+        self.assertEqual(site['call_site'], rows[0].split('device  ', 1)[1])
+
+    def test_full_names_and_all_frames_show_what_text_folds(self):
+        db = self.torch_trace()
+        out = self.ok('top', '--full-names', db).stdout
+        self.assertIn('at::native::run_conv_plan(cudnnContext*, cudnn_frontend::ExecutionPlan&', out)
+        self.assertIn('at::native::cudnn_convolution_relu(at::Tensor const&, at::Tensor const&', out)
+        out = self.ok('top', '--all-frames', '--frames', '100', db).stdout
+        self.assertIn('c10::impl::wrap_kernel_functor_unboxed_::call (libtorch_cuda.so)', out)
+        self.assertIn('__libc_start_main (libtorch_cuda.so) <- _start (libtorch_cuda.so)', out)
+        self.assertNotIn('dispatcher frames', out)
+
+    def test_sites_that_print_alike_show_their_offsets_and_no_libc_start_up(self):
+        p, db = self.trace([gtlib.prog('demo_loop')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = self.ok('top', db).stdout
+        rows = [line.split('device  ', 1)[1] for line in out.splitlines() if 'train_step' in line][:3]
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(len(set(rows)), 3, rows)
+        for row in rows:
+            self.assertRegex(row, r'^alloc \(demo_loop\) <- train_step \(demo_loop\+0x[0-9a-f]+\) <- main \(demo_loop\)$')
+        self.assertNotIn('libc.so', out)
+        self.assertNotIn('__libc_start', out)
+        frames = self.json('top', db)['by_bytes'][0]['frames']
+        self.assertTrue(any(f.startswith('__libc_start_main') for f in frames), frames)   # JSON keeps them

@@ -280,6 +280,17 @@ class Output(ExportTest):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
+    def test_iterations_takes_a_range_never_a_mode(self):
+        db = T.leak_retained(self.dir)
+        for mode in ('auto', 'best', 'none', '3'):
+            p = self.gputrace('export', db, '--iterations', mode)
+            self.assertEqual(p.returncode, 2, (mode, p.stderr))
+            self.assertEqual(p.stdout, '')
+            self.assertEqual(p.stderr.strip(), "gputrace: export --iterations takes a range of iteration indices A:B "
+                             "(e.g. 2:5), not \"%s\"; --iteration NAME picks the range that is one iteration; "
+                             "see gputrace export --help" % mode)
+        self.assertEqual(self.gputrace('peak', db, '--iterations', 'auto').returncode, 0)   # the reports' mode
+
 
 class EndToEnd(ExportTest):
     """Traces written by the shim itself (CUDA and CUPTI stand-ins), exported."""

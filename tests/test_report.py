@@ -72,11 +72,11 @@ class Dom(html.parser.HTMLParser):
 
 class ReportTest(T.AnalyzerTest):
 
-    def report(self, *dbs, fragment=''):
-        """Writes the report of dbs, renders it once (at URL fragment, if
-        given); returns (Dom, page data, html text)."""
+    def report(self, *dbs, fragment='', args=()):
+        """Writes the report of dbs (with options args), renders it once (at
+        URL fragment, if given); returns (Dom, page data, html text)."""
         out = os.path.join(self.dir, 'report.html')
-        self.ok('report', *dbs, '-o', out)
+        self.ok('report', *dbs, *args, '-o', out)
         with open(out, encoding='utf-8') as f:
             page = f.read()
         p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
@@ -123,8 +123,9 @@ class Render(ReportTest):
         self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'stable')
         self.assertEqual(len(dom.find('table', 'oom', 0)), 1)
         self.assertEqual(len([r for r in dom.find('tr', 'row', 0) if '200.00 GiB' in r.text]), 1)   # the failed request
-        # a frame name full of markup stays text: shown verbatim, no element made from it
-        self.assertIn(V.EVIL_FUNCTION, ''.join(e.text for e in dom.find('td', 'frames', 0)))
+        # a frame name full of markup stays text: no element made from it (shortened
+        # as a C++ name: "<...>" reads as template arguments; --full-names shows it whole)
+        self.assertIn('evil"fn&amp;\u00e9', ''.join(e.text for e in dom.find('td', 'frames', 0)))
         self.assertEqual(dom.find('img'), [])
 
         # leak_retained.db: growing, the planting function first among growing sites and leaks
@@ -163,6 +164,55 @@ class Render(ReportTest):
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
 
+    def test_a_trace_that_fails_gets_an_error_panel_and_the_others_are_reported(self):
+        db = T.leak_retained(self.dir)
+        broken = os.path.join(self.dir, 'broken.db')
+        with open(broken, 'wb') as f:
+            f.write(b'not a database' * 100)
+        out = os.path.join(self.dir, 'report.html')
+        p = self.gputrace('report', db, broken, '-o', out)
+        self.assertEqual(p.returncode, 4, p.stderr)   # the first failure's status, as summary gives
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn(broken, p.stderr)
+        with open(out, encoding='utf-8') as f:
+            page = f.read()
+        data = json.loads(re.search(r'id="gt-data">(.*?)</script>', page, re.S).group(1))
+        self.assertEqual([t['file'] for t in data['traces']], ['leak_retained.db', 'broken.db'])
+        self.assertEqual(data['traces'][1]['exit_code'], 4)
+        rendered = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+                                   '--no-first-run', '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'),
+                                   '--dump-dom', 'file://' + out], capture_output=True, text=True, timeout=120)
+        dom = Dom(rendered.stdout)
+        self.assertEqual(dom.find('body')[0].attrs.get('data-rendered'), 'ok')
+        self.assertEqual(dom.find('pre')[0].text.strip(), '')
+        self.assertEqual(len(dom.find('section', 'trace')), 2)
+        self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'growing')   # the good one, in full
+        panel = dom.find('div', 'error', 1)
+        self.assertEqual(len(panel), 1)
+        self.assertEqual(panel[0].attrs['data-exit-code'], '4')
+        self.assertIn(data['traces'][1]['error'], panel[0].text)
+        self.assertIn('broken.db', dom.find('h2', None, 1)[0].text)
+
+    def test_frame_full_of_markup_stays_text_with_full_names(self):
+        db, _ = V.timeline(self.dir)
+        dom, _, _ = self.report(db, args=('--full-names',))
+        self.assertIn(V.EVIL_FUNCTION, ''.join(e.text for e in dom.find('td', 'frames', 0)))
+        self.assertEqual(dom.find('img'), [])
+
+    def test_call_sites_read_as_in_the_text_reports(self):
+        import test_analyzer_reports as R
+        t = T.Trace(os.path.join(self.dir, 'torch.db'), module='/opt/torch/lib/libtorch_cuda.so')
+        for k, caller in enumerate(R.TORCH_CALLERS):   # tensors kept: pool memory is never cached
+            t.alloc((k + 1) * T.MiB, R.TORCH_DISPATCH + R.TORCH_CONV + [caller] + R.TORCH_OUTER, api='cudaMallocAsync')
+        db = t.close()
+        text = [s['call_site'] for s in self.json('leaks', db)['sites']]
+        self.assertEqual(len(set(text)), 3)
+        self.assertTrue(all(c.startswith('[5 dispatcher frames] <- at::native::run_conv_plan (libtorch_cuda.so) <- '
+                                         '[4 common frames] <- at::native::cudnn_convolution') for c in text), text)
+        dom, _, _ = self.report(db)
+        rows = [e.text for e in dom.find('td', 'frames', 0)]
+        self.assertEqual(rows[:3], text)
+
     def test_view_in_the_address_zooms_the_timeline(self):
         db, p = V.timeline(self.dir)
         lo, hi = p.iterations[2][0], p.iterations[3][1]
@@ -195,14 +245,12 @@ class Page(T.AnalyzerTest):
         self.assertNotIn('<', block)
         self.assertIn('\\u003c/script\\u003e', block)
 
-    def test_failing_trace_leaves_no_page(self):
-        db, _ = V.timeline(self.dir)
+    def test_no_trace_read_leaves_no_page(self):
         out = os.path.join(self.dir, 'r.html')
-        p = self.gputrace('report', db, os.path.join(self.dir, 'nope.db'), '-o', out)
+        p = self.gputrace('report', os.path.join(self.dir, 'nope.db'), os.path.join(self.dir, 'gone.db'), '-o', out)
         self.assertEqual(p.returncode, 3, p.stderr)
-        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
-        self.assertFalse(os.path.exists(out))
-        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
+        self.assertEqual(len(p.stderr.strip().splitlines()), 2, p.stderr)   # one line per file, as the reports
+        self.assertEqual(os.listdir(self.dir), [])
 
     def test_trace_without_iterations_still_reports(self):
         db = T.no_iterations(self.dir)
@@ -225,3 +273,77 @@ class Page(T.AnalyzerTest):
             self.assertEqual(data['traces'][0]['peak']['memory'], memory)
             self.assertEqual(data['traces'][0]['peak']['peak_bytes'],
                              V.WEIGHTS if memory == 'device' else V.POOL_STATE + max(V.BATCHES) * V.PER_SAMPLE + V.WORKSPACE)
+
+
+def run_on_terminal(args, cwd=None):
+    """Runs gputrace ARGS with stdout on a pseudo-terminal; returns (exit
+    status, what the terminal showed, stderr)."""
+    import pty
+    import threading
+    master, slave = pty.openpty()
+    p = subprocess.Popen([T.gtlib.GPUTRACE] + list(args), stdout=slave, stderr=subprocess.PIPE, cwd=cwd)
+    os.close(slave)
+    shown = []
+
+    def read():   # drained as it comes: a full terminal buffer would block the writer
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown.append(chunk)
+    reader = threading.Thread(target=read)
+    reader.start()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=120)
+    reader.join(timeout=10)
+    os.close(master)
+    return rc, b''.join(shown).decode(errors='replace').replace('\r\n', '\n'), err
+
+
+class OutputOnATerminal(T.AnalyzerTest):
+    """report and export never pour HTML or JSON into a terminal: without -o
+    they write a file beside the first trace and say its name; a pipe or a
+    file as stdout gets the output as before."""
+
+    def test_report_writes_a_file_beside_the_trace_and_names_it(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, err = run_on_terminal(['report', db])
+        page = os.path.join(self.dir, 'timeline-report.html')
+        self.assertEqual((rc, shown, err), (0, 'gputrace: wrote %s\n' % page, ''))
+        with open(page, encoding='utf-8') as f:
+            self.assertIn('<title>gputrace report</title>', f.read())
+        rc, shown, _ = run_on_terminal(['report', db])   # its own file is replaced
+        self.assertEqual((rc, shown), (0, 'gputrace: wrote %s\n' % page))
+
+    def test_export_writes_trace_json_beside_the_trace(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, err = run_on_terminal(['export', db])
+        out = os.path.join(self.dir, 'timeline.json')
+        self.assertEqual((rc, shown, err), (0, 'gputrace: wrote %s\n' % out, ''))
+        with open(out) as f:
+            self.assertIn('traceEvents', json.load(f))
+
+    def test_a_file_gputrace_did_not_write_is_never_replaced(self):
+        db, _ = V.timeline(self.dir)
+        for cmd, name in (('report', 'timeline-report.html'), ('export', 'timeline.json')):
+            theirs = os.path.join(self.dir, name)
+            with open(theirs, 'w') as f:
+                f.write('<!DOCTYPE html>\n<title>my notes</title>\n')
+            rc, shown, err = run_on_terminal([cmd, db])
+            self.assertEqual((rc, shown), (10, ''))
+            self.assertEqual(err, 'gputrace: %s exists and was not written by gputrace; name the output with -o FILE '
+                                  '(-o - writes to the terminal)\n' % theirs)
+            with open(theirs) as f:
+                self.assertEqual(f.read(), '<!DOCTYPE html>\n<title>my notes</title>\n')
+
+    def test_dash_o_dash_and_a_pipe_still_get_the_output(self):
+        db, _ = V.timeline(self.dir)
+        rc, shown, _ = run_on_terminal(['report', db, '-o', '-'])
+        self.assertEqual(rc, 0)
+        self.assertTrue(shown.startswith('<!DOCTYPE html>'))
+        p = self.ok('report', db)
+        self.assertTrue(p.stdout.startswith('<!DOCTYPE html>'))
+        self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])

@@ -19,8 +19,8 @@ def source_line(text):
 
 
 class SymbolizeTest(TraceTest):
-    def symbolize(self, *args):
-        return subprocess.run([GPUTRACE, 'symbolize'] + list(args), capture_output=True, text=True)
+    def symbolize(self, *args, cwd=None):
+        return subprocess.run([GPUTRACE, 'symbolize'] + list(args), capture_output=True, text=True, cwd=cwd)
 
     def frame_lines(self, db):
         return dict((f, (os.path.basename(file) if file else None, line)) for f, file, line in query(
@@ -83,3 +83,21 @@ class SymbolizeTest(TraceTest):
         self.assertEqual(s.returncode, 4)
         self.assertEqual(len(s.stderr.strip().splitlines()), 1, s.stderr)
         self.assertEqual(self.symbolize().returncode, 2)
+
+    def test_program_started_by_a_relative_path_symbolizes_the_same_from_any_directory(self):
+        os.mkdir(os.path.join(self.dir, 'bin'))
+        os.mkdir(os.path.join(self.dir, 'elsewhere'))
+        shutil.copy(prog('call_chain'), os.path.join(self.dir, 'bin', 'call_chain'))
+        p, db = self.trace(['bin/call_chain'])   # run from self.dir: frames.module is "bin/call_chain"
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(('bin/call_chain',), query(db, 'SELECT DISTINCT module FROM frames'))
+        here, there = os.path.join(self.dir, 'here.db'), os.path.join(self.dir, 'there.db')
+        shutil.copy(db, here)
+        shutil.copy(db, there)
+        a = self.symbolize(here, cwd=self.dir)
+        b = self.symbolize(there, cwd=os.path.join(self.dir, 'elsewhere'))
+        self.assertEqual((a.returncode, b.returncode), (0, 0), a.stderr + b.stderr)
+        self.assertEqual(a.stdout.split(':', 1)[1], b.stdout.split(':', 1)[1])
+        self.assertNotIn('no longer on disk', b.stdout)
+        self.assertEqual(self.frame_lines(there), self.frame_lines(here))
+        self.assertEqual(self.frame_lines(there)['inner_layer'], ('call_chain.c', source_line('cudaMalloc(&p, n)')))

@@ -261,7 +261,7 @@ static void test_identical_allocations_freed_each_time_are_a_loop(void)
     }
     struct gt_iterations it = detect(&l);
     check_steps(&l, &it, 0, 20, 0);
-    CHECKF(strstr(it.how, "pattern of 1 allocations repeats 20 times"), "how: %s", it.how);
+    CHECKF(strstr(it.how, "pattern of 1 allocation repeats 20 times"), "how: %s", it.how);
     loop_done(&l, &it);
 }
 
