@@ -22,6 +22,9 @@
     X(GT_EXIT_NO_ITERATIONS, 8, "growth, or export --iterations A:B: no iterations found")           \
     X(GT_EXIT_ADDR2LINE, 9, "symbolize: addr2line could not be run")                                 \
     X(GT_EXIT_OUTPUT, 10, "export, report: the output file could not be written")                    \
+    X(GT_EXIT_SWEEP_FAILED, 11, "sweep: a run failed other than by running out of memory, or cannot be measured") \
+    X(GT_EXIT_SWEEP_PREALLOC, 12, "sweep: the program preallocates the device; run it as the message says") \
+    X(GT_EXIT_SWEEP_UNPROVEN, 13, "sweep: --max-runs reached before the largest batch size was proven") \
     X(GT_EXIT_NOMEM, 70, "internal error: out of memory")
 
 enum gt_exit {
