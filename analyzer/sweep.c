@@ -68,6 +68,8 @@ const char gt_help_sweep[] =
     "                       empty. Default: gputrace-sweep-YYYYmmdd-HHMMSS\n"
     "  --json               the result as JSON on stdout\n"
     "  --stack-depth N      frames per call stack in the traces (default 32)\n"
+    "                       (CUPTI activity is off in the runs, GPUTRACE_CUPTI=0,\n"
+    "                       unless GPUTRACE_CUPTI is set)\n"
     "  --quiet              no progress lines on stderr\n"
     "  -h, --help           this text\n"
     "\n"

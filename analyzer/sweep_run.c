@@ -192,7 +192,14 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     snprintf(env_out + l, sizeof env_out - l, "/%s.db", stem);
     snprintf(env_bs, sizeof env_bs, "GPUTRACE_BATCH_SIZE=%lld", (long long)r->batch_size);
     snprintf(env_depth, sizeof env_depth, "GPUTRACE_STACK_DEPTH=%d", stack_depth);
-    const char *env[] = {env_out, env_bs, "GPUTRACE_QUIET=1", stack_depth >= 0 ? env_depth : NULL, NULL};
+    /* CUPTI's activity (kernels, copies) is not needed to find a batch size
+     * and slows each start: off unless the user set GPUTRACE_CUPTI */
+    const char *env[6] = {env_out, env_bs, "GPUTRACE_QUIET=1"};
+    size_t ne = 3;
+    if (!getenv("GPUTRACE_CUPTI"))
+        env[ne++] = "GPUTRACE_CUPTI=0";
+    if (stack_depth >= 0)
+        env[ne++] = env_depth;
     r->stderr_path = gt_xstrdup(err);
     r->peak = -1;
     r->device_total = -1;

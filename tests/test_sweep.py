@@ -149,6 +149,14 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['max_batch_size'], doc2['max_batch_size']), (320, 320))
         self.assertEqual([r['peak_bytes'] for r in doc['runs'][:2]], [r['peak_bytes'] for r in doc2['runs'][:2]])
 
+    def test_runs_get_the_batch_size_no_cupti_and_the_stack_depth_in_their_environment(self):
+        cmd = ['/bin/sh', '-c', 'echo "$GPUTRACE_BATCH_SIZE $GPUTRACE_CUPTI $GPUTRACE_STACK_DEPTH $GPUTRACE_QUIET" >&2; '
+               'exec "$0" "$@"', prog('sweep_train')]
+        p, doc, d = self.sweep_json(['--batch-sizes', '2', '--max-runs', '1', '--stack-depth', '5'], cmd)
+        self.assertEqual(p.returncode, 13, p.stderr)
+        with open(os.path.join(d, 'bs2-run1.stderr')) as f:
+            self.assertEqual(f.read(), '2 0 5 1\n')
+
     def test_max_runs_reached_says_what_is_proven(self):
         p, doc, d = self.sweep_json(['--max-runs', '5'], self.train())
         self.assertEqual(p.returncode, 13, p.stderr)
