@@ -425,7 +425,7 @@ static void print_json(const struct sweep *s, double total_s)
     gt_json_kint_or_null(&j, "device_total_bytes", s->total);
     gt_json_kint(&j, "outside_bytes", s->outside);
     gt_json_kint(&j, "unaccounted_bytes", s->unaccounted);
-    gt_json_kint_or_null(&j, "available_bytes", s->available_predicted);
+    gt_json_kint_or_null(&j, "available_bytes", available(s));
     gt_json_kint_or_null(&j, "predicted_max_batch_size", s->predicted);
     gt_json_kint_or_null(&j, "max_batch_size", s->plan.lo ? s->plan.lo : -1);
     gt_json_kint_or_null(&j, "min_failing_batch_size", s->plan.hi == GT_SWEEP_NONE ? -1 : s->plan.hi);

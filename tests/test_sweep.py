@@ -108,7 +108,7 @@ class SweepTest(TraceTest):
         # cudaMallocAsync tensors, a 128 MiB cudaMalloc workspace: (1024 - 128 - 64) / 3 = 277
         p, doc, d = self.sweep_json([], self.train('--async', '--workspace', 128 * MIB))
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual((doc['memory'], doc['outside_bytes']), ('pool', 128 * MIB))
+        self.assertEqual((doc['memory'], doc['outside_bytes'], doc['available_bytes']), ('pool', 128 * MIB, 896 * MIB))
         self.assertEqual((doc['max_batch_size'], doc['verified']), (277, True))
         self.assertLessEqual(doc['runs_used'], 10)
 
