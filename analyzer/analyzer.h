@@ -145,6 +145,17 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j);
 
 /* ---- oom.c, top.c, summary.c */
 int gt_report_oom(struct gt_ctx *c, struct gt_json *j);
+/* The out-of-memory request a program ended on (oom's ended_program: it
+ * allocated nothing after it): bytes asked for (-1 unknown), device and pool
+ * bytes live on its device when it failed, that device and its total (-1
+ * unknown). */
+struct gt_oom_end {
+    int64_t requested, live_device, live_pool, device_total;
+    int device;
+};
+/* Did the program end on an out-of-memory request? 1 (and *end filled when
+ * not NULL) or 0. */
+int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end);
 int gt_report_top(struct gt_ctx *c, struct gt_json *j);
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */

@@ -24,7 +24,11 @@ struct gt_args {
     int no_kernels, no_allocs; /* export --no-kernels, --no-allocs */
     const char *addr2line;     /* symbolize --addr2line */
     int stack_depth;           /* run --stack-depth; -1: the shim's default */
-    int quiet;                 /* run --quiet */
+    int quiet;                 /* run --quiet; sweep --quiet */
+    int64_t batch_sizes[64];   /* sweep --batch-sizes A,B,C */
+    int nbatch_sizes;
+    int max_runs;              /* sweep --max-runs; 0: its default */
+    const char *dir;           /* sweep --dir; NULL: gputrace-sweep-<time> */
     char **files;              /* operands: trace files, or run's CMD [ARG...]; NULL-terminated */
     int nfiles;
 };
@@ -32,7 +36,7 @@ struct gt_args {
 /* Option sets: a command takes some, an option belongs to one. */
 enum {
     GT_OPTS_HELP = 1u << 0,      /* -h, --help: every command */
-    GT_OPTS_REPORT = 1u << 1,    /* the six text/JSON reports: --json, --allocator-frames, --warmup */
+    GT_OPTS_REPORT = 1u << 1,    /* the six text/JSON reports: --allocator-frames, --warmup */
     GT_OPTS_SELECT = 1u << 2,    /* --memory, --device, --device-bytes, --top, --frames: reports and report */
     GT_OPTS_ITER = 1u << 3,      /* --iteration, --iterations: reports, export, report */
     GT_OPTS_LEAKS = 1u << 4,     /* leaks --no-cache-heuristic */
@@ -40,8 +44,10 @@ enum {
     GT_OPTS_OUTPUT = 1u << 6,    /* -o, --output: export, report, run */
     GT_OPTS_EXPORT = 1u << 7,    /* --format, --from, --to, --no-kernels, --no-allocs, --iterations A:B */
     GT_OPTS_SYMBOLIZE = 1u << 8, /* --addr2line */
-    GT_OPTS_RUN = 1u << 9,       /* --stack-depth, --quiet */
-    GT_OPTS_PEAK = 1u << 10,     /* peak --all-iterations */
+    GT_OPTS_RUN = 1u << 9,       /* --stack-depth, --quiet: run, sweep */
+    GT_OPTS_JSON = 1u << 10,     /* --json: the six reports, sweep */
+    GT_OPTS_SWEEP = 1u << 11,    /* --batch-sizes, --max-runs, --dir */
+    GT_OPTS_PEAK = 1u << 12,     /* peak --all-iterations */
 };
 
 struct gt_command {
@@ -115,9 +121,10 @@ int gt_cmd_symbolize(const struct gt_command *cmd, struct gt_args *a); /* symbol
 int gt_cmd_export(const struct gt_command *cmd, struct gt_args *a);    /* export.c */
 int gt_cmd_report(const struct gt_command *cmd, struct gt_args *a);    /* report.c */
 int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a);       /* launcher.c */
+int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a);     /* sweep.c */
 
 /* Each command's gputrace NAME --help, beside the code it describes. */
 extern const char gt_help_summary[], gt_help_leaks[], gt_help_growth[], gt_help_peak[], gt_help_oom[], gt_help_top[];
-extern const char gt_help_symbolize[], gt_help_export[], gt_help_report[], gt_help_run[];
+extern const char gt_help_symbolize[], gt_help_export[], gt_help_report[], gt_help_run[], gt_help_sweep[];
 
 #endif

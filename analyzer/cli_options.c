@@ -76,12 +76,36 @@ static const char *parse_format(struct gt_args *a, const struct gt_command *cmd,
     return strcmp(val, "chrome") ? "--format takes chrome (Chrome trace-event JSON, which Perfetto reads), not \"%s\"" : NULL;
 }
 
+/* sweep --batch-sizes: a comma list of positive batch sizes. */
+static const char *parse_batch_sizes(struct gt_args *a, const struct gt_command *cmd, const char *val)
+{
+    (void)cmd;
+    const char *bad = "--batch-sizes takes a comma list of batch sizes from 1 to 2147483648 (e.g. 1,2,4,8), not \"%s\"";
+    int n = 0;
+    for (const char *s = val;; s++) {
+        char *end;
+        if (*s < '0' || *s > '9')
+            return bad;
+        long long v = strtoll(s, &end, 10);
+        if (v < 1 || v > 2147483648LL || n == (int)(sizeof a->batch_sizes / sizeof a->batch_sizes[0]))
+            return bad;
+        a->batch_sizes[n++] = v;
+        s = end;
+        if (!*s)
+            break;
+        if (*s != ',')
+            return bad;
+    }
+    a->nbatch_sizes = n;
+    return NULL;
+}
+
 #define AT(field) offsetof(struct gt_args, field)
 #define BIG 1000000000   /* beyond any sensible count of frames, sites, iterations or devices */
 
 /* In gputrace --help's order: the rows with help text come first. */
 const struct gt_option gt_options[] = {
-    {"--json", NULL, NULL, GT_OPTS_REPORT, GT_OPT_FLAG, AT(base.json), 0, 0, NULL, NULL,
+    {"--json", NULL, NULL, GT_OPTS_JSON, GT_OPT_FLAG, AT(base.json), 0, 0, NULL, NULL,
      "machine-readable output: one object per file, an array\nof them when several files are given"},
     {"--memory", NULL, "KIND", GT_OPTS_SELECT, GT_OPT_CUSTOM, 0, 0, 0, parse_memory, NULL,
      "device | pool | managed | host | all, or a comma list.\n"
@@ -136,5 +160,9 @@ const struct gt_option gt_options[] = {
     {"--stack-depth", NULL, "N", GT_OPTS_RUN, GT_OPT_INT, AT(stack_depth), 0, 128, NULL,
      "--stack-depth takes 0 to 128, not \"%s\"", NULL},
     {"--quiet", NULL, NULL, GT_OPTS_RUN, GT_OPT_FLAG, AT(quiet), 0, 0, NULL, NULL, NULL},
+    {"--batch-sizes", NULL, "A,B,C", GT_OPTS_SWEEP, GT_OPT_CUSTOM, 0, 0, 0, parse_batch_sizes, NULL, NULL},
+    {"--max-runs", NULL, "N", GT_OPTS_SWEEP, GT_OPT_INT, AT(max_runs), 1, 1000, NULL,
+     "--max-runs takes 1 to 1000 runs, not \"%s\"", NULL},
+    {"--dir", NULL, "DIR", GT_OPTS_SWEEP, GT_OPT_STRING, AT(dir), 1, 0, NULL, "--dir needs a directory%.0s", NULL},
 };
 const size_t gt_noptions = sizeof gt_options / sizeof gt_options[0];

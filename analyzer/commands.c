@@ -14,13 +14,19 @@
 static int cmd_help(const struct gt_command *cmd, struct gt_args *a);
 static int cmd_version(const struct gt_command *cmd, struct gt_args *a);
 
-#define REPORT_OPTS (GT_OPTS_HELP | GT_OPTS_REPORT | GT_OPTS_SELECT | GT_OPTS_ITER)
+#define REPORT_OPTS (GT_OPTS_HELP | GT_OPTS_JSON | GT_OPTS_REPORT | GT_OPTS_SELECT | GT_OPTS_ITER)
 #define TRACES "at least one trace file (TRACE.db)"
 
 const struct gt_command gt_commands[] = {
     {.name = "run", .summary = "run a program with tracing on (gputrace run --help)", .help = gt_help_run,
      .takes = GT_OPTS_HELP | GT_OPTS_OUTPUT | GT_OPTS_RUN, .needs = "a command to run: gputrace run [OPTIONS] -- CMD [ARG...]",
      .options_first = 1, .run = gt_cmd_run},
+    {.name = "sweep",
+     .summary = "run a command at several batch sizes, traced, and prove the largest\n"
+                "that fits: a fit of peak vs batch size predicts it, real runs prove it",
+     .help = gt_help_sweep, .takes = GT_OPTS_HELP | GT_OPTS_JSON | GT_OPTS_RUN | GT_OPTS_SWEEP,
+     .needs = "a command to run: gputrace sweep [OPTIONS] -- CMD [ARG...] ({bs} in ARGs is the batch size)",
+     .options_first = 1, .run = gt_cmd_sweep},
     {.name = "summary",
      .summary = "process, devices, event counts and drops, peaks, iterations,\none-line verdicts on leaks and growth",
      .help = gt_help_summary, .takes = REPORT_OPTS, .needs = TRACES, .run = gt_run_reports, .report = gt_report_summary},

@@ -23,6 +23,9 @@
     X(GT_EXIT_ADDR2LINE, 9, "symbolize: addr2line could not be run")                                 \
     X(GT_EXIT_OUTPUT, 10, "export, report: the output file could not be written")                    \
     X(GT_EXIT_NO_MATCH, 11, "--memory or --device selects no memory in the trace")                     \
+    X(GT_EXIT_SWEEP_FAILED, 12, "sweep: a run failed other than by running out of memory, or cannot be measured") \
+    X(GT_EXIT_SWEEP_PREALLOC, 13, "sweep: the program preallocates the device; run it as the message says") \
+    X(GT_EXIT_SWEEP_UNPROVEN, 14, "sweep: --max-runs reached before the largest batch size was proven") \
     X(GT_EXIT_NOMEM, 70, "internal error: out of memory")
 
 enum gt_exit {

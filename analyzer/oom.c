@@ -193,6 +193,25 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
     return n;
 }
 
+int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
+{
+    struct request *r;
+    size_t *others, nothers;
+    size_t n = collect(c, &r, &others, &nothers);
+    int ended = n && !r[n - 1].recovered;
+    if (ended && end) {
+        const struct request *q = &r[n - 1];
+        end->requested = q->requested;
+        end->live_device = q->live_device;
+        end->live_pool = q->live_pool;
+        end->device = q->device;
+        end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
+    }
+    free(others);
+    free(r);
+    return ended;
+}
+
 struct oom_ctx {
     struct gt_ctx *c;
     struct gt_peak pk;

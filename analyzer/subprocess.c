@@ -1,0 +1,120 @@
+/* subprocess.c - starting a command under the shim (see subprocess.h): where the shim
+ * is, LD_PRELOAD, and fork/exec/wait with a shell's exit statuses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exitcodes.h"
+#include "subprocess.h"
+
+/* The shim installed beside us (PREFIX/bin/gputrace -> PREFIX/lib/libgputrace.so)
+ * or in the build tree (build/analyzer/gputrace -> build/shim/libgputrace.so). */
+static int find_shim(char *out, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    const char *rel[] = {"../shim/libgputrace.so", "../lib/libgputrace.so", "../lib64/libgputrace.so",
+                         "../lib/x86_64-linux-gnu/libgputrace.so", "libgputrace.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s/%s", self, rel[i]);
+        if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < cap)
+            return 0;
+    }
+    return -1;
+}
+
+int gt_preload_shim(const char *who)
+{
+    char shim[PATH_MAX];
+    if (find_shim(shim, sizeof shim) != 0) {
+        fprintf(stderr, "%s: cannot find libgputrace.so beside this executable; "
+                        "run it from the build tree or an installed prefix\n", who);
+        return -1;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(shim) + (old ? strlen(old) + 2 : 1);
+    char *preload = malloc(len);
+    if (!preload) {
+        fprintf(stderr, "%s: out of memory\n", who);
+        return -1;
+    }
+    snprintf(preload, len, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    return 0;
+}
+
+/* Opens path for the child's output; -1 after one line on stderr. */
+static int open_output(const char *path, const char *who)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fprintf(stderr, "%s: cannot create %s: %s\n", who, path, strerror(errno));
+    return fd;
+}
+
+int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who)
+{
+    int out = -1, err = -1;
+    if (how && how->stdout_path && (out = open_output(how->stdout_path, who)) < 0)
+        return GT_RUN_EXIT_FAILED;
+    if (how && how->stderr_path && (err = open_output(how->stderr_path, who)) < 0) {
+        if (out >= 0)
+            close(out);
+        return GT_RUN_EXIT_FAILED;
+    }
+    fflush(NULL);   /* nothing buffered here may be written twice by the child */
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork failed: %s\n", who, strerror(errno));
+        if (out >= 0)
+            close(out);
+        if (err >= 0)
+            close(err);
+        return GT_RUN_EXIT_FAILED;
+    }
+    if (pid == 0) {
+        if ((out >= 0 && dup2(out, STDOUT_FILENO) < 0) || (err >= 0 && dup2(err, STDERR_FILENO) < 0))
+            _exit(GT_RUN_EXIT_FAILED);
+        for (const char *const *e = how ? how->env : NULL; e && *e; e++)
+            putenv((char *)*e);   /* the child's own copy of the environment */
+        execvp(argv[0], argv);
+        fprintf(stderr, "%s: cannot run '%s': %s\n", who, argv[0], strerror(errno));
+        _exit(errno == ENOENT ? GT_RUN_EXIT_NOT_FOUND : GT_RUN_EXIT_CANNOT_EXEC);
+    }
+    if (out >= 0)
+        close(out);
+    if (err >= 0)
+        close(err);
+    /* Like a shell: the child gets ^C, we wait for it and report its status. */
+    void (*old_int)(int) = signal(SIGINT, SIG_IGN);
+    void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
+    int status = 0, code;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (w < 0)
+        code = GT_RUN_EXIT_FAILED;
+    else if (WIFSIGNALED(status))
+        code = 128 + WTERMSIG(status);
+    else
+        code = WEXITSTATUS(status);
+    signal(SIGINT, old_int);
+    signal(SIGQUIT, old_quit);
+    return code;
+}

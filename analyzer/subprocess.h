@@ -1,0 +1,29 @@
+/* subprocess.h - starting a command under the shim, shared by `gputrace run` and
+ * `gputrace sweep`: finding libgputrace.so beside this executable, putting
+ * it first in LD_PRELOAD, and running a command to its end with the exit
+ * status a shell would report. */
+#ifndef GT_SUBPROCESS_H
+#define GT_SUBPROCESS_H
+
+/* Finds libgputrace.so beside this executable (installed prefix or build
+ * tree) and puts it in front of any LD_PRELOAD already set, in this
+ * process's environment, so every command started after inherits it.
+ * Returns 0, or -1 after one line on stderr starting with who. */
+int gt_preload_shim(const char *who);
+
+/* How gt_spawn_wait runs a command. */
+struct gt_spawn {
+    const char *const *env;    /* "NAME=VALUE" strings set in the child only; NULL-terminated, or NULL */
+    const char *stdout_path;   /* the child's stdout (created or truncated); NULL: ours */
+    const char *stderr_path;   /* the child's stderr; NULL: ours */
+};
+
+/* Runs argv[0] (searched in PATH) with argv, in a child process, and waits
+ * for it; like a shell, ^C and ^\ go to the child while we wait. Returns its
+ * exit status: 128+N when killed by signal N, 127 when not found, 126 when
+ * it could not be executed (after one line on the child's stderr, starting
+ * with who), GT_RUN_EXIT_FAILED when no child could be started. how may be
+ * NULL. */
+int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who);
+
+#endif

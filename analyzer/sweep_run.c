@@ -1,0 +1,261 @@
+/* sweep_run.c - one run of gputrace sweep: the user's command at one batch
+ * size, in a fresh process under the shim ({bs} in its arguments replaced,
+ * GPUTRACE_BATCH_SIZE set, trace, stdout and stderr in the sweep's
+ * directory), then what its traces say, read with the analyzer's own code:
+ * the peak at the level the program's allocator shows (gt_peak_compute),
+ * what it held outside that level, whether it ended on an out-of-memory
+ * request (gt_oom_ended_program) and whether it preallocated the device. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "format.h"
+#include "subprocess.h"
+#include "sweep_run.h"
+
+/* arg with every "{bs}" replaced by bs (malloc'ed) */
+static char *substitute(const char *arg, int64_t bs)
+{
+    char num[32];
+    int nl = snprintf(num, sizeof num, "%lld", (long long)bs);
+    size_t n = 0;
+    for (const char *s = arg; (s = strstr(s, "{bs}")); s += 4)
+        n++;
+    char *out = gt_xmalloc(strlen(arg) + n * (size_t)nl + 1), *o = out;
+    for (const char *s = arg;;) {
+        const char *hit = strstr(s, "{bs}");
+        size_t len = hit ? (size_t)(hit - s) : strlen(s);
+        memcpy(o, s, len);
+        o += len;
+        if (!hit)
+            break;
+        memcpy(o, num, (size_t)nl);
+        o += nl;
+        s = hit + 4;
+    }
+    *o = 0;
+    return out;
+}
+
+int gt_sweep_has_placeholder(char *const *argv)
+{
+    for (; *argv; argv++)
+        if (strstr(*argv, "{bs}"))
+            return 1;
+    return 0;
+}
+
+/* Is name one of this run's traces: STEM.db or STEM.PID.db (a child's)? */
+static int is_trace_of(const char *name, const char *stem)
+{
+    size_t sl = strlen(stem), nl = strlen(name);
+    if (strncmp(name, stem, sl) || nl < sl + 3 || strcmp(name + nl - 3, ".db"))
+        return 0;
+    if (nl == sl + 3)
+        return 1;
+    if (name[sl] != '.')
+        return 0;
+    for (size_t i = sl + 1; i < nl - 3; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return nl > sl + 4;
+}
+
+/* Bytes that count against the device's capacity but not at the fitted
+ * level (device memory under cudaMallocAsync: libraries' own workspaces),
+ * on the fitted level's device: the sum of their peaks, an upper bound. */
+static int64_t held_outside(struct gt_ctx *c, const struct gt_sel *sel)
+{
+    struct gt_level *lv;
+    size_t n = gt_levels(&c->t, &c->p, &lv);
+    int64_t out = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((lv[i].memory == GT_MEM_DEVICE || lv[i].memory == GT_MEM_POOL) && !(sel->mem_mask & GT_MASK(lv[i].memory)) &&
+            (sel->device == GT_ANY_DEVICE || lv[i].device == sel->device))
+            out += lv[i].peak;
+    free(lv);
+    return out;
+}
+
+/* The largest single device or pool allocation made before the first
+ * iteration (anywhere, when no iterations are found). */
+static int64_t largest_before_loop(struct gt_ctx *c)
+{
+    size_t end = c->iters_loaded && c->iters.n ? c->iters.it[0].first_ev : c->t.nev;
+    int64_t big = 0;
+    for (size_t i = 0; i < end; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (!e->failed && a->known && a->op == GT_OP_ALLOC && (a->memory == GT_MEM_DEVICE || a->memory == GT_MEM_POOL) &&
+            e->size > big)
+            big = e->size;
+    }
+    return big;
+}
+
+/* Reads one trace of the run into r (the one with the highest peak wins). */
+static int measure_trace(struct gt_sweep_run *r, const char *path, const struct gt_opts *o)
+{
+    struct gt_ctx c;
+    int code = gt_ctx_open(&c, path, o);
+    if (code == GT_EXIT_EMPTY) {   /* used CUDA, allocated nothing */
+        gt_ctx_close(&c);
+        if (r->peak < 0)
+            r->peak = 0;
+        return GT_EXIT_OK;
+    }
+    struct gt_peak pk;
+    memset(&pk, 0, sizeof pk);
+    if (!code)
+        code = gt_peak_compute(&c, &pk);
+    if (code) {
+        snprintf(r->error, sizeof r->error, "%.300s: %.300s", path, c.t.err[0] ? c.t.err : "cannot be read");
+        gt_peak_free(&pk);
+        gt_ctx_close(&c);
+        return code;
+    }
+    if (pk.overall_peak > r->peak || !r->trace) {
+        r->peak = pk.overall_peak;
+        free(r->trace);
+        r->trace = gt_xstrdup(path);
+        snprintf(r->level, sizeof r->level, "%s", c.sel_name);
+        r->device_total = pk.device_total;
+        r->outside = held_outside(&c, &pk.sel);
+        r->largest_before_loop = largest_before_loop(&c);
+    }
+    struct gt_oom_end end;
+    if (gt_oom_ended_program(&c, &end)) {
+        r->oom = 1;
+        if (end.device_total > 0 && end.requested >= 0) {
+            int64_t short_by = end.device_total - end.requested - end.live_device - end.live_pool;
+            if (short_by > r->unaccounted)
+                r->unaccounted = short_by;
+        }
+    }
+    gt_peak_free(&pk);
+    gt_ctx_close(&c);
+    return GT_EXIT_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every trace of the run in dir (its own, then its children's by name). */
+static void measure(struct gt_sweep_run *r, const char *dir, const char *stem, const struct gt_opts *o)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(r->error, sizeof r->error, "%s: cannot be read", dir);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (is_trace_of(e->d_name, stem)) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                names = gt_xrealloc(names, cap * sizeof *names);
+            }
+            names[n++] = gt_xstrdup(e->d_name);
+        }
+    closedir(d);
+    gt_qsort(names, n, sizeof *names, by_name);
+    r->ntraces = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!r->error[0])
+            measure_trace(r, path, o);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, const struct gt_opts *o)
+{
+    char stem[64], out[PATH_MAX + 96], err[PATH_MAX + 96], env_out[2 * PATH_MAX + 128], env_bs[64], env_depth[48];
+    snprintf(stem, sizeof stem, "bs%lld-run%d", (long long)r->batch_size, r->number);
+    snprintf(out, sizeof out, "%s/%s.stdout", dir, stem);
+    snprintf(err, sizeof err, "%s/%s.stderr", dir, stem);
+    /* GPUTRACE_OUTPUT expands %p and friends: a '%' of the directory's name is written %% */
+    size_t l = (size_t)snprintf(env_out, sizeof env_out, "GPUTRACE_OUTPUT=");
+    for (const char *c = dir; *c && l + 3 < sizeof env_out; c++) {
+        if (*c == '%')
+            env_out[l++] = '%';
+        env_out[l++] = *c;
+    }
+    snprintf(env_out + l, sizeof env_out - l, "/%s.db", stem);
+    snprintf(env_bs, sizeof env_bs, "GPUTRACE_BATCH_SIZE=%lld", (long long)r->batch_size);
+    snprintf(env_depth, sizeof env_depth, "GPUTRACE_STACK_DEPTH=%d", stack_depth);
+    /* CUPTI's activity (kernels, copies) is not needed to find a batch size
+     * and slows each start: off unless the user set GPUTRACE_CUPTI */
+    const char *env[6] = {env_out, env_bs, "GPUTRACE_QUIET=1"};
+    size_t ne = 3;
+    if (!getenv("GPUTRACE_CUPTI"))
+        env[ne++] = "GPUTRACE_CUPTI=0";
+    if (stack_depth >= 0)
+        env[ne++] = env_depth;
+    r->stderr_path = gt_xstrdup(err);
+    r->peak = -1;
+    r->device_total = -1;
+
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    char **args = gt_xcalloc(argc + 1, sizeof *args);
+    for (size_t i = 0; i < argc; i++)
+        args[i] = substitute(argv[i], r->batch_size);
+    struct gt_spawn how = {.env = env, .stdout_path = out, .stderr_path = err};
+    double t0 = gt_now();
+    r->exit_status = gt_spawn_wait(args, &how, "gputrace sweep");
+    r->seconds = gt_now() - t0;
+    for (size_t i = 0; i < argc; i++)
+        free(args[i]);
+    free(args);
+    measure(r, dir, stem, o);
+    return r->error[0] ? GT_EXIT_SWEEP_FAILED : GT_EXIT_OK;
+}
+
+void gt_sweep_run_free(struct gt_sweep_run *r)
+{
+    free(r->trace);
+    free(r->stderr_path);
+    r->trace = r->stderr_path = NULL;
+}
+
+void gt_sweep_print_tail(FILE *f, const char *path, int lines)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in)
+        return;
+    /* the last 64 KiB is plenty for the last lines */
+    char buf[65536];
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
+    fseek(in, from, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, in);
+    fclose(in);
+    buf[n] = 0;
+    while (n && buf[n - 1] == '\n')
+        buf[--n] = 0;
+    size_t start = n;
+    for (int k = 0; start > 0 && k < lines;)
+        if (buf[--start] == '\n' && ++k == lines)
+            start++;
+    if (!n) {
+        fprintf(f, "    (nothing)\n");
+        return;
+    }
+    for (char *line = buf + start, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        fprintf(f, "    %s\n", line);
+    }
+}

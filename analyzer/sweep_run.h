@@ -1,0 +1,41 @@
+/* sweep_run.h - one run of gputrace sweep (sweep_run.c): the command at one
+ * batch size, traced in a fresh process, and what its traces say. */
+#ifndef GT_SWEEP_RUN_H
+#define GT_SWEEP_RUN_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer.h"
+#include "sweep.h"
+
+struct gt_sweep_run {
+    int number;                  /* 1, 2, ...: in the file names */
+    int64_t batch_size;
+    enum gt_sweep_phase phase;
+    int from_model;              /* the model chose this batch size */
+    int exit_status;             /* as a shell reports it: 128+N for signal N */
+    double seconds;              /* the command's wall time */
+    int ntraces;                 /* trace files it wrote (its own and its children's) */
+    char *trace;                 /* the one with the highest peak; NULL: none */
+    char *stderr_path;
+    char level[64];              /* the fitted level in that trace: "device", "pool" */
+    int64_t peak;                /* bytes at that level; -1: no trace */
+    int64_t device_total;        /* the device's total bytes; -1 unknown */
+    int64_t outside;             /* bytes held at other levels that count against the device */
+    int oom;                     /* a trace ended on an out-of-memory request */
+    int64_t unaccounted;         /* that request + what was live fell short of the total by this */
+    int64_t largest_before_loop; /* the largest allocation before the first iteration */
+    char error[700];             /* a trace that could not be read */
+};
+
+/* Runs argv at r->batch_size (r->number set) with its files in dir (an
+ * absolute path) and measures it. Returns GT_EXIT_OK, or
+ * GT_EXIT_SWEEP_FAILED when a trace could not be read (r->error says). */
+int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, const struct gt_opts *o);
+void gt_sweep_run_free(struct gt_sweep_run *r);
+/* Does some argument hold "{bs}"? */
+int gt_sweep_has_placeholder(char *const *argv);
+/* The last lines of a file, indented, on f. */
+void gt_sweep_print_tail(FILE *f, const char *path, int lines);
+
+#endif

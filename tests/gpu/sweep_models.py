@@ -1,0 +1,92 @@
+"""Workloads for check_sweep.py: a small conv net and a small transformer whose
+activations are large per sample (about 0.45 and 0.5 GiB), so their largest
+batch on an 80 GB H100 is small (Lightning's finder: 178 for the conv net
+under the default allocator) and a batch-size search ends in minutes. The memory is
+bounded by the models, not by torch.cuda.set_per_process_memory_fraction,
+which no trace could see. Trains --steps steps (SGD with momentum) on random
+data made on the GPU; a torch.OutOfMemoryError ends the run (exit 1), as in a
+real job. Also the LightningModule for Lightning's BatchSizeFinder
+(lightning_finder.py), on the same models and data.
+usage: sweep_models.py --model conv|transformer --batch-size N [--steps 3]
+Prints `batch_size=N`, `steps=N`, `max_allocated=B`, `max_reserved=B`."""
+import argparse
+import sys
+
+import torch
+import torch.nn as nn
+
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+
+# conv: 6 conv+BN+ReLU layers of 128 channels at 256x256 (about 100 MiB of
+# saved activations per layer and sample); transformer: 6 pre-norm layers,
+# d_model 512, 8 heads, sequence 2048, vocabulary 8192 (about 650 MiB per sample)
+IMAGE, CHANNELS, CONV_LAYERS = 256, 128, 6
+VOCAB, D_MODEL, HEADS, LAYERS, SEQ = 8192, 512, 8, 6, 2048
+
+
+def conv_net():
+    layers = [nn.Conv2d(3, CHANNELS, 3, padding=1), nn.BatchNorm2d(CHANNELS), nn.ReLU()]
+    for _ in range(CONV_LAYERS - 1):
+        layers += [nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1), nn.BatchNorm2d(CHANNELS), nn.ReLU()]
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(CHANNELS, 10)]
+    return nn.Sequential(*layers)
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, D_MODEL)
+        self.pos = nn.Parameter(torch.zeros(SEQ, D_MODEL))
+        layer = nn.TransformerEncoderLayer(D_MODEL, HEADS, 4 * D_MODEL, dropout=0.0, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.head = nn.Linear(D_MODEL, VOCAB)
+
+    def forward(self, tokens):
+        return self.head(self.enc(self.emb(tokens) + self.pos))
+
+
+def build(name):
+    return conv_net() if name == 'conv' else TinyLM()
+
+
+def batch(name, bs, device='cuda'):
+    """Random inputs and targets of bs samples, made on the GPU."""
+    if name == 'conv':
+        return torch.randn(bs, 3, IMAGE, IMAGE, device=device), torch.randint(0, 10, (bs,), device=device)
+    t = torch.randint(0, VOCAB, (bs, SEQ), device=device)
+    return t, t
+
+
+def loss_of(name, model, x, y):
+    out = model(x)
+    if name == 'conv':
+        return nn.functional.cross_entropy(out, y)
+    return nn.functional.cross_entropy(out.reshape(-1, VOCAB), y.reshape(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--model', choices=('conv', 'transformer'), required=True)
+    ap.add_argument('--batch-size', type=int, required=True)
+    ap.add_argument('--steps', type=int, default=3)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    model = build(a.model).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    for step in range(a.steps):
+        torch.cuda.nvtx.range_push('step %d bs=%d' % (step, a.batch_size))
+        x, y = batch(a.model, a.batch_size)
+        opt.zero_grad(set_to_none=True)
+        loss_of(a.model, model, x, y).backward()
+        opt.step()
+        del x, y
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    print('batch_size=%d\nsteps=%d\nmax_allocated=%d\nmax_reserved=%d' % (
+        a.batch_size, a.steps, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()))
+    sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    main()

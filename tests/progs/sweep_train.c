@@ -1,0 +1,134 @@
+/* A training loop whose memory is exactly known, for tests/test_sweep.py:
+ *     peak = fixed + per_sample x batch_size
+ * fixed is the model (fixed/2), the optimizer's state (fixed/4) and the
+ * gradients (fixed/4, made by backward, freed by the next zero_grad); per
+ * sample, the input batch and one activation, each per_sample/2. Each step
+ * is zero_grad, forward, backward, step, marked with gputrace_iteration.
+ * An allocation that fails ends the program like an uncaught
+ * torch.OutOfMemoryError (a message, exit 1).
+ * usage: sweep_train [--batch-size N] [--steps N] [--fixed B] [--per-sample B]
+ *          [--knee N --per-sample-above B] [--async --workspace B]
+ *          [--fail-above N] [--crash-above N] [--prealloc PERCENT]
+ *   --batch-size: else GPUTRACE_BATCH_SIZE (as gputrace sweep sets it)
+ *   --knee: above this batch size each sample costs --per-sample-above
+ *   --async: tensors through cudaMallocAsync (pool memory), beside a
+ *            cudaMalloc'ed library workspace of --workspace bytes
+ *   --fail-above N: above batch size N, fail as a shape error would (exit 3)
+ *   --crash-above N: above batch size N, abort (SIGABRT)
+ *   --prealloc P: take P% of the device in one allocation first and carve
+ *            every tensor from it, as JAX does by default */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gputrace.h"
+
+static int use_async;
+static size_t arena, arena_used;   /* --prealloc */
+
+static void *tensor(size_t n)
+{
+    void *p = NULL;
+    cudaError_t e;
+    if (arena) {
+        if (arena_used + n > arena) {
+            fprintf(stderr, "RESOURCE_EXHAUSTED: out of memory while trying to allocate %zu bytes\n", n);
+            exit(1);
+        }
+        arena_used += n;
+        return (void *)(uintptr_t)arena_used;
+    }
+    e = use_async ? cudaMallocAsync(&p, n, 0) : cudaMalloc(&p, n);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %zu bytes\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+static void release(void *p, size_t n)
+{
+    if (arena)
+        arena_used -= n;
+    else if (use_async)
+        cudaFreeAsync(p, 0);
+    else
+        cudaFree(p);
+}
+
+static long long arg_ll(int argc, char **argv, const char *name, long long dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return atoll(argv[i + 1]);
+    return dflt;
+}
+
+static int arg_flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("GPUTRACE_BATCH_SIZE");
+    long long bs = arg_ll(argc, argv, "--batch-size", env ? atoll(env) : 0);
+    long long steps = arg_ll(argc, argv, "--steps", 3);
+    size_t fixed = (size_t)arg_ll(argc, argv, "--fixed", 64 << 20);
+    size_t per_sample = (size_t)arg_ll(argc, argv, "--per-sample", 3 << 20);
+    long long knee = arg_ll(argc, argv, "--knee", 0);
+    long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
+    long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
+    size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
+    use_async = arg_flag(argc, argv, "--async");
+    if (bs < 1) {
+        fprintf(stderr, "sweep_train: no batch size (--batch-size N or GPUTRACE_BATCH_SIZE)\n");
+        return 2;
+    }
+    if (knee && bs > knee)
+        per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);
+    printf("batch size %lld, %lld steps\n", bs, steps);
+
+    void *ws = NULL;
+    if (workspace && cudaMalloc(&ws, workspace) != cudaSuccess)
+        return 1;
+    if (prealloc) {
+        struct cudaDeviceProp prop;
+        cudaGetDeviceProperties(&prop, 0);
+        size_t want = prop.totalGlobalMem / 100 * (size_t)prealloc;
+        void *p;
+        if (cudaMalloc(&p, want) != cudaSuccess)
+            return 1;
+        arena = want;
+    }
+    void *model = tensor(fixed / 2), *optimizer = tensor(fixed / 4), *grads = NULL;
+    size_t half = (size_t)bs * (per_sample / 2);
+    for (long long step = 0; step < steps; step++) {
+        gputrace_iteration(step, bs);
+        if (grads)
+            release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
+        void *x = tensor(half);          /* the input batch */
+        void *act = tensor(half);        /* forward */
+        if (fail_above && bs > fail_above) {
+            fprintf(stderr, "Traceback (most recent call last):\nValueError: shapes (%lld, 3) and (4, 5) not aligned\n", bs);
+            return 3;
+        }
+        if (crash_above && bs > crash_above)
+            abort();
+        grads = tensor(fixed / 4);       /* backward */
+        release(act, half);
+        release(x, half);
+    }
+    release(grads, fixed / 4);
+    release(optimizer, fixed / 4);
+    release(model, fixed / 2);
+    if (ws)
+        cudaFree(ws);
+    printf("done\n");
+    return 0;
+}

@@ -1,0 +1,210 @@
+"""`gputrace sweep`: the largest batch size that fits, found from a model and
+proven by real runs of tests/progs/sweep_train (memory per step exactly
+fixed + per_sample x batch size) under the CUDA stand-in's device limit
+(FAKE_CUDA_DEVICE_BYTES): the exact boundary, verified, in at most 10 runs;
+a step in per-sample cost; failures that are not out of memory; {bs} and
+GPUTRACE_BATCH_SIZE; --max-runs; a preallocating program."""
+import json
+import os
+import re
+
+from gtlib import GPUTRACE, TraceTest, base_env, prog, run
+
+MIB = 1 << 20
+DEVICE = 1024 * MIB
+
+
+class SweepTest(TraceTest):
+    def sweep(self, args, cmd, device=DEVICE, dirname='sweep', cwd=None):
+        """gputrace sweep ARGS --dir DIR -- sweep_train CMD...; returns (proc, dir)."""
+        d = os.path.join(self.dir, dirname)
+        argv = [GPUTRACE, 'sweep', '--dir', d] + args + ['--'] + cmd
+        p = run(argv, preload=False, env=base_env(FAKE_CUDA_DEVICE_BYTES=device), cwd=cwd or self.dir)
+        return p, d
+
+    def sweep_json(self, args, cmd, **kw):
+        p, d = self.sweep(['--json'] + args, cmd, **kw)
+        return p, json.loads(p.stdout), d
+
+    def train(self, *args):
+        return [prog('sweep_train'), '--batch-size', '{bs}'] + [str(a) for a in args]
+
+    def test_linear_memory_gives_the_exact_largest_batch_verified_in_at_most_10_runs(self):
+        # 64 MiB + 3 MiB per sample in 1 GiB: (1024 - 64) / 3 = 320 exactly
+        p, doc, d = self.sweep_json([], self.train())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc['max_batch_size'], 320)
+        self.assertEqual(doc['min_failing_batch_size'], 321)
+        self.assertTrue(doc['verified'])
+        self.assertLessEqual(doc['runs_used'], 10)
+        self.assertEqual(doc['predicted_max_batch_size'], 320)
+        self.assertEqual(doc['memory'], 'device')
+        self.assertEqual(doc['device_total_bytes'], DEVICE)
+        fit = doc['fit']
+        self.assertEqual((fit['fixed_bytes'], fit['per_sample_bytes'], fit['linear']), (64 * MIB, 3 * MIB, True))
+        runs = doc['runs']
+        self.assertEqual(len(runs), doc['runs_used'])
+        self.assertEqual([r['batch_size'] for r in runs], [1, 2, 4, 8, 320, 321, 320])
+        self.assertEqual([r['oom'] for r in runs], [False] * 5 + [True, False])
+        self.assertEqual([r['phase'] for r in runs], ['model'] * 4 + ['search', 'search', 'repeat'])
+        for r in runs:
+            self.assertTrue(os.path.exists(r['trace']), r)
+            if not r['oom']:
+                self.assertEqual(r['peak_bytes'], 64 * MIB + 3 * MIB * r['batch_size'])
+                self.assertEqual(r['exit_status'], 0)
+            self.assertGreater(r['seconds'], 0)
+        self.assertEqual(runs[5]['exit_status'], 1)   # the program's own OOM exit; the trace says OOM
+        self.assertIsNone(runs[5]['peak_bytes'])
+        # one progress line per run on stderr
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace sweep: run ')]
+        self.assertEqual(len(lines), 7, p.stderr)
+        self.assertIn('batch size 321 (search): out of memory', lines[5])
+        self.assertRegex(lines[0], r'batch size 1 \(model\): fits, peak 67\.00 MiB \(device\), [\d.]+ s; [\d.]+ s in all')
+
+    def test_text_output_shows_table_fit_prediction_and_proof(self):
+        p, d = self.sweep([], self.train())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout
+        self.assertRegex(out, r'run\s+batch\s+phase\s+peak\s+result\s+exit\s+seconds')
+        self.assertRegex(out, r'\n\s+6\s+321\s+search\s+-\s+OOM\s+1\s')
+        self.assertIn('fit: peak = 64.00 MiB + 3.00 MiB x batch_size', out)
+        self.assertIn('predicted largest batch size: 320', out)
+        self.assertIn('largest batch size that fits: 320 (proven: 320 ran twice, 321 ran out of memory)', out)
+        self.assertRegex(out, r'runs: 7, [\d.]+ s in all')
+
+    def test_traces_are_named_by_batch_size_and_run_and_children_get_their_own(self):
+        # a shell that uses no CUDA starts two trainers: two traces per run
+        cmd = ['/bin/sh', '-c', '"$0" --batch-size "$1" & "$0" --batch-size "$1"; wait', prog('sweep_train'), '{bs}']
+        p, doc, d = self.sweep_json(['--batch-sizes', '1,2', '--max-runs', '2'], cmd)
+        self.assertEqual(p.returncode, 14, p.stderr)
+        names = sorted(os.listdir(d))
+        self.assertIn('bs1-run1.db', names)
+        self.assertIn('bs2-run2.stderr', names)
+        self.assertEqual(len([n for n in names if re.match(r'^bs1-run1\.\d+\.db$', n)]), 1, names)
+        self.assertEqual([r['traces'] for r in doc['runs']], [2, 2])
+        self.assertEqual([r['peak_bytes'] for r in doc['runs']], [67 * MIB, 70 * MIB])
+
+    def test_step_in_per_sample_cost_still_ends_on_the_proven_boundary(self):
+        # 2 MiB per sample up to batch 100, 6 MiB above: the line through
+        # 1..8 predicts 480; the truth is (1024 - 64) / 6 = 160
+        p, doc, d = self.sweep_json([], self.train('--per-sample', 2 * MIB, '--knee', 100, '--per-sample-above', 6 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc['predicted_max_batch_size'], 480)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (160, 161, True))
+        self.assertLessEqual(doc['runs_used'], 20)
+        # a step inside phase 1 (2 MiB per sample up to 3, 6 above): not
+        # linear, and the fit keeps the batch sizes one line holds
+        p, doc, d = self.sweep_json([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
+                                    dirname='sweep2')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(doc['fit']['linear'])
+        self.assertEqual((doc['fit']['from_batch_size'], doc['fit']['per_sample_bytes']), (4, 6 * MIB))
+        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['runs_used']), (160, True, 7))
+        p, d = self.sweep([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
+                          dirname='sweep3')
+        self.assertIn('not linear', p.stdout)
+
+    def test_pool_memory_is_fitted_and_device_memory_beside_it_is_held_outside(self):
+        # cudaMallocAsync tensors, a 128 MiB cudaMalloc workspace: (1024 - 128 - 64) / 3 = 277
+        p, doc, d = self.sweep_json([], self.train('--async', '--workspace', 128 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['memory'], doc['outside_bytes'], doc['available_bytes']), ('pool', 128 * MIB, 896 * MIB))
+        self.assertEqual((doc['max_batch_size'], doc['verified']), (277, True))
+        self.assertLessEqual(doc['runs_used'], 10)
+
+    def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
+        p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertEqual(doc['stopped'], 'failed')
+        self.assertEqual(doc['runs'][-1]['exit_status'], 3)
+        self.assertFalse(doc['runs'][-1]['oom'])
+        self.assertFalse(doc['verified'])
+        self.assertEqual(doc['max_batch_size'], 8)
+        self.assertIn('run 5 (batch size 320) exited with status 3, and its trace does not end on an out-of-memory',
+                      p.stderr)
+        self.assertIn('ValueError: shapes (320, 3) and (4, 5) not aligned', p.stderr)
+        # a crash, before the shim wrote anything
+        p, doc, d = self.sweep_json([], self.train('--crash-above', 4), dirname='sweep2')
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertIn('run 4 (batch size 8) was killed by signal 6', p.stderr)
+        self.assertEqual(doc['runs'][-1]['exit_status'], 128 + 6)
+        # a command that cannot be run
+        p, d = self.sweep([], ['/nonexistent/train', '{bs}'], dirname='sweep3')
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertIn("cannot run '/nonexistent/train'", p.stderr)
+
+    def test_bs_placeholder_and_gputrace_batch_size_both_give_the_batch_size(self):
+        # {bs} inside an argument (--batch-size={bs}) and alone
+        p, doc, d = self.sweep_json(['--batch-sizes', '3,5'], [prog('sweep_train'), '--steps', '2', '--batch-size', '{bs}'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(d, 'bs5-run2.stdout')) as f:
+            self.assertEqual(f.read(), 'batch size 5, 2 steps\ndone\n')
+        self.assertNotIn('no {bs}', p.stderr)
+        # no {bs}: the program reads GPUTRACE_BATCH_SIZE, and the sweep says so
+        p2, doc2, d2 = self.sweep_json(['--batch-sizes', '3,5'], [prog('sweep_train')], dirname='sweep2')
+        self.assertEqual(p2.returncode, 0, p2.stderr)
+        self.assertIn('no {bs} in the command', p2.stderr)
+        with open(os.path.join(d2, 'bs3-run1.stdout')) as f:
+            self.assertEqual(f.read(), 'batch size 3, 3 steps\ndone\n')
+        self.assertEqual((doc['max_batch_size'], doc2['max_batch_size']), (320, 320))
+        self.assertEqual([r['peak_bytes'] for r in doc['runs'][:2]], [r['peak_bytes'] for r in doc2['runs'][:2]])
+
+    def test_runs_get_the_batch_size_no_cupti_and_the_stack_depth_in_their_environment(self):
+        cmd = ['/bin/sh', '-c', 'echo "$GPUTRACE_BATCH_SIZE $GPUTRACE_CUPTI $GPUTRACE_STACK_DEPTH $GPUTRACE_QUIET" >&2; '
+               'exec "$0" "$@"', prog('sweep_train')]
+        p, doc, d = self.sweep_json(['--batch-sizes', '2', '--max-runs', '1', '--stack-depth', '5'], cmd)
+        self.assertEqual(p.returncode, 14, p.stderr)
+        with open(os.path.join(d, 'bs2-run1.stderr')) as f:
+            self.assertEqual(f.read(), '2 0 5 1\n')
+
+    def test_max_runs_reached_says_what_is_proven(self):
+        p, doc, d = self.sweep_json(['--max-runs', '5'], self.train())
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertEqual((doc['stopped'], doc['verified'], doc['runs_used']), ('max-runs', False, 5))
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size']), (320, None))
+        p, d = self.sweep(['--max-runs', '5'], self.train(), dirname='sweep2')
+        self.assertIn('not proven: at least 320 (ran); no larger batch size ran out of memory', p.stdout)
+        p, d = self.sweep(['--max-runs', '6'], self.train(), dirname='sweep3')
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertIn('320 (not proven: 320 ran once, not yet repeated, 321 ran out of memory)', p.stdout)
+
+    def test_preallocating_program_is_detected_and_told_how_to_run(self):
+        p, doc, d = self.sweep_json([], self.train('--prealloc', 75))
+        self.assertEqual(p.returncode, 13, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
+        self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
+        self.assertIn('768.00 MiB of the device', p.stderr)
+
+    def test_batch_size_one_out_of_memory_proves_none_fits(self):
+        p, doc, d = self.sweep_json([], self.train('--fixed', 2048 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (None, 1, True))
+        self.assertEqual(doc['runs_used'], 1)
+
+    def test_command_that_ignores_the_batch_size_stops_the_sweep(self):
+        p, doc, d = self.sweep_json([], [prog('sweep_train'), '--batch-size', '5'])
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('batch-size-ignored', 4))
+        self.assertIn('the peak does not grow with the batch size', p.stderr)
+
+    def test_default_dir_is_named_after_the_time(self):
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE)
+        p = run([GPUTRACE, 'sweep', '--batch-sizes', '1', '--max-runs', '1', '--', prog('sweep_train')], preload=False,
+                env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 14, p.stderr)
+        dirs = os.listdir(self.dir)
+        self.assertEqual(len(dirs), 1)
+        self.assertRegex(dirs[0], r'^gputrace-sweep-\d{8}-\d{6}$')
+        self.assertIn('bs1-run1.db', os.listdir(os.path.join(self.dir, dirs[0])))
+
+    def test_usage_errors_exit_2_with_one_line(self):
+        os.mkdir(os.path.join(self.dir, 'full'))
+        open(os.path.join(self.dir, 'full', 'x'), 'w').close()
+        cases = [['sweep'], ['sweep', '--batch-sizes', '0', '--', 'true'], ['sweep', '--batch-sizes', '1,,2', 'true'],
+                 ['sweep', '--max-runs', '0', 'true'], ['sweep', '--dir', os.path.join(self.dir, 'no', 'such'), 'true'],
+                 ['sweep', '--dir', os.path.join(self.dir, 'full'), 'true'], ['sweep', '--memory', 'pool', 'true']]
+        for args in cases:
+            p = run([GPUTRACE] + args, preload=False, env=base_env(), cwd=self.dir)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, (args, p.stderr))
+            self.assertEqual(p.stdout, '')
