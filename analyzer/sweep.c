@@ -60,7 +60,7 @@ const char gt_help_sweep[] =
     "\n"
     "  --batch-sizes A,B,C  phase 1's batch sizes (default 1,2,4,8)\n"
     "  --max-runs N         at most N runs in all (default 20); when reached, the\n"
-    "                       sweep says what is proven and exits 13\n"
+    "                       sweep says what is proven and exits 14\n"
     "  --dir DIR            where the runs' traces, stdout and stderr go, one file\n"
     "                       each per run: bsB-runN.db (children that use CUDA:\n"
     "                       bsB-runN.PID.db), bsB-runN.stdout, bsB-runN.stderr.\n"
