@@ -221,26 +221,19 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
-        gt_json_kint(j, "total_bytes", l.bytes);
-        gt_json_kint(j, "total_count", l.count);
-        gt_json_key(j, "sites");
-        if (!code)
-            code = gt_json_sites(c, j, l.sites, l.nsites, l.nsites);
-        gt_json_kint(j, "cached_bytes", l.cached_bytes);
-        gt_json_kint(j, "cached_count", l.cached_count);
-        gt_json_key(j, "cached_sites");
-        if (!code)
-            code = gt_json_sites(c, j, l.cached, l.ncached, l.ncached);
-        gt_json_kint(j, "held_for_run_bytes", l.held_bytes);
-        gt_json_kint(j, "held_for_run_count", l.held_count);
-        gt_json_key(j, "held_for_run_sites");
-        if (!code)
-            code = gt_json_sites(c, j, l.held, l.nheld, l.nheld);
-        gt_json_kint(j, "at_end_bytes", l.at_end_bytes);
-        gt_json_kint(j, "at_end_count", l.at_end_count);
-        gt_json_key(j, "at_end_sites");
-        if (!code)
-            code = gt_json_sites(c, j, l.at_end, l.nat_end, l.nat_end);
+        const struct { const char *bytes, *count, *sites; int64_t b, n; const struct gt_site_sum *s; size_t ns; } g[] = {
+            {"total_bytes", "total_count", "sites", l.bytes, l.count, l.sites, l.nsites},
+            {"cached_bytes", "cached_count", "cached_sites", l.cached_bytes, l.cached_count, l.cached, l.ncached},
+            {"held_for_run_bytes", "held_for_run_count", "held_for_run_sites", l.held_bytes, l.held_count, l.held, l.nheld},
+            {"at_end_bytes", "at_end_count", "at_end_sites", l.at_end_bytes, l.at_end_count, l.at_end, l.nat_end},
+        };
+        for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
+            gt_json_kint(j, g[k].bytes, g[k].b);
+            gt_json_kint(j, g[k].count, g[k].n);
+            gt_json_key(j, g[k].sites);
+            if (!code)
+                code = gt_json_sites(c, j, g[k].s, g[k].ns, g[k].ns);
+        }
         gt_json_key(j, "classified_by_iterations");
         gt_json_bool(j, l.classified);
         gt_json_key(j, "process_exited");
