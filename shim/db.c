@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "vfs.h"
 
 #define GT_DB_NAME_(st, col) #col,
 #define GT_DB_INSERT_ROW_(name, verb, table) \
@@ -34,14 +35,19 @@ static void fail(const char *what)
     if (D.failed)
         return;
     D.failed = true;
-    fprintf(stderr, "gputrace: writing trace %s failed (%s: %s); further events are counted as dropped, the program continues\n",
-            D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
+    if (gt_vfs_file_lost())
+        fprintf(stderr, "gputrace: the program closed the trace file's descriptor and reused its number; tracing "
+                        "stopped so that nothing is written into the program's files (%s is incomplete), the "
+                        "program continues\n", D.path);
+    else
+        fprintf(stderr, "gputrace: writing trace %s failed (%s: %s); further events are counted as dropped, the "
+                        "program continues\n", D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
 }
 
 bool gt_db_open(const char *path)
 {
     D.path = path;
-    if (sqlite3_open_v2(path, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, gt_vfs_name()) != SQLITE_OK) {
         fprintf(stderr, "gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
                 D.db ? sqlite3_errmsg(D.db) : "out of memory");
         sqlite3_close(D.db);

@@ -152,3 +152,26 @@ class OutputTest(TraceTest):
         self.assertEqual(len(files), 1)
         self.assertRegex(files[0], r'^r3-%s-\d+\.db$' % os.uname().nodename)
         self.assertEqual(query(os.path.join(self.dir, files[0]), 'SELECT rank FROM processes'), [(3,)])
+
+
+class ClosedDescriptorsTest(TraceTest):
+    """A program that closes every descriptor above 2 and opens its own files,
+    which get the numbers SQLite held (issue 15): the trace is never written
+    into them; tracing stops with one line and the program runs on."""
+
+    def test_trace_never_written_into_the_programs_files(self):
+        import time
+        t0 = time.monotonic()
+        db = os.path.join(self.dir, 'trace.db')
+        p = run([prog('close_fds'), self.dir, '20000'], env=base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), cwd=self.dir)
+        elapsed = time.monotonic() - t0
+        self.assertEqual(p.returncode, 5, p.stderr)
+        for i in range(8):
+            with open(os.path.join(self.dir, 'own%d.dat' % i), 'rb') as f:
+                self.assertEqual(f.read(), b"the program's own data\n", 'own%d.dat was written to' % i)
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("closed the trace file's descriptor", lines[0])
+        self.assertLess(elapsed, 10, 'the exit waited for the writer')
+        # what was written before the descriptors went is still a readable trace
+        self.assertGreaterEqual(query(db, 'SELECT count(*) FROM events')[0][0], 40000)

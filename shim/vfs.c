@@ -1,0 +1,170 @@
+/* vfs.c - the SQLite VFS the trace is written through: the system's default
+ * VFS ("unix") with one check added. A program may close any descriptor
+ * (daemons, closefrom(), some launchers) and open its own files, which then
+ * get the numbers SQLite still holds: SQLite would write the trace into the
+ * program's files. So when SQLite opens a file we remember which descriptor
+ * it stored and the file's device and inode, and before every read, write,
+ * truncate, sync, size and lock we check that the descriptor still names that file. If
+ * not, the call fails (SQLITE_IOERR): nothing of the program's is touched,
+ * the writer's failure policy stops tracing and says so once.
+ *
+ * The default VFS keeps its descriptor in its own file structure, whose
+ * layout is SQLite's business: we find it by looking, right after the open,
+ * for an int in that structure that is a descriptor of exactly the file just
+ * opened. A file where none is found is written unchecked (and said once). */
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vfs.h"
+
+struct vfile {
+    sqlite3_file base;       /* pMethods: ours */
+    sqlite3_file *real;      /* the default VFS's file, right after this struct */
+    int fd;                  /* -1: not found, unchecked */
+    dev_t dev;
+    ino_t ino;
+};
+
+static sqlite3_vfs *real_vfs;
+static sqlite3_vfs our_vfs;
+static sqlite3_io_methods our_methods;
+static const sqlite3_io_methods *real_methods;   /* the default VFS's, taken at the first open */
+static _Atomic int lost;                          /* a descriptor no longer named its file */
+
+#define REAL(f) (((struct vfile *)(f))->real)
+
+static bool still_ours(sqlite3_file *f)
+{
+    struct vfile *v = (struct vfile *)f;
+    struct stat st;
+    if (v->fd < 0)
+        return true;
+    if (fstat(v->fd, &st) == 0 && st.st_dev == v->dev && st.st_ino == v->ino)
+        return true;
+    atomic_store(&lost, 1);
+    return false;
+}
+
+bool gt_vfs_file_lost(void)
+{
+    return atomic_load(&lost) != 0;
+}
+
+/* The descriptor the default VFS stored for the file path: an int among the
+ * first bytes of its structure that is an open descriptor of that file. */
+static int find_fd(sqlite3_file *real, int size, const char *path)
+{
+    struct stat want, got;
+    if (!path || stat(path, &want) != 0)
+        return -1;
+    for (int off = 0; off + (int)sizeof(int) <= size && off < 256; off += (int)sizeof(int)) {
+        int fd;
+        memcpy(&fd, (char *)real + off, sizeof fd);
+        if (fd > 2 && fcntl(fd, F_GETFD) >= 0 && fstat(fd, &got) == 0 && got.st_dev == want.st_dev &&
+            got.st_ino == want.st_ino)
+            return fd;
+    }
+    return -1;
+}
+
+static int v_close(sqlite3_file *f)
+{
+    return REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
+}
+static int v_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xRead(REAL(f), b, n, o) : SQLITE_IOERR_READ;
+}
+static int v_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xWrite(REAL(f), b, n, o) : SQLITE_IOERR_WRITE;
+}
+static int v_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xTruncate(REAL(f), size) : SQLITE_IOERR_TRUNCATE;
+}
+static int v_sync(sqlite3_file *f, int flags)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xSync(REAL(f), flags) : SQLITE_IOERR_FSYNC;
+}
+static int v_size(sqlite3_file *f, sqlite3_int64 *s)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xFileSize(REAL(f), s) : SQLITE_IOERR_FSTAT;
+}
+static int v_lock(sqlite3_file *f, int l)
+{
+    return still_ours(f) ? REAL(f)->pMethods->xLock(REAL(f), l) : SQLITE_IOERR_LOCK;
+}
+static int v_unlock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xUnlock(REAL(f), l); }
+static int v_check(sqlite3_file *f, int *r) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), r); }
+static int v_fcntl(sqlite3_file *f, int op, void *a) { return REAL(f)->pMethods->xFileControl(REAL(f), op, a); }
+static int v_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int v_caps(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int v_shmmap(sqlite3_file *f, int i, int sz, int ext, void volatile **p)
+{
+    return REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p);
+}
+static int v_shmlock(sqlite3_file *f, int off, int n, int flags)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+static void v_shmbarrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int v_shmunmap(sqlite3_file *f, int del) { return REAL(f)->pMethods->xShmUnmap(REAL(f), del); }
+static int v_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **p) { return REAL(f)->pMethods->xFetch(REAL(f), o, n, p); }
+static int v_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p) { return REAL(f)->pMethods->xUnfetch(REAL(f), o, p); }
+
+static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out_flags)
+{
+    (void)vfs;
+    struct vfile *v = (struct vfile *)f;
+    memset(v, 0, sizeof *v);
+    v->real = (sqlite3_file *)(v + 1);
+    v->fd = -1;
+    int rc = real_vfs->xOpen(real_vfs, name, v->real, flags, out_flags);
+    if (rc != SQLITE_OK || !v->real->pMethods)
+        return rc;   /* base.pMethods stays NULL: SQLite calls no method of a file that did not open */
+    if (!real_methods) {
+        real_methods = v->real->pMethods;
+        our_methods = (sqlite3_io_methods){
+            .iVersion = real_methods->iVersion < 3 ? real_methods->iVersion : 3,
+            .xClose = v_close, .xRead = v_read, .xWrite = v_write, .xTruncate = v_truncate, .xSync = v_sync,
+            .xFileSize = v_size, .xLock = v_lock, .xUnlock = v_unlock, .xCheckReservedLock = v_check,
+            .xFileControl = v_fcntl, .xSectorSize = v_sector, .xDeviceCharacteristics = v_caps,
+            .xShmMap = v_shmmap, .xShmLock = v_shmlock, .xShmBarrier = v_shmbarrier, .xShmUnmap = v_shmunmap,
+            .xFetch = v_fetch, .xUnfetch = v_unfetch,
+        };
+    }
+    v->fd = find_fd(v->real, real_vfs->szOsFile, name);
+    if (v->fd >= 0) {
+        struct stat st;
+        fstat(v->fd, &st);
+        v->dev = st.st_dev;
+        v->ino = st.st_ino;
+    }
+    v->base.pMethods = &our_methods;
+    return SQLITE_OK;
+}
+
+/* Registers the VFS (not as the default: SQLite in this process is ours
+ * alone, but say which VFS at each open anyway). Idempotent. */
+const char *gt_vfs_name(void)
+{
+    if (!real_vfs) {
+        real_vfs = sqlite3_vfs_find(NULL);
+        if (!real_vfs)
+            return NULL;
+        our_vfs = *real_vfs;
+        our_vfs.zName = "gputrace";
+        our_vfs.szOsFile = (int)sizeof(struct vfile) + real_vfs->szOsFile;
+        our_vfs.xOpen = v_open;
+        our_vfs.pNext = NULL;
+        if (sqlite3_vfs_register(&our_vfs, 0) != SQLITE_OK)
+            return NULL;
+    }
+    return our_vfs.zName;
+}

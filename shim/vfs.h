@@ -1,0 +1,14 @@
+/* vfs.h - the SQLite VFS the writer opens the trace through: the default one,
+ * with every write checked to still reach the trace's own file (vfs.c). */
+#ifndef GPUTRACE_VFS_H
+#define GPUTRACE_VFS_H
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* Registers the VFS once; its name for sqlite3_open_v2, or NULL (then the default). */
+const char *gt_vfs_name(void);
+/* A descriptor SQLite held no longer named the trace's file (the program closed
+ * it and the number was reused): writes were refused. */
+bool gt_vfs_file_lost(void);
+
+#endif
