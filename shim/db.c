@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "db.h"
 #include "vfs.h"
@@ -35,7 +36,10 @@ static void fail(const char *what)
     if (D.failed)
         return;
     D.failed = true;
-    if (gt_vfs_file_lost())
+    if (gt_vfs_file_swapped())
+        fprintf(stderr, "gputrace: a file beside trace %s (its -wal or -journal) is a link or was replaced; nothing "
+                        "was written to it, tracing stopped, the program continues\n", D.path);
+    else if (gt_vfs_file_lost())
         fprintf(stderr, "gputrace: the program closed the trace file's descriptor and reused its number; tracing "
                         "stopped so that nothing is written into the program's files (%s is incomplete), the "
                         "program continues\n", D.path);
@@ -48,8 +52,14 @@ bool gt_db_open(const char *path)
 {
     D.path = path;
     if (sqlite3_open_v2(path, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, gt_vfs_name()) != SQLITE_OK) {
-        fprintf(stderr, "gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
-                D.db ? sqlite3_errmsg(D.db) : "out of memory");
+        struct stat st;
+        if (gt_vfs_file_swapped() || (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+            fprintf(stderr, "gputrace: trace file %s was replaced (a link or another file put at its name) between "
+                            "its creation and its opening; nothing was written to it, tracing is off, the program "
+                            "continues\n", path);
+        else
+            fprintf(stderr, "gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
+                    D.db ? sqlite3_errmsg(D.db) : "out of memory");
         sqlite3_close(D.db);
         D.db = NULL;
         return false;

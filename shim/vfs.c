@@ -35,6 +35,20 @@ static sqlite3_vfs our_vfs;
 static sqlite3_io_methods our_methods;
 static const sqlite3_io_methods *real_methods;   /* the default VFS's, taken at the first open */
 static _Atomic int lost;                          /* a descriptor no longer named its file */
+static _Atomic int swapped;                       /* a name led to another file than ours */
+static struct { bool set; dev_t dev; ino_t ino; } expected;   /* the main file the shim created */
+
+void gt_vfs_expect(dev_t dev, ino_t ino)
+{
+    expected.set = true;
+    expected.dev = dev;
+    expected.ino = ino;
+}
+
+bool gt_vfs_file_swapped(void)
+{
+    return atomic_load(&swapped) != 0;
+}
 
 #define REAL(f) (((struct vfile *)(f))->real)
 
@@ -145,6 +159,22 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
         fstat(v->fd, &st);
         v->dev = st.st_dev;
         v->ino = st.st_ino;
+    }
+    /* Between the shim's exclusive create and this open, a rename could have
+     * put a symbolic link or another file at the name: the main file must be
+     * the inode the shim created, and a -wal or -journal must be a file at its
+     * own name, not one reached through a link. */
+    struct stat at_name;
+    bool bad = false;
+    if (flags & SQLITE_OPEN_MAIN_DB)
+        bad = expected.set && (v->fd < 0 || v->dev != expected.dev || v->ino != expected.ino);
+    else if (flags & (SQLITE_OPEN_WAL | SQLITE_OPEN_MAIN_JOURNAL))
+        bad = v->fd < 0 || !name || lstat(name, &at_name) != 0 || !S_ISREG(at_name.st_mode) ||
+              at_name.st_dev != v->dev || at_name.st_ino != v->ino;
+    if (bad) {
+        atomic_store(&swapped, 1);
+        v->real->pMethods->xClose(v->real);
+        return SQLITE_CANTOPEN;
     }
     v->base.pMethods = &our_methods;
     return SQLITE_OK;

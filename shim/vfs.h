@@ -4,11 +4,17 @@
 #define GPUTRACE_VFS_H
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Registers the VFS once; its name for sqlite3_open_v2, or NULL (then the default). */
 const char *gt_vfs_name(void);
 /* A descriptor SQLite held no longer named the trace's file (the program closed
  * it and the number was reused): writes were refused. */
 bool gt_vfs_file_lost(void);
+/* The main file SQLite opens must be this one (the inode the shim created). */
+void gt_vfs_expect(dev_t dev, ino_t ino);
+/* A name led to another file than the one created (a link or file put there
+ * between the create and the open): SQLite's open was refused. */
+bool gt_vfs_file_swapped(void);
 
 #endif

@@ -4,7 +4,7 @@ output path costs one stderr line and nothing else; the program's output and
 exit code never change."""
 import os
 
-from gtlib import TraceTest, base_env, prog, query, run
+from gtlib import SHIM, TraceTest, base_env, prog, query, run
 
 
 class ExitPathTest(TraceTest):
@@ -175,3 +175,48 @@ class ClosedDescriptorsTest(TraceTest):
         self.assertLess(elapsed, 10, 'the exit waited for the writer')
         # what was written before the descriptors went is still a readable trace
         self.assertGreaterEqual(query(db, 'SELECT count(*) FROM events')[0][0], 40000)
+
+
+
+class SwappedOutputTest(TraceTest):
+    """Between the shim's exclusive create of the trace and SQLite's open of
+    the same name, a rename puts a symbolic link to another database there
+    (issue 15: the trace went into an existing SQLite database 13 times in 20).
+    tests/progs/swap_on_open.c makes the race certain: at the first open of the
+    name without O_EXCL (SQLite's) it renames the link over it first."""
+
+    def swap_in(self, make_other):
+        """Runs a traced program while make_other(path) is renamed over the
+        trace's name just before SQLite opens it; returns (stderr line, db)."""
+        db = os.path.join(self.dir, 'trace.db')
+        make_other(db + '.swap')
+        env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, SWAP_FROM=db + '.swap', SWAP_TO=db)
+        env['LD_PRELOAD'] = prog('libswap_on_open.so') + ':' + SHIM
+        p = run([prog('exit_modes'), 'return', '500'], preload=False, env=env, cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout), (7, 'allocated 500\n'), p.stderr)
+        self.assertFalse(os.path.exists(db + '.swap'), 'the swap did not happen: the test proves nothing')
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn('was replaced', lines[0])
+        return lines[0], db
+
+    def other_database(self, path):
+        import sqlite3
+        con = sqlite3.connect(path)
+        con.execute('CREATE TABLE precious(x)')
+        con.execute("INSERT INTO precious VALUES ('keep')")
+        con.commit()
+        con.close()
+        self.before = open(path, 'rb').read()
+
+    def test_another_database_renamed_over_the_name_is_never_written(self):
+        _, db = self.swap_in(self.other_database)
+        self.assertEqual(open(db, 'rb').read(), self.before, 'the trace was written into another database')
+        self.assertFalse(os.path.exists(db + '-wal'))
+
+    def test_a_link_renamed_over_the_name_is_never_followed(self):
+        victim = os.path.join(self.dir, 'app.db')
+        self.other_database(victim)
+        _, db = self.swap_in(lambda p: os.symlink(victim, p))
+        self.assertTrue(os.path.islink(db))
+        self.assertEqual(open(victim, 'rb').read(), self.before)
