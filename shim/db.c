@@ -130,14 +130,46 @@ static void finalize_all(void)
     }
 }
 
+/* Opens the writer's transaction, taking the write lock now (IMMEDIATE), so
+ * that a lock held by another connection (a reader that began writing) is met
+ * here, before any record is taken off the queue. 1: open; 0: the file is
+ * locked by another connection, nothing happened, try again later; -1: failed
+ * (the failure policy said so). */
+/* Stops writing for a reason of our own (one line, like any failure): what
+ * is still queued is counted as dropped. */
+void gt_db_give_up(const char *why)
+{
+    if (D.failed)
+        return;
+    D.failed = true;
+    fprintf(stderr, "gputrace: writing trace %s stopped: %s; what was not written is counted as dropped, the "
+                    "program continues\n", D.path, why);
+}
+
+int gt_db_begin(void)
+{
+    sqlite3_busy_timeout(D.db, 20);
+    int rc = sqlite3_exec(D.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    sqlite3_busy_timeout(D.db, 2000);
+    if (rc == SQLITE_OK)
+        return 1;
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+        return 0;
+    fail("BEGIN");
+    return -1;
+}
+
 /* finished: the trace is complete; leave one self-contained file (readers
  * need no -wal/-shm beside it, and a read-only copy stays readable) unless a
  * write failed. Else (the file could not be initialised) just close. */
 void gt_db_close(bool finished)
 {
     finalize_all();
+    /* Back to one self-contained file; needs the file to ourselves: while
+     * another connection has it open the trace stays in WAL mode (complete,
+     * with its -wal beside it), which is no failure. */
     if (finished && !D.failed)
-        gt_db_exec("PRAGMA journal_mode=DELETE");
+        sqlite3_exec(D.db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
     if (sqlite3_close(D.db) != SQLITE_OK && finished)
         fail("close");
     D.db = NULL;

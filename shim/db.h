@@ -102,6 +102,8 @@ GT_DB_STATEMENTS(GT_DB_PARAMS_, GT_DB_PARAMS_)
 bool gt_db_open(const char *path);   /* false: one stderr line, nothing open */
 bool gt_db_prepare(void);            /* every statement; after the schema exists */
 bool gt_db_exec(const char *sql);    /* under the failure policy */
+int gt_db_begin(void);   /* 1 open, 0 locked by another connection (retry later), -1 failed */
+void gt_db_give_up(const char *why);   /* stop writing: one stderr line, the rest counted as dropped */
 void gt_db_close(bool finished);     /* finalize, (rollback journal again,) close */
 void gt_db_forget(void);             /* fork child: the parent's connection is abandoned, never closed */
 bool gt_db_failed(void);             /* a write failed since the file was opened */

@@ -19,6 +19,12 @@ static uint64_t mask;
 static _Alignas(64) _Atomic uint64_t head; /* next position to reserve */
 static _Alignas(64) _Atomic uint64_t tail; /* next position to consume; written by the writer only */
 
+/* tail + 1 when a producer last gave up on a writer that made no progress
+ * (0: never): until the writer moves again, a full ring drops at once, so a
+ * writer stuck for minutes (another connection's lock) costs each call a
+ * drop, not a wait of queue_wait_ms. */
+static _Atomic uint64_t stalled_at;
+
 bool gt_queue_init(uint32_t capacity)
 {
     size_t bytes = (size_t)capacity * sizeof(struct gt_slot);
@@ -31,6 +37,7 @@ bool gt_queue_init(uint32_t capacity)
         atomic_store_explicit(&slots[i].seq, i, memory_order_relaxed);
     atomic_store(&head, 0);
     atomic_store(&tail, 0);
+    atomic_store(&stalled_at, 0);
     return true;
 }
 
@@ -69,11 +76,16 @@ bool gt_queue_reserve(struct gt_reservation *r)
         } else if (diff < 0) { /* full */
             uint64_t now = gt_now_ns();
             uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
+            if (atomic_load_explicit(&stalled_at, memory_order_relaxed) == t + 1) {
+                gt_drop(GT_DROP_QUEUE_FULL); /* the writer is known stuck: no second wait */
+                return false;
+            }
             if (!deadline || t != seen_tail) {
                 seen_tail = t;
                 deadline = now + (uint64_t)gt_config.queue_wait_ms * 1000000ull;
             }
             if (now >= deadline) {
+                atomic_store_explicit(&stalled_at, t + 1, memory_order_relaxed);
                 gt_drop(GT_DROP_QUEUE_FULL);
                 return false;
             }

@@ -180,6 +180,7 @@ int gt_stacks_depth(void);                           /* frames per stack in use 
 void gt_stacks_discard(void);
 uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
 struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
+bool gt_stacks_pending(void);                        /* writer: any to take? */
 
 /* symbols.c: writer side, once per unique instruction pointer. */
 struct gt_frame_info {

@@ -142,6 +142,12 @@ uint64_t gt_stack_capture(void)
     return h;
 }
 
+/* Writer: are there stacks to take? */
+bool gt_stacks_pending(void)
+{
+    return atomic_load_explicit(&new_stacks, memory_order_acquire) != NULL;
+}
+
 /* Writer: takes every stack published so far, returned oldest first. */
 struct gt_stack_rec *gt_stacks_take_new(void)
 {

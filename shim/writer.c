@@ -19,6 +19,7 @@
 
 #define BATCH 4096
 #define COMMIT_EVERY_NS (50 * 1000000ull)  /* well inside the promised 100 ms */
+#define LOCK_WAIT_AT_STOP_NS (1000 * 1000000ull) /* exit waits this long at most for another connection's lock */
 #define PENDING_SLOT_WAIT_NS (2000 * 1000000ull)
 
 static struct {
@@ -81,18 +82,26 @@ static void write_record(struct gt_rec *rec)
     }
 }
 
-/* One round: new stacks, then up to BATCH events. Returns events written. */
+/* One round: new stacks, then up to BATCH events. Returns events written;
+ * -1 when another connection holds the file's write lock: nothing was taken
+ * off the queue (it fills, and the program's threads drop, counted, only once
+ * they have waited queue_wait_ms in vain), the next round tries again. */
 static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
+    if (!*in_txn && !gt_db_failed()) {
+        if (gt_queue_empty_upto(gt_queue_head()) && !gt_activity_pending() && !gt_stacks_pending())
+            return 0;
+        int b = gt_db_begin();
+        if (b == 0)
+            return -1;
+        *in_txn = b > 0;
+        *txn_start = gt_now_ns();
+    }
     struct gt_stack_rec *stacks = gt_stacks_take_new();
     int n = gt_queue_pop(buf, BATCH);
     bool activity = gt_activity_pending();
     if (!stacks && !n && !activity)
         return 0;
-    if (!*in_txn && !gt_db_failed()) {
-        *in_txn = gt_db_exec("BEGIN");
-        *txn_start = gt_now_ns();
-    }
     gt_events_write_stacks(stacks);
     for (int i = 0; i < n; i++)
         write_record(&buf[i]);
@@ -114,10 +123,22 @@ static void commit(bool *in_txn)
  * thread still inside a real free is waited for a while, then skipped. */
 static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
-    uint64_t target = gt_queue_head(), waited_since = 0;
+    uint64_t target = gt_queue_head(), waited_since = 0, locked_since = 0;
     pthread_mutex_lock(&W.sql_mu);
     while (!gt_queue_empty_upto(target)) {
-        if (drain_once(buf, in_txn, txn_start)) {
+        int n = drain_once(buf, in_txn, txn_start);
+        if (n < 0) { /* another connection's lock: wait a moment, then give the rest up (counted) */
+            uint64_t now = gt_now_ns();
+            if (!locked_since)
+                locked_since = now;
+            if (now - locked_since > LOCK_WAIT_AT_STOP_NS)
+                gt_db_give_up("the trace file stayed locked by another connection at exit");
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        locked_since = 0;
+        if (n) {
             waited_since = 0;
             continue;
         }
@@ -170,7 +191,7 @@ static void *writer_main(void *arg)
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
         pthread_mutex_unlock(&W.sql_mu);
-        if (n) {
+        if (n > 0) {
             idle_ns = 1000000;
             continue;
         }
@@ -191,8 +212,12 @@ static void *writer_main(void *arg)
     gt_activity_stop_sample();
     drain_for_stop(buf, &in_txn, &txn_start);
     pthread_mutex_lock(&W.sql_mu);
-    if (!in_txn && !gt_db_failed())
-        in_txn = gt_db_exec("BEGIN");
+    for (uint64_t t0 = gt_now_ns(); !in_txn && !gt_db_failed();) {
+        int b = gt_db_begin();
+        in_txn = b > 0;
+        if (b == 0 && gt_now_ns() - t0 > LOCK_WAIT_AT_STOP_NS)
+            gt_db_give_up("the trace file stayed locked by another connection at exit");
+    }
     gt_process_end(gt_now_ns() - W.start_mono, W.stop_reason);
     commit(&in_txn);
     gt_db_close(true); /* resumed after exec: WAL again */
