@@ -2,6 +2,7 @@
  * range, help) and the one function that reads them, once, at load. The
  * README's Configuration table lists the same variables with the same
  * defaults (tests/test_config.py checks). Depends on libc only. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,29 @@ static void store_int(const struct gt_config_var *v, long x)
     }
 }
 
+/* Warnings about bad values, said by a process that traces, when its trace
+ * starts (gt_config_warn): a child that never calls CUDA (sh, ls) inherits
+ * the environment too and must say nothing. */
+static char warnings[1024];
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+    size_t n = strlen(warnings);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n < sizeof warnings)
+        vsnprintf(warnings + n, sizeof warnings - n, fmt, ap);
+    va_end(ap);
+}
+
+void gt_config_warn(void)
+{
+    if (*warnings)
+        fputs(warnings, stderr);
+    warnings[0] = 0;
+}
+
 /* value of an integer variable, or its default with one warning line */
 static long read_int(const struct gt_config_var *v, const char *s)
 {
@@ -56,7 +80,7 @@ static long read_int(const struct gt_config_var *v, const char *s)
     char *end;
     long x = strtol(s, &end, 10);
     if (*end || x < v->lo || x > v->hi) {
-        fprintf(stderr, "gputrace: ignoring %s=%s (expected an integer from %ld to %ld)\n", v->name, s, v->lo, v->hi);
+        warn("gputrace: ignoring %s=%.64s (expected an integer from %ld to %ld)\n", v->name, s, v->lo, v->hi);
         return def;
     }
     return x;

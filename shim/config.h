@@ -48,6 +48,7 @@ struct gt_config_var {
 extern const struct gt_config_var gt_config_vars[];
 extern const size_t gt_config_nvars;
 
-void gt_config_load(void); /* constructor only: reads the environment, warns about bad values on stderr */
+void gt_config_load(void); /* constructor only: reads the environment, keeps warnings about bad values */
+void gt_config_warn(void); /* a trace starts: says those warnings on stderr, once */
 
 #endif

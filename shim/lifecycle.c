@@ -87,6 +87,7 @@ static void start_trace(void)
         return;
     }
     atomic_store(&trace_pid, getpid());
+    gt_config_warn(); /* bad GPUTRACE_* values: said by the process that traces, not by every child */
     gt_libc_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
     if (!gt_queue_init(gt_config.queue_events) || !gt_stacks_init()) {
         fprintf(stderr, "gputrace: out of memory for the event queue; tracing is off, the program continues\n");

@@ -272,3 +272,15 @@ class LockedByAReaderTest(TraceTest):
         p, db, calls, elapsed = self.traced_loop(0.6, 0.3, 4.0)
         self.assertLess(elapsed, 0.6 + 2.5, 'the exit waited for the lock')
         self.assertIn('stayed locked by another connection at exit', p.stderr)
+
+
+class ConfigWarningsTest(TraceTest):
+    def test_a_bad_value_is_said_once_by_the_process_that_traces_not_by_every_child(self):
+        db = os.path.join(self.dir, 'trace.db')
+        env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_STACK_DEPTH='abc')
+        quiet = run(['/bin/sh', '-c', 'ls / >/dev/null; /bin/true'], env=env, cwd=self.dir)
+        self.assertEqual((quiet.returncode, quiet.stderr), (0, ''))
+        p = run(['/bin/sh', '-c', '%s return 3; ls / >/dev/null' % prog('exit_modes')], env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        warnings = [l for l in p.stderr.splitlines() if 'ignoring GPUTRACE_STACK_DEPTH' in l]
+        self.assertEqual(warnings, ['gputrace: ignoring GPUTRACE_STACK_DEPTH=abc (expected an integer from 0 to 128)'])
