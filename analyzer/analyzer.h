@@ -135,7 +135,8 @@ struct gt_peak {
     struct gt_peak_bs *bs;
     size_t nbs;
     struct gt_linfit fit;       /* fit.ok 0: no fit (fewer than 2 batch sizes) */
-    int64_t device_total, max_batch_size;   /* -1 unknown */
+    int64_t device_total, max_batch_size;   /* -1 unknown, or withheld */
+    int64_t withheld_max_batch_size;        /* >= 0: what a poor fit would have said; not given */
     int64_t overall_peak;
     uint32_t overall_ev;
 };

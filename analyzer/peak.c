@@ -47,6 +47,10 @@ static int bs_cmp(const void *a, const void *b)
     return (x->peak > y->peak) - (x->peak < y->peak);
 }
 
+/* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
+ * and a prediction from the fit is not worth acting on. */
+#define GT_FIT_RELIABLE_R2 0.9
+
 int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
 {
     memset(pk, 0, sizeof *pk);
@@ -121,6 +125,14 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
         /* tolerance: an exact fit may land a hair below an integer */
         pk->max_batch_size = room <= 0 ? 0 : (int64_t)floor(room + 1e-9 * (room > 1 ? room : 1));
     }
+    /* Never a number the data does not support: from a poor fit (a caching
+     * allocator's device memory follows history, not batch size: 61% over on
+     * an H100) no largest batch is given, to peak's readers or oom's. */
+    pk->withheld_max_batch_size = -1;
+    if (pk->max_batch_size >= 0 && pk->fit.r2 < GT_FIT_RELIABLE_R2) {
+        pk->withheld_max_batch_size = pk->max_batch_size;
+        pk->max_batch_size = -1;
+    }
     return GT_EXIT_OK;
 }
 
@@ -133,9 +145,6 @@ void gt_peak_free(struct gt_peak *pk)
 }
 
 /* Index of the iteration whose window holds event ev, or -1. */
-/* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
- * and a prediction from the fit is not worth acting on. */
-#define GT_FIT_RELIABLE_R2 0.9
 
 static int fit_reliable(const struct gt_peak *pk)
 {
@@ -218,7 +227,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     if (pk->fit.ok) {
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
                gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
-        if (pk->max_batch_size >= 0)
+        if (pk->withheld_max_batch_size >= 0)
+            printf("  no largest batch size: a prediction from this fit is not one to act on (below); prove it with\n"
+                   "  gputrace sweep -- CMD (real runs at the boundary), or trace at tensor level\n");
+        else if (pk->max_batch_size >= 0)
             printf("  largest batch size predicted to fit in %s: %lld\n", gt_fmt_bytes(pk->device_total, b3), (long long)pk->max_batch_size);
         else if (pk->fit.slope <= 0)
             printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
@@ -307,7 +319,13 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         }
         gt_json_kint_or_null(j, "device_total_bytes", pk.device_total);
+        /* never a number the data does not support: a poor fit gives none */
         gt_json_kint_or_null(j, "max_batch_size", pk.max_batch_size);
+        gt_json_key(j, "max_batch_size_withheld");
+        if (pk.withheld_max_batch_size >= 0)
+            gt_json_str(j, "the fit is poor (R^2 below 0.9): peaks do not follow batch size");
+        else
+            gt_json_null(j);
         gt_json_kint(j, "peak_bytes", pk.overall_peak);
         gt_json_key(j, "peak_time_ns");
         if (pk.overall_ev == GT_NO_EVENT)

@@ -278,8 +278,26 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertLess(d['fit']['r2'], 0.9)
         self.assertIs(d['fit']['reliable'], False)
         self.assertIn('the fit is poor', self.ok('peak', db).stdout)
-        good = self.json('peak', T.batch_sequence(self.dir))['fit']
-        self.assertIs(good['reliable'], True)
+        good = self.json('peak', T.batch_sequence(self.dir))
+        self.assertIs(good['fit']['reliable'], True)
+        self.assertIsNone(good['max_batch_size_withheld'])
+
+    def test_a_poor_fit_gives_no_largest_batch(self):
+        # issue 11: under PyTorch's default allocator a mixed-batch trace said
+        # "largest batch 487" with the fit marked unreliable; the truth was 303
+        t = T.Trace(os.path.join(self.dir, 'history.db'), device_total=80 * T.GiB)
+        for bs, peak in ((8, 2650), (2, 2650), (6, 2650), (4, 2650), (10, 4360)):
+            t.push('step batch_size=%d' % bs, batch_size=bs)
+            t.free(t.alloc(peak * T.MiB, ['train_step', 'main']))
+            t.pop()
+        db = t.close()
+        d = self.json('peak', db)
+        self.assertIs(d['fit']['reliable'], False)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn('R^2 below 0.9', d['max_batch_size_withheld'])
+        text = self.ok('peak', db).stdout
+        self.assertIn('no largest batch size', text)
+        self.assertNotIn('largest batch size predicted', text)
 
     def test_memory_equation_fit_and_largest_batch_that_fits(self):
         db = T.memory_equation(self.dir)
