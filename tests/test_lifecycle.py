@@ -238,6 +238,8 @@ class LockedByAReaderTest(TraceTest):
         db = os.path.join(self.dir, 'trace.db')
         env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUEUE_WAIT_MS=100, LD_PRELOAD=SHIM)
 
+        locked_at = []
+
         def hold():
             deadline = time.monotonic() + 10
             while not os.path.exists(db + '-wal') and time.monotonic() < deadline:
@@ -245,16 +247,19 @@ class LockedByAReaderTest(TraceTest):
             time.sleep(lock_after)
             con = sqlite3.connect(db, isolation_level=None, timeout=10)
             con.execute('BEGIN IMMEDIATE')
+            locked_at.append(time.monotonic())
             time.sleep(lock_for)
             con.execute('COMMIT')
             con.close()
         th = threading.Thread(target=hold)
         th.start()
         t0 = time.monotonic()
-        p = run([sys.executable, self.LOOP, str(seconds)], preload=False, env=env, cwd=self.dir)
+        p = run([sys.executable, self.LOOP, str(seconds), '2'], preload=False, env=env, cwd=self.dir)
         elapsed = time.monotonic() - t0
         th.join()
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(locked_at and locked_at[0] < t0 + elapsed, 'the lock was taken after the program ended: '
+                        'the test proves nothing')
         return p, db, int(p.stdout.split()[0]), elapsed
 
     def test_a_readers_lock_costs_counted_drops_not_the_trace(self):
@@ -269,8 +274,8 @@ class LockedByAReaderTest(TraceTest):
         self.assertLess(elapsed, 3.5 + 1.5)
 
     def test_a_lock_held_at_exit_delays_it_by_a_moment_at_most(self):
-        p, db, calls, elapsed = self.traced_loop(0.6, 0.3, 4.0)
-        self.assertLess(elapsed, 0.6 + 2.5, 'the exit waited for the lock')
+        p, db, calls, elapsed = self.traced_loop(1.5, 0.2, 5.0)
+        self.assertLess(elapsed, 1.5 + 2.5, 'the exit waited for the lock')
         self.assertIn('stayed locked by another connection at exit', p.stderr)
 
 
