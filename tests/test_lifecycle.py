@@ -52,11 +52,19 @@ class ForkTest(TraceTest):
         p, db = self.trace([prog('fork_child'), 'cuda', '50'])
         self.assertEqual(p.returncode, 0, p.stderr)
         child = int(p.stdout.split()[1])
-        child_db = os.path.join(self.dir, 'trace.%d.db' % child)
-        self.assertTrue(os.path.exists(child_db), os.listdir(self.dir))
+        # two files, one per process; which gets the plain name is the order in
+        # which their writer threads created them (the parent's is created
+        # asynchronously and may come after the fork): found by the pid each records
+        files = sorted(os.listdir(self.dir))
+        self.assertEqual(len(files), 2, files)
+        by_pid = {query(os.path.join(self.dir, f), 'SELECT pid FROM processes')[0][0]: os.path.join(self.dir, f)
+                  for f in files}
+        self.assertIn(child, by_pid, files)
+        child_db = by_pid.pop(child)
+        db = list(by_pid.values())[0]
+        self.assertIn(os.path.basename(child_db), ('trace.db', 'trace.%d.db' % child))
         # the child's file holds only the child's own calls, none of the parent's buffered ones
         self.assertEqual(query(child_db, 'SELECT count(*), min(size), max(size) FROM events'), [(50, 4096, 4096)])
-        self.assertEqual(query(child_db, 'SELECT pid FROM processes'), [(child,)])
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(101,)])
         self.assertEqual(query(db, 'SELECT count(*) FROM events WHERE size = 4096'), [(0,)])
         self.assertIntegrity(child_db)
