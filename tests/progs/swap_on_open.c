@@ -21,28 +21,20 @@ static void maybe_swap(const char *path, int flags)
     }
 }
 
-int open(const char *path, int flags, ...)
-{
-    static int (*real)(const char *, int, ...);
-    if (!real)
-        real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-    va_list ap;
-    va_start(ap, flags);
-    int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;
-    va_end(ap);
-    maybe_swap(path, flags);
-    return real(path, flags, mode);
-}
+/* open and open64: the same, each forwarding to its own real function. */
+#define SWAPPING_OPEN(name)                                                          \
+    int name(const char *path, int flags, ...)                                       \
+    {                                                                                \
+        static int (*real)(const char *, int, ...);                                  \
+        if (!real)                                                                   \
+            real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);         \
+        va_list ap;                                                                  \
+        va_start(ap, flags);                                                         \
+        int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;                          \
+        va_end(ap);                                                                  \
+        maybe_swap(path, flags);                                                     \
+        return real(path, flags, mode);                                              \
+    }
 
-int open64(const char *path, int flags, ...)
-{
-    static int (*real)(const char *, int, ...);
-    if (!real)
-        real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
-    va_list ap;
-    va_start(ap, flags);
-    int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;
-    va_end(ap);
-    maybe_swap(path, flags);
-    return real(path, flags, mode);
-}
+SWAPPING_OPEN(open)
+SWAPPING_OPEN(open64)
