@@ -55,6 +55,36 @@ def command(cfg, i):
     return argv, env
 
 
+def ratio_ci(num, den, n=2000):
+    rng = random.Random(7)
+    rs = sorted(statistics.median(rng.choices(num, k=len(num))) / statistics.median(rng.choices(den, k=len(den)))
+                for _ in range(n))
+    return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
+
+
+def table(rounds):
+    base = samples.get('bare') or []
+    rows = []
+    print('\n%s allocator, %d runs per configuration, %d steps (median of steps 10..%d):' % (a.alloc, rounds, a.steps, a.steps))
+    print('%-28s %8s %15s %7s %17s' % ('configuration', 'median', 'spread (ms)', 'ratio', '95% interval'))
+    for cfg in configs:
+        s = samples[cfg]
+        if not s:
+            print('%-28s no runs' % cfg)
+            continue
+        med = statistics.median(s)
+        r = lo = hi = float('nan')
+        if base and cfg != 'bare':
+            r = med / statistics.median(base)
+            lo, hi = ratio_ci(s, base)
+        elif cfg == 'bare':
+            r = lo = hi = 1.0
+        print('%-28s %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f' % (cfg, med, min(s), max(s), r, lo, hi))
+        rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi]})
+    with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
+        json.dump({'alloc': a.alloc, 'runs': rounds, 'steps': a.steps, 'rows': rows}, f, indent=1)
+
+
 random.seed(a.seed)
 samples = {c: [] for c in configs}
 t_start = time.monotonic()
@@ -70,32 +100,4 @@ for i in range(a.runs):
             continue
         samples[cfg].append(ms[0])
     print('round %d done at %.0f s' % (i + 1, time.monotonic() - t_start), flush=True)
-
-
-def ratio_ci(num, den, n=2000):
-    rng = random.Random(7)
-    rs = sorted(statistics.median(rng.choices(num, k=len(num))) / statistics.median(rng.choices(den, k=len(den)))
-                for _ in range(n))
-    return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
-
-
-base = samples.get('bare') or []
-rows = []
-print('\n%s allocator, %d runs per configuration, %d steps (median of steps 10..%d):' % (a.alloc, a.runs, a.steps, a.steps))
-print('%-28s %8s %15s %7s %17s' % ('configuration', 'median', 'spread (ms)', 'ratio', '95% interval'))
-for cfg in configs:
-    s = samples[cfg]
-    if not s:
-        print('%-28s no runs' % cfg)
-        continue
-    med = statistics.median(s)
-    r = lo = hi = float('nan')
-    if base and cfg != 'bare':
-        r = med / statistics.median(base)
-        lo, hi = ratio_ci(s, base)
-    elif cfg == 'bare':
-        r = lo = hi = 1.0
-    print('%-28s %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f' % (cfg, med, min(s), max(s), r, lo, hi))
-    rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi]})
-with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
-    json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'rows': rows}, f, indent=1)
+    table(i + 1)   # after every round: a run cut off by a time limit still leaves its table
