@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* GPUTRACE_OUTPUT's default, also the name of a trace put in a directory (output.c) */
+#define GT_OUTPUT_DEFAULT "gputrace-%p.db"
+
 struct gt_config {
     char output_pattern[4096]; /* GPUTRACE_OUTPUT */
     int stack_depth;           /* GPUTRACE_STACK_DEPTH, 0 = off (what stacks.c may use; see gt_stacks_depth) */
