@@ -34,6 +34,8 @@ const struct gt_config_var gt_config_vars[] = {
      "sample each device's used memory through NVML every this many ms (0: off)"},
     {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
      "1: one stderr line per driver entry-point lookup"},
+    {"GPUTRACE_RUN_LOG", GT_CFG_STRING, FIELD(run_log), "", 0, 0,
+     "set by gputrace run: where each traced process lists its trace, for run's closing line"},
 };
 const size_t gt_config_nvars = sizeof gt_config_vars / sizeof gt_config_vars[0];
 

@@ -26,6 +26,7 @@ struct gt_config {
     bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
+    char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
 };
 
 /* Read-only for every file but config.c, which fills it once at load. */
