@@ -90,7 +90,7 @@
       sv('line', {x1: L, x2: W - R, y1: p.y(v), y2: p.y(v), 'class': 'grid'}, ax);
       sv('text', {x: L - 6, y: p.y(v) + 4, 'text-anchor': 'end', 'class': 'ytick'}, ax, (o.yfmt || fmtBytes)(v));
     });
-    (o.xticks || ticks(o.x0, o.x1, Math.max(2, Math.floor((W - L - R) / 90)))).forEach(function (v) {
+    (o.xticks || ticks(o.x0, o.x1, Math.max(3, Math.floor((W - L - R) / 80)))).forEach(function (v) {
       sv('text', {x: p.x(v), y: H - B + 15, 'text-anchor': 'middle', 'class': 'xtick'}, ax, (o.xfmt || fmtNs)(v));
     });
     if (o.xlabel) sv('text', {x: L + (W - L - R) / 2, y: H - 3, 'text-anchor': 'middle', 'class': 'label xlabel'}, ax, o.xlabel);

@@ -6,6 +6,7 @@ iteration with the fit and the device limit, the growth verdict, leak and
 OOM rows; long series are bucketed but keep their exact peak; trace strings
 stay text; nothing is fetched from the network. One Chromium launch per
 report, reading the DOM back with --dump-dom."""
+import html
 import html.parser
 import json
 import os
@@ -334,6 +335,50 @@ class Layout(ReportTest):
             frames = [e.text for e in dom.find('span', 'frame', 0) if e.inside(td)]
             self.assertEqual(frames, td.text.split(' <- '))
             self.assertGreater(len(frames), 1)
+
+
+class Width(ReportTest):
+    """The page at a phone's width and on a wide screen: nothing sticks out of
+    the window (wide tables scroll inside their box), and the charts take the
+    window's width. The report is shown in an iframe of that width (a desktop
+    window cannot be as narrow as a phone) and measured from the outer page."""
+
+    def measure(self, db, width):
+        out = os.path.join(self.dir, 'report.html')
+        self.ok('report', db, '-o', out)
+        wrapper = os.path.join(self.dir, 'at-%d.html' % width)
+        with open(wrapper, 'w') as f:
+            f.write('<!DOCTYPE html><body style="margin:0"><iframe id="f" src="report.html" style="width:%dpx;height:900px;border:0">'
+                    '</iframe><pre id="out"></pre><script>\n'
+                    'document.getElementById("f").addEventListener("load", function () {\n'
+                    '  var d = document.getElementById("f").contentDocument, wide = [];\n'
+                    '  d.querySelectorAll("body *").forEach(function (e) {\n'
+                    '    if (e.getBoundingClientRect().right > %d.5 && !e.closest(".tablebox")) wide.push(e.tagName); });\n'
+                    '  var svgs = [].map.call(d.querySelectorAll("svg.chart"), function (e) { return e.getBoundingClientRect().width; });\n'
+                    '  document.getElementById("out").textContent = JSON.stringify({rendered: d.body.getAttribute("data-rendered"),\n'
+                    '    scroll: d.documentElement.scrollWidth, client: d.documentElement.clientWidth, wide: wide, svgs: svgs}); });\n'
+                    '</script>' % (width, width))
+        p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+                            '--allow-file-access-from-files', '--virtual-time-budget=5000',
+                            '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'), '--window-size=%d,900' % width,
+                            '--dump-dom', 'file://' + wrapper], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        m = re.search(r'<pre id="out">(.*?)</pre>', p.stdout, re.S)
+        self.assertTrue(m and m.group(1), 'the page was not measured: ' + p.stdout[-500:])
+        got = json.loads(html.unescape(m.group(1)))
+        self.assertEqual(got['rendered'], 'ok')
+        return got
+
+    def test_page_fits_a_phones_width(self):
+        got = self.measure(V.timeline(self.dir)[0], 390)
+        self.assertEqual(got['wide'], [], 'elements wider than a 390 px window')
+        self.assertLessEqual(got['scroll'], got['client'])
+
+    def test_charts_use_a_wide_windows_width(self):
+        got = self.measure(V.timeline(self.dir)[0], 1400)
+        self.assertEqual(got['wide'], [])
+        self.assertTrue(got['svgs'])
+        self.assertGreater(min(got['svgs']), got['client'] - 100, got)
 
 
 class Page(T.AnalyzerTest):
