@@ -26,7 +26,9 @@ demo=build/demo.db
 rm -f "$demo"
 echo
 echo "== tracing a demo loop (CUDA stand-in): build/analyzer/gputrace run -o $demo -- build/tests/progs/demo_loop"
-LD_LIBRARY_PATH=build/tests/fake_cuda build/analyzer/gputrace run -o "$demo" -- build/tests/progs/demo_loop
+# the CUPTI stand-in too: the toolkit's real libcupti finds no driver and would say so
+LD_LIBRARY_PATH=build/tests/fake_cuda GPUTRACE_CUPTI_PATH=$PWD/build/tests/fake_cupti/libcupti.so.13 \
+  build/analyzer/gputrace run -o "$demo" -- build/tests/progs/demo_loop
 echo
 echo "== sqlite3 $demo 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api'"
 sqlite3 "$demo" 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api'
