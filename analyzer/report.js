@@ -412,8 +412,8 @@
     item('duration', 'Duration', sum.duration_ns, typeof sum.duration_ns === 'number' ? fmtNs(sum.duration_ns) +
       ' from the first CUDA call' + (proc.end_reason ? ' to ' + proc.end_reason : ' (the process was killed: no end recorded)') : 'unknown');
     var ev = sum.events || {};
-    item('events', 'Events', ev.total, (ev.total === undefined ? '?' : ev.total) + ' allocation calls (' + (ev.allocs || 0) + ' allocations, ' +
-      (ev.frees || 0) + ' frees, ' + (ev.failed || 0) + ' failed)', null);
+    item('events', 'Events', ev.total, (ev.total === undefined ? '?' : ev.total) + ' memory calls recorded (' + (ev.allocs || 0) + ' allocations, ' +
+      (ev.frees || 0) + ' frees, ' + (ev.failed || 0) + ' failed' + (ev.other ? ', ' + ev.other + ' other' : '') + ')', null);
     var dropped = ev.dropped || 0;
     item('dropped', 'Dropped', dropped, dropped ? dropped + ' events not recorded: ' + (sum.drops || []).map(function (d) {
       return d.count + ' ' + d.reason; }).join(', ') : 'none: every call was recorded', null, dropped ? 'bad' : '');
