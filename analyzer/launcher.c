@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "run_log.h"
 #include "schema_sql.h"
 #include "subprocess.h"
 
@@ -32,7 +33,10 @@ const char gt_help_run[] =
     "                       Default: gputrace-%p.db in the current directory.\n"
     "  --stack-depth N      frames per call stack (GPUTRACE_STACK_DEPTH, default 32,\n"
     "                       0 = no stacks)\n"
-    "  --quiet              no summary line on stderr (GPUTRACE_QUIET=1)\n"
+    "  --quiet              no closing line on stderr (GPUTRACE_QUIET=1)\n"
+    "\n"
+    "At the end one line on stderr lists the trace files the command's processes\n"
+    "wrote (parent, ranks, workers), or says that none of them called CUDA.\n"
     "  -h, --help           this text\n";
 
 /* Is path a finished gputrace trace: a SQLite file with our application_id,
@@ -133,7 +137,13 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
         snprintf(depth, sizeof depth, "%d", a->stack_depth);
         setenv("GPUTRACE_STACK_DEPTH", depth, 1);
     }
+    const char *quiet_env = getenv("GPUTRACE_QUIET");
     if (a->quiet)
         setenv("GPUTRACE_QUIET", "1", 1);
-    return gt_spawn_wait(a->files, NULL, "gputrace run");   /* CMD [ARG...], NULL-terminated */
+    /* One closing line for the whole command, unless asked for none */
+    int closing = !a->quiet && !(quiet_env && *quiet_env && strcmp(quiet_env, "0") != 0) && gt_run_log_begin() == 0;
+    int status = gt_spawn_wait(a->files, NULL, "gputrace run");   /* CMD [ARG...], NULL-terminated */
+    if (closing)
+        gt_run_log_end();
+    return status;
 }

@@ -1,8 +1,11 @@
 /* report.js - draws gputrace's HTML report from the JSON data block
- * (#gt-data) that `gputrace report` writes into the page: memory over time
- * with iteration bands and peaks (drag to zoom, double-click to reset), peak
- * per iteration coloured by batch size, peak vs batch size with the fit and
- * the device limit, growth, leaks and OOM tables. Text from the trace only
+ * (#gt-data) that `gputrace report` writes into the page: per trace an
+ * overview card (program, devices, duration, events, peaks, the verdicts,
+ * each linking to its section), memory over time with iteration bands, peaks
+ * and out-of-memory failures (it opens on the span with allocations; drag to
+ * zoom), peak per iteration coloured by batch size, peak vs batch size with
+ * the fit and the device limit, growth, leaks and OOM tables. Charts are
+ * drawn at the width of the window (again when it changes). Text from the trace only
  * ever reaches the page through textContent, never as markup. When done the
  * body gets data-rendered="ok"; any script error is written into #errors
  * (what the tests read back from headless Chromium). */
@@ -75,7 +78,8 @@
 
   /* A plot area: scales, axes and a clip; returns helpers. */
   function plot(parent, o) {
-    var W = 960, H = o.height || 260, L = 78, R = 16, T = 18, B = 34;
+    /* drawn at the container's width in CSS pixels, so text keeps its size on a phone and a wide screen */
+    var W = Math.max(300, Math.round(parent.clientWidth || 960)), H = o.height || 260, L = 84, R = 30, T = 18, B = 38;
     var svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, 'class': 'chart ' + o.cls, role: 'img'}, parent);
     var p = {svg: svg, W: W, H: H, L: L, R: R, T: T, B: B,
       x: function (v) { return L + (v - o.x0) / ((o.x1 - o.x0) || 1) * (W - L - R); },
@@ -84,12 +88,14 @@
     var ax = sv('g', {'class': 'axis'}, svg);
     (o.ytick || byteTicks)(o.y1, 5).forEach(function (v) {
       sv('line', {x1: L, x2: W - R, y1: p.y(v), y2: p.y(v), 'class': 'grid'}, ax);
-      sv('text', {x: L - 6, y: p.y(v) + 4, 'text-anchor': 'end'}, ax, (o.yfmt || fmtBytes)(v));
+      sv('text', {x: L - 6, y: p.y(v) + 4, 'text-anchor': 'end', 'class': 'ytick'}, ax, (o.yfmt || fmtBytes)(v));
     });
-    ticks(o.x0, o.x1, 8).forEach(function (v) {
-      sv('text', {x: p.x(v), y: H - B + 16, 'text-anchor': 'middle'}, ax, (o.xfmt || fmtNs)(v));
+    (o.xticks || ticks(o.x0, o.x1, Math.max(3, Math.floor((W - L - R) / 80)))).forEach(function (v) {
+      sv('text', {x: p.x(v), y: H - B + 15, 'text-anchor': 'middle', 'class': 'xtick'}, ax, (o.xfmt || fmtNs)(v));
     });
-    if (o.xlabel) sv('text', {x: W - R, y: H - 4, 'text-anchor': 'end', 'class': 'label'}, ax, o.xlabel);
+    if (o.xlabel) sv('text', {x: L + (W - L - R) / 2, y: H - 3, 'text-anchor': 'middle', 'class': 'label xlabel'}, ax, o.xlabel);
+    if (o.ylabel) sv('text', {x: -(T + (H - T - B) / 2), y: 12, transform: 'rotate(-90)', 'text-anchor': 'middle',
+      'class': 'label ylabel'}, ax, o.ylabel);
     var id = 'clip' + Math.random().toString(36).slice(2);
     sv('rect', {x: L, y: T, width: W - L - R, height: H - T - B}, sv('clipPath', {id: id}, sv('defs', {}, svg)));
     p.body = sv('g', {'clip-path': 'url(#' + id + ')'}, svg);
@@ -106,27 +112,44 @@
     return d;
   }
 
-  /* Memory over time: every series, iteration bands, each live series' peak. */
-  function timeline(parent, tr) {
-    var box = el('div', {'class': 'panel'}, parent);
+  /* Memory over time: every series, iteration bands, each live series' peak,
+   * the out-of-memory failures. It opens on the span with allocation calls (a
+   * program's start-up can be most of its life, and flat); the whole run is
+   * one click away. Time 0 is the trace's start: the program's first CUDA call. */
+  function timeline(parent, tr, id) {
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Memory over time');
-    var series = tr.series || [], its = (tr.peak && tr.peak.iterations) || [];
-    var end = Math.max(tr.end_ns, 1), hidden = {};
+    var series = tr.series || [], its = (tr.peak && tr.peak.iterations) || [], hidden = {};
+    var ooms = ((tr.oom && tr.oom.failures) || []).filter(function (f) { return typeof f.time_ns === 'number'; });
+    var end = Math.max(tr.end_ns, 1), whole = {x0: 0, x1: end};
+    var a0 = tr.allocations_from_ns, a1 = tr.allocations_to_ns;
+    var allocs = typeof a0 === 'number' && typeof a1 === 'number' && a1 > a0 ? {x0: a0, x1: a1} : whole;
     /* the view can be given in the address, #t=FROM,TO (ns), and zooming
      * writes it there: a zoomed view can be bookmarked or shared */
     var m = /^#t=(\d+),(\d+)$/.exec(window.location.hash);
-    var view = m && +m[2] > +m[1] ? {x0: +m[1], x1: +m[2]} : {x0: 0, x1: end};
+    var view = m && +m[2] > +m[1] ? {x0: +m[1], x1: +m[2]} : allocs;
+    function same(a, b) { return Math.round(a.x0) === Math.round(b.x0) && Math.round(a.x1) === Math.round(b.x1); }
     function remember() {
       if (window.history && window.history.replaceState)
-        window.history.replaceState(null, '', view.x0 === 0 && view.x1 === end ? '#' : '#t=' + Math.round(view.x0) + ',' + Math.round(view.x1));
+        window.history.replaceState(null, '', same(view, allocs) ? '#' : '#t=' + Math.round(view.x0) + ',' + Math.round(view.x1));
     }
-    var holder = el('div', {}, box);
-    el('p', {'class': 'hint'}, box, 'Drag across the chart to zoom in, double-click to zoom out; click a legend key to hide its series. ' +
+    var bar = el('div', {'class': 'viewbar'}, box);
+    var buttons = [['view-allocs', 'Allocations: ' + fmtNs(allocs.x0) + ' to ' + fmtNs(allocs.x1), allocs],
+      ['view-all', 'Whole run: 0 to ' + fmtNs(end), whole]].map(function (b) {
+      var e = el('button', {type: 'button', 'class': b[0]}, bar, b[1]);
+      e.addEventListener('click', function () { view = b[2]; remember(); draw(); });
+      return [e, b[2]];
+    });
+    var holder = el('div', {'class': 'chartbox'}, box);
+    el('p', {'class': 'hint'}, box, 'Time since the program\u2019s first CUDA call. Drag across the chart to zoom in, double-click to ' +
+      'return to the allocations; click a legend key to hide its series. ' +
       (series.some(function (s) { return s.bucketed; }) ? 'Long series are drawn from per-bucket minimum and maximum; peaks are exact.' : ''));
-    var keys = legend(box, series.map(function (s) { return {color: SERIES_COLOR[s.memory] || '#333', label: s.name + ', peak ' + fmtBytes(s.peak_bytes)}; }));
+    var keys = legend(box, series.map(function (s) { return {color: SERIES_COLOR[s.memory] || '#333', label: s.name + ', peak ' + fmtBytes(s.peak_bytes)}; })
+      .concat(ooms.length ? [{color: '#c00', label: ooms.length + ' out-of-memory failure' + (ooms.length === 1 ? '' : 's')}] : []));
     /* clicking a legend key hides or shows its series (NVML's whole-device
      * bytes can dwarf what the program allocated) */
     Array.prototype.forEach.call(keys.children, function (k, i) {
+      if (i >= series.length) return;
       k.classList.add('toggle');
       k.addEventListener('click', function () {
         hidden[series[i].name] = !hidden[series[i].name];
@@ -137,9 +160,12 @@
 
     function draw() {
       holder.textContent = '';
+      buttons.forEach(function (b) { b[0].classList.toggle('on', same(view, b[1])); });
       var shown = series.filter(function (s) { return !hidden[s.name]; }), ymax = 1;
       shown.forEach(function (s) { ymax = Math.max(ymax, s.peak_bytes); });
-      var p = plot(holder, {cls: 'timeline', x0: view.x0, x1: view.x1, y0: 0, y1: ymax * 1.05, height: 300});
+      var p = plot(holder, {cls: 'timeline', x0: view.x0, x1: view.x1, y0: 0, y1: ymax * 1.05, height: 300,
+        xlabel: 'time since the first CUDA call', ylabel: 'memory in use'});
+      attrs(p.svg, {'data-x0': Math.round(view.x0), 'data-x1': Math.round(view.x1)});
       its.forEach(function (it, k) {
         if (it.end_ns < view.x0 || it.start_ns > view.x1) return;
         var x0 = p.x(Math.max(it.start_ns, view.x0)), x1 = p.x(Math.min(it.end_ns, view.x1));
@@ -168,6 +194,14 @@
           tip(c, 'peak of ' + s.name + ': ' + fmtBytes(s.peak_bytes) + ' at ' + fmtNs(s.peak_time_ns));
         }
       });
+      ooms.forEach(function (f) {
+        if (f.time_ns < view.x0 || f.time_ns > view.x1) return;
+        var x = p.x(f.time_ns), g = sv('g', {'class': 'oom-mark', 'data-time-ns': f.time_ns}, p.svg);
+        sv('line', {x1: x, x2: x, y1: p.T, y2: p.H - p.B}, g);
+        sv('path', {d: 'M' + (x - 5).toFixed(1) + ' ' + (p.T - 8) + 'h10l-5 8z'}, g);
+        tip(g, 'out of memory at ' + fmtNs(f.time_ns) + ': asked for ' + fmtBytes(f.requested_bytes) + ' with ' +
+          fmtBytes(f.live_bytes) + ' live' + (f.ended_program ? ' (the program ended on it)' : ''));
+      });
       var sel = null, start = null;
       function px(ev) {
         var r = p.svg.getBoundingClientRect();
@@ -190,7 +224,7 @@
         } else if (sel) { sel.remove(); }
         sel = null;
       });
-      p.svg.addEventListener('dblclick', function () { view = {x0: 0, x1: end}; remember(); draw(); });
+      p.svg.addEventListener('dblclick', function () { view = allocs; remember(); draw(); });
     }
     draw();
   }
@@ -205,16 +239,20 @@
   }
 
   /* Peak live bytes of each iteration, coloured by batch size. */
-  function bars(parent, pk) {
+  function bars(parent, pk, id) {
     var its = pk.iterations || [];
-    var box = el('div', {'class': 'panel'}, parent);
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Peak per iteration (' + pk.memory + ' memory)');
     if (!its.length) { el('p', {'class': 'note'}, box, 'No iterations found: ' + (pk.iteration_detection || '')); return; }
     var ymax = 1;
     its.forEach(function (it) { ymax = Math.max(ymax, it.peak_bytes); });
-    /* bar k centred on k: the axis labels name the bars (position in the run) */
-    var p = plot(box, {cls: 'bars', x0: -0.5, x1: its.length - 0.5, y0: 0, y1: ymax * 1.05,
-      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'iteration'});
+    /* bar k centred on k, labelled once with its iteration's index: every
+     * bar while there is room, else every step-th */
+    var holder = el('div', {'class': 'chartbox'}, box);
+    var room = Math.max(1, Math.floor(((holder.clientWidth || 960) - 100) / 36)), step = Math.ceil(its.length / room), at = [];
+    for (var k = 0; k < its.length; k += step) at.push(k);
+    var p = plot(holder, {cls: 'bars', x0: -0.5, x1: its.length - 0.5, y0: 0, y1: ymax * 1.05, xticks: at,
+      xfmt: function (v) { return String(its[v].index); }, xlabel: 'iteration', ylabel: 'peak in use'});
     var colors = batchColors(its), w = (p.x(1) - p.x(0));
     its.forEach(function (it, k) {
       var y = p.y(it.peak_bytes);
@@ -226,20 +264,24 @@
     });
     legend(box, colors.sizes.map(function (s) { return {color: colors.of(s), label: 'batch size ' + s}; })
       .concat(its.some(function (it) { return it.batch_size === null; }) ? [{color: colors.of(null), label: 'batch size unknown'}] : []));
+    if (colors.sizes.length === 1)
+      el('p', {'class': 'note'}, box, 'Every iteration has batch size ' + colors.sizes[0] +
+        ': peak vs batch size needs two batch sizes or more, so it is not drawn.');
   }
 
   /* Peak vs batch size: every complete iteration, the least-squares fit and the device limit. */
-  function scatter(parent, pk) {
+  function scatter(parent, pk, id) {
     var pts = (pk.iterations || []).filter(function (it) { return it.batch_size !== null && !it.failed_allocation; });
-    if (!pts.length) return;
-    var box = el('div', {'class': 'panel'}, parent);
+    if (batchColors(pts).sizes.length < 2) return;   /* one batch size: nothing to say (the bars' note says so) */
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Peak vs batch size');
+    var holder = el('div', {'class': 'chartbox'}, box);
     var xmax = 1, ymax = 1, limit = pk.device_total_bytes;
     pts.forEach(function (it) { xmax = Math.max(xmax, it.batch_size); ymax = Math.max(ymax, it.peak_bytes); });
     var limitOnChart = limit !== null && limit !== undefined && limit <= ymax * 3;
     if (limitOnChart) ymax = Math.max(ymax, limit);
-    var p = plot(box, {cls: 'scatter', x0: 0, x1: xmax * 1.1, y0: 0, y1: ymax * 1.08, height: 280,
-      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'batch size'});
+    var p = plot(holder, {cls: 'scatter', x0: 0, x1: xmax * 1.1, y0: 0, y1: ymax * 1.08, height: 280,
+      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'batch size', ylabel: 'peak in use'});
     if (limit !== null && limit !== undefined) {
       var ly = limitOnChart ? p.y(limit) : p.T + 1;
       sv('line', {x1: p.L, x2: p.W - p.R, y1: ly, y2: ly, 'class': 'limit', 'data-bytes': limit}, p.svg);
@@ -265,12 +307,26 @@
     el('p', {'class': 'note fit-text'}, box, t);
   }
 
+  /* A call site's text, one element per frame, so that a line breaks
+   * between frames (inside one only when it is wider than the line); the
+   * cell's text stays the call site's text. */
+  function frameCell(td, text) {
+    td.textContent = '';
+    String(text).split(' <- ').forEach(function (f, k) {
+      if (k) td.appendChild(document.createTextNode(' <- '));
+      el('span', {'class': 'frame'}, td, f);
+    });
+  }
   function table(parent, cls, head, rows) {
-    var tb = el('table', {'class': cls}, parent), tr = el('tr', {}, el('thead', {}, tb)), body = el('tbody', {}, tb);
+    var wrap = el('div', {'class': 'tablebox'}, parent);
+    var tb = el('table', {'class': cls}, wrap), tr = el('tr', {}, el('thead', {}, tb)), body = el('tbody', {}, tb);
     head.forEach(function (h) { el('th', {}, tr, h); });
     rows.forEach(function (r) {
       var row = el('tr', {'class': 'row'}, body);
-      r.forEach(function (c, k) { el('td', {'class': k === r.length - 1 ? 'frames' : 'num'}, row, c); });
+      r.forEach(function (c, k) {
+        var td = el('td', {'class': k === r.length - 1 ? 'frames' : 'num'}, row, c);
+        if (k === r.length - 1) frameCell(td, c);
+      });
     });
     return tb;
   }
@@ -281,11 +337,11 @@
     if (typeof s.call_site === 'string') return s.call_site;
     var f = s.frames || [], skip = s.allocator_frames || 0, own = f.slice(skip);
     return (skip ? '[' + skip + ' allocator frame' + (skip === 1 ? '' : 's') + '] ' : '') +
-      own.slice(0, 6).join(' \u2190 ') + (own.length > 6 ? ' \u2190 \u2026' : '');
+      own.slice(0, 6).join(' <- ') + (own.length > 6 ? ' <- \u2026' : '');
   }
 
-  function growth(parent, g) {
-    var box = el('div', {'class': 'panel'}, parent);
+  function growth(parent, g, id) {
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Growth per iteration');
     if (!g || g.error) { el('p', {'class': 'note'}, box, g ? g.error : 'not computed'); return; }
     var v = el('p', {}, box);
@@ -297,8 +353,8 @@
         g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s)]; }));
   }
 
-  function leaks(parent, l) {
-    var box = el('div', {'class': 'panel'}, parent);
+  function leaks(parent, l, id) {
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
     el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
@@ -315,12 +371,12 @@
     }
   }
 
-  function ooms(parent, o) {
-    var box = el('div', {'class': 'panel'}, parent);
+  function ooms(parent, o, id) {
+    var f = (o && !o.error && o.failures) || [];
+    if (o && !o.error && !f.length) return;   /* nothing to say: the overview says "none" */
+    var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Out-of-memory events');
     if (!o || o.error) { el('p', {'class': 'note'}, box, o ? o.error : 'not computed'); return; }
-    var f = o.failures || [];
-    if (!f.length) { el('p', {'class': 'note'}, box, 'No failed allocations.'); return; }
     table(box, 'oom', ['time', 'requested', 'live then', 'device total', 'batch size', 'had to be smaller by', 'largest holder'],
       f.map(function (x) {
         var top = (x.sites || [])[0];
@@ -330,8 +386,69 @@
       }));
   }
 
-  function section(app, tr) {
-    var s = el('section', {'class': 'trace'}, app);
+  /* The overview card: what a reader wants first, each line linking to the
+   * section that shows it. Every figure is one the JSON holds (data-key /
+   * data-value carry it for the tests); what is unknown says why. */
+  function overview(parent, tr, ids) {
+    var sum = tr.summary || {}, proc = sum.process || {}, pk = tr.peak || {}, g = tr.growth || {}, l = tr.leaks || {}, o = tr.oom || {};
+    var box = el('div', {'class': 'panel overview', id: ids.overview}, parent);
+    el('h3', {}, box, 'Overview');
+    var dl = el('dl', {}, box);
+    function item(key, label, value, text, href, cls) {
+      var row = el('div', {'class': 'item ' + key + (cls ? ' ' + cls : ''), 'data-key': key,
+        'data-value': value === null || value === undefined ? '' : value}, dl);
+      el('dt', {}, row, label);
+      var dd = el('dd', {}, row);
+      if (href) el('a', {href: '#' + href}, dd, text); else dd.textContent = text;
+      return row;
+    }
+    item('program', 'Program', proc.command_line || proc.exe || '',
+      (proc.command_line || proc.exe || 'unknown') + ' (pid ' + (proc.pid === undefined ? '?' : proc.pid) +
+      (proc.rank !== null && proc.rank !== undefined ? ', rank ' + proc.rank : '') + (proc.host ? ', ' + proc.host : '') + ')');
+    var devs = sum.devices || [];
+    item('devices', 'Devices', devs.length, devs.length ? devs.map(function (d) {
+      return 'GPU ' + d.id + ': ' + (d.name || 'unknown') + (typeof d.total_bytes === 'number' ? ', ' + fmtBytes(d.total_bytes) : '');
+    }).join('; ') : 'none recorded (read once the program has initialised CUDA)');
+    item('duration', 'Duration', sum.duration_ns, typeof sum.duration_ns === 'number' ? fmtNs(sum.duration_ns) +
+      ' from the first CUDA call' + (proc.end_reason ? ' to ' + proc.end_reason : ' (the process was killed: no end recorded)') : 'unknown');
+    var ev = sum.events || {};
+    item('events', 'Events', ev.total, (ev.total === undefined ? '?' : ev.total) + ' memory calls recorded (' + (ev.allocs || 0) + ' allocations, ' +
+      (ev.frees || 0) + ' frees, ' + (ev.failed || 0) + ' failed' + (ev.other ? ', ' + ev.other + ' other' : '') + ')', null);
+    var dropped = ev.dropped || 0;
+    item('dropped', 'Dropped', dropped, dropped ? dropped + ' events not recorded: ' + (sum.drops || []).map(function (d) {
+      return d.count + ' ' + d.reason; }).join(', ') : 'none: every call was recorded', null, dropped ? 'bad' : '');
+    (sum.peaks || []).forEach(function (pe) {
+      var where = pe.device === null || pe.device === undefined || pe.device < 0 ? 'host' : 'GPU ' + pe.device;
+      var row = item('peak', 'Peak ' + pe.memory, pe.peak_bytes, fmtBytes(pe.peak_bytes) + ' (' + where + ') at ' + fmtNs(pe.peak_time_ns), ids.timeline);
+      attrs(row, {'data-memory': pe.memory, 'data-device': pe.device});
+    });
+    if (g.error) item('growth', 'Growth', 'unknown', 'unknown: ' + g.error, ids.growth);
+    else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
+      (typeof g.iterations_fitted === 'number' && g.iterations_fitted !== g.iterations ? g.iterations_fitted + ' of ' : '') +
+      g.iterations + ' iterations (' + g.memory + ' memory)', ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
+    if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
+    else if (typeof l.total_bytes === 'number')
+      item('leaks', 'Leaks', l.total_bytes, l.total_bytes ? fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocation' +
+        (l.total_count === 1 ? '' : 's') + (l.classified_by_iterations ? ' allocated during the loop and never freed' : ' live at exit') :
+        'none', ids.leaks, l.total_bytes ? 'bad' : 'good');
+    var nf = (o.failures || []).length;
+    if (o.error) item('ooms', 'Out of memory', '', 'unknown: ' + o.error, null);
+    else item('ooms', 'Out of memory', nf, nf ? nf + ' failure' + (nf === 1 ? '' : 's') + (o.failures[0].ended_program ? ', the program ended on one' : '') +
+      ': ' + fmtBytes(o.failures[0].requested_bytes) + ' requested at ' + fmtNs(o.failures[0].time_ns) : 'none', nf ? ids.oom : null, nf ? 'bad' : 'good');
+    var nbs = (pk.by_batch_size || []).length;
+    if (pk.error) item('batch', 'Largest batch', '', 'unknown: ' + pk.error, null);
+    else if (pk.max_batch_size !== null && pk.max_batch_size !== undefined)
+      item('batch', 'Largest batch', pk.max_batch_size, pk.max_batch_size + ', predicted from the peaks of ' + nbs + ' batch sizes' +
+        (pk.fit ? ' (R\u00b2 ' + pk.fit.r2.toFixed(4) + ')' : ''), ids.scatter);
+    else
+      item('batch', 'Largest batch', 'withheld', 'not predicted: ' + (pk.max_batch_size_withheld ||
+        (nbs < 2 ? (nbs ? 'every iteration has the same batch size' : 'no batch sizes in the trace') +
+          '; the fit needs iterations with two batch sizes or more (bs=N in an NVTX range, or gputrace_iteration)' : 'no reliable fit')),
+        nbs >= 2 ? ids.scatter : ids.bars);
+  }
+
+  function section(app, tr, n) {
+    var s = el('section', {'class': 'trace', id: 'trace-' + n}, app);
     if (tr.error !== undefined) {   /* a trace gputrace could not read: what happened, in its place */
       el('h2', {}, s, tr.file);
       var box = el('div', {'class': 'panel error', 'data-exit-code': tr.exit_code}, s);
@@ -339,15 +456,18 @@
       el('p', {'class': 'note'}, box, tr.error + ' (exit status ' + tr.exit_code + ')');
       return;
     }
-    var sum = tr.summary || {}, proc = sum.process || {};
+    var sum = tr.summary || {}, proc = sum.process || {}, ids = {};
+    ['overview', 'timeline', 'bars', 'scatter', 'growth', 'leaks', 'oom'].forEach(function (k) { ids[k] = 'trace-' + n + '-' + k; });
     el('h2', {}, s, tr.file + (sum.rank !== null && sum.rank !== undefined ? ' \u00b7 rank ' + sum.rank : '') +
       (sum.pid !== null && sum.pid !== undefined ? ' \u00b7 pid ' + sum.pid : ''));
     if (proc.command_line) el('p', {'class': 'cmd'}, s, proc.command_line);
-    var parts = [['timeline', function () { timeline(s, tr); }],
-      ['bars', function () { if (tr.peak && !tr.peak.error) bars(s, tr.peak); }],
-      ['scatter', function () { if (tr.peak && !tr.peak.error) scatter(s, tr.peak); }],
-      ['growth', function () { growth(s, tr.growth); }], ['leaks', function () { leaks(s, tr.leaks); }],
-      ['oom', function () { ooms(s, tr.oom); }]];
+    var hasPeak = tr.peak && !tr.peak.error;
+    var parts = [['overview', function () { overview(s, tr, ids); }],
+      ['timeline', function () { timeline(s, tr, ids.timeline); }],
+      ['bars', function () { if (hasPeak) bars(s, tr.peak, ids.bars); }],
+      ['scatter', function () { if (hasPeak) scatter(s, tr.peak, ids.scatter); }],
+      ['growth', function () { growth(s, tr.growth, ids.growth); }], ['leaks', function () { leaks(s, tr.leaks, ids.leaks); }],
+      ['oom', function () { ooms(s, tr.oom, ids.oom); }]];
     parts.forEach(function (part) {
       try { part[1](); } catch (e) { fail(part[0] + ': ' + (e && e.stack ? e.stack : e)); }
     });
@@ -359,7 +479,21 @@
     document.title = 'gputrace report: ' + files.join(', ');
     el('p', {'class': 'gen'}, document.querySelector('header'), 'Generated by ' + data.generator + ' from ' + files.join(', '));
     var app = document.getElementById('app');
-    data.traces.forEach(function (tr) { section(app, tr); });
+    var render = function () {
+      app.textContent = '';
+      data.traces.forEach(function (tr, n) { section(app, tr, n); });
+    };
+    render();
+    /* charts are drawn at the window's width: again when it changes */
+    var width = app.clientWidth, pending = null;
+    window.addEventListener('resize', function () {
+      clearTimeout(pending);
+      pending = setTimeout(function () {
+        if (app.clientWidth === width) return;
+        width = app.clientWidth;
+        try { render(); } catch (e) { fail('render: ' + (e && e.stack ? e.stack : e)); }
+      }, 150);
+    });
   } catch (e) {
     fail('render: ' + (e && e.stack ? e.stack : e));
   }

@@ -170,6 +170,17 @@ int gt_report_timeline(struct gt_ctx *c, struct gt_json *j, int64_t *end_ns)
         for (size_t k = nlive; k < n; k++)
             series_json(j, &all[k]);
         gt_json_arr_end(j);
+        /* The span with allocation calls, which the chart opens on: a program's
+         * start-up (PyTorch's imports) can be most of its life and flat. */
+        int64_t from = -1, to = -1;
+        for (size_t i = 0; i < t->nev; i++) {
+            if (from < 0 || t->ev[i].t < from)
+                from = t->ev[i].t;
+            if (t->ev[i].t > to)
+                to = t->ev[i].t;
+        }
+        gt_json_kint_or_null(j, "allocations_from_ns", from);
+        gt_json_kint_or_null(j, "allocations_to_ns", to);
     }
     for (size_t k = 0; k < n; k++) {
         free(all[k].pts);

@@ -16,8 +16,8 @@ extern const struct gt_config gt_config __attribute__((alias("cfg")));
 #define FIELD(f) offsetof(struct gt_config, f), sizeof(((struct gt_config *)0)->f)
 
 const struct gt_config_var gt_config_vars[] = {
-    {"GPUTRACE_OUTPUT", GT_CFG_STRING, FIELD(output_pattern), "gputrace-%p.db", 0, 0,
-     "output path: %p pid, %h host, %r rank, %% a percent sign"},
+    {"GPUTRACE_OUTPUT", GT_CFG_STRING, FIELD(output_pattern), GT_OUTPUT_DEFAULT, 0, 0,
+     "output path (a directory: the trace inside it): %p pid, %h host, %r rank, %% a percent sign"},
     {"GPUTRACE_STACK_DEPTH", GT_CFG_INT, FIELD(stack_depth), "32", 0, 128, "frames per call stack, 0 = no stacks"},
     {"GPUTRACE_QUIET", GT_CFG_FLAG, FIELD(quiet), "off", 0, 0, "1: no summary line on stderr"},
     {"GPUTRACE_DISABLE", GT_CFG_FLAG, FIELD(disabled), "off", 0, 0, "1: pass every call through, record nothing"},
@@ -34,6 +34,8 @@ const struct gt_config_var gt_config_vars[] = {
      "sample each device's used memory through NVML every this many ms (0: off)"},
     {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
      "1: one stderr line per driver entry-point lookup"},
+    {"GPUTRACE_RUN_LOG", GT_CFG_STRING, FIELD(run_log), "", 0, 0,
+     "set by gputrace run: where each traced process lists its trace, for run's closing line"},
 };
 const size_t gt_config_nvars = sizeof gt_config_vars / sizeof gt_config_vars[0];
 

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* GPUTRACE_OUTPUT's default, also the name of a trace put in a directory (output.c) */
+#define GT_OUTPUT_DEFAULT "gputrace-%p.db"
+
 struct gt_config {
     char output_pattern[4096]; /* GPUTRACE_OUTPUT */
     int stack_depth;           /* GPUTRACE_STACK_DEPTH, 0 = off (what stacks.c may use; see gt_stacks_depth) */
@@ -23,6 +26,7 @@ struct gt_config {
     bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
+    char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
 };
 
 /* Read-only for every file but config.c, which fills it once at load. */

@@ -150,7 +150,8 @@ static void stop(const char *reason, bool may_resume)
     gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
-    if (ok && !gt_config.quiet) {
+    /* under `gputrace run` the launcher says it, in one line for every process */
+    if (ok && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char peak[32], pool[48] = "";
         human(s.peak_device, peak, sizeof peak);
         if (s.peak_pool) { /* stream-ordered allocations (cudaMallocAsync) are a level of their own */

@@ -1,8 +1,11 @@
 /* Where the trace goes: GPUTRACE_OUTPUT's pattern (%p pid, %h host, %r rank,
  * %% a percent sign) expanded, then created exclusively without following a
- * symlink. An existing file is never clobbered: NAME.db becomes NAME.PID.db
- * (then NAME.PID.N.db), so parent and child, or two ranks, never share one. */
+ * symlink. A directory (existing, or a path ending in '/') holds the trace
+ * under the default name. An existing file is never clobbered: NAME.db
+ * becomes NAME.PID.db (then NAME.PID.N.db), so parent and child, or two ranks,
+ * never share one. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +15,19 @@
 #include "shim.h"
 #include "vfs.h"
 
+
+/* One stderr line per process, by the process that traces (expand runs when
+ * its trace file is created), however many unknown escapes the pattern holds. */
+static void warn_unknown_escape(const char *pat, char c)
+{
+    static bool said;
+    if (said)
+        return;
+    said = true;
+    char esc[3] = {'%', c, 0};
+    fprintf(stderr, "gputrace: GPUTRACE_OUTPUT=%.200s: unknown escape '%s', kept as written "
+                    "(escapes: %%p pid, %%h host, %%r rank, %%%% a percent sign)\n", pat, esc);
+}
 
 static void expand(const char *pat, char *out, size_t cap)
 {
@@ -35,11 +51,16 @@ static void expand(const char *pat, char *out, size_t cap)
                 break;
             }
             case '%': ins = "%"; break;
-            default: tmp[0] = '%'; tmp[1] = *p; tmp[2] = 0; ins = tmp; break;
+            default: /* kept as written, said once: a typo here names every trace wrongly */
+                tmp[0] = '%'; tmp[1] = *p; tmp[2] = 0; ins = tmp;
+                warn_unknown_escape(pat, *p);
+                break;
             }
             o += (size_t)snprintf(out + o, cap - o, "%s", ins);
             if (o >= cap) o = cap - 1;
         } else {
+            if (*p == '%') /* a '%' that ends the pattern */
+                warn_unknown_escape(pat, 0);
             out[o++] = *p;
         }
     }
@@ -64,6 +85,13 @@ int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
 {
     char base[4096];
     expand(gt_config.output_pattern, base, sizeof base);
+    size_t n = strlen(base);
+    struct stat st;
+    if (n && (base[n - 1] == '/' || (stat(base, &st) == 0 && S_ISDIR(st.st_mode)))) {
+        char name[256];
+        expand(GT_OUTPUT_DEFAULT, name, sizeof name);
+        snprintf(base + n, sizeof base - n, "%s%s", base[n - 1] == '/' ? "" : "/", name);
+    }
     snprintf(path_out, cap, "%s", base);
     int rc = try_create(path_out);
     if (rc == -EEXIST) {

@@ -11,7 +11,8 @@
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
  *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
- *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
+ *            writer_cupti.c, process.c (writer.h), all through db.c (db.h);
+ *            runlog.c (lists the trace for `gputrace run`, no SQLite)
  *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
  *            symbols.c, vmm.c, u64map.c: they call nothing above them. */
 #ifndef GPUTRACE_SHIM_H
@@ -261,6 +262,10 @@ bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
 void gt_writer_fork_prepare(void);
 void gt_writer_fork_parent(void);
+
+/* runlog.c: under `gputrace run`, each trace file is listed for the launcher */
+void gt_runlog_opened(const char *path);                    /* writer thread, file just created */
+bool gt_runlog_wrote(const struct gt_writer_summary *s);  /* true: the launcher says it, stay quiet */
 
 /* output.c */
 int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);

@@ -47,6 +47,7 @@ static bool open_db(bool create)
             fprintf(stderr, "gputrace: cannot create trace file: %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
             return false;
         }
+        gt_runlog_opened(W.path);
     }
     if (!gt_db_open(W.path))
         return false;

@@ -15,7 +15,7 @@ class LauncherTest(TraceTest):
         p = self.launch(['-o', db, '--', prog('output')])
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
-        self.assertIn('gputrace: wrote %s' % db, p.stderr)
+        self.assertIn('gputrace run: wrote out.db (20 events', p.stderr)
 
     def test_run_replaces_an_existing_output_file(self):
         db = os.path.join(self.dir, 'out.db')
@@ -102,3 +102,81 @@ class LauncherTest(TraceTest):
         self.assertEqual(p.returncode, 0)
         for word in ('-o', '--stack-depth', 'exit status', 'GPUTRACE_OUTPUT'):
             self.assertIn(word, p.stdout)
+
+
+class ClosingLineTest(TraceTest):
+    """Under `gputrace run` one closing line names every trace the command's
+    processes wrote, or says that none called CUDA; the per-process lines
+    stay quiet. Without run each process says its own line."""
+
+    def launch(self, args, **env):
+        return run([GPUTRACE, 'run'] + args, preload=False, env=base_env(GPUTRACE_CUPTI=0, **env), cwd=self.dir)
+
+    def gputrace_lines(self, stderr):
+        return [l for l in stderr.splitlines() if l.startswith('gputrace')]
+
+    def test_command_without_cuda_says_that_nothing_was_traced(self):
+        p = self.launch(['--', '/bin/sh', '-c', 'echo hi; /bin/true'])
+        self.assertEqual((p.returncode, p.stdout), (0, 'hi\n'))
+        self.assertEqual(self.gputrace_lines(p.stderr),
+                         ['gputrace run: no process of the command called CUDA: nothing was traced'])
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_one_cuda_process_is_one_closing_line_with_its_figures(self):
+        p = self.launch(['-o', 'out.db', '--', prog('output')])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r'^gputrace run: wrote out\.db \(20 events, 0 dropped, peak device memory \d')
+
+    def test_parent_and_cuda_children_are_listed_in_one_line_by_pid(self):
+        p = self.launch(['-o', 't.db', '--', prog('spawn_children'), 'posix_spawn'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        files = sorted(os.listdir(self.dir))
+        self.assertEqual(len(files), 2, files)
+        self.assertIn('gputrace run: wrote 2 traces, one per process that called CUDA: ', lines[0])
+        for f in files:
+            pid, events = query(os.path.join(self.dir, f), 'SELECT pid, events_recorded FROM processes')[0]
+            self.assertIn('%s (pid %d, %d events, 0 dropped, peak device memory ' % (f, pid, events), lines[0])
+        child = [f for f in files if f != 't.db'][0]
+        self.assertLess(lines[0].index('t.db (pid'), lines[0].index(child), 'the parent comes first')
+
+    def test_without_run_each_process_says_its_own_line(self):
+        p = run([prog('spawn_children'), 'posix_spawn'],
+                env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db')), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 2, p.stderr)
+        self.assertTrue(all(l.startswith('gputrace: wrote ') for l in lines), lines)
+
+    def test_child_that_outlives_the_command_says_its_own_line(self):
+        import time
+        p = self.launch(['--', '/bin/sh', '-c', '(sleep 0.5; exec %s) 2>%s/late.err >/dev/null &' % (prog('output'), self.dir)])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.gputrace_lines(p.stderr),
+                         ['gputrace run: no process of the command called CUDA: nothing was traced'])
+        deadline = time.monotonic() + 20
+        late = os.path.join(self.dir, 'late.err')
+        said = []
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if os.path.exists(late):
+                with open(late) as f:
+                    said = [l for l in f.read().splitlines() if l.startswith('gputrace')]
+        self.assertEqual(len(said), 1, said)
+        self.assertRegex(said[0], r'^gputrace: wrote .*gputrace-\d+\.db \(20 events')
+
+    def test_trace_of_a_killed_process_is_listed_as_not_finished(self):
+        script = '%s hang 10 > hang.out & while ! [ -s hang.out ]; do sleep 0.02; done; kill -KILL $!; wait' % prog('exit_modes')
+        p = self.launch(['-o', 'k.db', '--', '/bin/sh', '-c', script])
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r'^gputrace run: wrote k\.db \(pid \d+, not finished: its process was killed, or still runs\)$')
+
+    def test_quiet_run_says_nothing(self):
+        p = self.launch(['--quiet', '--', prog('output')])
+        self.assertEqual(self.gputrace_lines(p.stderr), [])
+        p = self.launch(['--', prog('output')], GPUTRACE_QUIET=1)
+        self.assertEqual(self.gputrace_lines(p.stderr), [])

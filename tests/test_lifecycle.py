@@ -161,6 +161,48 @@ class OutputTest(TraceTest):
         self.assertRegex(files[0], r'^r3-%s-\d+\.db$' % os.uname().nodename)
         self.assertEqual(query(os.path.join(self.dir, files[0]), 'SELECT rank FROM processes'), [(3,)])
 
+    def traced_into(self, pattern):
+        """Runs the output program with GPUTRACE_OUTPUT=pattern; returns the
+        process and the files (relative to self.dir) it left."""
+        p = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=pattern, GPUTRACE_QUIET=1), cwd=self.dir)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        found = [os.path.relpath(os.path.join(d, f), self.dir) for d, _, fs in os.walk(self.dir) for f in fs]
+        return p, found
+
+    def test_output_naming_an_existing_directory_puts_the_trace_inside_it(self):
+        out = os.path.join(self.dir, 'traces')
+        os.mkdir(out)
+        for pattern in (out, out + '/'):
+            for f in os.listdir(out):
+                os.unlink(os.path.join(out, f))
+            p, found = self.traced_into(pattern)
+            self.assertEqual(len(found), 1, found)
+            self.assertRegex(found[0], r'^traces/gputrace-\d+\.db$')
+            self.assertEqual(query(os.path.join(self.dir, found[0]), 'SELECT count(*) FROM events'), [(20,)])
+            self.assertNotIn('gputrace:', p.stderr)
+
+    def test_output_ending_in_slash_without_the_directory_is_one_line_and_no_file(self):
+        p, found = self.traced_into(os.path.join(self.dir, 'missing') + '/')
+        self.assertEqual(found, [])
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn('cannot create trace file', lines[0])
+        self.assertIn('missing/gputrace-', lines[0])
+
+    def test_unknown_escape_is_kept_and_warned_about_once(self):
+        p, found = self.traced_into(os.path.join(self.dir, 'a%x-%y-%p.db'))
+        self.assertEqual(len(found), 1, found)
+        self.assertRegex(found[0], r'^a%x-%y-\d+\.db$')
+        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("unknown escape '%x'", lines[0])
+
+    def test_unknown_escape_is_not_warned_about_by_a_process_without_cuda(self):
+        p = run(['/bin/sh', '-c', 'echo hi'], env=base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'a%x.db')),
+                cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, 'hi\n', ''))
+        self.assertEqual(os.listdir(self.dir), [])
+
 
 class ClosedDescriptorsTest(TraceTest):
     """A program that closes every descriptor above 2 and opens its own files,

@@ -6,6 +6,7 @@ iteration with the fit and the device limit, the growth verdict, leak and
 OOM rows; long series are bucketed but keep their exact peak; trace strings
 stay text; nothing is fetched from the network. One Chromium launch per
 report, reading the DOM back with --dump-dom."""
+import html
 import html.parser
 import json
 import os
@@ -29,11 +30,17 @@ def chromium():
 
 
 class Element:
-    def __init__(self, tag, attrs, section):
-        self.tag, self.attrs, self.section, self.text = tag, dict(attrs), section, ''
+    def __init__(self, tag, attrs, section, parent=None):
+        self.tag, self.attrs, self.section, self.text, self.parent = tag, dict(attrs), section, '', parent
 
     def has_class(self, c):
         return c in (self.attrs.get('class') or '').split()
+
+    def inside(self, other):
+        e = self.parent
+        while e is not None and e is not other:
+            e = e.parent
+        return e is other
 
 
 class Dom(html.parser.HTMLParser):
@@ -47,7 +54,7 @@ class Dom(html.parser.HTMLParser):
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
-        e = Element(tag, attrs, self.section)
+        e = Element(tag, attrs, self.section, self.stack[-1] if self.stack else None)
         if tag == 'section' and e.has_class('trace'):
             self.section += 1
             e.section = self.section
@@ -101,7 +108,8 @@ class Render(ReportTest):
         db, p = V.timeline(self.dir)
         leak = T.leak_retained(self.dir)
         eq = T.memory_equation(self.dir)
-        dom, data, _ = self.report(db, leak, eq)
+        # the whole run of every trace (the page opens on the span with allocations)
+        dom, data, _ = self.report(db, leak, eq, fragment='#t=0,%d' % 10**12)
         self.assertEqual(len(dom.find('section', 'trace')), 3)
 
         # timeline.db: one point per change (plus the start at 0), NVML samples as planted
@@ -226,6 +234,151 @@ class Render(ReportTest):
             self.assertEqual(self.series_paths(dom, 0)['%s (GPU 0)' % memory], want, memory)
         self.assertEqual(len(dom.find('rect', 'band', 0)), 2)   # iterations 2 and 3 only
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(V.BATCHES))   # the other charts are not zoomed
+
+
+class Layout(ReportTest):
+    """The overview card, the timeline's opening view, the OOM marks, the bar
+    labels, hidden charts and call sites broken between frames (issue 16)."""
+
+    def late_start(self, batches=(8, 16, 32, 64), import_ns=5 * 10**9, after_ns=10**9):
+        """A trace whose first allocation comes import_ns after its start (a
+        PyTorch program's imports) and whose end comes after_ns after its last
+        event: one iteration per batch size, each allocating and freeing."""
+        t = T.Trace(os.path.join(self.dir, 'late.db'), command_line='python train.py')
+        t.t = import_ns
+        keep = t.alloc(64 * T.MiB, ['init_weights', 'main'])
+        for bs in batches:
+            t.push('step bs=%d' % bs)
+            a = t.alloc(bs * T.MiB, ['forward', 'train_step', 'main'])
+            t.free(a)
+            t.pop()
+        t.free(keep)
+        t.t += after_ns
+        return t.close()
+
+    def item(self, dom, section, key):
+        """The overview's items of key in section."""
+        card = [e for e in dom.find('div', 'overview', section)]
+        self.assertEqual(len(card), 1, 'one overview card per trace')
+        return [e for e in dom.find('div', 'item', section) if e.attrs.get('data-key') == key]
+
+    def test_overview_card_holds_the_traces_figures_and_links_to_their_sections(self):
+        db, _ = V.timeline(self.dir)
+        leak = T.leak_retained(self.dir)
+        dom, data, _ = self.report(db, leak)
+        for n, tr in enumerate(data['traces']):
+            summ = tr['summary']
+            self.assertEqual(int(self.item(dom, n, 'duration')[0].attrs['data-value']), summ['duration_ns'])
+            self.assertEqual(int(self.item(dom, n, 'events')[0].attrs['data-value']), summ['events']['total'])
+            self.assertEqual(int(self.item(dom, n, 'dropped')[0].attrs['data-value']), 0)
+            self.assertEqual(int(self.item(dom, n, 'devices')[0].attrs['data-value']), 1)
+            self.assertIn('Fake GPU, 80.00 GiB', self.item(dom, n, 'devices')[0].text)
+            self.assertEqual(sorted((e.attrs['data-memory'], int(e.attrs['data-value'])) for e in self.item(dom, n, 'peak')),
+                             sorted((p['memory'], p['peak_bytes']) for p in summ['peaks']))
+            self.assertEqual(int(self.item(dom, n, 'leaks')[0].attrs['data-value']), tr['leaks']['total_bytes'])
+            # every link leads to a section of the page
+            ids = {e.attrs.get('id') for e in dom.elements}
+            for a in [e for e in dom.find('a', None, n) if e.attrs.get('href', '').startswith('#')]:
+                self.assertIn(a.attrs['href'][1:], ids)
+        # the planted verdicts
+        self.assertEqual(self.item(dom, 0, 'growth')[0].attrs['data-value'], 'stable')
+        self.assertEqual(self.item(dom, 1, 'growth')[0].attrs['data-value'], 'growing')
+        self.assertEqual(int(self.item(dom, 0, 'ooms')[0].attrs['data-value']), 1)   # the 200 GiB request
+        self.assertIn('200.00 GiB', self.item(dom, 0, 'ooms')[0].text)
+        self.assertEqual(int(self.item(dom, 1, 'ooms')[0].attrs['data-value']), 0)
+        self.assertEqual(int(self.item(dom, 0, 'batch')[0].attrs['data-value']), data['traces'][0]['peak']['max_batch_size'])
+        self.assertEqual(self.item(dom, 1, 'batch')[0].attrs['data-value'], 'withheld')   # no batch sizes
+        self.assertIn('no batch sizes in the trace', self.item(dom, 1, 'batch')[0].text)
+        self.assertEqual(int(self.item(dom, 1, 'leaks')[0].attrs['data-value']), 5 * T.MiB)
+
+    def test_timeline_opens_on_the_span_with_allocations(self):
+        db = self.late_start()
+        first, last = T.gtlib.query(db, 'SELECT min(t_ns), max(t_ns) FROM events')[0]
+        self.assertGreaterEqual(first, 5 * 10**9)
+        dom, data, _ = self.report(db)
+        svg = dom.find('svg', 'timeline', 0)[0]
+        self.assertEqual((int(svg.attrs['data-x0']), int(svg.attrs['data-x1'])), (first, last))
+        self.assertLess(last, data['traces'][0]['end_ns'] - 10**8)
+        # the whole run is one click away, and the axes say what they show
+        self.assertEqual(len(dom.find('button', 'view-all', 0)), 1)
+        self.assertEqual([e.text for e in dom.find('text', 'xlabel', 0)][0], 'time since the first CUDA call')
+        self.assertEqual([e.text for e in dom.find('text', 'ylabel', 0)][0], 'memory in use')
+
+    def test_out_of_memory_failures_are_marked_on_the_timeline(self):
+        db, _ = V.timeline(self.dir)
+        dom, data, _ = self.report(db)
+        failures = data['traces'][0]['oom']['failures']
+        self.assertEqual(len(failures), 1)
+        marks = dom.find('g', 'oom-mark', 0)
+        self.assertEqual([int(m.attrs['data-time-ns']) for m in marks], [f['time_ns'] for f in failures])
+
+    def test_peak_chart_labels_each_bar_once(self):
+        dom, _, _ = self.report(self.late_start())
+        self.assertEqual(len(dom.find('rect', 'bar', 0)), 4)
+        svg = dom.find('svg', 'bars', 0)
+        self.assertEqual(len(svg), 1)
+        self.assertEqual([e.text for e in dom.find('text', 'xtick', 0) if e.inside(svg[0])], ['0', '1', '2', '3'])
+
+    def test_peak_vs_batch_size_is_hidden_with_a_single_batch_size(self):
+        dom, _, _ = self.report(self.late_start(batches=(8, 8, 8, 8)))
+        self.assertEqual(dom.find('svg', 'scatter', 0), [])
+        self.assertTrue(any('Every iteration has batch size 8' in e.text for e in dom.find('p', 'note', 0)))
+        dom, _, _ = self.report(self.late_start(batches=(8, 16, 8, 16)))
+        self.assertEqual(len(dom.find('svg', 'scatter', 0)), 1)
+
+    def test_call_sites_break_between_frames(self):
+        leak = T.leak_retained(self.dir)
+        dom, data, _ = self.report(leak)
+        cells = dom.find('td', 'frames', 0)
+        self.assertTrue(cells)
+        for td in cells:
+            frames = [e.text for e in dom.find('span', 'frame', 0) if e.inside(td)]
+            self.assertEqual(frames, td.text.split(' <- '))
+            self.assertGreater(len(frames), 1)
+
+
+class Width(ReportTest):
+    """The page at a phone's width and on a wide screen: nothing sticks out of
+    the window (wide tables scroll inside their box), and the charts take the
+    window's width. The report is shown in an iframe of that width (a desktop
+    window cannot be as narrow as a phone) and measured from the outer page."""
+
+    def measure(self, db, width):
+        out = os.path.join(self.dir, 'report.html')
+        self.ok('report', db, '-o', out)
+        wrapper = os.path.join(self.dir, 'at-%d.html' % width)
+        with open(wrapper, 'w') as f:
+            f.write('<!DOCTYPE html><body style="margin:0"><iframe id="f" src="report.html" style="width:%dpx;height:900px;border:0">'
+                    '</iframe><pre id="out"></pre><script>\n'
+                    'document.getElementById("f").addEventListener("load", function () {\n'
+                    '  var d = document.getElementById("f").contentDocument, wide = [];\n'
+                    '  d.querySelectorAll("body *").forEach(function (e) {\n'
+                    '    if (e.getBoundingClientRect().right > %d.5 && !e.closest(".tablebox")) wide.push(e.tagName); });\n'
+                    '  var svgs = [].map.call(d.querySelectorAll("svg.chart"), function (e) { return e.getBoundingClientRect().width; });\n'
+                    '  document.getElementById("out").textContent = JSON.stringify({rendered: d.body.getAttribute("data-rendered"),\n'
+                    '    scroll: d.documentElement.scrollWidth, client: d.documentElement.clientWidth, wide: wide, svgs: svgs}); });\n'
+                    '</script>' % (width, width))
+        p = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+                            '--allow-file-access-from-files', '--virtual-time-budget=5000',
+                            '--user-data-dir=' + os.path.join(self.dir, 'chromium-profile'), '--window-size=%d,900' % width,
+                            '--dump-dom', 'file://' + wrapper], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        m = re.search(r'<pre id="out">(.*?)</pre>', p.stdout, re.S)
+        self.assertTrue(m and m.group(1), 'the page was not measured: ' + p.stdout[-500:])
+        got = json.loads(html.unescape(m.group(1)))
+        self.assertEqual(got['rendered'], 'ok')
+        return got
+
+    def test_page_fits_a_phones_width(self):
+        got = self.measure(V.timeline(self.dir)[0], 390)
+        self.assertEqual(got['wide'], [], 'elements wider than a 390 px window')
+        self.assertLessEqual(got['scroll'], got['client'])
+
+    def test_charts_use_a_wide_windows_width(self):
+        got = self.measure(V.timeline(self.dir)[0], 1400)
+        self.assertEqual(got['wide'], [])
+        self.assertTrue(got['svgs'])
+        self.assertGreater(min(got['svgs']), got['client'] - 100, got)
 
 
 class Page(T.AnalyzerTest):

@@ -1,0 +1,174 @@
+/* run_log.c - `gputrace run`'s closing line: the launcher makes a run log in a
+ * private directory and names it in GPUTRACE_RUN_LOG; every traced process of
+ * the command appends a line when it creates its trace and one when it
+ * finishes it (shim/runlog.c) and stays quiet; at the end the launcher says,
+ * in one line, the files written, or that no process called CUDA. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "run_log.h"
+
+static char log_dir[PATH_MAX], log_path[PATH_MAX + 16];
+
+int gt_run_log_begin(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(log_dir, sizeof log_dir, "%s/gputrace-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(log_dir)) {
+        snprintf(log_dir, sizeof log_dir, "/tmp/gputrace-run-XXXXXX");
+        if (!mkdtemp(log_dir)) {
+            log_dir[0] = 0;
+            return -1; /* the processes then say their own lines: nothing is lost */
+        }
+    }
+    snprintf(log_path, sizeof log_path, "%s/traces", log_dir);
+    FILE *f = fopen(log_path, "w");
+    if (!f) {
+        rmdir(log_dir);
+        log_dir[0] = 0;
+        return -1;
+    }
+    fclose(f);
+    setenv("GPUTRACE_RUN_LOG", log_path, 1);
+    return 0;
+}
+
+/* One trace file of the run, in the order the files were created. */
+struct trace_file {
+    char *path;
+    int pid;
+    long rank;
+    int done;
+    unsigned long long events, dropped, peak_device, peak_pool;
+};
+
+static struct trace_file *find(struct trace_file *t, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].path, path) == 0)
+            return &t[i];
+    return NULL;
+}
+
+/* path as the user would type it: relative to the current directory when inside it */
+static const char *shown(const char *path, const char *cwd)
+{
+    size_t n = strlen(cwd);
+    if (n > 1 && strncmp(path, cwd, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+static void say_one(FILE *out, const struct trace_file *t, const char *cwd, int with_pid)
+{
+    char a[GT_FMT_LEN], b[GT_FMT_LEN];
+    fprintf(out, "%s (", shown(t->path, cwd));
+    if (with_pid)
+        fprintf(out, "pid %d%s", t->pid, t->done ? ", " : "");
+    if (with_pid && t->rank >= 0)
+        fprintf(out, "rank %ld, ", t->rank);
+    if (!t->done) {
+        fprintf(out, "%snot finished: its process was killed, or still runs)", with_pid ? ", " : "");
+        return;
+    }
+    fprintf(out, "%llu event%s, %llu dropped, peak device memory %s", t->events, gt_s((long long)t->events),
+            t->dropped, gt_fmt_bytes((int64_t)t->peak_device, a));
+    if (t->peak_pool)
+        fprintf(out, ", pool %s", gt_fmt_bytes((int64_t)t->peak_pool, b));
+    fputc(')', out);
+}
+
+/* parent before its children, as a rule (pids grow) */
+static int by_pid(const void *a, const void *b)
+{
+    const struct trace_file *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+void gt_run_log_end(void)
+{
+    if (!log_dir[0])
+        return;
+    struct trace_file *t = NULL;
+    size_t n = 0, cap = 0;
+    FILE *f = fopen(log_path, "r");
+    char line[PATH_MAX + 256];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *field[7];
+        int nf = 0;
+        for (char *s = line, *tab; nf < 7; s = tab + 1) {
+            field[nf++] = s;
+            if (!(tab = strchr(s, '\t')))
+                break;
+            if (nf < 7)
+                *tab = 0;
+        }
+        int open_rec = nf == 4 && strcmp(field[0], "open") == 0;
+        int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
+        if (!open_rec && !wrote_rec)
+            continue;
+        const char *path = field[nf - 1];
+        struct trace_file *e = find(t, n, path);
+        if (!e) {
+            if (n == cap) {
+                size_t ncap = cap ? 2 * cap : 8;
+                struct trace_file *g = realloc(t, ncap * sizeof *t);
+                if (!g)
+                    break;
+                t = g;
+                cap = ncap;
+            }
+            e = &t[n++];
+            memset(e, 0, sizeof *e);
+            e->rank = -1;
+            if (!(e->path = strdup(path))) {
+                n--;
+                break;
+            }
+        }
+        e->pid = atoi(field[1]);
+        if (open_rec) {
+            e->rank = strtol(field[2], NULL, 10);
+        } else { /* the last word on a file: a failed exec resumes the same file */
+            e->done = 1;
+            e->events = strtoull(field[2], NULL, 10);
+            e->dropped = strtoull(field[3], NULL, 10);
+            e->peak_device = strtoull(field[4], NULL, 10);
+            e->peak_pool = strtoull(field[5], NULL, 10);
+        }
+    }
+    if (f)
+        fclose(f);
+    unlink(log_path);
+    rmdir(log_dir);
+    unsetenv("GPUTRACE_RUN_LOG");
+
+    if (n > 1)
+        qsort(t, n, sizeof *t, by_pid);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = 0;
+    if (n == 0) {
+        fprintf(stderr, "gputrace run: no process of the command called CUDA: nothing was traced\n");
+    } else if (n == 1) {
+        fprintf(stderr, "gputrace run: wrote ");
+        say_one(stderr, &t[0], cwd, !t[0].done);
+        fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "gputrace run: wrote %zu traces, one per process that called CUDA: ", n);
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                fputs(", ", stderr);
+            say_one(stderr, &t[i], cwd, 1);
+        }
+        fputc('\n', stderr);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(t[i].path);
+    free(t);
+}

@@ -1,0 +1,13 @@
+/* run_log.h - `gputrace run`'s closing line (run_log.c): the files written by
+ * every traced process of the command, or that none called CUDA. */
+#ifndef GT_RUN_LOG_H
+#define GT_RUN_LOG_H
+
+/* Before the command starts: makes a private run log and names it in
+ * GPUTRACE_RUN_LOG for the shim. -1 when it cannot (each process then says
+ * its own line). */
+int gt_run_log_begin(void);
+/* After the command ends: one line on stderr, then the run log is removed. */
+void gt_run_log_end(void);
+
+#endif

@@ -1,0 +1,57 @@
+/* The run log: under `gputrace run` (GPUTRACE_RUN_LOG names a file the launcher
+ * made in a private directory) each traced process appends one line when its
+ * trace file is created and one when it is finished, so the launcher can print
+ * one closing line for the whole command instead of one line per process. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+static char abs_path[PATH_MAX]; /* this process's trace, as the launcher will name it */
+
+/* Appends line to the run log in one write (O_APPEND: lines of several
+ * processes never interleave). False when there is no run log, or it is gone
+ * (the launcher ended before this process), or the write failed. */
+static bool append(const char *line, size_t n)
+{
+    if (!*gt_config.run_log)
+        return false;
+    int fd = open(gt_config.run_log, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, line, n) == (ssize_t)n;
+    close(fd);
+    return ok;
+}
+
+/* Writer thread, when path has just been created: "open PID RANK PATH". */
+void gt_runlog_opened(const char *path)
+{
+    if (!*gt_config.run_log)
+        return;
+    if (!realpath(path, abs_path))
+        snprintf(abs_path, sizeof abs_path, "%s", path);
+    if (strchr(abs_path, '\n') || strchr(abs_path, '\t'))
+        return;
+    char line[PATH_MAX + 64];
+    int n = snprintf(line, sizeof line, "open\t%d\t%ld\t%s\n", (int)getpid(), gt_rank(), abs_path);
+    if (n > 0 && (size_t)n < sizeof line)
+        append(line, (size_t)n);
+}
+
+/* The trace is finished: "wrote PID EVENTS DROPPED PEAK_DEVICE PEAK_POOL PATH".
+ * True when the launcher will say it; false: the caller says it itself. */
+bool gt_runlog_wrote(const struct gt_writer_summary *s)
+{
+    if (!*gt_config.run_log || !*abs_path || strchr(abs_path, '\n') || strchr(abs_path, '\t'))
+        return false;
+    char line[PATH_MAX + 128];
+    int n = snprintf(line, sizeof line, "wrote\t%d\t%llu\t%llu\t%llu\t%llu\t%s\n", (int)getpid(),
+                     (unsigned long long)s->events, (unsigned long long)s->dropped,
+                     (unsigned long long)s->peak_device, (unsigned long long)s->peak_pool, abs_path);
+    return n > 0 && (size_t)n < sizeof line && append(line, (size_t)n);
+}
