@@ -6,7 +6,8 @@
 -- Documentation of every table and column: schema/README.md.
 
 PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
-PRAGMA user_version = 1;             -- schema version; the analyzer refuses newer ones
+PRAGMA user_version = 3;             -- schema version; the analyzer refuses newer ones
+                                     -- (3: processes.world_size)
 
 -- One row: the traced process.
 CREATE TABLE processes (
@@ -16,8 +17,9 @@ CREATE TABLE processes (
   host            TEXT,
   command_line    TEXT,
   exe             TEXT,
-  rank            INTEGER,            -- RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
+  rank            INTEGER,            -- RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID / PMI_RANK
   local_rank      INTEGER,            -- LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID
+  world_size      INTEGER,            -- WORLD_SIZE / OMPI_COMM_WORLD_SIZE / SLURM_NTASKS / PMI_SIZE (schema 3)
   start_unix_ns   INTEGER NOT NULL,   -- wall clock when the trace started
   start_mono_ns   INTEGER NOT NULL,   -- CLOCK_MONOTONIC when the trace started (time 0 of t_ns)
   end_ns          INTEGER,            -- last flush, relative; NULL if the process was killed first
