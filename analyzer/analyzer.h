@@ -157,6 +157,9 @@ struct gt_oom_end {
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */
 int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end);
+/* How many out-of-memory requests the program made (retries of one request
+ * count once); *ended: it ended on the last of them. */
+size_t gt_oom_requests(struct gt_ctx *c, int *ended);
 int gt_report_top(struct gt_ctx *c, struct gt_json *j);
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
