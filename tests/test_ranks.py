@@ -104,6 +104,22 @@ class Job(RanksTest):
         self.assertEqual(j['max_peak_rank'], 2)
         self.assertTrue(all(r['children'] == [] for r in j['ranks'][1:]))
 
+    def test_report_draws_each_ranks_peak_per_iteration(self):
+        from test_report import Dom, chromium
+        out = os.path.join(self.dir, 'job.html')
+        p = subprocess.run([GPUTRACE, 'report', '-o', out] + self.files(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+                            '--no-first-run', '--user-data-dir=' + os.path.join(self.dir, 'profile'), '--dump-dom',
+                            'file://' + out], capture_output=True, text=True, timeout=120)
+        dom = Dom(d.stdout)
+        self.assertEqual(dom.find('body')[0].attrs.get('data-rendered'), 'ok')
+        self.assertEqual(dom.find('pre')[0].text.strip(), '')
+        lines = {e.attrs['data-name']: [int(v) for v in e.attrs['data-peaks'].split(',')]
+                 for e in dom.find('path', 'rank-series')}
+        self.assertEqual(lines, {'rank %d' % r: [self.expected_peak(r, k) for k in range(STEPS)] for r in range(4)})
+        self.assertEqual(len(dom.find('section', 'trace')), 5)   # and every file's own section
+
     def test_trace_records_rank_local_rank_world_size_and_host(self):
         for x in self.ranks_json()['ranks']:
             row = query(x['file'], 'SELECT rank, local_rank, world_size, host, start_unix_ns FROM processes')[0]
