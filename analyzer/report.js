@@ -334,7 +334,8 @@
    * iteration, one line per rank, matched by iteration index; and each rank's
    * peak, growth and failure. */
   function ranksPanel(app, R) {
-    if (!R || !R.ranks || R.ranks.length < 2) return;
+    /* traces of processes that are no ranks (no RANK set) are no job to compare */
+    if (!R || !R.ranks || R.ranks.filter(function (r) { return r.rank !== null; }).length < 2) return;
     var s = el('section', {'class': 'ranks'}, app);
     el('h2', {}, s, R.ranks.length + ' ranks' + (R.world_size !== null ? ' of ' + R.world_size : '') + ' on ' + R.hosts + (R.hosts === 1 ? ' host' : ' hosts'));
     var box = el('div', {'class': 'panel'}, s);

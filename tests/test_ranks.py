@@ -38,6 +38,20 @@ class RanksTest(TraceTest):
                            timeout=120)
         return p
 
+    def rendered_report(self, files):
+        """The DOM of gputrace report over files, rendered by headless Chromium."""
+        from test_report import Dom, chromium
+        out = os.path.join(self.dir, 'job.html')
+        p = subprocess.run([GPUTRACE, 'report', '-o', out] + files, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+                            '--no-first-run', '--user-data-dir=' + os.path.join(self.dir, 'profile'), '--dump-dom',
+                            'file://' + out], capture_output=True, text=True, timeout=120)
+        dom = Dom(d.stdout)
+        self.assertEqual(dom.find('body')[0].attrs.get('data-rendered'), 'ok')
+        self.assertEqual(dom.find('pre')[0].text.strip(), '')
+        return dom
+
     def ranks_json(self, files=None):
         p = self.ranks('--json', files=files)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -105,16 +119,7 @@ class Job(RanksTest):
         self.assertTrue(all(r['children'] == [] for r in j['ranks'][1:]))
 
     def test_report_draws_each_ranks_peak_per_iteration(self):
-        from test_report import Dom, chromium
-        out = os.path.join(self.dir, 'job.html')
-        p = subprocess.run([GPUTRACE, 'report', '-o', out] + self.files(), capture_output=True, text=True, timeout=120)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        d = subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
-                            '--no-first-run', '--user-data-dir=' + os.path.join(self.dir, 'profile'), '--dump-dom',
-                            'file://' + out], capture_output=True, text=True, timeout=120)
-        dom = Dom(d.stdout)
-        self.assertEqual(dom.find('body')[0].attrs.get('data-rendered'), 'ok')
-        self.assertEqual(dom.find('pre')[0].text.strip(), '')
+        dom = self.rendered_report(self.files())
         lines = {e.attrs['data-name']: [int(v) for v in e.attrs['data-peaks'].split(',')]
                  for e in dom.find('path', 'rank-series')}
         self.assertEqual(lines, {'rank %d' % r: [self.expected_peak(r, k) for k in range(STEPS)] for r in range(4)})
@@ -164,6 +169,18 @@ class Failures(RanksTest):
         self.assertEqual([x['rank'] for x in j['ranks']], [0])
         self.assertEqual([u['file'] for u in j['unreadable']], [bad])
         self.assertIn('bad.db', p.stderr)
+
+
+class NotAJob(RanksTest):
+
+    def test_report_of_processes_without_ranks_draws_no_rank_panel(self):
+        for k in range(2):
+            env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'p%d.db' % k), GPUTRACE_QUIET=1)
+            env.pop('RANK', None)
+            run([prog('rank_train'), str(8 * MiB), str(ACT), '0', str(STEPS)], env=env, cwd=self.dir, check=True)
+        dom = self.rendered_report(self.files())
+        self.assertEqual(dom.find('path', 'rank-series'), [])
+        self.assertEqual(len(dom.find('section', 'trace')), 2)
 
 
 class Clocks(RanksTest):
