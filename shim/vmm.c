@@ -125,13 +125,17 @@ static int release(uint64_t handle)
     struct u64map_entry *h = u64map_get(&V.handles, handle);
     if (!h)
         return GT_API_cuMemRelease;   /* neither mapped, retained nor imported: freed now */
+    bool was_released = h->b & H_RELEASED, imported = h->b & H_IMPORTED;
     if (RETAINS(h->b) > 0)
         h->b -= 1u << H_SHIFT;
     else
         h->b |= H_RELEASED;
-    bool imported = h->b & H_IMPORTED;
     if (!(h->b & H_RELEASED) || RETAINS(h->b) > 0)
         return GT_API_cuMemRelease_while_retained;   /* a reference is left */
+    /* the import pairs with one release: the first that leaves no reference
+     * (a mapped handle can be retained and released again after it) */
+    if (imported && was_released)
+        return GT_API_cuMemRelease_while_retained;
     if (h->a > 0)   /* freed by the last cuMemUnmap (nothing of ours if imported) */
         return imported ? GT_API_cuMemRelease_imported : GT_API_cuMemRelease_while_mapped;
     uint64_t a, b;
