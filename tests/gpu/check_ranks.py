@@ -11,7 +11,10 @@ its workers inherit it, one rank made to leak. Checks:
     buffers, CUDA IPC) is not counted as this rank's, so nothing is counted
     twice between the ranks;
   - with --two-gpus (NCCL, rank r on GPU r): NCCL's own buffers are in the
-    ledger under NCCL, and what was imported from the peer is shown apart.
+    ledger under NCCL, and what was imported from the peer is shown apart;
+  - without: a CUDA tensor shared with a spawned child (torch.multiprocessing,
+    ipc_share.py) is in the child's trace as opened through IPC, with the size
+    of the parent's segment, and not among the child's device bytes.
 Default: the gloo backend, both ranks on GPU 0 (NCCL refuses two ranks on
 one device). About 1 minute; --two-gpus needs a machine with two GPUs.
 usage: check_ranks.py --build BUILD --out DIR [--two-gpus] [--steps N]"""
@@ -110,4 +113,31 @@ for x in j['ranks']:
     if a.two_gpus:
         report(libs.get('NCCL', 0) > 0, '%s rank %d: NCCL\'s buffers labelled NCCL' % (backend, rank),
                '%s bytes; imported from the peer, apart: %s' % (libs.get('NCCL'), sm.get('imported_at_end')))
+
+if not a.two_gpus:
+    # CUDA IPC under PyTorch: a tensor shared with a spawned child is the parent's memory, not the child's
+    ipc = os.path.join(out, 'ipc')
+    os.makedirs(ipc, exist_ok=True)
+    p = run([sys.executable, os.path.join(here, 'ipc_share.py'), ipc], shim=shim, db=os.path.join(ipc, 'ipc-%p.db'),
+            env_extra={'GPUTRACE_QUIET': '1'}, timeout=300)
+    try:
+        parent, kid = (json.load(open(os.path.join(ipc, n + '.json'))) for n in ('parent', 'child'))
+    except OSError as e:
+        parent = kid = None
+        report(False, 'ipc: workload ran', 'exit %d, %s: %s' % (p.returncode, e, (p.stdout + p.stderr)[-2000:]))
+    if kid:
+        db = os.path.join(ipc, 'ipc-%d.db' % kid['pid'])
+        opened = rows(db, "SELECT api, size FROM events_v WHERE memory = 'imported' AND op = 'alloc' AND result = 0")
+        s = subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True)
+        sm = json.loads(s.stdout) if s.returncode == 0 else {}
+        final = sum(lv['final_bytes'] for lv in sm.get('peaks', []) if lv['memory'] == 'device')
+        imp = sm.get('imported_at_end', {})
+        print('   ipc: parent shared a %s-byte segment; child opened %s, reserved %d, device final %d, imported %s' % (
+            parent['segment_bytes'], opened, kid['reserved'], final, imp))
+        report(len(opened) == 1 and opened[0][1] == parent['segment_bytes'] and imp.get('ipc_bytes') == opened[0][1],
+               'ipc: the child\'s trace shows the parent\'s segment opened through IPC, its size from the driver',
+               '%s vs segment %s, at end %s' % (opened, parent['segment_bytes'], imp))
+        report(kid['sum'] == 16 << 20 and final < parent['segment_bytes'],
+               'ipc: the opened segment is not the child\'s device bytes',
+               'child device bytes %d (its reserved %d), segment %s' % (final, kid['reserved'], parent['segment_bytes']))
 finish()
