@@ -22,6 +22,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,9 +40,8 @@ shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 gputrace = os.path.join(a.build, 'analyzer', 'gputrace')
 backend = 'nccl' if a.two_gpus else 'gloo'
 out = os.path.abspath(os.path.join(a.out, backend))
-os.makedirs(out, exist_ok=True)
-for f in glob.glob(os.path.join(out, '*')):
-    os.remove(f)
+shutil.rmtree(out, ignore_errors=True)   # traces of an earlier run would be read as ranks too
+os.makedirs(out)
 LEAK_RANK, LEAK_MIB = 1, 4
 
 with socket.socket() as s:   # a free port on localhost for the rendezvous
