@@ -5,6 +5,7 @@
  * view: the rank with the highest peak and how far above the median it is,
  * ranks whose growth differs from the rest, ranks that failed, and the
  * per-iteration peaks side by side. Also what `gputrace report` draws. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,9 +372,10 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
     else
         gt_json_null(j);
     gt_json_kstr(j, "max_peak_file", R->max ? R->max->path : NULL);
-    gt_json_kint(j, "max_peak_bytes", R->max ? R->max->peak : 0);
-    gt_json_kdouble(j, "median_peak_bytes", R->median);
-    gt_json_kdouble(j, "peak_skew_bytes", R->max ? (double)R->max->peak - R->median : 0);
+    /* no rank read: no figure (null), not 0 */
+    gt_json_kint_or_null(j, "max_peak_bytes", R->max ? R->max->peak : -1);
+    gt_json_kdouble(j, "median_peak_bytes", R->max ? R->median : NAN);
+    gt_json_kdouble(j, "peak_skew_bytes", R->max ? (double)R->max->peak - R->median : NAN);
     gt_json_kstr(j, "growth_majority", R->majority);
     json_rank_list(j, "growth_outliers", R, outlier);
     json_rank_list(j, "growing_ranks", R, is_growing);

@@ -169,6 +169,10 @@ class Failures(RanksTest):
         self.assertEqual([x['rank'] for x in j['ranks']], [0])
         self.assertEqual([u['file'] for u in j['unreadable']], [bad])
         self.assertIn('bad.db', p.stderr)
+        p = self.ranks('--json', files=[bad])
+        self.assertEqual(p.returncode, 4)
+        j = json.loads(p.stdout)
+        self.assertEqual((j['ranks'], j['max_peak_rank'], j['max_peak_bytes'], j['peak_skew_bytes']), ([], None, None, None))
 
 
 class NotAJob(RanksTest):
