@@ -157,8 +157,18 @@ struct gt_oom_end {
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */
 int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end);
+/* How many out-of-memory requests the program made (retries of one request
+ * count once); *ended: it ended on the last of them. */
+size_t gt_oom_requests(struct gt_ctx *c, int *ended);
 int gt_report_top(struct gt_ctx *c, struct gt_json *j);
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
+/* imported.c: memory of other processes still mapped at the end of the trace
+ * (never counted as this process's): IPC-opened ranges, and mappings of
+ * handles imported with cuMemImportFromShareableHandle. */
+struct gt_imported {
+    int64_t ipc_ranges, ipc_bytes, vmm_handles, vmm_bytes;
+};
+int gt_imported_at_end(struct gt_trace *t, struct gt_imported *out);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
 

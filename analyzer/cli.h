@@ -120,11 +120,13 @@ int gt_run_reports(const struct gt_command *cmd, struct gt_args *a);   /* run_re
 int gt_cmd_symbolize(const struct gt_command *cmd, struct gt_args *a); /* symbolize.c */
 int gt_cmd_export(const struct gt_command *cmd, struct gt_args *a);    /* export.c */
 int gt_cmd_report(const struct gt_command *cmd, struct gt_args *a);    /* report.c */
+int gt_cmd_ranks(const struct gt_command *cmd, struct gt_args *a);     /* ranks.c */
 int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a);       /* launcher.c */
 int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a);     /* sweep.c */
 
 /* Each command's gputrace NAME --help, beside the code it describes. */
 extern const char gt_help_summary[], gt_help_leaks[], gt_help_growth[], gt_help_peak[], gt_help_oom[], gt_help_top[];
+extern const char gt_help_ranks[];
 extern const char gt_help_symbolize[], gt_help_export[], gt_help_report[], gt_help_run[], gt_help_sweep[];
 
 #endif

@@ -50,6 +50,10 @@ const struct gt_command gt_commands[] = {
      .help = gt_help_oom, .takes = REPORT_OPTS, .needs = TRACES, .run = gt_run_reports, .report = gt_report_oom},
     {.name = "top", .summary = "call sites by bytes allocated, by peak live bytes, by count", .help = gt_help_top,
      .takes = REPORT_OPTS, .needs = TRACES, .run = gt_run_reports, .report = gt_report_top},
+    {.name = "ranks",
+     .summary = "one job's traces, one per rank: each rank's peak, growth and failures,\n"
+                "the rank that peaks highest and by how much, ranks that differ",
+     .help = gt_help_ranks, .takes = REPORT_OPTS | GT_OPTS_PEAK, .needs = TRACES, .run = gt_cmd_ranks},
     {.name = "symbolize", .summary = "add source file:line to the recorded frames (addr2line)", .help = gt_help_symbolize,
      .takes = GT_OPTS_HELP | GT_OPTS_SYMBOLIZE, .needs = TRACES, .run = gt_cmd_symbolize},
     {.name = "export", .summary = "Chrome trace-event JSON for Perfetto / chrome://tracing", .help = gt_help_export,

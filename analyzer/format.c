@@ -179,6 +179,17 @@ void gt_table_row(struct gt_table *t, ...)
     t->nrows++;
 }
 
+void gt_table_row_v(struct gt_table *t, char *const *row)
+{
+    if (t->nrows == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        t->cells = gt_xrealloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
+    }
+    for (int c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = gt_xstrdup(row[c] ? row[c] : "");
+    t->nrows++;
+}
+
 /* Display width of a UTF-8 string: counts code points, not bytes. */
 static int width_of(const char *s)
 {

@@ -38,6 +38,8 @@ struct gt_table {
 void gt_table_init(struct gt_table *t, int ncols, unsigned right_mask);
 /* Appends a row of exactly ncols strings (NULL prints as empty). */
 void gt_table_row(struct gt_table *t, ...);
+/* The same from an array of ncols strings (tables whose width is data). */
+void gt_table_row_v(struct gt_table *t, char *const *row);
 /* Prints the table, each line prefixed by indent spaces, then frees it. */
 void gt_table_print(struct gt_table *t, FILE *f, int indent);
 

@@ -275,6 +275,32 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
         printf("      %-34s %12s of %s\n", "free", gt_fmt_bytes(x->s.total - x->s.used, b), gt_fmt_bytes(x->s.total, b2));
 }
 
+/* Memory of other processes mapped here at the end (NCCL peers, CUDA IPC):
+ * apart from every bucket above, which are this process's own. */
+static int ledger_imported(struct gt_trace *t, struct gt_json *j)
+{
+    struct gt_imported im;
+    int code = gt_imported_at_end(t, &im);
+    if (code)
+        return code;
+    if (j) {
+        gt_json_key(j, "imported_at_end");
+        gt_json_obj(j);
+        gt_json_kint(j, "ipc_ranges", im.ipc_ranges);
+        gt_json_kint(j, "ipc_bytes", im.ipc_bytes);
+        gt_json_kint(j, "vmm_handles", im.vmm_handles);
+        gt_json_kint(j, "vmm_mapped_bytes", im.vmm_bytes);
+        gt_json_obj_end(j);
+    } else if (im.ipc_ranges || im.vmm_handles) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        printf("  mapped from other processes at the end (NCCL peers, CUDA IPC; theirs, not counted above):\n"
+               "    %s in %lld IPC range%s, %s of %lld imported handle%s\n", gt_fmt_bytes(im.ipc_bytes, b1),
+               (long long)im.ipc_ranges, gt_s(im.ipc_ranges), gt_fmt_bytes(im.vmm_bytes, b2), (long long)im.vmm_handles,
+               gt_s(im.vmm_handles));
+    }
+    return GT_EXIT_OK;
+}
+
 /* The ledger of every device the trace used: the "ledger" JSON array, or text
  * under "Memory ledger". */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
@@ -356,5 +382,5 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr_end(j);
     free(cat_of);
     free(lv);
-    return code;
+    return code ? code : ledger_imported(t, j);
 }

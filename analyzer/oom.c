@@ -212,6 +212,17 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
     return ended;
 }
 
+size_t gt_oom_requests(struct gt_ctx *c, int *ended)
+{
+    struct request *r;
+    size_t *others, nothers;
+    size_t n = collect(c, &r, &others, &nothers);
+    *ended = n && !r[n - 1].recovered;
+    free(others);
+    free(r);
+    return n;
+}
+
 struct oom_ctx {
     struct gt_ctx *c;
     struct gt_peak pk;

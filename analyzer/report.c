@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "format.h"
+#include "ranks.h"
 #include "report.h"
 #include "report_assets.h"
 #include "viz.h"
@@ -32,6 +33,8 @@ const char gt_help_report[] =
     "            gputrace report wrote it (anything else is refused)\n"
     "  --memory, --device, --device-bytes, --iteration, --iterations, --top,\n"
     "  --frames  as for the reports (gputrace --help)\n"
+    "Several traces of one job (one per rank) get a first panel comparing the\n"
+    "ranks, as gputrace ranks: the peak of each iteration, one line per rank.\n"
     "A trace that cannot be read gets a panel saying why; the others are\n"
     "reported. Exit status as for the reports (the first failure's); 10: the\n"
     "output could not be written.\n";
@@ -164,7 +167,17 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
         free(one);
         gt_ctx_close(&c);
     }
-    fputs("\n]}", mem);
+    fputs("\n]", mem);
+    if (good > 1) {   /* several ranks of a job: the cross-rank chart's data (gputrace ranks --json) */
+        struct gt_ranks R;
+        gt_ranks_read(&R, o->files, o->nfiles, &o->base);
+        fputs(",\n\"ranks\": ", mem);
+        struct gt_json j;
+        gt_json_init(&j, mem);
+        gt_ranks_json(&R, &j);
+        gt_ranks_free(&R);
+    }
+    fputs("}", mem);
     fclose(mem);
     if (!good) {
         free(data);

@@ -447,6 +447,50 @@
         nbs >= 2 ? ids.scatter : ids.bars);
   }
 
+
+  /* Several ranks of one job (gputrace ranks' JSON): the peak of each
+   * iteration, one line per rank, matched by iteration index; and each rank's
+   * peak, growth and failure. */
+  function ranksPanel(app, R) {
+    /* traces of processes that are no ranks (no RANK set) are no job to compare */
+    if (!R || !R.ranks || R.ranks.filter(function (r) { return r.rank !== null; }).length < 2) return;
+    var s = el('section', {'class': 'ranks'}, app);
+    el('h2', {}, s, R.ranks.length + ' ranks' + (R.world_size !== null ? ' of ' + R.world_size : '') + ' on ' + R.hosts + (R.hosts === 1 ? ' host' : ' hosts'));
+    var box = el('div', {'class': 'panel'}, s);
+    el('h3', {}, box, 'Peak per iteration, rank by rank');
+    var name = function (r) { return r.rank !== null ? 'rank ' + r.rank : r.file; };
+    if (R.max_peak_bytes)
+      el('p', {}, box, 'Highest peak: ' + name(R.ranks.filter(function (r) { return r.file === R.max_peak_file; })[0] || {file: R.max_peak_file}) + ', ' +
+        fmtBytes(R.max_peak_bytes) + ', ' + fmtBytes(R.peak_skew_bytes) + ' above the median of the ranks\u2019 peaks.' +
+        (R.growth_outliers.length ? ' Growing unlike most ranks: rank ' + R.growth_outliers.join(', ') + '.' : ''));
+    var its = R.iterations || [];
+    if (its.length) {
+      var ymax = 1, x0 = its[0].index, x1 = its[its.length - 1].index;
+      its.forEach(function (it) { it.peak_bytes.forEach(function (v) { if (v !== null) ymax = Math.max(ymax, v); }); });
+      var p = plot(box, {cls: 'ranks', x0: x0 - 0.5, x1: x1 + 0.5, y0: 0, y1: ymax * 1.05,
+        xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'iteration'});
+      R.ranks.forEach(function (r, k) {
+        var d = '', pts = [];
+        its.forEach(function (it) {
+          var v = it.peak_bytes[k];
+          if (v === null) return;
+          d += (pts.length ? 'L' : 'M') + p.x(it.index).toFixed(1) + ',' + p.y(v).toFixed(1);
+          pts.push(v);
+        });
+        tip(sv('path', {d: d, fill: 'none', stroke: PALETTE[k % PALETTE.length], 'stroke-width': 2, 'class': 'rank-series',
+          'data-name': name(r), 'data-peaks': pts.join(',')}, p.body), name(r) + ': peak ' + fmtBytes(r.peak_bytes));
+      });
+      legend(box, R.ranks.map(function (r, k) { return {color: PALETTE[k % PALETTE.length], label: name(r) + ', peak ' + fmtBytes(r.peak_bytes)}; }));
+    } else {
+      el('p', {'class': 'note'}, box, 'No iterations found in any rank.');
+    }
+    table(box, 'ranks', ['rank', 'host', 'pid', 'peak', 'final', 'growth', 'iterations', 'failed'], R.ranks.map(function (r) {
+      return [name(r), r.host || '', String(r.pid), fmtBytes(r.peak_bytes), fmtBytes(r.final_bytes),
+        r.growth_verdict + (r.slope_bytes_per_iteration !== null ? ' ' + fmtBytes(r.slope_bytes_per_iteration) + '/it' : ''),
+        String(r.iterations), r.failed || ''];
+    }));
+  }
+
   function section(app, tr, n) {
     var s = el('section', {'class': 'trace', id: 'trace-' + n}, app);
     if (tr.error !== undefined) {   /* a trace gputrace could not read: what happened, in its place */
@@ -481,6 +525,7 @@
     var app = document.getElementById('app');
     var render = function () {
       app.textContent = '';
+      try { ranksPanel(app, data.ranks); } catch (e) { fail('ranks: ' + (e && e.stack ? e.stack : e)); }
       data.traces.forEach(function (tr, n) { section(app, tr, n); });
     };
     render();

@@ -79,6 +79,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kstr(j, "exe", p->exe);
         gt_json_kint_or_null(j, "rank", p->rank);
         gt_json_kint_or_null(j, "local_rank", p->local_rank);
+        gt_json_kint_or_null(j, "world_size", p->world_size);
+        gt_json_kint(j, "start_unix_ns", p->start_unix_ns);
         gt_json_kstr(j, "end_reason", p->end_reason);
         gt_json_kstr(j, "library_version", p->library_version);
         gt_json_kint(j, "stack_depth", p->stack_depth);

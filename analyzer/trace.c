@@ -180,9 +180,13 @@ static int load_apis(struct gt_trace *t)
 static int load_process(struct gt_trace *t)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(t->db,
+    /* world_size came with schema 3: older traces are read without it */
+    int rc = sqlite3_prepare_v2(t->db, t->schema_version >= 3 ?
         "SELECT pid, ppid, host, command_line, exe, rank, local_rank, start_unix_ns, end_ns, end_reason,"
-        " library_version, stack_depth, events_recorded, events_dropped, peak_device_bytes"
+        " library_version, stack_depth, events_recorded, events_dropped, peak_device_bytes, world_size"
+        " FROM processes ORDER BY id LIMIT 1" :
+        "SELECT pid, ppid, host, command_line, exe, rank, local_rank, start_unix_ns, end_ns, end_reason,"
+        " library_version, stack_depth, events_recorded, events_dropped, peak_device_bytes, NULL"
         " FROM processes ORDER BY id LIMIT 1", -1, &st, NULL);
     if (rc != SQLITE_OK)
         return sql_fail(t, rc, "reading the processes table");
@@ -205,9 +209,10 @@ static int load_process(struct gt_trace *t)
         p->events_recorded = gt_col_int_or(st, 12, 0);
         p->events_dropped = gt_col_int_or(st, 13, 0);
         p->peak_device_bytes = gt_col_int_or(st, 14, 0);
+        p->world_size = gt_col_int_or(st, 15, -1);
         rc = SQLITE_DONE;
     } else {
-        p->pid = p->ppid = p->rank = p->local_rank = p->end_ns = -1;
+        p->pid = p->ppid = p->rank = p->local_rank = p->world_size = p->end_ns = -1;
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? GT_EXIT_OK : sql_fail(t, rc, "reading the processes table");

@@ -33,7 +33,7 @@ struct gt_event {
 
 struct gt_process {
     int present;
-    int64_t pid, ppid, rank, local_rank;   /* -1 when NULL */
+    int64_t pid, ppid, rank, local_rank, world_size;   /* -1 when NULL (world_size: also before schema 3) */
     char *host, *command_line, *exe, *end_reason, *library_version;
     int64_t start_unix_ns, end_ns;        /* end_ns -1: NULL (killed) */
     int64_t stack_depth, events_recorded, events_dropped, peak_device_bytes;

@@ -6,7 +6,8 @@
 -- Documentation of every table and column: schema/README.md.
 
 PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
-PRAGMA user_version = 1;             -- schema version; the analyzer refuses newer ones
+PRAGMA user_version = 3;             -- schema version; the analyzer refuses newer ones
+                                     -- (3: processes.world_size; apis rows 39-46)
 
 -- One row: the traced process.
 CREATE TABLE processes (
@@ -16,8 +17,9 @@ CREATE TABLE processes (
   host            TEXT,
   command_line    TEXT,
   exe             TEXT,
-  rank            INTEGER,            -- RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
+  rank            INTEGER,            -- RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID / PMI_RANK
   local_rank      INTEGER,            -- LOCAL_RANK / OMPI_COMM_WORLD_LOCAL_RANK / SLURM_LOCALID
+  world_size      INTEGER,            -- WORLD_SIZE / OMPI_COMM_WORLD_SIZE / SLURM_NTASKS / PMI_SIZE (schema 3)
   start_unix_ns   INTEGER NOT NULL,   -- wall clock when the trace started
   start_mono_ns   INTEGER NOT NULL,   -- CLOCK_MONOTONIC when the trace started (time 0 of t_ns)
   end_ns          INTEGER,            -- last flush, relative; NULL if the process was killed first
@@ -68,7 +70,8 @@ CREATE TABLE devices (
 -- The traced API functions. `op`: alloc | free | map | unmap | defer.
 -- `memory`: what a successful alloc holds: device (physical device memory),
 -- pool (stream-ordered pool allocation), managed, host (pinned host),
--- reserve (virtual address range, no memory), mapping (VA mapped to a handle).
+-- reserve (virtual address range, no memory), mapping (VA mapped to a handle),
+-- imported (memory of another process mapped here: not this process's).
 -- `space`: addresses live in one space per kind of handle; an alloc and its
 -- free pair up by (space, ptr); a free's memory and device are its alloc's.
 -- Virtual memory (VMM): physical memory is held from cuMemCreate until
@@ -116,6 +119,23 @@ INSERT INTO apis VALUES (35, 'cuMemAddressFree',        'driver',  'free',  'res
 INSERT INTO apis VALUES (36, 'cuMemCreate_host',        'driver',  'alloc', 'host',    'handle'); -- cuMemCreate at a host location
 INSERT INTO apis VALUES (37, 'cuMemRelease_while_mapped', 'driver', 'defer', 'device', 'handle'); -- cuMemRelease of a mapped handle
 INSERT INTO apis VALUES (38, 'cuMemUnmap_last_mapping', 'driver',  'free',  'device',  'handle'); -- not a call: see above
+-- Memory another process owns, mapped into this one (NCCL's peer buffers,
+-- CUDA IPC): memory 'imported', never this process's device bytes. An
+-- imported handle's size is that of its mappings (cuMemImportFromShareableHandle
+-- does not say it); an IPC-opened range's is the driver's answer for it. The
+-- writer stores a cuMemRelease of an imported handle as 'cuMemRelease_imported'.
+INSERT INTO apis VALUES (39, 'cuMemImportFromShareableHandle', 'driver', 'alloc', 'imported', 'handle');
+INSERT INTO apis VALUES (40, 'cuMemRelease_imported',   'driver',  'free',  'imported', 'handle'); -- cuMemRelease of an imported handle
+INSERT INTO apis VALUES (41, 'cudaIpcOpenMemHandle',    'runtime', 'alloc', 'imported', 'addr');
+INSERT INTO apis VALUES (42, 'cudaIpcCloseMemHandle',   'runtime', 'free',  'imported', 'addr');
+INSERT INTO apis VALUES (43, 'cuIpcOpenMemHandle_v2',   'driver',  'alloc', 'imported', 'addr');
+INSERT INTO apis VALUES (44, 'cuIpcCloseMemHandle',     'driver',  'free',  'imported', 'addr');
+-- cuMemRetainAllocationHandle: one more reference to a mapped handle (the
+-- same handle value), released by one more cuMemRelease. The handle's memory
+-- is held until every reference is released and it is unmapped: a release
+-- that leaves a reference is stored as 'cuMemRelease_while_retained' (op defer).
+INSERT INTO apis VALUES (45, 'cuMemRetainAllocationHandle', 'driver', 'defer', 'device', 'handle');
+INSERT INTO apis VALUES (46, 'cuMemRelease_while_retained', 'driver', 'defer', 'device', 'handle');
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
 -- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order; a free is recorded before the

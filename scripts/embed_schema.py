@@ -39,13 +39,14 @@ def main():
     lines += ['  GT_API_%s = %s,' % (name, i) for i, name, *_ in apis]
     lines += ['  GT_API_MAX = %d' % (max(int(a[0]) for a in apis) + 1), '};']
     lines += ['enum gt_op { GT_OP_ALLOC, GT_OP_FREE, GT_OP_MAP, GT_OP_UNMAP, GT_OP_DEFER };',
-              'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING };',
+              'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING, GT_MEM_IMPORTED };',
               'enum gt_space { GT_SPACE_ADDR, GT_SPACE_HANDLE, GT_SPACE_VA, GT_SPACE_MAP };',
               'struct gt_api_info { int id; const char *name; unsigned char op, memory, space; };',
               'static const struct gt_api_info gt_api_table[] = {']
     ops = {'alloc': 'GT_OP_ALLOC', 'free': 'GT_OP_FREE', 'map': 'GT_OP_MAP', 'unmap': 'GT_OP_UNMAP', 'defer': 'GT_OP_DEFER'}
     mems = {'device': 'GT_MEM_DEVICE', 'pool': 'GT_MEM_POOL', 'managed': 'GT_MEM_MANAGED',
-            'host': 'GT_MEM_HOST', 'reserve': 'GT_MEM_RESERVE', 'mapping': 'GT_MEM_MAPPING'}
+            'host': 'GT_MEM_HOST', 'reserve': 'GT_MEM_RESERVE', 'mapping': 'GT_MEM_MAPPING',
+            'imported': 'GT_MEM_IMPORTED'}
     spaces = {'addr': 'GT_SPACE_ADDR', 'handle': 'GT_SPACE_HANDLE', 'va': 'GT_SPACE_VA', 'map': 'GT_SPACE_MAP'}
     for i, name, _layer, op, mem, space in apis:
         lines.append('  {%s, "%s", %s, %s, %s},' % (i, name, ops[op], mems[mem], spaces[space]))

@@ -26,7 +26,7 @@
 #define GT_P_THREAD(P) P(THREAD, tid) P(THREAD, name)
 #define GT_P_DROP(P) P(DROP, reason) P(DROP, count) P(DROP, meaning)
 #define GT_P_PROCESS(P) P(PROCESS, id) P(PROCESS, pid) P(PROCESS, ppid) P(PROCESS, host) P(PROCESS, command_line) \
-    P(PROCESS, exe) P(PROCESS, rank) P(PROCESS, local_rank) P(PROCESS, start_unix_ns) P(PROCESS, start_mono_ns) \
+    P(PROCESS, exe) P(PROCESS, rank) P(PROCESS, local_rank) P(PROCESS, world_size) P(PROCESS, start_unix_ns) P(PROCESS, start_mono_ns) \
     P(PROCESS, library_version) P(PROCESS, schema_version) P(PROCESS, stack_depth)
 #define GT_P_PROCESS_COUNTERS(P) P(PROCESS_COUNTERS, events_recorded) P(PROCESS_COUNTERS, events_dropped) \
     P(PROCESS_COUNTERS, peak_device_bytes)

@@ -61,6 +61,20 @@ static int create_device(const CUmemAllocationProp *prop)
         return rc; \
     }
 
+/* An IPC-opened range's size: cuIpcOpenMemHandle does not say it; the driver
+ * does, asked only after the program's own call succeeded. 0 if it cannot. */
+static struct gt_hook get_range = {"cuMemGetAddressRange_v2", NULL, "libcuda.so", NULL, 0};
+uint64_t gt_ipc_range_size(uint64_t ptr)
+{
+    __typeof__(&cuMemGetAddressRange_v2) get = (__typeof__(&cuMemGetAddressRange_v2))gt_real_of(&get_range);
+    CUdeviceptr base;
+    size_t size;
+    if (!ptr || !get || get(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS)
+        return 0;
+    return size;
+}
+#define IPC_SIZE(p) (rc == CUDA_SUCCESS && (p) ? gt_ipc_range_size(*(p)) : 0)
+
 #define AUX(h) (uint64_t)(h), GT_CALL_HAS_HANDLE         /* cuMemMap: the handle it maps */
 #define RANGE 0, GT_CALL_HAS_SIZE                      /* cuMemUnmap: SIZE is its range */
 
@@ -83,7 +97,11 @@ static int create_device(const CUmemAllocationProp *prop)
     X(ALLOC, cuMemMap, cuMemMap, (CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags), (va, size, offset, h, flags), va, size, ANY, AUX(h)) \
     X(FREE, cuMemUnmap, cuMemUnmap, (CUdeviceptr va, size_t size), (va, size), va, size, ANY, RANGE) \
     X(ALLOC, cuMemAddressReserve, cuMemAddressReserve, (CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, unsigned long long flags), (p, size, align, addr, flags), p ? *p : 0, size, ANY, NOSTREAM) \
-    X(FREE, cuMemAddressFree, cuMemAddressFree, (CUdeviceptr p, size_t size), (p, size), p, 0, ANY, NOSTREAM)
+    X(FREE, cuMemAddressFree, cuMemAddressFree, (CUdeviceptr p, size_t size), (p, size), p, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle *h, void *addr), (h, addr), h ? *h : 0, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
+    X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM)
 
 #define GT_HOOK_RESULT CUresult
 #define GT_HOOK_OK CUDA_SUCCESS

@@ -53,6 +53,14 @@ static long local_rank(void)
     return env_rank(names);
 }
 
+/* How many ranks the launcher started: with rank and host, what lets the
+ * analyzer tell a whole job from a part of one. */
+static long world_size(void)
+{
+    static const char *const names[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", NULL};
+    return env_rank(names);
+}
+
 bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns)
 {
     static char cmdline[16384], exe[4096], host[256];
@@ -62,7 +70,7 @@ bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns)
     if (gethostname(host, sizeof host) != 0)
         host[0] = 0;
     host[sizeof host - 1] = 0;
-    long rank = gt_rank(), lrank = local_rank();
+    long rank = gt_rank(), lrank = local_rank(), wsize = world_size();
     GT_BIND_INT(PROCESS, id, 1);
     GT_BIND_INT(PROCESS, pid, getpid());
     GT_BIND_INT(PROCESS, ppid, getppid());
@@ -71,6 +79,7 @@ bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns)
     GT_BIND_TEXT(PROCESS, exe, exe);
     GT_BIND_OPT(PROCESS, rank, rank >= 0, rank);
     GT_BIND_OPT(PROCESS, local_rank, lrank >= 0, lrank);
+    GT_BIND_OPT(PROCESS, world_size, wsize > 0, wsize);
     GT_BIND_INT(PROCESS, start_unix_ns, start_unix_ns);
     GT_BIND_INT(PROCESS, start_mono_ns, start_mono_ns);
     GT_BIND_TEXT(PROCESS, library_version, GPUTRACE_VERSION);

@@ -241,6 +241,10 @@ void gt_libc_hooks_resolve(void);
 struct gt_hook_table { struct gt_hook *hooks; size_t n; };
 extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks;
 
+/* hooks_driver.c: the size of the IPC-opened range at ptr (the driver's
+ * answer), 0 unknown; after the program's own successful call only. */
+uint64_t gt_ipc_range_size(uint64_t ptr);
+
 /* lifecycle.c: the only file that starts, stops, forks and execs the trace
  * (it fans out to each module's start/stop/fork function). */
 enum gt_start { GT_START_TRACE, GT_START_CUDA };

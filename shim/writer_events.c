@@ -23,7 +23,7 @@ static struct {
     struct u64map tids;        /* tid -> (-, -) */
     uint64_t next_stack_id, next_frame_id;
     uint64_t recorded;
-    int64_t live_bytes[6];     /* per apis.memory */
+    int64_t live_bytes[GT_MEM_IMPORTED + 1];   /* per apis.memory */
     int64_t peak_device, peak_pool;
 } E;
 

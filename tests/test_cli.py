@@ -112,7 +112,7 @@ class UsageErrors(T.AnalyzerTest):
     def test_option_of_another_command_names_the_commands_that_take_it(self):
         self.assertIn("option '--fail-above' is for growth, not gputrace leaks",
                       self.usage_error('leaks', '--fail-above', '1M', 'x.db'))
-        self.assertIn("option '--json' is for sweep, summary, leaks, growth, peak, oom, top, not gputrace export",
+        self.assertIn("option '--json' is for sweep, summary, leaks, growth, peak, oom, top, ranks, not gputrace export",
                       self.usage_error('export', '--json', 'x.db'))
         self.assertIn("option '-o' is for run, export, report, not gputrace summary",
                       self.usage_error('summary', '-o', 'out', 'x.db'))

@@ -113,6 +113,8 @@ static struct {
     CUresult (*retain)(CUcontext *, CUdevice);
     CUresult (*set_current)(CUcontext);
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+    CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+    CUresult (*ipc_close)(CUdeviceptr);
     int (*charge)(int, long long);              /* test-only: the driver keeps the device's capacity */
     unsigned long long (*used)(int);
 } drv;
@@ -133,6 +135,7 @@ static void driver_init(void)
     struct { const char *name; void **fn; } want[] = {
         {"cuMemAlloc", (void **)&drv.alloc}, {"cuMemFree", (void **)&drv.free},
         {"cuDevicePrimaryCtxRetain", (void **)&drv.retain}, {"cuCtxSetCurrent", (void **)&drv.set_current},
+        {"cuIpcOpenMemHandle", (void **)&drv.ipc_open}, {"cuIpcCloseMemHandle", (void **)&drv.ipc_close},
     };
     /* private to the stand-ins: one capacity per device for the memory of both */
     drv.charge = (int (*)(int, long long))dlsym(h, "fake_cuda_charge");
@@ -549,6 +552,28 @@ static cudaError_t free_any(void *devPtr)
     if (devPtr && is_driver_addr(devPtr))
         return drv.free ? from_driver(drv.free((CUdeviceptr)(uintptr_t)devPtr)) : cudaErrorInvalidValue;
     return free_common(devPtr, DEVICE_FREEABLE);
+}
+
+/* IPC goes to the driver, as in the real runtime (the stand-in's handle: see
+ * cuIpcOpenMemHandle_v2 in fake_libcuda.c). */
+cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+    NEED_DEVICE();
+    if (!devPtr || !drv.ipc_open)
+        return ret(cudaErrorInvalidValue);
+    CUipcMemHandle h;
+    memcpy(h.reserved, handle.reserved, sizeof h.reserved);
+    CUdeviceptr p = 0;
+    cudaError_t e = from_driver(drv.ipc_open(&p, h, flags));
+    if (e == cudaSuccess)
+        *devPtr = (void *)(uintptr_t)p;
+    return ret(e);
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *devPtr)
+{
+    NEED_DEVICE();
+    return ret(drv.ipc_close ? from_driver(drv.ipc_close((CUdeviceptr)(uintptr_t)devPtr)) : cudaErrorInvalidValue);
 }
 
 cudaError_t cudaFree(void *devPtr)

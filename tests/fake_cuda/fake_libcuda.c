@@ -239,10 +239,13 @@ unsigned long fake_cuda_ptsz_calls(void) { return ptsz_calls; }
 unsigned long fake_cuda_v1_calls(void) { return v1_calls; }
 
 /* ---- virtual memory ---------------------------------------------------------
- * A handle holds its bytes from cuMemCreate until it is released and no
- * longer mapped, as on the real driver. */
+ * A handle holds its bytes from cuMemCreate until every reference to it is
+ * released (cuMemCreate's and each cuMemRetainAllocationHandle's) and it is
+ * no longer mapped, as on the real driver. An imported handle (dev IMPORTED)
+ * holds no memory here: another process owns it. */
 
-struct handle { uint64_t h, size; int dev, mappings, released; };
+#define IMPORTED (-2)
+struct handle { uint64_t h, size; int dev, mappings, refs; };
 struct vrange { uint64_t va, size, handle; }; /* a reservation (handle 0) or a mapping */
 /* room for a growable range of thousands of 2 MiB chunks (test_driver.py) */
 static struct handle handles[16384];
@@ -299,7 +302,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         if (dev >= 0)
             used[dev] += size;
         *handle = HANDLE_BASE + 16 * ++handle_counter;
-        handles[nhandles++] = (struct handle){*handle, size, dev, 0, 0};
+        handles[nhandles++] = (struct handle){*handle, size, dev, 0, 1};
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -310,9 +313,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
     struct handle *x = handle_of(handle);
-    if (x && !x->released) {
-        x->released = 1;
-        if (x->mappings == 0)
+    if (x && x->refs > 0) {
+        if (--x->refs == 0 && x->mappings == 0)
             drop_handle(x);
         rc = CUDA_SUCCESS;
     }
@@ -364,7 +366,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
         inside |= reserves[i].va <= ptr && ptr + size <= reserves[i].va + reserves[i].size;
     for (size_t i = 0; i < nmaps; i++)
         inside &= ptr + size <= maps[i].va || maps[i].va + maps[i].size <= ptr;
-    if (x && !x->released && inside && !flags && size && offset + size <= x->size &&
+    if (x && x->refs > 0 && inside && !flags && size && offset + size <= x->size &&
         nmaps < sizeof maps / sizeof maps[0]) {
         maps[nmaps++] = (struct vrange){ptr, size, handle};
         x->mappings++;
@@ -383,13 +385,121 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     for (size_t i = 0; i < nmaps;) {
         if (maps[i].va >= ptr && maps[i].va + maps[i].size <= ptr + size) {
             struct handle *x = handle_of(maps[i].handle);
-            if (x && --x->mappings == 0 && x->released)
+            if (x && --x->mappings == 0 && x->refs == 0)
                 drop_handle(x);
             maps[i] = maps[--nmaps];
             rc = CUDA_SUCCESS;
         } else
             i++;
     }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Another reference to the handle mapped at addr: the same handle value (as
+ * the real driver documents), released by one more cuMemRelease. */
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; handle && i < nmaps; i++)
+        if (maps[i].va <= a && a < maps[i].va + maps[i].size) {
+            struct handle *x = handle_of(maps[i].handle);
+            if (x) {
+                x->refs++;
+                *handle = x->h;
+                rc = CUDA_SUCCESS;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* No exporting process is simulated: the stand-in's shareable handle (a file
+ * descriptor on the real driver) is the size of the allocation it stands for,
+ * a multiple of the granularity. The handle holds no memory of this process. */
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType type)
+{
+    (void)type;
+    uint64_t size = (uint64_t)(uintptr_t)osHandle;
+    if (!handle || size == 0 || size % GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    if (nhandles < sizeof handles / sizeof handles[0]) {
+        *handle = HANDLE_BASE + 16 * ++handle_counter;
+        handles[nhandles++] = (struct handle){*handle, size, IMPORTED, 0, 1};
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Legacy IPC: likewise, the first 8 bytes of the stand-in's CUipcMemHandle
+ * are the size of the other process's allocation. Opened ranges get
+ * addresses of their own, not charged to any device. */
+#define IPC_BASE 0x3c0000000000ULL
+static struct vrange ipc[256];
+static size_t nipc;
+static uint64_t next_ipc;
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+{
+    (void)flags;
+    uint64_t size;
+    memcpy(&size, handle.reserved, sizeof size);
+    if (!pdptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_ERROR_TOO_MANY_PEERS;
+    pthread_mutex_lock(&lock);
+    if (nipc < sizeof ipc / sizeof ipc[0]) {
+        *pdptr = IPC_BASE + next_ipc;
+        next_ipc += (size + GRANULARITY - 1) / GRANULARITY * GRANULARITY + GRANULARITY;
+        ipc[nipc++] = (struct vrange){*pdptr, size, 0};
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nipc; i++)
+        if (ipc[i].va == dptr) {
+            ipc[i] = ipc[--nipc];
+            rc = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* The range an address lies in: IPC-opened ranges and the driver's own blocks. */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nipc && rc != CUDA_SUCCESS; i++)
+        if (ipc[i].va <= dptr && dptr < ipc[i].va + ipc[i].size) {
+            if (pbase)
+                *pbase = ipc[i].va;
+            if (psize)
+                *psize = ipc[i].size;
+            rc = CUDA_SUCCESS;
+        }
+    for (size_t i = 0; i < nlive && rc != CUDA_SUCCESS; i++)
+        if (live[i].addr <= dptr && dptr < live[i].addr + live[i].size) {
+            if (pbase)
+                *pbase = live[i].addr;
+            if (psize)
+                *psize = live[i].size;
+            rc = CUDA_SUCCESS;
+        }
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -520,6 +630,11 @@ static const struct proc procs[] = {
     {"cuMemMap", 10020, 0, (void *)cuMemMap},
     {"cuMemUnmap", 10020, 0, (void *)cuMemUnmap},
     {"cuMemSetAccess", 10020, 0, (void *)cuMemSetAccess},
+    {"cuMemRetainAllocationHandle", 11000, 0, (void *)cuMemRetainAllocationHandle},
+    {"cuMemImportFromShareableHandle", 10020, 0, (void *)cuMemImportFromShareableHandle},
+    {"cuIpcOpenMemHandle", 11000, 0, (void *)cuIpcOpenMemHandle_v2},
+    {"cuIpcCloseMemHandle", 4010, 0, (void *)cuIpcCloseMemHandle},
+    {"cuMemGetAddressRange", 3020, 0, (void *)cuMemGetAddressRange_v2},
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

@@ -1,0 +1,51 @@
+/* imported.c - memory another process owns that this one maps (NCCL's peer
+ * buffers through cuMemImportFromShareableHandle + cuMemMap, CUDA IPC through
+ * cudaIpcOpenMemHandle / cuIpcOpenMemHandle): the trace stores it as memory
+ * 'imported', which no device figure counts. This says how much of it was
+ * still mapped at the end, for the ledger. Traces older than schema 3 have
+ * none of these rows: every figure is then 0. */
+#include <string.h>
+
+#include "analyzer.h"
+
+/* IPC-opened ranges never closed: they carry their size. */
+static const char sql_ipc[] =
+    "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM allocations"
+    " WHERE memory = 'imported' AND api IN ('cudaIpcOpenMemHandle', 'cuIpcOpenMemHandle_v2') AND free_ns IS NULL";
+/* Mappings of imported handles that no later cuMemUnmap covered: an imported
+ * handle's size is only known from its mappings. */
+static const char sql_vmm[] =
+    "SELECT COUNT(DISTINCT x.handle), COALESCE(SUM(m.size), 0)"
+    " FROM events m JOIN apis am ON am.id = m.api JOIN mappings x ON x.event_id = m.id"
+    " WHERE am.name = 'cuMemMap' AND m.result = 0"
+    " AND EXISTS (SELECT 1 FROM events i JOIN apis ai ON ai.id = i.api"
+    "             WHERE ai.name = 'cuMemImportFromShareableHandle' AND i.result = 0 AND i.ptr = x.handle AND i.id < m.id)"
+    " AND NOT EXISTS (SELECT 1 FROM events u JOIN apis au ON au.id = u.api"
+    "                 WHERE au.name = 'cuMemUnmap' AND u.result = 0 AND u.id > m.id"
+    "                 AND u.ptr <= m.ptr AND m.ptr < u.ptr + u.size)";
+
+static int two_ints(struct gt_trace *t, const char *sql, int64_t *a, int64_t *b)
+{
+    sqlite3_stmt *st;
+    *a = *b = 0;
+    int code = gt_trace_prepare_optional(t, sql, &st, "reading imported memory");
+    if (code || !st)
+        return code;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *a = sqlite3_column_int64(st, 0);
+        *b = sqlite3_column_int64(st, 1);
+        rc = SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading imported memory");
+}
+
+int gt_imported_at_end(struct gt_trace *t, struct gt_imported *out)
+{
+    memset(out, 0, sizeof *out);
+    int code = two_ints(t, sql_ipc, &out->ipc_ranges, &out->ipc_bytes);
+    if (!code)
+        code = two_ints(t, sql_vmm, &out->vmm_handles, &out->vmm_bytes);
+    return code;
+}

@@ -1,0 +1,576 @@
+/* ranks.c - `gputrace ranks`: one answer for a job of several ranks (one trace
+ * per rank, from torchrun, srun, mpirun): per rank its peak and when, final
+ * bytes, growth verdict, iterations and out-of-memory failures, computed by
+ * the per-file reports' own code (peak.c, growth.c, oom.c); then the job's
+ * view: the rank with the highest peak and how far above the median it is,
+ * ranks whose growth differs from the rest, ranks that failed, and the
+ * per-iteration peaks side by side. Also what `gputrace report` draws. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "format.h"
+#include "ranks.h"
+
+const char gt_help_ranks[] =
+    "usage: gputrace ranks [--json] [OPTIONS] TRACE.db...\n"
+    "\n"
+    "The traces of one job, one file per rank (GPUTRACE_OUTPUT with %r), read\n"
+    "together: per rank its host, pid, device, peak and when, final bytes,\n"
+    "growth verdict and slope, iterations and out-of-memory failures; then the\n"
+    "rank with the highest peak and how far it is above the median of the\n"
+    "ranks' peaks (with an even count, the mean of the middle two), ranks whose\n"
+    "growth verdict differs from most, ranks that failed (out of memory, killed\n"
+    "or not closed) and ranks missing from WORLD_SIZE.\n"
+    "\n"
+    "A rank with several files (DataLoader or compile workers inherit RANK) is\n"
+    "its main process's file: the one whose parent is no other file of that\n"
+    "rank on the same host; the others are listed as its children. Times are\n"
+    "each trace's own (peak_time_ns) and the job's (peak_job_time_ns: from the\n"
+    "earliest rank's start, by the wall clock each trace recorded at its start,\n"
+    "so ranks on different hosts line up as far as the hosts' clocks agree).\n"
+    "Iterations are matched across ranks by index.\n"
+    "\n"
+    "  --all-iterations  text adds the peak of each iteration, rank by rank\n"
+    "                    (--json always has it)\n"
+    "  --memory, --device, --iteration, --iterations, --warmup\n"
+    "                    as for the reports (gputrace --help)\n"
+    "A file that cannot be read is named on stderr and left out; the exit status\n"
+    "is then the first such file's.\n";
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_main(const void *a, const void *b)
+{
+    const struct gt_rank_file *x = *(struct gt_rank_file *const *)a, *y = *(struct gt_rank_file *const *)b;
+    int64_t rx = x->rank < 0 ? INT64_MAX : x->rank, ry = y->rank < 0 ? INT64_MAX : y->rank;
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* What one trace says, through the per-file reports. */
+static int read_one(struct gt_rank_file *r, const char *path, const struct gt_opts *o)
+{
+    struct gt_ctx c;
+    r->path = path;
+    r->code = gt_ctx_open(&c, path, o);
+    if (r->code) {
+        snprintf(r->err, sizeof r->err, "%s", c.t.err[0] ? c.t.err : "cannot be read");
+        gt_ctx_close(&c);
+        return r->code;
+    }
+    const struct gt_process *p = &c.t.proc;
+    r->rank = p->rank;
+    r->local_rank = p->local_rank;
+    r->world_size = p->world_size;
+    r->pid = p->pid;
+    r->ppid = p->ppid;
+    r->start_unix_ns = p->start_unix_ns;
+    r->host = gt_xstrdup(p->host ? p->host : "");
+    r->end_reason = p->end_reason ? gt_xstrdup(p->end_reason) : NULL;
+    snprintf(r->memory, sizeof r->memory, "%s", c.sel_name);
+
+    struct gt_peak pk;
+    int code = gt_peak_compute(&c, &pk);
+    if (!code) {
+        int dev;
+        gt_ctx_primary_device(&c, &pk.sel, &dev);
+        r->device = dev == GT_ANY_DEVICE ? -1 : dev;
+        r->peak = pk.overall_peak;
+        r->peak_t = pk.overall_ev == GT_NO_EVENT ? -1 : c.t.ev[pk.overall_ev].t;
+        r->final = 0;
+        for (size_t i = 0; i < c.t.nev; i++)
+            r->final += gt_delta(&c.t, &c.p, &pk.sel, i);
+        const struct gt_iterations *its = &c.iters;
+        r->niter = pk.n;
+        r->iter_index = gt_xmalloc((pk.n + 1) * sizeof *r->iter_index);
+        r->iter_peak = gt_xmalloc((pk.n + 1) * sizeof *r->iter_peak);
+        for (size_t k = 0; k < pk.n; k++) {
+            r->iter_index[k] = its->it[k].index;
+            r->iter_peak[k] = pk.w[k].peak;
+        }
+        snprintf(r->iter_how, sizeof r->iter_how, "%s", its->how);
+    }
+    gt_peak_free(&pk);
+    r->verdict = "unknown";
+    if (!code && r->niter) {
+        struct gt_growth g;
+        memset(&g, 0, sizeof g);
+        code = gt_growth_compute(&c, &g);
+        if (!code && g.verdict) {
+            r->verdict = g.verdict;   /* a string constant of growth.c */
+            r->has_slope = g.used >= 2;
+            r->slope = g.slope;
+        }
+        gt_growth_free(&g);
+    }
+    if (!code)
+        r->ooms = gt_oom_requests(&c, &r->oom_ended);
+    if (code) {
+        r->code = code;
+        snprintf(r->err, sizeof r->err, "%s", c.t.err[0] ? c.t.err : "cannot be analysed");
+    }
+    gt_ctx_close(&c);
+    return code;
+}
+
+/* Why a rank failed, or NULL: it ended on an out-of-memory request, or its
+ * trace was never closed (killed), or it ended other than by exit or exec. */
+static const char *failure(const struct gt_rank_file *r, char *buf, size_t len)
+{
+    if (r->oom_ended)
+        return "ended on an out-of-memory failure";
+    if (!r->end_reason)
+        return "trace not closed: the process was killed or crashed";
+    static const char *const clean[] = {"exit", "_exit", "exec", "fork-child"};
+    for (size_t k = 0; k < sizeof clean / sizeof *clean; k++)
+        if (!strcmp(r->end_reason, clean[k]))
+            return NULL;
+    snprintf(buf, len, "ended by %s", r->end_reason);
+    return buf;
+}
+
+/* Groups files by rank: the main file of each rank is the one whose parent
+ * is no other file of the rank on the same host (the earliest started if
+ * several are); the rest point to it (parent). Files without a rank are
+ * each their own main. */
+static void group(struct gt_ranks *R)
+{
+    for (size_t i = 0; i < R->nfiles; i++)
+        R->files[i].parent = -1;
+    for (size_t i = 0; i < R->nfiles; i++) {
+        struct gt_rank_file *a = &R->files[i];
+        if (a->code || a->rank < 0 || a->parent >= 0)
+            continue;
+        /* the roots of this rank: no parent among its files */
+        long best = -1;
+        for (size_t k = 0; k < R->nfiles; k++) {
+            struct gt_rank_file *b = &R->files[k];
+            if (b->code || b->rank != a->rank)
+                continue;
+            int child = 0;
+            for (size_t q = 0; q < R->nfiles && !child; q++)
+                child = q != k && !R->files[q].code && R->files[q].rank == a->rank && R->files[q].pid == b->ppid &&
+                        !strcmp(R->files[q].host, b->host);
+            if (!child && (best < 0 || b->start_unix_ns < R->files[best].start_unix_ns))
+                best = (long)k;
+        }
+        for (size_t k = 0; k < R->nfiles; k++)
+            if (!R->files[k].code && R->files[k].rank == a->rank && (long)k != best)
+                R->files[k].parent = best;
+    }
+}
+
+/* The job's view over the main files. */
+static void job_view(struct gt_ranks *R)
+{
+    R->mains = gt_xmalloc((R->nfiles + 1) * sizeof *R->mains);
+    R->nmains = 0;
+    for (size_t i = 0; i < R->nfiles; i++)
+        if (!R->files[i].code && R->files[i].parent < 0)
+            R->mains[R->nmains++] = &R->files[i];
+    gt_qsort(R->mains, R->nmains, sizeof *R->mains, cmp_main);
+    R->max = NULL;
+    R->job_start = INT64_MAX;
+    R->world_size = -1;
+    double *v = gt_xmalloc((R->nmains + 1) * sizeof *v);
+    for (size_t i = 0; i < R->nmains; i++) {
+        struct gt_rank_file *r = R->mains[i];
+        v[i] = (double)r->peak;
+        if (!R->max || r->peak > R->max->peak)
+            R->max = r;
+        if (r->start_unix_ns > 0 && r->start_unix_ns < R->job_start)
+            R->job_start = r->start_unix_ns;
+        if (r->world_size > R->world_size)
+            R->world_size = r->world_size;
+    }
+    gt_qsort(v, R->nmains, sizeof *v, cmp_double);
+    R->median = R->nmains ? gt_median(v, R->nmains) : 0;
+    free(v);
+    if (R->job_start == INT64_MAX)
+        R->job_start = 0;
+    /* the verdict most ranks share, if more than half of those with one do */
+    static const char *const verdicts[] = {"growing", "stable"};
+    size_t known = 0, count[2] = {0, 0};
+    for (size_t i = 0; i < R->nmains; i++)
+        for (int k = 0; k < 2; k++)
+            if (!strcmp(R->mains[i]->verdict, verdicts[k])) {
+                count[k]++;
+                known++;
+            }
+    R->majority = NULL;
+    for (int k = 0; k < 2; k++)
+        if (2 * count[k] > known)
+            R->majority = verdicts[k];
+    R->hosts = 0;
+    for (size_t i = 0; i < R->nmains; i++) {
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = !strcmp(R->mains[k]->host, R->mains[i]->host);
+        R->hosts += !seen;
+    }
+}
+
+/* Is rank r's growth verdict other than most ranks'? */
+static int outlier(const struct gt_ranks *R, const struct gt_rank_file *r)
+{
+    return R->majority && strcmp(r->verdict, "unknown") && strcmp(r->verdict, R->majority);
+}
+
+static int has_rank(const struct gt_ranks *R, int64_t rank)
+{
+    for (size_t i = 0; i < R->nmains; i++)
+        if (R->mains[i]->rank == rank)
+            return 1;
+    return 0;
+}
+
+int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts *o)
+{
+    memset(R, 0, sizeof *R);
+    R->files = gt_xcalloc((size_t)n + 1, sizeof *R->files);
+    R->nfiles = (size_t)n;
+    int status = GT_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        R->files[i].order = i;
+        int code = read_one(&R->files[i], paths[i], o);
+        if (code && !status)
+            status = code;
+    }
+    group(R);
+    job_view(R);
+    /* iterations matched by index: the union of the mains' indices */
+    size_t cap = 0;
+    for (size_t i = 0; i < R->nmains; i++)
+        cap += R->mains[i]->niter;
+    R->iter_index = gt_xmalloc((cap + 1) * sizeof *R->iter_index);
+    for (size_t i = 0; i < R->nmains; i++)
+        for (size_t k = 0; k < R->mains[i]->niter; k++) {
+            int64_t x = R->mains[i]->iter_index[k];
+            size_t q = 0;
+            while (q < R->niter && R->iter_index[q] != x)
+                q++;
+            if (q == R->niter)
+                R->iter_index[R->niter++] = x;
+        }
+    for (size_t a = 1; a < R->niter; a++)   /* few: insertion sort */
+        for (size_t b = a; b > 0 && R->iter_index[b - 1] > R->iter_index[b]; b--) {
+            int64_t t = R->iter_index[b];
+            R->iter_index[b] = R->iter_index[b - 1];
+            R->iter_index[b - 1] = t;
+        }
+    return status;
+}
+
+int64_t gt_ranks_iter_peak(const struct gt_rank_file *r, int64_t index)
+{
+    for (size_t k = 0; k < r->niter; k++)
+        if (r->iter_index[k] == index)
+            return r->iter_peak[k];
+    return -1;
+}
+
+void gt_ranks_free(struct gt_ranks *R)
+{
+    for (size_t i = 0; i < R->nfiles; i++) {
+        free(R->files[i].host);
+        free(R->files[i].end_reason);
+        free(R->files[i].iter_index);
+        free(R->files[i].iter_peak);
+    }
+    free(R->files);
+    free(R->mains);
+    free(R->iter_index);
+    memset(R, 0, sizeof *R);
+}
+
+static void json_rank_list(struct gt_json *j, const char *key, const struct gt_ranks *R, int (*pick)(const struct gt_ranks *, const struct gt_rank_file *))
+{
+    gt_json_key(j, key);
+    gt_json_arr_inline(j);
+    for (size_t i = 0; i < R->nmains; i++)
+        if (pick(R, R->mains[i])) {
+            if (R->mains[i]->rank >= 0)
+                gt_json_int(j, R->mains[i]->rank);
+            else
+                gt_json_str(j, R->mains[i]->path);
+        }
+    gt_json_arr_end(j);
+}
+
+static int is_growing(const struct gt_ranks *R, const struct gt_rank_file *r)
+{
+    (void)R;
+    return !strcmp(r->verdict, "growing");
+}
+
+void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
+{
+    char fb[160];
+    gt_json_obj(j);
+    gt_json_kint_or_null(j, "world_size", R->world_size);
+    gt_json_kint(j, "hosts", (int64_t)R->hosts);
+    gt_json_kint(j, "job_start_unix_ns", R->job_start);
+    gt_json_key(j, "ranks");
+    gt_json_arr(j);
+    for (size_t i = 0; i < R->nmains; i++) {
+        const struct gt_rank_file *r = R->mains[i];
+        gt_json_obj(j);
+        gt_json_kint_or_null(j, "rank", r->rank);
+        gt_json_kint_or_null(j, "local_rank", r->local_rank);
+        gt_json_kstr(j, "file", r->path);
+        gt_json_kstr(j, "host", r->host);
+        gt_json_kint_or_null(j, "pid", r->pid);
+        gt_json_kint_or_null(j, "device", r->device);
+        gt_json_kstr(j, "memory", r->memory);
+        gt_json_kint(j, "peak_bytes", r->peak);
+        gt_json_kint_or_null(j, "peak_time_ns", r->peak_t);
+        gt_json_key(j, "peak_job_time_ns");
+        if (r->peak_t >= 0 && r->start_unix_ns > 0)
+            gt_json_int(j, r->start_unix_ns - R->job_start + r->peak_t);
+        else
+            gt_json_null(j);
+        gt_json_kint(j, "start_offset_ns", r->start_unix_ns > 0 ? r->start_unix_ns - R->job_start : 0);
+        gt_json_kint(j, "final_bytes", r->final);
+        gt_json_kstr(j, "growth_verdict", r->verdict);
+        gt_json_key(j, "slope_bytes_per_iteration");
+        if (r->has_slope)
+            gt_json_double(j, r->slope);
+        else
+            gt_json_null(j);
+        gt_json_kint(j, "iterations", (int64_t)r->niter);
+        gt_json_kint(j, "ooms", r->ooms);
+        gt_json_kstr(j, "end_reason", r->end_reason);
+        gt_json_kstr(j, "failed", failure(r, fb, sizeof fb));
+        gt_json_key(j, "children");
+        gt_json_arr(j);
+        for (size_t k = 0; k < R->nfiles; k++) {
+            const struct gt_rank_file *ch = &R->files[k];
+            if (ch->parent < 0 || &R->files[ch->parent] != r)
+                continue;
+            gt_json_obj(j);
+            gt_json_kstr(j, "file", ch->path);
+            gt_json_kint_or_null(j, "pid", ch->pid);
+            gt_json_kint_or_null(j, "ppid", ch->ppid);
+            gt_json_kint(j, "peak_bytes", ch->peak);
+            gt_json_kint(j, "final_bytes", ch->final);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_key(j, "max_peak_rank");
+    if (R->max && R->max->rank >= 0)
+        gt_json_int(j, R->max->rank);
+    else
+        gt_json_null(j);
+    gt_json_kstr(j, "max_peak_file", R->max ? R->max->path : NULL);
+    /* no rank read: no figure (null), not 0 */
+    gt_json_kint_or_null(j, "max_peak_bytes", R->max ? R->max->peak : -1);
+    gt_json_kdouble(j, "median_peak_bytes", R->max ? R->median : NAN);
+    gt_json_kdouble(j, "peak_skew_bytes", R->max ? (double)R->max->peak - R->median : NAN);
+    gt_json_kstr(j, "growth_majority", R->majority);
+    json_rank_list(j, "growth_outliers", R, outlier);
+    json_rank_list(j, "growing_ranks", R, is_growing);
+    gt_json_key(j, "failed_ranks");
+    gt_json_arr(j);
+    for (size_t i = 0; i < R->nmains; i++) {
+        const char *why = failure(R->mains[i], fb, sizeof fb);
+        if (!why)
+            continue;
+        gt_json_obj(j);
+        gt_json_kint_or_null(j, "rank", R->mains[i]->rank);
+        gt_json_kstr(j, "file", R->mains[i]->path);
+        gt_json_kstr(j, "reason", why);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_key(j, "missing_ranks");
+    gt_json_arr_inline(j);
+    for (int64_t k = 0; k < R->world_size; k++)
+        if (!has_rank(R, k))
+            gt_json_int(j, k);
+    gt_json_arr_end(j);
+    gt_json_key(j, "iterations");
+    gt_json_arr(j);
+    for (size_t q = 0; q < R->niter; q++) {
+        gt_json_obj(j);
+        gt_json_kint(j, "index", R->iter_index[q]);
+        gt_json_key(j, "peak_bytes");   /* in the order of "ranks"; null: that rank has no such iteration */
+        gt_json_arr_inline(j);
+        for (size_t i = 0; i < R->nmains; i++) {
+            int64_t pv = gt_ranks_iter_peak(R->mains[i], R->iter_index[q]);
+            if (pv >= 0)
+                gt_json_int(j, pv);
+            else
+                gt_json_null(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_key(j, "unreadable");
+    gt_json_arr(j);
+    for (size_t i = 0; i < R->nfiles; i++) {
+        if (!R->files[i].code)
+            continue;
+        gt_json_obj(j);
+        gt_json_kstr(j, "file", R->files[i].path);
+        gt_json_kstr(j, "error", R->files[i].err);
+        gt_json_kint(j, "exit_code", R->files[i].code);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_obj_end(j);
+}
+
+static const char *rank_name(const struct gt_rank_file *r, char *buf, size_t len)
+{
+    if (r->rank >= 0)
+        snprintf(buf, len, "rank %lld", (long long)r->rank);
+    else
+        snprintf(buf, len, "%s", gt_basename(r->path));
+    return buf;
+}
+
+static void text(const struct gt_ranks *R, const struct gt_opts *o)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], n1[64], n2[64], fb[160];
+    printf("%zu rank%s on %zu host%s", R->nmains, gt_s((long long)R->nmains), R->hosts, gt_s((long long)R->hosts));
+    if (R->world_size > 0)
+        printf(" (world size %lld)", (long long)R->world_size);
+    printf("\n");
+    struct gt_table tb;
+    gt_table_init(&tb, 11, 0x7ec);
+    gt_table_row(&tb, "rank", "host", "pid", "device", "memory", "peak", "at", "final", "growth", "iterations", "OOMs");
+    for (size_t i = 0; i < R->nmains; i++) {
+        const struct gt_rank_file *r = R->mains[i];
+        char rk[32], pid[32], dev[32], at[GT_FMT_LEN + 8], growth[GT_FMT_LEN + 32], its[32], ooms[32];
+        if (r->rank >= 0)
+            snprintf(rk, sizeof rk, "%lld", (long long)r->rank);
+        else
+            snprintf(rk, sizeof rk, "?");
+        snprintf(pid, sizeof pid, "%lld", (long long)r->pid);
+        if (r->device >= 0)
+            snprintf(dev, sizeof dev, "%d", r->device);
+        else
+            snprintf(dev, sizeof dev, "-");
+        /* job time: comparable across ranks */
+        if (r->peak_t >= 0)
+            snprintf(at, sizeof at, "%s", gt_fmt_ns(r->start_unix_ns - R->job_start + r->peak_t, b2));
+        else
+            snprintf(at, sizeof at, "-");
+        if (r->has_slope)
+            snprintf(growth, sizeof growth, "%s %s/it", r->verdict, gt_fmt_bytes_d(r->slope, b3));
+        else
+            snprintf(growth, sizeof growth, "%s", r->verdict);
+        snprintf(its, sizeof its, "%zu", r->niter);
+        snprintf(ooms, sizeof ooms, "%lld", (long long)r->ooms);
+        gt_table_row(&tb, rk, r->host, pid, dev, r->memory, gt_fmt_bytes(r->peak, b1), at, gt_fmt_bytes(r->final, b3), growth,
+                     its, ooms);
+    }
+    gt_table_print(&tb, stdout, 2);
+    printf("  (at: time since the job's first trace started, by each trace's wall clock)\n");
+    if (R->max) {
+        printf("Highest peak: %s, %s, %s above the median of the ranks' peaks (%s)\n", rank_name(R->max, n1, sizeof n1),
+               gt_fmt_bytes(R->max->peak, b1), gt_fmt_bytes_d((double)R->max->peak - R->median, b2), gt_fmt_bytes_d(R->median, b3));
+    }
+    int any = 0;
+    for (size_t i = 0; i < R->nmains; i++)
+        if (outlier(R, R->mains[i])) {
+            const struct gt_rank_file *r = R->mains[i];
+            printf("%s%s is %s (%s per iteration)", any++ ? "; " : "Growth: ", rank_name(r, n1, sizeof n1), r->verdict,
+                   r->has_slope ? gt_fmt_bytes_d(r->slope, b1) : "?");
+        }
+    if (any)
+        printf(" while most ranks are %s (gputrace growth FILE for the call sites)\n", R->majority);
+    else if (R->majority)
+        printf("Growth: every rank with a verdict is %s\n", R->majority);
+    else {
+        for (size_t i = 0; i < R->nmains; i++)
+            if (is_growing(R, R->mains[i]))
+                printf("%s%s", any++ ? ", " : "Growth: no verdict most ranks share; growing: ", rank_name(R->mains[i], n1, sizeof n1));
+        printf(any ? "\n" : "Growth: no verdict most ranks share\n");
+    }
+    any = 0;
+    for (size_t i = 0; i < R->nmains; i++) {
+        const char *why = failure(R->mains[i], fb, sizeof fb);
+        if (why)
+            printf("%s%s: %s\n", any++ ? "        " : "Failed: ", rank_name(R->mains[i], n1, sizeof n1), why);
+    }
+    if (!any)
+        printf("Failed: none\n");
+    any = 0;
+    for (int64_t k = 0; k < R->world_size; k++)
+        if (!has_rank(R, k))
+            printf("%s%lld", any++ ? ", " : "Missing (no trace given for): rank ", (long long)k);
+    if (any)
+        printf("\n");
+    for (size_t k = 0; k < R->nfiles; k++) {
+        const struct gt_rank_file *ch = &R->files[k];
+        if (ch->parent < 0)
+            continue;
+        printf("Child of %s: pid %lld (%s), peak %s, final %s\n", rank_name(&R->files[ch->parent], n2, sizeof n2),
+               (long long)ch->pid, ch->path, gt_fmt_bytes(ch->peak, b1), gt_fmt_bytes(ch->final, b2));
+    }
+    if (!o->all_iterations) {
+        if (R->niter)
+            printf("%zu iteration%s matched by index across ranks (--all-iterations lists their peaks)\n", R->niter,
+                   gt_s((long long)R->niter));
+        return;
+    }
+    struct gt_table it;
+    int ncols = (int)R->nmains + 1;
+    if (ncols > 32)
+        ncols = 32;   /* wider than any screen: --json has them all */
+    gt_table_init(&it, ncols, ~0u);
+    char **cells = gt_xcalloc((size_t)ncols, sizeof *cells);
+    for (int c = 0; c < ncols; c++)
+        cells[c] = gt_xmalloc(64);
+    snprintf(cells[0], 64, "iteration");
+    for (int c = 1; c < ncols; c++)
+        rank_name(R->mains[c - 1], cells[c], 64);
+    gt_table_row_v(&it, cells);
+    for (size_t q = 0; q < R->niter; q++) {
+        snprintf(cells[0], 64, "%lld", (long long)R->iter_index[q]);
+        for (int c = 1; c < ncols; c++) {
+            int64_t pv = gt_ranks_iter_peak(R->mains[c - 1], R->iter_index[q]);
+            snprintf(cells[c], 64, "%s", pv >= 0 ? gt_fmt_bytes(pv, b1) : "-");
+        }
+        gt_table_row_v(&it, cells);
+    }
+    printf("Peak of each iteration, rank by rank:\n");
+    gt_table_print(&it, stdout, 2);
+    for (int c = 0; c < ncols; c++)
+        free(cells[c]);
+    free(cells);
+}
+
+/* gputrace ranks */
+int gt_cmd_ranks(const struct gt_command *cmd, struct gt_args *a)
+{
+    (void)cmd;
+    const struct gt_opts *o = &a->base;
+    struct gt_ranks R;
+    int status = gt_ranks_read(&R, a->files, a->nfiles, o);
+    for (size_t i = 0; i < R.nfiles; i++)
+        if (R.files[i].code)
+            fprintf(stderr, "gputrace: %s: %s (left out)\n", R.files[i].path, R.files[i].err);
+    if (o->json) {
+        struct gt_json j;
+        gt_json_init(&j, stdout);
+        gt_ranks_json(&R, &j);
+        printf("\n");
+    } else if (R.nmains) {
+        text(&R, o);
+    }
+    gt_ranks_free(&R);
+    return status;
+}
