@@ -106,7 +106,7 @@ static void summary_line(const struct gt_writer_summary *s, char *out, size_t ca
  * A signal whose default action ends the process (signals.c installs this
  * handler for those the program left at the default) ends the trace as an
  * exit does, through the writer's own stop path, bounded: the writer writes
- * for at most SIGNAL_BUDGET_NS less a tenth and counts the rest as dropped;
+ * for at most SIGNAL_BUDGET_NS less a fifth and counts the rest as dropped;
  * then the process dies by the same signal with the default action. Here
  * only atomics, a futex wait and write(2): no lock, no malloc, no stdio. */
 #define SIGNAL_BUDGET_NS (1000 * 1000000ull)

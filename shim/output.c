@@ -1,9 +1,14 @@
 /* Where the trace goes: GPUTRACE_OUTPUT's pattern (%p pid, %h host, %r rank,
- * %% a percent sign) expanded, then created exclusively without following a
- * symlink. An existing file is never clobbered: NAME.db becomes NAME.PID.db
- * (then NAME.PID.N.db), so parent and child, or two ranks, never share one. */
+ * %% a percent sign) expanded. The file is created exclusively, without
+ * following a symlink, under a temporary name (NAME.creating-PID) and given
+ * its name only once its identity and schema are committed, so that a process
+ * killed at any moment leaves either a trace the analyzer opens or a file
+ * whose name says what happened. An existing file is never clobbered: NAME.db
+ * becomes NAME.PID.db (then NAME.PID.N.db), so parent and child, or two
+ * ranks, never share one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,14 +63,41 @@ static int try_create(const char *path)
     return 0;
 }
 
-/* Creates the trace file; 0 on success with its path in path_out, else -errno
- * with a readable reason in err. */
-int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
+static char base[4096]; /* the expanded pattern: the name the trace will get */
+
+/* Moves tmp to path unless something is there (then -EEXIST); a file system
+ * without renameat2's RENAME_NOREPLACE gets link + unlink, just as safe. */
+static int place(const char *tmp, const char *path)
 {
-    char base[4096];
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -errno;
+    if (link(tmp, path) != 0)
+        return -errno;
+    unlink(tmp);
+    return 0;
+}
+
+/* Creates the trace file under its temporary name; 0 on success with that
+ * name in tmp_out, else -errno with a readable reason in err. */
+int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
+{
     expand(gt_config.output_pattern, base, sizeof base);
+    snprintf(tmp_out, cap, "%s.creating-%d", base, getpid());
+    int rc = try_create(tmp_out);
+    if (rc != 0)
+        snprintf(err, errcap, "'%s': %s", base, rc == -ELOOP ? "a symbolic link is in the way" : strerror(-rc));
+    return rc;
+}
+
+/* Gives the committed file tmp its name: the pattern's, or when a file is
+ * there NAME.PID.db, then NAME.PID.N.db. 0 with the name in path_out, else
+ * -errno with a reason in err (the file stays at tmp). */
+int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap)
+{
     snprintf(path_out, cap, "%s", base);
-    int rc = try_create(path_out);
+    int rc = place(tmp, path_out);
     if (rc == -EEXIST) {
         size_t len = strlen(base);
         const char *ext = len > 3 && strcmp(base + len - 3, ".db") == 0 ? ".db" : "";
@@ -75,10 +107,10 @@ int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
                 snprintf(path_out, cap, "%.*s.%d%s", stem, base, getpid(), ext);
             else
                 snprintf(path_out, cap, "%.*s.%d.%d%s", stem, base, getpid(), i, ext);
-            rc = try_create(path_out);
+            rc = place(tmp, path_out);
         }
     }
     if (rc != 0)
-        snprintf(err, errcap, "'%s': %s", path_out, rc == -ELOOP ? "it is a symbolic link" : strerror(-rc));
+        snprintf(err, errcap, "'%s': %s", path_out, strerror(-rc));
     return rc;
 }

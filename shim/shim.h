@@ -276,8 +276,9 @@ int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction 
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
 void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
 
-/* output.c */
-int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);
+/* output.c: created as NAME.creating-PID, named once its schema is committed */
+int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);
+int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap);
 
 /* process.c */
 long gt_rank(void); /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK; -1 if none */

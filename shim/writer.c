@@ -50,26 +50,52 @@ static struct {
     void (*signal_stopped)(const struct gt_writer_summary *); /* lifecycle.c's, on this thread */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* A new trace: the schema and the processes row committed under the
+ * temporary name (rollback journal: nothing beside the file is named after
+ * it once committed), closed, then given its name. A process killed before
+ * the rename leaves NAME.creating-PID (the analyzer says what it is); after
+ * it, a trace that opens. */
+static bool create_file(void)
+{
+    char err[4400], tmp[4200];
+    if (gt_output_create(tmp, sizeof tmp, err, sizeof err) != 0) {
+        fprintf(stderr, "gputrace: cannot create trace file %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
+        return false;
+    }
+    snprintf(W.path, sizeof W.path, "%s", tmp);
+    if (!gt_db_open(tmp))
+        return false;
+    gt_thread_untraced();
+    if (!gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
+        !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")) {
+        fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off, the program continues\n", tmp,
+                gt_db_errmsg());
+        gt_db_close(false);
+        gt_db_clear_failure();
+        return false;
+    }
+    gt_db_close(false);
+    if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
+        fprintf(stderr, "gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
+                        "program continues\n", err, tmp);
+        return false;
+    }
+    return true;
+}
+
 /* Opens the trace file. create: a new file from the output pattern (never an
  * existing one), with the schema and the processes row; otherwise reopen
  * W.path (after a failed exec). */
 static bool open_db(bool create)
 {
-    if (create) {
-        char err[512];
-        if (gt_output_create(W.path, sizeof W.path, err, sizeof err) != 0) {
-            fprintf(stderr, "gputrace: cannot create trace file: %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
-            return false;
-        }
-    }
+    if (create && !create_file())
+        return false;
     if (!gt_db_open(W.path))
         return false;
     gt_thread_untraced();
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
         goto fail;
-    if (create ? !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
-                     !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")
-               : !gt_db_prepare())
+    if (!gt_db_prepare())
         goto fail;
     gt_events_begin(W.start_mono);
     gt_activity_begin(W.start_mono);
@@ -181,6 +207,8 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
         locked_since = 0;
         if (n) {
             waited_since = 0;
+            if (*in_txn && gt_now_ns() - *txn_start >= COMMIT_EVERY_NS)
+                commit(in_txn); /* a long drain (a fatal signal's) lands in steps, not all or nothing */
             continue;
         }
         uint64_t now = gt_now_ns();
@@ -363,7 +391,8 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
 
 /* From a fatal signal's handler (any thread but the writer; async-signal-
  * safe: atomics, clock_gettime and futex only): the writer stops as at exit,
- * writing until budget_ns minus a tenth from now, and counts the rest as
+ * writing until budget_ns minus a fifth from now (the rest of it is for the
+ * last commit), and counts the rest as
  * dropped; this waits until it is done or the budget is spent. signal_name:
  * the processes row's end_reason (a static string). True when the writer
  * finished in time. */
@@ -372,7 +401,7 @@ bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns)
     if (!W.thread_running || pthread_equal(pthread_self(), W.thread))
         return false;
     uint64_t t0 = gt_now_ns(), until = t0 + budget_ns, none = 0;
-    atomic_compare_exchange_strong(&W.deadline, &none, until - budget_ns / 10);
+    atomic_compare_exchange_strong(&W.deadline, &none, until - budget_ns / 5);
     const char *no_name = NULL;
     atomic_compare_exchange_strong(&W.signal_name, &no_name, signal_name);
     for (;;) {
