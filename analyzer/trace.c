@@ -548,10 +548,13 @@ int gt_trace_load_events(struct gt_trace *t)
     t->site_nframes = gt_xmalloc((t->nsites + 1) * sizeof *t->site_nframes);
     for (size_t i = 0; i <= t->nsites; i++)
         t->site_nframes[i] = -1;
-    if (n == 0 && !t->proc.end_reason && t->wal_missing) /* a copy of a killed trace without its -wal */
-        return fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and its "
-                    "-wal file, which holds what was written, is missing or empty; copy %s-wal together with the "
-                    "trace", t->path);
+    /* The shim commits once right after naming the trace, so its -wal is
+     * empty only for a moment: none (or an empty one) means a copy made
+     * without it, or a process killed in that moment. */
+    if (n == 0 && !t->proc.end_reason && t->wal_missing)
+        return fail(t, GT_EXIT_CORRUPT, "the trace holds no events and was not closed: its process ended (killed?) "
+                    "before writing any, or this is a copy whose -wal file, which holds what was written, is missing "
+                    "(copy %s-wal together with the trace)", t->path);
     if (n == 0 && !t->proc.end_reason)
         return fail(t, GT_EXIT_EMPTY, "empty trace: its process ended (killed?) before its first events were written");
     if (n == 0)

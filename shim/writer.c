@@ -51,8 +51,8 @@ static struct {
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* A new trace: the schema and the processes row committed under the
- * temporary name (rollback journal: nothing beside the file is named after
- * it once committed), closed, then given its name. A process killed before
+ * temporary name and closed (the close checkpoints and removes its -wal:
+ * nothing beside the file is named after it), then given its name. A process killed before
  * the rename leaves NAME.creating-PID (the analyzer says what it is); after
  * it, a trace that opens. */
 static bool create_file(void)
@@ -66,7 +66,9 @@ static bool create_file(void)
     if (!gt_db_open(tmp))
         return false;
     gt_thread_untraced();
-    if (!gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
+    /* WAL from the start: named, the file needs no journal write to switch
+     * (a kill during that would leave a hot journal a reader cannot roll back) */
+    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
         !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")) {
         fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off, the program continues\n", tmp,
                 gt_db_errmsg());
@@ -94,6 +96,11 @@ static bool open_db(bool create)
         return false;
     gt_thread_untraced();
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
+        goto fail;
+    /* A first commit at once: from now on the trace's -wal is not empty
+     * while it is open, so a reader that finds none (or an empty one) can
+     * tell a copy made without it, unless the process died in this moment. */
+    if (create && !gt_db_exec("BEGIN IMMEDIATE; UPDATE processes SET id = id; COMMIT"))
         goto fail;
     if (!gt_db_prepare())
         goto fail;
