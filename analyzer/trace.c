@@ -27,10 +27,37 @@ static int fail(struct gt_trace *t, int code, const char *fmt, ...)
     return code;
 }
 
+/* SQLite's message as one short line: a hostile or damaged schema puts its
+ * own SQL text (newlines, any length) into messages such as "malformed
+ * database schema (x) - unrecognized token: ...". */
+static const char *one_line(const char *msg, char *out, size_t cap)
+{
+    size_t o = 0, limit = cap < 164 ? cap : 164;
+    const char *p = msg;
+    for (; *p && o + 4 < limit; p++) {
+        char c = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
+        if (c == ' ' && o && out[o - 1] == ' ')
+            continue;
+        out[o++] = c;
+    }
+    if (*p) { /* cut: say so, and never leave half a UTF-8 character */
+        while (o && ((unsigned char)out[o - 1] & 0xc0) == 0x80)
+            o--;
+        if (o && (unsigned char)out[o - 1] >= 0xc0)
+            o--;
+        memcpy(out + o, "...", 4);
+    } else {
+        out[o] = 0;
+    }
+    return out;
+}
+
 /* Maps a SQLite error (rc, its message) met while doing `what` to an exit
  * status and a message saying what to do. */
-static int sql_fail_msg(struct gt_trace *t, int rc, const char *msg, const char *what)
+static int sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what)
 {
+    char line[164];
+    const char *msg = one_line(raw, line, sizeof line);
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,27 @@ static struct {
     void (*signal_stopped)(const struct gt_writer_summary *); /* lifecycle.c's, on this thread */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* The one line for a trace file that could not be initialised: SQLite's
+ * reason, or the file beside it that is a link (a planted -shm, -wal or
+ * -journal: SQLite refuses to follow it, and says only "unable to open"). */
+static void init_failed(const char *path)
+{
+    const char *why = gt_db_errmsg();
+    char beside[4300], what[64] = "";
+    for (int i = 0; i < 3 && !what[0]; i++) {
+        const char *sfx = (const char *[]){"-shm", "-wal", "-journal"}[i];
+        struct stat st;
+        snprintf(beside, sizeof beside, "%s%s", path, sfx);
+        if (lstat(beside, &st) == 0 && S_ISLNK(st.st_mode))
+            snprintf(what, sizeof what, "its %s file is a symbolic link (never followed)", sfx);
+    }
+    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off (the file holds no events), the "
+                    "program continues\n", path, what[0] ? what : why);
+    gt_db_close(false);
+    gt_db_clear_failure();
+    gt_db_initialising(false);
+}
+
 /* A new trace: the schema and the processes row committed under the
  * temporary name and closed (the close checkpoints and removes its -wal:
  * nothing beside the file is named after it), then given its name. A process killed before
@@ -65,18 +87,17 @@ static bool create_file(void)
     snprintf(W.path, sizeof W.path, "%s", tmp);
     if (!gt_db_open(tmp))
         return false;
+    gt_db_initialising(true);
     gt_thread_untraced();
     /* WAL from the start: named, the file needs no journal write to switch
      * (a kill during that would leave a hot journal a reader cannot roll back) */
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
         !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")) {
-        fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off, the program continues\n", tmp,
-                gt_db_errmsg());
-        gt_db_close(false);
-        gt_db_clear_failure();
+        init_failed(tmp);
         return false;
     }
     gt_db_close(false);
+    gt_db_initialising(false);
     if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
         fprintf(stderr, "gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
                         "program continues\n", err, tmp);
@@ -94,6 +115,7 @@ static bool open_db(bool create)
         return false;
     if (!gt_db_open(W.path))
         return false;
+    gt_db_initialising(true);
     gt_thread_untraced();
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
         goto fail;
@@ -106,14 +128,12 @@ static bool open_db(bool create)
         goto fail;
     gt_events_begin(W.start_mono);
     gt_activity_begin(W.start_mono);
+    gt_db_initialising(false);
     if (!create)
         gt_process_reopen();
     return true;
 fail:
-    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off, the program continues\n", W.path,
-            gt_db_errmsg());
-    gt_db_close(false);
-    gt_db_clear_failure();
+    init_failed(W.path);
     return false;
 }
 
