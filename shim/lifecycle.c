@@ -154,15 +154,22 @@ static void start_trace(void)
     atomic_store(&trace_pid, getpid());
     gt_config_warn(); /* bad GPUTRACE_* values: said by the process that traces, not by every child */
     gt_libc_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
-    if (!gt_queue_init(gt_config.queue_events) || !gt_stacks_init()) {
-        fprintf(stderr, "gputrace: out of memory for the event queue; tracing is off, the program continues\n");
+    /* What the shim cannot get it gives back, whole: the program's next
+     * call must find the memory it would have found without us. Nothing
+     * records while STARTING, so nothing uses what is given back. */
+    bool queue = gt_queue_init(gt_config.queue_events), stacks = queue && gt_stacks_init();
+    if (!stacks || !gt_writer_start(writer_open_failed, signal_stopped)) {
+        if (!stacks)
+            fprintf(stderr, "gputrace: out of memory for the event queue (%u events) or the stack set; tracing is "
+                            "off, the program continues\n", gt_config.queue_events);
+        gt_stacks_discard();
+        gt_queue_discard();
         atomic_store(&gt_state, GT_FAILED);
         return;
     }
-    atomic_store(&gt_state, GT_ACTIVE);
-    if (!gt_writer_start(writer_open_failed, signal_stopped)) {
-        atomic_store(&gt_state, GT_FAILED);
-    } else {
+    /* the writer may have failed already (open_failed: FAILED); else ACTIVE */
+    expected = GT_STARTING;
+    if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE)) {
         gt_ranges_trace_started();
         gt_signals_install(on_fatal_signal);
     }
