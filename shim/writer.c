@@ -253,22 +253,26 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
     pthread_mutex_unlock(&W.sql_mu);
 }
 
+/* The futex first: a signal handler waits on it, and the thread it
+ * interrupted may hold W.mu. */
 static void signal_done(void)
 {
+    atomic_store(&W.finished, 1);
+    syscall(SYS_futex, &W.finished, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
     pthread_mutex_lock(&W.mu);
     W.stop_done = true;
     pthread_cond_broadcast(&W.done);
     pthread_mutex_unlock(&W.mu);
-    atomic_store(&W.finished, 1);
-    syscall(SYS_futex, &W.finished, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
 }
 
 static bool stop_requested(void)
 {
+    if (atomic_load(&W.signal_name)) /* without W.mu: the signalled thread may hold it */
+        return true;
     pthread_mutex_lock(&W.mu);
     bool stop = W.stop_req;
     pthread_mutex_unlock(&W.mu);
-    return stop || atomic_load(&W.signal_name) != NULL;
+    return stop;
 }
 
 static void *writer_main(void *arg)

@@ -109,6 +109,28 @@ class FatalSignalTest(SignalTest):
         self.assertEqual((dropped, reason), (0, 'signal SIGINT'))
 
 
+    def test_a_fork_child_dies_by_its_signal_and_finishes_only_its_own_trace(self):
+        code = ('import ctypes, os, signal, sys\n'
+                'rt = ctypes.CDLL("libcudart.so.13"); p = ctypes.c_void_p()\n'
+                'rt.cudaMalloc(ctypes.byref(p), 4096)\n'
+                'pid = os.fork()\n'
+                'if pid == 0:\n'
+                '    if sys.argv[1] == "cuda": rt.cudaMalloc(ctypes.byref(p), 4096)\n'
+                '    os.kill(os.getpid(), signal.SIGTERM)\n'
+                '    os._exit(9)\n'
+                'print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n')
+        for child in ('nocuda', 'cuda'):
+            with self.subTest(child):
+                for f in os.listdir(self.dir):
+                    os.unlink(os.path.join(self.dir, f))
+                bare, traced, db = self.both([sys.executable, '-c', code, child])
+                self.assertEqual(bare.stdout, 'child -15\n', bare.stderr)
+                self.assertEqual((traced.returncode, traced.stdout), (0, bare.stdout), traced.stderr)
+                ends = sorted(query(os.path.join(self.dir, f), 'SELECT end_reason, events_recorded FROM processes')[0]
+                              for f in os.listdir(self.dir) if f.endswith('.db'))
+                self.assertEqual(ends, [('exit', 1), ('signal SIGTERM', 1)] if child == 'cuda' else [('exit', 1)])
+
+
 class ProgramHandlersTest(SignalTest):
     def test_programs_own_sigterm_handler_runs_as_without_the_shim(self):
         for option in ('handler-before', 'handler-after', 'signal-after'):
