@@ -4,7 +4,10 @@
  * read past the end of a mapped file), run (no signal: return 0, after a
  * kill(SIGTERM) of itself, for a SIGTERM that is ignored) or forever
  * (allocates until killed, printing the count every 1024 allocations for
- * tests/test_signals.py's SIGKILL test). Options in argv[3...]:
+ * tests/test_signals.py's SIGKILL test), or worker-term (a second thread
+ * allocates and frees, counting its completed calls in the file argv[2]
+ * (8 bytes), until the main thread sends it SIGTERM after argv[3] us: the
+ * signal lands anywhere in a hook). Options in argv[3...]:
  *   handler-before / handler-after: a SIGTERM handler of the program's own,
  *     installed before the first CUDA call or after it, that writes
  *     "handled\n" and _exit(3)s;
@@ -13,6 +16,7 @@
  * the first CUDA call, so a test can see the shim does not show through. */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,10 +55,47 @@ static const char *disposition(int sig)
 }
 
 static volatile int zero = 0;
+static volatile uint64_t *calls;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        void *p;
+        if (cudaMalloc(&p, 4096) != cudaSuccess)
+            _exit(1);
+        (*calls)++;
+        if (cudaFree(p) != cudaSuccess)
+            _exit(1);
+        (*calls)++;
+    }
+    return NULL;
+}
+
+/* worker-term: see the header. */
+static int worker_term(const char *count_path, long delay_us)
+{
+    int fd = open(count_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, 8) != 0)
+        return 2;
+    calls = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (calls == MAP_FAILED)
+        return 2;
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    while (*calls < 1000) /* the trace runs */
+        usleep(100);
+    usleep((useconds_t)delay_us);
+    pthread_kill(t, SIGTERM);
+    for (;;)
+        pause();
+}
 
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "run";
+    if (!strcmp(how, "worker-term") && argc > 3)
+        return worker_term(argv[2], atol(argv[3]));
     long n = argc > 2 ? atol(argv[2]) : 1000;
     int options = 0;
     for (int i = 3; i < argc; i++)
