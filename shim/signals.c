@@ -110,18 +110,21 @@ int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction 
     }
     if (!atomic_load_explicit(&S.installed, memory_order_acquire) || slot_of(sig) < 0)
         return real(sig, act, old);
+    struct sigaction want; /* act may be old itself */
+    if (act)
+        want = *act;
     sigset_t mask;
     lock(&mask);
     int rc = 0;
     if (act) {
-        struct sigaction e = effective(act);
+        struct sigaction e = effective(&want);
         rc = real(sig, &e, NULL);
     }
     if (rc == 0) {
         if (old)
             *old = S.view[sig];
         if (act)
-            S.view[sig] = *act;
+            S.view[sig] = want;
     }
     int err = errno;
     unlock(&mask);
