@@ -332,10 +332,13 @@ static void *writer_main(void *arg)
     const char *sig = atomic_load(&W.signal_name);
     gt_process_end(gt_now_ns() - W.start_mono, sig ? sig : W.stop_reason);
     commit(&in_txn);
-    /* The one-file conversion (a checkpoint) only if the time allows: else
-     * the trace stays complete in WAL mode, its -wal beside it. */
+    /* At a fatal signal, the one-file conversion (a checkpoint) only if the
+     * time allows; else the connection is left open (closing it would
+     * checkpoint too): the process is about to die, and the trace is
+     * complete in WAL mode, its -wal beside it. */
     uint64_t d = atomic_load(&W.deadline);
-    gt_db_close(!d || gt_now_ns() + CHECKPOINT_NEEDS_NS < d); /* resumed after exec: WAL again */
+    if (!d || gt_now_ns() + CHECKPOINT_NEEDS_NS < d)
+        gt_db_close(true); /* resumed after exec: WAL again */
     pthread_mutex_unlock(&W.sql_mu);
     if (sig && W.signal_stopped) {
         struct gt_writer_summary s;
