@@ -51,14 +51,18 @@ static void expand(const char *pat, char *out, size_t cap)
     out[o] = 0;
 }
 
+static struct stat created; /* the file try_create made */
+
 static int try_create(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) == 0)
+    if (fstat(fd, &st) == 0) {
         gt_vfs_expect(st.st_dev, st.st_ino); /* SQLite must open exactly this file (vfs.c) */
+        created = st;
+    }
     close(fd);
     return 0;
 }
@@ -89,6 +93,23 @@ int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
     if (rc != 0)
         snprintf(err, errcap, "'%s': %s", base, rc == -ELOOP ? "a symbolic link is in the way" : strerror(-rc));
     return rc;
+}
+
+/* The temporary file could not be initialised: removed, with what SQLite
+ * left beside it, if it is still the file created (never another put at its
+ * name). True when nothing of ours is left. */
+bool gt_output_discard(const char *tmp)
+{
+    struct stat st;
+    if (lstat(tmp, &st) != 0 || st.st_dev != created.st_dev || st.st_ino != created.st_ino)
+        return false;
+    for (int i = 0; i < 3; i++) {
+        char side[4200];
+        snprintf(side, sizeof side, "%s%s", tmp, (const char *[]){"-journal", "-wal", "-shm"}[i]);
+        if (lstat(side, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+            unlink(side); /* empty: SQLite's, never any data of anyone's */
+    }
+    return unlink(tmp) == 0;
 }
 
 /* Gives the committed file tmp its name: the pattern's, or when a file is

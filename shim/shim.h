@@ -279,6 +279,7 @@ void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default 
 /* output.c: created as NAME.creating-PID, named once its schema is committed */
 int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);
 int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap);
+bool gt_output_discard(const char *tmp); /* could not be initialised: removed if still ours */
 
 /* process.c */
 long gt_rank(void); /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK; -1 if none */

@@ -54,7 +54,7 @@ static struct {
 /* The one line for a trace file that could not be initialised: SQLite's
  * reason, or the file beside it that is a link (a planted -shm, -wal or
  * -journal: SQLite refuses to follow it, and says only "unable to open"). */
-static void init_failed(const char *path)
+static void init_failed(const char *path, bool temporary)
 {
     const char *why = gt_db_errmsg();
     char beside[4300], what[64] = "";
@@ -65,11 +65,14 @@ static void init_failed(const char *path)
         if (lstat(beside, &st) == 0 && S_ISLNK(st.st_mode))
             snprintf(what, sizeof what, "its %s file is a symbolic link (never followed)", sfx);
     }
-    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off (the file holds no events), the "
-                    "program continues\n", path, what[0] ? what : why);
+    char reason[4400];
+    snprintf(reason, sizeof reason, "%s", what[0] ? what : why); /* the close below may change SQLite's message */
     gt_db_close(false);
     gt_db_clear_failure();
     gt_db_initialising(false);
+    bool removed = temporary && gt_output_discard(path);
+    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off (%s), the program continues\n",
+            path, reason, removed ? "the file was removed" : "the file holds no events");
 }
 
 /* A new trace: the schema and the processes row committed under the
@@ -85,15 +88,18 @@ static bool create_file(void)
         return false;
     }
     snprintf(W.path, sizeof W.path, "%s", tmp);
-    if (!gt_db_open(tmp))
+    if (!gt_db_open(tmp)) {
+        gt_output_discard(tmp);
         return false;
+    }
     gt_db_initialising(true);
     gt_thread_untraced();
     /* WAL from the start: named, the file needs no journal write to switch
      * (a kill during that would leave a hot journal a reader cannot roll back) */
-    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
-        !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")) {
-        init_failed(tmp);
+    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") ||
+        !gt_db_exec(gt_schema_sql) || !gt_db_prepare() || !gt_process_row(W.start_unix, W.start_mono) ||
+        !gt_db_exec("COMMIT")) {
+        init_failed(tmp, true);
         return false;
     }
     gt_db_close(false);
@@ -133,7 +139,7 @@ static bool open_db(bool create)
         gt_process_reopen();
     return true;
 fail:
-    init_failed(W.path);
+    init_failed(W.path, false);
     return false;
 }
 

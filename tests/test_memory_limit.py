@@ -2,6 +2,7 @@
 never takes the program's memory: when it cannot get its own (queue, stack
 set, writer thread, SQLite) it turns itself off with one stderr line and the
 program runs as without it."""
+import os
 import resource
 
 from gtlib import SHIM, TraceTest, base_env, prog, run
@@ -39,6 +40,8 @@ class MemoryLimitTest(TraceTest):
                 else:
                     self.assertIn('tracing is off', lines[0])
                     self.assertIn('the program continues', lines[0])
+                    left = [f for f in os.listdir(self.dir) if f.startswith('t%d.db' % kib)]
+                    self.assertEqual(left, [], 'a trace that could not start left files behind')
                     turned_off += 1
         self.assertGreater(turned_off, 0, 'the shim never ran short: the test proves nothing')
         self.assertGreater(traced, 0, 'the shim never traced: the limits are all too low')
