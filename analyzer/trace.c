@@ -4,6 +4,7 @@
  * SQLite error is turned into one of the documented exit statuses here. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,37 @@ static int fail(struct gt_trace *t, int code, const char *fmt, ...)
     return code;
 }
 
+/* SQLite's message as one short line: a hostile or damaged schema puts its
+ * own SQL text (newlines, any length) into messages such as "malformed
+ * database schema (x) - unrecognized token: ...". */
+static const char *one_line(const char *msg, char *out, size_t cap)
+{
+    size_t o = 0, limit = cap < 164 ? cap : 164;
+    const char *p = msg;
+    for (; *p && o + 4 < limit; p++) {
+        char c = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
+        if (c == ' ' && o && out[o - 1] == ' ')
+            continue;
+        out[o++] = c;
+    }
+    if (*p) { /* cut: say so, and never leave half a UTF-8 character */
+        while (o && ((unsigned char)out[o - 1] & 0xc0) == 0x80)
+            o--;
+        if (o && (unsigned char)out[o - 1] >= 0xc0)
+            o--;
+        memcpy(out + o, "...", 4);
+    } else {
+        out[o] = 0;
+    }
+    return out;
+}
+
 /* Maps a SQLite error (rc, its message) met while doing `what` to an exit
  * status and a message saying what to do. */
-static int sql_fail_msg(struct gt_trace *t, int rc, const char *msg, const char *what)
+static int sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what)
 {
+    char line[164];
+    const char *msg = one_line(raw, line, sizeof line);
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -59,6 +87,22 @@ static uint32_t be32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* The shim creates a trace as NAME.creating-PID and names it NAME once its
+ * schema is committed: a process killed in between leaves that file, which
+ * holds no event (and, if killed mid-transaction, its -journal). The pid in
+ * such a name (path ends in .creating-PID or .creating-PID-journal), or 0. */
+static long creating_pid(const char *path)
+{
+    const char *m = strstr(path, ".creating-");
+    while (m && strstr(m + 1, ".creating-"))
+        m = strstr(m + 1, ".creating-");
+    if (!m || !m[10])
+        return 0;
+    char *end;
+    long pid = strtol(m + 10, &end, 10);
+    return (*end == 0 || strcmp(end, "-journal") == 0) && pid > 0 ? pid : 0;
+}
+
 /* Checks the file before SQLite sees it: present, regular, readable, a SQLite
  * header, and not shorter than the size its header records. SQLite itself
  * reads a truncated file without complaint until it touches a missing page,
@@ -66,9 +110,24 @@ static uint32_t be32(const unsigned char *p)
 static int check_file(struct gt_trace *t, const char *path)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
-        return fail(t, GT_EXIT_MISSING, errno == ENOENT ? "no such file; give the path of a trace written by libgputrace.so (GPUTRACE_OUTPUT)"
-                                                        : "cannot access the file (%s)", strerror(errno));
+    long pid = creating_pid(path);
+    if (pid && stat(path, &st) == 0)
+        return fail(t, GT_EXIT_EMPTY, "an unfinished trace file, with no events: its process (pid %ld) ended (killed?) "
+                    "while creating it, before the first events were written; delete it", pid);
+    if (stat(path, &st) != 0) {
+        int err = errno;
+        char pattern[4200];
+        glob_t g;
+        snprintf(pattern, sizeof pattern, "%s.creating-*", path);
+        if (err == ENOENT && glob(pattern, 0, NULL, &g) == 0) { /* sorted: NAME.creating-PID before its -journal */
+            fail(t, GT_EXIT_MISSING, "no such file, but %s is there: the traced process ended (killed?) while creating "
+                 "the trace, before the first events were written; delete it", g.gl_pathv[0]);
+            globfree(&g);
+            return GT_EXIT_MISSING;
+        }
+        return fail(t, GT_EXIT_MISSING, err == ENOENT ? "no such file; give the path of a trace written by libgputrace.so (GPUTRACE_OUTPUT)"
+                                                      : "cannot access the file (%s)", strerror(err));
+    }
     if (S_ISDIR(st.st_mode))
         return fail(t, GT_EXIT_MISSING, "is a directory, not a trace file");
     if (!S_ISREG(st.st_mode))
@@ -521,6 +580,15 @@ int gt_trace_load_events(struct gt_trace *t)
     t->site_nframes = gt_xmalloc((t->nsites + 1) * sizeof *t->site_nframes);
     for (size_t i = 0; i <= t->nsites; i++)
         t->site_nframes[i] = -1;
+    /* The shim commits once right after naming the trace, so its -wal is
+     * empty only for a moment: none (or an empty one) means a copy made
+     * without it, or a process killed in that moment. */
+    if (n == 0 && !t->proc.end_reason && t->wal_missing)
+        return fail(t, GT_EXIT_CORRUPT, "the trace holds no events and was not closed: its process ended (killed?) "
+                    "before writing any, or this is a copy whose -wal file, which holds what was written, is missing "
+                    "(copy %s-wal together with the trace)", t->path);
+    if (n == 0 && !t->proc.end_reason)
+        return fail(t, GT_EXIT_EMPTY, "empty trace: its process ended (killed?) before its first events were written");
     if (n == 0)
         return fail(t, GT_EXIT_EMPTY, "empty trace: no CUDA allocation calls were recorded; did the program use the GPU through a library that libgputrace.so can see (see the README)?");
     return GT_EXIT_OK;

@@ -23,7 +23,7 @@ CREATE TABLE processes (
   start_unix_ns   INTEGER NOT NULL,   -- wall clock when the trace started
   start_mono_ns   INTEGER NOT NULL,   -- CLOCK_MONOTONIC when the trace started (time 0 of t_ns)
   end_ns          INTEGER,            -- last flush, relative; NULL if the process was killed first
-  end_reason      TEXT,               -- exit | _exit | exec | fork-child | NULL (killed)
+  end_reason      TEXT,               -- exit | _exit | exec | fork-child | signal SIGTERM (a fatal signal: its name) | NULL (killed)
   library_version TEXT NOT NULL,
   schema_version  INTEGER NOT NULL,
   stack_depth     INTEGER NOT NULL,   -- GPUTRACE_STACK_DEPTH in force (0 = no stacks)

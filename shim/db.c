@@ -28,6 +28,7 @@ static struct {
     const char *path;
     sqlite3_stmt *st[GT_ST_COUNT];
     bool failed;
+    bool initialising; /* a failure is the writer's one "cannot initialise" line, not ours */
 } D;
 
 /* The failure policy's one line. */
@@ -36,6 +37,8 @@ static void fail(const char *what)
     if (D.failed)
         return;
     D.failed = true;
+    if (D.initialising)
+        return;
     if (gt_vfs_file_swapped())
         fprintf(stderr, "gputrace: a file beside trace %s (its -wal or -journal) is a link or was replaced; nothing "
                         "was written to it, tracing stopped, the program continues\n", D.path);
@@ -44,7 +47,7 @@ static void fail(const char *what)
                         "stopped so that nothing is written into the program's files (%s is incomplete), the "
                         "program continues\n", D.path);
     else
-        fprintf(stderr, "gputrace: writing trace %s failed (%s: %s); further events are counted as dropped, the "
+        fprintf(stderr, "gputrace: writing trace %s failed (%.40s: %s); further events are counted as dropped, the "
                         "program continues\n", D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
 }
 
@@ -173,6 +176,13 @@ void gt_db_close(bool finished)
     if (sqlite3_close(D.db) != SQLITE_OK && finished)
         fail("close");
     D.db = NULL;
+}
+
+/* While on, a failure marks the file failed but says nothing: the writer
+ * says in one line that the file could not be initialised, and why. */
+void gt_db_initialising(bool on)
+{
+    D.initialising = on;
 }
 
 void gt_db_forget(void)

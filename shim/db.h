@@ -108,6 +108,7 @@ void gt_db_close(bool finished);     /* finalize, (rollback journal again,) clos
 void gt_db_forget(void);             /* fork child: the parent's connection is abandoned, never closed */
 bool gt_db_failed(void);             /* a write failed since the file was opened */
 void gt_db_clear_failure(void);      /* the file could not be initialised: tracing is off anyway */
+void gt_db_initialising(bool on);    /* failures meanwhile are said by the writer, once */
 const char *gt_db_errmsg(void);
 int64_t gt_db_last_rowid(void);
 

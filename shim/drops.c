@@ -15,9 +15,12 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_WRITE_FAILED] = {"write_failed", true,
         "event not written: writing the trace file failed (a stderr line said why)"},
     [GT_DROP_NOT_WRITTEN] = {"activity_not_written", false,
-        "range, mark, iteration, note, device, sample or CUPTI record not written: writing the trace file failed"},
+        "range, mark, iteration, note, device, sample or CUPTI record not written: writing the trace file failed, "
+        "or the process was ending by a fatal signal and the time allowed ran out"},
     [GT_DROP_CUPTI_RECORDS] = {"cupti_records", false,
         "CUPTI activity records lost inside CUPTI (it had no buffer for them)"},
+    [GT_DROP_UNWRITTEN_AT_SIGNAL] = {"unwritten_at_signal", true,
+        "event not written: the process was ending by a fatal signal and the time allowed for writing (1 s) ran out"},
 };
 
 void gt_drop(enum gt_drop_reason r)

@@ -1,10 +1,13 @@
 /* Ways out of the process image that skip destructors: _exit/_Exit (Python's
- * os._exit) and the exec family. Each ends the trace first; an exec that
+ * os._exit) and the exec family; and sigaction/signal, through which the
+ * program sees its own signal dispositions while the shim catches fatal
+ * signals (signals.c). Each ends the trace first; an exec that
  * fails resumes it. Only the process that owns the trace does either: a
  * vfork() child (CPython's subprocess starts every child so) runs these hooks
  * in its parent's memory and must leave the parent's trace alone.
  * Cost for untraced processes: one atomic load. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -40,6 +43,19 @@ GT_EXPORT void _Exit(int status)
         gt_stop("_exit");
     real__Exit(status);
     __builtin_unreachable();
+}
+
+GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return gt_signals_sigaction(sig, act, old);
+}
+
+GT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+    REAL(signal);
+    if (!gt_signals_watching(sig))
+        return real_signal(sig, handler);
+    return gt_signals_signal(sig, handler);
 }
 
 /* Before exec: finish the trace; if exec returns it failed, so resume. */

@@ -5,6 +5,7 @@
  * the child starts a trace of its own only if it calls CUDA itself. Each
  * transition fans out to the modules' own start/stop/fork functions; none of
  * them calls back here. gt_state is written here and nowhere else. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -76,6 +77,70 @@ static void writer_open_failed(void)
     atomic_store(&gt_state, GT_FAILED);
 }
 
+static void human(uint64_t b, char *out, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+}
+
+/* The summary line on stderr when a trace ends. */
+static void summary_line(const struct gt_writer_summary *s, char *out, size_t cap)
+{
+    char peak[32], pool[48] = "";
+    human(s->peak_device, peak, sizeof peak);
+    if (s->peak_pool) { /* stream-ordered allocations (cudaMallocAsync) are a level of their own */
+        memcpy(pool, ", pool ", 8);
+        human(s->peak_pool, pool + 7, sizeof pool - 7);
+    }
+    snprintf(out, cap, "gputrace: wrote %s (%llu events, %llu dropped, peak device memory %s%s)\n", s->path,
+             (unsigned long long)s->events, (unsigned long long)s->dropped, peak, pool);
+}
+
+/* ---- fatal signals --------------------------------------------------------
+ * A signal whose default action ends the process (signals.c installs this
+ * handler for those the program left at the default) ends the trace as an
+ * exit does, through the writer's own stop path, bounded: the writer writes
+ * for at most SIGNAL_BUDGET_NS less a fifth and counts the rest as dropped;
+ * then the process dies by the same signal with the default action. Here
+ * only atomics, a futex wait and write(2): no lock, no malloc, no stdio. */
+#define SIGNAL_BUDGET_NS (1000 * 1000000ull)
+
+static char signal_summary[4400]; /* formatted by the writer thread, written by the handler */
+static _Atomic size_t signal_summary_len;
+
+static void signal_stopped(const struct gt_writer_summary *s)
+{
+    if (gt_runlog_wrote(s) || gt_config.quiet) /* writer thread: the run log's write is no handler's */
+        return;
+    summary_line(s, signal_summary, sizeof signal_summary);
+    atomic_store(&signal_summary_len, strlen(signal_summary));
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    if (gt_owns_trace()) { /* not a vfork child, nor a fork child before its own trace */
+        int expected = GT_ACTIVE;
+        /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
+        if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
+            if (gt_writer_stop_from_signal(gt_signals_end_reason(sig), SIGNAL_BUDGET_NS)) {
+                size_t n = atomic_exchange(&signal_summary_len, 0);
+                if (n && write(STDERR_FILENO, signal_summary, n) < 0)
+                    n = 0;
+            }
+        }
+    }
+    errno = saved;
+    gt_signals_die(sig, info);
+}
+
 /* First hooked call (inside a hook, re-entry guard held): one thread starts
  * the trace, any other that arrives meanwhile waits for it. */
 static void start_trace(void)
@@ -89,16 +154,25 @@ static void start_trace(void)
     atomic_store(&trace_pid, getpid());
     gt_config_warn(); /* bad GPUTRACE_* values: said by the process that traces, not by every child */
     gt_libc_hooks_resolve(); /* so a vfork child's exec or _exit only reads them */
-    if (!gt_queue_init(gt_config.queue_events) || !gt_stacks_init()) {
-        fprintf(stderr, "gputrace: out of memory for the event queue; tracing is off, the program continues\n");
+    /* What the shim cannot get it gives back, whole: the program's next
+     * call must find the memory it would have found without us. Nothing
+     * records while STARTING, so nothing uses what is given back. */
+    bool queue = gt_queue_init(gt_config.queue_events), stacks = queue && gt_stacks_init();
+    if (!stacks || !gt_writer_start(writer_open_failed, signal_stopped)) {
+        if (!stacks)
+            fprintf(stderr, "gputrace: out of memory for the event queue (%u events) or the stack set; tracing is "
+                            "off, the program continues\n", gt_config.queue_events);
+        gt_stacks_discard();
+        gt_queue_discard();
         atomic_store(&gt_state, GT_FAILED);
         return;
     }
-    atomic_store(&gt_state, GT_ACTIVE);
-    if (!gt_writer_start(writer_open_failed))
-        atomic_store(&gt_state, GT_FAILED);
-    else
+    /* the writer may have failed already (open_failed: FAILED); else ACTIVE */
+    expected = GT_STARTING;
+    if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE)) {
         gt_ranges_trace_started();
+        gt_signals_install(on_fatal_signal);
+    }
 }
 
 /* The first successful call means the program has initialised CUDA: from
@@ -123,18 +197,6 @@ void gt_start_lazily(enum gt_start what)
         cuda_became_ready();
 }
 
-static void human(uint64_t b, char *out, size_t cap)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
-    }
-    snprintf(out, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
-}
-
 /* Ends the trace: no event is recorded after this; the writer drains what is
  * queued and closes the file. reason: exit | _exit | exec. */
 static void stop(const char *reason, bool may_resume)
@@ -152,14 +214,9 @@ static void stop(const char *reason, bool may_resume)
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
     /* under `gputrace run` the launcher says it, in one line for every process */
     if (ok && !gt_runlog_wrote(&s) && !gt_config.quiet) {
-        char peak[32], pool[48] = "";
-        human(s.peak_device, peak, sizeof peak);
-        if (s.peak_pool) { /* stream-ordered allocations (cudaMallocAsync) are a level of their own */
-            memcpy(pool, ", pool ", 8);
-            human(s.peak_pool, pool + 7, sizeof pool - 7);
-        }
-        fprintf(stderr, "gputrace: wrote %s (%llu events, %llu dropped, peak device memory %s%s)\n", s.path,
-                (unsigned long long)s.events, (unsigned long long)s.dropped, peak, pool);
+        char line[4400];
+        summary_line(&s, line, sizeof line);
+        fputs(line, stderr);
     }
 }
 

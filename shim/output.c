@@ -1,9 +1,12 @@
 /* Where the trace goes: GPUTRACE_OUTPUT's pattern (%p pid, %h host, %r rank,
- * %% a percent sign) expanded, then created exclusively without following a
- * symlink. A directory (existing, or a path ending in '/') holds the trace
- * under the default name. An existing file is never clobbered: NAME.db
- * becomes NAME.PID.db (then NAME.PID.N.db), so parent and child, or two ranks,
- * never share one. */
+ * %% a percent sign) expanded. The file is created exclusively, without
+ * following a symlink, under a temporary name (NAME.creating-PID) and given
+ * its name only once its identity and schema are committed, so that a process
+ * killed at any moment leaves either a trace the analyzer opens or a file
+ * whose name says what happened. A directory (existing, or a path ending in
+ * '/') holds the trace under the default name. An existing file is never
+ * clobbered: NAME.db becomes NAME.PID.db (then NAME.PID.N.db), so parent and
+ * child, or two ranks, never share one. */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -67,23 +70,42 @@ static void expand(const char *pat, char *out, size_t cap)
     out[o] = 0;
 }
 
+static struct stat created; /* the file try_create made */
+
 static int try_create(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) == 0)
+    if (fstat(fd, &st) == 0) {
         gt_vfs_expect(st.st_dev, st.st_ino); /* SQLite must open exactly this file (vfs.c) */
+        created = st;
+    }
     close(fd);
     return 0;
 }
 
-/* Creates the trace file; 0 on success with its path in path_out, else -errno
- * with a readable reason in err. */
-int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
+static char base[4096]; /* the expanded pattern: the name the trace will get */
+
+/* Moves tmp to path unless something is there (then -EEXIST); a file system
+ * without renameat2's RENAME_NOREPLACE gets link + unlink, just as safe. */
+static int place(const char *tmp, const char *path)
 {
-    char base[4096];
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -errno;
+    if (link(tmp, path) != 0)
+        return -errno;
+    unlink(tmp);
+    return 0;
+}
+
+/* Creates the trace file under its temporary name; 0 on success with that
+ * name in tmp_out, else -errno with a readable reason in err. */
+int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
+{
     expand(gt_config.output_pattern, base, sizeof base);
     size_t n = strlen(base);
     struct stat st;
@@ -92,8 +114,37 @@ int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
         expand(GT_OUTPUT_DEFAULT, name, sizeof name);
         snprintf(base + n, sizeof base - n, "%s%s", base[n - 1] == '/' ? "" : "/", name);
     }
+    snprintf(tmp_out, cap, "%s.creating-%d", base, getpid());
+    int rc = try_create(tmp_out);
+    if (rc != 0)
+        snprintf(err, errcap, "'%s': %s", base, rc == -ELOOP ? "a symbolic link is in the way" : strerror(-rc));
+    return rc;
+}
+
+/* The temporary file could not be initialised: removed, with what SQLite
+ * left beside it, if it is still the file created (never another put at its
+ * name). True when nothing of ours is left. */
+bool gt_output_discard(const char *tmp)
+{
+    struct stat st;
+    if (lstat(tmp, &st) != 0 || st.st_dev != created.st_dev || st.st_ino != created.st_ino)
+        return false;
+    for (int i = 0; i < 3; i++) {
+        char side[4200];
+        snprintf(side, sizeof side, "%s%s", tmp, (const char *[]){"-journal", "-wal", "-shm"}[i]);
+        if (lstat(side, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+            unlink(side); /* empty: SQLite's, never any data of anyone's */
+    }
+    return unlink(tmp) == 0;
+}
+
+/* Gives the committed file tmp its name: the pattern's, or when a file is
+ * there NAME.PID.db, then NAME.PID.N.db. 0 with the name in path_out, else
+ * -errno with a reason in err (the file stays at tmp). */
+int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap)
+{
     snprintf(path_out, cap, "%s", base);
-    int rc = try_create(path_out);
+    int rc = place(tmp, path_out);
     if (rc == -EEXIST) {
         size_t len = strlen(base);
         const char *ext = len > 3 && strcmp(base + len - 3, ".db") == 0 ? ".db" : "";
@@ -103,10 +154,10 @@ int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap)
                 snprintf(path_out, cap, "%.*s.%d%s", stem, base, getpid(), ext);
             else
                 snprintf(path_out, cap, "%.*s.%d.%d%s", stem, base, getpid(), i, ext);
-            rc = try_create(path_out);
+            rc = place(tmp, path_out);
         }
     }
     if (rc != 0)
-        snprintf(err, errcap, "'%s': %s", path_out, rc == -ELOOP ? "it is a symbolic link" : strerror(-rc));
+        snprintf(err, errcap, "'%s': %s", path_out, strerror(-rc));
     return rc;
 }

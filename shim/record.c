@@ -5,22 +5,29 @@
  * after), so the timeline never shows one address live twice. */
 #include "shim.h"
 
+/* No trace yet: the hook's real call runs first and the trace starts at its
+ * recording (gt_record_*), so that the shim's memory (queue, stack set,
+ * writer thread, SQLite) is taken only after the program's first call got
+ * what it asked for: under a tight address-space limit (ulimit -v) the shim
+ * then fails and turns itself off, never the program's call. */
 bool gt_hook_enter(void)
 {
     if (gt_in_shim)
         return false;
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
-    if (GT_UNLIKELY(st != GT_ACTIVE)) {
-        if ((st != GT_UNINIT && st != GT_STARTING) || gt_config.disabled)
-            return false; /* stopped or failed: pass through */
-        gt_in_shim = 1;
-        gt_start_lazily(GT_START_TRACE);
-        gt_in_shim = 0;
-        if (atomic_load_explicit(&gt_state, memory_order_acquire) != GT_ACTIVE)
-            return false;
-    }
+    if (GT_UNLIKELY(st != GT_ACTIVE) && ((st != GT_UNINIT && st != GT_STARTING) || gt_config.disabled))
+        return false; /* stopped or failed: pass through */
     gt_in_shim = 1;
     return true;
+}
+
+/* Inside a hook: is a trace running, once started if it was not? */
+static inline bool tracing(void)
+{
+    if (GT_LIKELY(gt_trace_active()))
+        return true;
+    gt_start_lazily(GT_START_TRACE);
+    return gt_trace_active();
 }
 
 void gt_hook_leave(void)
@@ -55,6 +62,8 @@ static void fill(struct gt_rec *rec, int kind, int api, uint64_t ptr, int device
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags)
 {
+    if (!tracing())
+        return;
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;
@@ -70,6 +79,9 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags)
 {
+    p->reserved = false;
+    if (!tracing())
+        return;
     fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
     p->rec.call.stack_hash = gt_stack_capture();
@@ -79,8 +91,9 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
 
 void gt_record_free_end(struct gt_pending_free *p, int result)
 {
+    if (!p->reserved)
+        return;
     p->rec.call.result = result;
-    if (p->reserved)
-        gt_queue_publish(&p->res, &p->rec);
+    gt_queue_publish(&p->res, &p->rec);
     note_cuda_ready(result);
 }

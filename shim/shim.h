@@ -115,7 +115,7 @@ static inline void gt_rec_release(struct gt_rec *r)
  * count has a row in the drops table. gt_drop() is the one way to count one. */
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
-    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_COUNT
+    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -229,7 +229,8 @@ static inline void *gt_real_of(struct gt_hook *h)
 /* The libc functions hooks_process.c interposes. Their rows live in real.c
  * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
  * a vfork child of a traced process only reads memory in those hooks. */
-#define GT_LIBC_FUNCTIONS(X) X(_exit) X(_Exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve)
+#define GT_LIBC_FUNCTIONS(X) \
+    X(_exit) X(_Exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal)
 #define GT_LIBC_ENUM(name) GT_LIBC_##name,
 enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
 extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
@@ -259,8 +260,11 @@ void gt_restart_after_failed_exec(void);
 
 /* writer.c */
 struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool; };
-bool gt_writer_start(void (*open_failed)(void)); /* open_failed: called by the writer thread when
-                                                  the file cannot be opened (tracing goes off) */
+/* open_failed: called by the writer thread when the file cannot be opened
+ * (tracing goes off); signal_stopped: by the writer thread when it finished
+ * the file for a fatal signal (gt_writer_stop_from_signal). */
+bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const struct gt_writer_summary *));
+bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns); /* async-signal-safe */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
 bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
@@ -271,8 +275,20 @@ void gt_writer_fork_parent(void);
 void gt_runlog_opened(const char *path);                    /* writer thread, file just created */
 bool gt_runlog_wrote(const struct gt_writer_summary *s);  /* true: the launcher says it, stay quiet */
 
-/* output.c */
-int gt_output_create(char *path_out, size_t cap, char *err, size_t errcap);
+/* signals.c: fatal signals while a trace runs (the program's own view of
+ * each disposition kept behind the interposed sigaction and signal). */
+#include <signal.h>
+void gt_signals_install(void (*handler)(int, siginfo_t *, void *)); /* at trace start; idempotent */
+bool gt_signals_watching(int sig);
+const char *gt_signals_end_reason(int sig);                       /* "signal SIGTERM" */
+int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+__sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
+void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
+
+/* output.c: created as NAME.creating-PID, named once its schema is committed */
+int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);
+int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap);
+bool gt_output_discard(const char *tmp); /* could not be initialised: removed if still ours */
 
 /* process.c */
 long gt_rank(void); /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK; -1 if none */

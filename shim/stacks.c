@@ -45,14 +45,16 @@ bool gt_stacks_init(void)
         depth = gt_config.stack_depth;
     if (depth <= 0)
         return true;
-    if (!gt_unwind_load()) {
-        depth = 0;   /* recorded as such in processes.stack_depth */
-        return true;
-    }
+    /* the set first: without it (no memory) libunwind is not loaded either */
     void *mem = mmap(NULL, SET_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         return false;
+    if (!gt_unwind_load()) {
+        munmap(mem, SET_SIZE * sizeof(uint64_t));
+        depth = 0;   /* recorded as such in processes.stack_depth */
+        return true;
+    }
     seen = mem;
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&gt_stacks_init);
     return true;

@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "activity.h"
 #include "db.h"
@@ -21,6 +25,8 @@
 #define COMMIT_EVERY_NS (50 * 1000000ull)  /* well inside the promised 100 ms */
 #define LOCK_WAIT_AT_STOP_NS (1000 * 1000000ull) /* exit waits this long at most for another connection's lock */
 #define PENDING_SLOT_WAIT_NS (2000 * 1000000ull)
+#define PENDING_SLOT_WAIT_AT_SIGNAL_NS (50 * 1000000ull) /* the signalled thread may hold one forever */
+#define CHECKPOINT_NEEDS_NS (300 * 1000000ull) /* time left for the one-file conversion at a signal */
 
 static struct {
     char path[4200];
@@ -34,40 +40,107 @@ static struct {
     const char *stop_reason;
     void (*open_failed)(void); /* lifecycle.c's: tracing goes off */
     pthread_mutex_t sql_mu;    /* held across each batch of SQLite work; fork waits for it */
+
+    /* A fatal signal (gt_writer_stop_from_signal, async-signal-safe): the
+     * signal's name for end_reason, the time by which the writer stops
+     * writing (what is left is counted as dropped), and the futex word the
+     * handler waits on. */
+    _Atomic(const char *) signal_name;
+    _Atomic uint64_t deadline; /* 0: none */
+    _Atomic int finished;
+    void (*signal_stopped)(const struct gt_writer_summary *); /* lifecycle.c's, on this thread */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The one line for a trace file that could not be initialised: SQLite's
+ * reason, or the file beside it that is a link (a planted -shm, -wal or
+ * -journal: SQLite refuses to follow it, and says only "unable to open"). */
+static void init_failed(const char *path, bool temporary)
+{
+    const char *why = gt_db_errmsg();
+    char beside[4300], what[64] = "";
+    for (int i = 0; i < 3 && !what[0]; i++) {
+        const char *sfx = (const char *[]){"-shm", "-wal", "-journal"}[i];
+        struct stat st;
+        snprintf(beside, sizeof beside, "%s%s", path, sfx);
+        if (lstat(beside, &st) == 0 && S_ISLNK(st.st_mode))
+            snprintf(what, sizeof what, "its %s file is a symbolic link (never followed)", sfx);
+    }
+    char reason[4400];
+    snprintf(reason, sizeof reason, "%s", what[0] ? what : why); /* the close below may change SQLite's message */
+    gt_db_close(false);
+    gt_db_clear_failure();
+    gt_db_initialising(false);
+    bool removed = temporary && gt_output_discard(path);
+    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off (%s), the program continues\n",
+            path, reason, removed ? "the file was removed" : "the file holds no events");
+}
+
+/* A new trace: the schema and the processes row committed under the
+ * temporary name and closed (the close checkpoints and removes its -wal:
+ * nothing beside the file is named after it), then given its name. A process killed before
+ * the rename leaves NAME.creating-PID (the analyzer says what it is); after
+ * it, a trace that opens. */
+static bool create_file(void)
+{
+    char err[4400], tmp[4200];
+    if (gt_output_create(tmp, sizeof tmp, err, sizeof err) != 0) {
+        fprintf(stderr, "gputrace: cannot create trace file %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
+        return false;
+    }
+    snprintf(W.path, sizeof W.path, "%s", tmp);
+    if (!gt_db_open(tmp)) {
+        gt_output_discard(tmp);
+        return false;
+    }
+    gt_db_initialising(true);
+    gt_thread_untraced();
+    /* WAL from the start: named, the file needs no journal write to switch
+     * (a kill during that would leave a hot journal a reader cannot roll back) */
+    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") ||
+        !gt_db_exec(gt_schema_sql) || !gt_db_prepare() || !gt_process_row(W.start_unix, W.start_mono) ||
+        !gt_db_exec("COMMIT")) {
+        init_failed(tmp, true);
+        return false;
+    }
+    gt_db_close(false);
+    gt_db_initialising(false);
+    if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
+        fprintf(stderr, "gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
+                        "program continues\n", err, tmp);
+        return false;
+    }
+    gt_runlog_opened(W.path); /* under `gputrace run`: listed for the launcher's closing line */
+    return true;
+}
 
 /* Opens the trace file. create: a new file from the output pattern (never an
  * existing one), with the schema and the processes row; otherwise reopen
  * W.path (after a failed exec). */
 static bool open_db(bool create)
 {
-    if (create) {
-        char err[512];
-        if (gt_output_create(W.path, sizeof W.path, err, sizeof err) != 0) {
-            fprintf(stderr, "gputrace: cannot create trace file: %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
-            return false;
-        }
-        gt_runlog_opened(W.path);
-    }
+    if (create && !create_file())
+        return false;
     if (!gt_db_open(W.path))
         return false;
+    gt_db_initialising(true);
     gt_thread_untraced();
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
         goto fail;
-    if (create ? !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
-                     !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")
-               : !gt_db_prepare())
+    /* A first commit at once: from now on the trace's -wal is not empty
+     * while it is open, so a reader that finds none (or an empty one) can
+     * tell a copy made without it, unless the process died in this moment. */
+    if (create && !gt_db_exec("BEGIN IMMEDIATE; UPDATE processes SET id = id; COMMIT"))
+        goto fail;
+    if (!gt_db_prepare())
         goto fail;
     gt_events_begin(W.start_mono);
     gt_activity_begin(W.start_mono);
+    gt_db_initialising(false);
     if (!create)
         gt_process_reopen();
     return true;
 fail:
-    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off, the program continues\n", W.path,
-            gt_db_errmsg());
-    gt_db_close(false);
-    gt_db_clear_failure();
+    init_failed(W.path, false);
     return false;
 }
 
@@ -120,13 +193,40 @@ static void commit(bool *in_txn)
     *in_txn = false;
 }
 
+static bool past_deadline(void)
+{
+    uint64_t d = atomic_load(&W.deadline);
+    return d && gt_now_ns() >= d;
+}
+
+/* A fatal signal's time is up: every record still queued up to target is
+ * taken off unwritten and counted (its message is not freed: the process is
+ * about to die and the signalled thread may hold malloc's lock). */
+static void drop_unwritten(uint64_t target)
+{
+    struct gt_rec r;
+    while (!gt_queue_empty_upto(target)) {
+        if (gt_queue_pop(&r, 1) == 0)
+            gt_queue_skip_pending(); /* counted as unfinished_at_exit */
+        else if (r.kind == GT_REC_ALLOC || r.kind == GT_REC_FREE)
+            gt_drop(GT_DROP_UNWRITTEN_AT_SIGNAL);
+        else
+            gt_drop(GT_DROP_NOT_WRITTEN);
+    }
+}
+
 /* Drains everything reserved before the stop request. A slot reserved by a
- * thread still inside a real free is waited for a while, then skipped. */
+ * thread still inside a real free is waited for a while, then skipped. At a
+ * fatal signal, what is not written by the deadline is counted as dropped. */
 static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
     uint64_t target = gt_queue_head(), waited_since = 0, locked_since = 0;
     pthread_mutex_lock(&W.sql_mu);
     while (!gt_queue_empty_upto(target)) {
+        if (past_deadline()) {
+            drop_unwritten(target);
+            break;
+        }
         int n = drain_once(buf, in_txn, txn_start);
         if (n < 0) { /* another connection's lock: wait a moment, then give the rest up (counted) */
             uint64_t now = gt_now_ns();
@@ -141,12 +241,14 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
         locked_since = 0;
         if (n) {
             waited_since = 0;
+            if (*in_txn && gt_now_ns() - *txn_start >= COMMIT_EVERY_NS)
+                commit(in_txn); /* a long drain (a fatal signal's) lands in steps, not all or nothing */
             continue;
         }
         uint64_t now = gt_now_ns();
         if (!waited_since)
             waited_since = now;
-        if (now - waited_since > PENDING_SLOT_WAIT_NS) {
+        if (now - waited_since > (atomic_load(&W.deadline) ? PENDING_SLOT_WAIT_AT_SIGNAL_NS : PENDING_SLOT_WAIT_NS)) {
             gt_queue_skip_pending();
             waited_since = 0;
             continue;
@@ -158,12 +260,26 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
     pthread_mutex_unlock(&W.sql_mu);
 }
 
+/* The futex first: a signal handler waits on it, and the thread it
+ * interrupted may hold W.mu. */
 static void signal_done(void)
 {
+    atomic_store(&W.finished, 1);
+    syscall(SYS_futex, &W.finished, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
     pthread_mutex_lock(&W.mu);
     W.stop_done = true;
     pthread_cond_broadcast(&W.done);
     pthread_mutex_unlock(&W.mu);
+}
+
+static bool stop_requested(void)
+{
+    if (atomic_load(&W.signal_name)) /* without W.mu: the signalled thread may hold it */
+        return true;
+    pthread_mutex_lock(&W.mu);
+    bool stop = W.stop_req;
+    pthread_mutex_unlock(&W.mu);
+    return stop;
 }
 
 static void *writer_main(void *arg)
@@ -181,10 +297,7 @@ static void *writer_main(void *arg)
     bool in_txn = false;
     uint64_t txn_start = 0, idle_ns = 1000000;
     for (;;) {
-        pthread_mutex_lock(&W.mu);
-        bool stop = W.stop_req;
-        pthread_mutex_unlock(&W.mu);
-        if (stop)
+        if (stop_requested())
             break;
         gt_activity_tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
@@ -203,26 +316,44 @@ static void *writer_main(void *arg)
         ts.tv_sec = (time_t)(t / 1000000000ull);
         ts.tv_nsec = (long)(t % 1000000000ull);
         pthread_mutex_lock(&W.mu);
-        if (!W.stop_req)
+        if (!W.stop_req && !atomic_load(&W.signal_name))
             pthread_cond_timedwait(&W.wake, &W.mu, &ts);
         pthread_mutex_unlock(&W.mu);
         if (idle_ns < 10000000)
             idle_ns *= 2;
     }
-    gt_activity_tick(); /* devices of a program that ended before the first round */
-    gt_activity_stop_sample();
+    /* At a fatal signal the signalled thread may hold any lock of CUDA,
+     * CUPTI or NVML: none of them is called; their last records are lost. */
+    if (!atomic_load(&W.signal_name)) {
+        gt_activity_tick(); /* devices of a program that ended before the first round */
+        gt_activity_stop_sample();
+    }
     drain_for_stop(buf, &in_txn, &txn_start);
     pthread_mutex_lock(&W.sql_mu);
     for (uint64_t t0 = gt_now_ns(); !in_txn && !gt_db_failed();) {
         int b = gt_db_begin();
         in_txn = b > 0;
-        if (b == 0 && gt_now_ns() - t0 > LOCK_WAIT_AT_STOP_NS)
+        if (b == 0 && (gt_now_ns() - t0 > LOCK_WAIT_AT_STOP_NS || past_deadline()))
             gt_db_give_up("the trace file stayed locked by another connection at exit");
     }
-    gt_process_end(gt_now_ns() - W.start_mono, W.stop_reason);
+    const char *sig = atomic_load(&W.signal_name);
+    gt_process_end(gt_now_ns() - W.start_mono, sig ? sig : W.stop_reason);
     commit(&in_txn);
-    gt_db_close(true); /* resumed after exec: WAL again */
+    /* At a fatal signal, the one-file conversion (a checkpoint) only if the
+     * time allows; else the connection is left open (closing it would
+     * checkpoint too): the process is about to die, and the trace is
+     * complete in WAL mode, its -wal beside it. */
+    uint64_t d = atomic_load(&W.deadline);
+    if (!d || gt_now_ns() + CHECKPOINT_NEEDS_NS < d)
+        gt_db_close(true); /* resumed after exec: WAL again */
     pthread_mutex_unlock(&W.sql_mu);
+    if (sig && W.signal_stopped) {
+        struct gt_writer_summary s;
+        snprintf(s.path, sizeof s.path, "%s", W.path);
+        gt_events_summary(&s.events, &s.dropped, &s.peak_device, &s.peak_pool);
+        if (!gt_db_failed())
+            W.signal_stopped(&s);
+    }
     signal_done();
     return NULL;
 }
@@ -230,6 +361,7 @@ static void *writer_main(void *arg)
 static bool spawn(bool create)
 {
     W.stop_req = W.stop_done = false;
+    atomic_store(&W.finished, 0);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
@@ -249,9 +381,10 @@ static bool spawn(bool create)
 }
 
 /* Starts the writer for a new trace; time 0 of the trace is now. */
-bool gt_writer_start(void (*open_failed)(void))
+bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const struct gt_writer_summary *))
 {
     W.open_failed = open_failed;
+    W.signal_stopped = signal_stopped;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     W.start_unix = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -297,6 +430,32 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
     return !gt_db_failed();
 }
 
+/* From a fatal signal's handler (any thread but the writer; async-signal-
+ * safe: atomics, clock_gettime and futex only): the writer stops as at exit,
+ * writing until budget_ns minus a fifth from now (the rest of it is for the
+ * last commit), and counts the rest as
+ * dropped; this waits until it is done or the budget is spent. signal_name:
+ * the processes row's end_reason (a static string). True when the writer
+ * finished in time. */
+bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns)
+{
+    if (!W.thread_running || pthread_equal(pthread_self(), W.thread))
+        return false;
+    uint64_t t0 = gt_now_ns(), until = t0 + budget_ns, none = 0;
+    atomic_compare_exchange_strong(&W.deadline, &none, until - budget_ns / 5);
+    const char *no_name = NULL;
+    atomic_compare_exchange_strong(&W.signal_name, &no_name, signal_name);
+    for (;;) {
+        if (atomic_load(&W.finished))
+            return true;
+        uint64_t now = gt_now_ns();
+        if (now >= until)
+            return false;
+        struct timespec ts = {(time_t)((until - now) / 1000000000ull), (long)((until - now) % 1000000000ull)};
+        syscall(SYS_futex, &W.finished, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
+}
+
 bool gt_writer_resume(void)
 {
     return spawn(false);
@@ -323,4 +482,6 @@ void gt_writer_forget(void)
     gt_db_forget();
     W.thread_running = false;
     W.stop_req = W.stop_done = false;
+    atomic_store(&W.signal_name, NULL);
+    atomic_store(&W.deadline, 0);
 }

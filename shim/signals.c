@@ -1,0 +1,185 @@
+/* Fatal signals: while a trace runs, a signal whose action is the default
+ * (the process dies) is caught by the handler lifecycle.c gives, which has
+ * the writer finish the file and then dies by the same signal with the
+ * default action. The program never sees this: sigaction() and signal() are
+ * interposed and report the program's own view of each disposition; a
+ * handler the program installs, before the trace or after, is installed for
+ * real (it runs exactly as without us), and an inherited SIG_IGN stays
+ * ignored. Nothing is installed before a trace starts. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "shim.h"
+
+static const int watched[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE};
+#define NWATCHED (int)(sizeof watched / sizeof watched[0])
+/* The processes row's end_reason for each (same order). */
+static const char *const end_reasons[NWATCHED] = {"signal SIGHUP", "signal SIGINT", "signal SIGQUIT", "signal SIGTERM",
+                                                  "signal SIGABRT", "signal SIGSEGV", "signal SIGBUS", "signal SIGFPE"};
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static struct {
+    _Atomic bool installed;          /* the table below is the program's view */
+    _Atomic int lock;                /* spin lock over view[], taken with signals blocked */
+    struct sigaction view[NSIG];     /* what the program set (or had when we installed) */
+    void (*handler)(int, siginfo_t *, void *);
+} S;
+
+static sigaction_fn real_sigaction(void)
+{
+    return (sigaction_fn)gt_real_of(&gt_libc_hooks[GT_LIBC_sigaction]);
+}
+
+static int slot_of(int sig)
+{
+    for (int i = 0; i < NWATCHED; i++)
+        if (watched[i] == sig)
+            return i;
+    return -1;
+}
+
+static bool is_default(const struct sigaction *a)
+{
+    return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+}
+
+/* What the kernel gets for the program's view a: ours in place of SIG_DFL. */
+static struct sigaction effective(const struct sigaction *a)
+{
+    if (!is_default(a))
+        return *a;
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = S.handler;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK; /* a stack overflow's SIGSEGV needs the program's altstack */
+    sigemptyset(&ours.sa_mask);
+    for (int i = 0; i < NWATCHED; i++) /* one fatal signal at a time in the handler */
+        sigaddset(&ours.sa_mask, watched[i]);
+    return ours;
+}
+
+static void lock(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, old);
+    int expected = 0;
+    while (!atomic_compare_exchange_weak(&S.lock, &expected, 1))
+        expected = 0;
+}
+
+static void unlock(const sigset_t *old)
+{
+    atomic_store(&S.lock, 0);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* At trace start: every watched signal whose disposition is the default gets
+ * the handler; others (a program's handler, SIG_IGN) are left as they are.
+ * Idempotent (a fork child that starts its own trace has them already). */
+void gt_signals_install(void (*handler)(int, siginfo_t *, void *))
+{
+    sigaction_fn real = real_sigaction();
+    if (!real || atomic_load(&S.installed))
+        return;
+    sigset_t old;
+    lock(&old);
+    S.handler = handler;
+    for (int i = 0; i < NWATCHED; i++) {
+        int sig = watched[i];
+        if (real(sig, NULL, &S.view[sig]) != 0)
+            continue;
+        if (is_default(&S.view[sig])) {
+            struct sigaction e = effective(&S.view[sig]);
+            real(sig, &e, NULL);
+        }
+    }
+    atomic_store(&S.installed, true);
+    unlock(&old);
+}
+
+/* The interposed sigaction: the program's view in, the program's view out. */
+int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn real = real_sigaction();
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!atomic_load_explicit(&S.installed, memory_order_acquire) || slot_of(sig) < 0)
+        return real(sig, act, old);
+    struct sigaction want; /* act may be old itself */
+    if (act)
+        want = *act;
+    sigset_t mask;
+    lock(&mask);
+    int rc = 0;
+    if (act) {
+        struct sigaction e = effective(&want);
+        rc = real(sig, &e, NULL);
+    }
+    if (rc == 0) {
+        if (old)
+            *old = S.view[sig];
+        if (act)
+            S.view[sig] = want;
+    }
+    int err = errno;
+    unlock(&mask);
+    errno = err;
+    return rc;
+}
+
+/* "signal SIGTERM": a static string, for the trace's end_reason. */
+const char *gt_signals_end_reason(int sig)
+{
+    int i = slot_of(sig);
+    return i < 0 ? "signal" : end_reasons[i];
+}
+
+/* Does sigaction/signal for sig need the view (else: straight through)? */
+bool gt_signals_watching(int sig)
+{
+    return atomic_load_explicit(&S.installed, memory_order_acquire) && slot_of(sig) >= 0;
+}
+
+/* The interposed signal() for a watched signal: glibc's BSD semantics (SA_RESTART, the signal
+ * blocked in its handler), through the sigaction above. */
+__sighandler_t gt_signals_signal(int sig, __sighandler_t handler)
+{
+    struct sigaction act, old;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (sig > 0 && sig < NSIG)
+        sigaddset(&act.sa_mask, sig);
+    act.sa_flags = SA_RESTART;
+    if (gt_signals_sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* Inside the handler, after the trace was finished (or given up on): die by
+ * sig with the default action, as the program would have. A fault the kernel
+ * raised (SIGSEGV at an address, SIGFPE of a division) is raised again by
+ * returning to the instruction; any other signal is raised here.
+ * Async-signal-safe. */
+void gt_signals_die(int sig, const siginfo_t *info)
+{
+    sigaction_fn real = real_sigaction();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    real(sig, &dfl, NULL);
+    bool fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE) && info && info->si_code > 0;
+    if (fault)
+        return;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* delivered here, the default action kills */
+}

@@ -1,0 +1,155 @@
+/* Allocates N buffers (each followed by its free: 2N events), then ends by
+ * the way argv[1] names: term | int | quit | hup (kill() of itself), abort,
+ * segv (a store to address 0), fpe (an integer division by zero), bus (a
+ * read past the end of a mapped file), run (no signal: return 0, after a
+ * kill(SIGTERM) of itself, for a SIGTERM that is ignored) or forever
+ * (allocates until killed, printing the count every 1024 allocations for
+ * tests/test_signals.py's SIGKILL test), or worker-term (a second thread
+ * allocates and frees, counting its completed calls in the file argv[2]
+ * (8 bytes), until the main thread sends it SIGTERM after argv[3] us: the
+ * signal lands anywhere in a hook). Options in argv[3...]:
+ *   handler-before / handler-after: a SIGTERM handler of the program's own,
+ *     installed before the first CUDA call or after it, that writes
+ *     "handled\n" and _exit(3)s;
+ *   signal-after: the same handler installed with signal() after it.
+ * It prints the dispositions sigaction() reports for the fatal signals after
+ * the first CUDA call, so a test can see the shim does not show through. */
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static void handled(int sig)
+{
+    (void)sig;
+    static const char line[] = "handled\n";
+    if (write(STDOUT_FILENO, line, sizeof line - 1) < 0)
+        _exit(4);
+    _exit(3);
+}
+
+static void own_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handled;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static const char *disposition(int sig)
+{
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0)
+        return "error";
+    if (sa.sa_flags & SA_SIGINFO)
+        return "siginfo-handler";
+    return sa.sa_handler == SIG_DFL ? "default" : sa.sa_handler == SIG_IGN ? "ignored" : "handler";
+}
+
+static volatile int zero = 0;
+static volatile uint64_t *calls;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        void *p;
+        if (cudaMalloc(&p, 4096) != cudaSuccess)
+            _exit(1);
+        (*calls)++;
+        if (cudaFree(p) != cudaSuccess)
+            _exit(1);
+        (*calls)++;
+    }
+    return NULL;
+}
+
+/* worker-term: see the header. */
+static int worker_term(const char *count_path, long delay_us)
+{
+    int fd = open(count_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, 8) != 0)
+        return 2;
+    calls = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (calls == MAP_FAILED)
+        return 2;
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    while (*calls < 1000) /* the trace runs */
+        usleep(100);
+    usleep((useconds_t)delay_us);
+    pthread_kill(t, SIGTERM);
+    for (;;)
+        pause();
+}
+
+int main(int argc, char **argv)
+{
+    const char *how = argc > 1 ? argv[1] : "run";
+    if (!strcmp(how, "worker-term") && argc > 3)
+        return worker_term(argv[2], atol(argv[3]));
+    long n = argc > 2 ? atol(argv[2]) : 1000;
+    int options = 0;
+    for (int i = 3; i < argc; i++)
+        options |= !strcmp(argv[i], "handler-before") ? 1 : !strcmp(argv[i], "handler-after") ? 2
+                 : !strcmp(argv[i], "signal-after") ? 4 : 0;
+    if (options & 1)
+        own_handler();
+    bool forever = !strcmp(how, "forever");
+    for (long i = 0; forever || i < n; i++) {
+        void *p;
+        if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess)
+            return 1;
+        if (i == 0) {
+            if (options & 2)
+                own_handler();
+            if (options & 4)
+                signal(SIGTERM, handled);
+            int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE};
+            printf("dispositions:");
+            for (int s = 0; s < 8; s++)
+                printf(" %d=%s", sigs[s], disposition(sigs[s]));
+            printf("\n");
+            fflush(stdout);
+        }
+        if (forever && (i & 1023) == 0) {
+            printf("%ld\n", i);
+            fflush(stdout);
+        }
+    }
+    printf("allocated %ld\n", n);
+    fflush(stdout);
+    if (!strcmp(how, "term") || !strcmp(how, "run"))
+        kill(getpid(), SIGTERM);
+    else if (!strcmp(how, "int"))
+        kill(getpid(), SIGINT);
+    else if (!strcmp(how, "quit"))
+        kill(getpid(), SIGQUIT);
+    else if (!strcmp(how, "hup"))
+        kill(getpid(), SIGHUP);
+    else if (!strcmp(how, "abort"))
+        abort();
+    else if (!strcmp(how, "segv"))
+        *(volatile int *)(uintptr_t)zero = 1;
+    else if (!strcmp(how, "fpe")) {
+        volatile int one = 1;
+        int q = one / zero; /* a divide error: the kernel's SIGFPE */
+        printf("%d\n", q);
+    }
+    else if (!strcmp(how, "bus")) {
+        char path[] = "/tmp/fatal_signal_busXXXXXX";
+        int fd = mkstemp(path);
+        unlink(path);
+        volatile char *m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+        printf("%d\n", m[4096]); /* the file is empty: SIGBUS */
+    }
+    return 0;
+}
