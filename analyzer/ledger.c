@@ -84,7 +84,7 @@ static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sa
 /* The stream-ordered pool's reservation on device d at time at (CUPTI's
  * driver-memory and memory-pool records: the latest before it); -1 when the
  * trace holds no such record. */
-static int64_t pool_reserved(struct gt_trace *t, int d, int64_t at)
+int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
         "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND t_ns <= ?2 AND pool_size IS NOT NULL"
@@ -140,6 +140,48 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
         }
         by_cat[cat] += delta;
     }
+    return GT_EXIT_OK;
+}
+
+/* All the trace holds on device d just before time at: device level plus
+ * the pool at its reservation (in use, when the reservation is unknown). */
+static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
+{
+    struct gt_trace *t = &c->t;
+    int64_t device = 0, pool = 0;
+    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
+        int m, slot;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
+        if (delta && slot == d && m == GT_MEM_DEVICE)
+            device += delta;
+        else if (delta && slot == d && m == GT_MEM_POOL)
+            pool += delta;
+    }
+    int64_t reserved = gt_ledger_pool_reserved(t, d, at);
+    return device + (reserved > pool ? reserved : pool);
+}
+
+int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
+{
+    struct gt_trace *t = &c->t;
+    struct sample first = {0}, last = {0};
+    int code;
+    memset(u, 0, sizeof *u);
+    u->bytes = u->others = u->total = -1;
+    if (!samples_of(t, d, &first, &last, &code) || !t->nev)
+        return code;
+    /* modules loaded and workspaces taken late make the last sample the
+     * fullest; it is taken at exit, when nothing is being allocated */
+    int at_end = last.t >= t->ev[t->nev - 1].t;
+    int64_t held = last.used - traced_at(c, d, last.t);
+    if (!at_end) {
+        int64_t h = first.used - traced_at(c, d, first.t);
+        held = h > held ? h : held;
+    }
+    u->bytes = held > 0 ? held : 0;
+    u->others = last.process >= 0 ? last.used - last.process : -1;
+    u->total = last.total > 0 ? last.total : -1;
+    u->t = last.t;
     return GT_EXIT_OK;
 }
 
@@ -306,7 +348,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (per_process) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
-            start.pool_reserved = pool_reserved(t, d, first.t);
+            start.pool_reserved = gt_ledger_pool_reserved(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
         }
@@ -318,7 +360,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[1].t = peak_instant(c, d, &peak);
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
-            at[k].pool_reserved = pool_reserved(t, d, at[k].t);
+            at[k].pool_reserved = gt_ledger_pool_reserved(t, d, at[k].t);
         }
         if (code)
             break;

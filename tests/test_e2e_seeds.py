@@ -234,7 +234,7 @@ class BatchSizeMemory(SeedTest):
         capacity, max_bs = self.capacity_and_max_batch()
         self.assertEqual(max_bs, 700)
         db = self.run_traced(batches_argv('nvtx', MLP_PARAMS, MLP_INPUT, MLP_WIDTHS, [16, 32, 64, 128, 256]),
-                             FAKE_CUDA_DEVICE_BYTES=capacity)
+                             FAKE_CUDA_DEVICE_BYTES=capacity, LD_LIBRARY_PATH=gtlib.WITH_NVML)
         d = self.json('peak', db)
         self.assertWithin(d['fit']['fixed_bytes'], fixed_bytes(MLP_PARAMS))
         self.assertWithin(d['fit']['per_sample_bytes'], per_sample_bytes(MLP_INPUT, MLP_WIDTHS))
@@ -253,7 +253,7 @@ class BatchSizeMemory(SeedTest):
         self.assertIsNotNone(failure)
         step, requested, live = failure
         db = self.run_traced(batches_argv('nvtx', MLP_PARAMS, MLP_INPUT, MLP_WIDTHS, batches), rc=1,
-                             FAKE_CUDA_DEVICE_BYTES=capacity)
+                             FAKE_CUDA_DEVICE_BYTES=capacity, LD_LIBRARY_PATH=gtlib.WITH_NVML)
         d = self.json('oom', db)
         self.assertEqual(len(d['failures']), 1)
         f = d['failures'][0]

@@ -8,7 +8,7 @@
  * torch.OutOfMemoryError (a message, exit 1).
  * usage: sweep_train [--batch-size N] [--steps N] [--fixed B] [--per-sample B]
  *          [--knee N --per-sample-above B] [--async --workspace B]
- *          [--fail-above N] [--crash-above N] [--prealloc PERCENT]
+ *          [--fail-above N] [--crash-above N] [--prealloc PERCENT] [--batch-sizes A,B,...]
  *   --batch-size: else GPUTRACE_BATCH_SIZE (as gputrace sweep sets it)
  *   --knee: above this batch size each sample costs --per-sample-above
  *   --async: tensors through cudaMallocAsync (pool memory), beside a
@@ -16,7 +16,9 @@
  *   --fail-above N: above batch size N, fail as a shape error would (exit 3)
  *   --crash-above N: above batch size N, abort (SIGABRT)
  *   --prealloc P: take P% of the device in one allocation first and carve
- *            every tensor from it, as JAX does by default */
+ *            every tensor from it, as JAX does by default
+ *   --batch-sizes A,B,...: --steps steps of each batch size in turn in one
+ *            process (iterations numbered on), as a batch-size finder runs */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +88,12 @@ int main(int argc, char **argv)
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
     use_async = arg_flag(argc, argv, "--async");
+    char *list = NULL;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--batch-sizes"))
+            list = argv[i + 1];
+    if (list)
+        bs = atoll(list);
     if (bs < 1) {
         fprintf(stderr, "sweep_train: no batch size (--batch-size N or GPUTRACE_BATCH_SIZE)\n");
         return 2;
@@ -107,23 +115,31 @@ int main(int argc, char **argv)
         arena = want;
     }
     void *model = tensor(fixed / 2), *optimizer = tensor(fixed / 4), *grads = NULL;
-    size_t half = (size_t)bs * (per_sample / 2);
-    for (long long step = 0; step < steps; step++) {
-        gputrace_iteration(step, bs);
-        if (grads)
-            release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
-        void *x = tensor(half);          /* the input batch */
-        void *act = tensor(half);        /* forward */
-        if (fail_above && bs > fail_above) {
-            fprintf(stderr, "Traceback (most recent call last):\nValueError: shapes (%lld, 3) and (4, 5) not aligned\n", bs);
-            return 3;
+    long long index = 0;
+    do {
+        if (list) {
+            char *end;
+            bs = strtoll(list, &end, 10);
+            list = *end == ',' ? end + 1 : NULL;
         }
-        if (crash_above && bs > crash_above)
-            abort();
-        grads = tensor(fixed / 4);       /* backward */
-        release(act, half);
-        release(x, half);
-    }
+        size_t half = (size_t)bs * (per_sample / 2);
+        for (long long step = 0; step < steps; step++, index++) {
+            gputrace_iteration(index, bs);
+            if (grads)
+                release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
+            void *x = tensor(half);          /* the input batch */
+            void *act = tensor(half);        /* forward */
+            if (fail_above && bs > fail_above) {
+                fprintf(stderr, "Traceback (most recent call last):\nValueError: shapes (%lld, 3) and (4, 5) not aligned\n", bs);
+                return 3;
+            }
+            if (crash_above && bs > crash_above)
+                abort();
+            grads = tensor(fixed / 4);       /* backward */
+            release(act, half);
+            release(x, half);
+        }
+    } while (list);
     release(grads, fixed / 4);
     release(optimizer, fixed / 4);
     release(model, fixed / 2);
