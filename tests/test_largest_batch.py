@@ -118,3 +118,59 @@ class LargestBatch(T.AnalyzerTest):
         self.assertIn('a preallocating framework', text)
         self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', text)
         self.assertNotIn('fit: peak', text)
+
+
+class CachingAllocatorSaysWhatItCan(T.AnalyzerTest):
+    """Issue 11 part 3: under a caching allocator (caching_allocator.c, shaped
+    like PyTorch's default) batch sizes 8, 2, 6, 4, 10 in one process: the
+    reserved memory follows history, so no fit number; what the trace does
+    know is said instead: the batch sizes that reached a new high, the
+    segments each added, the failed allocations."""
+    PER_SAMPLE = 1100 * 1000
+    BATCHES = [8, 2, 6, 4, 10]
+    ROUND = 2 << 20
+
+    def replay(self):
+        """caching_allocator.c's segments: per step, the segments it added."""
+        up = lambda n: (n + self.ROUND - 1) // self.ROUND * self.ROUND
+        segments = [[up(5 << 20), True]]          # the weights, before the loop
+        reserved = (3 << 20) + segments[0][0]     # + the vocabulary table's cudaMalloc
+        steps = []
+        for bs in self.BATCHES:
+            added = []
+            taken = []
+            for want in (up(bs * self.PER_SAMPLE), up(bs * self.PER_SAMPLE // 2)):
+                free = [s for s in segments if not s[1] and s[0] >= want]
+                seg = min(free, key=lambda s: s[0]) if free else None
+                if seg is None:
+                    seg = [want, True]
+                    segments.append(seg)
+                    added.append(want)
+                seg[1] = True
+                taken.append(seg)
+            for seg in taken:
+                seg[1] = False
+            reserved += sum(added)
+            steps.append((bs, added, reserved))
+        return steps
+
+    def test_mixed_batch_sizes_list_new_highs_and_no_number(self):
+        p, db = self.trace([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES],
+                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, GPUTRACE_CUPTI=0))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        steps = self.replay()
+        highs = [(k, bs, reserved, len(added)) for k, (bs, added, reserved) in enumerate(steps) if added]
+        self.assertEqual([bs for _, bs, _, _ in highs], [8, 10])   # the workload is the issue's
+        d = self.json('peak', db)
+        self.assertIs(d['peaks_follow_history'], True)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn("follow the allocator's history", d['max_batch_size_withheld'])
+        self.assertEqual([(h['index'], h['batch_size'], h['peak_bytes'], h['kept_allocations']) for h in d['new_highs']],
+                         highs)
+        self.assertEqual(d['new_highs'][1]['added_bytes'], highs[1][2] - highs[0][2])
+        self.assertEqual(d['failed_allocations'], 0)
+        text = self.ok('peak', db).stdout
+        self.assertIn('batch sizes with no new high: 2, 6, 4', text)
+        self.assertIn('no largest batch size: peaks follow the allocator', text)
+        self.assertIn('gputrace sweep', text)
+        self.assertNotIn('largest batch size predicted', text)
