@@ -203,6 +203,15 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
 int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u);
+/* What the trace shows device d holding just before time at, by the
+ * ledger's buckets (framework allocator, program's direct allocations, each
+ * library, the pool at its reservation with in_use beside it). Returns how
+ * many were written (at most max), or minus an exit status. */
+struct gt_bucket {
+    const char *name, *kind;
+    int64_t bytes, in_use;   /* in_use: the pool's bytes in use; -1 otherwise */
+};
+int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out, int max);
 /* The pool's reservation on device d at time at, from CUPTI's records; -1. */
 int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at);
 

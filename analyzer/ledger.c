@@ -317,6 +317,29 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
         printf("      %-34s %12s of %s\n", "free", gt_fmt_bytes(x->s.total - x->s.used, b), gt_fmt_bytes(x->s.total, b2));
 }
 
+int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out, int max)
+{
+    struct gt_trace *t = &c->t;
+    int *cat_of = gt_xmalloc((t->nsites + 1) * sizeof *cat_of);
+    for (size_t k = 0; k <= t->nsites; k++)
+        cat_of[k] = -1;
+    struct instant x = {.name = "failure", .t = at};
+    int code = live_at(c, d, at, cat_of, x.by_cat, &x.pool_live);
+    free(cat_of);
+    if (code)
+        return -code;
+    x.pool_reserved = gt_ledger_pool_reserved(t, d, at);
+    int n = 0;
+    for (int k = 0; k < NCAT && n < max; k++)
+        if (x.by_cat[k])
+            out[n++] = (struct gt_bucket){cat_name(k), k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : "library",
+                                          x.by_cat[k], -1};
+    if ((x.pool_live || x.pool_reserved > 0) && n < max)
+        out[n++] = (struct gt_bucket){"stream-ordered pool", "pool", x.pool_reserved > x.pool_live ? x.pool_reserved : x.pool_live,
+                                      x.pool_live};
+    return n;
+}
+
 /* The ledger of every device the trace used: the "ledger" JSON array, or text
  * under "Memory ledger". */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
