@@ -143,7 +143,6 @@ struct gt_room {
     int64_t pool_slack;         /* of it: pool reservation beyond use at the peak; -1 unknown */
     int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
     int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
-    int64_t largest;            /* largest single allocation at the fitted level */
 };
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
 

@@ -172,9 +172,15 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     int code2 = gt_room_compute(c, &pk->sel, pk->overall_ev, &pk->room);
     if (code2)
         return code2;
-    /* one allocation of most of the device (JAX's default): the batch is
-     * carved inside it, out of the trace's sight: no fit at all */
-    pk->preallocated = pk->room.total > 0 && (double)pk->room.largest >= PREALLOC_SHARE * (double)pk->room.total;
+    /* one allocation of most of the device before the loop (JAX's default):
+     * the batch is carved inside it, out of the trace's sight: no fit at all */
+    size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
+    for (size_t i = 0; i < loop && pk->room.total > 0 && !pk->preallocated; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        pk->preallocated = !e->failed && a->known && a->op == GT_OP_ALLOC && gt_sel_has(&c->t, &pk->sel, e) &&
+                           (double)e->size >= PREALLOC_SHARE * (double)pk->room.total;
+    }
     if (pk->nbs >= 2 && !pk->preallocated) {
         double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
         for (size_t i = 0; i < pk->nbs; i++) {

@@ -65,12 +65,6 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
             r->other_levels += lv[i].peak;
     }
     free(lv);
-    for (size_t i = 0; i < t->nev; i++) {
-        const struct gt_event *e = &t->ev[i];
-        const struct gt_api_attr *a = gt_attr(t, e);
-        if (!e->failed && a->known && a->op == GT_OP_ALLOC && gt_sel_has(t, sel, e) && e->size > r->largest)
-            r->largest = e->size;
-    }
     /* Without NVML the context and other processes are unmeasured: only a
      * total the user gives (--device-bytes) is taken as what the traced
      * memory may use. */
