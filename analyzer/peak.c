@@ -231,6 +231,9 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     }
     if (pk->max_batch_size < 0)
         pk->withheld_max_batch_size = candidate;
+    /* a line through history is no model of the batch: no fit numbers at all */
+    if (pk->history)
+        memset(&pk->fit, 0, sizeof pk->fit);
     return GT_EXIT_OK;
 }
 
@@ -398,6 +401,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  the fit is poor (R^2 < %.2f): these peaks do not follow batch size\n", GT_FIT_RELIABLE_R2);
     } else if (pk->nbs == 1) {
         printf("  one batch size only: run several batch sizes to fit peak = fixed + per_sample x batch_size\n");
+    } else if (pk->history) {
+        printf("  fit: none (a line through these peaks would model the allocator's history, not the batch)\n");
     }
     if (pk->withheld_why)
         printf("  no largest batch size: %s;\n    what would give one: %s\n", pk->withheld_why, pk->what_to_do);

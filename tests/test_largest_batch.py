@@ -174,3 +174,5 @@ class CachingAllocatorSaysWhatItCan(T.AnalyzerTest):
         self.assertIn('no largest batch size: peaks follow the allocator', text)
         self.assertIn('gputrace sweep', text)
         self.assertNotIn('largest batch size predicted', text)
+        self.assertNotIn('fit: peak', text)
+        self.assertIsNone(d['fit'])
