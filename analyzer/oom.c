@@ -237,21 +237,30 @@ struct at_failure {
     long sites_to_free;      /* -1: none named */
 };
 
+/* NVML's figures per device, read once for all the requests on it. */
+struct untraced_cache {
+    unsigned char have[GT_HOST_SLOT];
+    struct gt_untraced u[GT_HOST_SLOT];
+};
+
 static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
-                     struct at_failure *f)
+                     struct untraced_cache *uc, struct at_failure *f)
 {
     memset(f, 0, sizeof *f);
     f->outside = f->free = f->short_by = f->sites_to_free = -1;
-    if (q->device == GT_ANY_DEVICE || q->device < 0)
+    if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
         return GT_EXIT_OK;
     int n = gt_ledger_buckets(c, q->device, c->t.ev[q->last].t, f->b, MAX_BUCKETS);
     if (n < 0)
         return -n;
     f->nb = n;
-    struct gt_untraced u;
-    int code = gt_ledger_untraced(c, q->device, &u);
-    if (code)
-        return code;
+    if (!uc->have[q->device]) {
+        int code = gt_ledger_untraced(c, q->device, &uc->u[q->device]);
+        if (code)
+            return code;
+        uc->have[q->device] = 1;
+    }
+    const struct gt_untraced u = uc->u[q->device];
     f->outside = u.bytes;
     int64_t held = 0;
     for (int k = 0; k < n; k++)
@@ -450,6 +459,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     size_t nrec = 0;
     for (size_t k = 0; k < n; k++)
         nrec += r[k].recovered;
+    struct untraced_cache *uc = gt_xcalloc(1, sizeof *uc);
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
@@ -491,7 +501,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         f.outside = f.free = f.short_by = f.sites_to_free = -1;
         if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
-            code = ledger_at(c, q, total, sites, ns, &f);
+            code = ledger_at(c, q, total, sites, ns, uc, &f);
         }
         if (j && !code) {
             gt_json_obj(j);
@@ -540,6 +550,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             printf("  ... %zu more (--top)\n", nothers - (size_t)c->o->top);
     }
     gt_peak_free(&o.pk);
+    free(uc);
     free(others);
     free(r);
     return code;
