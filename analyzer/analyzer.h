@@ -120,7 +120,41 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);
 int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
 
+/* ---- ledger.c (below): */
+/* What NVML shows held on device d outside the trace (the CUDA context and
+ * driver, kernel modules, other processes): used bytes minus all the trace
+ * holds then (the pool at its reservation), at the last sample (at exit),
+ * or the larger of the first and last when the last is not at the end. */
+struct gt_untraced {
+    int64_t bytes;     /* -1: no NVML samples */
+    int64_t others;    /* of which other processes; -1 NVML cannot tell */
+    int64_t total;     /* NVML's total for the device (a MIG slice's own); -1 */
+    int64_t t;
+};
+
+/* ---- room.c: what the process can really get for the level peak fits */
+struct gt_room {
+    int64_t total;              /* the device's (NVML, --device-bytes, devices table); -1 */
+    const char *total_from;
+    struct gt_untraced untraced; /* held outside the trace, per NVML */
+    int64_t other_levels;       /* traced memory beside the fitted level (peaks summed) */
+    int64_t available;          /* total - untraced - other_levels; -1 not known */
+    int64_t margin;             /* rounding and fragmentation; -1 no peak */
+    int64_t pool_slack;         /* of it: pool reservation beyond use at the peak; -1 unknown */
+    int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
+    int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
+};
+int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
+
 /* ---- peak.c */
+/* Per iteration, in order: did its peak pass every earlier one (a new high),
+ * by how much, the allocations it made that outlived it (a caching
+ * allocator's new segments), its failed allocations. */
+struct gt_peak_high {
+    int new_high;
+    int64_t added;
+    int64_t kept, failed;
+};
 struct gt_peak_bs {
     int64_t batch_size, max_peak;
     double median_peak;
@@ -137,6 +171,12 @@ struct gt_peak {
     struct gt_linfit fit;       /* fit.ok 0: no fit (fewer than 2 batch sizes) */
     int64_t device_total, max_batch_size;   /* -1 unknown, or withheld */
     int64_t withheld_max_batch_size;        /* >= 0: what a poor fit would have said; not given */
+    const char *withheld_why;   /* why no largest batch is given (NULL: given, or no fit at all) */
+    const char *what_to_do;     /* with it: what would give one */
+    int history;                /* a smaller batch after a larger one peaked as high: peaks follow history */
+    int preallocated;           /* one allocation holds most of the device: no fit at all */
+    struct gt_room room;
+    struct gt_peak_high *high;  /* per iteration */
     int64_t overall_peak;
     uint32_t overall_ev;
 };
@@ -171,5 +211,17 @@ struct gt_imported {
 int gt_imported_at_end(struct gt_trace *t, struct gt_imported *out);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
+int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u);
+/* What the trace shows device d holding just before time at, by the
+ * ledger's buckets (framework allocator, program's direct allocations, each
+ * library, the pool at its reservation with in_use beside it). Returns how
+ * many were written (at most max), or minus an exit status. */
+struct gt_bucket {
+    const char *name, *kind;
+    int64_t bytes, in_use;   /* in_use: the pool's bytes in use; -1 otherwise */
+};
+int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out, int max);
+/* The pool's reservation on device d at time at, from CUPTI's records; -1. */
+int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at);
 
 #endif

@@ -1,5 +1,6 @@
 /* iterations_auto.c - iterations found with no markers at all: the period
- * of the stream of allocations (api, size, call site), or of the kernel
+ * of the stream of allocations (api, size, call site), or one allocation
+ * that recurs once per step where steps differ, or the period of the kernel
  * names when CUPTI data is there and allocations do not repeat. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,112 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
     *skipped = a + o;
 }
 
+/* Is gap g regular against median gap m? Steps differ by a few allocations
+ * (a logging tensor, a workspace tried first): a quarter, plus two. */
+static int regular_gap(size_t g, size_t m)
+{
+    return g * 4 >= m * 3 && g * 4 <= m * 5 + 8;
+}
+
+static int size_cmp(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Iterations anchored on one allocation the loop makes once per step: the
+ * exact pattern breaks wherever a step differs from the others (a periodic
+ * logging tensor, a larger workspace tried every few steps: a ResNet-50 on an
+ * H100 gave 4 iterations for 30 steps), but an allocation made once in every
+ * step still recurs at regular gaps. Of the symbols whose gaps are all
+ * regular (the first may be longer: a warm-up step; an occurrence before the
+ * loop, too short a gap, is dropped), the most frequent; of those, the one
+ * where live memory is lowest (a step's start). Fills out, *skipped (the
+ * allocations before it) and *cover (the allocations its steps span);
+ * returns the anchor's symbol + 1, or 0. */
+static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
+                                  const uint32_t *seq, const uint32_t *seq_ev, size_t n, size_t nsym,
+                                  struct gt_iterations *out, size_t *skipped, size_t *cover)
+{
+    out->n = 0;
+    if (n < 6)
+        return 0;
+    /* positions of each symbol (CSR), and live memory at each position */
+    size_t *off = gt_xcalloc(nsym + 1, sizeof *off), *pos = gt_xmalloc(n * sizeof *pos);
+    for (size_t i = 0; i < n; i++)
+        off[seq[i] + 1]++;
+    for (size_t k = 0; k < nsym; k++)
+        off[k + 1] += off[k];
+    size_t *fill = gt_xmalloc((nsym + 1) * sizeof *fill);
+    memcpy(fill, off, (nsym + 1) * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        pos[fill[seq[i]]++] = i;
+    free(fill);
+    double *live_at = gt_xmalloc(n * sizeof *live_at);
+    int64_t live = 0;
+    for (size_t i = 0, q = 0; i < t->nev && q < n; i++) {
+        if (i == seq_ev[q])
+            live_at[q++] = (double)live;
+        live += gt_delta(t, pr, sel, i);
+    }
+    size_t *gaps = gt_xmalloc(n * sizeof *gaps);
+    uint32_t best = 0;
+    size_t best_count = 0, best_first = 0, best_med = 0;
+    double best_live = 0;
+    for (uint32_t id = 0; id < nsym; id++) {
+        const size_t *p = pos + off[id];
+        size_t c = off[id + 1] - off[id];
+        if (c < 3 || c < best_count)
+            continue;
+        for (size_t k = 0; k + 1 < c; k++)
+            gaps[k] = p[k + 1] - p[k];
+        gt_qsort(gaps, c - 1, sizeof *gaps, size_cmp);
+        size_t med = gaps[(c - 1) / 2];
+        size_t first = p[1] - p[0] < med && !regular_gap(p[1] - p[0], med);   /* before the loop */
+        int ok = med > 0 && c - first >= 3;
+        for (size_t k = first + 1; ok && k + 1 < c; k++)
+            ok = regular_gap(p[k + 1] - p[k], med) || (k == first && p[k + 1] - p[k] > med);
+        if (!ok)
+            continue;
+        double mean = 0;
+        for (size_t k = first; k < c; k++)
+            mean += live_at[p[k]] / (double)(c - first);
+        if (c - first > best_count || (c - first == best_count && mean < best_live)) {
+            best = id + 1;
+            best_count = c - first;
+            best_first = first;
+            best_med = med;
+            best_live = mean;
+        }
+    }
+    if (best) {
+        const size_t *p = pos + off[best - 1] + best_first;
+        size_t cap = 0;
+        for (size_t k = 0; k < best_count; k++) {
+            struct gt_iteration *it = gt_iter_push(out, &cap);
+            it->index = (int64_t)k;
+            it->batch_size = -1;
+            it->first_ev = seq_ev[p[k]];
+            it->start = t->ev[it->first_ev].t;
+            if (k + 1 < best_count) {
+                it->end_ev = seq_ev[p[k + 1]];
+                it->end = t->ev[it->end_ev].t;
+                it->closed = 1;
+            } else {
+                it->end_ev = t->nev;
+                it->end = t->ev[t->nev - 1].t;
+            }
+        }
+        *skipped = p[0];
+        *cover = p[best_count - 1] + best_med < n ? p[best_count - 1] + best_med - p[0] : n - p[0];
+    }
+    free(gaps);
+    free(live_at);
+    free(pos);
+    free(off);
+    return best;
+}
+
 /* Automatic iterations from the stream of successful allocations: the best
  * periodic pattern whose repetitions look like iterations. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
@@ -259,12 +366,14 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     }
     enum { TRIES = 8 };   /* each try walks the trace once */
     struct period c[TRIES];
+    size_t exact_cover = 0;
     size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
         size_t before;
         place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before);
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
+            exact_cover = out->n * c[k].p;
             snprintf(out->how, sizeof out->how,
                      "automatic: a pattern of %zu allocation%s repeats %zu times (%zu allocation%s before it, %zu after)",
                      c[k].p, gt_s((long long)c[k].p), out->n, before, gt_s((long long)before), n - (before + out->n * c[k].p));
@@ -272,6 +381,28 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         }
         out->n = 0;
     }
+    /* where steps differ, the exact pattern covers only a stretch of them
+     * (or a run inside one step): an allocation made once per step covers
+     * them all. It is taken when it spans clearly more of the trace. */
+    struct gt_iterations an;
+    memset(&an, 0, sizeof an);
+    size_t before = 0, cover = 0;
+    uint32_t sym = anchor_iterations(t, pr, sel, seq, seq_ev, n, in.nkeys, &an, &before, &cover);
+    if (sym && cover * 10 > exact_cover * 11 && windows_release_memory(t, pr, an.it, an.n)) {
+        free(out->it);
+        out->it = an.it;
+        out->n = an.n;
+        an.it = NULL;
+        out->source = GT_ITER_AUTO;
+        const struct key3 *k = &in.keys[sym - 1];
+        char b[GT_FMT_LEN];
+        snprintf(out->how, sizeof out->how,
+                 "automatic: one allocation (%s, %s) recurs once per step, %zu times (%zu allocation%s before it;"
+                 " an exact repeating pattern spans only %zu of the %zu allocations: some steps differ)",
+                 t->api[k->api].name, gt_fmt_bytes(k->size, b), out->n, before, gt_s((long long)before), exact_cover,
+                 cover);
+    }
+    free(an.it);
     if (!out->n) {
         free(out->it);
         out->it = NULL;

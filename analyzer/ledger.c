@@ -13,7 +13,10 @@
  * Measured on an H100 (PyTorch 2.11): 97.75 MiB stay unaccounted in every
  * allocator mode, 419.75 MiB with CUDA_MODULE_LOADING=EAGER -- kernel modules
  * of libraries initialised after the first sample (cuBLAS); no traced call
- * makes them. */
+ * makes them. So the shim samples once more when the first iteration has
+ * ended, and what the trace does not show grew by then is its own bucket,
+ * "CUDA modules and library start-up"; what still does not add up at exit
+ * came later. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +84,30 @@ static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sa
     return n;
 }
 
+/* The first sample of device d at or after time at and before time before
+ * (the sample the shim takes when the first iteration has ended); 0 if none. */
+static int sample_between(struct gt_trace *t, int d, int64_t at, int64_t before, struct sample *out, int *code)
+{
+    struct gt_rows r;
+    int found = 0, more;
+    *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
+    while (!*code && !found && (more = gt_rows_next(&r)) > 0) {
+        struct sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
+        if (gt_rows_int(&r, 1, -1) == d && s.t >= at && s.t < before) {
+            *out = s;
+            found = 1;
+        }
+    }
+    if (!*code && !found && more < 0)
+        *code = -more;
+    gt_rows_close(&r);
+    return found;
+}
+
 /* The stream-ordered pool's reservation on device d at time at (CUPTI's
  * driver-memory and memory-pool records: the latest before it); -1 when the
  * trace holds no such record. */
-static int64_t pool_reserved(struct gt_trace *t, int d, int64_t at)
+int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
         "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND t_ns <= ?2 AND pool_size IS NOT NULL"
@@ -143,6 +166,48 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
     return GT_EXIT_OK;
 }
 
+/* All the trace holds on device d just before time at: device level plus
+ * the pool at its reservation (in use, when the reservation is unknown). */
+static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
+{
+    struct gt_trace *t = &c->t;
+    int64_t device = 0, pool = 0;
+    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
+        int m, slot;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
+        if (delta && slot == d && m == GT_MEM_DEVICE)
+            device += delta;
+        else if (delta && slot == d && m == GT_MEM_POOL)
+            pool += delta;
+    }
+    int64_t reserved = gt_ledger_pool_reserved(t, d, at);
+    return device + (reserved > pool ? reserved : pool);
+}
+
+int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
+{
+    struct gt_trace *t = &c->t;
+    struct sample first = {0}, last = {0};
+    int code;
+    memset(u, 0, sizeof *u);
+    u->bytes = u->others = u->total = -1;
+    if (!samples_of(t, d, &first, &last, &code) || !t->nev)
+        return code;
+    /* modules loaded and workspaces taken late make the last sample the
+     * fullest; it is taken at exit, when nothing is being allocated */
+    int at_end = last.t >= t->ev[t->nev - 1].t;
+    int64_t held = last.used - traced_at(c, d, last.t);
+    if (!at_end) {
+        int64_t h = first.used - traced_at(c, d, first.t);
+        held = h > held ? h : held;
+    }
+    u->bytes = held > 0 ? held : 0;
+    u->others = last.process >= 0 ? last.used - last.process : -1;
+    u->total = last.total > 0 ? last.total : -1;
+    u->t = last.t;
+    return GT_EXIT_OK;
+}
+
 /* The instant device d's memory in use (device + pool level) peaked. */
 static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
 {
@@ -167,17 +232,20 @@ struct instant {
     const char *name;    /* "exit", "peak" */
     int64_t t;
     int64_t by_cat[NCAT], pool_live, pool_reserved;
+    int64_t modules;     /* kernel modules and library start-up, measured after the first iteration; -1 */
     int have_nvml;
     struct sample s;
 };
 
 static int64_t accounted(const struct instant *x, int64_t context)
 {
-    int64_t sum = context > 0 ? context : 0;
+    int64_t sum = (context > 0 ? context : 0) + (x->modules > 0 ? x->modules : 0);
     for (int k = 0; k < NCAT; k++)
         sum += x->by_cat[k];
     return sum + (x->pool_reserved >= 0 ? x->pool_reserved : x->pool_live);
 }
+
+#define MODULES_NAME "CUDA modules and library start-up"
 
 static const char *cat_name(int k)
 {
@@ -209,6 +277,13 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
         gt_json_kint(j, "in_use_bytes", x->pool_live);
         gt_json_key(j, "reservation_known");
         gt_json_bool(j, x->pool_reserved >= 0);
+        gt_json_obj_end(j);
+    }
+    if (x->modules >= 0) {
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", MODULES_NAME);
+        gt_json_kstr(j, "kind", "modules");
+        gt_json_kint(j, "bytes", x->modules);
         gt_json_obj_end(j);
     }
     if (context >= 0) {
@@ -249,6 +324,8 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
             printf("      %-34s %12s in use (its reservation is not in the trace: CUPTI off?)\n",
                    "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
     }
+    if (x->modules >= 0)
+        printf("      %-34s %12s (measured after the first iteration)\n", MODULES_NAME, gt_fmt_bytes(x->modules, b));
     if (context >= 0)
         printf("      %-34s %12s (measured at the start)\n", "CUDA context and driver", gt_fmt_bytes(context, b));
     int64_t acc = accounted(x, context);
@@ -263,9 +340,12 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
                    x->s.process ? 100.0 * (double)un / (double)x->s.process : 0.0);
         }
         printf("\n");
-        if (context >= 0 && x->s.process - acc > 0)
+        if (context >= 0 && x->s.process - acc > 0 && x->modules < 0)
             printf("      %-34s (driver memory taken after the first sample that no traced call made: kernel modules\n"
                    "      %-34s  of libraries initialised later, e.g. cuBLAS at its first use)\n", "", "");
+        else if (context >= 0 && x->s.process - acc > 0)
+            printf("      %-34s (driver memory taken after the first iteration that no traced call made: kernel\n"
+                   "      %-34s  modules first used later, e.g. by an evaluation pass)\n", "", "");
         printf("      %-34s %12s\n", "NVML: other processes", gt_fmt_bytes(x->s.used - x->s.process, b));
     } else {
         printf("      %-34s %12s (all processes: NVML cannot tell this process's share)\n", "NVML: device used",
@@ -301,6 +381,29 @@ static int ledger_imported(struct gt_trace *t, struct gt_json *j)
     return GT_EXIT_OK;
 }
 
+int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out, int max)
+{
+    struct gt_trace *t = &c->t;
+    int *cat_of = gt_xmalloc((t->nsites + 1) * sizeof *cat_of);
+    for (size_t k = 0; k <= t->nsites; k++)
+        cat_of[k] = -1;
+    struct instant x = {.name = "failure", .t = at};
+    int code = live_at(c, d, at, cat_of, x.by_cat, &x.pool_live);
+    free(cat_of);
+    if (code)
+        return -code;
+    x.pool_reserved = gt_ledger_pool_reserved(t, d, at);
+    int n = 0;
+    for (int k = 0; k < NCAT && n < max; k++)
+        if (x.by_cat[k])
+            out[n++] = (struct gt_bucket){cat_name(k), k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : "library",
+                                          x.by_cat[k], -1};
+    if ((x.pool_live || x.pool_reserved > 0) && n < max)
+        out[n++] = (struct gt_bucket){"stream-ordered pool", "pool", x.pool_reserved > x.pool_live ? x.pool_reserved : x.pool_live,
+                                      x.pool_live};
+    return n;
+}
+
 /* The ledger of every device the trace used: the "ledger" JSON array, or text
  * under "Memory ledger". */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
@@ -332,10 +435,30 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (per_process) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
-            start.pool_reserved = pool_reserved(t, d, first.t);
+            start.pool_reserved = gt_ledger_pool_reserved(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
         }
+        /* kernel modules and library start-up, measured on their own: the
+         * growth of what the trace does not show between the first sample
+         * and the one taken when the first iteration ended (lazily loaded
+         * modules arrive at a kernel's first launch, with no call to trace) */
+        int64_t modules = -1, modules_t = -1;
+        const struct gt_iterations *its;
+        if (per_process && !(code = gt_ctx_iterations(c, &its)) && its->n) {
+            struct sample s;
+            if (sample_between(t, d, its->it[0].end > first.t ? its->it[0].end : first.t + 1, last.t, &s, &code)) {
+                struct instant x = {.t = s.t};
+                if ((code = live_at(c, d, s.t, cat_of, x.by_cat, &x.pool_live)))
+                    break;
+                x.pool_reserved = gt_ledger_pool_reserved(t, d, s.t);
+                modules = s.process - accounted(&x, -1) - context;
+                modules = modules > 0 ? modules : 0;
+                modules_t = s.t;
+            }
+        }
+        if (code)
+            break;
         struct instant at[2] = {{.name = "exit"}, {.name = "peak"}};
         int64_t end = t->ev[t->nev - 1].t + 1, peak;
         at[0].t = ns && last.t > end ? last.t : end;
@@ -344,7 +467,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[1].t = peak_instant(c, d, &peak);
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
-            at[k].pool_reserved = pool_reserved(t, d, at[k].t);
+            at[k].pool_reserved = gt_ledger_pool_reserved(t, d, at[k].t);
+            at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;
         }
         if (code)
             break;
@@ -353,6 +477,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "device", d);
             gt_json_kint_or_null(j, "context_bytes", context);
             gt_json_kint_or_null(j, "context_measured_at_ns", context >= 0 ? first.t : -1);
+            gt_json_kint_or_null(j, "modules_bytes", modules);
+            gt_json_kint_or_null(j, "modules_measured_at_ns", modules_t);
             gt_json_key(j, "per_process");
             gt_json_bool(j, per_process);
             gt_json_kint_or_null(j, "total_bytes", ns ? last.total : gt_trace_device_total(t, d));

@@ -9,7 +9,9 @@
  * program allocated nothing more is the one it ended on; the others it
  * recovered from (a library that tried a larger workspace first, a batch-size
  * finder). For each: what was asked for, what was live, the device's total,
- * who held the memory, and how much smaller the batch would have had to be. */
+ * who held the memory by the ledger's buckets, what was free and how much the
+ * request was short by, and how much smaller the batch would have had to be
+ * (from a sound fit only) or which call sites held enough to make it fit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,10 @@ const char gt_help_oom[] =
     "largest live allocations by call site, and, when iterations carry batch\n"
     "sizes, how much smaller the batch would have had to be: batch size at the\n"
     "failure minus the largest batch the peak fit predicts to fit (see gputrace\n"
-    "peak --help).\n";
+    "peak --help; only from a fit it gives a number for). With the memory ledger:\n"
+    "who held the device then, what was held outside the trace (NVML), what was\n"
+    "free, how much the request was short by (never negative), and when no batch\n"
+    "reduction can be given, how many of the largest call sites held enough.\n";
 
 #define MAX_DETAILED 32      /* requests with call sites; later ones get totals */
 #define RESULT_OUT_OF_MEMORY 2   /* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */
@@ -229,6 +234,125 @@ struct oom_ctx {
     const struct gt_iterations *its;
 };
 
+#define MAX_BUCKETS 24
+
+/* The ledger at one failure: who held the device, what was free, how much
+ * the request was short by, and how many of the largest live call sites
+ * would have covered that. */
+struct at_failure {
+    struct gt_bucket b[MAX_BUCKETS];
+    int nb;                  /* 0: device unknown, no ledger */
+    int64_t outside;         /* held outside the trace (NVML); -1 not measured */
+    int64_t free;            /* -1 unknown (no total) */
+    int64_t short_by;        /* >= 0; -1 unknown */
+    long sites_to_free;      /* -1: none named */
+};
+
+/* NVML's figures per device, read once for all the requests on it. */
+struct untraced_cache {
+    unsigned char have[GT_HOST_SLOT];
+    struct gt_untraced u[GT_HOST_SLOT];
+};
+
+static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
+                     struct untraced_cache *uc, struct at_failure *f)
+{
+    memset(f, 0, sizeof *f);
+    f->outside = f->free = f->short_by = f->sites_to_free = -1;
+    if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
+        return GT_EXIT_OK;
+    int n = gt_ledger_buckets(c, q->device, c->t.ev[q->last].t, f->b, MAX_BUCKETS);
+    if (n < 0)
+        return -n;
+    f->nb = n;
+    if (!uc->have[q->device]) {
+        int code = gt_ledger_untraced(c, q->device, &uc->u[q->device]);
+        if (code)
+            return code;
+        uc->have[q->device] = 1;
+    }
+    const struct gt_untraced u = uc->u[q->device];
+    f->outside = u.bytes;
+    int64_t held = 0;
+    for (int k = 0; k < n; k++)
+        held += f->b[k].bytes;
+    if (q->lower_bound)
+        held -= q->chunk * q->chunks;   /* the growth's own chunks are in the request */
+    if (total <= 0)
+        return GT_EXIT_OK;
+    f->free = total - held - (u.bytes > 0 ? u.bytes : 0);
+    if (f->free < 0)
+        f->free = 0;
+    if (q->requested < 0)
+        return GT_EXIT_OK;
+    f->short_by = q->requested > f->free ? q->requested - f->free : 0;   /* never a negative need */
+    int64_t sum = 0;
+    for (size_t k = 0; f->short_by > 0 && k < ns; k++)
+        if ((sum += s[k].bytes) >= f->short_by) {
+            f->sites_to_free = (long)k + 1;
+            break;
+        }
+    return GT_EXIT_OK;
+}
+
+static void json_ledger(struct gt_json *j, const struct at_failure *f)
+{
+    gt_json_key(j, "ledger");
+    gt_json_arr(j);
+    for (int k = 0; k < f->nb; k++) {
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", f->b[k].name);
+        gt_json_kstr(j, "kind", f->b[k].kind);
+        gt_json_kint(j, "bytes", f->b[k].bytes);
+        if (f->b[k].in_use >= 0)
+            gt_json_kint(j, "in_use_bytes", f->b[k].in_use);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_kint_or_null(j, "held_outside_trace_bytes", f->outside);
+    gt_json_kint_or_null(j, "free_bytes", f->free);
+    gt_json_key(j, "free_is_upper_bound");
+    gt_json_bool(j, f->free >= 0 && f->outside < 0);
+    gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
+    gt_json_kint_or_null(j, "sites_to_free", f->sites_to_free);
+}
+
+static void text_ledger(const struct at_failure *f, int64_t reduction, int64_t requested, const struct gt_site_sum *s)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    if (!f->nb && f->free < 0)
+        return;
+    printf("     held then:");
+    for (int k = 0; k < f->nb; k++)
+        printf("%s %s %s", k ? "," : "", f->b[k].name, gt_fmt_bytes(f->b[k].bytes, b1));
+    if (f->outside >= 0)
+        printf("%s outside the trace %s (NVML at exit: the CUDA context and driver,\n"
+               "     kernel modules, rounding of what was live, other processes)\n", f->nb ? ";" : "", gt_fmt_bytes(f->outside, b1));
+    else
+        printf("%s outside the trace: not measured (no NVML samples)\n", f->nb ? ";" : "");
+    if (f->free < 0 || f->short_by < 0)
+        return;
+    printf("     free then: %s%s; requested %s: ", f->outside < 0 ? "at most " : "", gt_fmt_bytes(f->free, b1),
+           gt_fmt_bytes(requested, b2));
+    if (f->short_by == 0) {
+        printf("by the ledger it fitted: the failure came from fragmentation or memory the trace and NVML's last sample\n"
+               "     do not show (no shortfall to name)\n");
+        return;
+    }
+    printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
+    if (reduction > 0)
+        return;   /* the batch-size line says what would have fit */
+    if (f->sites_to_free > 0) {
+        int64_t sum = 0;
+        for (long k = 0; k < f->sites_to_free; k++)
+            sum += s[k].bytes;
+        printf("     to fit: the %ld largest call site%s live then (below) held %s, enough to cover it\n", f->sites_to_free,
+               f->sites_to_free == 1 ? "" : "s", gt_fmt_bytes(sum, b1));
+    } else {
+        printf("     to fit: more than all the traced memory live then would have had to go\n");
+    }
+}
+
 static void json_request(struct oom_ctx *o, struct gt_json *j, const struct request *q, int64_t total, int64_t needed,
                          int64_t bs, int64_t index, int in_it, int64_t reduction)
 {
@@ -286,8 +410,8 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
         snprintf(dev, sizeof dev, " on device %d", q->device);
     if (q->attempts > 1)
         snprintf(att, sizeof att, ", %d attempts", q->attempts);
-    printf("  #%zu at %s: %s %s%s failed: out of memory%s%s\n", k + 1, gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
-           q->requested < 0 ? "of ? bytes" : q->lower_bound ? "growth of at least" : "of",
+    printf("  #%zu at %s: %s %s%s%s failed: out of memory%s%s\n", k + 1, gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
+           q->requested < 0 ? "of ? bytes" : q->lower_bound ? "growth of at least" : "of", q->requested >= 0 ? " " : "",
            q->requested >= 0 ? gt_fmt_bytes(q->requested, b2) : "", dev, att);
     if (q->lower_bound)
         printf("     a segment grew by %d chunk%s of %s, the next failed and all were released: the request was at "
@@ -346,6 +470,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     size_t nrec = 0;
     for (size_t k = 0; k < n; k++)
         nrec += r[k].recovered;
+    struct untraced_cache *uc = gt_xcalloc(1, sizeof *uc);
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
@@ -382,16 +507,23 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             needed = INT64_MAX;
         struct gt_site_sum *sites = NULL;
         size_t ns = 0;
-        if (k < MAX_DETAILED)
+        struct at_failure f;
+        memset(&f, 0, sizeof f);
+        f.outside = f.free = f.short_by = f.sites_to_free = -1;
+        if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
-        if (j) {
+            code = ledger_at(c, q, total, sites, ns, uc, &f);
+        }
+        if (j && !code) {
             gt_json_obj(j);
             json_request(&o, j, q, total, needed, bs, index, in_it, reduction);
+            json_ledger(j, &f);
             gt_json_key(j, "sites");
             code = gt_json_sites(c, j, sites, ns, ns);
             gt_json_obj_end(j);
-        } else {
+        } else if (!code) {
             text_request(&o, k, q, total, needed, bs, index, reduction);
+            text_ledger(&f, reduction, q->requested, sites);
             if (ns) {
                 printf("     largest live allocations by call site:\n");
                 code = gt_text_sites(c, sites, ns, (size_t)c->o->top, 6);
@@ -429,6 +561,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             printf("  ... %zu more (--top)\n", nothers - (size_t)c->o->top);
     }
     gt_peak_free(&o.pk);
+    free(uc);
     free(others);
     free(r);
     return code;

@@ -24,9 +24,18 @@ const char gt_help_peak[] =
     "iteration (\"batch_size=N\" or \"bs=N\" in the range message, or the marker\n"
     "API); per batch size the max and median peak; the least-squares fit\n"
     "peak = fixed + per_sample x batch_size over the max peaks, with R^2; the\n"
-    "largest batch size predicted to fit: floor((device total - fixed) / per_sample);\n"
-    "and what was live at the overall peak, by call site. Iterations cut short\n"
-    "by a failed allocation are listed but not fitted. When the memory spans\n"
+    "largest batch size predicted to fit: floor((available - margin - fixed) /\n"
+    "per_sample), where available is the device total less what NVML shows held\n"
+    "outside the trace (CUDA context, kernel modules, other processes) and the\n"
+    "traced memory beside the fitted level, and the margin is the allocator's\n"
+    "rounding and fragmentation as the trace shows them. It is given only when\n"
+    "the data supports it (3+ batch sizes, R^2 >= 0.9, peaks that follow the\n"
+    "batch size rather than the allocator's history, NVML samples or\n"
+    "--device-bytes B, no preallocation); else one line says why and what would.\n"
+    "For a caching allocator: the iterations that reached a new high, what each\n"
+    "kept, the failed allocations. And what was live at the overall peak, by\n"
+    "call site. Iterations cut short by a failed allocation are listed but not\n"
+    "fitted. --device-bytes B: the device total to use. When the memory spans\n"
     "several devices, the busiest device is reported (--device N picks one).\n"
     "Without iterations the overall peak is still reported (exit 0).\n"
     "\n"
@@ -50,6 +59,54 @@ static int bs_cmp(const void *a, const void *b)
 /* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
  * and a prediction from the fit is not worth acting on. */
 #define GT_FIT_RELIABLE_R2 0.9
+/* One allocation of this share of the device: a preallocating framework
+ * (as gputrace sweep tells it). */
+#define PREALLOC_SHARE 0.5
+
+/* New highs, what each iteration kept past its end and its failed
+ * allocations (pk->high), and whether peaks follow history: a complete
+ * iteration of a smaller batch size after a larger one peaked as high. */
+static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
+{
+    const struct gt_trace *t = &c->t;
+    pk->high = gt_xcalloc(its->n + 1, sizeof *pk->high);
+    int64_t high = its->n ? pk->w[0].start_live : 0;
+    for (size_t k = 0; k < its->n; k++) {
+        struct gt_peak_high *h = &pk->high[k];
+        for (size_t i = its->it[k].first_ev; i < its->it[k].end_ev; i++) {
+            const struct gt_event *e = &t->ev[i];
+            const struct gt_api_attr *a = gt_attr(t, e);
+            if (!a->known || a->op != GT_OP_ALLOC || !(pk->sel.mem_mask & GT_MASK(a->memory)) ||
+                (pk->sel.device != GT_ANY_DEVICE && e->device != pk->sel.device))
+                continue;
+            if (e->failed)
+                h->failed++;
+            else if (c->p.partner[i] == GT_NO_EVENT || c->p.partner[i] >= its->it[k].end_ev)
+                h->kept++;
+        }
+        if (pk->w[k].peak > high) {
+            h->new_high = 1;
+            h->added = pk->w[k].peak - high;
+            high = pk->w[k].peak;
+        }
+    }
+    /* per batch size (pk->bs, sorted), the lowest peak seen so far */
+    int64_t *lowest = gt_xmalloc((pk->nbs + 1) * sizeof *lowest);
+    for (size_t b = 0; b < pk->nbs; b++)
+        lowest[b] = INT64_MAX;
+    for (size_t j = 0; j < its->n && !pk->history; j++) {
+        if (pk->incomplete[j] || its->it[j].batch_size < 0 || pk->w[j].peak <= 0)
+            continue;
+        size_t b = 0;
+        while (b < pk->nbs && pk->bs[b].batch_size != its->it[j].batch_size)
+            b++;
+        for (size_t larger = b + 1; larger < pk->nbs && !pk->history; larger++)
+            pk->history = lowest[larger] <= pk->w[j].peak;
+        if (b < pk->nbs && pk->w[j].peak < lowest[b])
+            lowest[b] = pk->w[j].peak;
+    }
+    free(lowest);
+}
 
 int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
 {
@@ -64,6 +121,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     }
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
     pk->device_total = gt_ctx_device_total(c, &pk->sel);
+    pk->room.available = pk->room.margin = -1;
     const struct gt_iterations *its;
     int code = gt_ctx_iterations(c, &its);
     if (code)
@@ -110,7 +168,20 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     }
     free(v);
     free(bp);
-    if (pk->nbs >= 2) {
+    history(c, its, pk);
+    int code2 = gt_room_compute(c, &pk->sel, pk->overall_ev, &pk->room);
+    if (code2)
+        return code2;
+    /* one allocation of most of the device before the loop (JAX's default):
+     * the batch is carved inside it, out of the trace's sight: no fit at all */
+    size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
+    for (size_t i = 0; i < loop && pk->room.total > 0 && !pk->preallocated; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        pk->preallocated = !e->failed && a->known && a->op == GT_OP_ALLOC && gt_sel_has(&c->t, &pk->sel, e) &&
+                           (double)e->size >= PREALLOC_SHARE * (double)pk->room.total;
+    }
+    if (pk->nbs >= 2 && !pk->preallocated) {
         double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
         for (size_t i = 0; i < pk->nbs; i++) {
             x[i] = (double)pk->bs[i].batch_size;
@@ -120,19 +191,49 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
         free(x);
         free(y);
     }
-    if (pk->fit.ok && pk->fit.slope > 0 && pk->device_total > 0) {
-        double room = ((double)pk->device_total - pk->fit.intercept) / pk->fit.slope;
+    /* The largest batch against what the process can really get: the room
+     * less the margin (room.c), never the bare device total. */
+    int64_t candidate = -1;
+    const struct gt_room *r = &pk->room;
+    if (pk->fit.ok && pk->fit.slope > 0 && r->available >= 0 && r->margin >= 0) {
+        double room = ((double)(r->available - r->margin) - pk->fit.intercept) / pk->fit.slope;
         /* tolerance: an exact fit may land a hair below an integer */
-        pk->max_batch_size = room <= 0 ? 0 : (int64_t)floor(room + 1e-9 * (room > 1 ? room : 1));
+        candidate = room <= 0 ? 0 : (int64_t)floor(room + 1e-9 * (room > 1 ? room : 1));
     }
-    /* Never a number the data does not support: from a poor fit (a caching
-     * allocator's device memory follows history, not batch size: 61% over on
-     * an H100) no largest batch is given, to peak's readers or oom's. */
+    /* Never a number the data does not support; the first reason that holds. */
     pk->withheld_max_batch_size = -1;
-    if (pk->max_batch_size >= 0 && pk->fit.r2 < GT_FIT_RELIABLE_R2) {
-        pk->withheld_max_batch_size = pk->max_batch_size;
-        pk->max_batch_size = -1;
+    if (pk->preallocated) {
+        pk->withheld_why = "one allocation holds most of the device (a preallocating framework, JAX's default):"
+                           " the batch's tensors are carved inside it, where the trace cannot see them";
+        pk->what_to_do = "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"
+                         " (JAX), or gputrace sweep -- CMD";
+    } else if (pk->history) {
+        pk->withheld_why = "peaks follow the allocator's history, not the batch size: a smaller batch after a larger one"
+                           " peaked as high (a caching allocator keeps what earlier batches reserved)";
+        pk->what_to_do = "gputrace sweep -- CMD (one batch size per process), or trace at tensor level"
+                         " (PyTorch: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+    } else if (!pk->fit.ok || pk->fit.slope <= 0) {
+        /* no fit, or nothing grows: said on their own */
+    } else if (pk->fit.r2 < GT_FIT_RELIABLE_R2) {
+        pk->withheld_why = "the fit is poor (R^2 below 0.9): peaks do not follow batch size";
+        pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary), or trace at tensor level"
+                         " (PyTorch: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+    } else if (pk->nbs < 3) {
+        pk->withheld_why = "only 2 batch sizes: a line passes through any two points, so nothing tests the fit";
+        pk->what_to_do = "trace 3 or more batch sizes, or gputrace sweep -- CMD";
+    } else if (r->available < 0) {
+        pk->withheld_why = r->total > 0 ? "what the process can get is not known: the trace has no NVML samples (the"
+                                          " CUDA context and other processes' memory are not measured)"
+                                        : "the device's memory is not known";
+        pk->what_to_do = "pass --device-bytes B (what the traced memory may use), or gputrace sweep -- CMD";
+    } else {
+        pk->max_batch_size = candidate;
     }
+    if (pk->max_batch_size < 0)
+        pk->withheld_max_batch_size = candidate;
+    /* a line through history is no model of the batch: no fit numbers at all */
+    if (pk->history)
+        memset(&pk->fit, 0, sizeof pk->fit);
     return GT_EXIT_OK;
 }
 
@@ -141,6 +242,7 @@ void gt_peak_free(struct gt_peak *pk)
     free(pk->w);
     free(pk->bs);
     free(pk->incomplete);
+    free(pk->high);
     memset(pk, 0, sizeof *pk);
 }
 
@@ -148,7 +250,7 @@ void gt_peak_free(struct gt_peak *pk)
 
 static int fit_reliable(const struct gt_peak *pk)
 {
-    return pk->fit.ok && pk->fit.r2 >= GT_FIT_RELIABLE_R2;
+    return pk->fit.ok && pk->fit.r2 >= GT_FIT_RELIABLE_R2 && !pk->history;
 }
 
 static long iteration_of(const struct gt_iterations *its, uint32_t ev)
@@ -159,10 +261,71 @@ static long iteration_of(const struct gt_iterations *its, uint32_t ev)
     return -1;
 }
 
+/* How the room and the margin were measured, under the prediction. */
+static void print_room(const struct gt_room *r)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    printf("    available = %s total (%s)", gt_fmt_bytes(r->total, b1), r->total_from);
+    if (r->untraced.bytes >= 0) {
+        printf(" - %s held outside the trace (NVML at exit: the CUDA context and driver, kernel modules", gt_fmt_bytes(r->untraced.bytes, b1));
+        if (r->untraced.others >= 0)
+            printf(", other processes' %s", gt_fmt_bytes(r->untraced.others, b2));
+        printf(")");
+    } else {
+        printf(" (no NVML samples: taken as what the traced memory may use)");
+    }
+    if (r->other_levels)
+        printf(" - %s traced beside the fitted level (its peak)", gt_fmt_bytes(r->other_levels, b1));
+    printf("\n    margin = ");
+    const char *sep = "";
+    if (r->pool_slack >= 0) {
+        printf("%s the pool reserved beyond its use at the peak (CUPTI)", gt_fmt_bytes(r->pool_slack, b1));
+        sep = " + ";
+    }
+    if (r->rounded) {
+        printf("%srounding: up to %s for each of %lld device allocation%s live at the peak", sep,
+               gt_fmt_bytes(r->granularity - 1, b1), (long long)r->rounded, gt_s((long long)r->rounded));
+        sep = " + ";
+    }
+    if (r->rounded_pool)
+        printf("%srounding: up to %s for each of %lld pool allocation%s live at the peak (the pool's reservation is not"
+               " in the trace: CUPTI off?)", sep, gt_fmt_bytes(r->pool_granularity - 1, b2), (long long)r->rounded_pool,
+               gt_s((long long)r->rounded_pool));
+    printf("\n    (rounding per allocation: the granularity its level's addresses show, at most 2 MiB, less a byte)\n");
+}
+
+/* A caching allocator's peaks: what the trace does know. */
+static void print_history(const struct gt_iterations *its, const struct gt_peak *pk)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    int64_t failed = 0;
+    printf("  new highs (the allocator's memory follows them, not the batch size):\n");
+    for (size_t k = 0; k < pk->n; k++) {
+        failed += pk->high[k].failed;
+        if (!pk->high[k].new_high)
+            continue;
+        char bs[32] = "?";
+        if (its->it[k].batch_size >= 0)
+            snprintf(bs, sizeof bs, "%lld", (long long)its->it[k].batch_size);
+        printf("    iteration %lld, batch %s: %s, +%s, %lld allocation%s kept past the iteration (new segments)\n",
+               (long long)its->it[k].index, bs, gt_fmt_bytes(pk->w[k].peak, b1), gt_fmt_bytes(pk->high[k].added, b2),
+               (long long)pk->high[k].kept, gt_s((long long)pk->high[k].kept));
+    }
+    printf("  batch sizes with no new high:");
+    int none = 1;
+    for (size_t k = 0; k < pk->n; k++)
+        if (!pk->high[k].new_high && its->it[k].batch_size >= 0) {
+            printf("%s %lld", none ? "" : ",", (long long)its->it[k].batch_size);
+            none = 0;
+        }
+    printf("%s\n", none ? " none" : " (they ran inside what earlier batches had reserved)");
+    printf("  failed allocations in iterations: %lld\n", (long long)failed);
+}
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_peak *pk,
                       const struct gt_site_sum *s, size_t ns)
 {
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], dev[64] = "";
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], dev[64] = "";
     if (pk->sel.device != GT_ANY_DEVICE)
         snprintf(dev, sizeof dev, " on device %d%s", pk->sel.device, pk->multi_device ? ", the busiest of several" : "");
     if (pk->device_total > 0)
@@ -227,22 +390,24 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     if (pk->fit.ok) {
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
                gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
-        if (pk->withheld_max_batch_size >= 0)
-            printf("  no largest batch size: a prediction from this fit is not one to act on (below); prove it with\n"
-                   "  gputrace sweep -- CMD (real runs at the boundary), or trace at tensor level\n");
-        else if (pk->max_batch_size >= 0)
-            printf("  largest batch size predicted to fit in %s: %lld\n", gt_fmt_bytes(pk->device_total, b3), (long long)pk->max_batch_size);
-        else if (pk->fit.slope <= 0)
+        if (pk->max_batch_size >= 0) {
+            printf("  largest batch size predicted to fit: %lld (in %s available, less a margin of %s)\n",
+                   (long long)pk->max_batch_size, gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
+            print_room(&pk->room);
+        } else if (pk->fit.slope <= 0 && !pk->history) {
             printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
-        else
-            printf("  device memory unknown: pass --device-bytes N to predict the largest batch size that fits\n");
-        if (!fit_reliable(pk))
-            printf("  the fit is poor (R^2 < %.2f): these peaks do not follow batch size, so neither does the prediction;\n"
-                   "  a caching allocator's device memory keeps what earlier batches reserved (PyTorch: trace with\n"
-                   "  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync to see tensor-level peaks)\n", GT_FIT_RELIABLE_R2);
+        }
+        if (pk->fit.r2 < GT_FIT_RELIABLE_R2)
+            printf("  the fit is poor (R^2 < %.2f): these peaks do not follow batch size\n", GT_FIT_RELIABLE_R2);
     } else if (pk->nbs == 1) {
         printf("  one batch size only: run several batch sizes to fit peak = fixed + per_sample x batch_size\n");
+    } else if (pk->history) {
+        printf("  fit: none (a line through these peaks would model the allocator's history, not the batch)\n");
     }
+    if (pk->withheld_why)
+        printf("  no largest batch size: %s;\n    what would give one: %s\n", pk->withheld_why, pk->what_to_do);
+    if (pk->history)
+        print_history(its, pk);
     if (pk->overall_ev == GT_NO_EVENT) {
         printf("  no %s memory was ever live\n", c->sel_name);
         return GT_EXIT_OK;
@@ -321,11 +486,57 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint_or_null(j, "device_total_bytes", pk.device_total);
         /* never a number the data does not support: a poor fit gives none */
         gt_json_kint_or_null(j, "max_batch_size", pk.max_batch_size);
+        gt_json_kint_or_null(j, "available_bytes", pk.room.available);
+        gt_json_kint_or_null(j, "margin_bytes", pk.room.margin);
         gt_json_key(j, "max_batch_size_withheld");
-        if (pk.withheld_max_batch_size >= 0)
-            gt_json_str(j, "the fit is poor (R^2 below 0.9): peaks do not follow batch size");
+        if (pk.withheld_why)
+            gt_json_str(j, pk.withheld_why);
         else
             gt_json_null(j);
+        gt_json_key(j, "what_would_give_one");
+        if (pk.what_to_do)
+            gt_json_str(j, pk.what_to_do);
+        else
+            gt_json_null(j);
+        gt_json_key(j, "room");
+        gt_json_obj(j);
+        gt_json_kint_or_null(j, "total_bytes", pk.room.total);
+        gt_json_key(j, "total_from");
+        if (pk.room.total > 0)
+            gt_json_str(j, pk.room.total_from);
+        else
+            gt_json_null(j);
+        gt_json_kint_or_null(j, "held_outside_trace_bytes", pk.room.untraced.bytes);
+        gt_json_kint_or_null(j, "other_processes_bytes", pk.room.untraced.others);
+        gt_json_kint(j, "beside_level_bytes", pk.room.other_levels);
+        gt_json_kint_or_null(j, "pool_slack_bytes", pk.room.pool_slack);
+        gt_json_kint(j, "device_granularity_bytes", pk.room.granularity);
+        gt_json_kint(j, "pool_granularity_bytes", pk.room.pool_granularity);
+        gt_json_kint(j, "rounded_device_allocations", pk.room.rounded);
+        gt_json_kint(j, "rounded_pool_allocations", pk.room.rounded_pool);
+        gt_json_obj_end(j);
+        gt_json_key(j, "preallocated");
+        gt_json_bool(j, pk.preallocated);
+        gt_json_key(j, "peaks_follow_history");
+        gt_json_bool(j, pk.history);
+        gt_json_key(j, "new_highs");
+        gt_json_arr(j);
+        int64_t failed = 0;
+        for (size_t k = 0; k < pk.n; k++) {
+            failed += pk.high[k].failed;
+            if (!pk.high[k].new_high)
+                continue;
+            gt_json_obj(j);
+            gt_json_kint(j, "index", its->it[k].index);
+            gt_json_kint_or_null(j, "batch_size", its->it[k].batch_size);
+            gt_json_kint(j, "peak_bytes", pk.w[k].peak);
+            gt_json_kint(j, "added_bytes", pk.high[k].added);
+            gt_json_kint(j, "kept_allocations", pk.high[k].kept);
+            gt_json_kint(j, "failed_allocations", pk.high[k].failed);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_json_kint(j, "failed_allocations", failed);
         gt_json_kint(j, "peak_bytes", pk.overall_peak);
         gt_json_key(j, "peak_time_ns");
         if (pk.overall_ev == GT_NO_EVENT)

@@ -299,8 +299,10 @@
         'iteration ' + it.index + ': batch size ' + it.batch_size + ', peak ' + fmtBytes(it.peak_bytes));
     });
     var t = pk.fit ? 'peak = ' + fmtBytes(pk.fit.fixed_bytes) + ' + ' + fmtBytes(pk.fit.per_sample_bytes) + ' x batch size (R\u00b2 ' +
-      pk.fit.r2.toFixed(4) + ')' : 'No fit: needs iterations with at least two batch sizes.';
+      pk.fit.r2.toFixed(4) + ')' : pk.peaks_follow_history ? 'No fit: the peaks follow the allocator\'s history.' :
+      'No fit: needs iterations with at least two batch sizes.';
     if (pk.max_batch_size !== null && pk.max_batch_size !== undefined) t += '; largest batch size predicted to fit: ' + pk.max_batch_size;
+    else if (pk.max_batch_size_withheld) t += '; no largest batch size: ' + pk.max_batch_size_withheld + ' (' + pk.what_would_give_one + ')';
     if (pk.fit && pk.fit.reliable === false)
       t += '. The fit is poor: these peaks do not follow batch size, so neither does the prediction (a caching allocator keeps ' +
         'what earlier batches reserved; with PyTorch, trace with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).';

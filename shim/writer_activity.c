@@ -24,6 +24,13 @@ static struct {
     int nend;
     struct gt_mem_sample end[GT_MAX_DEVICES];
     uint64_t next_sample, cupti_dropped_seen;
+    /* one more sample when the program's first iteration has ended (its
+     * first outermost default-domain range closed, or its second marker
+     * API iteration began): what lazily loaded kernel modules and library
+     * start-up took by then, for the ledger. 0 waiting, 1 due, 2 taken. */
+    int iteration_sample;
+    uint64_t first_range_id;
+    int64_t iterations_seen;
     int nsamples;
     struct gt_mem_sample samples[MAX_SAMPLES];
 } A;
@@ -62,6 +69,8 @@ void gt_activity_record(struct gt_rec *rec)
     case GT_REC_RANGE_PUSH:
     case GT_REC_RANGE_START: {
         const struct gt_range_open *o = &rec->open;
+        if (!A.first_range_id && o->depth == 0 && !o->domain)
+            A.first_range_id = o->id;
         int64_t bs = batch_size_in(o->msg);
         GT_BIND_INT(RANGE, id, o->id);
         GT_BIND_TEXT(RANGE, source, source_names[o->source == GT_SRC_MARKER]);
@@ -78,6 +87,8 @@ void gt_activity_record(struct gt_rec *rec)
     }
     case GT_REC_RANGE_POP:
     case GT_REC_RANGE_END:
+        if (A.first_range_id && rec->close.id == A.first_range_id && !A.iteration_sample)
+            A.iteration_sample = 1;
         GT_BIND_INT(RANGE_END, end_ns, rel(rec->t_ns));
         GT_BIND_INT(RANGE_END, id, rec->close.id);
         gt_db_run(GT_ST_RANGE_END, GT_DROP_NOT_WRITTEN);
@@ -91,6 +102,8 @@ void gt_activity_record(struct gt_rec *rec)
         gt_db_run(GT_ST_MARK, GT_DROP_NOT_WRITTEN);
         break;
     case GT_REC_ITERATION:
+        if (++A.iterations_seen == 2 && !A.iteration_sample)
+            A.iteration_sample = 1;
         GT_BIND_INT(ITERATION, idx, rec->iteration.index);
         GT_BIND_OPT(ITERATION, batch_size, rec->iteration.batch_size >= 0, rec->iteration.batch_size);
         GT_BIND_INT(ITERATION, t_ns, rel(rec->t_ns));
@@ -130,6 +143,11 @@ void gt_activity_tick(void)
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.start_sampled = true;
         A.next_sample = now + (uint64_t)gt_config.sample_ms * 1000000ull;
+    }
+    if (A.iteration_sample == 1 && atomic_load(&A.nvml_on) && A.start_sampled &&
+        A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
+        A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
+        A.iteration_sample = 2;
     }
 }
 

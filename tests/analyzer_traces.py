@@ -140,6 +140,14 @@ class Trace:
         """gputrace_iteration(idx, batch_size): starts an iteration."""
         self.iteration_rows.append((idx, batch_size, self.now(), self.tid))
 
+    def nvml_sample(self, outside, others=0, total=None):
+        """An NVML sample now: the device's used bytes are everything live in the
+        trace plus `outside` (context, modules, other processes' `others`)."""
+        traced = sum(size for size, device, api in self.live.values() if device == 0 and 'Host' not in api)
+        used = traced + outside
+        self.con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+                         (self.now(), used, total or self.device_total, used - others))
+
     def kernel(self, name, duration=500):
         sid = self.strings.setdefault(name, len(self.strings) + 1)
         start = self.now()
@@ -343,20 +351,31 @@ EQ_BATCHES = [16, 32, 48, 64, 96, 128, 16, 64]
 EQ_DEVICE_TOTAL = 17071734784                 # "15.90 GiB total capacity" (seed 004)
 
 
-def eq_max_batch(total=EQ_DEVICE_TOTAL):
-    return (total - EQ_FIXED) // EQ_PER_SAMPLE
+# peak's rounding margin for the memory equation: 9 allocations live at the
+# peak (3 of state, 6 per-sample), addresses 512-aligned: 511 bytes each
+EQ_MARGIN = 9 * 511
 
 
-def memory_equation(dirpath, batches=EQ_BATCHES):
+def eq_max_batch(total=EQ_DEVICE_TOTAL, outside=0):
+    return (total - outside - EQ_MARGIN - EQ_FIXED) // EQ_PER_SAMPLE
+
+
+def memory_equation(dirpath, batches=EQ_BATCHES, outside=None):
+    """outside: NVML samples at the start and the end with that much held
+    outside the trace (none: no NVML in the trace)."""
     """Seed 002: Total = model + optimizer (fixed) + activations + batch (per sample)."""
     t = Trace(os.path.join(dirpath, 'memory_equation.db'), device_total=EQ_DEVICE_TOTAL, device_name='Tesla V100-PCIE-16GB',
               command_line='./memory_equation', module='/opt/work/memory_equation')
     state = [t.alloc(EQ_PARAMS * 4, [fn, 'main'], api='cudaMallocAsync') for fn in ('init_params', 'adam_m', 'adam_v')]
+    if outside is not None:
+        t.nvml_sample(outside)
     for i, bs in enumerate(batches):
         t.iteration(i, bs)
         _train_step_pool(t, bs, EQ_PER_SAMPLE_ALLOCS, 0)
     for p in state:
         t.free(p)
+    if outside is not None:
+        t.nvml_sample(outside)
     return t.close()
 
 

@@ -11,6 +11,9 @@ SHIM = os.path.join(BUILD, 'shim', 'libgputrace.so')
 GPUTRACE = os.path.join(BUILD, 'analyzer', 'gputrace')
 PROGS = os.path.join(BUILD, 'tests', 'progs')
 FAKE_CUDA_DIR = os.path.join(BUILD, 'tests', 'fake_cuda')
+# the NVML stand-in: on LD_LIBRARY_PATH only for tests that want NVML samples
+FAKE_NVML_DIR = os.path.join(BUILD, 'tests', 'fake_nvml')
+WITH_NVML = FAKE_NVML_DIR + ':' + FAKE_CUDA_DIR
 
 
 def prog(name):

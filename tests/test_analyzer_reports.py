@@ -264,10 +264,10 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertGreater(fit['r2'], 0.9999)
 
     def test_peaks_that_do_not_follow_batch_size_mark_the_fit_unreliable(self):
-        # reserved memory of a caching allocator: the first, largest batch
-        # sets the level and smaller batches keep it
-        t = T.Trace(os.path.join(self.dir, 'history.db'))
-        peaks = {64: 100 * T.MiB, 8: 100 * T.MiB, 32: 100 * T.MiB, 128: 300 * T.MiB}
+        # peaks that barely move with the batch, then jump (no history: each
+        # smaller batch after a larger one peaked lower)
+        t = T.Trace(os.path.join(self.dir, 'poor.db'))
+        peaks = {64: 100 * T.MiB, 8: 90 * T.MiB, 32: 95 * T.MiB, 128: 300 * T.MiB}
         for bs, peak in peaks.items():
             t.push('step batch_size=%d' % bs, batch_size=bs)
             t.free(t.alloc(peak, ['train_step', 'main']))
@@ -278,29 +278,63 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertLess(d['fit']['r2'], 0.9)
         self.assertIs(d['fit']['reliable'], False)
         self.assertIn('the fit is poor', self.ok('peak', db).stdout)
-        good = self.json('peak', T.batch_sequence(self.dir))
+        good = self.json('peak', '--device-bytes', '80G', T.batch_sequence(self.dir))
         self.assertIs(good['fit']['reliable'], True)
         self.assertIsNone(good['max_batch_size_withheld'])
 
     def test_a_poor_fit_gives_no_largest_batch(self):
         # issue 11: under PyTorch's default allocator a mixed-batch trace said
         # "largest batch 487" with the fit marked unreliable; the truth was 303
-        t = T.Trace(os.path.join(self.dir, 'history.db'), device_total=80 * T.GiB)
-        for bs, peak in ((8, 2650), (2, 2650), (6, 2650), (4, 2650), (10, 4360)):
+        t = T.Trace(os.path.join(self.dir, 'poor.db'), device_total=80 * T.GiB)
+        for bs, peak in ((8, 2650), (2, 2600), (6, 2550), (4, 2500), (10, 4360)):
             t.push('step batch_size=%d' % bs, batch_size=bs)
             t.free(t.alloc(peak * T.MiB, ['train_step', 'main']))
             t.pop()
         db = t.close()
-        d = self.json('peak', db)
+        d = self.json('peak', '--device-bytes', '80G', db)
         self.assertIs(d['fit']['reliable'], False)
         self.assertIsNone(d['max_batch_size'])
         self.assertIn('R^2 below 0.9', d['max_batch_size_withheld'])
-        text = self.ok('peak', db).stdout
+        text = self.ok('peak', '--device-bytes', '80G', db).stdout
         self.assertIn('no largest batch size', text)
         self.assertNotIn('largest batch size predicted', text)
 
+    def test_caching_allocator_history_lists_new_highs_and_gives_no_number(self):
+        # issue 11 part 3: batch sizes 8, 2, 6, 4, 10 in one process under a
+        # caching allocator: 8 reserves 2650 MiB in segments, 2, 6 and 4 run
+        # inside them, 10 adds segments up to 4360 MiB; one growth failed first
+        t = T.Trace(os.path.join(self.dir, 'history.db'), device_total=80 * T.GiB)
+        seg = 10 * T.MiB
+        reserved = 0
+        for bs, peak in ((8, 2650), (2, 2650), (6, 2650), (4, 2650), (10, 4360)):
+            t.push('step batch_size=%d' % bs, batch_size=bs)
+            if bs == 10:
+                t.alloc(1800 * T.MiB, T.CACHING_FRAMES, result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+            while reserved < peak * T.MiB:
+                t.alloc(seg, T.CACHING_FRAMES)
+                reserved += seg
+            t.pop()
+        db = t.close()
+        d = self.json('peak', '--device-bytes', '80G', db)
+        self.assertIs(d['peaks_follow_history'], True)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn("follow the allocator's history", d['max_batch_size_withheld'])
+        self.assertIn('gputrace sweep', d['what_would_give_one'])
+        self.assertEqual([(h['index'], h['batch_size'], h['peak_bytes'], h['added_bytes'], h['kept_allocations'],
+                           h['failed_allocations']) for h in d['new_highs']],
+                         [(0, 8, 2650 * T.MiB, 2650 * T.MiB, 265, 0), (4, 10, 4360 * T.MiB, 1710 * T.MiB, 171, 1)])
+        self.assertEqual(d['failed_allocations'], 1)
+        self.assertIsNone(d['fit'])   # no numbers from a fit over history
+        text = self.ok('peak', '--device-bytes', '80G', db).stdout
+        self.assertIn('iteration 0, batch 8: 2.59 GiB, +2.59 GiB, 265 allocations kept', text)
+        self.assertIn('iteration 4, batch 10: 4.26 GiB, +1.67 GiB, 171 allocations kept', text)
+        self.assertIn('batch sizes with no new high: 2, 6, 4', text)
+        self.assertIn('failed allocations in iterations: 1', text)
+        self.assertNotIn('largest batch size predicted', text)
+        self.assertNotIn('fit: peak', text)
+
     def test_memory_equation_fit_and_largest_batch_that_fits(self):
-        db = T.memory_equation(self.dir)
+        db = T.memory_equation(self.dir, outside=700 * T.MiB)
         d = self.json('peak', db)
         self.assertEqual(d['iteration_source'], 'marker')
         self.assertEqual([it['batch_size'] for it in d['iterations']], T.EQ_BATCHES)
@@ -308,7 +342,11 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertWithin(d['fit']['fixed_bytes'], T.EQ_FIXED)
         self.assertWithin(d['fit']['per_sample_bytes'], T.EQ_PER_SAMPLE)
         self.assertEqual(d['device_total_bytes'], T.EQ_DEVICE_TOTAL)
-        self.assertEqual(d['max_batch_size'], T.eq_max_batch())
+        # what the process can get: the total less what NVML shows held outside the trace
+        self.assertEqual(d['available_bytes'], T.EQ_DEVICE_TOTAL - 700 * T.MiB)
+        self.assertEqual(d['margin_bytes'], T.EQ_MARGIN)
+        self.assertEqual(d['max_batch_size'], T.eq_max_batch(outside=700 * T.MiB))
+        self.assertLess(d['max_batch_size'], T.eq_max_batch())   # the bare device total over-promises
         by = {b['batch_size']: b for b in d['by_batch_size']}
         self.assertEqual(by[16]['iterations'], 2)
         self.assertEqual(by[16]['median_peak_bytes'], T.EQ_FIXED + T.EQ_PER_SAMPLE * 16)
@@ -319,6 +357,25 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertEqual(d['device_total_bytes'], 8 * T.GiB)
         self.assertEqual(d['max_batch_size'], T.eq_max_batch(8 * T.GiB))
 
+    def test_without_nvml_or_device_bytes_no_largest_batch(self):
+        # the CUDA context and other processes are not in a trace without NVML:
+        # the bare device total would over-promise
+        db = T.memory_equation(self.dir)
+        d = self.json('peak', db)
+        self.assertTrue(d['fit']['reliable'])
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIsNone(d['available_bytes'])
+        self.assertIn('no NVML samples', d['max_batch_size_withheld'])
+        self.assertIn('--device-bytes', d['what_would_give_one'])
+        self.assertIn('no largest batch size: what the process can get is not known', self.ok('peak', db).stdout)
+
+    def test_two_batch_sizes_give_no_largest_batch(self):
+        db = T.memory_equation(self.dir, batches=[16, 64, 16], outside=0)
+        d = self.json('peak', db)
+        self.assertEqual(d['fit']['r2'], 1.0)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn('only 2 batch sizes', d['max_batch_size_withheld'])
+
     def test_overall_peak_lists_live_allocations_by_site(self):
         db = T.memory_equation(self.dir)
         d = self.json('peak', db)
@@ -328,11 +385,13 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertEqual(d['peak_sites'][0]['bytes'], T.EQ_PARAMS * 4)
 
     def test_peak_text_says_level_fit_and_max_batch(self):
-        db = T.memory_equation(self.dir)
+        db = T.memory_equation(self.dir, outside=700 * T.MiB)
         out = self.ok('peak', db).stdout
         self.assertIn('Peak of pool memory', out)
         self.assertIn('fit: peak = ', out)
-        self.assertIn('largest batch size predicted to fit in 15.90 GiB: %d' % T.eq_max_batch(), out)
+        self.assertIn('largest batch size predicted to fit: %d (in 15.22 GiB available, less a margin of 4.49 KiB)'
+                      % T.eq_max_batch(outside=700 * T.MiB), out)
+        self.assertIn('15.90 GiB total (NVML) - 700.00 MiB held outside the trace', out)
 
     def iteration_rows(self, out):
         """The iteration table's rows of peak's text: [(index, note)]."""
@@ -399,12 +458,14 @@ class OutOfMemory(T.AnalyzerTest):
         self.assertIn('layer_forward_', frames_text(f['sites'][0]))
 
     def test_oom_batch_reduction_from_fit(self):
+        # --device-bytes: the trace has no NVML samples; the margin (7 allocations
+        # live at the failed step's peak, 511 B each) leaves the floor as it is
         db = T.oom(self.dir)
-        f = self.json('oom', db)['failures'][0]
+        f = self.json('oom', '--device-bytes', T.EQ_DEVICE_TOTAL, db)['failures'][0]
         self.assertEqual(f['batch_size'], T.oom_failed_batch())
         self.assertEqual(f['max_batch_size'], T.eq_max_batch())
         self.assertEqual(f['batch_size_reduction'], T.oom_failed_batch() - T.eq_max_batch())
-        out = self.ok('oom', db).stdout
+        out = self.ok('oom', '--device-bytes', T.EQ_DEVICE_TOTAL, db).stdout
         self.assertIn('the batch had to be %d smaller' % (T.oom_failed_batch() - T.eq_max_batch()), out)
 
     def test_iteration_cut_short_by_oom_is_not_fitted(self):

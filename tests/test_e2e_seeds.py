@@ -188,6 +188,22 @@ class AutomaticIterations(SeedTest):
         peak = base + relu + out + F + out + relu + LEAK_PARAM_BYTES
         self.assertEqual([it['peak_bytes'] for it in d['iterations']], [peak] * steps)
 
+    def test_steps_of_a_realistic_pool_pattern_counted_exactly(self):
+        # train_pattern.c: forward of many sizes, backward frees in reverse,
+        # optimizer state made at step 0, a logging tensor every 7th step and a
+        # larger workspace tried every 5th: no clean stretch is longer than 4
+        # steps (a ResNet-50 under cudaMallocAsync gave 4 iterations for 30)
+        for steps in (3, 30, 64):
+            with self.subTest(steps=steps):
+                db = self.run_traced([prog('train_pattern'), str(steps)], name='pattern-%d.db' % steps)
+                d = self.json('peak', db)
+                self.assertEqual((d['iteration_source'], len(d['iterations'])), ('auto', steps), d['iteration_detection'])
+                self.assertIn('recurs once per step', d['iteration_detection'])
+                # each iteration starts at the step's input batch (3 MiB), after the parameters
+                starts = gtlib.query(db, "SELECT e.t_ns FROM events e JOIN apis a ON a.id = e.api"
+                                         " WHERE a.name = 'cudaMallocAsync' AND e.size = ? ORDER BY e.t_ns", (3 << 20,))
+                self.assertEqual([it['start_ns'] for it in d['iterations']], [t for (t,) in starts])
+
     def test_leak_found_without_markers_matches_marked_analysis(self):
         marked = self.json('growth', self.run_traced([prog('seed_leak'), 'leak', 'nvtx', '30'], name='m.db'))
         auto = self.json('growth', self.run_traced([prog('seed_leak'), 'leak', 'none', '30'], name='a.db'))
@@ -234,7 +250,7 @@ class BatchSizeMemory(SeedTest):
         capacity, max_bs = self.capacity_and_max_batch()
         self.assertEqual(max_bs, 700)
         db = self.run_traced(batches_argv('nvtx', MLP_PARAMS, MLP_INPUT, MLP_WIDTHS, [16, 32, 64, 128, 256]),
-                             FAKE_CUDA_DEVICE_BYTES=capacity)
+                             FAKE_CUDA_DEVICE_BYTES=capacity, LD_LIBRARY_PATH=gtlib.WITH_NVML)
         d = self.json('peak', db)
         self.assertWithin(d['fit']['fixed_bytes'], fixed_bytes(MLP_PARAMS))
         self.assertWithin(d['fit']['per_sample_bytes'], per_sample_bytes(MLP_INPUT, MLP_WIDTHS))
@@ -253,7 +269,7 @@ class BatchSizeMemory(SeedTest):
         self.assertIsNotNone(failure)
         step, requested, live = failure
         db = self.run_traced(batches_argv('nvtx', MLP_PARAMS, MLP_INPUT, MLP_WIDTHS, batches), rc=1,
-                             FAKE_CUDA_DEVICE_BYTES=capacity)
+                             FAKE_CUDA_DEVICE_BYTES=capacity, LD_LIBRARY_PATH=gtlib.WITH_NVML)
         d = self.json('oom', db)
         self.assertEqual(len(d['failures']), 1)
         f = d['failures'][0]

@@ -41,8 +41,17 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int ndev = 1;
 static uint64_t cap_bytes = 17179869184ULL;
+/* FAKE_CUDA_GRANULARITY: cuMemAlloc rounds sizes (and so fresh addresses) up to
+ * it, as the real driver rounds to its pages: the rounding a tracer must allow
+ * for. FAKE_CUDA_CONTEXT_BYTES and FAKE_CUDA_OTHER_BYTES: held on every device
+ * from the start, as a CUDA context and another process's memory are; both
+ * count against the capacity, no traced call makes them (the fake NVML tells
+ * them apart). */
+static uint64_t granularity = 512, context_bytes, other_bytes;
 static _Thread_local int cur_dev;
 static unsigned long ptsz_calls, v1_calls;
+
+static uint64_t next_addr[MAX_DEVICES], used[MAX_DEVICES];
 
 static void env_init(void)
 {
@@ -52,6 +61,15 @@ static void env_init(void)
     s = getenv("FAKE_CUDA_DEVICE_BYTES");
     if (s && *s)
         cap_bytes = strtoull(s, NULL, 10);
+    s = getenv("FAKE_CUDA_GRANULARITY");
+    if (s && *s && strtoull(s, NULL, 10) >= 512 && !(strtoull(s, NULL, 10) & (strtoull(s, NULL, 10) - 1)))
+        granularity = strtoull(s, NULL, 10);
+    s = getenv("FAKE_CUDA_CONTEXT_BYTES");
+    context_bytes = s && *s ? strtoull(s, NULL, 10) : 0;
+    s = getenv("FAKE_CUDA_OTHER_BYTES");
+    other_bytes = s && *s ? strtoull(s, NULL, 10) : 0;
+    for (int d = 0; d < MAX_DEVICES; d++)
+        used[d] = context_bytes + other_bytes;
 }
 
 /* ---- allocations: a growable list, linear search (tests hold few at once) -- */
@@ -61,7 +79,6 @@ static struct block *live;
 static size_t nlive, caplive;
 static struct block *freed; /* device blocks given back, reused for the same size */
 static size_t nfreed, capfreed;
-static uint64_t next_addr[MAX_DEVICES], used[MAX_DEVICES];
 
 static int push(struct block **v, size_t *n, size_t *cap, struct block b)
 {
@@ -82,9 +99,9 @@ static int push(struct block **v, size_t *n, size_t *cap, struct block b)
  * else the next fresh address. Counts against the capacity. Locked. */
 static CUresult device_alloc(uint64_t size, int d, int kind, uint64_t *out)
 {
-    if (size > UINT64_MAX - (ALIGN - 1))
+    if (size > UINT64_MAX - (granularity - 1))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t sz = (size + ALIGN - 1) & ~(ALIGN - 1);
+    uint64_t sz = (size + granularity - 1) & ~(granularity - 1);
     if (sz > cap_bytes || used[d] > cap_bytes - sz)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t addr = 0;
@@ -530,10 +547,20 @@ int fake_cuda_charge(int d, long long delta)
     return rc;
 }
 
+/* Test-only, for the fake NVML: FAKE_CUDA_OTHER_BYTES, the part of
+ * fake_cuda_device_used that belongs to no process of ours. */
+unsigned long long fake_cuda_other_bytes(void);
+unsigned long long fake_cuda_other_bytes(void)
+{
+    pthread_once(&once, env_init);
+    return other_bytes;
+}
+
 /* Physical bytes held on device d: the truth a trace must match. */
 unsigned long long fake_cuda_device_used(int d);
 unsigned long long fake_cuda_device_used(int d)
 {
+    pthread_once(&once, env_init);
     pthread_mutex_lock(&lock);
     unsigned long long u = d >= 0 && d < MAX_DEVICES ? used[d] : 0;
     pthread_mutex_unlock(&lock);

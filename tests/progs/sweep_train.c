@@ -8,7 +8,7 @@
  * torch.OutOfMemoryError (a message, exit 1).
  * usage: sweep_train [--batch-size N] [--steps N] [--fixed B] [--per-sample B]
  *          [--knee N --per-sample-above B] [--async --workspace B]
- *          [--fail-above N] [--crash-above N] [--prealloc PERCENT]
+ *          [--fail-above N] [--crash-above N] [--prealloc PERCENT] [--batch-sizes A,B,...]
  *   --batch-size: else GPUTRACE_BATCH_SIZE (as gputrace sweep sets it)
  *   --knee: above this batch size each sample costs --per-sample-above
  *   --async: tensors through cudaMallocAsync (pool memory), beside a
@@ -16,12 +16,22 @@
  *   --fail-above N: above batch size N, fail as a shape error would (exit 3)
  *   --crash-above N: above batch size N, abort (SIGABRT)
  *   --prealloc P: take P% of the device in one allocation first and carve
- *            every tensor from it, as JAX does by default */
+ *            every tensor from it, as JAX does by default
+ *   --batch-sizes A,B,...: --steps steps of each batch size in turn in one
+ *            process (iterations numbered on), as a batch-size finder runs
+ *   --lazy-module B, --late-module B: the stand-in driver takes B bytes with
+ *            no traced call (fake_cuda_charge) in the first step, as lazily
+ *            loaded kernel modules do at a kernel's first launch, or at the
+ *            start of the last step (an evaluation kernel first used late);
+ *            each after a pause, so that the tracer's NVML samples (at the
+ *            start, after the first iteration) fall between them */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gputrace.h"
 
@@ -46,6 +56,19 @@ static void *tensor(size_t n)
         exit(1);
     }
     return p;
+}
+
+/* The stand-in driver takes n bytes on device 0 that no traced call made. */
+static void untraced_charge(long long n)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    int (*charge)(int, long long) = h ? (int (*)(int, long long))dlsym(h, "fake_cuda_charge") : NULL;
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    if (!charge || charge(0, n) != 0) {
+        fprintf(stderr, "sweep_train: the stand-in driver cannot take %lld bytes\n", n);
+        exit(1);
+    }
 }
 
 static void release(void *p, size_t n)
@@ -85,7 +108,14 @@ int main(int argc, char **argv)
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
+    long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
     use_async = arg_flag(argc, argv, "--async");
+    char *list = NULL;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--batch-sizes"))
+            list = argv[i + 1];
+    if (list)
+        bs = atoll(list);
     if (bs < 1) {
         fprintf(stderr, "sweep_train: no batch size (--batch-size N or GPUTRACE_BATCH_SIZE)\n");
         return 2;
@@ -106,24 +136,41 @@ int main(int argc, char **argv)
             return 1;
         arena = want;
     }
-    void *model = tensor(fixed / 2), *optimizer = tensor(fixed / 4), *grads = NULL;
-    size_t half = (size_t)bs * (per_sample / 2);
-    for (long long step = 0; step < steps; step++) {
-        gputrace_iteration(step, bs);
-        if (grads)
-            release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
-        void *x = tensor(half);          /* the input batch */
-        void *act = tensor(half);        /* forward */
-        if (fail_above && bs > fail_above) {
-            fprintf(stderr, "Traceback (most recent call last):\nValueError: shapes (%lld, 3) and (4, 5) not aligned\n", bs);
-            return 3;
-        }
-        if (crash_above && bs > crash_above)
-            abort();
-        grads = tensor(fixed / 4);       /* backward */
-        release(act, half);
-        release(x, half);
+    void *model = tensor(fixed / 2);
+    if (lazy_module) {   /* quiet while the tracer takes its first NVML sample */
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
     }
+    void *optimizer = tensor(fixed / 4), *grads = NULL;
+    long long index = 0;
+    do {
+        if (list) {
+            char *end;
+            bs = strtoll(list, &end, 10);
+            list = *end == ',' ? end + 1 : NULL;
+        }
+        size_t half = (size_t)bs * (per_sample / 2);
+        for (long long step = 0; step < steps; step++, index++) {
+            gputrace_iteration(index, bs);
+            if (grads)
+                release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
+            void *x = tensor(half);          /* the input batch */
+            void *act = tensor(half);        /* forward */
+            if (lazy_module && index == 0)
+                untraced_charge(lazy_module);   /* the first kernel launch loads its module */
+            if (late_module && index == steps - 1 && !list)
+                untraced_charge(late_module);
+            if (fail_above && bs > fail_above) {
+                fprintf(stderr, "Traceback (most recent call last):\nValueError: shapes (%lld, 3) and (4, 5) not aligned\n", bs);
+                return 3;
+            }
+            if (crash_above && bs > crash_above)
+                abort();
+            grads = tensor(fixed / 4);       /* backward */
+            release(act, half);
+            release(x, half);
+        }
+    } while (list);
     release(grads, fixed / 4);
     release(optimizer, fixed / 4);
     release(model, fixed / 2);

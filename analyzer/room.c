@@ -1,0 +1,111 @@
+/* room.c - what a process can really get for the memory `peak` fits, so that
+ * its largest batch never over-promises: the device's total (NVML's, which is
+ * a MIG slice's own), less what NVML shows held outside the trace (the CUDA
+ * context and driver, kernel modules, other processes), less the traced
+ * memory outside the fitted level (library workspaces beside a pool), less a
+ * margin for the allocator's rounding and fragmentation measured in the trace. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+
+/* Rounding is bounded by the allocation granularity the addresses show; no
+ * driver rounds device memory beyond its 2 MiB pages. */
+#define MAX_GRANULARITY (2 << 20)
+
+/* The largest power of two (at most 2 MiB) dividing every address level m
+ * handed out on device d: the granularity its allocations are rounded to,
+ * as far as the trace can tell. 1 when no address is known (VMM handles). */
+static int64_t granularity(const struct gt_trace *t, int m, int d)
+{
+    uint64_t g = MAX_GRANULARITY;
+    int seen = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || a->memory != m || e->device != d || !e->u.ptr ||
+            !strcmp(a->name, "cuMemCreate"))
+            continue;
+        uint64_t low = e->u.ptr & -e->u.ptr;
+        if (low < g)
+            g = low;
+        seen = 1;
+    }
+    return seen ? (int64_t)g : 1;
+}
+
+int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r)
+{
+    struct gt_trace *t = &c->t;
+    memset(r, 0, sizeof *r);
+    r->total = r->available = r->margin = r->pool_slack = -1;
+    int d = sel->device != GT_ANY_DEVICE ? sel->device
+            : peak_ev != GT_NO_EVENT && t->ev[peak_ev].device >= 0 ? t->ev[peak_ev].device : 0;
+    int code = gt_ledger_untraced(c, d, &r->untraced);
+    if (code)
+        return code;
+    if (c->o->device_bytes >= 0) {
+        r->total = c->o->device_bytes;
+        r->total_from = "--device-bytes";
+    } else if (r->untraced.total > 0) {
+        r->total = r->untraced.total;
+        r->total_from = "NVML";
+    } else {
+        r->total = gt_trace_device_total(t, d);
+        r->total_from = "devices table";
+    }
+    /* traced memory beside the fitted level does not grow with the batch:
+     * its peaks, summed (an upper bound) */
+    struct gt_level *lv;
+    size_t n = gt_levels(t, &c->p, &lv);
+    for (size_t i = 0; i < n; i++) {
+        if (lv[i].device != d || (lv[i].memory != GT_MEM_DEVICE && lv[i].memory != GT_MEM_POOL))
+            continue;
+        if (!(sel->mem_mask & GT_MASK(lv[i].memory)))
+            r->other_levels += lv[i].peak;
+    }
+    free(lv);
+    /* Without NVML the context and other processes are unmeasured: only a
+     * total the user gives (--device-bytes) is taken as what the traced
+     * memory may use. */
+    if (r->total > 0 && (r->untraced.bytes >= 0 || c->o->device_bytes >= 0))
+        r->available = r->total - (r->untraced.bytes > 0 ? r->untraced.bytes : 0) - r->other_levels;
+    if (peak_ev == GT_NO_EVENT)
+        return GT_EXIT_OK;
+
+    /* The margin, at the fitted level's peak: under a pool whose reservation
+     * CUPTI recorded, what it reserved beyond what was in use (its rounding
+     * and fragmentation as measured); for every other live allocation on the
+     * device, up to one granularity less a byte of rounding each. */
+    int64_t at = peak_ev + 1 < t->nev ? t->ev[peak_ev + 1].t : t->ev[peak_ev].t + 1;
+    int64_t reserved = gt_ledger_pool_reserved(t, d, at), pool_live = 0;
+    int64_t g_device = granularity(t, GT_MEM_DEVICE, d), g_pool = granularity(t, GT_MEM_POOL, d);
+    r->granularity = g_device;
+    r->pool_granularity = g_pool;
+    int64_t margin = 0;
+    for (size_t i = 0; i <= peak_ev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != d || e->size <= 0)
+            continue;
+        uint32_t f = c->p.partner[i];
+        if (f != GT_NO_EVENT && f <= peak_ev)
+            continue;   /* freed before the peak */
+        if (a->memory == GT_MEM_POOL) {
+            pool_live += e->size;
+            if (reserved < 0) {
+                margin += g_pool - 1;
+                r->rounded_pool++;
+            }
+        } else if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate")) {
+            margin += g_device - 1;
+            r->rounded++;
+        }
+    }
+    if (reserved >= 0) {
+        r->pool_slack = reserved > pool_live ? reserved - pool_live : 0;
+        margin += r->pool_slack;
+    }
+    r->margin = margin;
+    return GT_EXIT_OK;
+}

@@ -1,0 +1,104 @@
+"""oom uses the ledger (issue 11 part 6): at the failure, the request, who
+held the device (the ledger's buckets), what was held outside the trace
+(NVML), what was free, how much the request was short by (never negative),
+and what would have made it fit: a smaller batch from a sound fit only, else
+the largest call sites live then. End to end on the stand-in with a planted
+context, another process and 1 MiB driver rounding; the figures are the
+stand-in's own bookkeeping, replayed here."""
+import os
+
+import analyzer_traces as T
+import gtlib
+from gtlib import prog
+
+CAPACITY = 2000 * 1000 * 1000
+CONTEXT, OTHER, GRANULARITY = 300 * 1000 * 1000, 100 * 1000 * 1000, 1 << 20
+PLANTED = dict(FAKE_CUDA_DEVICE_BYTES=CAPACITY, FAKE_CUDA_CONTEXT_BYTES=CONTEXT, FAKE_CUDA_OTHER_BYTES=OTHER,
+               FAKE_CUDA_GRANULARITY=GRANULARITY, GPUTRACE_CUPTI=0)
+PARAMS, INPUT, WIDTHS = 1000000, 20000, [40000, 30000, 40000]
+
+
+def up(n):
+    return (n + GRANULARITY - 1) // GRANULARITY * GRANULARITY
+
+
+def replay_failure(bs):
+    """seed_batches' live tensors when the step of batch bs fails: (requested, live sizes)."""
+    live = [PARAMS * 4] * 3 + [bs * INPUT * 4]   # model, Adam's states (grads freed by zero_grad), input
+    # each layer's activation, the loss, backward's temporary, the gradients
+    for n in [bs * w * 4 for w in WIDTHS] + [512, bs * max(WIDTHS) * 4, PARAMS * 4]:
+        if CONTEXT + OTHER + sum(up(x) for x in live) + up(n) > CAPACITY:
+            return n, live
+        live.append(n)
+    raise AssertionError('batch %d fits' % bs)
+
+
+class OomLedger(T.AnalyzerTest):
+    def run_oom(self, batches, nvml=True):
+        env = dict(PLANTED)
+        if nvml:
+            env['LD_LIBRARY_PATH'] = gtlib.WITH_NVML
+        p, db = self.trace([prog('seed_batches'), 'nvtx', str(PARAMS), str(INPUT), ','.join(map(str, WIDTHS))] +
+                           [str(b) for b in batches], env_extra=env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        return db
+
+    def test_failure_shows_buckets_free_bytes_shortfall_and_a_sound_batch_reduction(self):
+        db = self.run_oom([16, 32, 48, 64, 3000])
+        requested, live = replay_failure(3000)
+        f = self.json('oom', db)['failures'][0]
+        self.assertEqual(f['requested_bytes'], requested)
+        self.assertEqual([(b['name'], b['bytes']) for b in f['ledger']], [("program's direct allocations", sum(live))])
+        # what the stand-in had free then: capacity less its context, the other process and the rounded live tensors
+        free = CAPACITY - CONTEXT - OTHER - sum(up(x) for x in live)
+        self.assertEqual(f['free_bytes'], free)
+        self.assertIs(f['free_is_upper_bound'], False)
+        self.assertEqual(f['held_outside_trace_bytes'], CONTEXT + OTHER + sum(up(x) - x for x in live))
+        self.assertEqual(f['short_by_bytes'], requested - free)
+        # the reduction comes from peak's sound answer, which never over-promises
+        p = self.json('peak', db)
+        self.assertIsNotNone(p['max_batch_size'])
+        self.assertEqual(f['batch_size_reduction'], 3000 - p['max_batch_size'])
+        text = self.ok('oom', db).stdout
+        self.assertIn("held then: program's direct allocations", text)
+        self.assertIn('short by', text)
+        self.assertIn('the batch had to be %d smaller' % (3000 - p['max_batch_size']), text)
+
+    def test_without_a_sound_fit_the_call_sites_that_would_have_made_it_fit(self):
+        db = self.run_oom([64, 3000])   # two batch sizes: no sound fit, no reduction
+        requested, live = replay_failure(3000)
+        f = self.json('oom', db)['failures'][0]
+        self.assertIsNone(f['batch_size_reduction'])
+        self.assertGreater(f['short_by_bytes'], 0)
+        covered = 0
+        for k, s in enumerate(f['sites']):
+            covered += s['bytes']
+            if covered >= f['short_by_bytes']:
+                break
+        self.assertEqual(f['sites_to_free'], k + 1)
+        self.assertIn('to fit: the %d largest call site' % (k + 1), self.ok('oom', db).stdout)
+
+    def test_without_nvml_free_is_an_upper_bound(self):
+        db = self.run_oom([16, 32, 48, 64, 3000], nvml=False)
+        requested, live = replay_failure(3000)
+        f = self.json('oom', db)['failures'][0]
+        self.assertIsNone(f['held_outside_trace_bytes'])
+        self.assertIs(f['free_is_upper_bound'], True)
+        self.assertEqual(f['free_bytes'], CAPACITY - sum(live))
+        self.assertIn('free then: at most', self.ok('oom', db).stdout)
+
+    def test_never_a_negative_need_when_the_ledger_says_it_fitted(self):
+        # the request fits in what the ledger calls free (fragmentation, memory
+        # taken after the last sample): no shortfall, no negative number
+        t = T.Trace(os.path.join(self.dir, 'frag.db'), device_total=16 * T.GiB)
+        keep = t.alloc(8 * T.GiB, ['load_weights', 'main'])
+        t.nvml_sample(500 * T.MiB)
+        t.alloc(2 * T.GiB, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        t.free(keep)
+        t.nvml_sample(500 * T.MiB)
+        f = self.json('oom', t.close())['failures'][0]
+        self.assertEqual(f['free_bytes'], 16 * T.GiB - 8 * T.GiB - 500 * T.MiB)
+        self.assertEqual(f['short_by_bytes'], 0)
+        self.assertEqual(f['needed_bytes'], 0)
+        self.assertIsNone(f['sites_to_free'])
+        self.assertIn('by the ledger it fitted', self.ok('oom', os.path.join(self.dir, 'frag.db')).stdout)
