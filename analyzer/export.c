@@ -272,6 +272,12 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
             return code;
         if (nframes)
             kstr(x, "frame", frames[0]);
+        const struct gt_frame *fi;   /* and the program's own line, where Python ran it */
+        if ((code = gt_trace_frame_info(t, e->site, &fi, &nframes)))
+            return code;
+        int u = gt_frame_user_python(fi, nframes);
+        if (u >= 0)
+            kstr(x, "python_frame", frames[u]);
     }
     fputs("}}", x->f);
     return GT_EXIT_OK;

@@ -40,28 +40,7 @@
 
 _Static_assert(sizeof(void *) == 8, "the offsets below are those of 64-bit builds");
 
-/* Struct offsets of one CPython version (bytes). */
-struct py_layout {
-    unsigned long version;      /* Py_Version >> 16: 0x030B = 3.11 */
-    int ts_cframe, cf_current;  /* PyThreadState.cframe, _PyCFrame.current_frame */
-    int fr_code, fr_previous, fr_instr, fr_owner;
-    int fr_is_entry;            /* 3.11: a frame that starts an eval loop; -1: none (3.12: CSTACK frames) */
-    int owner_generator, owner_cstack; /* -1: no such owner */
-    int co_filename, co_qualname, co_firstlineno, co_linetable, co_firsttraceable, co_code;
-    int str_ascii_data, str_compact_data, str_utf8_length, str_utf8; /* sizeof PyASCIIObject, PyCompactUnicodeObject, ... */
-};
-
-/* 3.11: checked against the installed headers by tests/unit/test_pyframes_layout.c.
- * 3.12: from CPython v3.12's Include/cpython/pystate.h (_ts: cframe after
- * _status and six ints), Include/internal/pycore_frame.h (_PyInterpreterFrame:
- * f_code, previous, five pointers, prev_instr, stacktop, return_offset, owner),
- * Include/cpython/code.h (_PyCode_DEF: co_version, _co_cached,
- * _co_instrumentation_version, _co_monitoring added) and
- * Include/cpython/unicodeobject.h (wstr removed). */
-static const struct py_layout layouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, 48, 72, 48, 56},
-    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 40, 56, 40, 48},
-};
+#include "pylayout.h"
 
 static struct {
     _Atomic(const struct py_layout *) L; /* set last, once everything below is: Python frames are on */
@@ -122,9 +101,9 @@ static void decide(void)
         return;
     }
     const struct py_layout *L = NULL;
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
-        if (layouts[i].version == hex >> 16)
-            L = &layouts[i];
+    for (size_t i = 0; i < sizeof gt_py_layouts / sizeof gt_py_layouts[0]; i++)
+        if (gt_py_layouts[i].version == hex >> 16)
+            L = &gt_py_layouts[i];
     /* Py_TRACE_REFS builds put two more pointers in every object */
     bool trace_refs = gt_dlsym_real(RTLD_DEFAULT, "_Py_PrintReferences") != NULL;
     P.is_initialized = (int (*)(void))gt_dlsym_real(RTLD_DEFAULT, "Py_IsInitialized");
