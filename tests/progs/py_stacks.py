@@ -4,7 +4,7 @@ tagged by its size, so a test can find its event and check the frames that
 led to it; the test reads the expected lines from this file's source (the
 lines marked "# site: NAME"), never from the tool.
 
-usage: py_stacks.py [main|thread|generator|fork|pool|deep|nested|all]..."""
+usage: py_stacks.py [main|thread|generator|pool|deep|callback|keep|fork]..."""
 import ctypes
 import os
 import sys
@@ -13,7 +13,8 @@ import threading
 rt = ctypes.CDLL("libcudart.so.13")
 
 SIZES = {'main': 1001, 'thread': 1002, 'generator': 1003, 'fork': 1004, 'pool': 1005, 'deep': 1006,
-         'callback': 1007}
+         'callback': 1007, 'keep': 1008}
+KEPT = []
 
 
 def cuda_alloc(size):
@@ -74,6 +75,10 @@ def via_c():
     ctypes.CDLL(None).qsort(arr, 2, ctypes.sizeof(ctypes.c_int), cmp)  # site: via_c
 
 
+def keep():
+    KEPT.append(cuda_alloc(SIZES['keep']))  # site: keep
+
+
 def main(what):
     if 'main' in what:
         train_step()  # site: main_train_step
@@ -91,6 +96,8 @@ def main(what):
         cuda_free(deep(20))  # site: main_deep
     if 'callback' in what:
         via_c()  # site: main_via_c
+    if 'keep' in what:
+        keep()  # site: main_keep
     if 'fork' in what:
         train_step()  # site: main_before_fork
         pid = os.fork()
