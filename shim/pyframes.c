@@ -21,10 +21,11 @@
  * sighting of a (code object, instruction) pair.
  *
  * Identity: a frame is (function, file, line). The hot path keys a cache by
- * the code object's address, its first line, its name and file (string
- * objects and their cached hashes), its line table and the instruction
- * offset, so that a freed code object and a new one at the same address do
- * not share an entry unless all of these agree; the cache gives the frame's
+ * the code object's address, size and first line, its name, file and line
+ * table objects and the instruction offset, so that a freed code object and
+ * a new one at the same address do not share an entry unless all of these
+ * agree (the same objects: then they name the same function at the same
+ * lines); the cache gives the frame's
  * id, a hash of the strings' contents and the line. The first sighting of an
  * id copies its strings (the code object is alive: it is running) into a
  * record for the writer; no Python object is kept. */
@@ -300,13 +301,13 @@ static uint64_t frame_id(const void *code, const void *instr)
     int64_t addr = (const char *)instr - ((const char *)code + L->co_code);
     if (addr < 0 || addr >= nbytes)
         addr = -1;   /* PyCode_Addr2Line answers the first line */
-    const void *fn = RD(const void *, code, L->co_qualname), *file = RD(const void *, code, L->co_filename);
-    uint64_t key = mix(mix(mix(mix(mix(mix((uint64_t)(uintptr_t)code, (uint64_t)addr),
-                                           (uint64_t)RD(int32_t, code, L->co_firstlineno)),
-                                       (uint64_t)(uintptr_t)fn ^ (fn ? RD(uint64_t, fn, 24) : 0)),
-                                   (uint64_t)(uintptr_t)file ^ (file ? RD(uint64_t, file, 24) : 0)),
-                               (uint64_t)(uintptr_t)RD(const void *, code, L->co_linetable)),
-                           (uint64_t)nbytes);
+    /* two independent lanes, then one mix: the key is on every frame's path */
+    uint64_t a = mix((uint64_t)(uintptr_t)code ^ (uint64_t)addr << 48,
+                     (uint64_t)(uintptr_t)RD(const void *, code, L->co_qualname) ^
+                     (uint64_t)RD(int32_t, code, L->co_firstlineno) << 48);
+    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, code, L->co_filename) ^ (uint64_t)nbytes << 48,
+                     (uint64_t)(uintptr_t)RD(const void *, code, L->co_linetable) ^ (uint64_t)addr);
+    uint64_t key = mix(a, b);
     if (key <= KEY_BUSY)
         key += 2;
     uint32_t i = (uint32_t)(key >> (64 - CACHE_BITS));
