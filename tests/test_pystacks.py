@@ -145,6 +145,37 @@ class PythonStacksTest(TraceTest):
                           here('child_in_child', 'main'), here('module', '<module>')])
         self.assertIntegrity(child[0])
 
+    def test_multiprocessing_spawn_child_records_its_python_frames(self):
+        p, _ = self.run_script('spawn', name='t-%p.db')
+        dbs = [os.path.join(self.dir, f) for f in os.listdir(self.dir) if f.endswith('.db')]
+        self.assertEqual(len(dbs), 1, p.stderr)   # the parent made no CUDA call
+        frames = python_frames(dbs[0], SIZES['fork'])
+        self.assertEqual(frames[:2], [here('cuda_alloc', 'cuda_alloc'), here('in_child', 'in_child')])
+        self.assertEqual(frames[2][0], 'BaseProcess.run')
+
+    def test_daemon_threads_allocating_through_interpreter_shutdown(self):
+        script = os.path.join(self.dir, 'daemons.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes, threading, time
+                rt = ctypes.CDLL("libcudart.so.13")
+                def spin():
+                    p = ctypes.c_void_p()
+                    while True:
+                        rt.cudaMalloc(ctypes.byref(p), 64)
+                        rt.cudaFree(p)
+                for _ in range(4):
+                    threading.Thread(target=spin, daemon=True).start()
+                time.sleep(0.05)
+                print("main done")
+                '''))
+        for i in range(5):
+            p, db = self.trace([sys.executable, script], name='d%d.db' % i)
+            self.assertEqual((p.returncode, p.stdout), (0, 'main done\n'), p.stderr)
+            self.assertIntegrity(db)
+            self.assertGreater(query(db, "SELECT count(*) FROM frames WHERE kind = 'python' AND function = 'spin'")
+                               [0][0], 0)
+
     def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
         _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})
         self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])

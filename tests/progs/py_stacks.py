@@ -4,7 +4,7 @@ tagged by its size, so a test can find its event and check the frames that
 led to it; the test reads the expected lines from this file's source (the
 lines marked "# site: NAME"), never from the tool.
 
-usage: py_stacks.py [main|thread|generator|pool|deep|callback|keep|fork]..."""
+usage: py_stacks.py [main|thread|generator|pool|deep|callback|keep|fork|spawn]..."""
 import ctypes
 import os
 import sys
@@ -105,6 +105,11 @@ def main(what):
             in_child()  # site: child_in_child
             os._exit(0)
         os.waitpid(pid, 0)
+    if 'spawn' in what:
+        import multiprocessing
+        child = multiprocessing.get_context('spawn').Process(target=in_child)
+        child.start()
+        child.join()
 
 
 if __name__ == '__main__':
