@@ -41,7 +41,7 @@
 
 _Static_assert(sizeof(void *) == 8, "the offsets below are those of 64-bit builds");
 
-#include "pylayout.h"
+#include "pyframes.h"
 
 static struct {
     _Atomic(const struct py_layout *) L; /* set last, once everything below is: Python frames are on */
@@ -50,6 +50,8 @@ static struct {
     int (*is_finalizing)(void);
     void *(*this_thread_state)(void);
     int (*addr2line)(void *code, int addr);
+    void *(*interp_main)(void);
+    void *(*thread_head)(void *interp);
     const void *code_type, *unicode_type;
     uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault; 0: size unknown */
     bool decided;                 /* looked once (at the trace's start) */
@@ -75,7 +77,6 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 32);
 }
 
-#define RD(type, base, off) (*(type const *)((const char *)(base) + (off)))
 
 /* ---- finding a Python */
 
@@ -111,6 +112,8 @@ static void decide(void)
     P.is_finalizing = (int (*)(void))gt_dlsym_real(RTLD_DEFAULT, "_Py_IsFinalizing");
     P.this_thread_state = (void *(*)(void))gt_dlsym_real(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     P.addr2line = (int (*)(void *, int))gt_dlsym_real(RTLD_DEFAULT, "PyCode_Addr2Line");
+    P.interp_main = (void *(*)(void))gt_dlsym_real(RTLD_DEFAULT, "PyInterpreterState_Main");
+    P.thread_head = (void *(*)(void *))gt_dlsym_real(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
     P.code_type = gt_dlsym_real(RTLD_DEFAULT, "PyCode_Type");
     P.unicode_type = gt_dlsym_real(RTLD_DEFAULT, "PyUnicode_Type");
     void *eval = gt_dlsym_real(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
@@ -157,6 +160,34 @@ void gt_py_init(void)
         P.decided = true;
         atomic_store(&P.deciding, false);
     }
+}
+
+const struct py_layout *gt_py_layout(void)
+{
+    return atomic_load_explicit(&P.L, memory_order_acquire);
+}
+
+bool gt_py_running(void)
+{
+    return P.is_initialized() && !P.is_finalizing();
+}
+
+const char *gt_py_this_thread_state(void)
+{
+    return P.this_thread_state();
+}
+
+/* Reads the interpreter's list head (the interpreter outlives the process's
+ * use of it); the thread states themselves are the caller's to read safely. */
+const char *gt_py_first_thread_state(void)
+{
+    void *interp = P.interp_main && P.thread_head ? P.interp_main() : NULL;
+    return interp ? P.thread_head(interp) : NULL;
+}
+
+const void *gt_py_code_type(void)
+{
+    return P.code_type;
 }
 
 bool gt_py_is_eval(uintptr_t ip)
@@ -294,19 +325,23 @@ static uint64_t resolve(const void *code, int addr)
     return id;
 }
 
-static uint64_t frame_id(const void *code, const void *instr)
+/* The id of the frame running code at instr. c: where to read the code
+ * object's fields: the object itself, or a copy of its first
+ * GT_PY_CODE_HEAD bytes (pybackward.c); the object must be alive either way
+ * (a first sighting reads its strings and line table). */
+uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
-    int64_t nbytes = RD(int64_t, code, 16) * 2;   /* ob_size: code units of 2 bytes */
-    int64_t addr = (const char *)instr - ((const char *)code + L->co_code);
+    int64_t nbytes = RD(int64_t, c, 16) * 2;   /* ob_size: code units of 2 bytes */
+    int64_t addr = instr - (code + L->co_code);
     if (addr < 0 || addr >= nbytes)
         addr = -1;   /* PyCode_Addr2Line answers the first line */
     /* two independent lanes, then one mix: the key is on every frame's path */
     uint64_t a = mix((uint64_t)(uintptr_t)code ^ (uint64_t)addr << 48,
-                     (uint64_t)(uintptr_t)RD(const void *, code, L->co_qualname) ^
-                     (uint64_t)RD(int32_t, code, L->co_firstlineno) << 48);
-    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, code, L->co_filename) ^ (uint64_t)nbytes << 48,
-                     (uint64_t)(uintptr_t)RD(const void *, code, L->co_linetable) ^ (uint64_t)addr);
+                     (uint64_t)(uintptr_t)RD(const void *, c, L->co_qualname) ^
+                     (uint64_t)RD(int32_t, c, L->co_firstlineno) << 48);
+    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, c, L->co_filename) ^ (uint64_t)nbytes << 48,
+                     (uint64_t)(uintptr_t)RD(const void *, c, L->co_linetable) ^ (uint64_t)addr);
     uint64_t key = mix(a, b);
     if (key <= KEY_BUSY)
         key += 2;
@@ -334,11 +369,14 @@ static uint64_t frame_id(const void *code, const void *instr)
     return resolve(code, (int)addr); /* cache full here: correct, only slower */
 }
 
-static bool incomplete(const struct py_layout *L, const char *f, const void *code)
+/* Is the frame (f: its header, or a copy) still setting up (CPython's
+ * _PyFrame_IsIncomplete: not yet at its first traceable instruction)?
+ * code, c: as for gt_py_frame_id. */
+bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code, const char *c)
 {
     if (RD(char, f, L->fr_owner) == L->owner_generator)
         return false;
-    const char *first = (const char *)code + L->co_code + 2 * (int64_t)RD(int32_t, code, L->co_firsttraceable);
+    const char *first = code + L->co_code + 2 * (int64_t)RD(int32_t, c, L->co_firsttraceable);
     return RD(const char *, f, L->fr_instr) < first;
 }
 
@@ -358,14 +396,14 @@ int gt_py_capture(struct gt_py_stack *out)
     /* 1024 links at most: a chain is never that long before it reaches the
      * frames we keep, and a loop (which CPython never makes) cannot hang us */
     for (int links = 0; f && links < 1024 && out->n < GT_PY_MAX_FRAMES; links++) {
-        const void *code = RD(const void *, f, L->fr_code);
+        const char *code = RD(const char *, f, L->fr_code);
         if (L->owner_cstack >= 0 && RD(char, f, L->fr_owner) == L->owner_cstack) {
             out->seg_end[out->nseg++] = (uint16_t)out->n;   /* an eval loop's entry: its frames end here */
         } else {
             if (!code || RD(const void *, code, 8) != P.code_type)
                 break;
-            if (!incomplete(L, f, code))
-                out->ids[out->n++] = frame_id(code, RD(const void *, f, L->fr_instr));
+            if (!gt_py_incomplete(L, f, code, code))
+                out->ids[out->n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr));
             if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
                 out->seg_end[out->nseg++] = (uint16_t)out->n;
         }

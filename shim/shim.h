@@ -9,7 +9,8 @@
  *            fans out to each module's start/stop/fork function, none calls back
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
- *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c -> pyframes.c,
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c -> pybackward.c ->
+ *            pyframes.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
  *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
@@ -206,6 +207,12 @@ bool gt_py_interleaves(void);              /* false: eval frames cannot be recog
 struct gt_pyframe_rec *gt_py_take_new(void); /* writer: new frames, any order (take after stacks) */
 bool gt_py_pending(void);
 void gt_py_discard(void);                  /* fork child */
+/* pybackward.c: a thread with no Python frames of its own (PyTorch's autograd
+ * threads) gets the frames of the one thread waiting in backward(), after
+ * this marker id (the writer names it "<backward>"). */
+#define GT_PY_BACKWARD_MARK (GT_PYFRAME_TAG | 1)
+int gt_py_capture_backward(struct gt_py_stack *out); /* one segment; 0: none */
+void gt_py_backward_after_fork(void);
 
 /* symbols.c: writer side, once per unique instruction pointer. */
 struct gt_frame_info {

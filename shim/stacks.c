@@ -1,7 +1,8 @@
 /* Call stacks on the hot path: libunwind's fast backtrace (unwind.c), our own frames
  * skipped, the calling thread's Python frames (pyframes.c) put in place of the
  * native _PyEval_EvalFrameDefault frame that runs them (appended where the
- * native stack stops before reaching it), then deduplicated by a 64-bit hash of
+ * native stack stops before reaching it; a thread with none of its own gets
+ * those of the thread waiting in backward(), pybackward.c), then deduplicated by a 64-bit hash of
  * the whole list in a lock-free set. Only the first sighting of a stack
  * allocates (its record, handed to the writer through a lock-free list); every
  * event carries just the hash. */
@@ -73,6 +74,7 @@ void gt_stacks_discard(void)
         munmap((void *)seen, SET_SIZE * sizeof(uint64_t));
     seen = NULL;
     gt_py_discard();
+    gt_py_backward_after_fork();
     struct gt_stack_rec *r = atomic_exchange(&new_stacks, NULL);
     while (r) {
         struct gt_stack_rec *n = r->next;
@@ -118,10 +120,9 @@ static bool insert_new(uint64_t h)
  * frames (py segment k for the k-th such frame, innermost first); segments
  * left when the native frames run out (the depth limit, or an unwinder that
  * stopped early) follow them. Returns the length written to out. */
-static int interleave(const uintptr_t *ips, int n, const struct gt_py_stack *py, uintptr_t *out)
+static int interleave(const uintptr_t *ips, int n, const struct gt_py_stack *py, bool in_place, uintptr_t *out)
 {
     int o = 0, seg = 0;
-    bool in_place = gt_py_interleaves();
     for (int i = 0; i < n; i++) {
         if (in_place && seg < py->nseg && gt_py_is_eval(ips[i])) {
             for (int k = seg ? py->seg_end[seg - 1] : 0; k < py->seg_end[seg]; k++)
@@ -152,7 +153,10 @@ uint64_t gt_stack_capture(void)
     struct gt_py_stack py;
     uintptr_t merged[GT_MAX_STACK_DEPTH + GT_PY_MAX_FRAMES];
     if (gt_py_capture(&py) > 0) {
-        kept = interleave(ips, kept > 0 ? kept : 0, &py, merged);
+        kept = interleave(ips, kept > 0 ? kept : 0, &py, gt_py_interleaves(), merged);
+        ips = merged;
+    } else if (gt_py_capture_backward(&py) > 0) {   /* a thread waiting in backward() on our behalf */
+        kept = interleave(ips, kept > 0 ? kept : 0, &py, false, merged);
         ips = merged;
     }
     if (kept <= 0)

@@ -79,7 +79,7 @@ static uint64_t python_frame_row(uint64_t tagged, const char *function, const ch
     GT_BIND_INT(FRAME, ip, 0);
     GT_BIND_TEXT(FRAME, function, function);
     GT_BIND_TEXT(FRAME, file, file);
-    GT_BIND_OPT(FRAME, line, function != NULL, line);
+    GT_BIND_OPT(FRAME, line, file != NULL, line);
     GT_BIND_TEXT(FRAME, kind, "python");
     gt_db_run(GT_ST_FRAME, GT_NOT_A_RECORD);
     return id;
@@ -102,6 +102,8 @@ static uint64_t frame_id_for(uintptr_t ip)
     struct u64map_entry *e = u64map_get(&E.frame_ids, ip);
     if (e)
         return e->a;
+    if (ip == GT_PY_BACKWARD_MARK)   /* the frames after it are the thread's waiting in backward() */
+        return python_frame_row(ip, "<backward>", NULL, 0);
     if (ip & GT_PYFRAME_TAG)
         return python_frame_row(ip, NULL, NULL, 0);
     uint64_t id = ++E.next_frame_id;

@@ -176,6 +176,24 @@ class PythonStacksTest(TraceTest):
             self.assertGreater(query(db, "SELECT count(*) FROM frames WHERE kind = 'python' AND function = 'spin'")
                                [0][0], 0)
 
+    def test_native_thread_allocating_while_one_thread_waits_in_backward_gets_its_frames(self):
+        script = os.path.join(HERE, 'progs', 'py_backward.py')
+        lines = sites(script)
+        p, db = self.trace([sys.executable, script, prog('libnative_worker.so')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        frames = frames_of(db, 3001)
+        kinds = ''.join('p' if k == 'python' else 'n' for k, *_ in frames)
+        self.assertRegex(kinds, r'^n+p+$')   # the native thread's own frames, then the waiting thread's
+        self.assertEqual(python_frames(db, 3001),
+                         [('<backward>', None, None), ('_engine_run_backward', script, lines['engine']),
+                          ('backward', script, lines['backward']), ('train_step', script, lines['train_step']),
+                          ('main', script, lines['main_train_step']), ('<module>', script, lines['module'])])
+        self.assertEqual(python_frames(db, 3002), [])   # nobody waits in backward
+        self.assertEqual(python_frames(db, 3003), [])   # two threads wait: whose pass it is cannot be told
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True)
+        self.assertIn('backward: py_backward.py:%d in _engine_run_backward <- py_backward.py:%d in backward'
+                      % (lines['engine'], lines['backward']), out.stdout)
+
     def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
         _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})
         self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
