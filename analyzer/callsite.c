@@ -177,10 +177,13 @@ struct view {
     int common;                  /* leading seq frames the same as another listed site's */
     unsigned char *state, *detail;
     unsigned char *omit;         /* frames a Python reading leaves out (native, or inside libraries) */
+    int via;                     /* an omitted frame that tells this site from one that reads alike; -1 none */
 };
 
 static char *frame_key(const struct gt_opts *o, const struct gt_frame *fi, const char *formatted, int detail)
 {
+    if (gt_frame_is_backward_mark(fi))
+        return gt_xstrdup("[backward: the thread waiting in backward()]");
     if (fi->python) {   /* "train.py:42 in train_step"; the whole path where two sites need it */
         const char *file = fi->file ? fi->file : "?";
         char *s = NULL;
@@ -305,6 +308,11 @@ static char *render(const struct gt_opts *o, struct view *v)
             put_run(m, &sep, count, mask, j == v->n);
         k = j;
     }
+    if (v->via >= 0) {
+        char *key = frame_key(o, &v->fi[v->via], v->f[v->via], v->detail[v->via]);
+        fprintf(m, " (via %s)", key);
+        free(key);
+    }
     fclose(m);
     return s;
 }
@@ -323,7 +331,10 @@ static void mark_difference(const struct gt_opts *o, struct view *x, const struc
 {
     if (k >= x->n)
         return;
-    x->state[k] = ST_SHOWN;
+    if (x->omit[k])   /* a Python reading keeps its start: the frame goes at the end, "(via ...)" */
+        x->via = k;
+    else
+        x->state[k] = ST_SHOWN;
     if (k >= y->n)
         return;
     char *kx = frame_key(o, &x->fi[k], x->f[k], DETAIL_NONE), *ky = frame_key(o, &y->fi[k], y->f[k], DETAIL_NONE);
@@ -353,6 +364,7 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
         w->state = gt_xcalloc((size_t)w->n, 1);
         w->detail = gt_xcalloc((size_t)w->n, 1);
         w->omit = gt_xcalloc((size_t)w->n, 1);
+        w->via = -1;
         int user = o->native || o->all_frames ? -1 : gt_frame_user_python(w->fi, w->n);
         for (int k = 0; user >= 0 && k < w->n; k++)
             w->omit[k] = !w->fi[k].python || k < user;
@@ -373,6 +385,19 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
                 gt_short_function(w->fi[k].function, name, sizeof name);
             if (w->omit[k])
                 continue;
+            if (k == user) {   /* made on an autograd thread for the thread waiting in backward() */
+                for (int m = 0; m < k; m++)
+                    if (gt_frame_is_backward_mark(&w->fi[m])) {
+                        char *b = NULL;
+                        size_t len = 0;
+                        FILE *mf = gt_xmemstream(&b, &len);
+                        fprintf(mf, "backward: %s", w->key[k]);
+                        fclose(mf);
+                        free(w->key[k]);
+                        w->key[k] = b;
+                        break;
+                    }
+            }
             if (!o->all_frames && k >= a && k < e && *name && is_dispatcher(name)) {
                 free(w->key[k]);
                 w->key[k] = NULL;

@@ -584,8 +584,10 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
         char buf[1024], where[300] = "";
         if (file && sqlite3_column_type(st, 3) != SQLITE_NULL)
             snprintf(where, sizeof where, " %s:%lld", gt_basename(file), (long long)sqlite3_column_int64(st, 3));
-        if (python)   /* "train_step (/home/me/train.py:42)": the file as Python has it */
-            snprintf(buf, sizeof buf, "%s (%s:%lld)", fn && *fn ? fn : "?", file ? file : "?",
+        if (python && !file)   /* the "<backward>" marker */
+            snprintf(buf, sizeof buf, "%s", fn && *fn ? fn : "?");
+        else if (python)   /* "train_step (/home/me/train.py:42)": the file as Python has it */
+            snprintf(buf, sizeof buf, "%s (%s:%lld)", fn && *fn ? fn : "?", file,
                      (long long)sqlite3_column_int64(st, 3));
         else if (fn && *fn)
             snprintf(buf, sizeof buf, "%s (%s)%s", fn, *mod ? mod : "?", where);
@@ -639,11 +641,16 @@ int gt_python_file_is_user(const char *file)
     return 1;
 }
 
+int gt_frame_is_backward_mark(const struct gt_frame *f)
+{
+    return f->python && !f->file && f->function && !strcmp(f->function, "<backward>");
+}
+
 int gt_frame_user_python(const struct gt_frame *fi, int n)
 {
     int first = -1;
     for (int k = 0; k < n; k++) {
-        if (!fi[k].python)
+        if (!fi[k].python || gt_frame_is_backward_mark(&fi[k]))
             continue;
         if (first < 0)
             first = k;

@@ -87,6 +87,10 @@ struct gt_frame {
  * standard library, not site-packages or dist-packages, not frozen modules),
  * else of the innermost Python frame; -1 if there is no Python frame. */
 int gt_frame_user_python(const struct gt_frame *fi, int n);
+/* The shim's marker before the frames of the thread waiting in backward()
+ * (a Python frame "<backward>" with no file): the frames after it are that
+ * thread's, not the allocating one's. */
+int gt_frame_is_backward_mark(const struct gt_frame *f);
 /* Is this Python file the program's own (see gt_frame_user_python)? */
 int gt_python_file_is_user(const char *file);
 

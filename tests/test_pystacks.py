@@ -293,6 +293,27 @@ class PythonReportsTest(TraceTest):
                                   '<module> (%s:%d)' % (script, lines['loop'])])
         self.assertIn('step.py:%d in step' % lines['step'], site['call_site'])
 
+    def test_sites_alike_in_python_keep_their_start_and_say_which_native_path(self):
+        script = os.path.join(self.dir, 'paths.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes, sys
+                lib = ctypes.CDLL(sys.argv[1])
+                def step():
+                    for fn in (lib.alloc_here_a, lib.alloc_here_b):
+                        fn(4000)  # site: two_paths
+                step()
+                '''))
+        line = sites(script)['two_paths']
+        p, db = self.trace([sys.executable, script, prog('libnative_worker.so')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True).stdout
+        rows = [l for l in out.splitlines() if 'paths.py' in l][:2]
+        self.assertEqual(len(rows), 2, out)
+        for r, fn in zip(sorted(rows, key=lambda r: 'alloc_here_b' in r), ('alloc_here_a', 'alloc_here_b')):
+            self.assertIn('  paths.py:%d in step <- ' % line, r)
+            self.assertRegex(r, r'\(via %s \(libnative_worker\.so\)' % fn)
+
     def test_trace_of_schema_1_still_opens(self):
         script, _ = self.make_program()
         p, db = self.trace([sys.executable, script])

@@ -7,9 +7,10 @@
 - PyTorch's own recorder on the same program (default allocator,
   _record_memory_history(stacks='python'), _snapshot() at the end): the
   retained blocks' innermost seed_001.py frame is the same line;
-- backward pass: how many allocations made on threads other than the main
-  one (PyTorch's autograd device thread) carry Python frames (INFO: their
-  attribution to the thread waiting in backward() is not implemented);
+- backward pass (cudaMallocAsync): allocations made on PyTorch's autograd
+  thread carry the frames of the thread waiting in backward() after the
+  <backward> marker, and their call site reads "backward: seed_001.py:N in
+  train_step_memory_leak" with N the line of loss.backward();
 - step time of tests/gpu/transformer_step.py under backend:cudaMallocAsync,
   untraced vs traced with Python stacks (GPUTRACE_CUPTI=0), fresh processes,
   shuffled, --runs each: ratio of medians <= 1.05.
@@ -43,6 +44,14 @@ with open(seed) as f:
     src = f.read().splitlines()
 relu_line = next(i for i, l in enumerate(src, 1) if re.search(r'x = torch\.relu\(self\.linear1\(x\)\)', l))
 want_text = 'seed_001.py:%d in ModelWithStoredTensor.forward' % relu_line
+in_leak_step = False
+for i, l in enumerate(src, 1):
+    if l.startswith('def train_step_memory_leak'):
+        in_leak_step = True
+    elif in_leak_step and 'loss.backward()' in l:
+        backward_line = i
+        break
+want_backward = 'backward: seed_001.py:%d in train_step_memory_leak' % backward_line
 retained = 32 * a.hidden * 4
 print('   the retained tensor is made at seed_001.py:%d (%d bytes per step)' % (relu_line, retained))
 
@@ -79,12 +88,31 @@ for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
            'call site "%s", want "%s ..."' % (text[:160], want_text))
     if mode == 'async':
         main_tid = one(db, 'SELECT pid FROM processes')
-        by = rows(db, """SELECT e.tid = ?1 AS main, count(*), sum(EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f
-                         ON f.id = sf.frame_id WHERE sf.stack_id = e.stack_id AND f.kind = 'python'))
+        by = rows(db, """SELECT e.tid = ?1 AS main, count(*),
+                         sum(EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+                                     WHERE sf.stack_id = e.stack_id AND f.kind = 'python')),
+                         sum(EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+                                     WHERE sf.stack_id = e.stack_id AND f.function = '<backward>'))
                          FROM events_v e WHERE e.op = 'alloc' GROUP BY 1""", (main_tid,))
-        for is_main, n, with_py in by:
-            print('INFO %s: %s thread%s: %d allocations, %d with Python frames' % (
-                name, 'main' if is_main else 'other (autograd)', '' if is_main else 's', n, with_py))
+        other = [0, 0, 0]
+        for is_main, n, with_py, marked in by:
+            print('   %s: %s thread%s: %d allocations, %d with Python frames, %d of them the waiting thread\'s' % (
+                name, 'main' if is_main else 'other (autograd)', '' if is_main else 's', n, with_py, marked))
+            if not is_main:
+                other = [n, with_py, marked]
+        t = subprocess.run([gputrace, 'top', '--json', '--top', '100', db], capture_output=True, text=True, timeout=300)
+        marked_sites = []
+        try:
+            for site in json.loads(t.stdout).get('by_bytes', []):
+                if '<backward>' in site.get('frames', []):
+                    marked_sites.append(site.get('call_site', ''))
+        except ValueError:
+            pass
+        wrong = [c for c in marked_sites if not c.startswith(want_backward)]
+        report(other[0] > 0 and other[2] >= 0.9 * other[0] and marked_sites and not wrong,
+               '%s: autograd-thread allocations attributed to the line that called backward()' % name,
+               '%d of %d autograd-thread allocations carry the waiting thread\'s frames; %d sites, %d not "%s": %s'
+               % (other[2], other[0], len(marked_sites), len(wrong), want_backward, wrong[:2]))
 
 # ---- PyTorch's own recorder, default allocator
 RUNNER = r'''

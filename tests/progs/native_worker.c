@@ -3,7 +3,8 @@
  * thread, which runs no Python, and waits for it, as PyTorch's backward()
  * waits for its autograd thread (test_pystacks.py); native_loop_ns(pairs)
  * times cudaMallocAsync/cudaFreeAsync pairs on such a thread
- * (tests/bench/bench_pystacks.py). */
+ * (tests/bench/bench_pystacks.py); alloc_here_a/_b: two native paths to one
+ * allocation, for sites that read alike in Python. */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -48,4 +49,20 @@ __attribute__((visibility("default"))) double native_loop_ns(long pairs)
         return -1;
     pthread_join(t, NULL);
     return io;
+}
+
+/* Two native paths to an allocation on the calling thread: the same Python
+ * line calling each gives two sites that read alike in Python. */
+__attribute__((visibility("default"), noinline)) void alloc_here_a(size_t size)
+{
+    void *p = NULL;
+    cudaMalloc(&p, size);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((visibility("default"), noinline)) void alloc_here_b(size_t size)
+{
+    void *p = NULL;
+    cudaMalloc(&p, size);
+    __asm__ volatile("" ::: "memory");
 }
