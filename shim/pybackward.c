@@ -221,6 +221,8 @@ int gt_py_capture_backward(struct gt_py_stack *out)
         return 0;
     struct waiting *w = mine;
     if (!w || !still_waiting(w)) {
+        if (w)
+            w->valid = false;   /* checked no more until found again: a thread no longer waits */
         uint64_t now = gt_now_ns();
         if (now < atomic_load_explicit(&retry_after, memory_order_relaxed))
             return 0;
