@@ -190,9 +190,16 @@ class PythonStacksTest(TraceTest):
                           ('main', script, lines['main_train_step']), ('<module>', script, lines['module'])])
         self.assertEqual(python_frames(db, 3002), [])   # nobody waits in backward
         self.assertEqual(python_frames(db, 3003), [])   # two threads wait: whose pass it is cannot be told
+        want = 'backward: py_backward.py:%d in _engine_run_backward <- py_backward.py:%d in backward' % (
+            lines['engine'], lines['backward'])
         out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True)
-        self.assertIn('backward: py_backward.py:%d in _engine_run_backward <- py_backward.py:%d in backward'
-                      % (lines['engine'], lines['backward']), out.stdout)
+        self.assertIn(want, out.stdout)
+        chrome = os.path.join(self.dir, 'x.json')
+        subprocess.run([GPUTRACE, 'export', db, '-o', chrome], capture_output=True, check=True)
+        with open(chrome) as f:
+            events = json.load(f)['traceEvents']
+        self.assertIn('backward: _engine_run_backward (%s:%d)' % (script, lines['engine']),
+                      [e.get('args', {}).get('python_frame') for e in events])
 
     def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
         _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})
@@ -274,6 +281,10 @@ class PythonReportsTest(TraceTest):
             self.assertIn('step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']), site[0])
             self.assertNotIn('fakelib', out.stdout)
             self.assertNotIn('ffi_call', out.stdout)
+        html = os.path.join(self.dir, 'r.html')
+        subprocess.run([GPUTRACE, 'report', db, '-o', html], capture_output=True, check=True)
+        with open(html) as f:   # the leaks table's call site
+            self.assertIn('step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']), f.read())
         out = subprocess.run([GPUTRACE, 'top', '--native', '--frames', '100', db], capture_output=True, text=True)
         self.assertIn('fakelib.py:5 in alloc', out.stdout)
         self.assertIn('ffi_call', out.stdout)
