@@ -283,8 +283,11 @@ class PythonReportsTest(TraceTest):
             self.assertNotIn('ffi_call', out.stdout)
         html = os.path.join(self.dir, 'r.html')
         subprocess.run([GPUTRACE, 'report', db, '-o', html], capture_output=True, check=True)
-        with open(html) as f:   # the leaks table's call site
-            self.assertIn('step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']), f.read())
+        with open(html) as f:   # the page's data block: the leaks table's call site
+            page = f.read()
+        data = json.loads(page.split('id="gt-data">', 1)[1].split('</script>', 1)[0])
+        self.assertEqual(data['traces'][0]['leaks']['sites'][0]['call_site'],
+                         'step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']))
         out = subprocess.run([GPUTRACE, 'top', '--native', '--frames', '100', db], capture_output=True, text=True)
         self.assertIn('fakelib.py:5 in alloc', out.stdout)
         self.assertIn('ffi_call', out.stdout)
