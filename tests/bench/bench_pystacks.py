@@ -4,7 +4,8 @@ allocation call made from a 20-deep Python stack, over the native-stack cost.
 One Python program (below) calls the CUDA stand-in's cudaMallocAsync /
 cudaFreeAsync through ctypes from 20 frames deep; it runs bare, under the
 shim with GPUTRACE_PYTHON=0 (native stacks only) and with Python frames on,
-side by side, interleaved, in one run; medians. The same for a native thread
+side by side, interleaved, in one run; medians of the calling thread's CPU
+time per call (wall time on a shared machine measures the neighbours). The same for a native thread
 allocating while the Python thread waits 20 frames deep in a function named
 like PyTorch's _engine_run_backward (what an autograd thread pays to carry
 the waiting thread's frames).
@@ -28,11 +29,11 @@ ref = ctypes.byref(p)
 pairs = int(sys.argv[1])
 
 def leaf():
-    t0 = time.perf_counter_ns()
+    t0 = time.thread_time_ns()
     for _ in range(pairs):
         malloc(ref, 4096, None)
         free(p, None)
-    return (time.perf_counter_ns() - t0) / (2 * pairs)
+    return (time.thread_time_ns() - t0) / (2 * pairs)
 
 def descend(d):
     return leaf() if d <= 1 else descend(d - 1)
