@@ -215,6 +215,16 @@ class PythonStacksTest(TraceTest):
         self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
         self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE component = 'python'"), [(0,)])
 
+    def test_python_version_without_a_known_layout_turns_python_frames_off_with_one_note(self):
+        for hexversion, says in (('0x030E00F0', '3.14.0'), ('0x030D00F0', '3.13.0'), ('0x030C00A1', '3.12.0')):
+            p, db = self.trace([prog('unknown_python'), hexversion], name='u%s.db' % hexversion)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            notes = query(db, "SELECT message FROM notes WHERE component = 'python'")
+            self.assertEqual(len(notes), 1, notes)
+            self.assertTrue(notes[0][0].startswith('off: Python %s ' % says), notes)
+            self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
+            self.assertNotEqual(frames_of(db, 5001), [])
+
     def test_embedded_interpreter_frames_and_calls_outside_it(self):
         embed = prog('embed_python')
         if not os.path.exists(embed):
