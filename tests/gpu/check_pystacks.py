@@ -109,7 +109,7 @@ for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
         except ValueError:
             pass
         wrong = [c for c in marked_sites if not c.startswith(want_backward)]
-        report(other[0] > 0 and other[2] >= 0.9 * other[0] and marked_sites and not wrong,
+        report(other[0] > 0 and other[2] >= 0.9 * other[0] and bool(marked_sites) and not wrong,
                '%s: autograd-thread allocations attributed to the line that called backward()' % name,
                '%d of %d autograd-thread allocations carry the waiting thread\'s frames; %d sites, %d not "%s": %s'
                % (other[2], other[0], len(marked_sites), len(wrong), want_backward, wrong[:2]))
@@ -126,8 +126,11 @@ lines = collections.Counter()
 for seg in snap['segments']:
     for b in seg['blocks']:
         if b.get('state') == 'active_allocated' and b.get('size') == (want + 511) // 512 * 512:
-            inner = [f for f in b.get('frames', []) if f.get('filename', '').endswith('seed_001.py')]
-            lines['%s:%s' % (inner[0]['line'], inner[0]['name']) if inner else 'none'] += 1
+            seed = [f for f in b.get('frames', []) if f.get('filename', '').endswith('seed_001.py')]
+            # innermost first unless <module> (always outermost) comes first
+            if seed and seed[0].get('name') == '<module>':
+                seed.reverse()
+            lines['%s:%s' % (seed[0]['line'], seed[0]['name']) if seed else 'none'] += 1
 print('SNAPSHOT ' + json.dumps(lines))
 '''
 p = subprocess.run([sys.executable, '-c', RUNNER, seed, 'leak', '--steps', str(a.steps), '--hidden', str(a.hidden)],
