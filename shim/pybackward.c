@@ -138,7 +138,10 @@ static bool read_frames(const struct py_layout *L, struct waiting *w, const char
             return false;
         w->addr[w->n++] = f;
         const char *code = RD(const char *, h, L->fr_code);
-        if (L->owner_cstack < 0 || RD(char, h, L->fr_owner) != L->owner_cstack) {
+        char owner = RD(char, h, L->fr_owner);
+        if (owner < 0 || owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
+            return false;   /* not a frame: the thread moved on while we read */
+        if (L->owner_cstack < 0 || owner != L->owner_cstack) {
             if (!read_code(code, c))
                 return false;
             if (!gt_py_incomplete(L, h, code, c))

@@ -397,7 +397,10 @@ int gt_py_capture(struct gt_py_stack *out)
      * frames we keep, and a loop (which CPython never makes) cannot hang us */
     for (int links = 0; f && links < 1024 && out->n < GT_PY_MAX_FRAMES; links++) {
         const char *code = RD(const char *, f, L->fr_code);
-        if (L->owner_cstack >= 0 && RD(char, f, L->fr_owner) == L->owner_cstack) {
+        char owner = RD(char, f, L->fr_owner);
+        if (owner < 0 || owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
+            break;   /* not a frame of this layout: stop rather than guess */
+        if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
             out->seg_end[out->nseg++] = (uint16_t)out->n;   /* an eval loop's entry: its frames end here */
         } else {
             if (!code || RD(const void *, code, 8) != P.code_type)
