@@ -30,6 +30,7 @@
  * id copies its strings (the code object is alive: it is running) into a
  * record for the writer; no Python object is kept. */
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,20 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 
 /* ---- finding a Python */
 
+/* What decide() found, said once per trace: a forked child's trace says it again. */
+static char said[300];
+static bool say_again;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(said, sizeof said, fmt, ap);
+    va_end(ap);
+    gt_note("python", false, "%s", said);
+}
+
 static bool supported_build(unsigned long hex)
 {
     /* final releases only: alphas and betas moved these structs */
@@ -93,12 +108,12 @@ static void decide(void)
     if (!v && !getver)
         return; /* no Python: nothing to say */
     if (!gt_config.python) {
-        gt_note("python", false, "off: GPUTRACE_PYTHON=0");
+        say("off: GPUTRACE_PYTHON=0");
         return;
     }
     unsigned long hex = v ? *(const unsigned long *)v : 0;
     if (!v) {
-        gt_note("python", false, "off: Python %.16s has no Py_Version (older than 3.11); Python frames are not recorded",
+        say("off: Python %.16s has no Py_Version (older than 3.11); Python frames are not recorded",
                 getver());
         return;
     }
@@ -119,14 +134,14 @@ static void decide(void)
     void *eval = gt_dlsym_real(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     unsigned maj = (unsigned)(hex >> 24), min = (unsigned)(hex >> 16 & 0xff), mic = (unsigned)(hex >> 8 & 0xff);
     if (!L || !supported_build(hex) || trace_refs) {
-        gt_note("python", false, "off: Python %u.%u.%u (Py_Version 0x%08lx%s) is not a version gputrace knows the "
+        say("off: Python %u.%u.%u (Py_Version 0x%08lx%s) is not a version gputrace knows the "
                 "frame layout of (3.11, 3.12); Python frames are not recorded", maj, min, mic, hex,
                 trace_refs ? ", Py_TRACE_REFS build" : "");
         return;
     }
     if (!P.is_initialized || !P.is_finalizing || !P.this_thread_state || !P.addr2line || !P.code_type ||
         !P.unicode_type || !eval) {
-        gt_note("python", false, "off: Python %u.%u.%u lacks a function gputrace reads frames with; Python frames "
+        say("off: Python %u.%u.%u lacks a function gputrace reads frames with; Python frames "
                 "are not recorded", maj, min, mic);
         return;
     }
@@ -138,13 +153,13 @@ static void decide(void)
     }
     void *c = mmap(NULL, CACHE_SIZE * 16 + SEEN_SIZE * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (c == MAP_FAILED) {
-        gt_note("python", false, "off: no memory for the frame cache");
+        say("off: no memory for the frame cache");
         return;
     }
     cache_keys = c;
     cache_ids = (uint64_t *)((char *)c + CACHE_SIZE * 8);
     seen = (_Atomic uint64_t *)((char *)c + CACHE_SIZE * 16);
-    gt_note("python", false, "on: Python %u.%u.%u frames are recorded%s", maj, min, mic,
+    say("on: Python %u.%u.%u frames are recorded%s", maj, min, mic,
             P.eval_lo ? "" : " (after the native frames: the size of _PyEval_EvalFrameDefault is unknown)");
     atomic_store_explicit(&P.L, L, memory_order_release);
 }
@@ -159,7 +174,10 @@ void gt_py_init(void)
         decide();
         P.decided = true;
         atomic_store(&P.deciding, false);
+    } else if (say_again && *said && !gt_note_queued("python")) {
+        gt_note("python", false, "%s", said);
     }
+    say_again = false;
 }
 
 const struct py_layout *gt_py_layout(void)
@@ -433,6 +451,7 @@ struct gt_pyframe_rec *gt_py_take_new(void)
  * seen for the first time again (the cache would skip that). */
 void gt_py_discard(void)
 {
+    say_again = true;
     if (cache_keys)
         madvise((void *)cache_keys, CACHE_SIZE * 16 + SEEN_SIZE * 8, MADV_DONTNEED);
     struct gt_pyframe_rec *r = atomic_exchange(&new_frames, NULL);

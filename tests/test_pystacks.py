@@ -144,6 +144,8 @@ class PythonStacksTest(TraceTest):
                          [here('cuda_alloc', 'cuda_alloc'), here('in_child', 'in_child'),
                           here('child_in_child', 'main'), here('module', '<module>')])
         self.assertIntegrity(child[0])
+        self.assertEqual(query(child[0], "SELECT message FROM notes WHERE component = 'python'"),
+                         [('on: Python %d.%d.%d frames are recorded' % sys.version_info[:3],)])
 
     def test_multiprocessing_spawn_child_records_its_python_frames(self):
         p, _ = self.run_script('spawn', name='t-%p.db')
