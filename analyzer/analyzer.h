@@ -28,6 +28,7 @@ struct gt_opts {
     int all_iterations;     /* peak --all-iterations: text lists every iteration */
     int full_names;         /* --full-names: text keeps parameter lists and template arguments */
     int all_frames;         /* --all-frames: text folds and drops no frame */
+    int native;             /* --native: a stack with Python frames shows its native frames too */
     struct gt_iter_opts iter;
 };
 
@@ -62,8 +63,10 @@ void gt_site_texts_free(char **texts, size_t n);
 /* A demangled C++ name without parameter lists, template arguments, return
  * type or qualifiers: "at::native::run_conv_plan". */
 void gt_short_function(const char *full, char *out, size_t len);
-/* The JSON keys "frames" (all, full names), "allocator_frames" (how many
- * lead) and, given text, "call_site" (the site as text shows it). */
+/* The JSON keys "frames" (all, full names; a Python frame is
+ * "FUNCTION (FILE:LINE)"), "allocator_frames" (how many lead),
+ * "python_frames" (how many are Python), "frame_kinds" ("python" or
+ * "native" per frame) and, given text, "call_site" (the site as text shows it). */
 /* Is this frame (function and module text) inside a memory allocator's own
  * code (PyTorch's caching allocator, its empty_* factories, RMM, ...)? */
 bool gt_frame_is_allocator(const char *frame);

@@ -15,7 +15,13 @@
  *   - two sites that would still print the same text show the first frame
  *     where they differ, with its full name or its offset in the module.
  * --all-frames folds and drops nothing. JSON's "frames" keep every frame,
- * full names. */
+ * full names.
+ * A stack with Python frames reads as Python: it starts at the innermost
+ * frame of the program's own code ("train.py:42 in train_step", not the
+ * standard library's or a package's, which is where the program's line
+ * is), followed by the Python frames that called it; --native (and
+ * --all-frames) shows every frame instead, native ones included, each
+ * Python frame where the interpreter ran it. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,10 +176,24 @@ struct view {
     int a, e;                    /* frames [a, e): after the allocator's, before the start-up's */
     int common;                  /* leading seq frames the same as another listed site's */
     unsigned char *state, *detail;
+    unsigned char *omit;         /* frames a Python reading leaves out (native, or inside libraries) */
+    int via;                     /* an omitted frame that tells this site from one that reads alike; -1 none */
 };
 
 static char *frame_key(const struct gt_opts *o, const struct gt_frame *fi, const char *formatted, int detail)
 {
+    if (gt_frame_is_backward_mark(fi))
+        return gt_xstrdup("[backward: the thread waiting in backward()]");
+    if (fi->python) {   /* "train.py:42 in train_step"; the whole path where two sites need it */
+        const char *file = fi->file ? fi->file : "?";
+        char *s = NULL;
+        size_t len = 0;
+        FILE *m = gt_xmemstream(&s, &len);
+        fprintf(m, "%s:%lld in %s", detail != DETAIL_NONE || o->full_names ? file : gt_basename(file),
+                (long long)fi->line, fi->function ? fi->function : "?");
+        fclose(m);
+        return s;
+    }
     if (!fi->function)
         return gt_xstrdup(formatted);   /* module+0x... or an address */
     if (detail == DETAIL_FULL)
@@ -226,7 +246,8 @@ static void plan(const struct gt_opts *o, struct view *v)
 {
     int all = o->all_frames, a = v->a, e = v->e;
     for (int k = 0; k < v->n; k++)
-        v->state[k] = k < a ? ST_ALLOC : k >= e ? ST_STARTUP : v->key[k] ? ST_HIDDEN : ST_DISPATCH;
+        v->state[k] = v->omit[k] ? ST_STARTUP : k < a ? ST_ALLOC : k >= e ? ST_STARTUP
+                      : v->key[k] ? ST_HIDDEN : ST_DISPATCH;
     if (v->nseq == 0 && a < e) {   /* nothing but the dispatcher: show its first frame */
         v->state[a] = ST_SHOWN;
         return;
@@ -287,6 +308,11 @@ static char *render(const struct gt_opts *o, struct view *v)
             put_run(m, &sep, count, mask, j == v->n);
         k = j;
     }
+    if (v->via >= 0) {
+        char *key = frame_key(o, &v->fi[v->via], v->f[v->via], v->detail[v->via]);
+        fprintf(m, " (via %s)", key);
+        free(key);
+    }
     fclose(m);
     return s;
 }
@@ -305,7 +331,10 @@ static void mark_difference(const struct gt_opts *o, struct view *x, const struc
 {
     if (k >= x->n)
         return;
-    x->state[k] = ST_SHOWN;
+    if (x->omit[k])   /* a Python reading keeps its start: the frame goes at the end, "(via ...)" */
+        x->via = k;
+    else
+        x->state[k] = ST_SHOWN;
     if (k >= y->n)
         return;
     char *kx = frame_key(o, &x->fi[k], x->f[k], DETAIL_NONE), *ky = frame_key(o, &y->fi[k], y->f[k], DETAIL_NONE);
@@ -334,12 +363,17 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
         w->seq = gt_xcalloc((size_t)w->n, sizeof *w->seq);
         w->state = gt_xcalloc((size_t)w->n, 1);
         w->detail = gt_xcalloc((size_t)w->n, 1);
+        w->omit = gt_xcalloc((size_t)w->n, 1);
+        w->via = -1;
+        int user = o->native || o->all_frames ? -1 : gt_frame_user_python(w->fi, w->n);
+        for (int k = 0; user >= 0 && k < w->n; k++)
+            w->omit[k] = !w->fi[k].python || k < user;
         int a = 0;
-        if (!o->all_frames && !o->allocator_frames)
+        if (!o->all_frames && !o->allocator_frames && user < 0)
             while (a + 1 < w->n && gt_frame_is_allocator(w->f[a]))
                 a++;
         int e = w->n;
-        if (!o->all_frames)
+        if (!o->all_frames && user < 0)
             while (e > a + 1 && is_startup(&w->fi[e - 1]))
                 e--;
         w->a = a;
@@ -347,8 +381,23 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
         for (int k = 0; k < w->n; k++) {
             w->key[k] = frame_key(o, &w->fi[k], w->f[k], DETAIL_NONE);
             char name[512] = "";
-            if (w->fi[k].function)
+            if (w->fi[k].function && !w->fi[k].python)
                 gt_short_function(w->fi[k].function, name, sizeof name);
+            if (w->omit[k])
+                continue;
+            if (k == user) {   /* made on an autograd thread for the thread waiting in backward() */
+                for (int m = 0; m < k; m++)
+                    if (gt_frame_is_backward_mark(&w->fi[m])) {
+                        char *b = NULL;
+                        size_t len = 0;
+                        FILE *mf = gt_xmemstream(&b, &len);
+                        fprintf(mf, "backward: %s", w->key[k]);
+                        fclose(mf);
+                        free(w->key[k]);
+                        w->key[k] = b;
+                        break;
+                    }
+            }
             if (!o->all_frames && k >= a && k < e && *name && is_dispatcher(name)) {
                 free(w->key[k]);
                 w->key[k] = NULL;
@@ -413,6 +462,7 @@ out:
         free(v[i].seq);
         free(v[i].state);
         free(v[i].detail);
+        free(v[i].omit);
     }
     free(v);
     if (code) {

@@ -135,6 +135,9 @@ const struct gt_option gt_options[] = {
      "every frame: fold neither the allocator's, nor the\n"
      "dispatcher's (\"[9 dispatcher frames]\"), nor frames shared\n"
      "with other sites, and keep the C library's start-up"},
+    {"--native", NULL, NULL, GT_OPTS_SELECT, GT_OPT_FLAG, AT(base.native), 0, 0, NULL, NULL,
+     "a stack with Python frames: show its native frames too\n"
+     "(text starts it at the program's own innermost Python\nline: train.py:42 in train_step)"},
     {"--top", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.top), 1, BIG, NULL,
      "--top needs a positive number, not \"%s\"", "call sites listed (default 10)"},
 

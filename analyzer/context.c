@@ -218,6 +218,18 @@ int gt_json_frames(struct gt_ctx *c, struct gt_json *j, int32_t site, const char
         gt_json_str(j, f[k]);
     gt_json_arr_end(j);
     gt_json_kint(j, "allocator_frames", leading_allocator_frames(f, n));
+    const struct gt_frame *fi;
+    if ((code = gt_trace_frame_info(&c->t, site, &fi, &n)))
+        return code;
+    int python = 0;
+    for (int k = 0; k < n; k++)
+        python += fi[k].python;
+    gt_json_kint(j, "python_frames", python);
+    gt_json_key(j, "frame_kinds");
+    gt_json_arr_inline(j);
+    for (int k = 0; k < n; k++)
+        gt_json_str(j, fi[k].python ? "python" : "native");
+    gt_json_arr_end(j);
     if (text)
         gt_json_kstr(j, "call_site", text);
     return GT_EXIT_OK;

@@ -272,6 +272,17 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
             return code;
         if (nframes)
             kstr(x, "frame", frames[0]);
+        const struct gt_frame *fi;   /* and the program's own line, where Python ran it */
+        if ((code = gt_trace_frame_info(t, e->site, &fi, &nframes)))
+            return code;
+        int u = gt_frame_user_python(fi, nframes), marked = 0;
+        for (int k = 0; k < u; k++)
+            marked |= gt_frame_is_backward_mark(&fi[k]);
+        if (u >= 0) {   /* "backward: train_step (train.py:57)" for the autograd thread's */
+            char buf[1100];
+            snprintf(buf, sizeof buf, "%s%s", marked ? "backward: " : "", frames[u]);
+            kstr(x, "python_frame", buf);
+        }
     }
     fputs("}}", x->f);
     return GT_EXIT_OK;

@@ -632,10 +632,14 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
     }
     int rc;
     if (!t->frames_stmt) {
-        rc = sqlite3_prepare_v2(t->db,
-            "SELECT f.function, f.module, f.file, f.line, f.module_offset, f.ip"
-            " FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
-            " WHERE sf.stack_id = ?1 ORDER BY sf.level", -1, &t->frames_stmt, NULL);
+        /* frames.kind came with schema 2: every frame of an older trace is native */
+        rc = sqlite3_prepare_v2(t->db, t->schema_version >= 2
+            ? "SELECT f.function, f.module, f.file, f.line, f.module_offset, f.ip, f.kind = 'python'"
+              " FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+              " WHERE sf.stack_id = ?1 ORDER BY sf.level"
+            : "SELECT f.function, f.module, f.file, f.line, f.module_offset, f.ip, 0"
+              " FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+              " WHERE sf.stack_id = ?1 ORDER BY sf.level", -1, &t->frames_stmt, NULL);
         if (rc != SQLITE_OK)
             return sql_fail(t, rc, "reading stack frames");
     }
@@ -649,10 +653,16 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
         const char *fn = (const char *)sqlite3_column_text(st, 0);
         const char *mod = gt_basename((const char *)sqlite3_column_text(st, 1));
         const char *file = (const char *)sqlite3_column_text(st, 2);
+        int python = sqlite3_column_int(st, 6) != 0;
         char buf[1024], where[300] = "";
         if (file && sqlite3_column_type(st, 3) != SQLITE_NULL)
             snprintf(where, sizeof where, " %s:%lld", gt_basename(file), (long long)sqlite3_column_int64(st, 3));
-        if (fn && *fn)
+        if (python && !file)   /* the "<backward>" marker */
+            snprintf(buf, sizeof buf, "%s", fn && *fn ? fn : "?");
+        else if (python)   /* "train_step (/home/me/train.py:42)": the file as Python has it */
+            snprintf(buf, sizeof buf, "%s (%s:%lld)", fn && *fn ? fn : "?", file,
+                     (long long)sqlite3_column_int64(st, 3));
+        else if (fn && *fn)
             snprintf(buf, sizeof buf, "%s (%s)%s", fn, *mod ? mod : "?", where);
         else if (*mod)
             snprintf(buf, sizeof buf, "%s+0x%llx%s", mod, (unsigned long long)sqlite3_column_int64(st, 4), where);
@@ -666,10 +676,12 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
         info[cnt] = (struct gt_frame){
             .function = fn && *fn ? gt_xstrdup(fn) : NULL,
             .module = gt_xstrdup(mod),
-            .file = file && sqlite3_column_type(st, 3) != SQLITE_NULL ? gt_xstrdup(gt_basename(file)) : NULL,
+            .file = file && sqlite3_column_type(st, 3) != SQLITE_NULL
+                    ? gt_xstrdup(python ? file : gt_basename(file)) : NULL,
             .line = sqlite3_column_int64(st, 3),
             .offset = (uint64_t)sqlite3_column_int64(st, 4),
             .ip = (uint64_t)sqlite3_column_int64(st, 5),
+            .python = python,
         };
         out[cnt++] = gt_xstrdup(buf);
     }
@@ -683,6 +695,42 @@ int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n)
     *frames = out;
     *n = cnt;
     return GT_EXIT_OK;
+}
+
+int gt_python_file_is_user(const char *file)
+{
+    if (!file || file[0] == '<')    /* <frozen importlib._bootstrap>, ... */
+        return file && strncmp(file, "<frozen", 7) != 0;
+    if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"))
+        return 0;
+    /* the standard library: .../lib/python3.11/threading.py */
+    static const char *const libdirs[] = {"/lib/python", "/lib64/python"};
+    for (size_t d = 0; d < sizeof libdirs / sizeof libdirs[0]; d++)
+        for (const char *p = file; (p = strstr(p, libdirs[d])) != NULL;) {
+            p += strlen(libdirs[d]);
+            if (*p >= '0' && *p <= '9')
+                return 0;
+        }
+    return 1;
+}
+
+int gt_frame_is_backward_mark(const struct gt_frame *f)
+{
+    return f->python && !f->file && f->function && !strcmp(f->function, "<backward>");
+}
+
+int gt_frame_user_python(const struct gt_frame *fi, int n)
+{
+    int first = -1;
+    for (int k = 0; k < n; k++) {
+        if (!fi[k].python || gt_frame_is_backward_mark(&fi[k]))
+            continue;
+        if (first < 0)
+            first = k;
+        if (gt_python_file_is_user(fi[k].file))
+            return k;
+    }
+    return first;
 }
 
 /* Prepares sql; a missing table (a trace from before the table existed) is

@@ -74,13 +74,25 @@ struct gt_kernel {
 /* One frame of a stack as recorded (what gt_trace_frames' strings are made
  * of), for the call-site text that tells sites apart (callsite.c). */
 struct gt_frame {
-    char *function;        /* demangled; NULL: not resolved */
-    char *module;          /* basename; "" unknown */
-    char *file;            /* basename of the source file; NULL: not symbolized */
+    char *function;        /* demangled; a Python frame's qualified name; NULL: not resolved */
+    char *module;          /* basename; "" unknown (and for a Python frame) */
+    char *file;            /* basename of the source file; a Python frame's file as Python has it;
+                              NULL: not symbolized */
     int64_t line;
     uint64_t offset;       /* module_offset (0 unknown) */
     uint64_t ip;
+    int python;            /* frames.kind = 'python' */
 };
+/* Index of the innermost frame of the program's own Python code (not the
+ * standard library, not site-packages or dist-packages, not frozen modules),
+ * else of the innermost Python frame; -1 if there is no Python frame. */
+int gt_frame_user_python(const struct gt_frame *fi, int n);
+/* The shim's marker before the frames of the thread waiting in backward()
+ * (a Python frame "<backward>" with no file): the frames after it are that
+ * thread's, not the allocating one's. */
+int gt_frame_is_backward_mark(const struct gt_frame *f);
+/* Is this Python file the program's own (see gt_frame_user_python)? */
+int gt_python_file_is_user(const char *file);
 
 struct gt_trace {
     const char *path;
@@ -116,7 +128,7 @@ int gt_trace_load_events(struct gt_trace *t);
 void gt_trace_close(struct gt_trace *t);
 
 /* Frames of a site, innermost first, formatted "function (module)" (plus
- * " file:line" where known). *frames stays owned by the trace. Returns an exit
+ * " file:line" where known); a Python frame "function (file:line)". *frames stays owned by the trace. Returns an exit
  * status; a site without frames gives n = 0. */
 int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n);
 /* The same frames field by field (n as gt_trace_frames gives). */

@@ -7,7 +7,7 @@
 
 PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
 PRAGMA user_version = 3;             -- schema version; the analyzer refuses newer ones
-                                     -- (3: processes.world_size; apis rows 39-46)
+                                     -- (2: frames.kind; 3: processes.world_size, apis rows 39-46)
 
 -- One row: the traced process.
 CREATE TABLE processes (
@@ -46,6 +46,9 @@ CREATE TABLE drops (
 -- activity rows at all), 'taken over:' (another CUPTI client such as
 -- torch.profiler took the activity buffers at t_ns: no activity rows after it).
 -- For 'nvml': 'on:' or 'unavailable:'; for 'nvtx': why NVTX is not captured.
+-- For 'python' (only in a process with a Python): 'on:' (Python frames are in
+-- the stacks) or 'off:' (GPUTRACE_PYTHON=0, or a version or build whose frame
+-- layout gputrace does not know: no Python frames, nothing guessed).
 CREATE TABLE notes (
   id        INTEGER PRIMARY KEY,
   t_ns      INTEGER NOT NULL,          -- when it was noted (negative: before the trace started)
@@ -171,23 +174,27 @@ CREATE TABLE stacks (
   depth INTEGER NOT NULL,
   hash  INTEGER NOT NULL
 );
--- level 0 is the innermost frame: the code that called the CUDA API.
+-- level 0 is the innermost frame: the code that called the CUDA API. Python
+-- frames (frames.kind = 'python') stand where the interpreter's native frame
+-- that ran them was, or follow the native frames when those stop first.
 CREATE TABLE stack_frames (
   stack_id INTEGER NOT NULL,
   level    INTEGER NOT NULL,
   frame_id INTEGER NOT NULL,
   PRIMARY KEY (stack_id, level)
 ) WITHOUT ROWID;
--- One row per distinct instruction pointer, resolved once.
+-- One row per distinct instruction pointer (kind 'native'), or per distinct
+-- Python function, file and line (kind 'python'), resolved once.
 CREATE TABLE frames (
   id            INTEGER PRIMARY KEY,
-  ip            INTEGER NOT NULL,
-  module        TEXT,                 -- path of the shared object or executable
+  ip            INTEGER NOT NULL,     -- python: 0
+  module        TEXT,                 -- path of the shared object or executable; python: NULL
   module_offset INTEGER,              -- ip - module load address (what addr2line takes)
-  function      TEXT,                 -- demangled where possible
+  function      TEXT,                 -- demangled where possible; python: the qualified name (Class.method)
   symbol_offset INTEGER,              -- ip - function start
-  file          TEXT,                 -- source file, where debug info allows
-  line          INTEGER
+  file          TEXT,                 -- source file, where debug info allows; python: co_filename as Python has it
+  line          INTEGER,
+  kind          TEXT NOT NULL DEFAULT 'native'  -- native | python (schema 2; absent in version 1 traces)
 );
 
 -- NVTX ranges (push/pop, start/end) and gputrace_range_* markers. A range
@@ -358,5 +365,5 @@ SELECT * FROM events_v WHERE result <> 0;
 
 -- Frames of each stack, innermost first, readable.
 CREATE VIEW stack_text AS
-SELECT sf.stack_id, sf.level, f.function, f.module, f.module_offset, f.file, f.line
+SELECT sf.stack_id, sf.level, f.kind, f.function, f.module, f.module_offset, f.file, f.line
 FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id;

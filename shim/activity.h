@@ -32,6 +32,7 @@ void gt_note(const char *component, bool to_stderr, const char *fmt, ...)
 struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; char component[16]; char message[]; };
 struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
 bool gt_notes_pending(void);
+bool gt_note_queued(const char *component);   /* one of this component is still to be written */
 void gt_notes_after_fork_child(void);
 
 /* cupti.c */

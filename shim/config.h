@@ -25,6 +25,7 @@ struct gt_config {
     char cupti_kinds[256];     /* GPUTRACE_CUPTI_KINDS: activity kinds, comma-separated (cupti.c parses) */
     bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
+    bool python;               /* GPUTRACE_PYTHON: Python frames in call stacks */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
     char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
 };

@@ -22,7 +22,7 @@
 #define GT_P_STACK(P) P(STACK, id) P(STACK, depth) P(STACK, hash)
 #define GT_P_STACK_FRAME(P) P(STACK_FRAME, stack_id) P(STACK_FRAME, level) P(STACK_FRAME, frame_id)
 #define GT_P_FRAME(P) P(FRAME, id) P(FRAME, ip) P(FRAME, module) P(FRAME, module_offset) P(FRAME, function) \
-    P(FRAME, symbol_offset)
+    P(FRAME, symbol_offset) P(FRAME, file) P(FRAME, line) P(FRAME, kind)
 #define GT_P_THREAD(P) P(THREAD, tid) P(THREAD, name)
 #define GT_P_DROP(P) P(DROP, reason) P(DROP, count) P(DROP, meaning)
 #define GT_P_PROCESS(P) P(PROCESS, id) P(PROCESS, pid) P(PROCESS, ppid) P(PROCESS, host) P(PROCESS, command_line) \

@@ -42,6 +42,19 @@ bool gt_notes_pending(void)
     return atomic_load_explicit(&count, memory_order_relaxed) != 0;
 }
 
+/* Is a note of this component waiting to be written? (A fork child that
+ * says again what its parent said checks first: the parent's note may still
+ * be queued, and the child inherits those.) */
+bool gt_note_queued(const char *component)
+{
+    bool found = false;
+    pthread_mutex_lock(&mu);
+    for (struct gt_note_rec *n = head; n && !found; n = n->next)
+        found = !strcmp(n->component, component);
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 struct gt_note_rec *gt_notes_take(void)
 {
     pthread_mutex_lock(&mu);

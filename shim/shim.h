@@ -9,7 +9,8 @@
  *            fans out to each module's start/stop/fork function, none calls back
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
- *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c,
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c -> pybackward.c ->
+ *            pyframes.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h);
  *            runlog.c (lists the trace for `gputrace run`, no SQLite)
@@ -182,6 +183,37 @@ void gt_stacks_discard(void);
 uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
 struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
 bool gt_stacks_pending(void);                        /* writer: any to take? */
+
+/* pyframes.c: the Python frames of the calling thread (stacks.c puts them in
+ * the stack). A stack's ips[] entry with GT_PYFRAME_TAG set is a Python
+ * frame's id, not an address (user-space addresses never have bit 63 set). */
+#define GT_PYFRAME_TAG (1ull << 63)
+#define GT_PY_MAX_FRAMES 128
+struct gt_py_stack {
+    int n, nseg;                           /* frames; eval-loop entries (segments) */
+    uint64_t ids[GT_PY_MAX_FRAMES];        /* innermost first, each with GT_PYFRAME_TAG */
+    uint16_t seg_end[GT_PY_MAX_FRAMES + 1]; /* segment k is ids[seg_end[k-1] .. seg_end[k]) */
+};
+struct gt_pyframe_rec {                    /* a frame's first sighting, for the writer */
+    struct gt_pyframe_rec *next;
+    uint64_t id;
+    int32_t line;
+    char *function, *file;                 /* point into text */
+    char text[];
+};
+void gt_py_init(void);                     /* trace start: find a Python in the process, once */
+int gt_py_capture(struct gt_py_stack *out); /* hot path: 0 when no Python runs on this thread */
+bool gt_py_is_eval(uintptr_t ip);          /* ip inside _PyEval_EvalFrameDefault */
+bool gt_py_interleaves(void);              /* false: eval frames cannot be recognised (append) */
+struct gt_pyframe_rec *gt_py_take_new(void); /* writer: new frames, any order (take after stacks) */
+bool gt_py_pending(void);
+void gt_py_discard(void);                  /* fork child */
+/* pybackward.c: a thread with no Python frames of its own (PyTorch's autograd
+ * threads) gets the frames of the one thread waiting in backward(), after
+ * this marker id (the writer names it "<backward>"). */
+#define GT_PY_BACKWARD_MARK (GT_PYFRAME_TAG | 1)
+int gt_py_capture_backward(struct gt_py_stack *out); /* one segment; 0: none */
+void gt_py_backward_after_fork(void);
 
 /* symbols.c: writer side, once per unique instruction pointer. */
 struct gt_frame_info {

@@ -1,7 +1,11 @@
 /* Call stacks on the hot path: libunwind's fast backtrace (unwind.c), our own frames
- * skipped, then deduplicated by a 64-bit hash in a lock-free set. Only the first
- * sighting of a stack allocates (its record, handed to the writer through a
- * lock-free list); every event carries just the hash. */
+ * skipped, the calling thread's Python frames (pyframes.c) put in place of the
+ * native _PyEval_EvalFrameDefault frame that runs them (appended where the
+ * native stack stops before reaching it; a thread with none of its own gets
+ * those of the thread waiting in backward(), pybackward.c), then deduplicated by a 64-bit hash of
+ * the whole list in a lock-free set. Only the first sighting of a stack
+ * allocates (its record, handed to the writer through a lock-free list); every
+ * event carries just the hash. */
 #include <dlfcn.h>
 #include <link.h>
 #include <stdlib.h>
@@ -57,6 +61,7 @@ bool gt_stacks_init(void)
     }
     seen = mem;
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&gt_stacks_init);
+    gt_py_init();
     return true;
 }
 
@@ -70,6 +75,8 @@ void gt_stacks_discard(void)
     if (seen)
         munmap((void *)seen, SET_SIZE * sizeof(uint64_t));
     seen = NULL;
+    gt_py_discard();
+    gt_py_backward_after_fork();
     struct gt_stack_rec *r = atomic_exchange(&new_stacks, NULL);
     while (r) {
         struct gt_stack_rec *n = r->next;
@@ -111,6 +118,27 @@ static bool insert_new(uint64_t h)
     return true;
 }
 
+/* Native frames [0, n) with each eval loop's frame replaced by its Python
+ * frames (py segment k for the k-th such frame, innermost first); segments
+ * left when the native frames run out (the depth limit, or an unwinder that
+ * stopped early) follow them. Returns the length written to out. */
+static int interleave(const uintptr_t *ips, int n, const struct gt_py_stack *py, bool in_place, uintptr_t *out)
+{
+    int o = 0, seg = 0;
+    for (int i = 0; i < n; i++) {
+        if (in_place && seg < py->nseg && gt_py_is_eval(ips[i])) {
+            for (int k = seg ? py->seg_end[seg - 1] : 0; k < py->seg_end[seg]; k++)
+                out[o++] = (uintptr_t)py->ids[k];
+            seg++;
+        } else {
+            out[o++] = ips[i];
+        }
+    }
+    for (int k = seg ? py->seg_end[seg - 1] : 0; k < py->n; k++)
+        out[o++] = (uintptr_t)py->ids[k];
+    return o;
+}
+
 /* Captures the caller's stack (frames of the shim skipped), returns its hash;
  * the first time a hash is seen, queues the frames for the writer. */
 uint64_t gt_stack_capture(void)
@@ -123,9 +151,18 @@ uint64_t gt_stack_capture(void)
     while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
         skip++;
     int kept = n - skip < depth ? n - skip : depth;
+    uintptr_t *ips = (uintptr_t *)(buf + skip);
+    struct gt_py_stack py;
+    uintptr_t merged[GT_MAX_STACK_DEPTH + GT_PY_MAX_FRAMES];
+    if (gt_py_capture(&py) > 0) {
+        kept = interleave(ips, kept > 0 ? kept : 0, &py, gt_py_interleaves(), merged);
+        ips = merged;
+    } else if (gt_py_capture_backward(&py) > 0) {   /* a thread waiting in backward() on our behalf */
+        kept = interleave(ips, kept > 0 ? kept : 0, &py, false, merged);
+        ips = merged;
+    }
     if (kept <= 0)
         return 0;
-    uintptr_t *ips = (uintptr_t *)(buf + skip);
     uint64_t h = hash_frames(ips, kept);
     if (!insert_new(h))
         return h;

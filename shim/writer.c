@@ -163,7 +163,8 @@ static void write_record(struct gt_rec *rec)
 static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
     if (!*in_txn && !gt_db_failed()) {
-        if (gt_queue_empty_upto(gt_queue_head()) && !gt_activity_pending() && !gt_stacks_pending())
+        if (gt_queue_empty_upto(gt_queue_head()) && !gt_activity_pending() && !gt_stacks_pending() &&
+            !gt_py_pending())
             return 0;
         int b = gt_db_begin();
         if (b == 0)
@@ -172,10 +173,14 @@ static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
         *txn_start = gt_now_ns();
     }
     struct gt_stack_rec *stacks = gt_stacks_take_new();
+    /* after the stacks: every Python frame a taken stack holds was published
+     * before it (pyframes.c) */
+    struct gt_pyframe_rec *pyframes = gt_py_take_new();
     int n = gt_queue_pop(buf, BATCH);
     bool activity = gt_activity_pending();
-    if (!stacks && !n && !activity)
+    if (!stacks && !pyframes && !n && !activity)
         return 0;
+    gt_events_write_pyframes(pyframes);
     gt_events_write_stacks(stacks);
     for (int i = 0; i < n; i++)
         write_record(&buf[i]);

@@ -17,6 +17,7 @@ void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
 void gt_events_write(const struct gt_rec *rec);   /* an allocation call (its row, its accounting) */
 void gt_events_write_thread(int32_t tid);         /* the threads row of tid, once */
 void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
+void gt_events_write_pyframes(struct gt_pyframe_rec *r); /* and frees them; before the stacks taken with them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
 void gt_events_forget(void);                      /* fork child */

@@ -19,7 +19,7 @@ static struct {
     uint64_t start_mono;
     struct u64map live[4];     /* per apis.space: ptr -> (size, device | memory << 32) */
     struct u64map stack_ids;   /* hash -> (id, row written) */
-    struct u64map frame_ids;   /* ip -> (id, -) */
+    struct u64map frame_ids;   /* ip, or a Python frame's tagged id -> (id, -) */
     struct u64map tids;        /* tid -> (-, -) */
     uint64_t next_stack_id, next_frame_id;
     uint64_t recorded;
@@ -69,11 +69,43 @@ static uint64_t stack_id_for(uint64_t hash)
     return id;
 }
 
+/* A Python frame's row (kind 'python'); function and file NULL: its record
+ * never arrived (the shim could not allocate it). */
+static uint64_t python_frame_row(uint64_t tagged, const char *function, const char *file, int line)
+{
+    uint64_t id = ++E.next_frame_id;
+    u64map_put(&E.frame_ids, tagged, id, 0);
+    GT_BIND_INT(FRAME, id, id);
+    GT_BIND_INT(FRAME, ip, 0);
+    GT_BIND_TEXT(FRAME, function, function);
+    GT_BIND_TEXT(FRAME, file, file);
+    GT_BIND_OPT(FRAME, line, file != NULL, line);
+    GT_BIND_TEXT(FRAME, kind, "python");
+    gt_db_run(GT_ST_FRAME, GT_NOT_A_RECORD);
+    return id;
+}
+
+/* New Python frames (first sightings; a frame seen twice is written once). */
+void gt_events_write_pyframes(struct gt_pyframe_rec *r)
+{
+    while (r) {
+        struct gt_pyframe_rec *next = r->next;
+        if (!u64map_get(&E.frame_ids, r->id))
+            python_frame_row(r->id, r->function, r->file, r->line);
+        free(r);
+        r = next;
+    }
+}
+
 static uint64_t frame_id_for(uintptr_t ip)
 {
     struct u64map_entry *e = u64map_get(&E.frame_ids, ip);
     if (e)
         return e->a;
+    if (ip == GT_PY_BACKWARD_MARK)   /* the frames after it are the thread's waiting in backward() */
+        return python_frame_row(ip, "<backward>", NULL, 0);
+    if (ip & GT_PYFRAME_TAG)
+        return python_frame_row(ip, NULL, NULL, 0);
     uint64_t id = ++E.next_frame_id;
     u64map_put(&E.frame_ids, ip, id, 0);
     struct gt_frame_info fi;
@@ -84,6 +116,7 @@ static uint64_t frame_id_for(uintptr_t ip)
     GT_BIND_OPT(FRAME, module_offset, fi.has_module, fi.module_offset);
     GT_BIND_TEXT(FRAME, function, fi.has_function ? fi.function : NULL);
     GT_BIND_OPT(FRAME, symbol_offset, fi.has_function, fi.symbol_offset);
+    GT_BIND_TEXT(FRAME, kind, "native");
     gt_db_run(GT_ST_FRAME, GT_NOT_A_RECORD);
     return id;
 }

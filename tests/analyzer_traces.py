@@ -95,7 +95,8 @@ class Trace:
                 if fn not in self.frames:
                     fid = len(self.frames) + 1
                     self.frames[fn] = fid
-                    self.con.execute('INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)',
+                    self.con.execute('INSERT INTO frames (id, ip, module, module_offset, function, symbol_offset, file, line) '
+                                     'VALUES (?,?,?,?,?,?,?,?)',
                                      (fid, 0x400000 + 64 * fid, self.module, 64 * fid, fn, 12, None, None))
                 self.con.execute('INSERT INTO stack_frames VALUES (?,?,?)', (sid, level, self.frames[fn]))
         return self.stacks[key]

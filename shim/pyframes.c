@@ -1,0 +1,463 @@
+/* Python frames of the calling thread, read on the hot path without the GIL
+ * and without linking libpython: stacks.c puts them in place of the native
+ * _PyEval_EvalFrameDefault frames that run them. Known CPython versions
+ * (3.11, 3.12: final releases, default builds) get their struct offsets from
+ * the table below; any other version turns Python frames off with one note.
+ *
+ * Why reading without the GIL is safe: a thread reads only its own frame
+ * chain, from inside a hooked CUDA call. Only the thread that runs a frame
+ * pushes, pops or moves it (a generator's frame runs on one thread at a
+ * time), and this thread is busy in the CUDA call, so its chain, the code
+ * objects it references (each frame holds a strong reference) and their
+ * strings cannot change or be freed while we read them, GIL released or not.
+ * The thread state comes from PyGILState_GetThisThreadState, which reads a
+ * pthread key (no GIL, no allocation); it is asked only while
+ * Py_IsInitialized() and not _Py_IsFinalizing(): during finalization CPython
+ * frees the states of daemon threads, so we stop reading before that begins.
+ * (A daemon thread that is inside a CUDA call at the very instant finalization
+ * starts is the one window left; it is microseconds wide.)
+ * Nothing here calls into Python except PyCode_Addr2Line, which only reads
+ * the code object's line table (no allocation, no GIL), and only on the first
+ * sighting of a (code object, instruction) pair.
+ *
+ * Identity: a frame is (function, file, line). The hot path keys a cache by
+ * the code object's address, size and first line, its name, file and line
+ * table objects and the instruction offset, so that a freed code object and
+ * a new one at the same address do not share an entry unless all of these
+ * agree (the same objects: then they name the same function at the same
+ * lines); the cache gives the frame's
+ * id, a hash of the strings' contents and the line. The first sighting of an
+ * id copies its strings (the code object is alive: it is running) into a
+ * record for the writer; no Python object is kept. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "activity.h"
+#include "shim.h"
+
+_Static_assert(sizeof(void *) == 8, "the offsets below are those of 64-bit builds");
+
+#include "pyframes.h"
+
+static struct {
+    _Atomic(const struct py_layout *) L; /* set last, once everything below is: Python frames are on */
+    _Atomic bool deciding;
+    int (*is_initialized)(void);
+    int (*is_finalizing)(void);
+    void *(*this_thread_state)(void);
+    int (*addr2line)(void *code, int addr);
+    void *(*interp_main)(void);
+    void *(*thread_head)(void *interp);
+    const void *code_type, *unicode_type;
+    uintptr_t eval_lo, eval_hi;   /* _PyEval_EvalFrameDefault; 0: size unknown */
+    bool decided;                 /* looked once (at the trace's start) */
+} P;
+
+#define CACHE_BITS 17
+#define CACHE_SIZE (1u << CACHE_BITS)
+#define SEEN_BITS 16
+#define SEEN_SIZE (1u << SEEN_BITS)
+#define MAX_PROBE 32
+#define KEY_BUSY 1 /* a slot being filled */
+
+/* (code, instruction) -> frame id; keys 0 (free) and 1 (busy) are never real keys */
+static _Atomic uint64_t *cache_keys;
+static uint64_t *cache_ids;
+static _Atomic uint64_t *seen;     /* frame ids whose record was handed to the writer */
+static _Atomic(struct gt_pyframe_rec *) new_frames;
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+
+/* ---- finding a Python */
+
+/* What decide() found, said once per trace: a forked child's trace says it again. */
+static char said[300];
+static bool say_again;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(said, sizeof said, fmt, ap);
+    va_end(ap);
+    gt_note("python", false, "%s", said);
+}
+
+static bool supported_build(unsigned long hex)
+{
+    /* final releases only: alphas and betas moved these structs */
+    return (hex & 0xf0) == 0xf0;
+}
+
+static void decide(void)
+{
+    void *v = gt_dlsym_real(RTLD_DEFAULT, "Py_Version");
+    const char *(*getver)(void) = (const char *(*)(void))gt_dlsym_real(RTLD_DEFAULT, "Py_GetVersion");
+    if (!v && !getver)
+        return; /* no Python: nothing to say */
+    if (!gt_config.python) {
+        say("off: GPUTRACE_PYTHON=0");
+        return;
+    }
+    unsigned long hex = v ? *(const unsigned long *)v : 0;
+    if (!v) {
+        say("off: Python %.16s has no Py_Version (older than 3.11); Python frames are not recorded",
+                getver());
+        return;
+    }
+    const struct py_layout *L = NULL;
+    for (size_t i = 0; i < sizeof gt_py_layouts / sizeof gt_py_layouts[0]; i++)
+        if (gt_py_layouts[i].version == hex >> 16)
+            L = &gt_py_layouts[i];
+    /* Py_TRACE_REFS builds put two more pointers in every object */
+    bool trace_refs = gt_dlsym_real(RTLD_DEFAULT, "_Py_PrintReferences") != NULL;
+    P.is_initialized = (int (*)(void))gt_dlsym_real(RTLD_DEFAULT, "Py_IsInitialized");
+    P.is_finalizing = (int (*)(void))gt_dlsym_real(RTLD_DEFAULT, "_Py_IsFinalizing");
+    P.this_thread_state = (void *(*)(void))gt_dlsym_real(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    P.addr2line = (int (*)(void *, int))gt_dlsym_real(RTLD_DEFAULT, "PyCode_Addr2Line");
+    P.interp_main = (void *(*)(void))gt_dlsym_real(RTLD_DEFAULT, "PyInterpreterState_Main");
+    P.thread_head = (void *(*)(void *))gt_dlsym_real(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
+    P.code_type = gt_dlsym_real(RTLD_DEFAULT, "PyCode_Type");
+    P.unicode_type = gt_dlsym_real(RTLD_DEFAULT, "PyUnicode_Type");
+    void *eval = gt_dlsym_real(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    unsigned maj = (unsigned)(hex >> 24), min = (unsigned)(hex >> 16 & 0xff), mic = (unsigned)(hex >> 8 & 0xff);
+    if (!L || !supported_build(hex) || trace_refs) {
+        say("off: Python %u.%u.%u (Py_Version 0x%08lx%s) is not a version gputrace knows the "
+                "frame layout of (3.11, 3.12); Python frames are not recorded", maj, min, mic, hex,
+                trace_refs ? ", Py_TRACE_REFS build" : "");
+        return;
+    }
+    if (!P.is_initialized || !P.is_finalizing || !P.this_thread_state || !P.addr2line || !P.code_type ||
+        !P.unicode_type || !eval) {
+        say("off: Python %u.%u.%u lacks a function gputrace reads frames with; Python frames "
+                "are not recorded", maj, min, mic);
+        return;
+    }
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        P.eval_lo = (uintptr_t)eval;
+        P.eval_hi = P.eval_lo + sym->st_size;
+    }
+    void *c = mmap(NULL, CACHE_SIZE * 16 + SEEN_SIZE * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED) {
+        say("off: no memory for the frame cache");
+        return;
+    }
+    cache_keys = c;
+    cache_ids = (uint64_t *)((char *)c + CACHE_SIZE * 8);
+    seen = (_Atomic uint64_t *)((char *)c + CACHE_SIZE * 16);
+    say("on: Python %u.%u.%u frames are recorded%s", maj, min, mic,
+            P.eval_lo ? "" : " (after the native frames: the size of _PyEval_EvalFrameDefault is unknown)");
+    atomic_store_explicit(&P.L, L, memory_order_release);
+}
+
+/* Trace start (the first CUDA call): is there a Python in the process? Asked
+ * once: a Python loaded after the first CUDA call is not seen (asking again on
+ * the hot path would take the loader's lock). */
+void gt_py_init(void)
+{
+    bool idle = false;
+    if (!P.decided && atomic_compare_exchange_strong(&P.deciding, &idle, true)) {
+        decide();
+        P.decided = true;
+        atomic_store(&P.deciding, false);
+    } else if (say_again && *said && !gt_note_queued("python")) {
+        gt_note("python", false, "%s", said);
+    }
+    say_again = false;
+}
+
+const struct py_layout *gt_py_layout(void)
+{
+    return atomic_load_explicit(&P.L, memory_order_acquire);
+}
+
+bool gt_py_running(void)
+{
+    return P.is_initialized() && !P.is_finalizing();
+}
+
+const char *gt_py_this_thread_state(void)
+{
+    return P.this_thread_state();
+}
+
+/* Reads the interpreter's list head (the interpreter outlives the process's
+ * use of it); the thread states themselves are the caller's to read safely. */
+const char *gt_py_first_thread_state(void)
+{
+    void *interp = P.interp_main && P.thread_head ? P.interp_main() : NULL;
+    return interp ? P.thread_head(interp) : NULL;
+}
+
+const void *gt_py_code_type(void)
+{
+    return P.code_type;
+}
+
+bool gt_py_is_eval(uintptr_t ip)
+{
+    return ip - P.eval_lo < P.eval_hi - P.eval_lo;
+}
+
+bool gt_py_interleaves(void)
+{
+    return P.eval_lo != 0;
+}
+
+/* ---- strings: read from the unicode object, no call into Python */
+
+static size_t put_utf8(char *out, size_t o, size_t cap, uint32_t cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xc0 | cp >> 6);
+        b[1] = (char)(0x80 | (cp & 0x3f));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xe0 | cp >> 12);
+        b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        b[2] = (char)(0x80 | (cp & 0x3f));
+        n = 3;
+    } else {
+        b[0] = (char)(0xf0 | cp >> 18);
+        b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+        b[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+        b[3] = (char)(0x80 | (cp & 0x3f));
+        n = 4;
+    }
+    if (o + n >= cap)
+        return o;
+    memcpy(out + o, b, n);
+    return o + n;
+}
+
+/* A str object's text as UTF-8 into out (cap bytes, truncated); "?" when it
+ * is not a compact str (3.11's legacy strings: never a code object's). */
+static void read_str(const void *s, char *out, size_t cap)
+{
+    const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
+    out[0] = 0;
+    if (!s || RD(const void *, s, 8) != P.unicode_type) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    int64_t len = RD(int64_t, s, 16);
+    uint32_t state = RD(uint32_t, s, 32);
+    unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
+    if (!compact || len < 0) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    size_t o = 0;
+    if (ascii) {
+        o = (size_t)len < cap - 1 ? (size_t)len : cap - 1;
+        memcpy(out, (const char *)s + L->str_ascii_data, o);
+    } else if (RD(const char *, s, L->str_utf8)) {
+        int64_t n = RD(int64_t, s, L->str_utf8_length);
+        o = n >= 0 && (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        memcpy(out, RD(const char *, s, L->str_utf8), o);
+    } else {
+        const char *d = (const char *)s + L->str_compact_data;
+        for (int64_t i = 0; i < len && o + 1 < cap; i++) {
+            uint32_t cp = kind == 1 ? ((const uint8_t *)d)[i] : kind == 2 ? ((const uint16_t *)d)[i]
+                                                                            : ((const uint32_t *)d)[i];
+            size_t before = o;
+            o = put_utf8(out, o, cap, cp);
+            if (o == before)
+                break;
+        }
+    }
+    out[o] = 0;
+}
+
+static uint64_t hash_text(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return mix(h, 0);
+}
+
+/* ---- frames */
+
+/* First sighting of (code, addr): resolve function, file and line while the
+ * code object is running, hand the writer a record if the frame is new, and
+ * return the frame's id. */
+static uint64_t resolve(const void *code, int addr)
+{
+    const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
+    char fn[512], file[1024];
+    read_str(RD(const void *, code, L->co_qualname), fn, sizeof fn);
+    read_str(RD(const void *, code, L->co_filename), file, sizeof file);
+    int line = P.addr2line((void *)code, addr);
+    uint64_t id = mix(hash_text(hash_text(0xcbf29ce484222325ull, fn), file), (uint64_t)(uint32_t)line);
+    id = (id & ~GT_PYFRAME_TAG) | GT_PYFRAME_TAG;
+    uint32_t i = (uint32_t)(id >> (63 - SEEN_BITS)) & (SEEN_SIZE - 1);
+    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SEEN_SIZE - 1)) {
+        uint64_t cur = atomic_load_explicit(&seen[i], memory_order_acquire);
+        if (cur == id)
+            return id;
+        if (cur == 0)
+            break;
+    }
+    size_t lf = strlen(fn) + 1, ll = strlen(file) + 1;
+    struct gt_pyframe_rec *r = malloc(sizeof *r + lf + ll);
+    if (!r)
+        return id; /* the writer names it "?" */
+    r->id = id;
+    r->line = line;
+    r->function = r->text;
+    r->file = r->text + lf;
+    memcpy(r->function, fn, lf);
+    memcpy(r->file, file, ll);
+    r->next = atomic_load_explicit(&new_frames, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&new_frames, &r->next, r, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    /* marked seen only once published: a thread that finds the id in the set
+     * publishes its stack after the record (the writer takes records after
+     * stacks). A full set only costs duplicate records, which the writer drops. */
+    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SEEN_SIZE - 1)) {
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong_explicit(&seen[i], &expected, id, memory_order_release,
+                                                    memory_order_relaxed) || expected == id)
+            break;
+    }
+    return id;
+}
+
+/* The id of the frame running code at instr. c: where to read the code
+ * object's fields: the object itself, or a copy of its first
+ * GT_PY_CODE_HEAD bytes (pybackward.c); the object must be alive either way
+ * (a first sighting reads its strings and line table). */
+uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr)
+{
+    const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
+    int64_t nbytes = RD(int64_t, c, 16) * 2;   /* ob_size: code units of 2 bytes */
+    int64_t addr = instr - (code + L->co_code);
+    if (addr < 0 || addr >= nbytes)
+        addr = -1;   /* PyCode_Addr2Line answers the first line */
+    /* two independent lanes, then one mix: the key is on every frame's path */
+    uint64_t a = mix((uint64_t)(uintptr_t)code ^ (uint64_t)addr << 48,
+                     (uint64_t)(uintptr_t)RD(const void *, c, L->co_qualname) ^
+                     (uint64_t)RD(int32_t, c, L->co_firstlineno) << 48);
+    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, c, L->co_filename) ^ (uint64_t)nbytes << 48,
+                     (uint64_t)(uintptr_t)RD(const void *, c, L->co_linetable) ^ (uint64_t)addr);
+    uint64_t key = mix(a, b);
+    if (key <= KEY_BUSY)
+        key += 2;
+    uint32_t i = (uint32_t)(key >> (64 - CACHE_BITS));
+    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (CACHE_SIZE - 1)) {
+        uint64_t cur = atomic_load_explicit(&cache_keys[i], memory_order_acquire);
+        if (cur == key)
+            return cache_ids[i];
+        if (cur == KEY_BUSY)
+            continue;
+        if (cur == 0) {
+            uint64_t expected = 0;
+            if (!atomic_compare_exchange_strong_explicit(&cache_keys[i], &expected, KEY_BUSY,
+                                                         memory_order_acquire, memory_order_relaxed)) {
+                if (expected == key)
+                    return cache_ids[i];
+                continue;
+            }
+            uint64_t id = resolve(code, (int)addr);
+            cache_ids[i] = id;
+            atomic_store_explicit(&cache_keys[i], key, memory_order_release);
+            return id;
+        }
+    }
+    return resolve(code, (int)addr); /* cache full here: correct, only slower */
+}
+
+/* Is the frame (f: its header, or a copy) still setting up (CPython's
+ * _PyFrame_IsIncomplete: not yet at its first traceable instruction)?
+ * code, c: as for gt_py_frame_id. */
+bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code, const char *c)
+{
+    if (RD(char, f, L->fr_owner) == L->owner_generator)
+        return false;
+    const char *first = code + L->co_code + 2 * (int64_t)RD(int32_t, c, L->co_firsttraceable);
+    return RD(const char *, f, L->fr_instr) < first;
+}
+
+int gt_py_capture(struct gt_py_stack *out)
+{
+    out->n = out->nseg = 0;
+    const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_acquire);
+    if (GT_UNLIKELY(!L))
+        return 0;
+    if (!P.is_initialized() || P.is_finalizing())
+        return 0;
+    const char *ts = P.this_thread_state();
+    if (!ts)
+        return 0;
+    const char *cf = RD(const char *, ts, L->ts_cframe);
+    const char *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
+    /* 1024 links at most: a chain is never that long before it reaches the
+     * frames we keep, and a loop (which CPython never makes) cannot hang us */
+    for (int links = 0; f && links < 1024 && out->n < GT_PY_MAX_FRAMES; links++) {
+        const char *code = RD(const char *, f, L->fr_code);
+        char owner = RD(char, f, L->fr_owner);
+        if (owner < 0 || owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
+            break;   /* not a frame of this layout: stop rather than guess */
+        if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
+            out->seg_end[out->nseg++] = (uint16_t)out->n;   /* an eval loop's entry: its frames end here */
+        } else {
+            if (!code || RD(const void *, code, 8) != P.code_type)
+                break;
+            if (!gt_py_incomplete(L, f, code, code))
+                out->ids[out->n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr));
+            if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
+                out->seg_end[out->nseg++] = (uint16_t)out->n;
+        }
+        if (out->nseg >= GT_PY_MAX_FRAMES)
+            break;
+        f = RD(const char *, f, L->fr_previous);
+    }
+    if (out->nseg == 0 || out->seg_end[out->nseg - 1] != out->n)
+        out->seg_end[out->nseg++] = (uint16_t)out->n;
+    return out->n;
+}
+
+bool gt_py_pending(void)
+{
+    return atomic_load_explicit(&new_frames, memory_order_acquire) != NULL;
+}
+
+struct gt_pyframe_rec *gt_py_take_new(void)
+{
+    return atomic_exchange_explicit(&new_frames, NULL, memory_order_acquire);
+}
+
+/* Fork child: the new trace has none of these frames yet, so every frame is
+ * seen for the first time again (the cache would skip that). */
+void gt_py_discard(void)
+{
+    say_again = true;
+    if (cache_keys)
+        madvise((void *)cache_keys, CACHE_SIZE * 16 + SEEN_SIZE * 8, MADV_DONTNEED);
+    struct gt_pyframe_rec *r = atomic_exchange(&new_frames, NULL);
+    while (r) {
+        struct gt_pyframe_rec *n = r->next;
+        free(r);
+        r = n;
+    }
+}

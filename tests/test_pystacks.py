@@ -1,0 +1,355 @@
+"""Python call stacks: an allocation made from Python code carries the Python
+frames that led to it (function, file, line), in place of the interpreter's
+native frame that ran them, from the main thread, threads, a thread pool, a
+generator, a C function calling back into Python, a forked child and a C
+program embedding the interpreter; reports start a call site at the
+program's own line. Expected lines come from tests/progs/py_stacks.py's
+"# site: NAME" comments, never from the tool's output."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+from gtlib import GPUTRACE, TraceTest, prog, query
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, 'progs', 'py_stacks.py')
+SIZES = {'main': 1001, 'thread': 1002, 'generator': 1003, 'fork': 1004, 'pool': 1005, 'deep': 1006,
+         'callback': 1007, 'keep': 1008}
+
+
+def sites(path=SCRIPT):
+    """NAME -> line of each '# site: NAME' comment in the script."""
+    out = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r'# site: (\w+)', line)
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+S = sites()
+
+
+def frames_of(db, size, op='alloc'):
+    """(kind, function, file, line) of each frame of the first OP event of SIZE, innermost first."""
+    rows = query(db, "SELECT e.stack_id FROM events_v e WHERE e.size = ? AND e.op = ? ORDER BY e.id LIMIT 1",
+                 (size, op))
+    if not rows or rows[0][0] is None:
+        return []
+    return query(db, "SELECT f.kind, f.function, f.file, f.line FROM stack_frames sf JOIN frames f "
+                     "ON f.id = sf.frame_id WHERE sf.stack_id = ? ORDER BY sf.level", (rows[0][0],))
+
+
+def python_frames(db, size, op='alloc'):
+    return [(fn, file, line) for kind, fn, file, line in frames_of(db, size, op) if kind == 'python']
+
+
+def here(name, function):
+    return (function, SCRIPT, S[name])
+
+
+class PythonStacksTest(TraceTest):
+    def run_script(self, *modes, python=sys.executable, env_extra=None, name='trace.db'):
+        p, db = self.trace([python, SCRIPT] + list(modes), name=name, env_extra=env_extra)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p, db
+
+    def test_main_thread_frames_name_each_function_and_line(self):
+        _, db = self.run_script('main')
+        self.assertEqual(python_frames(db, SIZES['main']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('train_step', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
+        self.assertEqual(python_frames(db, SIZES['main'], op='free'),
+                         [here('cuda_free', 'cuda_free'), here('train_step_free', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
+        self.assertEqual(query(db, "SELECT message FROM notes WHERE component = 'python'"),
+                         [('on: Python %d.%d.%d frames are recorded' % sys.version_info[:3],)])
+        self.assertIntegrity(db)
+
+    def test_thread_frames_start_at_the_threads_function(self):
+        _, db = self.run_script('thread')
+        frames = python_frames(db, SIZES['thread'])
+        self.assertEqual(frames[:2], [here('cuda_alloc', 'cuda_alloc'), here('worker', 'worker')])
+        # below them, the threading module's bootstrap, and nothing of the main thread
+        self.assertEqual(frames[2][0], 'Thread.run')
+        self.assertEqual(os.path.basename(frames[2][1]), 'threading.py')
+        self.assertNotIn('main', [f[0] for f in frames])
+
+    def test_thread_pool_worker_frames(self):
+        _, db = self.run_script('pool')
+        frames = python_frames(db, SIZES['pool'])
+        self.assertEqual(frames[:2], [here('cuda_alloc', 'cuda_alloc'), here('pooled', 'pooled')])
+        self.assertEqual(frames[2][0], '_WorkItem.run')
+        self.assertTrue(frames[2][1].endswith(os.path.join('concurrent', 'futures', 'thread.py')), frames[2])
+
+    def test_generator_frames_include_the_generator_and_its_consumer(self):
+        _, db = self.run_script('generator')
+        self.assertEqual(python_frames(db, SIZES['generator']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('batches', 'batches'), here('consume', 'consume'),
+                          here('main_consume', 'main'), here('module', '<module>')])
+        # both allocations of the loop are one stack, and each frame one row
+        self.assertEqual(query(db, "SELECT count(DISTINCT stack_id), count(*) FROM events_v WHERE size = ? AND op = 'alloc'",
+                               (SIZES['generator'],)), [(1, 2)])
+        self.assertEqual(query(db, "SELECT count(*) FROM (SELECT function, file, line FROM frames WHERE "
+                                   "kind = 'python' GROUP BY 1, 2, 3 HAVING count(*) > 1)"), [(0,)])
+
+    def test_twenty_deep_recursion_keeps_every_frame(self):
+        _, db = self.run_script('deep')
+        self.assertEqual(python_frames(db, SIZES['deep']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('deep_bottom', 'deep')] +
+                         [here('deep_recurse', 'deep')] * 20 + [here('main_deep', 'main'), here('module', '<module>')])
+
+    def test_c_function_calling_back_into_python_keeps_both_sides(self):
+        _, db = self.run_script('callback')
+        self.assertEqual(python_frames(db, SIZES['callback']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('from_callback', 'from_callback'),
+                          here('via_c_lambda', 'via_c.<locals>.<lambda>'), here('via_c', 'via_c'),
+                          here('main_via_c', 'main'), here('module', '<module>')])
+        # qsort (native) lies between the callback's frames and via_c's
+        kinds = [k for k, *_ in frames_of(db, SIZES['callback'])]
+        first_py = kinds.index('python')
+        segments = re.findall(r'p+', ''.join('p' if k == 'python' else 'n' for k in kinds[first_py:]))
+        self.assertGreaterEqual(len(segments), 2, kinds)
+
+    def test_python_frames_stand_where_the_eval_loop_ran_them(self):
+        _, db = self.run_script('main')
+        frames = frames_of(db, SIZES['main'])
+        kinds = ''.join('p' if k == 'python' else 'n' for k, *_ in frames)
+        self.assertRegex(kinds, r'^n+p+n+$')   # ctypes/libffi inside, the interpreter's start-up outside
+        natives = [fn for kind, fn, *_ in frames if kind == 'native']
+        self.assertNotIn('_PyEval_EvalFrameDefault', natives)
+        self.assertIn('ffi_call', natives[:kinds.index('p')])
+        self.assertIn('PyEval_EvalCode', natives[kinds.index('p'):])
+
+    def test_native_stack_cut_by_the_depth_limit_still_gets_python_frames(self):
+        _, db = self.run_script('main', env_extra={'GPUTRACE_STACK_DEPTH': 3})
+        frames = frames_of(db, SIZES['main'])
+        self.assertEqual([k for k, *_ in frames], ['native'] * 3 + ['python'] * 4)
+        self.assertEqual(python_frames(db, SIZES['main']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('train_step', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
+
+    def test_forked_child_records_its_own_python_frames(self):
+        p, _ = self.run_script('fork', name='t-%p.db')
+        dbs = [os.path.join(self.dir, f) for f in os.listdir(self.dir) if f.endswith('.db')]
+        child = [d for d in dbs if query(d, "SELECT count(*) FROM events WHERE size = ?", (SIZES['fork'],))[0][0]]
+        self.assertEqual(len(dbs), 2, p.stderr)
+        self.assertEqual(len(child), 1)
+        self.assertEqual(python_frames(child[0], SIZES['fork']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('in_child', 'in_child'),
+                          here('child_in_child', 'main'), here('module', '<module>')])
+        self.assertIntegrity(child[0])
+        self.assertEqual(query(child[0], "SELECT message FROM notes WHERE component = 'python'"),
+                         [('on: Python %d.%d.%d frames are recorded' % sys.version_info[:3],)])
+
+    def test_multiprocessing_spawn_child_records_its_python_frames(self):
+        p, _ = self.run_script('spawn', name='t-%p.db')
+        dbs = [os.path.join(self.dir, f) for f in os.listdir(self.dir) if f.endswith('.db')]
+        self.assertEqual(len(dbs), 1, p.stderr)   # the parent made no CUDA call
+        frames = python_frames(dbs[0], SIZES['fork'])
+        self.assertEqual(frames[:2], [here('cuda_alloc', 'cuda_alloc'), here('in_child', 'in_child')])
+        self.assertEqual(frames[2][0], 'BaseProcess.run')
+
+    def test_daemon_threads_allocating_through_interpreter_shutdown(self):
+        script = os.path.join(self.dir, 'daemons.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes, threading, time
+                rt = ctypes.CDLL("libcudart.so.13")
+                def spin():
+                    p = ctypes.c_void_p()
+                    while True:
+                        rt.cudaMalloc(ctypes.byref(p), 64)
+                        rt.cudaFree(p)
+                for _ in range(4):
+                    threading.Thread(target=spin, daemon=True).start()
+                time.sleep(0.05)
+                print("main done")
+                '''))
+        for i in range(5):
+            p, db = self.trace([sys.executable, script], name='d%d.db' % i)
+            self.assertEqual((p.returncode, p.stdout), (0, 'main done\n'), p.stderr)
+            self.assertIntegrity(db)
+            self.assertGreater(query(db, "SELECT count(*) FROM frames WHERE kind = 'python' AND function = 'spin'")
+                               [0][0], 0)
+
+    def test_native_thread_allocating_while_one_thread_waits_in_backward_gets_its_frames(self):
+        script = os.path.join(HERE, 'progs', 'py_backward.py')
+        lines = sites(script)
+        p, db = self.trace([sys.executable, script, prog('libnative_worker.so')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        frames = frames_of(db, 3001)
+        kinds = ''.join('p' if k == 'python' else 'n' for k, *_ in frames)
+        self.assertRegex(kinds, r'^n+p+$')   # the native thread's own frames, then the waiting thread's
+        self.assertEqual(python_frames(db, 3001),
+                         [('<backward>', None, None), ('_engine_run_backward', script, lines['engine']),
+                          ('backward', script, lines['backward']), ('train_step', script, lines['train_step']),
+                          ('main', script, lines['main_train_step']), ('<module>', script, lines['module'])])
+        self.assertEqual(python_frames(db, 3002), [])   # nobody waits in backward
+        self.assertEqual(python_frames(db, 3003), [])   # two threads wait: whose pass it is cannot be told
+        want = 'backward: py_backward.py:%d in _engine_run_backward <- py_backward.py:%d in backward' % (
+            lines['engine'], lines['backward'])
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True)
+        self.assertIn(want, out.stdout)
+        chrome = os.path.join(self.dir, 'x.json')
+        subprocess.run([GPUTRACE, 'export', db, '-o', chrome], capture_output=True, check=True)
+        with open(chrome) as f:
+            events = json.load(f)['traceEvents']
+        self.assertIn('backward: _engine_run_backward (%s:%d)' % (script, lines['engine']),
+                      [e.get('args', {}).get('python_frame') for e in events])
+
+    def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
+        _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})
+        self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
+        self.assertNotEqual(frames_of(db, SIZES['main']), [])   # native stacks as before
+        self.assertEqual(query(db, "SELECT message FROM notes WHERE component = 'python'"),
+                         [('off: GPUTRACE_PYTHON=0',)])
+
+    def test_program_without_python_has_no_python_frames_or_note(self):
+        p, db = self.trace([prog('call_chain')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertGreater(query(db, "SELECT count(*) FROM frames WHERE kind = 'native'")[0][0], 0)
+        self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE component = 'python'"), [(0,)])
+
+    def test_python_version_without_a_known_layout_turns_python_frames_off_with_one_note(self):
+        for hexversion, says in (('0x030E00F0', '3.14.0'), ('0x030D00F0', '3.13.0'), ('0x030C00A1', '3.12.0')):
+            p, db = self.trace([prog('unknown_python'), hexversion], name='u%s.db' % hexversion)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            notes = query(db, "SELECT message FROM notes WHERE component = 'python'")
+            self.assertEqual(len(notes), 1, notes)
+            self.assertTrue(notes[0][0].startswith('off: Python %s ' % says), notes)
+            self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])
+            self.assertNotEqual(frames_of(db, 5001), [])
+
+    def test_embedded_interpreter_frames_and_calls_outside_it(self):
+        embed = prog('embed_python')
+        if not os.path.exists(embed):
+            self.skipTest('python3-embed not found at build time')
+        p, db = self.trace([embed, SCRIPT, 'main', 'thread'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(python_frames(db, 2001), [])   # before Py_Initialize
+        self.assertEqual(python_frames(db, 2002), [])   # after Py_FinalizeEx
+        self.assertNotEqual(frames_of(db, 2002), [])
+        self.assertEqual(python_frames(db, SIZES['main']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('train_step', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
+        self.assertEqual(python_frames(db, SIZES['thread'])[:2],
+                         [here('cuda_alloc', 'cuda_alloc'), here('worker', 'worker')])
+
+    def test_python_linked_statically_into_its_executable(self):
+        exe = '/usr/bin/python3.11'
+        if not os.path.exists(exe) or b'libpython' in subprocess.run(['ldd', exe], capture_output=True).stdout:
+            self.skipTest('no python3.11 executable with libpython linked in')
+        _, db = self.run_script('main', 'generator', python=exe)
+        self.assertEqual(python_frames(db, SIZES['generator']),
+                         [here('cuda_alloc', 'cuda_alloc'), here('batches', 'batches'), here('consume', 'consume'),
+                          here('main_consume', 'main'), here('module', '<module>')])
+
+
+class PythonReportsTest(TraceTest):
+    """The analyzer names the program's own line, not a library's."""
+
+    def make_program(self):
+        lib = os.path.join(self.dir, 'venv', 'lib', 'python3.11', 'site-packages')
+        os.makedirs(lib)
+        with open(os.path.join(lib, 'fakelib.py'), 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes
+                rt = ctypes.CDLL("libcudart.so.13")
+                def alloc(size):
+                    p = ctypes.c_void_p()
+                    rt.cudaMalloc(ctypes.byref(p), size)
+                    return p
+                '''))
+        script = os.path.join(self.dir, 'step.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import sys
+                sys.path.insert(0, %r)
+                import fakelib
+                kept = []
+                def step():
+                    kept.append(fakelib.alloc(4096))  # site: step
+                for _ in range(3):
+                    step()  # site: loop
+                ''' % lib))
+        return script, sites(script)
+
+    def test_call_site_starts_at_the_programs_own_line_and_native_shows_the_rest(self):
+        script, lines = self.make_program()
+        p, db = self.trace([sys.executable, script])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for report in ('top', 'leaks'):
+            out = subprocess.run([GPUTRACE, report, db], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            site = [l for l in out.stdout.splitlines() if 'step.py' in l]
+            self.assertTrue(site, out.stdout)
+            self.assertIn('step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']), site[0])
+            self.assertNotIn('fakelib', out.stdout)
+            self.assertNotIn('ffi_call', out.stdout)
+        html = os.path.join(self.dir, 'r.html')
+        subprocess.run([GPUTRACE, 'report', db, '-o', html], capture_output=True, check=True)
+        with open(html) as f:   # the page's data block: the leaks table's call site
+            page = f.read()
+        data = json.loads(page.split('id="gt-data">', 1)[1].split('</script>', 1)[0])
+        self.assertEqual(data['traces'][0]['leaks']['sites'][0]['call_site'],
+                         'step.py:%d in step <- step.py:%d in <module>' % (lines['step'], lines['loop']))
+        out = subprocess.run([GPUTRACE, 'top', '--native', '--frames', '100', db], capture_output=True, text=True)
+        self.assertIn('fakelib.py:5 in alloc', out.stdout)
+        self.assertIn('ffi_call', out.stdout)
+
+    def test_json_frames_kinds_and_python_count(self):
+        script, lines = self.make_program()
+        p, db = self.trace([sys.executable, script])
+        out = subprocess.run([GPUTRACE, 'top', '--json', db], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        site = json.loads(out.stdout)['by_bytes'][0]
+        frames, kinds = site['frames'], site['frame_kinds']
+        self.assertEqual(len(frames), len(kinds))
+        python = [f for f, k in zip(frames, kinds) if k == 'python']
+        self.assertEqual(site['python_frames'], len(python))
+        lib = os.path.join(self.dir, 'venv', 'lib', 'python3.11', 'site-packages', 'fakelib.py')
+        self.assertEqual(python, ['alloc (%s:5)' % lib, 'step (%s:%d)' % (script, lines['step']),
+                                  '<module> (%s:%d)' % (script, lines['loop'])])
+        self.assertIn('step.py:%d in step' % lines['step'], site['call_site'])
+
+    def test_sites_alike_in_python_keep_their_start_and_say_which_native_path(self):
+        script = os.path.join(self.dir, 'paths.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes, sys
+                lib = ctypes.CDLL(sys.argv[1])
+                def step():
+                    for fn in (lib.alloc_here_a, lib.alloc_here_b):
+                        fn(4000)  # site: two_paths
+                step()
+                '''))
+        line = sites(script)['two_paths']
+        p, db = self.trace([sys.executable, script, prog('libnative_worker.so')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True).stdout
+        rows = [l for l in out.splitlines() if 'paths.py' in l][:2]
+        self.assertEqual(len(rows), 2, out)
+        for r, fn in zip(sorted(rows, key=lambda r: 'alloc_here_b' in r), ('alloc_here_a', 'alloc_here_b')):
+            self.assertIn('  paths.py:%d in step <- ' % line, r)
+            self.assertRegex(r, r'\(via %s \(libnative_worker\.so\)' % fn)
+
+    def test_trace_of_schema_1_still_opens(self):
+        script, _ = self.make_program()
+        p, db = self.trace([sys.executable, script])
+        old = os.path.join(self.dir, 'old.db')
+        shutil.copy(db, old)
+        con = __import__('sqlite3').connect(old)
+        con.executescript("DROP VIEW stack_text; ALTER TABLE frames DROP COLUMN kind; PRAGMA user_version = 1;")
+        con.close()
+        out = subprocess.run([GPUTRACE, 'top', '--json', old], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        site = json.loads(out.stdout)['by_bytes'][0]
+        self.assertEqual(site['python_frames'], 0)
+        self.assertEqual(set(site['frame_kinds']), {'native'})
