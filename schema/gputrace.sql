@@ -264,12 +264,14 @@ CREATE TABLE driver_memory (
   pool_size      INTEGER,             -- bytes the pool holds from the device at that moment
   pool_used      INTEGER              -- bytes of the pool in use at that moment
 );
--- Memory pools created, destroyed or trimmed (CUPTI MEMORY_POOL): the device
--- memory a stream-ordered pool holds, which per-allocation hooks do not show.
+-- Memory pools created, destroyed or trimmed (CUPTI MEMORY_POOL), and 'sampled'
+-- rows: the device's current pool read by the writer when its reservation
+-- changed. The device memory a stream-ordered pool holds, which
+-- per-allocation hooks do not show.
 CREATE TABLE memory_pools (
   id                INTEGER PRIMARY KEY,
   t_ns              INTEGER NOT NULL,
-  op                TEXT NOT NULL,    -- created | destroyed | trimmed
+  op                TEXT NOT NULL,    -- created | destroyed | trimmed | sampled
   pool_type         TEXT,             -- local | imported
   address           INTEGER,
   size              INTEGER,          -- bytes held from the device

@@ -27,8 +27,9 @@ const struct gt_config_var gt_config_vars[] = {
      "how long a full queue waits for a writer making no progress before an event is dropped"},
     {"GPUTRACE_CUPTI", GT_CFG_BOOL, FIELD(cupti), "1", 0, 1, "0: no CUPTI activity (kernels, copies, memsets)"},
     {"GPUTRACE_CUPTI_PATH", GT_CFG_STRING, FIELD(cupti_path), "", 0, 0, "this libcupti.so and no other"},
-    {"GPUTRACE_CUPTI_KINDS", GT_CFG_STRING, FIELD(cupti_kinds), "kernel,memcpy,memset,memory,pool", 0, 0,
-     "CUPTI activity kinds recorded: kernel, memcpy, memset, memory (the driver's allocation records), pool"},
+    {"GPUTRACE_CUPTI_KINDS", GT_CFG_STRING, FIELD(cupti_kinds), "kernel,memcpy,memset,pool", 0, 0,
+     "CUPTI activity kinds recorded: kernel, memcpy, memset, pool, memory (the driver's allocation records: off by "
+     "default, they duplicate the hooks' events at a cost on every stream-ordered allocation)"},
     {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
     {"GPUTRACE_SAMPLE_MS", GT_CFG_INT, FIELD(sample_ms), "0", 0, 3600000,
      "sample each device's used memory through NVML every this many ms (0: off)"},

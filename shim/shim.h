@@ -9,7 +9,7 @@
  *            fans out to each module's start/stop/fork function, none calls back
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
- *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c,
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, pools.c, notes.c, stacks.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
  *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,

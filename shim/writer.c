@@ -211,6 +211,7 @@ static void *writer_main(void *arg)
     gt_activity_tick(); /* devices of a program that ended before the first round */
     gt_activity_stop_sample();
     drain_for_stop(buf, &in_txn, &txn_start);
+    gt_activity_stop_pools(); /* after the last events were counted: the pools' last change */
     pthread_mutex_lock(&W.sql_mu);
     for (uint64_t t0 = gt_now_ns(); !in_txn && !gt_db_failed();) {
         int b = gt_db_begin();
@@ -218,6 +219,8 @@ static void *writer_main(void *arg)
         if (b == 0 && gt_now_ns() - t0 > LOCK_WAIT_AT_STOP_NS)
             gt_db_give_up("the trace file stayed locked by another connection at exit");
     }
+    if (in_txn && gt_activity_pending())
+        gt_activity_write();
     gt_process_end(gt_now_ns() - W.start_mono, W.stop_reason);
     commit(&in_txn);
     gt_db_close(true); /* resumed after exec: WAL again */

@@ -20,6 +20,8 @@ void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
 void gt_events_forget(void);                      /* fork child */
+uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
+                                                     allocations; *changes counts pool events */
 
 /* writer_activity.c */
 void gt_activity_begin(uint64_t start_mono);
@@ -27,6 +29,7 @@ void gt_activity_tick(void);                       /* outside SQLite, each write
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
 void gt_activity_stop_sample(void);                /* stopping: the ledger's last NVML sample */
+void gt_activity_stop_pools(void);                 /* stopping: the pools' last reservation */
 void gt_activity_record(struct gt_rec *rec);       /* a range, mark or iteration; released after */
 void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
 

@@ -25,6 +25,7 @@ static struct {
     uint64_t recorded;
     int64_t live_bytes[6];     /* per apis.memory */
     int64_t peak_device, peak_pool;
+    uint64_t pool_devices, pool_changes; /* for the pool's reservation (writer_activity.c) */
 } E;
 
 void gt_events_begin(uint64_t start_mono)
@@ -155,6 +156,10 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
             *device = (int16_t)(uint16_t)(b & 0xffff);
         E.live_bytes[b >> 32] -= (int64_t)sz;
     }
+    if (ai->memory == GT_MEM_POOL && *device >= 0 && *device < 64) {
+        E.pool_devices |= 1ull << *device;
+        E.pool_changes++;
+    }
     if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
         E.peak_device = E.live_bytes[GT_MEM_DEVICE];
     if (E.live_bytes[GT_MEM_POOL] > E.peak_pool)
@@ -241,6 +246,12 @@ void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_dev
     *dropped = gt_drops_events();
     *peak_device = (uint64_t)E.peak_device;
     *peak_pool = (uint64_t)E.peak_pool;
+}
+
+uint64_t gt_events_pool_devices(uint64_t *changes)
+{
+    *changes = E.pool_changes;
+    return E.pool_devices;
 }
 
 /* Fork child: the parent's maps and counts are the parent's. */
