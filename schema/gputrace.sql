@@ -292,6 +292,31 @@ CREATE TABLE memory_samples (
   process_bytes INTEGER               -- this process only; NULL where NVML cannot tell
 );
 
+-- The flight recorder (GPUTRACE_WINDOW_S): one row when it is on. The writer
+-- deletes, every interval_ns, the rows older than the window (events, kernels,
+-- memcpys, memsets, driver_memory, marks, closed ranges, NVML samples,
+-- iterations but the one running then), keeping the alloc row of every
+-- allocation still live at complete_from_ns and every VMM map/unmap row;
+-- stacks, frames, strings, notes and memory_pools are kept whole.
+CREATE TABLE flight_recorder (
+  window_ns        INTEGER NOT NULL,   -- the span kept in full, before the end
+  interval_ns      INTEGER NOT NULL,   -- of interval_summaries
+  complete_from_ns INTEGER NOT NULL    -- from here on every row is there (0: nothing deleted yet)
+);
+-- One row per interval, memory level and device of the whole run (flight
+-- recorder only), from the writer's own accounting as it wrote the events.
+CREATE TABLE interval_summaries (
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  memory      TEXT NOT NULL,           -- apis.memory
+  device      INTEGER,                 -- -1 host
+  peak_bytes  INTEGER NOT NULL,        -- highest live bytes within the interval
+  end_bytes   INTEGER NOT NULL,        -- live bytes at its end
+  allocs      INTEGER NOT NULL,        -- successful allocation calls
+  frees       INTEGER NOT NULL,        -- successful frees
+  failed      INTEGER NOT NULL         -- failed calls (an OOM is one)
+);
+
 -- Readable events.
 CREATE VIEW events_v AS
 SELECT e.id, e.t_ns, a.name AS api, a.layer, a.op, a.memory, e.ptr, e.size,

@@ -33,6 +33,8 @@ const struct gt_config_var gt_config_vars[] = {
     {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
     {"GPUTRACE_SAMPLE_MS", GT_CFG_INT, FIELD(sample_ms), "0", 0, 3600000,
      "sample each device's used memory through NVML every this many ms (0: off)"},
+    {"GPUTRACE_WINDOW_S", GT_CFG_INT, FIELD(window_s), "0", 0, 604800,
+     "flight recorder: keep the last this many seconds in full and a summary per interval of the whole run (0: off)"},
     {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
      "1: one stderr line per driver entry-point lookup"},
 };

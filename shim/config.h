@@ -23,6 +23,7 @@ struct gt_config {
     bool nvtx;                 /* GPUTRACE_NVTX: arrange NVTX injection */
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
+    uint32_t window_s;         /* GPUTRACE_WINDOW_S, 0 = off: the flight recorder's window (window.c) */
 };
 
 /* Read-only for every file but config.c, which fills it once at load. */

@@ -10,7 +10,7 @@
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
  *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, pools.c, notes.c, stacks.c,
- *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
+ *            queue.c, writer.c -> writer_events.c, writer_activity.c, window.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h)
  *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
  *            symbols.c, vmm.c, u64map.c: they call nothing above them. */

@@ -54,7 +54,8 @@ static bool open_db(bool create)
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
         goto fail;
     if (create ? !gt_db_exec("BEGIN") || !gt_db_exec(gt_schema_sql) || !gt_db_prepare() ||
-                     !gt_process_row(W.start_unix, W.start_mono) || !gt_db_exec("COMMIT")
+                     !gt_process_row(W.start_unix, W.start_mono) || !gt_window_begin(W.start_mono) ||
+                     !gt_db_exec("COMMIT")
                : !gt_db_prepare())
         goto fail;
     gt_events_begin(W.start_mono);
@@ -190,6 +191,8 @@ static void *writer_main(void *arg)
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
+        if (!in_txn)
+            gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
         if (n > 0) {
             idle_ns = 1000000;
@@ -221,6 +224,8 @@ static void *writer_main(void *arg)
     }
     if (in_txn && gt_activity_pending())
         gt_activity_write();
+    if (in_txn)
+        gt_window_stop(gt_now_ns());
     gt_process_end(gt_now_ns() - W.start_mono, W.stop_reason);
     commit(&in_txn);
     gt_db_close(true); /* resumed after exec: WAL again */
@@ -322,6 +327,7 @@ void gt_writer_forget(void)
     pthread_mutex_init(&W.mu, NULL);
     gt_events_forget();
     gt_activity_forget();
+    gt_window_forget();
     gt_db_forget();
     W.thread_running = false;
     W.stop_req = W.stop_done = false;

@@ -37,6 +37,14 @@ void gt_activity_forget(void);                     /* fork child: the parent's s
 void gt_cupti_write_buffers(uint64_t start_mono);  /* every completed CUPTI buffer, freed */
 void gt_cupti_writer_forget(void);                 /* fork child */
 
+/* window.c: the flight recorder (GPUTRACE_WINDOW_S) */
+bool gt_window_begin(uint64_t start_mono);         /* a new trace, in its creation transaction */
+void gt_window_live(int memory, int device, int64_t delta, int what); /* what: 1 alloc, -1 free, 0 other */
+void gt_window_failed(int memory, int device);     /* a failed call */
+void gt_window_tick(uint64_t now);                 /* between transactions: summaries, prune */
+void gt_window_stop(uint64_t now);                 /* in the last transaction */
+void gt_window_forget(void);                       /* fork child */
+
 /* process.c */
 bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns);
 void gt_process_end(uint64_t end_ns, const char *reason);

@@ -121,6 +121,8 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
     *has_size = rec->flags & GT_CALL_HAS_SIZE;
     *size = (int64_t)c->size;
     *device = c->device;
+    if (c->result != 0 && ai)
+        gt_window_failed(ai->memory, c->device);
     if (c->result != 0 || !c->ptr || !ai)
         return;
     if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
@@ -142,10 +144,13 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
     struct u64map *m = &E.live[ai->space];
     if (ai->op == GT_OP_ALLOC || ai->op == GT_OP_MAP) {
         uint64_t old_size, old_b;
-        if (u64map_del(m, c->ptr, &old_size, &old_b)) /* its free was never seen */
+        if (u64map_del(m, c->ptr, &old_size, &old_b)) { /* its free was never seen */
             E.live_bytes[old_b >> 32] -= (int64_t)old_size;
+            gt_window_live((int)(old_b >> 32), (int16_t)(uint16_t)(old_b & 0xffff), -(int64_t)old_size, 0);
+        }
         u64map_put(m, c->ptr, c->size, (uint32_t)(uint16_t)c->device | (uint64_t)ai->memory << 32);
         E.live_bytes[ai->memory] += (int64_t)c->size;
+        gt_window_live(ai->memory, c->device, (int64_t)c->size, 1);
     } else {
         uint64_t sz, b;
         if (!u64map_del(m, c->ptr, &sz, &b))
@@ -155,6 +160,7 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         if (*device == GT_DEVICE_UNKNOWN)
             *device = (int16_t)(uint16_t)(b & 0xffff);
         E.live_bytes[b >> 32] -= (int64_t)sz;
+        gt_window_live((int)(b >> 32), (int16_t)(uint16_t)(b & 0xffff), -(int64_t)sz, -1);
     }
     if (ai->memory == GT_MEM_POOL && *device >= 0 && *device < 64) {
         E.pool_devices |= 1ull << *device;

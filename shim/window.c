@@ -1,0 +1,200 @@
+/* The flight recorder (GPUTRACE_WINDOW_S): a trace of a long job that keeps
+ * the last N seconds in full and a summary of every interval of the whole
+ * run, so its size stays bounded and the minutes before an OOM or a kill are
+ * always complete. Every interval the writer thread, in a transaction of its
+ * own (never on the program's threads), writes the interval's summary rows,
+ * takes a checkpoint (the last row of each table then) and deletes the rows
+ * written before the newest checkpoint that is older than the window: the
+ * events but the alloc rows of allocations still live then (leaks and
+ * live-at-exit stay right), and the other per-event tables by rowid, so a
+ * prune reads only what was written since the last one. Writer thread only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+#include "writer.h"
+
+#define MIN_INTERVAL_NS (250 * 1000000ull)
+#define MAX_INTERVAL_NS (60 * 1000000000ull)
+#define MAX_CHECKPOINTS 64
+#define NDEV 65 /* index device + 1: host (-1) and ordinals 0..63 */
+#define NMEM 6  /* enum gt_memory */
+
+/* Tables pruned by rowid (events apart: see prune_events). */
+static const char *const tables[] = {"events", "kernels", "memcpys", "memsets", "driver_memory", "marks",
+                                     "memory_samples", "iterations"};
+#define NTABLES (sizeof tables / sizeof *tables)
+
+/* apis.memory, in enum gt_memory's order */
+static const char *const memory_names[NMEM] = {"device", "pool", "managed", "host", "reserve", "mapping"};
+
+struct level { int64_t live, peak, allocs, frees, failed; };
+
+static struct {
+    bool on;
+    uint64_t start_mono, window_ns, interval_ns, next_tick, interval_start;
+    struct checkpoint { uint64_t t; int64_t last[NTABLES]; } cp[MAX_CHECKPOINTS];
+    int ncp;
+    int64_t pruned_upto[NTABLES]; /* rows up to these were pruned already */
+    struct level lv[NMEM][NDEV];
+} R;
+
+static struct level *level(int memory, int device)
+{
+    if (memory < 0 || memory >= NMEM)
+        return NULL;
+    int d = device < -1 || device >= NDEV - 1 ? -1 : device;
+    return &R.lv[memory][d + 1];
+}
+
+/* A new trace (inside its creation transaction): the flight_recorder row. */
+bool gt_window_begin(uint64_t start_mono)
+{
+    memset(&R, 0, sizeof R);
+    if (!gt_config.window_s)
+        return true;
+    R.on = true;
+    R.start_mono = R.interval_start = start_mono;
+    R.window_ns = (uint64_t)gt_config.window_s * 1000000000ull;
+    R.interval_ns = R.window_ns / 4 < MIN_INTERVAL_NS ? MIN_INTERVAL_NS
+                    : R.window_ns / 4 > MAX_INTERVAL_NS ? MAX_INTERVAL_NS : R.window_ns / 4;
+    R.next_tick = start_mono + R.interval_ns;
+    GT_BIND_INT(WINDOW, window_ns, R.window_ns);
+    GT_BIND_INT(WINDOW, interval_ns, R.interval_ns);
+    return gt_db_run(GT_ST_WINDOW, GT_NOT_A_RECORD);
+}
+
+/* The writer's accounting, as it writes each event (writer_events.c):
+ * delta live bytes of a memory level on a device; what: 1 an allocation, -1
+ * a free, 0 a correction (an address allocated again, its free never seen). */
+void gt_window_live(int memory, int device, int64_t delta, int what)
+{
+    struct level *l = R.on ? level(memory, device) : NULL;
+    if (!l)
+        return;
+    l->live += delta;
+    if (l->live > l->peak)
+        l->peak = l->live;
+    l->allocs += what > 0;
+    l->frees += what < 0;
+}
+
+void gt_window_failed(int memory, int device)
+{
+    struct level *l = R.on ? level(memory, device) : NULL;
+    if (l)
+        l->failed++;
+}
+
+/* The summary rows of the interval ending at now: every level with activity
+ * or live bytes. */
+static void write_summaries(uint64_t now)
+{
+    for (int m = 0; m < NMEM; m++)
+        for (int d = 0; d < NDEV; d++) {
+            struct level *l = &R.lv[m][d];
+            if (!l->live && !l->peak && !l->allocs && !l->frees && !l->failed)
+                continue;
+            GT_BIND_INT(SUMMARY, start_ns, R.interval_start - R.start_mono);
+            GT_BIND_INT(SUMMARY, end_ns, now - R.start_mono);
+            GT_BIND_TEXT(SUMMARY, memory, memory_names[m]);
+            GT_BIND_INT(SUMMARY, device, d - 1);
+            GT_BIND_INT(SUMMARY, peak_bytes, l->peak);
+            GT_BIND_INT(SUMMARY, end_bytes, l->live);
+            GT_BIND_INT(SUMMARY, allocs, l->allocs);
+            GT_BIND_INT(SUMMARY, frees, l->frees);
+            GT_BIND_INT(SUMMARY, failed, l->failed);
+            gt_db_run(GT_ST_SUMMARY, GT_NOT_A_RECORD);
+            *l = (struct level){.live = l->live, .peak = l->live};
+        }
+    R.interval_start = now;
+}
+
+/* Deletes the events up to rowid last except what the window still needs:
+ * failed calls and frees go, and every allocation whose free is among them;
+ * an allocation whose free came later (or never) keeps its row, as do VMM
+ * map/unmap/defer rows. Pairs are formed as the allocations view forms them
+ * (the next successful alloc or free on the same address space and address),
+ * over the rows up to last only: earlier prunes left only live ones there. */
+static void prune_events(int64_t last)
+{
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "DELETE FROM events WHERE id IN ("
+             "SELECT id FROM events WHERE id <= %lld AND result <> 0 UNION ALL "
+             "SELECT id FROM (SELECT e.id, a.op, LEAD(a.op) OVER w AS next_op FROM events e JOIN apis a ON a.id = e.api"
+             " WHERE e.id <= %lld AND e.result = 0 AND a.op IN ('alloc', 'free')"
+             " WINDOW w AS (PARTITION BY a.space, e.ptr ORDER BY e.t_ns, e.id))"
+             " WHERE op = 'free' OR next_op = 'free')",
+             (long long)last, (long long)last);
+    gt_db_exec(sql);
+}
+
+/* Prunes everything written before checkpoint c (its time is the trace's
+ * new complete_from_ns). */
+static void prune(const struct checkpoint *c)
+{
+    char sql[256];
+    prune_events(c->last[0]);
+    for (size_t i = 1; i < NTABLES; i++) {
+        if (c->last[i] <= R.pruned_upto[i])
+            continue;
+        if (!strcmp(tables[i], "iterations")) /* the iteration running at the cut stays */
+            snprintf(sql, sizeof sql,
+                     "DELETE FROM iterations WHERE id < (SELECT max(id) FROM iterations WHERE id <= %lld)",
+                     (long long)c->last[i]);
+        else
+            snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid > %lld AND rowid <= %lld", tables[i],
+                     (long long)R.pruned_upto[i], (long long)c->last[i]);
+        gt_db_exec(sql);
+        R.pruned_upto[i] = c->last[i];
+    }
+    snprintf(sql, sizeof sql, "DELETE FROM ranges WHERE end_ns IS NOT NULL AND end_ns < %lld",
+             (long long)(c->t - R.start_mono));
+    gt_db_exec(sql);
+    GT_BIND_INT(WINDOW_FROM, complete_from_ns, c->t - R.start_mono);
+    gt_db_run(GT_ST_WINDOW_FROM, GT_NOT_A_RECORD);
+}
+
+/* Writer, between its transactions: once an interval, in a transaction of
+ * its own, the interval's summaries, a checkpoint, and the prune of what the
+ * window no longer holds. Another connection's lock: next round. */
+void gt_window_tick(uint64_t now)
+{
+    if (!R.on || now < R.next_tick || gt_db_failed())
+        return;
+    if (gt_db_begin() <= 0)
+        return;
+    R.next_tick = now + R.interval_ns;
+    write_summaries(now);
+    if (R.ncp == MAX_CHECKPOINTS) { /* cannot happen with interval = window / 4; keep the newest */
+        memmove(R.cp, R.cp + 1, (MAX_CHECKPOINTS - 1) * sizeof *R.cp);
+        R.ncp--;
+    }
+    struct checkpoint *c = &R.cp[R.ncp++];
+    c->t = now;
+    for (size_t i = 0; i < NTABLES; i++)
+        c->last[i] = gt_db_max_rowid(tables[i]);
+    int k = -1; /* the newest checkpoint at least a window old */
+    while (k + 1 < R.ncp && R.cp[k + 1].t + R.window_ns <= now)
+        k++;
+    if (k >= 0) {
+        prune(&R.cp[k]);
+        memmove(R.cp, R.cp + k + 1, (size_t)(R.ncp - k - 1) * sizeof *R.cp);
+        R.ncp -= k + 1;
+    }
+    gt_db_exec("COMMIT");
+}
+
+/* Writer, in its last transaction: the last, partial interval. */
+void gt_window_stop(uint64_t now)
+{
+    if (R.on && !gt_db_failed())
+        write_summaries(now);
+}
+
+/* Fork child: the parent's window is the parent's. */
+void gt_window_forget(void)
+{
+    memset(&R, 0, sizeof R);
+}
