@@ -60,6 +60,8 @@
 #define GT_P_WINDOW_FROM(P) P(WINDOW_FROM, complete_from_ns)
 #define GT_P_SUMMARY(P) P(SUMMARY, start_ns) P(SUMMARY, end_ns) P(SUMMARY, memory) P(SUMMARY, device) \
     P(SUMMARY, peak_bytes) P(SUMMARY, end_bytes) P(SUMMARY, allocs) P(SUMMARY, frees) P(SUMMARY, failed)
+#define GT_P_PRUNE_RANGE(P) P(PRUNE_RANGE, lo) P(PRUNE_RANGE, hi)
+#define GT_P_PRUNE_ROW(P) P(PRUNE_ROW, id)
 #define GT_P_STRING(P) P(STRING, text)
 #define GT_P_STRING_ID(P) P(STRING_ID, text)
 
@@ -94,6 +96,9 @@
                 "VALUES (:window_ns, :interval_ns, 0)") \
     SQL(WINDOW_FROM, "UPDATE flight_recorder SET complete_from_ns = :complete_from_ns") \
     INSERT(SUMMARY, "INSERT", "interval_summaries") \
+    SQL(PRUNE_RANGE, "DELETE FROM events WHERE id > :lo AND id < :hi " \
+                     "AND api NOT IN (SELECT id FROM apis WHERE op IN ('map', 'unmap', 'defer'))") \
+    SQL(PRUNE_ROW, "DELETE FROM events WHERE id = :id") \
     SQL(STRING_ID, "SELECT id FROM strings WHERE text = :text")
 
 #define GT_DB_ID_(name, ...) GT_ST_##name,

@@ -3,12 +3,15 @@
  * run, so its size stays bounded and the minutes before an OOM or a kill are
  * always complete. Every interval the writer thread, in a transaction of its
  * own (never on the program's threads), writes the interval's summary rows,
- * takes a checkpoint (the last row of each table then) and deletes the rows
- * written before the newest checkpoint that is older than the window: the
- * events but the alloc rows of allocations still live then (leaks and
- * live-at-exit stay right), and the other per-event tables by rowid, so a
- * prune reads only what was written since the last one. Writer thread only. */
+ * takes a checkpoint (the last row of each table then, and the alloc rows of
+ * the allocations live then, from the writer's own accounting) and deletes
+ * the rows written before the newest checkpoint that is older than the
+ * window: the events but the alloc rows of allocations still live then
+ * (leaks and live-at-exit stay right), and the other per-event tables by
+ * rowid, so a prune touches only what was written since the last one and
+ * never pairs allocations in SQL. Writer thread only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "db.h"
@@ -33,9 +36,16 @@ struct level { int64_t live, peak, allocs, frees, failed; };
 static struct {
     bool on;
     uint64_t start_mono, window_ns, interval_ns, next_tick, interval_start;
-    struct checkpoint { uint64_t t; int64_t last[NTABLES]; } cp[MAX_CHECKPOINTS];
+    struct checkpoint {
+        uint64_t t;
+        int64_t last[NTABLES];
+        int64_t *live;     /* events.id of the allocations live then, sorted */
+        size_t nlive;
+    } cp[MAX_CHECKPOINTS];
     int ncp;
     int64_t pruned_upto[NTABLES]; /* rows up to these were pruned already */
+    int64_t *kept;                /* alloc rows the last prune kept (its checkpoint's live), sorted */
+    size_t nkept;
     struct level lv[NMEM][NDEV];
 } R;
 
@@ -50,7 +60,7 @@ static struct level *level(int memory, int device)
 /* A new trace (inside its creation transaction): the flight_recorder row. */
 bool gt_window_begin(uint64_t start_mono)
 {
-    memset(&R, 0, sizeof R);
+    gt_window_forget();
     if (!gt_config.window_s)
         return true;
     R.on = true;
@@ -110,24 +120,37 @@ static void write_summaries(uint64_t now)
     R.interval_start = now;
 }
 
-/* Deletes the events up to rowid last except what the window still needs:
- * failed calls and frees go, and every allocation whose free is among them;
- * an allocation whose free came later (or never) keeps its row, as do VMM
- * map/unmap/defer rows. Pairs are formed as the allocations view forms them
- * (the next successful alloc or free on the same address space and address),
- * over the rows up to last only: earlier prunes left only live ones there. */
-static void prune_events(int64_t last)
+/* Deletes the events up to checkpoint c's last row but the alloc rows of the
+ * allocations live at c (and every VMM map/unmap/defer row): rows kept by
+ * the previous prune and freed since, one by one; the rows written since it,
+ * as ranges between the ones kept. */
+static void prune_events(const struct checkpoint *c)
 {
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "DELETE FROM events WHERE id IN ("
-             "SELECT id FROM events WHERE id <= %lld AND result <> 0 UNION ALL "
-             "SELECT id FROM (SELECT e.id, a.op, LEAD(a.op) OVER w AS next_op FROM events e JOIN apis a ON a.id = e.api"
-             " WHERE e.id <= %lld AND e.result = 0 AND a.op IN ('alloc', 'free')"
-             " WINDOW w AS (PARTITION BY a.space, e.ptr ORDER BY e.t_ns, e.id))"
-             " WHERE op = 'free' OR next_op = 'free')",
-             (long long)last, (long long)last);
-    gt_db_exec(sql);
+    size_t j = 0;
+    for (size_t i = 0; i < R.nkept; i++) {
+        while (j < c->nlive && c->live[j] < R.kept[i])
+            j++;
+        if (j == c->nlive || c->live[j] != R.kept[i]) {
+            GT_BIND_INT(PRUNE_ROW, id, R.kept[i]);
+            gt_db_run(GT_ST_PRUNE_ROW, GT_NOT_A_RECORD);
+        }
+    }
+    int64_t lo = R.pruned_upto[0];
+    for (size_t i = 0; i <= c->nlive; i++) {
+        int64_t hi = i < c->nlive ? c->live[i] : c->last[0] + 1;
+        if (hi <= lo)
+            continue;
+        if (hi > lo + 1) {
+            GT_BIND_INT(PRUNE_RANGE, lo, lo);
+            GT_BIND_INT(PRUNE_RANGE, hi, hi);
+            gt_db_run(GT_ST_PRUNE_RANGE, GT_NOT_A_RECORD);
+        }
+        lo = hi;
+    }
+    R.pruned_upto[0] = c->last[0];
+    free(R.kept);
+    R.kept = c->live;
+    R.nkept = c->nlive;
 }
 
 /* Prunes everything written before checkpoint c (its time is the trace's
@@ -135,7 +158,7 @@ static void prune_events(int64_t last)
 static void prune(const struct checkpoint *c)
 {
     char sql[256];
-    prune_events(c->last[0]);
+    prune_events(c);
     for (size_t i = 1; i < NTABLES; i++) {
         if (c->last[i] <= R.pruned_upto[i])
             continue;
@@ -156,6 +179,12 @@ static void prune(const struct checkpoint *c)
     gt_db_run(GT_ST_WINDOW_FROM, GT_NOT_A_RECORD);
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Writer, between its transactions: once an interval, in a transaction of
  * its own, the interval's summaries, a checkpoint, and the prune of what the
  * window no longer holds. Another connection's lock: next round. */
@@ -168,6 +197,7 @@ void gt_window_tick(uint64_t now)
     R.next_tick = now + R.interval_ns;
     write_summaries(now);
     if (R.ncp == MAX_CHECKPOINTS) { /* cannot happen with interval = window / 4; keep the newest */
+        free(R.cp[0].live);
         memmove(R.cp, R.cp + 1, (MAX_CHECKPOINTS - 1) * sizeof *R.cp);
         R.ncp--;
     }
@@ -175,11 +205,15 @@ void gt_window_tick(uint64_t now)
     c->t = now;
     for (size_t i = 0; i < NTABLES; i++)
         c->last[i] = gt_db_max_rowid(tables[i]);
+    c->nlive = gt_events_live_rows(&c->live);
+    qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
     int k = -1; /* the newest checkpoint at least a window old */
     while (k + 1 < R.ncp && R.cp[k + 1].t + R.window_ns <= now)
         k++;
     if (k >= 0) {
-        prune(&R.cp[k]);
+        prune(&R.cp[k]); /* takes its live list */
+        for (int i = 0; i < k; i++)
+            free(R.cp[i].live);
         memmove(R.cp, R.cp + k + 1, (size_t)(R.ncp - k - 1) * sizeof *R.cp);
         R.ncp -= k + 1;
     }
@@ -193,8 +227,11 @@ void gt_window_stop(uint64_t now)
         write_summaries(now);
 }
 
-/* Fork child: the parent's window is the parent's. */
+/* Fork child (and a new trace): the parent's window is the parent's. */
 void gt_window_forget(void)
 {
+    for (int i = 0; i < R.ncp; i++)
+        free(R.cp[i].live);
+    free(R.kept);
     memset(&R, 0, sizeof R);
 }

@@ -20,6 +20,7 @@ void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
 void gt_events_forget(void);                      /* fork child */
+size_t gt_events_live_rows(int64_t **out);         /* flight recorder: alloc rows of live allocations */
 uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
                                                      allocations; *changes counts pool events */
 
