@@ -120,6 +120,12 @@ struct gt_trace {
     sqlite3_stmt *frames_stmt;
 
     struct gt_recorder recorder; /* recorder.on 0: the whole run is in the trace */
+    struct gt_kernel_sampling {  /* "kernels" notes: kernel records on at times only (cupti.c) */
+        int on;
+        int64_t full_until_ns;   /* every kernel until then (the first pause) */
+        int64_t recorded_ns;     /* time with kernel records on, over the trace */
+        char how[256];           /* the shim's note */
+    } kernels;
 
     char err[600];         /* message of the last error (without the path) */
 };
@@ -157,7 +163,8 @@ int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
 char *gt_col_text(sqlite3_stmt *st, int i);
 int64_t gt_col_int_or(sqlite3_stmt *st, int i, int64_t dflt);
 
-/* recorder.c: reads the flight recorder's row and summaries (none: recorder.on 0);
+/* recorder.c: what a trace leaves out. Reads the flight recorder's row and
+ * summaries (none: recorder.on 0) and the kernels' sampling (kernels.on);
  * the whole-run peak of a memory level on a device, -1 when not windowed. */
 int gt_trace_recorder(struct gt_trace *t);
 void gt_trace_recorder_free(struct gt_trace *t);

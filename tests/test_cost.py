@@ -46,3 +46,52 @@ class PoolReservation(TraceTest):
         self.assertEqual(query(db, "SELECT op FROM memory_pools WHERE op <> 'sampled'"), [('created',)])
         note = query(db, "SELECT message FROM notes WHERE component = 'cupti'")[0][0]
         self.assertRegex(note, r'^on: .*: kernels, memcpy, memset, memory pools$')
+
+
+class KernelSampling(TraceTest):
+    """Kernels cost CUPTI's work on every launch: by default every kernel for
+    GPUTRACE_KERNELS_FULL_S, then during 1 s of every GPUTRACE_KERNELS_EVERY_S,
+    with "kernels" notes saying when, and every report saying so."""
+
+    def steady(self, **env):
+        env.setdefault('GPUTRACE_CUPTI_PATH', FAKE_CUPTI)
+        p, db = self.trace([prog('cupti_activity'), 'steady', '3500'], env_extra=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        on, all_ = (int(x) for x in p.stdout.split()[1::2])
+        return db, on, all_
+
+    def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s, then during 1 s of every 2 s .*; '
+                                      r'recording$')
+        self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
+        t = [n[0] for n in notes]
+        # the toggles follow the schedule (at the writer's next round: within 50 ms)
+        for got, want in zip(t[1:], (1e9, 2e9, 3e9)):
+            self.assertLess(abs(got - want), 50e6, t)
+        # every kernel the stand-in recorded is in the trace, and all lie in the spans noted
+        starts = [r[0] for r in query(db, 'SELECT start_ns FROM kernels ORDER BY start_ns')]
+        self.assertEqual(len(starts), on)
+        self.assertTrue(0.45 * all_ < on < 0.7 * all_, (on, all_))  # on 2 s of 3.5
+        spans = [(0, t[1]), (t[2], t[3])]
+        for s in starts:
+            self.assertTrue(any(a - 10e6 <= s <= b + 10e6 for a, b in spans), (s, spans))
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertIn('kernels sampled (every kernel for the first 1 s, then during 1 s of every 2 s', text)
+        js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
+        self.assertEqual(js['every_kernel_until_ns'], t[1])
+        self.assertEqual(js['recorded_ns'], (t[1] - t[0]) + (t[3] - t[2]))  # from CUPTI's start
+
+    def test_every_s_0_records_every_kernel_and_reports_say_nothing(self):
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=0)
+        self.assertEqual(on, all_)
+        self.assertEqual(query(db, 'SELECT count(*) FROM kernels'), [(all_,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE component = 'kernels'"), [(0,)])
+        self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)
+        self.assertNotIn('kernel_sampling', run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)
+
+    def test_a_run_shorter_than_the_full_period_keeps_every_kernel_and_is_not_called_sampled(self):
+        db, on, all_ = self.steady()  # the defaults: 30 s in full
+        self.assertEqual(on, all_)
+        self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)
