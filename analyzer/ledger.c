@@ -301,9 +301,11 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             break;
         /* context: the process's bytes at the first sample minus all the trace shows live then */
         int per_process = ns && first.process >= 0 && last.process >= 0;
+        /* a flight recorder's trace no longer holds every allocation live at the first sample */
+        int cut = per_process && t->recorder.on && first.t < t->recorder.complete_from_ns;
         int64_t context = -1;
         struct instant start = {.name = "start", .t = first.t};
-        if (per_process) {
+        if (per_process && !cut) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
             start.pool_reserved = pool_reserved(t, d, first.t);
@@ -350,6 +352,9 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             else if (!per_process)
                 printf("    (NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the context"
                        " is not measured, device-wide figures include other processes)\n");
+            else if (cut)
+                printf("    (flight recorder: allocations freed before the window are not in the trace, so the CUDA"
+                       " context, measured against the first NVML sample, is not known)\n");
         }
     }
     if (j)

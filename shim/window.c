@@ -166,6 +166,10 @@ static void prune(const struct checkpoint *c)
             snprintf(sql, sizeof sql,
                      "DELETE FROM iterations WHERE id < (SELECT max(id) FROM iterations WHERE id <= %lld)",
                      (long long)c->last[i]);
+        else if (!strcmp(tables[i], "memory_samples")) /* each device's first: the ledger's start */
+            snprintf(sql, sizeof sql, "DELETE FROM memory_samples WHERE rowid > %lld AND rowid <= %lld AND rowid NOT IN "
+                     "(SELECT min(rowid) FROM memory_samples GROUP BY device)", (long long)R.pruned_upto[i],
+                     (long long)c->last[i]);
         else
             snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid > %lld AND rowid <= %lld", tables[i],
                      (long long)R.pruned_upto[i], (long long)c->last[i]);

@@ -6,7 +6,9 @@ cover the whole run; and every report says the trace is windowed and shows
 the whole run's peak beside the window's (tests/progs/window_loop.c)."""
 import json
 import os
+import sqlite3
 
+import analyzer_traces as T
 from gtlib import GPUTRACE, TraceTest, prog, query, run
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -90,3 +92,36 @@ class FlightRecorder(TraceTest):
         out = run([GPUTRACE, 'summary', '--json', db], preload=False)
         self.assertNotIn('flight_recorder', json.loads(out.stdout))
         self.assertNotIn('flight recorder', run([GPUTRACE, 'summary', db], preload=False).stdout)
+
+
+class LedgerOfAWindow(T.AnalyzerTest):
+    """The ledger measures the CUDA context against the first NVML sample: in
+    a flight recorder's trace that moment may be before the window, where the
+    allocations freed since are gone, so the context is not known."""
+
+    def job(self, complete_from):
+        t = T.Trace(os.path.join(self.dir, 'win.db'))
+        t.alloc(2 * GiB, ['forward', 'main'])
+        first_t = t.now()
+        t.alloc(64 * MiB, ['upload', 'main'])
+        last_t = t.now() + 10
+        db = t.close()
+        con = sqlite3.connect(db)
+        for ts, proc in ((first_t, 2 * GiB + 500 * MiB), (last_t, 2 * GiB + 564 * MiB)):
+            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)', (ts, proc, 80 * GiB, proc))
+        con.execute('INSERT INTO flight_recorder VALUES (?, ?, ?)', (10 ** 9, 25 * 10 ** 7, complete_from(first_t)))
+        con.commit()
+        con.close()
+        return db
+
+    def test_context_not_measured_when_the_first_sample_is_before_the_window(self):
+        led = self.json('summary', self.job(lambda first: first + 1))['ledger'][0]
+        self.assertIsNone(led['context_bytes'])
+        x = {i['instant']: i for i in led['instants']}['exit']
+        self.assertIsNone(x['unaccounted_bytes'])
+        self.assertIn('the CUDA context, measured against the first NVML sample, is not known',
+                      self.ok('summary', self.job(lambda first: first + 1)).stdout)
+
+    def test_context_measured_when_the_window_holds_the_first_sample(self):
+        led = self.json('summary', self.job(lambda first: first - 1))['ledger'][0]
+        self.assertEqual(led['context_bytes'], 500 * MiB)
