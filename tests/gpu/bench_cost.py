@@ -219,11 +219,11 @@ for i in range(a.runs):
             continue
         samples[cfg].append(ms[0])
         pid = [l[4:] for l in lines if l.startswith('pid=')]
-        steady = [l.split('=')[1] for l in lines if l.startswith('steady_mono_ns=')]
+        steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
         db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
-        if db and os.path.exists(db) and steady:
+        if db and os.path.exists(db) and len(steady) == 2:
             try:
-                size, bps = trace_bytes(db, [int(x) for x in steady[0].split(',')], a.steps - a.first)
+                size, bps = trace_bytes(db, steady, a.steps - a.first)
                 sizes[cfg].append(size)
                 per_step[cfg].append(bps)
             except (sqlite3.Error, OSError, TypeError) as e:
