@@ -154,7 +154,8 @@ def trace_bytes(db, steady, steps):
             total = sum(rows.values()) or 1
             per_table = {t: size * n / total for t, n in rows.items()}
         per_step = sum(per_table.get(t, 0) / rows[t] * in_steps[t] for t in rows if rows[t]) / steps
-        return size, per_step
+        note = con.execute("SELECT message FROM notes WHERE component = 'cupti' ORDER BY id").fetchone()
+        return size, per_step, note[0] if note else 'no cupti note'
     finally:
         con.close()
 
@@ -203,6 +204,7 @@ random.seed(a.seed)
 samples = {c: [] for c in configs}
 sizes = {c: [] for c in configs}
 per_step = {c: [] for c in configs}
+warned = set()
 round_s = 0.0
 for i in range(a.runs):
     if time.monotonic() - t_start + 1.1 * round_s > a.budget_s:
@@ -223,9 +225,12 @@ for i in range(a.runs):
         db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
         if db and os.path.exists(db) and len(steady) == 2:
             try:
-                size, bps = trace_bytes(db, steady, a.steps - a.first)
+                size, bps, note = trace_bytes(db, steady, a.steps - a.first)
                 sizes[cfg].append(size)
                 per_step[cfg].append(bps)
+                if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
+                    warned.add(cfg)  # the run did not measure what its name says
+                    print('run %d %s: CUPTI was not on in the traced child: %s' % (i, cfg, note), flush=True)
             except (sqlite3.Error, OSError, TypeError) as e:
                 print('run %d %s: trace %s not read: %s' % (i, cfg, db, e), flush=True)
             for x in ('', '-wal', '-journal'):
