@@ -27,9 +27,9 @@ const struct gt_config_var gt_config_vars[] = {
      "how long a full queue waits for a writer making no progress before an event is dropped"},
     {"GPUTRACE_CUPTI", GT_CFG_BOOL, FIELD(cupti), "1", 0, 1, "0: no CUPTI activity (kernels, copies, memsets)"},
     {"GPUTRACE_CUPTI_PATH", GT_CFG_STRING, FIELD(cupti_path), "", 0, 0, "this libcupti.so and no other"},
-    {"GPUTRACE_CUPTI_KINDS", GT_CFG_STRING, FIELD(cupti_kinds), "kernel,memcpy,memset,pool", 0, 0,
-     "CUPTI activity kinds recorded: kernel, memcpy, memset, pool, memory (the driver's allocation records: off by "
-     "default, they duplicate the hooks' events at a cost on every stream-ordered allocation)"},
+    {"GPUTRACE_CUPTI_KINDS", GT_CFG_STRING, FIELD(cupti_kinds), "kernel,memcpy,memset", 0, 0,
+     "CUPTI activity kinds recorded: kernel, memcpy, memset, and off by default pool (memory-pool records) and memory "
+     "(the driver's allocation records, which duplicate the hooks' events at a cost on every stream-ordered allocation)"},
     {"GPUTRACE_KERNELS_FULL_S", GT_CFG_INT, FIELD(kernels_full_s), "30", 0, 31536000,
      "every kernel for this many seconds after CUPTI starts; then they are sampled (GPUTRACE_KERNELS_EVERY_S)"},
     {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "30", 0, 86400,

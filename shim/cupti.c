@@ -267,10 +267,11 @@ void gt_cupti_start(void)
         snprintf(why, sizeof why, "%.512s: registering with CUPTI failed: %s", C.path, errstr(r));
         goto unavailable;
     }
-    /* The kinds GPUTRACE_CUPTI_KINDS names (all but "memory" by default:
-     * MEMORY2 records duplicate the hooks' events, and CUPTI works for them on
-     * every stream-ordered allocation; the pool's reservation the ledger took
-     * from them is read from the pool instead, pools.c); kernels, copies
+    /* The kinds GPUTRACE_CUPTI_KINDS names (kernels, copies and memsets by
+     * default: MEMORY2 records duplicate the hooks' events, and CUPTI works for
+     * them on every stream-ordered allocation; MEMORY_POOL records give a
+     * pool's size only at its creation or trim; the pool's reservation the
+     * ledger took from them is read from the pool instead, pools.c); kernels, copies
      * and memsets must enable, the driver's memory and pool records may not
      * exist in an older CUPTI. */
     static const struct { const char *key, *name; CUpti_ActivityKind k; bool required; } kinds[] = {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "u64map.h"
 #include "writer.h"
 
 #define MIN_INTERVAL_NS (250 * 1000000ull)
@@ -47,6 +48,7 @@ static struct {
     int64_t *kept;                /* alloc rows the last prune kept (its checkpoint's live), sorted */
     size_t nkept;
     struct level lv[NMEM][NDEV];
+    struct u64map rows[4];        /* per apis.space: ptr -> (events.id of its live alloc row, -) */
 } R;
 
 static struct level *level(int memory, int device)
@@ -87,6 +89,32 @@ void gt_window_live(int memory, int device, int64_t delta, int what)
         l->peak = l->live;
     l->allocs += what > 0;
     l->frees += what < 0;
+}
+
+/* writer_events.c, for the checkpoints: an allocation's row (id), or its
+ * free (id 0). */
+void gt_window_row(int space, uint64_t ptr, int64_t id)
+{
+    if (!R.on || space < 0 || space >= 4)
+        return;
+    if (id)
+        u64map_put(&R.rows[space], ptr, (uint64_t)id, 0);
+    else
+        u64map_del(&R.rows[space], ptr, NULL, NULL);
+}
+
+/* The alloc rows of every allocation live now (malloc'd, unsorted). */
+static size_t live_rows(int64_t **out)
+{
+    size_t n = 0, k = 0;
+    for (int s = 0; s < 4; s++)
+        n += R.rows[s].len;
+    *out = n ? malloc(n * sizeof **out) : NULL;
+    for (int s = 0; s < 4 && *out; s++)
+        for (uint64_t i = 0; i < R.rows[s].cap; i++)
+            if (R.rows[s].e[i].key && k < n)
+                (*out)[k++] = (int64_t)R.rows[s].e[i].a;
+    return *out ? k : 0;
 }
 
 void gt_window_failed(int memory, int device)
@@ -209,7 +237,7 @@ void gt_window_tick(uint64_t now)
     c->t = now;
     for (size_t i = 0; i < NTABLES; i++)
         c->last[i] = gt_db_max_rowid(tables[i]);
-    c->nlive = gt_events_live_rows(&c->live);
+    c->nlive = live_rows(&c->live);
     qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
     int k = -1; /* the newest checkpoint at least a window old */
     while (k + 1 < R.ncp && R.cp[k + 1].t + R.window_ns <= now)
@@ -237,5 +265,7 @@ void gt_window_forget(void)
     for (int i = 0; i < R.ncp; i++)
         free(R.cp[i].live);
     free(R.kept);
+    for (int s = 0; s < 4; s++)
+        u64map_free(&R.rows[s]);
     memset(&R, 0, sizeof R);
 }

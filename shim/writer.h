@@ -20,7 +20,6 @@ void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
 void gt_events_forget(void);                      /* fork child */
-size_t gt_events_live_rows(int64_t **out);         /* flight recorder: alloc rows of live allocations */
 uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
                                                      allocations; *changes counts pool events */
 
@@ -42,6 +41,7 @@ void gt_cupti_writer_forget(void);                 /* fork child */
 bool gt_window_begin(uint64_t start_mono);         /* a new trace, in its creation transaction */
 void gt_window_live(int memory, int device, int64_t delta, int what); /* what: 1 alloc, -1 free, 0 other */
 void gt_window_failed(int memory, int device);     /* a failed call */
+void gt_window_row(int space, uint64_t ptr, int64_t id); /* the alloc row of a live allocation; 0: freed */
 void gt_window_tick(uint64_t now);                 /* between transactions: summaries, prune */
 void gt_window_stop(uint64_t now);                 /* in the last transaction */
 void gt_window_forget(void);                       /* fork child */

@@ -18,7 +18,6 @@
 static struct {
     uint64_t start_mono;
     struct u64map live[4];     /* per apis.space: ptr -> (size, device | memory << 32) */
-    struct u64map live_row[4]; /* flight recorder only: ptr -> (events.id of its alloc row, -) */
     struct u64map stack_ids;   /* hash -> (id, row written) */
     struct u64map frame_ids;   /* ip -> (id, -) */
     struct u64map tids;        /* tid -> (-, -) */
@@ -156,7 +155,7 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         uint64_t sz, b;
         if (!u64map_del(m, c->ptr, &sz, &b))
             return;
-        u64map_del(&E.live_row[ai->space], c->ptr, NULL, NULL);
+        gt_window_row(ai->space, c->ptr, 0);
         *has_size = true;
         *size = (int64_t)sz;
         if (*device == GT_DEVICE_UNKNOWN)
@@ -202,7 +201,7 @@ static void write_row(const struct gt_rec *rec)
         return;
     E.recorded++;
     if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr) /* what a prune keeps */
-        u64map_put(&E.live_row[ai->space], c->ptr, (uint64_t)gt_db_last_rowid(), 0);
+        gt_window_row(ai->space, c->ptr, gt_db_last_rowid());
     if (rec->flags & GT_CALL_HAS_HANDLE) {
         GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());
         GT_BIND_INT(MAPPING, handle, c->handle);
@@ -258,21 +257,6 @@ void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_dev
     *peak_pool = (uint64_t)E.peak_pool;
 }
 
-/* The flight recorder's checkpoint: the events rows of every allocation live
- * now (malloc'd, unsorted; *out NULL when none). */
-size_t gt_events_live_rows(int64_t **out)
-{
-    size_t n = 0, k = 0;
-    for (int s = 0; s < 4; s++)
-        n += E.live_row[s].len;
-    *out = n ? malloc(n * sizeof **out) : NULL;
-    for (int s = 0; s < 4 && *out; s++)
-        for (uint64_t i = 0; i < E.live_row[s].cap; i++)
-            if (E.live_row[s].e[i].key && k < n)
-                (*out)[k++] = (int64_t)E.live_row[s].e[i].a;
-    return *out ? k : 0;
-}
-
 uint64_t gt_events_pool_devices(uint64_t *changes)
 {
     *changes = E.pool_changes;
@@ -282,10 +266,8 @@ uint64_t gt_events_pool_devices(uint64_t *changes)
 /* Fork child: the parent's maps and counts are the parent's. */
 void gt_events_forget(void)
 {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
         u64map_free(&E.live[i]);
-        u64map_free(&E.live_row[i]);
-    }
     u64map_free(&E.stack_ids);
     u64map_free(&E.frame_ids);
     u64map_free(&E.tids);
