@@ -81,9 +81,10 @@ static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sa
     return n;
 }
 
-/* The stream-ordered pool's reservation on device d at time at (CUPTI's
- * driver-memory and memory-pool records: the latest before it); -1 when the
- * trace holds no such record. */
+/* The stream-ordered pool's reservation on device d at time at: the latest
+ * record before it, the writer's readings of the pool (memory_pools, op
+ * 'sampled') or CUPTI's driver-memory and memory-pool records where they were
+ * asked for; -1 when the trace holds none. */
 static int64_t pool_reserved(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
@@ -246,7 +247,7 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
             printf("      %-34s %12s (%s in use)\n", "stream-ordered pool (reserved)", gt_fmt_bytes(x->pool_reserved, b),
                    gt_fmt_bytes(x->pool_live, b2));
         else
-            printf("      %-34s %12s in use (its reservation is not in the trace: CUPTI off?)\n",
+            printf("      %-34s %12s in use (its reservation is not in the trace: the pool could not be read)\n",
                    "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
     }
     if (context >= 0)
