@@ -6,7 +6,9 @@ bootstrap interval (runs resampled with replacement, 2000 times) and the
 spread (min-max of the runs). A target is met when the interval's upper end
 is at or under it. Beside each traced configuration: the trace's bytes per
 training step (rows written during the steps measured, times each table's
-bytes per row) and per hour of training at that step time.
+bytes per row) and per hour of training at that step time, and the CPU
+seconds of the whole run (every thread: the writer's and CUPTI's beside the
+program's) against the untraced run's.
 
 Fresh processes cheaply: a process start with torch costs ~16 s on the GPU
 machine, so by default each configuration gets one server process (started
@@ -48,7 +50,8 @@ if len(sys.argv) > 1 and sys.argv[1] == '--serve':
             transformer_step.main(argv)
             sys.stdout.flush()
             raise SystemExit(0)  # a normal exit: Python's and the C library's exit handlers run
-        _, status = os.waitpid(pid, 0)
+        _, status, ru = os.wait4(pid, 0)
+        print('cpu_s=%.3f' % (ru.ru_utime + ru.ru_stime))  # every thread of the run: the writer's and CUPTI's too
         print('done=%d' % status, flush=True)
     raise SystemExit(0)
 
@@ -109,7 +112,7 @@ def run_once(cfg, i):
     if a.exec:
         p = subprocess.run([sys.executable, os.path.join(here, 'transformer_step.py')] + workload_args(cfg),
                            env=environment(cfg), capture_output=True, text=True, timeout=300)
-        return p.returncode, p.stdout.splitlines() + ['pid=%d' % p.pid], p.stderr
+        return p.returncode, p.stdout.splitlines() + ['pid=%d' % p.pid], p.stderr  # (no cpu_s by exec)
     s = servers.get(cfg)
     if s is None:
         s = servers[cfg] = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--serve'],
@@ -165,8 +168,8 @@ def summarize():
     rows = []
     out = ['%s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
         a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
-        '%-28s %4s %8s %15s %7s %17s %9s %11s %9s' % ('configuration', 'runs', 'median', 'spread (ms)', 'ratio',
-                                                       '95% interval', 'file MB', 'bytes/step', 'MB/hour')]
+        '%-28s %4s %8s %15s %7s %17s %9s %11s %9s %7s' % ('configuration', 'runs', 'median', 'spread (ms)', 'ratio',
+                                                           '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
     for cfg in configs:
         s = samples[cfg]
         if not s:
@@ -182,10 +185,11 @@ def summarize():
         size = statistics.median(sizes[cfg]) if sizes[cfg] else float('nan')
         bps = statistics.median(per_step[cfg]) if per_step[cfg] else float('nan')
         mbh = bps * 3.6e6 / med / 1e6
-        out.append('%-28s %4d %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f %9.2f %11.0f %9.1f' % (
-            cfg, len(s), med, min(s), max(s), r, lo, hi, size / 1e6, bps, mbh))
+        cpu_s = statistics.median(cpu[cfg]) if cpu[cfg] else float('nan')
+        out.append('%-28s %4d %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f %9.2f %11.0f %9.1f %7.2f' % (
+            cfg, len(s), med, min(s), max(s), r, lo, hi, size / 1e6, bps, mbh, cpu_s))
         rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi],
-                     'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh})
+                     'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
@@ -204,6 +208,7 @@ random.seed(a.seed)
 samples = {c: [] for c in configs}
 sizes = {c: [] for c in configs}
 per_step = {c: [] for c in configs}
+cpu = {c: [] for c in configs}   # CPU seconds of the whole run, every thread (forked children only)
 warned = set()
 round_s = 0.0
 for i in range(a.runs):
@@ -220,6 +225,7 @@ for i in range(a.runs):
             print('run %d %s failed (status %d): %s %s' % (i, cfg, rc, lines[-5:], err[-800:]), flush=True)
             continue
         samples[cfg].append(ms[0])
+        cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
         pid = [l[4:] for l in lines if l.startswith('pid=')]
         steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
         db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
