@@ -245,8 +245,8 @@ for i in range(a.runs):
     round_s = time.monotonic() - t_round
     print('round %d done at %.0f s (%.1f s per run)' % (i + 1, time.monotonic() - t_start, round_s / len(configs)),
           flush=True)
-    summarize()
+    print(summarize() + '\n', flush=True)  # after every round: a call cut off by its time limit still has its table
 for s in servers.values():
     s.stdin.close()
     s.wait()
-print('\n' + summarize())
+print('\nfinal:\n' + summarize())
