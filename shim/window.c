@@ -37,6 +37,7 @@ struct level { int64_t live, peak, allocs, frees, failed; };
 static struct {
     bool on;
     uint64_t start_mono, window_ns, interval_ns, next_tick, interval_start;
+    uint64_t checkpoint_ns;       /* between checkpoints: an interval, or more for a window of hours */
     struct checkpoint {
         uint64_t t;
         int64_t last[NTABLES];
@@ -71,6 +72,9 @@ bool gt_window_begin(uint64_t start_mono)
     R.interval_ns = R.window_ns / 4 < MIN_INTERVAL_NS ? MIN_INTERVAL_NS
                     : R.window_ns / 4 > MAX_INTERVAL_NS ? MAX_INTERVAL_NS : R.window_ns / 4;
     R.next_tick = start_mono + R.interval_ns;
+    /* at most MAX_CHECKPOINTS - 4 within a window (a 10-minute one: an interval; a day: 24 minutes) */
+    R.checkpoint_ns = R.window_ns / (MAX_CHECKPOINTS - 4) > R.interval_ns ? R.window_ns / (MAX_CHECKPOINTS - 4)
+                                                                         : R.interval_ns;
     GT_BIND_INT(WINDOW, window_ns, R.window_ns);
     GT_BIND_INT(WINDOW, interval_ns, R.interval_ns);
     return gt_db_run(GT_ST_WINDOW, GT_NOT_A_RECORD);
@@ -228,7 +232,11 @@ void gt_window_tick(uint64_t now)
         return;
     R.next_tick = now + R.interval_ns;
     write_summaries(now);
-    if (R.ncp == MAX_CHECKPOINTS) { /* cannot happen with interval = window / 4; keep the newest */
+    if (R.ncp && now - R.cp[R.ncp - 1].t + R.interval_ns / 2 < R.checkpoint_ns) {
+        gt_db_exec("COMMIT");
+        return;
+    }
+    if (R.ncp == MAX_CHECKPOINTS) { /* cannot happen (checkpoint_ns); were it to, keep the newest */
         free(R.cp[0].live);
         memmove(R.cp, R.cp + 1, (MAX_CHECKPOINTS - 1) * sizeof *R.cp);
         R.ncp--;
