@@ -26,9 +26,10 @@ class FlightRecorder(TraceTest):
         window_ns, complete_from = query(db, 'SELECT window_ns, complete_from_ns FROM flight_recorder')[0]
         end = query(db, 'SELECT end_ns FROM processes')[0][0]
         self.assertEqual(window_ns, 10 ** 9)
-        # the window holds: complete from at most a window and an interval (250 ms) before the end
+        # the window holds: complete from at most a window, an interval between checkpoints and one
+        # between prunes (250 ms each, later on a loaded machine) before the end
         self.assertGreater(complete_from, 0)
-        self.assertLessEqual(end - complete_from, window_ns + 300 * 10 ** 6)
+        self.assertLessEqual(end - complete_from, window_ns + 700 * 10 ** 6)
         self.assertGreaterEqual(end - complete_from, window_ns)
         # before it (less a margin for rows still queued at the checkpoint) only the allocations live
         # then: the 1 MiB kept to the end and the 2 MiB held until the end; the spike, its free
