@@ -69,9 +69,10 @@ class KernelSampling(TraceTest):
                                       r'recording$')
         self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
         t = [n[0] for n in notes]
-        # the toggles follow the schedule (at the writer's next round: within 50 ms)
-        for got, want in zip(t[1:], (1e9, 2e9, 3e9)):
-            self.assertLess(abs(got - want), 50e6, t)
+        # the toggles follow the schedule: 1 s in full, then off 1 s, on 1 s (each at the writer's
+        # next round after it is due: within 100 ms, a loaded machine allowed for)
+        for a, b in zip(t, t[1:]):
+            self.assertLess(abs(b - a - 1e9), 100e6, t)
         # every kernel the stand-in recorded is in the trace, and all lie in the spans noted
         starts = [r[0] for r in query(db, 'SELECT start_ns FROM kernels ORDER BY start_ns')]
         self.assertEqual(len(starts), on)
