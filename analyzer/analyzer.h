@@ -55,6 +55,9 @@ int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
 int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s);
 /* Writes "file", "rank", "pid" keys of a per-file JSON object. */
 void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j);
+/* recorder.c: what a flight recorder's trace covers, for every report */
+void gt_recorder_text(const struct gt_trace *t);
+void gt_recorder_json(const struct gt_trace *t, struct gt_json *j);
 /* ---- callsite.c: how each site of one listing reads (see there). Sets
  * *out to n malloc'ed strings (free with gt_site_texts_free). Returns an
  * exit status. */

@@ -166,6 +166,7 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kstr(j, "file", c->path);
     gt_json_kint_or_null(j, "rank", c->t.proc.rank);
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
+    gt_recorder_json(&c->t, j);
 }
 
 /* Name prefixes of functions that belong to a memory allocator's own code

@@ -104,9 +104,10 @@ static int sample_between(struct gt_trace *t, int d, int64_t at, int64_t before,
     return found;
 }
 
-/* The stream-ordered pool's reservation on device d at time at (CUPTI's
- * driver-memory and memory-pool records: the latest before it); -1 when the
- * trace holds no such record. */
+/* The stream-ordered pool's reservation on device d at time at: the latest
+ * record before it, the writer's readings of the pool (memory_pools, op
+ * 'sampled') or CUPTI's driver-memory and memory-pool records where they were
+ * asked for; -1 when the trace holds none. */
 int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
@@ -321,7 +322,7 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
             printf("      %-34s %12s (%s in use)\n", "stream-ordered pool (reserved)", gt_fmt_bytes(x->pool_reserved, b),
                    gt_fmt_bytes(x->pool_live, b2));
         else
-            printf("      %-34s %12s in use (its reservation is not in the trace: CUPTI off?)\n",
+            printf("      %-34s %12s in use (its reservation is not in the trace: the pool could not be read)\n",
                    "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
     }
     if (x->modules >= 0)
@@ -430,9 +431,11 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             break;
         /* context: the process's bytes at the first sample minus all the trace shows live then */
         int per_process = ns && first.process >= 0 && last.process >= 0;
+        /* a flight recorder's trace no longer holds every allocation live at the first sample */
+        int cut = per_process && t->recorder.on && first.t < t->recorder.complete_from_ns;
         int64_t context = -1;
         struct instant start = {.name = "start", .t = first.t};
-        if (per_process) {
+        if (per_process && !cut) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
             start.pool_reserved = gt_ledger_pool_reserved(t, d, first.t);
@@ -502,6 +505,9 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             else if (!per_process)
                 printf("    (NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the context"
                        " is not measured, device-wide figures include other processes)\n");
+            else if (cut)
+                printf("    (flight recorder: allocations freed before the window are not in the trace, so the CUDA"
+                       " context, measured against the first NVML sample, is not known)\n");
         }
     }
     if (j)

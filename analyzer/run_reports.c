@@ -36,6 +36,7 @@ static int run_one(const struct gt_command *cmd, const char *path, const struct 
                     printf(" (pid %lld)", (long long)c.t.proc.pid);
                 printf(" ==\n");
             }
+            gt_recorder_text(&c.t);
             double t0 = gt_now();
             code = cmd->report(&c, NULL);
             fflush(stdout);

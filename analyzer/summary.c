@@ -128,6 +128,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "final_bytes", lv[i].final);
             gt_json_kint(j, "allocs", lv[i].allocs);
             gt_json_kint(j, "frees", lv[i].frees);
+            if (t->recorder.on) /* the peak above is the window's */
+                gt_json_kint_or_null(j, "whole_run_peak_bytes", gt_recorder_run_peak(t, lv[i].memory, lv[i].device));
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
@@ -176,9 +178,14 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         char dev[32] = "";
         if (lv[i].device >= 0)
             snprintf(dev, sizeof dev, " on device %d", lv[i].device);
-        printf("  peak of %s memory%s: %s at %s (%lld allocation%s, %lld free%s, %s live at end)\n", gt_memory_name(lv[i].memory),
-               dev, gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2), (long long)lv[i].allocs, gt_s(lv[i].allocs),
-               (long long)lv[i].frees, gt_s(lv[i].frees), gt_fmt_bytes(lv[i].final, b3));
+        printf("  peak of %s memory%s%s: %s at %s (%lld allocation%s, %lld free%s, %s live at end)", gt_memory_name(lv[i].memory),
+               dev, t->recorder.on ? " in the window" : "", gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2),
+               (long long)lv[i].allocs, gt_s(lv[i].allocs), (long long)lv[i].frees, gt_s(lv[i].frees),
+               gt_fmt_bytes(lv[i].final, b3));
+        int64_t run_peak = gt_recorder_run_peak(t, lv[i].memory, lv[i].device);
+        if (run_peak >= 0)
+            printf("; whole run: %s", gt_fmt_bytes(run_peak, b1));
+        printf("\n");
     }
     printf("  iterations: %s\n", its->how);
     if (l.nsites)

@@ -341,7 +341,8 @@ int gt_trace_open(struct gt_trace *t, const char *path)
     if (version > GT_SCHEMA_VERSION)
         return fail(t, GT_EXIT_NEWER, "trace schema version %lld is newer than this gputrace understands (%d); use the gputrace that came with the libgputrace.so which wrote it",
                     (long long)version, GT_SCHEMA_VERSION);
-    if ((code = load_apis(t)) || (code = load_process(t)) || (code = load_devices_and_drops(t)))
+    if ((code = load_apis(t)) || (code = load_process(t)) || (code = load_devices_and_drops(t)) ||
+        (code = gt_trace_recorder(t)))
         return code;
     return GT_EXIT_OK;
 }
@@ -756,6 +757,7 @@ int64_t gt_trace_device_total(const struct gt_trace *t, int device)
 
 void gt_trace_close(struct gt_trace *t)
 {
+    gt_trace_recorder_free(t);
     if (t->frames_stmt)
         sqlite3_finalize(t->frames_stmt);
     if (t->db)

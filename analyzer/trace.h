@@ -94,6 +94,20 @@ int gt_frame_is_backward_mark(const struct gt_frame *f);
 /* Is this Python file the program's own (see gt_frame_user_python)? */
 int gt_python_file_is_user(const char *file);
 
+/* A flight recorder's trace (GPUTRACE_WINDOW_S): only its last window is
+ * complete; interval summaries give each level's peak over the whole run. */
+struct gt_run_peak {
+    int memory;            /* enum gt_memory */
+    int64_t device;        /* -1 host */
+    int64_t peak, start_ns, end_ns;   /* the highest, and the interval that held it */
+};
+struct gt_recorder {
+    int on;
+    int64_t window_ns, interval_ns, complete_from_ns;
+    struct gt_run_peak *peaks;
+    size_t npeaks;
+};
+
 struct gt_trace {
     const char *path;
     sqlite3 *db;
@@ -116,6 +130,14 @@ struct gt_trace {
     struct gt_frame **site_info;   /* the same frames, field by field */
     int *site_nframes;     /* -1: not loaded yet */
     sqlite3_stmt *frames_stmt;
+
+    struct gt_recorder recorder; /* recorder.on 0: the whole run is in the trace */
+    struct gt_kernel_sampling {  /* "kernels" notes: kernel records on at times only (cupti.c) */
+        int on;
+        int64_t full_until_ns;   /* every kernel until then (the first pause) */
+        int64_t recorded_ns;     /* time with kernel records on, over the trace */
+        char how[256];           /* the shim's note */
+    } kernels;
 
     char err[600];         /* message of the last error (without the path) */
 };
@@ -152,6 +174,13 @@ int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
 /* Column i as a malloc'ed string (NULL for SQL NULL) / as an integer or dflt. */
 char *gt_col_text(sqlite3_stmt *st, int i);
 int64_t gt_col_int_or(sqlite3_stmt *st, int i, int64_t dflt);
+
+/* recorder.c: what a trace leaves out. Reads the flight recorder's row and
+ * summaries (none: recorder.on 0) and the kernels' sampling (kernels.on);
+ * the whole-run peak of a memory level on a device, -1 when not windowed. */
+int gt_trace_recorder(struct gt_trace *t);
+void gt_trace_recorder_free(struct gt_trace *t);
+int64_t gt_recorder_run_peak(const struct gt_trace *t, int memory, int64_t device);
 
 /* Total memory of a device ordinal from the devices table; -1 unknown. */
 int64_t gt_trace_device_total(const struct gt_trace *t, int device);

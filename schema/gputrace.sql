@@ -291,12 +291,14 @@ CREATE TABLE driver_memory (
   pool_size      INTEGER,             -- bytes the pool holds from the device at that moment
   pool_used      INTEGER              -- bytes of the pool in use at that moment
 );
--- Memory pools created, destroyed or trimmed (CUPTI MEMORY_POOL): the device
--- memory a stream-ordered pool holds, which per-allocation hooks do not show.
+-- Memory pools created, destroyed or trimmed (CUPTI MEMORY_POOL), and 'sampled'
+-- rows: the device's current pool read by the writer when its reservation
+-- changed. The device memory a stream-ordered pool holds, which
+-- per-allocation hooks do not show.
 CREATE TABLE memory_pools (
   id                INTEGER PRIMARY KEY,
   t_ns              INTEGER NOT NULL,
-  op                TEXT NOT NULL,    -- created | destroyed | trimmed
+  op                TEXT NOT NULL,    -- created | destroyed | trimmed | sampled
   pool_type         TEXT,             -- local | imported
   address           INTEGER,
   size              INTEGER,          -- bytes held from the device
@@ -315,6 +317,31 @@ CREATE TABLE memory_samples (
   used_bytes    INTEGER NOT NULL,     -- whole device, every process (nvidia-smi memory.used)
   total_bytes   INTEGER,
   process_bytes INTEGER               -- this process only; NULL where NVML cannot tell
+);
+
+-- The flight recorder (GPUTRACE_WINDOW_S): one row when it is on. The writer
+-- deletes, every interval_ns, the rows older than the window (events, kernels,
+-- memcpys, memsets, driver_memory, marks, closed ranges, NVML samples,
+-- iterations but the one running then), keeping the alloc row of every
+-- allocation still live at complete_from_ns and every VMM map/unmap row;
+-- stacks, frames, strings, notes and memory_pools are kept whole.
+CREATE TABLE flight_recorder (
+  window_ns        INTEGER NOT NULL,   -- the span kept in full, before the end
+  interval_ns      INTEGER NOT NULL,   -- of interval_summaries
+  complete_from_ns INTEGER NOT NULL    -- from here on every row is there (0: nothing deleted yet)
+);
+-- One row per interval, memory level and device of the whole run (flight
+-- recorder only), from the writer's own accounting as it wrote the events.
+CREATE TABLE interval_summaries (
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  memory      TEXT NOT NULL,           -- apis.memory
+  device      INTEGER,                 -- -1 host
+  peak_bytes  INTEGER NOT NULL,        -- highest live bytes within the interval
+  end_bytes   INTEGER NOT NULL,        -- live bytes at its end
+  allocs      INTEGER NOT NULL,        -- successful allocation calls
+  frees       INTEGER NOT NULL,        -- successful frees
+  failed      INTEGER NOT NULL         -- failed calls (an OOM is one)
 );
 
 -- Readable events.

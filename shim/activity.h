@@ -69,4 +69,7 @@ bool gt_nvml_open(const struct gt_devices *devs, bool asked); /* false: unavaila
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
 void gt_nvml_after_fork_child(void);
 
+/* pools.c: the stream-ordered pool's reservation, read by the writer. */
+bool gt_pool_read(int device, uint64_t *reserved, uint64_t *used); /* the device's current pool */
+
 #endif

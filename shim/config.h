@@ -28,6 +28,9 @@ struct gt_config {
     bool python;               /* GPUTRACE_PYTHON: Python frames in call stacks */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
     char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
+    uint32_t window_s;         /* GPUTRACE_WINDOW_S, 0 = off: the flight recorder's window (window.c) */
+    uint32_t kernels_full_s;   /* GPUTRACE_KERNELS_FULL_S: every kernel for this long (cupti.c) */
+    uint32_t kernels_every_s;  /* GPUTRACE_KERNELS_EVERY_S: then 1 s of every this many; 0, 1: every kernel */
 };
 
 /* Read-only for every file but config.c, which fills it once at load. */

@@ -41,6 +41,8 @@ static struct {
     uint64_t next_flush;
     CUpti_ActivityKind enabled[8];
     int n_enabled;
+    bool sampling, kernels_on;  /* kernels recorded only at times (gt_cupti_tick) */
+    uint64_t next_toggle;
 } C;
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
@@ -204,8 +206,10 @@ static bool resolve(char *why, size_t cap)
 static void disable_ours(void)
 {
     for (int i = 0; i < C.n_enabled; i++)
-        C.disable(C.enabled[i]);
+        if (C.enabled[i] != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || !C.sampling || C.kernels_on)
+            C.disable(C.enabled[i]);
     C.n_enabled = 0;
+    C.sampling = false;
 }
 
 static void at_exit_flush(void)
@@ -263,7 +267,11 @@ void gt_cupti_start(void)
         snprintf(why, sizeof why, "%.512s: registering with CUPTI failed: %s", C.path, errstr(r));
         goto unavailable;
     }
-    /* The kinds GPUTRACE_CUPTI_KINDS names (all by default); kernels, copies
+    /* The kinds GPUTRACE_CUPTI_KINDS names (kernels, copies and memsets by
+     * default: MEMORY2 records duplicate the hooks' events, and CUPTI works for
+     * them on every stream-ordered allocation; MEMORY_POOL records give a
+     * pool's size only at its creation or trim; the pool's reservation the
+     * ledger took from them is read from the pool instead, pools.c); kernels, copies
      * and memsets must enable, the driver's memory and pool records may not
      * exist in an older CUPTI. */
     static const struct { const char *key, *name; CUpti_ActivityKind k; bool required; } kinds[] = {
@@ -288,9 +296,22 @@ void gt_cupti_start(void)
     if (*unknown)
         gt_note("cupti", true, "GPUTRACE_CUPTI_KINDS: ignoring %s (kinds: kernel, memcpy, memset, memory, pool)",
                 unknown);
+    /* Kernels cost the program CUPTI's work on every launch: every kernel for
+     * GPUTRACE_KERNELS_FULL_S, then 1 s of every GPUTRACE_KERNELS_EVERY_S
+     * (gt_cupti_tick turns them on and off; "kernels" notes say when). */
+    uint64_t now = gt_now_ns();
+    C.sampling = want[0] && gt_config.kernels_every_s > 1;
+    C.kernels_on = !C.sampling || gt_config.kernels_full_s > 0;
+    C.next_toggle = now + (gt_config.kernels_full_s ? (uint64_t)gt_config.kernels_full_s
+                                                    : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
     for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
         if (!want[q])
             continue;
+        if (q == 0 && !C.kernels_on) {
+            C.enabled[C.n_enabled++] = kinds[q].k;
+            snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", *extra ? ", " : "", kinds[q].name);
+            continue;
+        }
         if ((r = C.enable(kinds[q].k)) != CUPTI_SUCCESS) {
             if (!kinds[q].required)
                 continue;
@@ -302,9 +323,13 @@ void gt_cupti_start(void)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", *extra ? ", " : "", kinds[q].name);
     }
     atexit(at_exit_flush); /* runs before cudart's own teardown, registered earlier */
-    C.next_flush = gt_now_ns() + FLUSH_EVERY_NS;
+    C.next_flush = now + FLUSH_EVERY_NS;
     atomic_store(&state, C_ON);
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
+    if (C.sampling)
+        gt_note("kernels", false, "sampled: every kernel for the first %u s, then during 1 s of every %u s "
+                "(GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s", gt_config.kernels_full_s,
+                gt_config.kernels_every_s, C.kernels_on ? "; recording" : "; paused");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);
@@ -316,9 +341,23 @@ unavailable:
  * least every FLUSH_EVERY_NS even when a buffer is far from full. */
 void gt_cupti_tick(uint64_t now)
 {
-    if (atomic_load(&state) == C_ON && now >= C.next_flush) {
+    if (atomic_load(&state) != C_ON)
+        return;
+    if (now >= C.next_flush) {
         C.flush_all(0); /* completed records, even in partly filled buffers */
         C.next_flush = now + FLUSH_EVERY_NS;
+    }
+    if (C.sampling && now >= C.next_toggle) { /* the kernels' sampling: on 1 s, off every_s - 1 */
+        bool on = !C.kernels_on;
+        if ((on ? C.enable : C.disable)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+            C.sampling = false;
+            gt_note("kernels", false, "%s: turning kernel records %s failed; they stay as they were", 
+                    C.kernels_on ? "recording" : "paused", on ? "on" : "off");
+            return;
+        }
+        C.kernels_on = on;
+        C.next_toggle = now + (on ? 1ull : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
+        gt_note("kernels", false, on ? "recording" : "paused");
     }
 }
 

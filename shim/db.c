@@ -257,6 +257,21 @@ bool gt_db_run(enum gt_stmt s, int lost)
     return true;
 }
 
+/* The flight recorder's checkpoints (window.c): the last row of a table. */
+int64_t gt_db_max_rowid(const char *table)
+{
+    char sql[128];
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof sql, "SELECT coalesce(max(rowid), 0) FROM %s", table);
+    if (D.failed || sqlite3_prepare_v2(D.db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return 0;
+    }
+    int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return v;
+}
+
 int64_t gt_db_query_int(enum gt_stmt s)
 {
     sqlite3_stmt *st = D.st[s];

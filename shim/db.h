@@ -56,6 +56,12 @@
 #define GT_P_MEMORY_POOL(P) P(MEMORY_POOL, t_ns) P(MEMORY_POOL, op) P(MEMORY_POOL, pool_type) P(MEMORY_POOL, address) \
     P(MEMORY_POOL, size) P(MEMORY_POOL, utilized_size) P(MEMORY_POOL, release_threshold) \
     P(MEMORY_POOL, min_bytes_to_keep) P(MEMORY_POOL, device) P(MEMORY_POOL, correlation_id)
+#define GT_P_WINDOW(P) P(WINDOW, window_ns) P(WINDOW, interval_ns)
+#define GT_P_WINDOW_FROM(P) P(WINDOW_FROM, complete_from_ns)
+#define GT_P_SUMMARY(P) P(SUMMARY, start_ns) P(SUMMARY, end_ns) P(SUMMARY, memory) P(SUMMARY, device) \
+    P(SUMMARY, peak_bytes) P(SUMMARY, end_bytes) P(SUMMARY, allocs) P(SUMMARY, frees) P(SUMMARY, failed)
+#define GT_P_PRUNE_RANGE(P) P(PRUNE_RANGE, lo) P(PRUNE_RANGE, hi)
+#define GT_P_PRUNE_ROW(P) P(PRUNE_ROW, id)
 #define GT_P_STRING(P) P(STRING, text)
 #define GT_P_STRING_ID(P) P(STRING_ID, text)
 
@@ -86,6 +92,13 @@
     INSERT(DRIVER_MEMORY, "INSERT", "driver_memory") \
     INSERT(MEMORY_POOL, "INSERT", "memory_pools") \
     INSERT(STRING, "INSERT OR IGNORE", "strings") \
+    SQL(WINDOW, "INSERT INTO flight_recorder(window_ns, interval_ns, complete_from_ns) " \
+                "VALUES (:window_ns, :interval_ns, 0)") \
+    SQL(WINDOW_FROM, "UPDATE flight_recorder SET complete_from_ns = :complete_from_ns") \
+    INSERT(SUMMARY, "INSERT", "interval_summaries") \
+    SQL(PRUNE_RANGE, "DELETE FROM events WHERE id > :lo AND id < :hi " \
+                     "AND api NOT IN (SELECT id FROM apis WHERE op IN ('map', 'unmap', 'defer'))") \
+    SQL(PRUNE_ROW, "DELETE FROM events WHERE id = :id") \
     SQL(STRING_ID, "SELECT id FROM strings WHERE text = :text")
 
 #define GT_DB_ID_(name, ...) GT_ST_##name,
@@ -111,6 +124,7 @@ void gt_db_clear_failure(void);      /* the file could not be initialised: traci
 void gt_db_initialising(bool on);    /* failures meanwhile are said by the writer, once */
 const char *gt_db_errmsg(void);
 int64_t gt_db_last_rowid(void);
+int64_t gt_db_max_rowid(const char *table); /* 0: empty (or failed) */
 
 /* Binding, by name through the macros below. Text is copied (NULL binds NULL). */
 void gt_db_bind_int(enum gt_stmt s, int param, int64_t v);

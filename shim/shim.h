@@ -9,9 +9,9 @@
  *            fans out to each module's start/stop/fork function, none calls back
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
- *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, notes.c, stacks.c -> pybackward.c ->
+ *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, pools.c, notes.c, stacks.c -> pybackward.c ->
  *            pyframes.c,
- *            queue.c, writer.c -> writer_events.c, writer_activity.c ->
+ *            queue.c, writer.c -> writer_events.c, writer_activity.c, window.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h);
  *            runlog.c (lists the trace for `gputrace run`, no SQLite)
  *   base     config.c (config.h), state.c, drops.c, real.c, clock.c, unwind.c,
@@ -168,7 +168,7 @@ struct gt_unwind {
     unw_addr_space_t local_addr_space;
 };
 extern struct gt_unwind gt_unw;
-bool gt_unwind_load(void); /* false (and one stderr line) when libunwind is missing */
+bool gt_unwind_load(char *why, size_t cap); /* false, with the reason in why, when libunwind is missing */
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "activity.h"
 #include "shim.h"
 
 #define SET_BITS 18 /* 262144 distinct stacks before the set is full */
@@ -54,7 +55,11 @@ bool gt_stacks_init(void)
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         return false;
-    if (!gt_unwind_load()) {
+    char why[600];
+    if (!gt_unwind_load(why, sizeof why)) {
+        /* a note: said on stderr only by a process whose trace file is really
+         * written (under a tight ulimit -v the file may fail next: one line) */
+        gt_note("stacks", true, "off: %s; allocations are still traced", why);
         munmap(mem, SET_SIZE * sizeof(uint64_t));
         depth = 0;   /* recorded as such in processes.stack_depth */
         return true;

@@ -18,14 +18,13 @@
 
 struct gt_unwind gt_unw;
 
-bool gt_unwind_load(void)
+bool gt_unwind_load(char *why, size_t cap)
 {
     if (gt_unw.backtrace)
         return true;
     void *h = dlopen(GT_LIBUNWIND, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        fprintf(stderr, "gputrace: cannot load %s (%s); call stacks are off, allocations are still traced\n",
-                GT_LIBUNWIND, dlerror());
+        snprintf(why, cap, "cannot load %s (%s)", GT_LIBUNWIND, dlerror());
         return false;
     }
     void *bt = dlsym(h, GT_STR(unw_backtrace));
@@ -33,8 +32,7 @@ bool gt_unwind_load(void)
     void *pol = dlsym(h, GT_STR(unw_set_caching_policy));
     void *as = dlsym(h, GT_STR(unw_local_addr_space));
     if (!bt || !acc || !pol || !as) {
-        fprintf(stderr, "gputrace: %s lacks the functions the shim needs; call stacks are off, allocations are still traced\n",
-                GT_LIBUNWIND);
+        snprintf(why, cap, "%s lacks the functions the shim needs", GT_LIBUNWIND);
         return false;
     }
     gt_unw.get_accessors = (unw_accessors_t * (*)(unw_addr_space_t)) acc;

@@ -98,7 +98,7 @@ static bool create_file(void)
      * (a kill during that would leave a hot journal a reader cannot roll back) */
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") ||
         !gt_db_exec(gt_schema_sql) || !gt_db_prepare() || !gt_process_row(W.start_unix, W.start_mono) ||
-        !gt_db_exec("COMMIT")) {
+        !gt_window_begin(W.start_mono) || !gt_db_exec("COMMIT")) {
         init_failed(tmp, true);
         return false;
     }
@@ -309,6 +309,8 @@ static void *writer_main(void *arg)
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
+        if (!in_txn)
+            gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
         if (n > 0) {
             idle_ns = 1000000;
@@ -334,6 +336,8 @@ static void *writer_main(void *arg)
         gt_activity_stop_sample();
     }
     drain_for_stop(buf, &in_txn, &txn_start);
+    if (!atomic_load(&W.signal_name))
+        gt_activity_stop_pools(); /* after the last events were counted: the pools' last change */
     pthread_mutex_lock(&W.sql_mu);
     for (uint64_t t0 = gt_now_ns(); !in_txn && !gt_db_failed();) {
         int b = gt_db_begin();
@@ -342,6 +346,10 @@ static void *writer_main(void *arg)
             gt_db_give_up("the trace file stayed locked by another connection at exit");
     }
     const char *sig = atomic_load(&W.signal_name);
+    if (in_txn && gt_activity_pending())
+        gt_activity_write();
+    if (in_txn)
+        gt_window_stop(gt_now_ns());
     gt_process_end(gt_now_ns() - W.start_mono, sig ? sig : W.stop_reason);
     commit(&in_txn);
     /* At a fatal signal, the one-file conversion (a checkpoint) only if the
@@ -484,6 +492,7 @@ void gt_writer_forget(void)
     pthread_mutex_init(&W.mu, NULL);
     gt_events_forget();
     gt_activity_forget();
+    gt_window_forget();
     gt_db_forget();
     W.thread_running = false;
     W.stop_req = W.stop_done = false;

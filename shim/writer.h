@@ -21,6 +21,8 @@ void gt_events_write_pyframes(struct gt_pyframe_rec *r); /* and frees them; befo
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
 void gt_events_forget(void);                      /* fork child */
+uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
+                                                     allocations; *changes counts pool events */
 
 /* writer_activity.c */
 void gt_activity_begin(uint64_t start_mono);
@@ -28,12 +30,22 @@ void gt_activity_tick(void);                       /* outside SQLite, each write
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
 void gt_activity_stop_sample(void);                /* stopping: the ledger's last NVML sample */
+void gt_activity_stop_pools(void);                 /* stopping: the pools' last reservation */
 void gt_activity_record(struct gt_rec *rec);       /* a range, mark or iteration; released after */
 void gt_activity_forget(void);                     /* fork child: the parent's state is not ours */
 
 /* writer_cupti.c */
 void gt_cupti_write_buffers(uint64_t start_mono);  /* every completed CUPTI buffer, freed */
 void gt_cupti_writer_forget(void);                 /* fork child */
+
+/* window.c: the flight recorder (GPUTRACE_WINDOW_S) */
+bool gt_window_begin(uint64_t start_mono);         /* a new trace, in its creation transaction */
+void gt_window_live(int memory, int device, int64_t delta, int what); /* what: 1 alloc, -1 free, 0 other */
+void gt_window_failed(int memory, int device);     /* a failed call */
+void gt_window_row(int space, uint64_t ptr, int64_t id); /* the alloc row of a live allocation; 0: freed */
+void gt_window_tick(uint64_t now);                 /* between transactions: summaries, prune */
+void gt_window_stop(uint64_t now);                 /* in the last transaction */
+void gt_window_forget(void);                       /* fork child */
 
 /* process.c */
 bool gt_process_row(uint64_t start_unix_ns, uint64_t start_mono_ns);

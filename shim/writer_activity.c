@@ -1,6 +1,7 @@
 /* The writer's side of everything that is not an allocation event: ranges,
  * marks and iterations from the queue, notes, device facts, NVML samples and
- * (through writer_cupti.c) CUPTI activity. writer.c calls in at each trace's
+ * (through writer_cupti.c) CUPTI activity, and the stream-ordered pools'
+ * reservation (pools.c) where the program allocates from them. writer.c calls in at each trace's
  * start, each round (tick outside SQLite, write inside its transaction) and
  * each range, mark or iteration record. Writer thread only, through db.c. */
 #include <ctype.h>
@@ -13,6 +14,7 @@
 #include "writer.h"
 
 #define MAX_SAMPLES 4096
+#define POOL_EVERY_NS (5 * 1000000ull) /* the pools' reservation, at most this often while they change */
 
 static struct {
     uint64_t start_mono;
@@ -33,6 +35,10 @@ static struct {
     int64_t iterations_seen;
     int nsamples;
     struct gt_mem_sample samples[MAX_SAMPLES];
+    uint64_t pool_changes_seen, next_pool;
+    uint64_t pool_reserved[64];          /* last written per device; 0: none yet */
+    int npools;
+    struct gt_mem_sample pools[64];      /* .used: reserved, .total: in use */
 } A;
 
 static const char *const source_names[] = {"nvtx", "marker"};
@@ -116,6 +122,26 @@ void gt_activity_record(struct gt_rec *rec)
 
 static void end_sample(void);
 
+/* The reservation of the pools of each device the program allocates from,
+ * read when pool allocations happened since the last read (or at stop: force),
+ * kept only when it changed: a pool that holds its memory costs no rows. */
+static void pool_sample(uint64_t now, bool force)
+{
+    uint64_t changes, devs = gt_events_pool_devices(&changes);
+    if (changes == A.pool_changes_seen || (!force && now < A.next_pool))
+        return;
+    A.pool_changes_seen = changes;
+    A.next_pool = now + POOL_EVERY_NS;
+    for (int d = 0; d < 64 && A.npools < 64; d++) {
+        uint64_t reserved, used;
+        if (!(devs >> d & 1) || !gt_pool_read(d, &reserved, &used) || reserved == A.pool_reserved[d])
+            continue;
+        A.pool_reserved[d] = reserved;
+        A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved,
+                                                     .total = used};
+    }
+}
+
 /* Each writer round, outside SQLite: once CUDA is initialised, flush CUPTI,
  * read the devices and start NVML; then sample when due. */
 void gt_activity_tick(void)
@@ -149,6 +175,14 @@ void gt_activity_tick(void)
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.iteration_sample = 2;
     }
+    pool_sample(now, false);
+}
+
+/* Writer, stopping (before the last drain): the pools' last change. */
+void gt_activity_stop_pools(void)
+{
+    if (atomic_load_explicit(&gt_cuda_ready, memory_order_acquire))
+        pool_sample(gt_now_ns(), true);
 }
 
 /* The ledger's last sample: at exit before CUDA tears its contexts down (an
@@ -176,7 +210,7 @@ void gt_activity_stop_sample(void)
 
 bool gt_activity_pending(void)
 {
-    return gt_notes_pending() || A.dev_state == DEV_READ || A.nsamples || gt_cupti_pending() ||
+    return gt_notes_pending() || A.dev_state == DEV_READ || A.nsamples || A.npools || gt_cupti_pending() ||
            gt_cupti_dropped() != A.cupti_dropped_seen;
 }
 
@@ -224,6 +258,21 @@ void gt_activity_write(void)
         gt_db_run(GT_ST_SAMPLE, GT_DROP_NOT_WRITTEN);
     }
     A.nsamples = 0;
+    for (int i = 0; i < A.npools; i++) { /* beside CUPTI's pool records, which the ledger reads alike */
+        const struct gt_mem_sample *s = &A.pools[i];
+        GT_BIND_INT(MEMORY_POOL, t_ns, rel(s->t_ns));
+        GT_BIND_TEXT(MEMORY_POOL, op, "sampled");
+        GT_BIND_TEXT(MEMORY_POOL, pool_type, NULL);
+        GT_BIND_OPT(MEMORY_POOL, address, false, 0);
+        GT_BIND_INT(MEMORY_POOL, size, s->used);
+        GT_BIND_INT(MEMORY_POOL, utilized_size, s->total);
+        GT_BIND_OPT(MEMORY_POOL, release_threshold, false, 0);
+        GT_BIND_OPT(MEMORY_POOL, min_bytes_to_keep, false, 0);
+        GT_BIND_INT(MEMORY_POOL, device, s->device);
+        GT_BIND_OPT(MEMORY_POOL, correlation_id, false, 0);
+        gt_db_run(GT_ST_MEMORY_POOL, GT_DROP_NOT_WRITTEN);
+    }
+    A.npools = 0;
     gt_cupti_write_buffers(A.start_mono);
     /* CUPTI's own count of records it lost: a drop like any other (written
      * with the others at the commit) */

@@ -25,6 +25,7 @@ static struct {
     uint64_t recorded;
     int64_t live_bytes[GT_MEM_IMPORTED + 1];   /* per apis.memory */
     int64_t peak_device, peak_pool;
+    uint64_t pool_devices, pool_changes; /* for the pool's reservation (writer_activity.c) */
 } E;
 
 void gt_events_begin(uint64_t start_mono)
@@ -153,6 +154,8 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
     *has_size = rec->flags & GT_CALL_HAS_SIZE;
     *size = (int64_t)c->size;
     *device = c->device;
+    if (c->result != 0 && ai)
+        gt_window_failed(ai->memory, c->device);
     if (c->result != 0 || !c->ptr || !ai)
         return;
     if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
@@ -174,19 +177,28 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
     struct u64map *m = &E.live[ai->space];
     if (ai->op == GT_OP_ALLOC || ai->op == GT_OP_MAP) {
         uint64_t old_size, old_b;
-        if (u64map_del(m, c->ptr, &old_size, &old_b)) /* its free was never seen */
+        if (u64map_del(m, c->ptr, &old_size, &old_b)) { /* its free was never seen */
             E.live_bytes[old_b >> 32] -= (int64_t)old_size;
+            gt_window_live((int)(old_b >> 32), (int16_t)(uint16_t)(old_b & 0xffff), -(int64_t)old_size, 0);
+        }
         u64map_put(m, c->ptr, c->size, (uint32_t)(uint16_t)c->device | (uint64_t)ai->memory << 32);
         E.live_bytes[ai->memory] += (int64_t)c->size;
+        gt_window_live(ai->memory, c->device, (int64_t)c->size, 1);
     } else {
         uint64_t sz, b;
         if (!u64map_del(m, c->ptr, &sz, &b))
             return;
+        gt_window_row(ai->space, c->ptr, 0);
         *has_size = true;
         *size = (int64_t)sz;
         if (*device == GT_DEVICE_UNKNOWN)
             *device = (int16_t)(uint16_t)(b & 0xffff);
         E.live_bytes[b >> 32] -= (int64_t)sz;
+        gt_window_live((int)(b >> 32), (int16_t)(uint16_t)(b & 0xffff), -(int64_t)sz, -1);
+    }
+    if (ai->memory == GT_MEM_POOL && *device >= 0 && *device < 64) {
+        E.pool_devices |= 1ull << *device;
+        E.pool_changes++;
     }
     if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
         E.peak_device = E.live_bytes[GT_MEM_DEVICE];
@@ -221,6 +233,8 @@ static void write_row(const struct gt_rec *rec)
     if (!gt_db_run(GT_ST_EVENT, GT_DROP_WRITE_FAILED))
         return;
     E.recorded++;
+    if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr) /* what a prune keeps */
+        gt_window_row(ai->space, c->ptr, gt_db_last_rowid());
     if (rec->flags & GT_CALL_HAS_HANDLE) {
         GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());
         GT_BIND_INT(MAPPING, handle, c->handle);
@@ -274,6 +288,12 @@ void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_dev
     *dropped = gt_drops_events();
     *peak_device = (uint64_t)E.peak_device;
     *peak_pool = (uint64_t)E.peak_pool;
+}
+
+uint64_t gt_events_pool_devices(uint64_t *changes)
+{
+    *changes = E.pool_changes;
+    return E.pool_devices;
 }
 
 /* Fork child: the parent's maps and counts are the parent's. */

@@ -246,6 +246,7 @@ class CuptiActivity(TraceTest):
 
     def plant(self, mode='plant', **env):
         env.setdefault('GPUTRACE_CUPTI_PATH', FAKE_CUPTI)
+        env.setdefault('GPUTRACE_CUPTI_KINDS', 'kernel,memcpy,memset,memory,pool')  # every kind, the driver's too
         p, db = self.trace([prog('cupti_activity'), mode], env_extra=env)
         self.assertEqual(p.returncode, 0, p.stderr)
         last = p.stdout.splitlines()[-1].split()

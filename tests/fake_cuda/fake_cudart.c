@@ -259,6 +259,7 @@ struct devstate {
     size_t nfr, cfr;
     uint64_t used; /* live device + pool bytes, as allocated (rounded to FAKE_ALIGN) */
     size_t live;   /* live device + pool allocations */
+    uint64_t pool_used, pool_reserved; /* stream-ordered: live bytes; what the pools hold (never released) */
 };
 static struct devstate devs[MAX_DEVICES];
 static uint64_t stream_counter, pool_counter;
@@ -273,6 +274,20 @@ static void dev_reset_ranges(int d)
     ds->nfr = 1;
     ds->used = 0;
     ds->live = 0;
+    ds->pool_used = ds->pool_reserved = 0;
+}
+
+#define POOL_GRANULE (2ULL << 20) /* a pool grows by whole 2 MiB pages, like the real one */
+
+/* Pool allocations: the pools of a device hold their high-water mark, as the
+ * real ones do with PyTorch's release threshold (UINT64_MAX). */
+static void pool_account_locked(int d, int64_t delta)
+{
+    struct devstate *ds = &devs[d];
+    ds->pool_used += (uint64_t)delta;
+    uint64_t need = (ds->pool_used + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1);
+    if (need > ds->pool_reserved)
+        ds->pool_reserved = need;
 }
 
 /* Free ranges never exceed live + 1, so keeping cfr >= live + 2 (grown at allocation
@@ -322,6 +337,8 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     ds->used += sz;
     ds->live++;
     tab_put((struct rec){ .key = addr, .size = sz, .dev = d, .kind = kind });
+    if (kind == K_POOLALLOC)
+        pool_account_locked(d, (int64_t)sz);
     *out = addr;
     return cudaSuccess;
 }
@@ -465,6 +482,8 @@ static cudaError_t free_common(void *ptr, unsigned allowed)
     pthread_mutex_lock(&g_lock);
     struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
     if (r && (allowed & KBIT(r->kind))) {
+        if (r->kind == K_POOLALLOC)
+            pool_account_locked(r->dev, -(int64_t)r->size);
         if (r->kind == K_DEVICE || r->kind == K_POOLALLOC)
             dev_release_locked(r->dev, r->key, r->size);
         else
@@ -1080,6 +1099,30 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
     }
     pthread_mutex_unlock(&g_lock);
     return ret(e);
+}
+
+/* The current pool is always the default one (cudaDeviceSetMemPool is not faked). */
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
+{
+    return cudaDeviceGetDefaultMemPool(memPool, device);
+}
+
+/* Reserved and used bytes: those of all the pools of the pool's device together. */
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    int dev;
+    NEED_DEVICE();
+    cudaError_t e = pool_device(memPool, &dev);
+    if (e != cudaSuccess || !value)
+        return ret(e != cudaSuccess ? e : cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    uint64_t v = attr == cudaMemPoolAttrReservedMemCurrent ? devs[dev].pool_reserved
+               : attr == cudaMemPoolAttrUsedMemCurrent ? devs[dev].pool_used : UINT64_MAX;
+    pthread_mutex_unlock(&g_lock);
+    if (v == UINT64_MAX)
+        return ret(cudaErrorNotSupported);
+    memcpy(value, &v, sizeof v);
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)

@@ -1,23 +1,59 @@
-"""Step-time cost of tracing (issue 14), measured as the guide asks: each
+"""Step-time cost of tracing (issue 14), measured as the issue asks: each
 configuration runs --runs times, every run a fresh process, the order of
 configurations shuffled in every round; per configuration the median of the
 runs' median step times; the ratio of medians to the untraced run with a 95%
 bootstrap interval (runs resampled with replacement, 2000 times) and the
 spread (min-max of the runs). A target is met when the interval's upper end
-is at or under it.
+is at or under it. Beside each traced configuration: the trace's bytes per
+training step (rows written during the steps measured, times each table's
+bytes per row) and per hour of training at that step time, and the CPU
+seconds of the whole run (every thread: the writer's and CUPTI's beside the
+program's) against the untraced run's.
+
+Fresh processes cheaply: a process start with torch costs ~16 s on the GPU
+machine, so by default each configuration gets one server process (started
+with that configuration's environment: LD_PRELOAD, GPUTRACE_*) that imports
+torch once and forks a child per run; the child is the fresh process (CUDA,
+the context, the shim's trace and CUPTI start in it). --exec runs every
+configuration by plain exec instead. Results are written after every round,
+and no round starts that would end past --budget-s.
+
 usage: bench_cost.py --build BUILD --out DIR [--runs N] [--alloc default|async]
-                     [--configs NAME,...] [--steps N]
-Configurations: bare, defaults, cupti0, history, and kinds:K1+K2 (CUPTI on
-with only the listed activity kinds, via GPUTRACE_CUPTI_KINDS)."""
+                     [--configs NAME,...] [--steps N] [--budget-s S] [--exec]
+Configurations: bare, defaults, cupti0, history (torch's own recorder; not
+under cudaMallocAsync), kinds:K1+K2 (CUPTI with only those activity kinds),
+window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
+env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
 import argparse
 import json
 import os
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+if len(sys.argv) > 1 and sys.argv[1] == '--serve':
+    # A configuration's server: torch imported once, a forked child per run.
+    sys.path.insert(0, here)
+    import transformer_step
+    for line in sys.stdin:
+        argv = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            print('pid=%d' % os.getpid())
+            transformer_step.main(argv)
+            sys.stdout.flush()
+            raise SystemExit(0)  # a normal exit: Python's and the C library's exit handlers run
+        _, status, ru = os.wait4(pid, 0)
+        print('cpu_s=%.3f' % (ru.ru_utime + ru.ru_stime))  # every thread of the run: the writer's and CUPTI's too
+        print('done=%d' % status, flush=True)
+    raise SystemExit(0)
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -26,33 +62,139 @@ ap.add_argument('--runs', type=int, default=10)
 ap.add_argument('--alloc', default='default', choices=('default', 'async'))
 ap.add_argument('--configs', default='bare,defaults,cupti0,history')
 ap.add_argument('--steps', type=int, default=80)
+ap.add_argument('--first', type=int, default=10, help='steps before this one are warm-up')
+ap.add_argument('--budget-s', type=float, default=530)
+ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
 ap.add_argument('--seed', type=int, default=1)
 a = ap.parse_args()
-here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
 configs = a.configs.split(',')
 if a.alloc == 'async' and 'history' in configs:
     configs.remove('history')   # PyTorch refuses to record history under cudaMallocAsync
+t_start = time.monotonic()
 
 
-def command(cfg, i):
-    argv = [sys.executable, os.path.join(here, 'transformer_step.py'), '--steps', str(a.steps)]
+def environment(cfg):
     env = dict(os.environ)
     if a.alloc == 'async':
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'
-    if cfg == 'history':
-        argv.append('--history')
-    elif cfg != 'bare':
-        env['LD_PRELOAD'] = shim
-        env['GPUTRACE_OUTPUT'] = os.path.join(dbdir, '%s-%s-%d.db' % (a.alloc, cfg.replace(':', '_').replace('+', '_'), i))
-        env['GPUTRACE_QUIET'] = '1'
-        if cfg == 'cupti0':
-            env['GPUTRACE_CUPTI'] = '0'
-        elif cfg.startswith('kinds:'):
-            env['GPUTRACE_CUPTI_KINDS'] = cfg[6:].replace('+', ',')
-    return argv, env
+    if cfg in ('bare', 'history'):
+        return env
+    env['LD_PRELOAD'] = shim
+    env['GPUTRACE_OUTPUT'] = os.path.join(dbdir, '%s-%s-%%p.db' % (a.alloc, ''.join(
+        ch if ch.isalnum() else '_' for ch in cfg)))
+    env['GPUTRACE_QUIET'] = '1'
+    if cfg == 'cupti0':
+        env['GPUTRACE_CUPTI'] = '0'
+    elif cfg.startswith('kinds:'):
+        env['GPUTRACE_CUPTI_KINDS'] = cfg[6:].replace('+', ',')
+    elif cfg.startswith('window:'):
+        env['GPUTRACE_WINDOW_S'] = cfg[7:]
+    elif cfg.startswith('env:'):
+        for kv in cfg[4:].split('+'):
+            k, _, v = kv.partition('=')
+            env[k] = v
+    return env
+
+
+def workload_args(cfg):
+    argv = ['--steps', str(a.steps), '--from', str(a.first)]
+    return argv + ['--history'] if cfg == 'history' else argv
+
+
+servers = {}
+
+
+def run_once(cfg, i):
+    """Runs the workload once in a fresh process; returns its output lines."""
+    if a.exec:
+        p = subprocess.run([sys.executable, os.path.join(here, 'transformer_step.py')] + workload_args(cfg),
+                           env=environment(cfg), capture_output=True, text=True, timeout=300)
+        return p.returncode, p.stdout.splitlines() + ['pid=%d' % p.pid], p.stderr  # (no cpu_s by exec)
+    s = servers.get(cfg)
+    if s is None:
+        s = servers[cfg] = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--serve'],
+                                            env=environment(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            text=True)
+    s.stdin.write(json.dumps(workload_args(cfg)) + '\n')
+    s.stdin.flush()
+    lines = []
+    for line in s.stdout:
+        line = line.strip()
+        if line.startswith('done='):
+            return int(line[5:]), lines, ''
+        lines.append(line)
+    return -1, lines, 'the server of %s ended' % cfg
+
+
+# rows of the tables that grow with the steps, by their time column
+TIMED = {'events': 't_ns', 'kernels': 'start_ns', 'memcpys': 'start_ns', 'memsets': 'start_ns',
+         'driver_memory': 't_ns', 'memory_pools': 't_ns', 'ranges': 'start_ns', 'marks': 't_ns',
+         'iterations': 't_ns', 'memory_samples': 't_ns', 'interval_summaries': 'end_ns'}
+
+
+def trace_bytes(db, steady, steps):
+    """(file bytes, bytes per step) of a run's trace: per table, the rows of
+    the steps measured times the table's bytes per row (SQLite's dbstat where
+    compiled in, else the file's bytes shared by rows). Stacks and frames new
+    in those steps are not counted (few: a training step repeats its stacks)."""
+    size = sum(os.path.getsize(db + x) for x in ('', '-wal') if os.path.exists(db + x))
+    con = sqlite3.connect('file:%s?mode=ro' % db, uri=True)
+    try:
+        start = con.execute('SELECT start_mono_ns FROM processes').fetchone()[0]
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        rows, in_steps = {}, {}
+        for t, col in TIMED.items():
+            if t in tables:
+                rows[t] = con.execute('SELECT count(*) FROM %s' % t).fetchone()[0]
+                in_steps[t] = con.execute('SELECT count(*) FROM %s WHERE %s BETWEEN ? AND ?' % (t, col),
+                                          (steady[0] - start, steady[1] - start)).fetchone()[0]
+        try:
+            per_table = dict(con.execute('SELECT name, sum(pgsize) FROM dbstat GROUP BY name').fetchall())
+        except sqlite3.Error:
+            total = sum(rows.values()) or 1
+            per_table = {t: size * n / total for t, n in rows.items()}
+        per_step = sum(per_table.get(t, 0) / rows[t] * in_steps[t] for t in rows if rows[t]) / steps
+        note = con.execute("SELECT message FROM notes WHERE component = 'cupti' ORDER BY id").fetchone()
+        return size, per_step, note[0] if note else 'no cupti note'
+    finally:
+        con.close()
+
+
+def summarize():
+    base = samples.get('bare') or []
+    rows = []
+    out = ['%s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
+        a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
+        '%-28s %4s %8s %15s %7s %17s %9s %11s %9s %7s' % ('configuration', 'runs', 'median', 'spread (ms)', 'ratio',
+                                                           '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
+    for cfg in configs:
+        s = samples[cfg]
+        if not s:
+            out.append('%-28s no runs' % cfg)
+            continue
+        med = statistics.median(s)
+        r = lo = hi = float('nan')
+        if base and cfg != 'bare':
+            r = med / statistics.median(base)
+            lo, hi = ratio_ci(s, base)
+        elif cfg == 'bare':
+            r = lo = hi = 1.0
+        size = statistics.median(sizes[cfg]) if sizes[cfg] else float('nan')
+        bps = statistics.median(per_step[cfg]) if per_step[cfg] else float('nan')
+        mbh = bps * 3.6e6 / med / 1e6
+        cpu_s = statistics.median(cpu[cfg]) if cpu[cfg] else float('nan')
+        out.append('%-28s %4d %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f %9.2f %11.0f %9.1f %7.2f' % (
+            cfg, len(s), med, min(s), max(s), r, lo, hi, size / 1e6, bps, mbh, cpu_s))
+        rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi],
+                     'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
+    if min(len(samples[c]) for c in configs) < 10:
+        out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
+    with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
+        json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'rows': rows}, f, indent=1)
+    return '\n'.join(out)
 
 
 def ratio_ci(num, den, n=2000):
@@ -62,42 +204,49 @@ def ratio_ci(num, den, n=2000):
     return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
 
 
-def table(rounds):
-    base = samples.get('bare') or []
-    rows = []
-    print('\n%s allocator, %d runs per configuration, %d steps (median of steps 10..%d):' % (a.alloc, rounds, a.steps, a.steps))
-    print('%-28s %8s %15s %7s %17s' % ('configuration', 'median', 'spread (ms)', 'ratio', '95% interval'))
-    for cfg in configs:
-        s = samples[cfg]
-        if not s:
-            print('%-28s no runs' % cfg)
-            continue
-        med = statistics.median(s)
-        r = lo = hi = float('nan')
-        if base and cfg != 'bare':
-            r = med / statistics.median(base)
-            lo, hi = ratio_ci(s, base)
-        elif cfg == 'bare':
-            r = lo = hi = 1.0
-        print('%-28s %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f' % (cfg, med, min(s), max(s), r, lo, hi))
-        rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi]})
-    with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
-        json.dump({'alloc': a.alloc, 'runs': rounds, 'steps': a.steps, 'rows': rows}, f, indent=1)
-
-
 random.seed(a.seed)
 samples = {c: [] for c in configs}
-t_start = time.monotonic()
+sizes = {c: [] for c in configs}
+per_step = {c: [] for c in configs}
+cpu = {c: [] for c in configs}   # CPU seconds of the whole run, every thread (forked children only)
+warned = set()
+round_s = 0.0
 for i in range(a.runs):
+    if time.monotonic() - t_start + 1.1 * round_s > a.budget_s:
+        print('budget: no time for round %d' % (i + 1), flush=True)
+        break
+    t_round = time.monotonic()
     order = configs[:]
     random.shuffle(order)
     for cfg in order:
-        argv, env = command(cfg, i)
-        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-        ms = [float(l.split('=')[1]) for l in p.stdout.splitlines() if l.startswith('step_ms=')]
-        if p.returncode != 0 or not ms:
-            print('run %d %s failed (rc %d): %s' % (i, cfg, p.returncode, p.stderr[-800:]), flush=True)
+        rc, lines, err = run_once(cfg, i)
+        ms = [float(l.split('=')[1]) for l in lines if l.startswith('step_ms=')]
+        if rc != 0 or not ms:
+            print('run %d %s failed (status %d): %s %s' % (i, cfg, rc, lines[-5:], err[-800:]), flush=True)
             continue
         samples[cfg].append(ms[0])
-    print('round %d done at %.0f s' % (i + 1, time.monotonic() - t_start), flush=True)
-    table(i + 1)   # after every round: a run cut off by a time limit still leaves its table
+        cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
+        pid = [l[4:] for l in lines if l.startswith('pid=')]
+        steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
+        db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
+        if db and os.path.exists(db) and len(steady) == 2:
+            try:
+                size, bps, note = trace_bytes(db, steady, a.steps - a.first)
+                sizes[cfg].append(size)
+                per_step[cfg].append(bps)
+                if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
+                    warned.add(cfg)  # the run did not measure what its name says
+                    print('run %d %s: CUPTI was not on in the traced child: %s' % (i, cfg, note), flush=True)
+            except (sqlite3.Error, OSError, TypeError) as e:
+                print('run %d %s: trace %s not read: %s' % (i, cfg, db, e), flush=True)
+            for x in ('', '-wal', '-journal'):
+                if os.path.exists(db + x):
+                    os.remove(db + x)
+    round_s = time.monotonic() - t_round
+    print('round %d done at %.0f s (%.1f s per run)' % (i + 1, time.monotonic() - t_start, round_s / len(configs)),
+          flush=True)
+    print(summarize() + '\n', flush=True)  # after every round: a call cut off by its time limit still has its table
+for s in servers.values():
+    s.stdin.close()
+    s.wait()
+print('\nfinal:\n' + summarize())

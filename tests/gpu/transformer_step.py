@@ -4,43 +4,61 @@ AdamW). Prints step_ms=, the median of steps --from to --steps (each step
 synchronised), and the memory counters.
 usage: transformer_step.py [--steps N] [--from K] [--history]
 --history: torch.cuda.memory._record_memory_history(stacks='all') first
-(PyTorch's own recorder; it refuses the cudaMallocAsync backend)."""
+(PyTorch's own recorder; it refuses the cudaMallocAsync backend).
+bench_cost.py imports it and calls main() in fresh forked children of a
+process that imported torch once (CUDA is first touched in the child)."""
 import argparse
 import statistics
 import time
 
 import torch
 
-ap = argparse.ArgumentParser()
-ap.add_argument('--steps', type=int, default=80)
-ap.add_argument('--from', dest='first', type=int, default=10)
-ap.add_argument('--batch', type=int, default=16)
-ap.add_argument('--history', action='store_true')
-args = ap.parse_args()
 
-if args.history:
-    torch.cuda.memory._record_memory_history(stacks='all')
-torch.manual_seed(0)
-dev = torch.device('cuda')
-d, layers, seq, vocab = 768, 6, 256, 32000
-layer = torch.nn.TransformerEncoderLayer(d, 12, 4 * d, batch_first=True, norm_first=True)
-model = torch.nn.Sequential(torch.nn.Embedding(vocab, d), torch.nn.TransformerEncoder(layer, layers),
-                            torch.nn.Linear(d, vocab)).to(dev)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-x = torch.randint(0, vocab, (args.batch, seq), device=dev)
-y = torch.randint(0, vocab, (args.batch, seq), device=dev)
-times = []
-for step in range(args.steps):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    with torch.autocast('cuda', dtype=torch.bfloat16):
-        loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    times.append((time.perf_counter() - t0) * 1e3)
-print('loss=%.6f' % loss.item())
-print('step_ms=%.4f' % statistics.median(times[args.first:]))
-print('reserved=%d' % torch.cuda.memory_reserved())
-print('max_allocated=%d' % torch.cuda.max_memory_allocated())
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--steps', type=int, default=80)
+    ap.add_argument('--from', dest='first', type=int, default=10)
+    ap.add_argument('--batch', type=int, default=16)
+    ap.add_argument('--history', action='store_true')
+    args = ap.parse_args(argv)
+    run(args)
+
+
+def run(args):
+    if args.history:
+        torch.cuda.memory._record_memory_history(stacks='all')
+    torch.manual_seed(0)
+    dev = torch.device('cuda')
+    d, layers, seq, vocab = 768, 6, 256, 32000
+    layer = torch.nn.TransformerEncoderLayer(d, 12, 4 * d, batch_first=True, norm_first=True)
+    model = torch.nn.Sequential(torch.nn.Embedding(vocab, d), torch.nn.TransformerEncoder(layer, layers),
+                                torch.nn.Linear(d, vocab)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randint(0, vocab, (args.batch, seq), device=dev)
+    y = torch.randint(0, vocab, (args.batch, seq), device=dev)
+    times = []
+    steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
+    for step in range(args.steps):
+        if step == args.first:
+            torch.cuda.synchronize()
+            steady[0] = time.monotonic_ns()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    steady[1] = time.monotonic_ns()
+    print('loss=%.6f' % loss.item())
+    print('steady_start_ns=%d' % steady[0])
+    print('steady_end_ns=%d' % steady[1])
+    print('step_ms=%.4f' % statistics.median(times[args.first:]))
+    print('reserved=%d' % torch.cuda.memory_reserved())
+    print('max_allocated=%d' % torch.cuda.max_memory_allocated())
+
+
+if __name__ == '__main__':
+    main()

@@ -8,6 +8,9 @@
  *   takeover: as plant, then registers its own activity buffers (as
  *             torch.profiler does) and plants 5 kernels "_Z5afterv" that the
  *             shim must not see
+ *   steady MS: a kernel "_Z4stepv" every 5 ms for MS milliseconds (default
+ *             3500), as a training loop launches them; prints "steady N of M"
+ *             (N recorded by the stand-in: kernel records were on)
  * Prints the CLOCK_MONOTONIC span of the planting. */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -63,6 +66,18 @@ int main(int argc, char **argv)
     if (dl_iterate_phdr(find, path)) {
         void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
         emit = h ? (emit_fn)dlsym(h, "fake_cupti_emit") : NULL;
+    }
+    if (emit && !strcmp(mode, "steady")) {
+        uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
+        int on = 0, all = 0;
+        struct timespec pause = {0, 5000000};
+        for (uint32_t i = 1; mono() < until; i++, all++) {
+            on += emit("kernel", "_Z4stepv", 1, 32, 1000, i);
+            nanosleep(&pause, NULL);
+        }
+        cudaFree(a);
+        printf("steady %d of %d\n", on, all);
+        return 0;
     }
     uint64_t t0 = mono();
     int n = 0;

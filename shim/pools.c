@@ -1,0 +1,56 @@
+/* The stream-ordered pool's reservation (the device memory a cudaMallocAsync
+ * pool holds), read by the writer thread from the pool itself instead of from
+ * CUPTI's per-allocation driver records, which cost the traced program work on
+ * every cudaMallocAsync/cudaFreeAsync. Only the devices where the program made
+ * pool allocations are read, so CUDA is initialised there; the driver's
+ * queries need no context (a device and a pool handle); the runtime's serve
+ * only where no libcuda is loaded (a stand-in runtime). */
+#include <pthread.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "activity.h"
+
+static struct {
+    CUresult (*dev_get)(CUdevice *, int);
+    CUresult (*dev_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*attr)(CUmemoryPool, CUmemPool_attribute, void *);
+    cudaError_t (*rt_pool)(cudaMemPool_t *, int);
+    cudaError_t (*rt_attr)(cudaMemPool_t, enum cudaMemPoolAttr, void *);
+} P;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+    P.dev_get = (CUresult(*)(CUdevice *, int))gt_real_symbol("cuDeviceGet", "libcuda.so");
+    P.dev_pool = (CUresult(*)(CUmemoryPool *, CUdevice))gt_real_symbol("cuDeviceGetMemPool", "libcuda.so");
+    P.attr = (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))gt_real_symbol("cuMemPoolGetAttribute",
+                                                                                     "libcuda.so");
+    if (P.dev_get && P.dev_pool && P.attr)
+        return;
+    P.dev_get = NULL;
+    P.rt_pool = (cudaError_t(*)(cudaMemPool_t *, int))gt_real_symbol("cudaDeviceGetMemPool", "libcudart.so");
+    P.rt_attr = (cudaError_t(*)(cudaMemPool_t, enum cudaMemPoolAttr, void *))gt_real_symbol(
+        "cudaMemPoolGetAttribute", "libcudart.so");
+}
+
+/* Reads the current pool of device d; false when neither API answers. */
+bool gt_pool_read(int d, uint64_t *reserved, uint64_t *used)
+{
+    pthread_once(&once, resolve);
+    cuuint64_t r = 0, u = 0;
+    if (P.dev_get) {
+        CUdevice dev;
+        CUmemoryPool pool;
+        return P.dev_get(&dev, d) == CUDA_SUCCESS && P.dev_pool(&pool, dev) == CUDA_SUCCESS &&
+               P.attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
+               P.attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS &&
+               (*reserved = r, *used = u, true);
+    }
+    cudaMemPool_t pool;
+    return P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
+           P.rt_attr(pool, cudaMemPoolAttrReservedMemCurrent, &r) == cudaSuccess &&
+           P.rt_attr(pool, cudaMemPoolAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
+}

@@ -1,0 +1,128 @@
+"""GPU checks of what issue 14 changed in the trace (not its timing, which is
+bench_cost.py's): on the transformer step of transformer_step.py,
+- the stream-ordered pool's reservation that the writer reads from the pool
+  (memory_pools rows 'sampled') equals PyTorch's memory_reserved() under
+  cudaMallocAsync, with no MEMORY2 records by default;
+- kernel sampling on the real CUPTI: with GPUTRACE_KERNELS_FULL_S=1 and
+  GPUTRACE_KERNELS_EVERY_S=2, kernels only inside the spans the notes give,
+  and the reports say so;
+- the flight recorder on a real job: GPUTRACE_WINDOW_S=2, rows before the
+  window gone but the live allocations (parameters, optimizer state), the
+  interval summaries' peak equal to the whole-run peak of a run without it.
+About 1 minute (four runs of ~300 steps).
+usage: check_cost.py --build BUILD --out DIR"""
+import argparse
+import json
+import os
+import subprocess
+
+from gpucheck import counters, finish, one, report, rows, run
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--build', required=True)
+ap.add_argument('--out', required=True)
+ap.add_argument('--steps', type=int, default=300)
+a = ap.parse_args()
+here = os.path.dirname(os.path.abspath(__file__))
+shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
+gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
+os.makedirs(a.out, exist_ok=True)
+step = ['python3', os.path.join(here, 'transformer_step.py'), '--steps', str(a.steps)]
+ASYNC = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync'}
+
+
+def safe(name, fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        report(False, name, 'raised %r' % e)
+
+
+def traced(name, env):
+    db = os.path.join(a.out, name + '.db')
+    for x in ('', '-wal', '-journal'):
+        if os.path.exists(db + x):
+            os.remove(db + x)
+    p = run(step, shim=shim, db=db, env_extra=dict(env, GPUTRACE_QUIET='1'))
+    ok = p.returncode == 0 and os.path.exists(db)
+    report(ok, '%s: traced run completes' % name, 'rc %d in %.1f s; stderr tail: %s' % (p.returncode, p.wall,
+                                                                                   p.stderr[-300:]))
+    return (db, counters(p.stdout)) if ok else (None, None)
+
+
+def pool():
+    db, c = traced('pool', ASYNC)
+    if not db:
+        return
+    sampled = rows(db, "SELECT t_ns, size, utilized_size FROM memory_pools WHERE op = 'sampled' ORDER BY t_ns")
+    last = sampled[-1][1] if sampled else None
+    report(last == c['reserved'], 'async: the pool reservation read by the writer equals memory_reserved()',
+           'last sampled %s, torch reserved %d, %d sampled rows over the run' % (last, c['reserved'], len(sampled)))
+    n_dm = one(db, 'SELECT count(*) FROM driver_memory')
+    note = one(db, "SELECT message FROM notes WHERE component = 'cupti'")
+    report(n_dm == 0 and 'driver memory' not in note, 'async: no MEMORY2 records by default',
+           '%d driver_memory rows; cupti note: %s' % (n_dm, note))
+    led = json.loads(subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True).stdout)
+    buckets = [b for x in led['ledger'] for i in x['instants'] if i['instant'] == 'exit' for b in i['buckets']
+               if b['kind'] == 'pool']
+    report(bool(buckets) and buckets[0]['reservation_known'] and buckets[0]['bytes'] == c['reserved'],
+           'async: the ledger shows the reservation', 'pool bucket %s' % buckets)
+
+
+def kernels():
+    db, c = traced('kernels', {'GPUTRACE_KERNELS_FULL_S': '1', 'GPUTRACE_KERNELS_EVERY_S': '2'})
+    if not db:
+        return
+    notes = rows(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+    spans, since = [], None
+    for t, m in notes:
+        if m.endswith('recording') and since is None:
+            since = t
+        elif m.endswith('paused') and since is not None:
+            spans.append((since, t))
+            since = None
+    end = one(db, 'SELECT end_ns FROM processes')
+    if since is not None:
+        spans.append((since, end))
+    ks = [r[0] for r in rows(db, 'SELECT start_ns FROM kernels')]
+    # a kernel launched just before a pause may start on the GPU a little after it
+    outside = [k for k in ks if not any(s - 1e6 <= k <= e + 50e6 for s, e in spans)]
+    report(len(spans) >= 2 and ks and not outside, 'kernels recorded only in the sampled spans',
+           '%d kernels, %d spans %s, %d outside them; notes %s' % (len(ks), len(spans),
+                                                                  [(round(s / 1e9, 2), round(e / 1e9, 2)) for s, e in spans],
+                                                                  len(outside), [m for _, m in notes][:4]))
+    text = subprocess.run([gputrace, 'summary', db], capture_output=True, text=True).stdout
+    report('kernels sampled' in text, 'summary says the kernels were sampled', text.splitlines()[0] if text else '')
+
+
+def window():
+    ref, c_ref = traced('full', ASYNC)
+    db, c = traced('window', dict(ASYNC, GPUTRACE_WINDOW_S='2'))
+    if not db or not ref:
+        return
+    fr = rows(db, 'SELECT window_ns, complete_from_ns FROM flight_recorder')[0]
+    end = one(db, 'SELECT end_ns FROM processes')
+    old = one(db, 'SELECT count(*) FROM events WHERE t_ns < ?', (fr[1] - 100 * 10 ** 6,))
+    live_old = one(db, 'SELECT count(*) FROM live_at_exit WHERE alloc_ns < ?', (fr[1],))
+    live_ref = one(ref, 'SELECT count(*) FROM live_at_exit')
+    live_win = one(db, 'SELECT count(*) FROM live_at_exit')
+    report(fr[1] > 0 and end - fr[1] <= fr[0] + 600 * 10 ** 6 and live_win == live_ref,
+           'window: the last 2 s in full, the allocations live at exit all kept',
+           'complete from %.2f s of %.2f s; %d rows before it (live allocations: %d); live at exit %d (run without '
+           'a window: %d)' % (fr[1] / 1e9, end / 1e9, old, live_old, live_win, live_ref))
+    peak_sum = one(db, "SELECT max(peak_bytes) FROM interval_summaries WHERE memory = 'pool'")
+    report(peak_sum == c['max_allocated'], 'window: the summaries give the whole run\'s pool peak',
+           'summaries %s, torch max_memory_allocated %d' % (peak_sum, c['max_allocated']))
+    report(one(db, 'PRAGMA integrity_check') == 'ok', 'window: the file is sound', 'integrity_check ok')
+    text = subprocess.run([gputrace, 'summary', db], capture_output=True, text=True)
+    report(text.returncode == 0 and 'flight recorder' in text.stdout, 'window: summary labels the trace',
+           (text.stdout.splitlines() or [''])[0])
+    sizes = [os.path.getsize(x) for x in (ref, db)]
+    report(True, 'window: file sizes', 'without a window %d B, with 2 s %d B (%d steps)' % (sizes[0], sizes[1],
+                                                                                           a.steps))
+
+
+safe('pool', pool)
+safe('kernels', kernels)
+safe('window', window)
+finish()

@@ -1,0 +1,100 @@
+"""What the tracer's default costs the traced program, and what it keeps in
+exchange: the default CUPTI kinds leave out the driver's per-allocation records
+(MEMORY2: a duplicate of the hooks' events, paid on every cudaMallocAsync) and
+the pool records (a pool's size at creation or trim only); the stream-ordered
+pool's reservation that the ledger needed them for is read by the writer
+thread from the pool itself (tests/progs/pool_phases.c against the stand-in's
+pools); kernels are sampled after a first period in full."""
+import json
+import os
+
+from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
+from test_nvtx import FAKE_CUPTI
+
+MiB = 1 << 20
+
+
+class PoolReservation(TraceTest):
+    def test_pool_reservation_sampled_by_the_writer_at_each_change_only(self):
+        p, db = self.trace([prog('pool_phases')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, "SELECT size, utilized_size, device FROM memory_pools WHERE op = 'sampled' ORDER BY t_ns")
+        # 3 MiB reserve 4 MiB, 13 MiB reserve 14 MiB; the frees change no reservation: no third row
+        self.assertEqual([(r[0], r[2]) for r in rows], [(4 * MiB, 0), (14 * MiB, 0)])
+        self.assertEqual([r[1] for r in rows], [3 * MiB, 13 * MiB])
+        # each reading follows the allocation that grew the pool
+        t_alloc = [r[0] for r in query(db, "SELECT t_ns FROM events_v WHERE op = 'alloc' ORDER BY t_ns")]
+        t_rows = [r[0] for r in query(db, "SELECT t_ns FROM memory_pools WHERE op = 'sampled' ORDER BY t_ns")]
+        self.assertTrue(t_alloc[0] < t_rows[0] < t_alloc[1] < t_rows[1], (t_alloc, t_rows))
+
+    def test_ledger_shows_the_sampled_reservation_not_the_bytes_in_use(self):
+        p, db = self.trace([prog('pool_phases')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = run([GPUTRACE, 'summary', '--json', db], preload=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        led = json.loads(out.stdout)['ledger'][0]
+        at = {x['instant']: x for x in led['instants']}
+        pool = [b for b in at['exit']['buckets'] if b['kind'] == 'pool'][0]
+        self.assertEqual((pool['bytes'], pool['reservation_known']), (14 * MiB, True))
+
+    def test_default_cupti_kinds_leave_out_the_drivers_allocation_and_pool_records(self):
+        db = os.path.join(self.dir, 'kinds.db')
+        p = run([prog('cupti_activity'), 'plant'], cwd=self.dir,
+                env=base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI_PATH=FAKE_CUPTI))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM driver_memory'), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM kernels'), [(200,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM memory_pools WHERE op <> 'sampled'"), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM memcpys'), [(1,)])
+        note = query(db, "SELECT message FROM notes WHERE component = 'cupti'")[0][0]
+        self.assertRegex(note, r'^on: .*: kernels, memcpy, memset$')
+
+
+class KernelSampling(TraceTest):
+    """Kernels cost CUPTI's work on every launch: by default every kernel for
+    GPUTRACE_KERNELS_FULL_S, then during 1 s of every GPUTRACE_KERNELS_EVERY_S,
+    with "kernels" notes saying when, and every report saying so."""
+
+    def steady(self, **env):
+        env.setdefault('GPUTRACE_CUPTI_PATH', FAKE_CUPTI)
+        p, db = self.trace([prog('cupti_activity'), 'steady', '3500'], env_extra=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        on, all_ = (int(x) for x in p.stdout.split()[1::2])
+        return db, on, all_
+
+    def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s, then during 1 s of every 2 s .*; '
+                                      r'recording$')
+        self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
+        t = [n[0] for n in notes]
+        # the toggles follow the schedule: 1 s in full, then off 1 s, on 1 s (each at the writer's
+        # next round after it is due: within 100 ms, a loaded machine allowed for)
+        for a, b in zip(t, t[1:]):
+            self.assertLess(abs(b - a - 1e9), 100e6, t)
+        # every kernel the stand-in recorded is in the trace, and all lie in the spans noted
+        starts = [r[0] for r in query(db, 'SELECT start_ns FROM kernels ORDER BY start_ns')]
+        self.assertEqual(len(starts), on)
+        self.assertTrue(0.45 * all_ < on < 0.7 * all_, (on, all_))  # on 2 s of 3.5
+        spans = [(0, t[1]), (t[2], t[3])]
+        for s in starts:
+            self.assertTrue(any(a - 10e6 <= s <= b + 10e6 for a, b in spans), (s, spans))
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertIn('kernels sampled (every kernel for the first 1 s, then during 1 s of every 2 s', text)
+        js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
+        self.assertEqual(js['every_kernel_until_ns'], t[1])
+        self.assertEqual(js['recorded_ns'], (t[1] - t[0]) + (t[3] - t[2]))  # from CUPTI's start
+
+    def test_every_s_0_records_every_kernel_and_reports_say_nothing(self):
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=0)
+        self.assertEqual(on, all_)
+        self.assertEqual(query(db, 'SELECT count(*) FROM kernels'), [(all_,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE component = 'kernels'"), [(0,)])
+        self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)
+        self.assertNotIn('kernel_sampling', run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)
+
+    def test_a_run_shorter_than_the_full_period_keeps_every_kernel_and_is_not_called_sampled(self):
+        db, on, all_ = self.steady()  # the defaults: 30 s in full
+        self.assertEqual(on, all_)
+        self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)

@@ -1,0 +1,128 @@
+"""The flight recorder (GPUTRACE_WINDOW_S): a long job's trace keeps its last
+window in full and a summary per interval of the whole run. Rows older than
+the window are deleted by the writer, except the alloc rows of allocations
+still live then (leaks and live-at-exit stay right); the summaries still
+cover the whole run; and every report says the trace is windowed and shows
+the whole run's peak beside the window's (tests/progs/window_loop.c)."""
+import json
+import os
+import sqlite3
+
+import analyzer_traces as T
+from gtlib import GPUTRACE, TraceTest, prog, query, run
+
+MiB, GiB = 1 << 20, 1 << 30
+
+
+class FlightRecorder(TraceTest):
+    def job(self, window='1', run_ms='2500'):
+        env = {'GPUTRACE_WINDOW_S': window} if window else {}
+        p, db = self.trace([prog('window_loop'), run_ms], env_extra=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return db, int(p.stdout.split()[-1])
+
+    def test_rows_older_than_the_window_are_gone_but_live_allocations_stay(self):
+        db, n = self.job()
+        window_ns, complete_from = query(db, 'SELECT window_ns, complete_from_ns FROM flight_recorder')[0]
+        end = query(db, 'SELECT end_ns FROM processes')[0][0]
+        self.assertEqual(window_ns, 10 ** 9)
+        # the window holds: complete from at most a window, an interval between checkpoints and one
+        # between prunes (250 ms each, later on a loaded machine) before the end
+        self.assertGreater(complete_from, 0)
+        self.assertLessEqual(end - complete_from, window_ns + 700 * 10 ** 6)
+        self.assertGreaterEqual(end - complete_from, window_ns)
+        # before it (less a margin for rows still queued at the checkpoint) only the allocations live
+        # then: the 1 MiB kept to the end and the 2 MiB held until the end; the spike, its free
+        # and the failed call are gone
+        old = query(db, "SELECT op, size, result FROM events_v WHERE t_ns < ? ORDER BY t_ns",
+                    (complete_from - 50 * 10 ** 6,))
+        self.assertEqual(old, [('alloc', MiB, 0), ('alloc', 2 * MiB, 0)])
+        # the window itself is complete: every temporary of its last second, each with its free
+        recent = query(db, "SELECT count(*) FROM allocations WHERE size = 4096 AND alloc_ns >= ?", (complete_from,))[0][0]
+        self.assertGreater(recent, 100)
+        self.assertEqual(query(db, "SELECT count(*) FROM allocations WHERE size = 4096 AND free_ns IS NULL"), [(0,)])
+        # the 2 MiB allocation pairs with its free at the end; the 1 MiB one is live at exit
+        self.assertEqual(query(db, 'SELECT size FROM live_at_exit'), [(MiB,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM allocations WHERE size = ? AND free_ns > ?',
+                               (2 * MiB, complete_from)), [(1,)])
+        self.assertEqual(query(db, 'PRAGMA integrity_check'), [('ok',)])
+
+    def test_summaries_cover_the_whole_run(self):
+        db, n = self.job()
+        rows = query(db, "SELECT min(start_ns), max(end_ns), sum(allocs), sum(frees), sum(failed), max(peak_bytes)"
+                         " FROM interval_summaries WHERE memory = 'device' AND device = 0")[0]
+        last_event = query(db, 'SELECT max(t_ns) FROM events')[0][0]
+        self.assertEqual(rows[0], 0)
+        self.assertGreaterEqual(rows[1], last_event)
+        # every call of the run, the deleted ones too: kept, spike, held and n temporaries
+        self.assertEqual(rows[2:5], (n + 3, n + 2, 1))
+        self.assertEqual(rows[5], MiB + GiB)  # the spike, long gone from the events
+        # intervals follow each other without gaps
+        spans = query(db, "SELECT start_ns, end_ns FROM interval_summaries WHERE memory = 'device' ORDER BY start_ns")
+        for a, b in zip(spans, spans[1:]):
+            self.assertEqual(a[1], b[0])
+
+    def test_reports_say_the_trace_is_windowed_and_give_the_whole_run_peak(self):
+        db, n = self.job()
+        complete_from = query(db, 'SELECT complete_from_ns FROM flight_recorder')[0][0]
+        out = run([GPUTRACE, 'summary', '--json', db], preload=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        d = json.loads(out.stdout)
+        fr = d['flight_recorder']
+        self.assertEqual((fr['window_ns'], fr['complete_from_ns']), (10 ** 9, complete_from))
+        self.assertEqual([(p['memory'], p['device'], p['peak_bytes']) for p in fr['whole_run_peaks']],
+                         [('device', 0, GiB + MiB)])
+        dev = [p for p in d['peaks'] if p['memory'] == 'device'][0]
+        self.assertEqual((dev['peak_bytes'], dev['whole_run_peak_bytes']), (3 * MiB + 4096, GiB + MiB))
+        for cmd in ('summary', 'leaks', 'growth', 'peak', 'top', 'oom'):
+            text = run([GPUTRACE, cmd, db], preload=False)
+            self.assertIn('flight recorder (GPUTRACE_WINDOW_S): only the last 1.000 s are kept in full', text.stdout,
+                          cmd)
+            self.assertIn('whole run (interval summaries): peak of device memory on device 0 1.00 GiB', text.stdout)
+            js = run([GPUTRACE, cmd, '--json', db], preload=False)
+            if js.returncode == 0:
+                self.assertEqual(json.loads(js.stdout)['flight_recorder']['complete_from_ns'], complete_from, cmd)
+        self.assertIn('whole run: 1.00 GiB', run([GPUTRACE, 'summary', db], preload=False).stdout)
+
+    def test_without_a_window_nothing_is_deleted_or_summarized(self):
+        db, n = self.job(window=None, run_ms='600')
+        self.assertEqual(query(db, 'SELECT count(*) FROM flight_recorder'), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM interval_summaries'), [(0,)])
+        # 4 calls at the start, the failed one, the temporaries and their frees, the held one's free
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(2 * n + 6,)])
+        out = run([GPUTRACE, 'summary', '--json', db], preload=False)
+        self.assertNotIn('flight_recorder', json.loads(out.stdout))
+        self.assertNotIn('flight recorder', run([GPUTRACE, 'summary', db], preload=False).stdout)
+
+
+class LedgerOfAWindow(T.AnalyzerTest):
+    """The ledger measures the CUDA context against the first NVML sample: in
+    a flight recorder's trace that moment may be before the window, where the
+    allocations freed since are gone, so the context is not known."""
+
+    def job(self, complete_from):
+        t = T.Trace(os.path.join(self.dir, 'win.db'))
+        t.alloc(2 * GiB, ['forward', 'main'])
+        first_t = t.now()
+        t.alloc(64 * MiB, ['upload', 'main'])
+        last_t = t.now() + 10
+        db = t.close()
+        con = sqlite3.connect(db)
+        for ts, proc in ((first_t, 2 * GiB + 500 * MiB), (last_t, 2 * GiB + 564 * MiB)):
+            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)', (ts, proc, 80 * GiB, proc))
+        con.execute('INSERT INTO flight_recorder VALUES (?, ?, ?)', (10 ** 9, 25 * 10 ** 7, complete_from(first_t)))
+        con.commit()
+        con.close()
+        return db
+
+    def test_context_not_measured_when_the_first_sample_is_before_the_window(self):
+        led = self.json('summary', self.job(lambda first: first + 1))['ledger'][0]
+        self.assertIsNone(led['context_bytes'])
+        x = {i['instant']: i for i in led['instants']}['exit']
+        self.assertIsNone(x['unaccounted_bytes'])
+        self.assertIn('the CUDA context, measured against the first NVML sample, is not known',
+                      self.ok('summary', self.job(lambda first: first + 1)).stdout)
+
+    def test_context_measured_when_the_window_holds_the_first_sample(self):
+        led = self.json('summary', self.job(lambda first: first - 1))['ledger'][0]
+        self.assertEqual(led['context_bytes'], 500 * MiB)
