@@ -11,7 +11,8 @@ demo=build/demo.db
 rm -f "$demo"
 echo
 echo "== tracing a demo loop (CUDA stand-in): build/analyzer/gputrace run -o $demo -- build/tests/progs/demo_loop"
-LD_LIBRARY_PATH=build/tests/fake_cuda build/analyzer/gputrace run -o "$demo" -- build/tests/progs/demo_loop
+# the CUPTI stand-in too: the toolkit's real libcupti finds no usable driver here and says so
+GPUTRACE_CUPTI_PATH=build/tests/fake_cupti/libcupti.so.13 LD_LIBRARY_PATH=build/tests/fake_cuda build/analyzer/gputrace run -o "$demo" -- build/tests/progs/demo_loop
 echo
 echo "== sqlite3 $demo 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api'"
 sqlite3 "$demo" 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api'

@@ -11,6 +11,15 @@ SHIM = os.path.join(BUILD, 'shim', 'libgputrace.so')
 GPUTRACE = os.path.join(BUILD, 'analyzer', 'gputrace')
 PROGS = os.path.join(BUILD, 'tests', 'progs')
 FAKE_CUDA_DIR = os.path.join(BUILD, 'tests', 'fake_cuda')
+# The CUPTI stand-in: every traced test program gets it (base_env), not the
+# toolkit's real libcupti, which finds the fake libcuda and fails (and crashes
+# LeakSanitizer's tracer under the address stage). A test of the real one
+# missing or unusable asks for it: GPUTRACE_CUPTI_PATH='' (search as a user's
+# run does) or a path of its own.
+FAKE_CUPTI = os.path.join(BUILD, 'tests', 'fake_cupti', 'libcupti.so.13')
+# 'address' or 'thread' when BUILD was built with that sanitizer
+# (tests/run_tests.py --sanitizer): a test that cannot run under it says so.
+SANITIZER = os.environ.get('GPUTRACE_TEST_SANITIZER', '')
 
 
 def prog(name):
@@ -24,6 +33,7 @@ def base_env(**extra):
         if k.startswith('GPUTRACE_') or k.startswith('FAKE_CUDA_'):
             del env[k]
     env['LD_LIBRARY_PATH'] = FAKE_CUDA_DIR + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')
+    env['GPUTRACE_CUPTI_PATH'] = FAKE_CUPTI
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
