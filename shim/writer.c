@@ -34,6 +34,7 @@ static struct {
     const char *stop_reason;
     void (*open_failed)(void); /* lifecycle.c's: tracing goes off */
     pthread_mutex_t sql_mu;    /* held across each batch of SQLite work; fork waits for it */
+    atomic_bool entered;       /* the writer thread runs its own code: its start is over */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Opens the trace file. create: a new file from the output pattern (never an
@@ -169,6 +170,7 @@ static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
     static struct gt_rec buf[BATCH];
+    atomic_store(&W.entered, true);
     pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
     bool opened = open_db(create);
     pthread_mutex_unlock(&W.sql_mu);
@@ -185,8 +187,12 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&W.mu);
         if (stop)
             break;
-        gt_activity_tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
+        /* outside SQLite, inside sql_mu all the same: its first round loads
+         * NVML and reads the devices (dlopen, dlsym), and a fork meanwhile
+         * would leave the child the loader's lock held (glibc's fork resets
+         * one of the loader's two locks only) */
+        gt_activity_tick(); /* CUPTI flush, devices, NVML samples */
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
@@ -229,6 +235,7 @@ static void *writer_main(void *arg)
 static bool spawn(bool create)
 {
     W.stop_req = W.stop_done = false;
+    atomic_store(&W.entered, false);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
@@ -301,9 +308,19 @@ bool gt_writer_resume(void)
     return spawn(false);
 }
 
+/* Fork waits for the writer's SQLite work (the child must not inherit
+ * SQLite mid-call), and, right after the trace started, for the writer
+ * thread to be past its start (bounded: 200 ms): a thread starting may hold
+ * the loader's lock (under AddressSanitizer each new thread walks the loaded
+ * objects with dl_iterate_phdr, and glibc's fork does not take that lock),
+ * and a child inheriting it held deadlocks at its first dl_iterate_phdr. */
 void gt_writer_fork_prepare(void)
 {
-    pthread_mutex_lock(&W.sql_mu); /* the child must not inherit SQLite mid-call */
+    for (int i = 0; i < 2000 && W.thread_running && !atomic_load(&W.entered); i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&W.sql_mu);
 }
 
 void gt_writer_fork_parent(void)
