@@ -35,6 +35,7 @@ static struct {
     void (*open_failed)(void); /* lifecycle.c's: tracing goes off */
     pthread_mutex_t sql_mu;    /* held across each batch of SQLite work; fork waits for it */
     atomic_bool entered;       /* the writer thread runs its own code: its start is over */
+    atomic_bool in_tick, fork_pending; /* see tick() */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Opens the trace file. create: a new file from the output pattern (never an
@@ -166,6 +167,23 @@ static void signal_done(void)
     pthread_mutex_unlock(&W.mu);
 }
 
+/* The activity round (CUPTI flush, devices, NVML) outside sql_mu: it calls
+ * into CUDA, CUPTI and the loader (its first round dlopens NVML), whose
+ * locks a thread calling fork may hold from their own fork handlers, so
+ * fork must not wait for it on a mutex. It waits a bounded while instead
+ * (gt_writer_fork_prepare), and no round starts while a fork is pending:
+ * a child then never inherits the loader's lock taken by this round
+ * (glibc's fork resets only one of the loader's two locks, and the child's
+ * first dl_iterate_phdr would block forever). seq_cst on both flags: one
+ * side always sees the other's. */
+static void tick(void)
+{
+    atomic_store(&W.in_tick, true);
+    if (!atomic_load(&W.fork_pending))
+        gt_activity_tick();
+    atomic_store(&W.in_tick, false);
+}
+
 static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
@@ -187,12 +205,8 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&W.mu);
         if (stop)
             break;
+        tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
-        /* outside SQLite, inside sql_mu all the same: its first round loads
-         * NVML and reads the devices (dlopen, dlsym), and a fork meanwhile
-         * would leave the child the loader's lock held (glibc's fork resets
-         * one of the loader's two locks only) */
-        gt_activity_tick(); /* CUPTI flush, devices, NVML samples */
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
@@ -309,14 +323,14 @@ bool gt_writer_resume(void)
 }
 
 /* Fork waits for the writer's SQLite work (the child must not inherit
- * SQLite mid-call), and, right after the trace started, for the writer
- * thread to be past its start (bounded: 200 ms): a thread starting may hold
- * the loader's lock (under AddressSanitizer each new thread walks the loaded
- * objects with dl_iterate_phdr, and glibc's fork does not take that lock),
- * and a child inheriting it held deadlocks at its first dl_iterate_phdr. */
+ * SQLite mid-call), and a bounded while (200 ms) for a thread that may hold
+ * the loader's lock: the writer right after its start (under
+ * AddressSanitizer a new thread walks the loaded objects with
+ * dl_iterate_phdr before its own code runs) and its activity round (tick). */
 void gt_writer_fork_prepare(void)
 {
-    for (int i = 0; i < 2000 && W.thread_running && !atomic_load(&W.entered); i++) {
+    atomic_store(&W.fork_pending, true);
+    for (int i = 0; i < 2000 && W.thread_running && (!atomic_load(&W.entered) || atomic_load(&W.in_tick)); i++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
@@ -326,6 +340,7 @@ void gt_writer_fork_prepare(void)
 void gt_writer_fork_parent(void)
 {
     pthread_mutex_unlock(&W.sql_mu);
+    atomic_store(&W.fork_pending, false);
 }
 
 /* Fork child: the parent's writer, connection and maps are not ours. The
@@ -334,6 +349,8 @@ void gt_writer_forget(void)
 {
     pthread_mutex_init(&W.sql_mu, NULL);
     pthread_mutex_init(&W.mu, NULL);
+    atomic_store(&W.fork_pending, false);
+    atomic_store(&W.in_tick, false);
     gt_events_forget();
     gt_activity_forget();
     gt_db_forget();
