@@ -74,7 +74,7 @@ void gt_json_arr_end(struct gt_json *j) { close_container(j, ']'); }
  * form (E0 80..9F, F0 80..8F), a surrogate (ED A0..BF) or a code point above
  * U+10FFFF (F4 90..BF). p is NUL-terminated: a NUL is never a continuation,
  * so nothing past it is read. */
-static int utf8_len(const unsigned char *p)
+int gt_utf8_len(const unsigned char *p)
 {
     unsigned char c = p[0], lo = 0x80, hi = 0xbf;
     int n;
@@ -131,7 +131,7 @@ static void write_string(FILE *f, const char *s)
             fputc(c, f);
             p++;
         } else {
-            int n = utf8_len(p);
+            int n = gt_utf8_len(p);
             if (n) {
                 fwrite(p, 1, (size_t)n, f);
                 p += n;

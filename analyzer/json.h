@@ -33,6 +33,9 @@ void gt_json_null(struct gt_json *j);
 /* Writes s as an escaped string literal straight to f (for writers that lay
  * out their own JSON, like the Chrome-trace export). */
 void gt_json_put_string(FILE *f, const char *s);
+/* Length of the well-formed UTF-8 sequence at NUL-terminated p, 0 if none
+ * begins there (json.c says which forms are refused). */
+int gt_utf8_len(const unsigned char *p);
 /* Ends the document (newline). */
 void gt_json_done(struct gt_json *j);
 

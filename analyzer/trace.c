@@ -15,40 +15,58 @@
 
 #include "format.h"
 #include "hmap.h"
+#include "json.h"
 #include "schema_sql.h"
 #include "trace.h"
 
+/* The message is printed as one stderr line: a control character in it
+ * (a file name's newline) becomes a space. */
 static int fail(struct gt_trace *t, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->err, sizeof t->err, fmt, ap);
     va_end(ap);
+    for (char *c = t->err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
     return code;
 }
 
-/* SQLite's message as one short line: a hostile or damaged schema puts its
- * own SQL text (newlines, any length) into messages such as "malformed
- * database schema (x) - unrecognized token: ...". */
+/* A SQLite message made fit for that one line: a corrupt schema's SQL text
+ * (lines of it, any bytes) comes back inside "malformed database schema"
+ * messages. Runs of control characters and spaces become one space, a byte
+ * that begins no well-formed UTF-8 sequence '?', and the text ends after
+ * about 120 bytes with "...". */
 static const char *one_line(const char *msg, char *out, size_t cap)
 {
-    size_t o = 0, limit = cap < 164 ? cap : 164;
-    const char *p = msg;
-    for (; *p && o + 4 < limit; p++) {
-        char c = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
-        if (c == ' ' && o && out[o - 1] == ' ')
-            continue;
-        out[o++] = c;
+    const unsigned char *p = (const unsigned char *)msg;
+    size_t o = 0;
+    while (*p && o + 8 < cap) {
+        if (o >= 120) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (*p <= 0x20 || *p == 0x7f) {
+            if (o && out[o - 1] != ' ')
+                out[o++] = ' ';
+            p++;
+        } else if (*p < 0x80) {
+            out[o++] = (char)*p++;
+        } else {
+            int n = gt_utf8_len(p);
+            if (!n) {
+                out[o++] = '?';
+                p++;
+            } else {
+                memcpy(out + o, p, (size_t)n);
+                o += (size_t)n;
+                p += n;
+            }
+        }
     }
-    if (*p) { /* cut: say so, and never leave half a UTF-8 character */
-        while (o && ((unsigned char)out[o - 1] & 0xc0) == 0x80)
-            o--;
-        if (o && (unsigned char)out[o - 1] >= 0xc0)
-            o--;
-        memcpy(out + o, "...", 4);
-    } else {
-        out[o] = 0;
-    }
+    out[o] = 0;
     return out;
 }
 
@@ -56,8 +74,8 @@ static const char *one_line(const char *msg, char *out, size_t cap)
  * status and a message saying what to do. */
 static int sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what)
 {
-    char line[164];
-    const char *msg = one_line(raw, line, sizeof line);
+    char buf[160];
+    const char *msg = one_line(raw, buf, sizeof buf);
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -150,7 +150,17 @@ static const struct handler core2[] = {
     H(NVTX_CBID_CORE2_Initialize, initialize),
 };
 
-/* Writes our handlers into one module's table of the calling NVTX instance. */
+/* Writes our handlers into one module's table of the calling NVTX instance.
+ * A race by NVTX's design, not avoidable from here: NVTX calls us from
+ * nvtxInitOnce (nvtxDetail/nvtxInit.h) on the first thread to use it while
+ * other threads may already read the same function pointers with plain
+ * loads (nvtxImplCore.h: "if (fnptr) fnptr(...)"), and NVIDIA's header
+ * itself reads its init state plainly (nvtxInit.h). Such a reader sees the
+ * old pointer (NVTX's init stub, which waits for the init to finish and
+ * then calls ours) or ours: both record the range. Our stores are release
+ * atomics, so the race is the header's plain loads alone; the thread stage
+ * (tests/sanitizer/tsan.supp) suppresses races with NVTX's header frames
+ * only. */
 static bool install(const NvtxExportTableCallbacks *cb, NvtxCallbackModule module, const struct handler *h,
                     size_t n)
 {
@@ -160,7 +170,7 @@ static bool install(const NvtxExportTableCallbacks *cb, NvtxCallbackModule modul
         return false;
     for (size_t i = 0; i < n; i++)
         if (h[i].id < size && table[h[i].id])
-            *table[h[i].id] = h[i].fn;
+            __atomic_store_n(table[h[i].id], h[i].fn, __ATOMIC_RELEASE);
     return true;
 }
 

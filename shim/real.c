@@ -16,20 +16,32 @@
 
 /* ---- glibc's dlsym ------------------------------------------------------
  * Found with dlvsym (never interposed). entrypoints.c's dlsym stub reads
- * gt_dlsym_next and calls gt_dlsym_resolve while it is not yet known. */
+ * gt_dlsym_next and calls gt_dlsym_resolve while it is not yet known.
+ * A sanitizer's runtime (ThreadSanitizer's) looks up its interceptors with
+ * dlsym during its own initialisation, which reaches this function before
+ * the runtime can take an instrumented call: so this function carries no
+ * sanitizer instrumentation (the attribute changes nothing in a normal
+ * build). Two threads may race to store the same address: relaxed atomics,
+ * as the stub's plain 8-byte load is on x86-64. */
+#if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
+#define GT_UNINSTRUMENTED __attribute__((disable_sanitizer_instrumentation))
+#else
+/* GCC leaves such a function wholly uninstrumented, entry and exit too */
+#define GT_UNINSTRUMENTED __attribute__((no_sanitize_thread, no_sanitize_address, no_sanitize_undefined))
+#endif
 void *gt_dlsym_next;
 void *gt_dlsym_resolve(void);
 
-void *gt_dlsym_resolve(void)
+GT_UNINSTRUMENTED void *gt_dlsym_resolve(void)
 {
-    void *p = gt_dlsym_next;
+    void *p = __atomic_load_n(&gt_dlsym_next, __ATOMIC_RELAXED);
     if (!p) {
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
         if (!p)
             p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"); /* x86_64 before 2.34 */
         if (!p)
             p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 before 2.34 */
-        gt_dlsym_next = p;
+        __atomic_store_n(&gt_dlsym_next, p, __ATOMIC_RELAXED);
     }
     return p;
 }

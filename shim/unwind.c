@@ -18,6 +18,50 @@
 
 struct gt_unwind gt_unw;
 
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer builds only (tests/run_stages.py's thread stage): a stack
+ * by unw_step instead of unw_backtrace. unw_backtrace keeps a per-thread
+ * trace cache freed by a pthread key destructor in the last destructor
+ * round, the round in which TSan's runtime tears the thread down first; the
+ * cache's free then takes a mutex through a dead TSan thread and crashes
+ * every exiting thread that captured a stack. unw_step keeps no such
+ * cache. A normal build never compiles this. */
+static struct {
+    int (*getcontext)(unw_context_t *);
+    int (*init_local)(unw_cursor_t *, unw_context_t *);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+} tsan_unw;
+
+static int step_backtrace(void **buf, int size)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (tsan_unw.getcontext(&uc) || tsan_unw.init_local(&c, &uc))
+        return 0;
+    int n = 0;
+    while (n < size) {
+        unw_word_t ip;
+        if (tsan_unw.get_reg(&c, UNW_REG_IP, &ip) || !ip)
+            break;
+        buf[n++] = (void *)ip;
+        if (tsan_unw.step(&c) <= 0)
+            break;
+    }
+    return n;
+}
+
+static void *tsan_backtrace(void *h)
+{
+    tsan_unw.getcontext = (int (*)(unw_context_t *))dlsym(h, GT_STR(unw_tdep_getcontext));
+    tsan_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, GT_STR(unw_init_local));
+    tsan_unw.step = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_step));
+    tsan_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, GT_STR(unw_get_reg));
+    bool all = tsan_unw.getcontext && tsan_unw.init_local && tsan_unw.step && tsan_unw.get_reg;
+    return all ? (void *)step_backtrace : NULL;
+}
+#endif
+
 bool gt_unwind_load(char *why, size_t cap)
 {
     if (gt_unw.backtrace)
@@ -31,6 +75,9 @@ bool gt_unwind_load(char *why, size_t cap)
     void *acc = dlsym(h, GT_STR(unw_get_accessors));
     void *pol = dlsym(h, GT_STR(unw_set_caching_policy));
     void *as = dlsym(h, GT_STR(unw_local_addr_space));
+#if defined(__SANITIZE_THREAD__)
+    bt = tsan_backtrace(h);
+#endif
     if (!bt || !acc || !pol || !as) {
         snprintf(why, cap, "%s lacks the functions the shim needs", GT_LIBUNWIND);
         return false;

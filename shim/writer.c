@@ -49,6 +49,8 @@ static struct {
     _Atomic uint64_t deadline; /* 0: none */
     _Atomic int finished;
     void (*signal_stopped)(const struct gt_writer_summary *); /* lifecycle.c's, on this thread */
+    atomic_bool entered;       /* the writer thread runs its own code: its start is over */
+    atomic_bool in_tick, fork_pending; /* see tick() */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The one line for a trace file that could not be initialised: SQLite's
@@ -287,10 +289,28 @@ static bool stop_requested(void)
     return stop;
 }
 
+/* The activity round (CUPTI flush, devices, NVML) outside sql_mu: it calls
+ * into CUDA, CUPTI and the loader (its first round dlopens NVML), whose
+ * locks a thread calling fork may hold from their own fork handlers, so
+ * fork must not wait for it on a mutex. It waits a bounded while instead
+ * (gt_writer_fork_prepare), and no round starts while a fork is pending:
+ * a child then never inherits the loader's lock taken by this round
+ * (glibc's fork resets only one of the loader's two locks, and the child's
+ * first dl_iterate_phdr would block forever). seq_cst on both flags: one
+ * side always sees the other's. */
+static void tick(void)
+{
+    atomic_store(&W.in_tick, true);
+    if (!atomic_load(&W.fork_pending))
+        gt_activity_tick();
+    atomic_store(&W.in_tick, false);
+}
+
 static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
     static struct gt_rec buf[BATCH];
+    atomic_store(&W.entered, true);
     pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
     bool opened = open_db(create);
     pthread_mutex_unlock(&W.sql_mu);
@@ -304,7 +324,7 @@ static void *writer_main(void *arg)
     for (;;) {
         if (stop_requested())
             break;
-        gt_activity_tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
+        tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
         int n = drain_once(buf, &in_txn, &txn_start);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
@@ -375,6 +395,7 @@ static bool spawn(bool create)
 {
     W.stop_req = W.stop_done = false;
     atomic_store(&W.finished, 0);
+    atomic_store(&W.entered, false);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
@@ -474,14 +495,25 @@ bool gt_writer_resume(void)
     return spawn(false);
 }
 
+/* Fork waits for the writer's SQLite work (the child must not inherit
+ * SQLite mid-call), and a bounded while (200 ms) for a thread that may hold
+ * the loader's lock: the writer right after its start (under
+ * AddressSanitizer a new thread walks the loaded objects with
+ * dl_iterate_phdr before its own code runs) and its activity round (tick). */
 void gt_writer_fork_prepare(void)
 {
-    pthread_mutex_lock(&W.sql_mu); /* the child must not inherit SQLite mid-call */
+    atomic_store(&W.fork_pending, true);
+    for (int i = 0; i < 2000 && W.thread_running && (!atomic_load(&W.entered) || atomic_load(&W.in_tick)); i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&W.sql_mu);
 }
 
 void gt_writer_fork_parent(void)
 {
     pthread_mutex_unlock(&W.sql_mu);
+    atomic_store(&W.fork_pending, false);
 }
 
 /* Fork child: the parent's writer, connection and maps are not ours. The
@@ -490,6 +522,8 @@ void gt_writer_forget(void)
 {
     pthread_mutex_init(&W.sql_mu, NULL);
     pthread_mutex_init(&W.mu, NULL);
+    atomic_store(&W.fork_pending, false);
+    atomic_store(&W.in_tick, false);
     gt_events_forget();
     gt_activity_forget();
     gt_window_forget();

@@ -14,6 +14,15 @@ FAKE_CUDA_DIR = os.path.join(BUILD, 'tests', 'fake_cuda')
 # the NVML stand-in: on LD_LIBRARY_PATH only for tests that want NVML samples
 FAKE_NVML_DIR = os.path.join(BUILD, 'tests', 'fake_nvml')
 WITH_NVML = FAKE_NVML_DIR + ':' + FAKE_CUDA_DIR
+# The CUPTI stand-in: every traced test program gets it (base_env), not the
+# toolkit's real libcupti, which finds the fake libcuda and fails (and crashes
+# LeakSanitizer's tracer under the address stage). A test of the real one
+# missing or unusable asks for it: GPUTRACE_CUPTI_PATH='' (search as a user's
+# run does) or a path of its own.
+FAKE_CUPTI = os.path.join(BUILD, 'tests', 'fake_cupti', 'libcupti.so.13')
+# 'address' or 'thread' when BUILD was built with that sanitizer
+# (tests/run_tests.py --sanitizer): a test that cannot run under it says so.
+SANITIZER = os.environ.get('GPUTRACE_TEST_SANITIZER', '')
 
 
 def prog(name):
@@ -27,6 +36,7 @@ def base_env(**extra):
         if k.startswith('GPUTRACE_') or k.startswith('FAKE_CUDA_'):
             del env[k]
     env['LD_LIBRARY_PATH'] = FAKE_CUDA_DIR + (':' + env['LD_LIBRARY_PATH'] if env.get('LD_LIBRARY_PATH') else '')
+    env['GPUTRACE_CUPTI_PATH'] = FAKE_CUPTI
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

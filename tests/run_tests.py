@@ -6,19 +6,89 @@ counts each unit test case (each TAP line "ok N" / "not ok N") and each
 Python test method; a unit test program that fails without a failing case
 (crash, timeout, missing plan) counts as one more failure.
 
-usage: tests/run_tests.py [BUILD_DIR] [-k SUBSTRING]
+usage: tests/run_tests.py [BUILD_DIR] [-k SUBSTRING]... [--sanitizer address|thread]
 BUILD_DIR defaults to $GPUTRACE_BUILD or ./build. -k keeps the tests whose id
-contains SUBSTRING (unit cases are named unit.PROGRAM.CASE).
+contains SUBSTRING, or any of several (unit cases are named unit.PROGRAM.CASE).
+--sanitizer: BUILD_DIR was built with that sanitizer (scripts/test.sh's
+stages); every child writes its sanitizer reports to a log directory instead
+of stderr, and a test after which a report appeared fails with the report,
+whatever its own assertions said (see sanitizer_env).
 """
+import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SAN_EXIT = 86   # the exit status of a child that a sanitizer stopped
+
+
+def sanitizer_env(kind, logdir):
+    """The environment a sanitizer stage runs every child in: a report goes to
+    LOGDIR/<tool>.PID (log_path) rather than into a stderr that a test may not
+    read, the first report stops the child with status SAN_EXIT (ASan always
+    halts; UBSan too, as the build has -fno-sanitize-recover; TSan by
+    halt_on_error), and LeakSanitizer runs at each child's exit.
+    verify_asan_link_order=0: the shim is preloaded ahead of the instrumented
+    test programs' own libasan, which still comes before libc, so the shim's
+    malloc/free and memory accesses are checked all the same; in an
+    uninstrumented program (python3, sh) the shim runs with ASan's shadow
+    checks but without ASan's allocator, which that process never loads
+    first. Any warning a runtime logs counts as a report: better a false alarm
+    looked at than a finding passed over."""
+    common = 'exitcode=%d:log_path=%s/%%s' % (SAN_EXIT, logdir)
+    env = {'GPUTRACE_TEST_SANITIZER': kind}
+    if kind == 'address':
+        env['ASAN_OPTIONS'] = (common % 'asan') + ':halt_on_error=1:abort_on_error=0:detect_leaks=1:' \
+            'verify_asan_link_order=0:detect_stack_use_after_return=0:strict_string_checks=1'
+        env['UBSAN_OPTIONS'] = (common % 'ubsan') + ':halt_on_error=1:print_stacktrace=1'
+        env['LSAN_OPTIONS'] = 'suppressions=%s' % os.path.join(HERE, 'sanitizer', 'lsan.supp')
+    elif kind == 'thread':
+        # die_after_fork=0: a fork child that calls CUDA starts its own
+        # writer thread, which TSan refuses by default after a fork of a
+        # threaded process (its support there is partial; the shim's is the
+        # behaviour under test)
+        env['TSAN_OPTIONS'] = (common % 'tsan') + ':halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:' \
+            'suppressions=%s' % os.path.join(HERE, 'sanitizer', 'tsan.supp')
+    else:
+        raise SystemExit('run_tests.py: --sanitizer takes address or thread, not %r' % kind)
+    return env
+
+
+# Lines a runtime logs that are no finding. LeakSanitizer in a fork child:
+# the runtime's thread registry still lists the parent's other threads
+# (the shim's writer), which the child does not have; its leak check runs.
+BENIGN = (re.compile(r'^==\d+==Running thread \d+ was not suspended\. False leaks are possible\.$'),)
+
+
+class SanitizerLogs:
+    """The log directory of a sanitizer stage: reports() hands back (and sets
+    aside) every report written since the last call; a log of nothing but
+    BENIGN lines is none."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix='gputrace-sanitizer-')
+
+    def reports(self):
+        out = []
+        for path in sorted(glob.glob(os.path.join(self.dir, '*'))):
+            if path.endswith('.seen'):
+                continue
+            with open(path, encoding='utf-8', errors='replace') as f:
+                text = f.read()
+            os.rename(path, path + '.seen')
+            if any(l.strip() and not any(b.match(l) for b in BENIGN) for l in text.splitlines()):
+                out.append('%s:\n%s' % (os.path.basename(path), text[-6000:]))
+        return out
+
+
+LOGS = None   # a SanitizerLogs under --sanitizer
 
 
 class Result(unittest.TextTestResult):
@@ -32,16 +102,31 @@ class Result(unittest.TextTestResult):
         self.stream.flush()
 
     def addSuccess(self, test):
+        found = LOGS.reports() if LOGS else []
+        if found:   # the test passed, a child of it did not
+            try:
+                raise AssertionError('sanitizer report in a child:\n' + '\n'.join(found))
+            except AssertionError:
+                unittest.TestResult.addFailure(self, test, sys.exc_info())
+            self._line(test, 'FAIL')
+            self.stream.write('\n'.join(found) + '\n')
+            return
         unittest.TestResult.addSuccess(self, test)
         self._line(test, 'PASS')
+
+    def _reports_too(self):
+        for r in LOGS.reports() if LOGS else []:
+            self.stream.write('sanitizer report in a child: %s\n' % r)
 
     def addFailure(self, test, err):
         unittest.TestResult.addFailure(self, test, err)
         self._line(test, 'FAIL')
+        self._reports_too()
 
     def addError(self, test, err):
         unittest.TestResult.addError(self, test, err)
         self._line(test, 'ERROR')
+        self._reports_too()
 
     def addSkip(self, test, reason):
         unittest.TestResult.addSkip(self, test, reason)
@@ -69,6 +154,10 @@ def parse_tap(text):
     return cases, plan, diag
 
 
+def wanted(tid, patterns):
+    return not patterns or any(p in tid for p in patterns)
+
+
 def run_unit_tests(build, pattern):
     """Runs `meson test -C BUILD` and reads each test's TAP output from meson's
     JSON log; prints one line per case. Returns (passed, failed, skipped)."""
@@ -86,7 +175,7 @@ def run_unit_tests(build, pattern):
     counts = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
 
     def report(word, tid, dur=None, diag=()):
-        if pattern and pattern not in tid:
+        if not wanted(tid, pattern):
             return
         counts[word] += 1
         print('%-6s %s%s' % (word, tid, ' (%.2fs)' % dur if dur is not None else ''))
@@ -110,15 +199,25 @@ def run_unit_tests(build, pattern):
         if plan != len(cases) or (result != 'OK' and not any(ok is False for ok, _, _ in cases)):
             why = 'exit status %s (%s), %d of %s planned cases ran' % (r.get('returncode'), result, len(cases), plan)
             report('FAIL', 'unit.' + name, r.get('duration'), [why] + tail + (r.get('stderr') or '').splitlines()[-20:])
+    found = LOGS.reports() if LOGS else []
+    if found:   # not told apart per program: the reports name it
+        counts['FAIL'] += 1
+        print('FAIL   unit (sanitizer reports)\n' + '\n'.join(found))
     return counts['PASS'], counts['FAIL'], counts['SKIP']
 
 
 def main():
+    global LOGS
     args = sys.argv[1:]
-    pattern = None
-    if '-k' in args:
+    pattern = []
+    while '-k' in args:
         i = args.index('-k')
-        pattern = args[i + 1]
+        pattern.append(args[i + 1])
+        del args[i:i + 2]
+    if '--sanitizer' in args:
+        i = args.index('--sanitizer')
+        LOGS = SanitizerLogs()
+        os.environ.update(sanitizer_env(args[i + 1], LOGS.dir))
         del args[i:i + 2]
     if args:
         os.environ['GPUTRACE_BUILD'] = os.path.abspath(args[0])
@@ -133,7 +232,7 @@ def main():
             for t in s:
                 if isinstance(t, unittest.TestSuite):
                     out.addTest(keep(t))
-                elif pattern in t.id():
+                elif wanted(t.id(), pattern):
                     out.addTest(t)
             return out
         suite = keep(suite)
@@ -147,6 +246,8 @@ def main():
     if skipped:
         line += ', %d skipped' % skipped
     print(line)
+    if LOGS:
+        shutil.rmtree(LOGS.dir, ignore_errors=True)
     return 1 if failed or passed + failed == 0 else 0
 
 

@@ -6,6 +6,7 @@ import os
 import re
 import resource
 import subprocess
+import unittest
 
 import analyzer_traces as T
 import gtlib
@@ -49,6 +50,7 @@ class ExitStatusDocs(T.AnalyzerTest):
         for code, text in header_exit_codes():
             self.assertIn('\n  %-2d %s\n' % (code, text), usage)
 
+    @unittest.skipIf(gtlib.SANITIZER, 'a sanitizer reserves terabytes of address space: no 16 MiB RLIMIT_AS')
     def test_out_of_memory_exits_70_with_one_line(self):
         db = T.leak_retained(self.dir, iterations=20000)   # ~640k events: more than 16 MiB to load
 
