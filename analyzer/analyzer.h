@@ -103,6 +103,7 @@ struct gt_leaks {
     size_t iterations;
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
+int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
 void gt_leaks_free(struct gt_leaks *l);
 int gt_report_leaks(struct gt_ctx *c, struct gt_json *j);
 

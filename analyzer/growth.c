@@ -204,6 +204,19 @@ static int site_texts(struct gt_ctx *c, const struct gt_growth *g, size_t m, cha
     return code;
 }
 
+/* Are the growing sites segments of a caching allocator (device memory
+ * whose top site passes through one)? Then a site is where the allocator
+ * asked for more, not necessarily the allocation that is kept (seed 001 under
+ * PyTorch's default allocator on an H100: the segment is requested in the
+ * backward pass, the kept tensor is the forward's output). */
+static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
+{
+    *code = GT_EXIT_OK;
+    if (!g->nsites || strcmp(c->sel_name, "device") != 0)
+        return 0;
+    return gt_site_in_caching_allocator(c, g->sites[0].site, code);
+}
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
@@ -239,7 +252,12 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), texts[i]);
     gt_table_print(&tb, stdout, 4);
     gt_site_texts_free(texts, m);
-    return GT_EXIT_OK;
+    int in_cache = segment_level(c, g, &code);
+    if (in_cache)
+        printf("  (device memory of a caching allocator: a site above is the request that needed a new segment,\n"
+               "   which can be another tensor than the one kept; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
+               "   the trace sees every tensor, and the site that grows is the one that keeps it)\n");
+    return code;
 }
 
 int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
@@ -287,6 +305,11 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         }
         gt_json_arr_end(j);
         gt_site_texts_free(texts, g.nsites);
+        if (!code) {
+            int seg = segment_level(c, &g, &code);
+            gt_json_key(j, "sites_are_segments");
+            gt_json_bool(j, seg);
+        }
         gt_json_obj_end(j);
     } else {
         code = print_text(c, its, &g);

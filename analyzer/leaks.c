@@ -57,6 +57,7 @@ static const char *const cache_frames[] = {
     "cupy.cuda.memory",         /* CuPy's memory pool */
     "MemoryPool::malloc",
     "rmm::mr::",                /* RAPIDS memory manager */
+#define N_ALLOCATOR_FRAMES 8    /* the caching allocators above; library handles below */
     "cublasCreate",             /* cuBLAS / cuBLASLt / cuDNN handle workspaces */
     "cublasLtCreate",
     "cudnnCreate",
@@ -70,6 +71,21 @@ static int frames_say_cached(struct gt_ctx *c, int32_t site, int *has_frames, in
     *has_frames = n > 0;
     for (int k = 0; k < n; k++)
         for (size_t q = 0; q < sizeof cache_frames / sizeof cache_frames[0]; q++)
+            if (strstr(f[k], cache_frames[q]))
+                return 1;
+    return 0;
+}
+
+/* Does site's stack pass through a caching allocator (the first
+ * N_ALLOCATOR_FRAMES of cache_frames)? Then its device memory is a segment
+ * the allocator reserved, not one tensor. */
+int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code)
+{
+    char **f;
+    int n;
+    *code = gt_trace_frames(&c->t, site, &f, &n);
+    for (int k = 0; k < n; k++)
+        for (size_t q = 0; q < N_ALLOCATOR_FRAMES; q++)
             if (strstr(f[k], cache_frames[q]))
                 return 1;
     return 0;

@@ -360,6 +360,23 @@ class AllocatedVersusReserved(SeedTest):
         self.assertGreater(sum(segs), max_allocated)
         self.assertEqual(self.json('growth', db)['verdict'], 'stable')
 
+    def test_growing_segments_are_said_to_be_segments_not_the_kept_tensor(self):
+        # batch sizes rising every step: each step needs a new, larger segment,
+        # requested through DeviceCachingAllocator_malloc
+        db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in range(8, 80, 8)])
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'growing')
+        self.assertTrue(frames_name(d['sites'][0], 'DeviceCachingAllocator_malloc'), d['sites'][0]['frames'])
+        self.assertIs(d['sites_are_segments'], True)
+        self.assertIn('the request that needed a new segment', self.ok('growth', db).stdout)
+
+    def test_a_direct_allocation_that_grows_is_not_called_a_segment(self):
+        db = self.run_traced([prog('seed_leak'), 'leak', 'marker', str(30)])
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'growing')
+        self.assertIs(d['sites_are_segments'], False)
+        self.assertNotIn('new segment', self.ok('growth', db).stdout)
+
 
 class BadInputOnRealTraces(SeedTest):
     """Bad input cases on traces written by the shim (test_analyzer_badinput.py

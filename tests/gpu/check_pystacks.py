@@ -84,8 +84,14 @@ for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
         name, doc.get('verdict'), doc.get('slope_bytes_per_iteration'), top.get('bytes_per_iteration'), text))
     print('   %s: frames %s' % (name, [f for f, k in zip(top.get('frames', []), top.get('frame_kinds', []))
                                      if k == 'python'][:6]))
-    report(text.startswith(want_text), '%s: top growing site names the line that makes the kept tensor' % name,
-           'call site "%s", want "%s ..."' % (text[:160], want_text))
+    if mode == 'async':   # tensor level: the site that grows is the tensor kept
+        report(text.startswith(want_text), '%s: top growing site names the line that makes the kept tensor' % name,
+               'call site "%s", want "%s ..."' % (text[:160], want_text))
+    else:   # segments: the site is the request that needed a new segment, and growth says so
+        report(text.startswith('seed_001.py:') or text.startswith('backward: seed_001.py:'),
+               '%s: top growing site names a line of seed_001.py' % name, 'call site "%s"' % text[:160])
+        report(doc.get('sites_are_segments') is True, '%s: growth says its sites are segment requests' % name,
+               'sites_are_segments %s' % doc.get('sites_are_segments'))
     if mode == 'async':
         main_tid = one(db, 'SELECT pid FROM processes')
         by = rows(db, """SELECT e.tid = ?1 AS main, count(*),
