@@ -147,7 +147,10 @@ struct gt_room {
     int64_t other_levels;       /* traced memory beside the fitted level (peaks summed) */
     int64_t available;          /* total - untraced - other_levels; -1 not known */
     int64_t margin;             /* rounding and fragmentation; -1 no peak */
-    int64_t pool_slack;         /* of it: pool reservation beyond use at the peak; -1 unknown */
+    int64_t pool_slack;         /* of it: pool reservation beyond use at the peak; -1 unknown
+                                   (scaled to the predicted use by peak.c: see pool_live) */
+    int64_t pool_live;          /* pool bytes in use at the peak */
+    double pool_slack_rate;     /* pool_slack / pool_live at the peak: the fragmentation rate; 0 none */
     int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
     int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
 };
@@ -230,5 +233,6 @@ struct gt_bucket {
 int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out, int max);
 /* The pool's reservation on device d at time at, from CUPTI's records; -1. */
 int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at);
+int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at);
 
 #endif

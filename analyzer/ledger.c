@@ -108,16 +108,20 @@ static int sample_between(struct gt_trace *t, int d, int64_t at, int64_t before,
  * record before it, the writer's readings of the pool (memory_pools, op
  * 'sampled') or CUPTI's driver-memory and memory-pool records where they were
  * asked for; -1 when the trace holds none. */
-int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
+static int64_t pool_reserved_near(struct gt_trace *t, int d, int64_t at, int after)
 {
     static const char *const sql[] = {
         "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND t_ns <= ?2 AND pool_size IS NOT NULL"
         " ORDER BY t_ns DESC LIMIT 1",
         "SELECT size, t_ns FROM memory_pools WHERE device = ?1 AND t_ns <= ?2 AND size IS NOT NULL"
         " ORDER BY t_ns DESC LIMIT 1",
+        "SELECT pool_size, -t_ns FROM driver_memory WHERE device = ?1 AND t_ns >= ?2 AND pool_size IS NOT NULL"
+        " ORDER BY t_ns LIMIT 1",
+        "SELECT size, -t_ns FROM memory_pools WHERE device = ?1 AND t_ns >= ?2 AND size IS NOT NULL"
+        " ORDER BY t_ns LIMIT 1",
     };
     int64_t best = -1, best_t = INT64_MIN;
-    for (int q = 0; q < 2; q++) {
+    for (int q = after ? 2 : 0; q < (after ? 4 : 2); q++) {   /* after: the nearest later record wins */
         sqlite3_stmt *st;
         if (gt_trace_prepare_optional(t, sql[q], &st, "reading pool records") || !st)
             continue;
@@ -130,6 +134,19 @@ int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
         sqlite3_finalize(st);
     }
     return best;
+}
+
+int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
+{
+    return pool_reserved_near(t, d, at, 0);
+}
+
+/* The first reading of the pool's reservation at or after time at; -1 none.
+ * A pool that never gives memory back (PyTorch's) holds then at least what it
+ * held at at: an upper bound, for a margin that must not be too small. */
+int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
+{
+    return pool_reserved_near(t, d, at, 1);
 }
 
 /* Live bytes on device d just before the first event at or after time at:

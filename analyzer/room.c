@@ -74,11 +74,14 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
         return GT_EXIT_OK;
 
     /* The margin, at the fitted level's peak: under a pool whose reservation
-     * CUPTI recorded, what it reserved beyond what was in use (its rounding
-     * and fragmentation as measured); for every other live allocation on the
+     * the trace holds (the writer's readings of the pool, or CUPTI's records),
+     * what it reserved beyond what was in use (its rounding and fragmentation
+     * as measured; peak.c scales it to the use it predicts); for every other live allocation on the
      * device, up to one granularity less a byte of rounding each. */
     int64_t at = peak_ev + 1 < t->nev ? t->ev[peak_ev + 1].t : t->ev[peak_ev].t + 1;
     int64_t reserved = gt_ledger_pool_reserved(t, d, at), pool_live = 0;
+    if (reserved < 0)   /* no reading before the peak (a short run): the next one, an upper bound */
+        reserved = gt_ledger_pool_reserved_after(t, d, at);
     int64_t g_device = granularity(t, GT_MEM_DEVICE, d), g_pool = granularity(t, GT_MEM_POOL, d);
     r->granularity = g_device;
     r->pool_granularity = g_pool;
@@ -102,8 +105,10 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
             r->rounded++;
         }
     }
+    r->pool_live = pool_live;
     if (reserved >= 0) {
         r->pool_slack = reserved > pool_live ? reserved - pool_live : 0;
+        r->pool_slack_rate = pool_live > 0 ? (double)r->pool_slack / (double)pool_live : 0;
         margin += r->pool_slack;
     }
     r->margin = margin;

@@ -169,7 +169,10 @@ class ClosingLineTest(TraceTest):
         self.assertRegex(said[0], r'^gputrace: wrote .*gputrace-\d+\.db \(20 events')
 
     def test_trace_of_a_killed_process_is_listed_as_not_finished(self):
-        script = '%s hang 10 > hang.out & while ! [ -s hang.out ]; do sleep 0.02; done; kill -KILL $!; wait' % prog('exit_modes')
+        # killed once its trace has its name (the writer creates it asynchronously,
+        # under a temporary name first): before that there is nothing to list
+        script = ('%s hang 10 > hang.out & while ! [ -s hang.out ] || ! [ -e k.db ]; do sleep 0.02; done; '
+                  'kill -KILL $!; wait' % prog('exit_modes'))
         p = self.launch(['-o', 'k.db', '--', '/bin/sh', '-c', script])
         lines = self.gputrace_lines(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)

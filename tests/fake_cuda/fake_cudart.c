@@ -49,6 +49,9 @@ enum kind { K_DEVICE = 1, K_POOLALLOC, K_MANAGED, K_PINNED, K_STREAM, K_MEMPOOL 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static int g_ndev = 1;
 static uint64_t g_cap = DEFAULT_DEV_BYTES;
+/* FAKE_CUDA_POOL_FRAGMENTATION=P: a pool holds P% more than its allocations
+ * (fragmentation as a share of use), charged to the device as it grows. */
+static uint64_t g_pool_frag;
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -88,6 +91,10 @@ static void env_init(void)
             g_ndev = MAX_DEVICES;
         } else
             g_ndev = (int)v;
+    }
+    if ((s = getenv("FAKE_CUDA_POOL_FRAGMENTATION")) != NULL && parse_u64(s, &g_pool_frag) != 0) {
+        fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_FRAGMENTATION=%s\n", s);
+        g_pool_frag = 0;
     }
     if ((s = getenv("FAKE_CUDA_DEVICE_BYTES")) != NULL) {
         if (parse_u64(s, &v) != 0)
@@ -314,18 +321,35 @@ static int dev_reserve(int d)
 }
 
 /* First fit: lowest address whose free range holds sz. Locked. */
+static uint64_t pool_extra(enum kind kind, uint64_t sz)
+{
+    return kind == K_POOLALLOC ? sz / 100 * g_pool_frag + sz % 100 * g_pool_frag / 100 : 0;
+}
+
 static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t *out)
 {
     struct devstate *ds = &devs[d];
-    if (drv.charge ? drv.charge(d, (long long)sz) != 0 : (sz > g_cap || ds->used > g_cap - sz))
+    uint64_t extra = pool_extra(kind, sz);
+    if (extra && (drv.charge ? drv.charge(d, (long long)extra) != 0 : (extra > g_cap || ds->used > g_cap - extra)))
         return cudaErrorMemoryAllocation;
+    if (!drv.charge)
+        ds->used += extra;
+    if (drv.charge ? drv.charge(d, (long long)sz) != 0 : (sz > g_cap || ds->used > g_cap - sz)) {
+        if (drv.charge)
+            drv.charge(d, -(long long)extra);
+        else
+            ds->used -= extra;
+        return cudaErrorMemoryAllocation;
+    }
     size_t i = 0;
     int room = dev_reserve(d) == 0 && tab_reserve() == 0;
     while (room && i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
         i++;
     if (!room || i == ds->nfr) { /* out of memory, or fragmentation defeats a cap near 1 TiB */
         if (drv.charge)
-            drv.charge(d, -(long long)sz);
+            drv.charge(d, -(long long)(sz + extra));
+        else
+            ds->used -= extra;
         return cudaErrorMemoryAllocation;
     }
     uint64_t addr = ds->fr[i].lo;
@@ -338,7 +362,7 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     ds->live++;
     tab_put((struct rec){ .key = addr, .size = sz, .dev = d, .kind = kind });
     if (kind == K_POOLALLOC)
-        pool_account_locked(d, (int64_t)sz);
+        pool_account_locked(d, (int64_t)(sz + extra));
     *out = addr;
     return cudaSuccess;
 }
@@ -482,8 +506,14 @@ static cudaError_t free_common(void *ptr, unsigned allowed)
     pthread_mutex_lock(&g_lock);
     struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
     if (r && (allowed & KBIT(r->kind))) {
-        if (r->kind == K_POOLALLOC)
-            pool_account_locked(r->dev, -(int64_t)r->size);
+        if (r->kind == K_POOLALLOC) {
+            uint64_t extra = pool_extra(K_POOLALLOC, r->size);
+            pool_account_locked(r->dev, -(int64_t)(r->size + extra));
+            if (drv.charge)
+                drv.charge(r->dev, -(long long)extra);
+            else
+                devs[r->dev].used -= extra;
+        }
         if (r->kind == K_DEVICE || r->kind == K_POOLALLOC)
             dev_release_locked(r->dev, r->key, r->size);
         else
