@@ -128,6 +128,15 @@ class Result(unittest.TextTestResult):
         self._line(test, 'ERROR')
         self._reports_too()
 
+    def addSubTest(self, test, subtest, err):
+        # a failed subtest ends its test without addFailure or addSuccess:
+        # its children's reports are shown here, else the next test to end
+        # would take them for its own
+        unittest.TestResult.addSubTest(self, test, subtest, err)
+        if err is not None:
+            self._line(subtest, 'FAIL')
+            self._reports_too()
+
     def addSkip(self, test, reason):
         unittest.TestResult.addSkip(self, test, reason)
         self._line(test, 'SKIP')
