@@ -45,16 +45,33 @@ GT_EXPORT void _Exit(int status)
     __builtin_unreachable();
 }
 
-GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* Both are uninstrumented up to the pass-through (GT_UNINSTRUMENTED):
+ * ThreadSanitizer's runtime installs its own fatal-signal handlers through
+ * sigaction during its initialisation, when an instrumented function's
+ * entry crashes it. No trace watches signals then. */
+GT_UNINSTRUMENTED GT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&sigaction) real = (__typeof__(&sigaction))gt_libc_real_uninstrumented(GT_LIBC_sigaction);
+        if (!real) {
+            errno = ENOSYS;
+            return -1;
+        }
+        return real(sig, act, old);
+    }
     return gt_signals_sigaction(sig, act, old);
 }
 
-GT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+GT_UNINSTRUMENTED GT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 {
-    REAL(signal);
-    if (!gt_signals_watching(sig))
-        return real_signal(sig, handler);
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&signal) real = (__typeof__(&signal))gt_libc_real_uninstrumented(GT_LIBC_signal);
+        if (!real) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
     return gt_signals_signal(sig, handler);
 }
 

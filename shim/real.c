@@ -20,15 +20,8 @@
  * A sanitizer's runtime (ThreadSanitizer's) looks up its interceptors with
  * dlsym during its own initialisation, which reaches this function before
  * the runtime can take an instrumented call: so this function carries no
- * sanitizer instrumentation (the attribute changes nothing in a normal
- * build). Two threads may race to store the same address: relaxed atomics,
+ * sanitizer instrumentation (GT_UNINSTRUMENTED). Two threads may race to store the same address: relaxed atomics,
  * as the stub's plain 8-byte load is on x86-64. */
-#if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
-#define GT_UNINSTRUMENTED __attribute__((disable_sanitizer_instrumentation))
-#else
-/* GCC leaves such a function wholly uninstrumented, entry and exit too */
-#define GT_UNINSTRUMENTED __attribute__((no_sanitize_thread, no_sanitize_address, no_sanitize_undefined))
-#endif
 void *gt_dlsym_next;
 void *gt_dlsym_resolve(void);
 
@@ -141,6 +134,26 @@ void *gt_hook_real(struct gt_hook *h)
 
 #define LIBC_ROW(name) [GT_LIBC_##name] = {#name, NULL, "libc.so", NULL, 0},
 struct gt_hook gt_libc_hooks[GT_LIBC_N] = {GT_LIBC_FUNCTIONS(LIBC_ROW)};
+
+/* The real libc function for hooks_process.c's pass-through while no trace
+ * watches signals: ThreadSanitizer's runtime installs its fatal-signal
+ * handlers through our sigaction while it initialises, before an
+ * instrumented call (gt_hook_real's) can run. libc's definitions are always
+ * the next after us in the global scope, so RTLD_NEXT from here finds them
+ * (or a sanitizer's interceptor in front of them, as without us). Stores
+ * the same address gt_hook_real would. */
+GT_UNINSTRUMENTED void *gt_libc_real_uninstrumented(enum gt_libc_fn fn)
+{
+    struct gt_hook *h = &gt_libc_hooks[fn];
+    void *p = __atomic_load_n(&h->real, __ATOMIC_ACQUIRE);
+    if (p)
+        return p;
+    void *(*dl)(void *, const char *) = (void *(*)(void *, const char *))gt_dlsym_resolve();
+    p = dl ? dl(RTLD_NEXT, h->name) : NULL;
+    if (p)
+        __atomic_store_n(&h->real, p, __ATOMIC_RELEASE);
+    return p;
+}
 
 /* At trace start (lifecycle.c): hooks_process.c's real functions, all now. */
 void gt_libc_hooks_resolve(void)

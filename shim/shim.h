@@ -35,6 +35,18 @@
 #define GT_TLS __thread __attribute__((tls_model("initial-exec")))
 #define GT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define GT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A function a sanitizer's runtime may call during its own initialisation,
+ * before it can take an instrumented call (ThreadSanitizer looks up its
+ * interceptors with dlsym and installs its fatal-signal handlers with
+ * sigaction): no sanitizer instrumentation at all, and it may call only
+ * functions so marked, or libc. The attribute changes nothing in a normal
+ * build. */
+#if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
+#define GT_UNINSTRUMENTED __attribute__((disable_sanitizer_instrumentation))
+#else
+/* GCC leaves such a function wholly uninstrumented, entry and exit too */
+#define GT_UNINSTRUMENTED __attribute__((no_sanitize_thread, no_sanitize_address, no_sanitize_undefined))
+#endif
 
 #define GT_DEVICE_HOST (-1)
 #define GT_DEVICE_UNKNOWN (-2)
@@ -267,6 +279,7 @@ static inline void *gt_real_of(struct gt_hook *h)
 enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
 extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
 void gt_libc_hooks_resolve(void);
+void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the next definition after us */
 
 /* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
  * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries

@@ -139,10 +139,18 @@ const char *gt_signals_end_reason(int sig)
     return i < 0 ? "signal" : end_reasons[i];
 }
 
-/* Does sigaction/signal for sig need the view (else: straight through)? */
-bool gt_signals_watching(int sig)
+/* Does sigaction/signal for sig need the view (else: straight through)?
+ * Uninstrumented, as its callers' pass-through (hooks_process.c): a
+ * sanitizer's runtime calls sigaction before it is ready; hence the loop
+ * written out rather than a call to slot_of. */
+GT_UNINSTRUMENTED bool gt_signals_watching(int sig)
 {
-    return atomic_load_explicit(&S.installed, memory_order_acquire) && slot_of(sig) >= 0;
+    if (!__atomic_load_n(&S.installed, __ATOMIC_ACQUIRE))
+        return false;
+    for (int i = 0; i < NWATCHED; i++)
+        if (watched[i] == sig)
+            return true;
+    return false;
 }
 
 /* The interposed signal() for a watched signal: glibc's BSD semantics (SA_RESTART, the signal

@@ -24,14 +24,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # lifecycle's start and exit paths), stacks' lock-free set (threads sharing
 # call sites), the entry-point lookups racing dlopen (driver), NVTX ranges
 # and CUPTI buffers from several threads (nvtx), fork (lifecycle, pairing,
-# children's C programs). Left out: tests whose traced program is python3
+# children's C programs), the writer's flight-recorder deletes and pool
+# samples beside the program's allocating thread (window, cost's pool
+# reservation), the run log `gputrace run` reads (launcher). Left out: tests
+# whose traced program is python3
 # (an uninstrumented interpreter cannot host a TSan-built shim), and fork
 # children that call CUDA (they start a writer thread of their own, whose
 # pthread id TSan's registry still holds for the parent's: "dup thread with
-# used id", TSan's limit after a threaded fork, not a race).
+# used id", TSan's limit after a threaded fork, not a race), and the fatal
+# signal tests (TSan's runtime has its own fault handlers and delivers the
+# program's signals from its own; fatal_signal.c's worker and main thread
+# share a plain call counter, a race of the test program's, not the shim's).
 THREADED = ['unit.', 'capture.', 'lifecycle.ExitPathTest', 'lifecycle.ForkTest.test_fork_child_without_cuda',
             'lifecycle.NoCudaTest', 'lifecycle.ClosedDescriptorsTest', 'driver.', 'nvtx.NvtxRanges',
-            'nvtx.CuptiActivity', 'children.ChildrenTest.test_c_']
+            'nvtx.CuptiActivity', 'children.ChildrenTest.test_c_', 'window.FlightRecorder', 'cost.PoolReservation',
+            'launcher.LauncherTest']
 
 # name, build directory, meson options, run_tests.py arguments
 STAGES = [

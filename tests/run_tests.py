@@ -48,7 +48,9 @@ def sanitizer_env(kind, logdir):
         env['ASAN_OPTIONS'] = (common % 'asan') + ':halt_on_error=1:abort_on_error=0:detect_leaks=1:' \
             'verify_asan_link_order=0:detect_stack_use_after_return=0:strict_string_checks=1'
         env['UBSAN_OPTIONS'] = (common % 'ubsan') + ':halt_on_error=1:print_stacktrace=1'
-        env['LSAN_OPTIONS'] = 'suppressions=%s' % os.path.join(HERE, 'sanitizer', 'lsan.supp')
+        # print_suppressions=0: a suppressed leak (tests/sanitizer/lsan.supp)
+        # would still leave its statistics in the log, a report to the harness
+        env['LSAN_OPTIONS'] = 'print_suppressions=0:suppressions=%s' % os.path.join(HERE, 'sanitizer', 'lsan.supp')
     elif kind == 'thread':
         # die_after_fork=0: a fork child that calls CUDA starts its own
         # writer thread, which TSan refuses by default after a fork of a
@@ -127,6 +129,15 @@ class Result(unittest.TextTestResult):
         unittest.TestResult.addError(self, test, err)
         self._line(test, 'ERROR')
         self._reports_too()
+
+    def addSubTest(self, test, subtest, err):
+        # a failed subtest ends its test without addFailure or addSuccess:
+        # its children's reports are shown here, else the next test to end
+        # would take them for its own
+        unittest.TestResult.addSubTest(self, test, subtest, err)
+        if err is not None:
+            self._line(subtest, 'FAIL')
+            self._reports_too()
 
     def addSkip(self, test, reason):
         unittest.TestResult.addSkip(self, test, reason)

@@ -114,6 +114,20 @@ class SanitizerHarnessTest(unittest.TestCase):
         self.assertIn('FAIL', self.out.getvalue())
         self.assertEqual(self.logs.reports(), [])   # counted once, not again for the next test
 
+    def test_a_report_from_a_failed_subtest_is_shown_with_it_not_with_the_next_test(self):
+        logs, result = self.logs, self.result
+
+        class Child(unittest.TestCase):
+            def runTest(self):
+                with self.subTest('segv'):
+                    with open(os.path.join(logs.dir, 'asan.4243'), 'w') as f:
+                        f.write('==4243==ERROR: AddressSanitizer: SEGV on unknown address\n')
+                    self.fail('died by the wrong signal')
+        Child().run(result)
+        self.assertEqual(len(result.failures), 1)
+        self.assertIn('SEGV on unknown address', self.out.getvalue())
+        self.assertEqual(self.logs.reports(), [])   # the next test passes
+
     def test_a_test_without_report_passes(self):
         self.assertTrue(self.passing().wasSuccessful())
 
