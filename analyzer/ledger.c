@@ -492,6 +492,18 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         }
         if (code)
             break;
+        /* The exit sample checks the modules measurement: what the process held
+         * at exit cannot be less than its buckets. More than 1% less says the
+         * measurement after the first iteration was wrong (a pool that grew
+         * between its last reading and that sample): no modules bucket then,
+         * rather than a negative remainder. */
+        int modules_refuted = 0;
+        if (modules > 0 && at[0].have_nvml && per_process && at[0].s.process >= 0 &&
+            (double)accounted(&at[0], context) > 1.01 * (double)at[0].s.process) {
+            modules = modules_t = -1;
+            at[0].modules = at[1].modules = -1;
+            modules_refuted = 1;
+        }
         if (j) {
             gt_json_obj(j);
             gt_json_kint(j, "device", d);
@@ -499,6 +511,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint_or_null(j, "context_measured_at_ns", context >= 0 ? first.t : -1);
             gt_json_kint_or_null(j, "modules_bytes", modules);
             gt_json_kint_or_null(j, "modules_measured_at_ns", modules_t);
+            gt_json_key(j, "modules_refuted");
+            gt_json_bool(j, modules_refuted);
             gt_json_key(j, "per_process");
             gt_json_bool(j, per_process);
             gt_json_kint_or_null(j, "total_bytes", ns ? last.total : gt_trace_device_total(t, d));
@@ -522,6 +536,9 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             else if (!per_process)
                 printf("    (NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the context"
                        " is not measured, device-wide figures include other processes)\n");
+            else if (modules_refuted)
+                printf("    (the kernel modules measured after the first iteration are left out: with them the buckets"
+                       " exceed NVML's figure at exit, so that measurement was wrong)\n");
             else if (cut)
                 printf("    (flight recorder: allocations freed before the window are not in the trace, so the CUDA"
                        " context, measured against the first NVML sample, is not known)\n");

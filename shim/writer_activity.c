@@ -172,6 +172,11 @@ void gt_activity_tick(void)
     }
     if (A.iteration_sample == 1 && atomic_load(&A.nvml_on) && A.start_sampled &&
         A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
+        /* the pool read at the same instant: the analyzer measures modules as
+         * NVML's figure less everything traced, the pool at its reservation,
+         * and a pool that grew since its last reading would pass for modules
+         * (3.8 GB on an H100 conv net's first iteration) */
+        pool_sample(now, true);
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.iteration_sample = 2;
     }

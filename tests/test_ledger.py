@@ -111,3 +111,27 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         text = self.ok('summary', db).stdout
         self.assertIn('CUDA modules and library start-up', text)
         self.assertIn('(measured after the first iteration)', text)
+
+    def test_modules_contradicted_by_the_exit_sample_are_left_out_not_a_negative_remainder(self):
+        # as when the pool grew between its last reading and the sample after the
+        # first iteration: the buckets with modules exceed NVML's figure at exit
+        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4', '--steps', '4', '--lazy-module', str(self.LAZY),
+                            '--late-module', str(self.LATE)],
+                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
+                                          FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
+                                          GPUTRACE_CUPTI=0))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.json('summary', db)['ledger'][0]['modules_bytes'], self.LAZY)
+        import sqlite3
+        con = sqlite3.connect(db)
+        con.execute('UPDATE memory_samples SET process_bytes = process_bytes - ?, used_bytes = used_bytes - ?'
+                    ' WHERE t_ns = (SELECT max(t_ns) FROM memory_samples)', (self.LAZY + self.LATE, self.LAZY + self.LATE))
+        con.commit()
+        con.close()
+        led = self.json('summary', db)['ledger'][0]
+        self.assertIsNone(led['modules_bytes'])
+        self.assertIs(led['modules_refuted'], True)
+        x = {i['instant']: i for i in led['instants']}['exit']
+        self.assertNotIn('CUDA modules and library start-up', [b['name'] for b in x['buckets']])
+        self.assertGreaterEqual(x['unaccounted_bytes'], 0)
+        self.assertIn('exceed NVML', self.ok('summary', db).stdout)
