@@ -152,6 +152,7 @@ void gt_trace_close(struct gt_trace *t);
 /* Frames of a site, innermost first, formatted "function (module)" (plus
  * " file:line" where known); a Python frame "function (file:line)". *frames stays owned by the trace. Returns an exit
  * status; a site without frames gives n = 0. */
+void gt_trace_frames_free(struct gt_trace *t);   /* trace_frames.c */
 int gt_trace_frames(struct gt_trace *t, int32_t site, char ***frames, int *n);
 /* The same frames field by field (n as gt_trace_frames gives). */
 int gt_trace_frame_info(struct gt_trace *t, int32_t site, const struct gt_frame **info, int *n);
