@@ -25,7 +25,7 @@ static struct {
     _Atomic int end_taken;   /* 0, 1 being taken, 2 taken */
     int nend;
     struct gt_mem_sample end[GT_MAX_DEVICES];
-    uint64_t next_sample, cupti_dropped_seen;
+    uint64_t next_sample, sample_gap_ns, cupti_dropped_seen;
     /* one more sample when the program's first iteration has ended (its
      * first outermost default-domain range closed, or its second marker
      * API iteration began): what lazily loaded kernel modules and library
@@ -164,11 +164,19 @@ void gt_activity_tick(void)
             atexit(end_sample); /* after CUDA's own atexit handlers were registered: runs before them */
         A.next_sample = now;
     }
-    if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES &&
-        (gt_config.sample_ms || !A.start_sampled)) {
+    if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
+        if (A.start_sampled)
+            pool_sample(now, true);   /* the pool at the same instant (see the first-iteration sample) */
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.start_sampled = true;
-        A.next_sample = now + (uint64_t)gt_config.sample_ms * 1000000ull;
+        /* Every GPUTRACE_SAMPLE_MS when asked for; else 1, 2, 4, 8 ... s after
+         * the first (about 17 samples a day): the ledger measures kernel
+         * modules at the first sample after the program's first iteration,
+         * which a program without ranges or markers does not announce (the
+         * analyzer finds its iterations afterwards). */
+        A.sample_gap_ns = gt_config.sample_ms ? (uint64_t)gt_config.sample_ms * 1000000ull
+                          : A.sample_gap_ns ? 2 * A.sample_gap_ns : 1000000000ull;
+        A.next_sample = now + A.sample_gap_ns;
     }
     if (A.iteration_sample == 1 && atomic_load(&A.nvml_on) && A.start_sampled &&
         A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {

@@ -112,6 +112,22 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         self.assertIn('CUDA modules and library start-up', text)
         self.assertIn('(measured after the first iteration)', text)
 
+    def test_a_program_without_ranges_or_markers_gets_its_modules_measured_too(self):
+        # no iteration is announced: the shim's samples 1, 2, 4 ... s after the
+        # first give the analyzer one after the first iteration it finds
+        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4', '--steps', '6', '--unmarked', '--step-ms', '300',
+                            '--lazy-module', str(self.LAZY)],
+                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
+                                          FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
+                                          GPUTRACE_CUPTI=0))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = self.json('summary', db)
+        self.assertEqual(s['iteration_source'], 'auto')
+        led = s['ledger'][0]
+        self.assertEqual((led['context_bytes'], led['modules_bytes']), (self.CONTEXT, self.LAZY))
+        x = {i['instant']: i for i in led['instants']}['exit']
+        self.assertEqual(x['unaccounted_bytes'], 0)
+
     def test_modules_contradicted_by_the_exit_sample_are_left_out_not_a_negative_remainder(self):
         # as when the pool grew between its last reading and the sample after the
         # first iteration: the buckets with modules exceed NVML's figure at exit

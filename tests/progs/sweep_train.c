@@ -24,7 +24,9 @@
  *            loaded kernel modules do at a kernel's first launch, or at the
  *            start of the last step (an evaluation kernel first used late);
  *            each after a pause, so that the tracer's NVML samples (at the
- *            start, after the first iteration) fall between them */
+ *            start, after the first iteration) fall between them
+ *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
+ *   --step-ms N: each step lasts at least N ms (a pause at its end) */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -110,6 +112,8 @@ int main(int argc, char **argv)
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
     long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
     use_async = arg_flag(argc, argv, "--async");
+    int unmarked = arg_flag(argc, argv, "--unmarked");
+    long long step_ms = arg_ll(argc, argv, "--step-ms", 0);
     char *list = NULL;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--batch-sizes"))
@@ -151,7 +155,8 @@ int main(int argc, char **argv)
         }
         size_t half = (size_t)bs * (per_sample / 2);
         for (long long step = 0; step < steps; step++, index++) {
-            gputrace_iteration(index, bs);
+            if (!unmarked)
+                gputrace_iteration(index, bs);
             if (grads)
                 release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
             void *x = tensor(half);          /* the input batch */
@@ -169,6 +174,10 @@ int main(int argc, char **argv)
             grads = tensor(fixed / 4);       /* backward */
             release(act, half);
             release(x, half);
+            if (step_ms) {
+                struct timespec pause = {step_ms / 1000, step_ms % 1000 * 1000000};
+                nanosleep(&pause, NULL);
+            }
         }
     } while (list);
     release(grads, fixed / 4);
