@@ -118,6 +118,8 @@ static long creating_pid(const char *path)
         return 0;
     char *end;
     long pid = strtol(m + 10, &end, 10);
+    if (*end == '.' && end[1] >= '0' && end[1] <= '9')   /* NAME.creating-PID.N: the name was taken */
+        strtol(end + 1, &end, 10);
     return (*end == 0 || strcmp(end, "-journal") == 0) && pid > 0 ? pid : 0;
 }
 

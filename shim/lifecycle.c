@@ -37,6 +37,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     bool had_trace = atomic_load(&gt_state) != GT_UNINIT;
+    gt_signals_after_fork_child();
     gt_state_after_fork_child();
     gt_ranges_after_fork_child();
     gt_notes_after_fork_child();
@@ -66,6 +67,11 @@ bool gt_owns_trace(void)
 __attribute__((constructor)) static void gt_load(void)
 {
     gt_config_load();
+    /* sigaction and signal pass straight through in a process without a
+     * trace: found now, not at a first call that may come inside a signal
+     * handler, where dlsym (the loader's lock, malloc) is not safe */
+    gt_libc_real_uninstrumented(GT_LIBC_sigaction);
+    gt_libc_real_uninstrumented(GT_LIBC_signal);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (!gt_config.disabled)
         gt_nvtx_setup();

@@ -116,6 +116,12 @@ int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
     }
     snprintf(tmp_out, cap, "%s.creating-%d", base, getpid());
     int rc = try_create(tmp_out);
+    /* the name of a run killed with the same pid (a container's pid 1), or of
+     * another pid namespace's process: another name, never that file */
+    for (int i = 1; i < 100 && rc == -EEXIST; i++) {
+        snprintf(tmp_out, cap, "%s.creating-%d.%d", base, getpid(), i);
+        rc = try_create(tmp_out);
+    }
     if (rc != 0)
         snprintf(err, errcap, "'%s': %s", base, rc == -ELOOP ? "a symbolic link is in the way" : strerror(-rc));
     return rc;

@@ -324,6 +324,7 @@ bool gt_runlog_wrote(const struct gt_writer_summary *s);  /* true: the launcher 
  * each disposition kept behind the interposed sigaction and signal). */
 #include <signal.h>
 void gt_signals_install(void (*handler)(int, siginfo_t *, void *)); /* at trace start; idempotent */
+void gt_signals_after_fork_child(void);   /* every fork child: the lock, the view's owner */
 bool gt_signals_watching(int sig);
 const char *gt_signals_end_reason(int sig);                       /* "signal SIGTERM" */
 int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -22,6 +23,8 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 static struct {
     _Atomic bool installed;          /* the table below is the program's view */
+    _Atomic pid_t owner;             /* the process whose view it is: a vfork child shares
+                                        this memory, and must not write the parent's view */
     _Atomic int lock;                /* spin lock over view[], taken with signals blocked */
     struct sigaction view[NSIG];     /* what the program set (or had when we installed) */
     void (*handler)(int, siginfo_t *, void *);
@@ -87,17 +90,32 @@ void gt_signals_install(void (*handler)(int, siginfo_t *, void *))
     sigset_t old;
     lock(&old);
     S.handler = handler;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    struct sigaction ours = effective(&dfl);
     for (int i = 0; i < NWATCHED; i++) {
         int sig = watched[i];
-        if (real(sig, NULL, &S.view[sig]) != 0)
+        /* one call reads and replaces: a handler another thread installs at
+         * this moment is never overwritten (it is either what we read, and
+         * put back at once, or it comes after ours) */
+        if (real(sig, &ours, &S.view[sig]) != 0)
             continue;
-        if (is_default(&S.view[sig])) {
-            struct sigaction e = effective(&S.view[sig]);
-            real(sig, &e, NULL);
-        }
+        if (!is_default(&S.view[sig]))
+            real(sig, &S.view[sig], NULL);
     }
+    atomic_store(&S.owner, getpid());
     atomic_store(&S.installed, true);
     unlock(&old);
+}
+
+/* Fork child (lifecycle.c, every fork): the lock may have been held by a
+ * thread that does not exist here; the view, copied, is the child's own. */
+void gt_signals_after_fork_child(void)
+{
+    atomic_store(&S.lock, 0);
+    if (atomic_load(&S.installed))
+        atomic_store(&S.owner, getpid());
 }
 
 /* The interposed sigaction: the program's view in, the program's view out. */
@@ -110,6 +128,16 @@ int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction 
     }
     if (!atomic_load_explicit(&S.installed, memory_order_acquire) || slot_of(sig) < 0)
         return real(sig, act, old);
+    if (atomic_load(&S.owner) != getpid()) {
+        /* a vfork child (CPython's subprocess resets every handler there):
+         * the kernel's dispositions are its own, the view is its parent's */
+        int rc = real(sig, act, old);
+        if (rc == 0 && old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == S.handler) {
+            memset(old, 0, sizeof *old);   /* ours stands for the default */
+            old->sa_handler = SIG_DFL;
+        }
+        return rc;
+    }
     struct sigaction want; /* act may be old itself */
     if (act)
         want = *act;
@@ -157,6 +185,10 @@ GT_UNINSTRUMENTED bool gt_signals_watching(int sig)
  * blocked in its handler), through the sigaction above. */
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler)
 {
+    if (handler == SIG_ERR) {   /* glibc refuses it; installed, the next signal would jump to -1 */
+        errno = EINVAL;
+        return SIG_ERR;
+    }
     struct sigaction act, old;
     memset(&act, 0, sizeof act);
     act.sa_handler = handler;

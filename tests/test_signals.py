@@ -186,6 +186,31 @@ class ProgramHandlersTest(SignalTest):
                                 '7=%s 8=%s' % (fault, fault, fault)])
         self.assertEqual(traced.stdout, bare.stdout, traced.stderr)
 
+    def test_a_stale_temporary_file_of_the_same_pid_is_left_alone_and_the_trace_written(self):
+        # a run killed earlier with this pid (a container's pid 1) left NAME.creating-PID:
+        # exec keeps the shell's pid, so the program starts with that name taken
+        script = 'echo mine > t.db.creating-$$ && exec %s exit 10' % prog('exit_modes')
+        p = subprocess.run(['/bin/sh', '-c', script], cwd=self.dir, capture_output=True, text=True, timeout=60,
+                           env=base_env(GPUTRACE_OUTPUT='t.db', GPUTRACE_CUPTI=0, LD_PRELOAD=SHIM))
+        self.assertEqual(p.returncode, 7, p.stderr)   # exit_modes' own status
+        stale = [f for f in os.listdir(self.dir) if '.creating-' in f]
+        self.assertEqual(len(stale), 1, os.listdir(self.dir))
+        self.assertEqual(open(os.path.join(self.dir, stale[0])).read(), 'mine\n')
+        self.assertEqual(query(os.path.join(self.dir, 't.db'), 'SELECT events_recorded FROM processes'), [(10,)])
+
+    def test_a_vfork_child_resetting_a_handler_leaves_the_parents_view_alone(self):
+        # CPython's subprocess resets every handler in its vfork child: the
+        # child shares the parent's memory, and must not rewrite its view
+        bare, traced, _ = self.both([prog('signal_views'), 'vfork'])
+        self.assertEqual((bare.returncode, bare.stdout), (3, "SIGTERM's handler: the program's\nhandled\n"), bare.stderr)
+        self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout), traced.stderr)
+
+    def test_signal_sig_err_is_refused_as_glibc_refuses_it(self):
+        bare, traced, _ = self.both([prog('signal_views'), 'sigerr'])
+        self.assertEqual((bare.returncode, bare.stdout), (-signal.SIGTERM, 'signal(SIGTERM, SIG_ERR): SIG_ERR, errno EINVAL\n'),
+                         bare.stderr)
+        self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout), traced.stderr)
+
     def test_an_inherited_sig_ign_stays_ignored(self):
         bare, traced, db = self.both([prog('fatal_signal'), 'run', '1000'], preexec=ignore_term)
         self.assertEqual(bare.returncode, 0, bare.stderr)
