@@ -94,13 +94,17 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
     process's memory, 90 MB taken in the first step and 7 MB in the last."""
     CONTEXT, OTHER, LAZY, LATE = 300 * 1000 * 1000, 100 * 1000 * 1000, 90 * 1000 * 1000, 7 * 1000 * 1000
 
-    def test_first_iteration_modules_are_their_own_bucket_and_later_ones_unaccounted(self):
-        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4', '--steps', '4', '--lazy-module', str(self.LAZY),
-                            '--late-module', str(self.LATE)],
+    def planted(self, *args):
+        """sweep_train ARGS traced under the planted context, other process and NVML; the trace."""
+        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4'] + list(args),
                            env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
                                           FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
                                           GPUTRACE_CUPTI=0))
         self.assertEqual(p.returncode, 0, p.stderr)
+        return db
+
+    def test_first_iteration_modules_are_their_own_bucket_and_later_ones_unaccounted(self):
+        db = self.planted('--steps', '4', '--lazy-module', str(self.LAZY), '--late-module', str(self.LATE))
         led = self.json('summary', db)['ledger'][0]
         self.assertEqual((led['context_bytes'], led['modules_bytes']), (self.CONTEXT, self.LAZY))
         x = {i['instant']: i for i in led['instants']}['exit']
@@ -115,12 +119,7 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
     def test_a_program_without_ranges_or_markers_gets_its_modules_measured_too(self):
         # no iteration is announced: the shim's samples 1, 2, 4 ... s after the
         # first give the analyzer one after the first iteration it finds
-        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4', '--steps', '6', '--unmarked', '--step-ms', '300',
-                            '--lazy-module', str(self.LAZY)],
-                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
-                                          FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
-                                          GPUTRACE_CUPTI=0))
-        self.assertEqual(p.returncode, 0, p.stderr)
+        db = self.planted('--steps', '6', '--unmarked', '--step-ms', '300', '--lazy-module', str(self.LAZY))
         s = self.json('summary', db)
         self.assertEqual(s['iteration_source'], 'auto')
         led = s['ledger'][0]
@@ -131,12 +130,7 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
     def test_modules_contradicted_by_the_exit_sample_are_left_out_not_a_negative_remainder(self):
         # as when the pool grew between its last reading and the sample after the
         # first iteration: the buckets with modules exceed NVML's figure at exit
-        p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4', '--steps', '4', '--lazy-module', str(self.LAZY),
-                            '--late-module', str(self.LATE)],
-                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
-                                          FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
-                                          GPUTRACE_CUPTI=0))
-        self.assertEqual(p.returncode, 0, p.stderr)
+        db = self.planted('--steps', '4', '--lazy-module', str(self.LAZY), '--late-module', str(self.LATE))
         self.assertEqual(self.json('summary', db)['ledger'][0]['modules_bytes'], self.LAZY)
         import sqlite3
         con = sqlite3.connect(db)
