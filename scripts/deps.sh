@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and testing gputrace needs, on Debian/Ubuntu, only if
 # something is missing: meson, ninja, a C compiler, pkg-config, SQLite and
-# libunwind development files, python3 (tests), binutils (addr2line, for
+# libunwind development files, python3 (tests) and its embedding files
+# (python3-dev: a test embeds the interpreter), binutils (addr2line, for
 # gputrace symbolize), chromium (the tests open gputrace report's HTML page
 # headless). The CUDA toolkit (headers only)
 # must already be installed: it is not in Debian's main archive.
@@ -17,6 +18,7 @@ command -v addr2line >/dev/null 2>&1 || need="$need binutils"
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need="$need chromium"
 pkg-config --exists sqlite3 2>/dev/null || need="$need libsqlite3-dev"
 pkg-config --exists libunwind 2>/dev/null || need="$need libunwind-dev"
+pkg-config --exists python3-embed 2>/dev/null || need="$need python3-dev"   # the embedded-interpreter test
 if [ -n "$need" ]; then
   echo "installing:$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
