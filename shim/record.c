@@ -84,7 +84,13 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
         return;
     fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
-    p->rec.call.stack_hash = gt_stack_capture();
+    /* A free's native stack would be half the unwinding a stream-ordered
+     * program pays, and no report reads it (an allocation's stack names the
+     * site that holds memory): by default a free gets its thread's Python
+     * frames alone (cheap: no unwinding, nothing read from another thread),
+     * the whole stack on request or when it fails (gt_record_free_end). */
+    p->rec.call.stack_hash = gt_config.free_stacks ? gt_stack_capture() : gt_stack_capture_python();
+    p->whole_stack = gt_config.free_stacks;
     p->reserved = gt_queue_reserve(&p->res);
     p->rec.t_ns = gt_now_ns();
 }
@@ -94,6 +100,8 @@ void gt_record_free_end(struct gt_pending_free *p, int result)
     if (!p->reserved)
         return;
     p->rec.call.result = result;
+    if (result != 0 && !p->whole_stack)   /* still inside the hook: the same stack */
+        p->rec.call.stack_hash = gt_stack_capture();
     gt_queue_publish(&p->res, &p->rec);
     note_cuda_ready(result);
 }

@@ -193,6 +193,7 @@ bool gt_stacks_init(void);
 int gt_stacks_depth(void);                           /* frames per stack in use (0: off, or libunwind missing) */
 void gt_stacks_discard(void);
 uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
+uint64_t gt_stack_capture_python(void);              /* the thread's own Python frames alone; 0 if none */
 struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
 bool gt_stacks_pending(void);                        /* writer: any to take? */
 
@@ -243,7 +244,7 @@ bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call t
 void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);
-struct gt_pending_free { struct gt_reservation res; bool reserved; struct gt_rec rec; };
+struct gt_pending_free { struct gt_reservation res; bool reserved, whole_stack; struct gt_rec rec; };
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
 void gt_record_free_end(struct gt_pending_free *p, int result);

@@ -144,8 +144,30 @@ static int interleave(const uintptr_t *ips, int n, const struct gt_py_stack *py,
     return o;
 }
 
-/* Captures the caller's stack (frames of the shim skipped), returns its hash;
- * the first time a hash is seen, queues the frames for the writer. */
+/* The first time a hash is seen, queues the frames for the writer. */
+static uint64_t publish(const uintptr_t *ips, int kept)
+{
+    if (kept <= 0)
+        return 0;
+    uint64_t h = hash_frames(ips, kept);
+    if (!insert_new(h))
+        return h;
+    struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
+    if (!rec) {
+        gt_drop(GT_DROP_STACK_LOST);
+        return 0;
+    }
+    rec->hash = h;
+    rec->depth = kept;
+    memcpy(rec->ips, ips, (size_t)kept * sizeof(uintptr_t));
+    rec->next = atomic_load_explicit(&new_stacks, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&new_stacks, &rec->next, rec, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    return h;
+}
+
+/* Captures the caller's stack (frames of the shim skipped), returns its hash. */
 uint64_t gt_stack_capture(void)
 {
     if (depth <= 0 || !seen)
@@ -166,24 +188,21 @@ uint64_t gt_stack_capture(void)
         kept = interleave(ips, kept > 0 ? kept : 0, &py, false, merged);
         ips = merged;
     }
-    if (kept <= 0)
+    return publish(ips, kept);
+}
+
+/* The calling thread's own Python frames alone (a free's stack by default):
+ * no native unwinding, and nothing borrowed from a thread waiting in
+ * backward(). 0 on a thread that runs no Python. */
+uint64_t gt_stack_capture_python(void)
+{
+    if (depth <= 0 || !seen)
         return 0;
-    uint64_t h = hash_frames(ips, kept);
-    if (!insert_new(h))
-        return h;
-    struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
-    if (!rec) {
-        gt_drop(GT_DROP_STACK_LOST);
+    struct gt_py_stack py;
+    uintptr_t ids[GT_PY_MAX_FRAMES];
+    if (gt_py_capture(&py) <= 0)
         return 0;
-    }
-    rec->hash = h;
-    rec->depth = kept;
-    memcpy(rec->ips, ips, (size_t)kept * sizeof(uintptr_t));
-    rec->next = atomic_load_explicit(&new_stacks, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&new_stacks, &rec->next, rec, memory_order_release,
-                                                  memory_order_relaxed))
-        ;
-    return h;
+    return publish(ids, interleave(NULL, 0, &py, false, ids));
 }
 
 /* Writer: are there stacks to take? */

@@ -92,11 +92,33 @@ class CaptureTest(TraceTest):
         self.assertEqual(query(db, 'SELECT count(*) FROM stacks'), [(0,)])
 
     def test_identical_stacks_are_stored_once(self):
-        p, db = self.trace([prog('threads'), '1', '500'])
+        p, db = self.trace([prog('threads'), '1', '500'], env_extra={'GPUTRACE_FREE_STACKS': 1})
         self.assertEqual(p.returncode, 0, p.stderr)
         # one call site for cudaMalloc and one for cudaFree
-        self.assertEqual(query(db, 'SELECT count(DISTINCT stack_id), count(*) FROM events'), [(2, 1000)])
+        self.assertEqual(query(db, 'SELECT count(DISTINCT stack_id), count(stack_id), count(*) FROM events'),
+                         [(2, 1000, 1000)])
         self.assertEqual(query(db, 'SELECT count(*) FROM stacks'), [(2,)])
+
+    def test_a_free_has_a_stack_only_when_it_fails_or_free_stacks_is_on(self):
+        # pairing.c: successful frees, and five that fail (a double
+        # cuMemRelease; cudaFree twice, of an interior pointer, of an unknown
+        # address, of pinned host memory)
+        p, db = self.trace([prog('pairing')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by_outcome = query(db, """SELECT result = 0, count(*), count(stack_id) FROM events_v
+                                  WHERE op = 'free' GROUP BY result = 0 ORDER BY 1""")
+        self.assertEqual(by_outcome[0][0], 0)
+        self.assertEqual(by_outcome[0][1:], (5, 5))         # every failed free: its stack
+        self.assertGreater(by_outcome[1][1], 5)
+        self.assertEqual(by_outcome[1][2], 0)               # no successful one
+        frames = [r[0] for r in query(db, """SELECT f.function FROM events_v e
+            JOIN stack_frames sf ON sf.stack_id = e.stack_id JOIN frames f ON f.id = sf.frame_id
+            WHERE e.op = 'free' AND e.result != 0""")]
+        self.assertIn('main', frames)                       # the program's frames, not the shim's
+        self.assertFalse([f for f in frames if f and f.startswith('gt_')], frames)
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE op = 'alloc' AND stack_id IS NULL"), [(0,)])
+        p, db = self.trace([prog('pairing')], name='free-stacks.db', env_extra={'GPUTRACE_FREE_STACKS': 1})
+        self.assertEqual(query(db, "SELECT count(*) = count(stack_id) FROM events_v WHERE op = 'free'"), [(1,)])
 
     def test_eight_threads_twenty_thousand_pairs_nothing_dropped(self):
         p, db = self.trace([prog('threads'), '8', '20000'], timeout=300)

@@ -59,6 +59,19 @@ class PythonStacksTest(TraceTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         return p, db
 
+    def test_a_free_carries_its_python_frames_and_native_ones_only_when_asked(self):
+        _, db = self.run_script('main')
+        free = frames_of(db, SIZES['main'], op='free')
+        self.assertEqual([f[1:] for f in free],
+                         [here('cuda_free', 'cuda_free'), here('train_step_free', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
+        self.assertEqual({f[0] for f in free}, {'python'})   # no native unwinding on a free by default
+        self.assertIn('native', {f[0] for f in frames_of(db, SIZES['main'])})
+        _, db = self.run_script('main', env_extra={'GPUTRACE_FREE_STACKS': '1'}, name='free-stacks.db')
+        free = frames_of(db, SIZES['main'], op='free')
+        self.assertEqual({f[0] for f in free}, {'python', 'native'})
+        self.assertEqual(python_frames(db, SIZES['main'], op='free')[0], here('cuda_free', 'cuda_free'))
+
     def test_main_thread_frames_name_each_function_and_line(self):
         _, db = self.run_script('main')
         self.assertEqual(python_frames(db, SIZES['main']),
