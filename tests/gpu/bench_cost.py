@@ -2,7 +2,8 @@
 configuration runs --runs times, every run a fresh process, the order of
 configurations shuffled in every round; per configuration the median of the
 runs' median step times; the ratio of medians to the untraced run with a 95%
-bootstrap interval (runs resampled with replacement, 2000 times) and the
+bootstrap interval (rounds resampled with replacement, 2000 times, each
+round's runs kept together) and the
 spread (min-max of the runs). A target is met when the interval's upper end
 is at or under it. Beside each traced configuration: the trace's bytes per
 training step (rows written during the steps measured, times each table's
@@ -14,7 +15,8 @@ Fresh processes cheaply: a process start with torch costs ~16 s on the GPU
 machine, so by default each configuration gets one server process (started
 with that configuration's environment: LD_PRELOAD, GPUTRACE_*) that imports
 torch once and forks a child per run; the child is the fresh process (CUDA,
-the context, the shim's trace and CUPTI start in it). --exec runs every
+the context, the shim's trace and CUPTI start in it); every server, and so
+every run, is pinned to the same cores (--cpus). --exec runs every
 configuration by plain exec instead. Results are written after every round,
 and no round starts that would end past --budget-s.
 
@@ -39,6 +41,9 @@ here = os.path.dirname(os.path.abspath(__file__))
 
 if len(sys.argv) > 1 and sys.argv[1] == '--serve':
     # A configuration's server: torch imported once, a forked child per run.
+    cpus = os.environ.pop('BENCH_COST_CPUS', '')
+    if cpus:   # every configuration on the same cores: which core a run lands on is noise, not cost
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(',')})
     sys.path.insert(0, here)
     import transformer_step
     for line in sys.stdin:
@@ -66,7 +71,15 @@ ap.add_argument('--first', type=int, default=10, help='steps before this one are
 ap.add_argument('--budget-s', type=float, default=530)
 ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
 ap.add_argument('--seed', type=int, default=1)
+ap.add_argument('--cpus', default='auto',
+                help="cores every run is pinned to (comma list; 'auto': 8 of the machine's, core 0 left out; "
+                     "'none': not pinned)")
 a = ap.parse_args()
+if a.cpus == 'auto':
+    have = sorted(os.sched_getaffinity(0))
+    a.cpus = ','.join(str(c) for c in (have[1:9] if len(have) > 8 else have))
+elif a.cpus == 'none':
+    a.cpus = ''
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
@@ -78,6 +91,8 @@ t_start = time.monotonic()
 
 def environment(cfg):
     env = dict(os.environ)
+    if a.cpus:
+        env['BENCH_COST_CPUS'] = a.cpus
     if a.alloc == 'async':
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'
     if cfg in ('bare', 'history'):
@@ -179,7 +194,7 @@ def summarize():
         r = lo = hi = float('nan')
         if base and cfg != 'bare':
             r = med / statistics.median(base)
-            lo, hi = ratio_ci(s, base)
+            lo, hi = ratio_ci(cfg)
         elif cfg == 'bare':
             r = lo = hi = 1.0
         size = statistics.median(sizes[cfg]) if sizes[cfg] else float('nan')
@@ -193,14 +208,25 @@ def summarize():
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
-        json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'rows': rows}, f, indent=1)
+        json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'cpus': a.cpus,
+                   'rows': rows, 'rounds': by_round}, f, indent=1)
     return '\n'.join(out)
 
 
-def ratio_ci(num, den, n=2000):
+def ratio_ci(cfg, n=2000):
+    """95% bootstrap interval of the ratio of medians, resampling rounds: a
+    round's runs of every configuration are kept together, so that what
+    drifts between rounds (the GPU's clocks, another tenant) moves both sides
+    of the ratio alike instead of widening it."""
+    rounds = [r for r in by_round if cfg in r and 'bare' in r]
+    if len(rounds) < 2:
+        return float('nan'), float('nan')
     rng = random.Random(7)
-    rs = sorted(statistics.median(rng.choices(num, k=len(num))) / statistics.median(rng.choices(den, k=len(den)))
-                for _ in range(n))
+    rs = []
+    for _ in range(n):
+        pick = rng.choices(rounds, k=len(rounds))
+        rs.append(statistics.median(r[cfg] for r in pick) / statistics.median(r['bare'] for r in pick))
+    rs.sort()
     return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
 
 
@@ -208,6 +234,7 @@ random.seed(a.seed)
 samples = {c: [] for c in configs}
 sizes = {c: [] for c in configs}
 per_step = {c: [] for c in configs}
+by_round = []   # per round: configuration -> its run's median step (ms)
 cpu = {c: [] for c in configs}   # CPU seconds of the whole run, every thread (forked children only)
 warned = set()
 round_s = 0.0
@@ -216,6 +243,7 @@ for i in range(a.runs):
         print('budget: no time for round %d' % (i + 1), flush=True)
         break
     t_round = time.monotonic()
+    by_round.append({})
     order = configs[:]
     random.shuffle(order)
     for cfg in order:
@@ -225,6 +253,8 @@ for i in range(a.runs):
             print('run %d %s failed (status %d): %s %s' % (i, cfg, rc, lines[-5:], err[-800:]), flush=True)
             continue
         samples[cfg].append(ms[0])
+        by_round[-1][cfg] = ms[0]
+        print('  round %d %-28s %.3f ms' % (i + 1, cfg, ms[0]), flush=True)
         cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
         pid = [l[4:] for l in lines if l.startswith('pid=')]
         steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
