@@ -25,7 +25,7 @@ static struct {
     _Atomic int end_taken;   /* 0, 1 being taken, 2 taken */
     int nend;
     struct gt_mem_sample end[GT_MAX_DEVICES];
-    uint64_t next_sample, sample_gap_ns, cupti_dropped_seen;
+    uint64_t next_sample, sample_gap_ns, first_sample_t, cupti_dropped_seen;
     /* one more sample when the program's first iteration has ended (its
      * first outermost default-domain range closed, or its second marker
      * API iteration began): what lazily loaded kernel modules and library
@@ -169,13 +169,19 @@ void gt_activity_tick(void)
             pool_sample(now, true);   /* the pool at the same instant (see the first-iteration sample) */
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.start_sampled = true;
-        /* Every GPUTRACE_SAMPLE_MS when asked for; else 1, 2, 4, 8 ... s after
-         * the first (about 17 samples a day): the ledger measures kernel
-         * modules at the first sample after the program's first iteration,
-         * which a program without ranges or markers does not announce (the
-         * analyzer finds its iterations afterwards). */
+        /* Every GPUTRACE_SAMPLE_MS when asked for; else every 250 ms for the
+         * first 16 s, then at 32, 64, 128 ... s (64 + about 12 samples a
+         * day): the ledger measures kernel modules at the first sample after
+         * the program's first iteration, which a program without ranges or
+         * markers does not announce (the analyzer finds its iterations
+         * afterwards), and a short job's first iteration may end seconds
+         * after its first CUDA call and a second before its exit (1, 2, 4 s
+         * missed train_mlp.py's on an H100). */
+        if (!A.first_sample_t)
+            A.first_sample_t = now;
+        uint64_t since = now - A.first_sample_t;
         A.sample_gap_ns = gt_config.sample_ms ? (uint64_t)gt_config.sample_ms * 1000000ull
-                          : A.sample_gap_ns ? 2 * A.sample_gap_ns : 1000000000ull;
+                          : since < 16000000000ull ? 250000000ull : since;
         A.next_sample = now + A.sample_gap_ns;
     }
     if (A.iteration_sample == 1 && atomic_load(&A.nvml_on) && A.start_sampled &&

@@ -26,7 +26,9 @@
  *            each after a pause, so that the tracer's NVML samples (at the
  *            start, after the first iteration) fall between them
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
- *   --step-ms N: each step lasts at least N ms (a pause at its end) */
+ *   --step-ms N: each step lasts at least N ms (a pause at its end)
+ *   --start-ms N: a pause of N ms between the model and the first step (a
+ *     real job's data loading and set-up) */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
     use_async = arg_flag(argc, argv, "--async");
     int unmarked = arg_flag(argc, argv, "--unmarked");
     long long step_ms = arg_ll(argc, argv, "--step-ms", 0);
+    long long start_ms = arg_ll(argc, argv, "--start-ms", 0);
     char *list = NULL;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--batch-sizes"))
@@ -141,8 +144,9 @@ int main(int argc, char **argv)
         arena = want;
     }
     void *model = tensor(fixed / 2);
-    if (lazy_module) {   /* quiet while the tracer takes its first NVML sample */
-        struct timespec pause = {0, 200 * 1000 * 1000};
+    if (lazy_module || start_ms) {   /* quiet while the tracer takes its first NVML sample */
+        long long ms = start_ms > 200 ? start_ms : 200;
+        struct timespec pause = {ms / 1000, ms % 1000 * 1000000};
         nanosleep(&pause, NULL);
     }
     void *optimizer = tensor(fixed / 4), *grads = NULL;
