@@ -72,12 +72,17 @@ ap.add_argument('--budget-s', type=float, default=530)
 ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
 ap.add_argument('--seed', type=int, default=1)
 ap.add_argument('--cpus', default='auto',
-                help="cores every run is pinned to (comma list; 'auto': 8 of the machine's, core 0 left out; "
-                     "'none': not pinned)")
+                help="cores every run is pinned to (comma list; 'auto': with 10 cores or more, the step's thread "
+                     "alone on core 1 once CUDA is up and every other thread on 2..9; 'none': not pinned)")
 a = ap.parse_args()
+main_cpu = -1
 if a.cpus == 'auto':
     have = sorted(os.sched_getaffinity(0))
-    a.cpus = ','.join(str(c) for c in (have[1:9] if len(have) > 8 else have))
+    if len(have) >= 10:   # core 0 left to the system, 1 to the step's thread, 2..9 to every other thread
+        main_cpu = have[1]
+        a.cpus = ','.join(str(c) for c in have[2:10])
+    else:
+        a.cpus = ','.join(str(c) for c in have)
 elif a.cpus == 'none':
     a.cpus = ''
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
@@ -115,7 +120,7 @@ def environment(cfg):
 
 
 def workload_args(cfg):
-    argv = ['--steps', str(a.steps), '--from', str(a.first)]
+    argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu)]
     return argv + ['--history'] if cfg == 'history' else argv
 
 
@@ -209,6 +214,7 @@ def summarize():
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
         json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'cpus': a.cpus,
+                   'main_cpu': main_cpu,
                    'rows': rows, 'rounds': by_round}, f, indent=1)
     return '\n'.join(out)
 

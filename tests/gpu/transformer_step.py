@@ -2,7 +2,7 @@
 measured there (d_model 768, 6 layers, batch 16, sequence 256, bf16 autocast,
 AdamW). Prints step_ms=, the median of steps --from to --steps (each step
 synchronised), and the memory counters.
-usage: transformer_step.py [--steps N] [--from K] [--history]
+usage: transformer_step.py [--steps N] [--from K] [--history] [--pin-main CORE]
 --history: torch.cuda.memory._record_memory_history(stacks='all') first
 (PyTorch's own recorder; it refuses the cudaMallocAsync backend).
 bench_cost.py imports it and calls main() in fresh forked children of a
@@ -20,6 +20,8 @@ def main(argv=None):
     ap.add_argument('--from', dest='first', type=int, default=10)
     ap.add_argument('--batch', type=int, default=16)
     ap.add_argument('--history', action='store_true')
+    ap.add_argument('--pin-main', type=int, default=-1,
+                    help='once CUDA is up, the main thread alone on this core (threads started before keep theirs)')
     args = ap.parse_args(argv)
     run(args)
 
@@ -35,6 +37,12 @@ def run(args):
                                 torch.nn.Linear(d, vocab)).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randint(0, vocab, (args.batch, seq), device=dev)
+    if args.pin_main >= 0:
+        # Linux: pid 0 is the calling thread. The threads CUDA, CUPTI and the
+        # tracer started at the first CUDA call keep the cores they inherited,
+        # so the step's own thread never shares its core with them.
+        import os
+        os.sched_setaffinity(0, {args.pin_main})
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)
     times = []
     steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
