@@ -117,7 +117,7 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         self.assertIn('(measured after the first iteration)', text)
 
     def test_a_program_without_ranges_or_markers_gets_its_modules_measured_too(self):
-        # no iteration is announced: the shim's samples (every 250 ms for the
+        # no iteration is announced: the shim's samples (every 50 ms for the
         # first 16 s) give the analyzer one after the first iteration it finds
         db = self.planted('--steps', '6', '--unmarked', '--step-ms', '300', '--lazy-module', str(self.LAZY))
         s = self.json('summary', db)
@@ -128,10 +128,11 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         self.assertEqual(x['unaccounted_bytes'], 0)
 
     def test_an_unmarked_program_that_starts_late_and_trains_briefly_gets_its_modules_measured(self):
-        # as train_mlp.py on the GPU: 3 s from the first CUDA call to the first
-        # step, 1.7 s of training; the first iteration must be followed by a
-        # sample before the exit (1, 2, 4 ... s after the first had none)
-        db = self.planted('--steps', '6', '--unmarked', '--start-ms', '1200', '--step-ms', '100',
+        # as train_mlp.py on the GPU: 5.8 s from the first CUDA call to the
+        # first step, 30 steps in 0.33 s; the first iteration must be followed
+        # by a sample before the exit (1, 2, 4 ... s after the first had none,
+        # nor 250 ms apart)
+        db = self.planted('--steps', '6', '--unmarked', '--start-ms', '1200', '--step-ms', '30',
                           '--lazy-module', str(self.LAZY))
         led = self.json('summary', db)['ledger'][0]
         self.assertEqual((led['context_bytes'], led['modules_bytes']), (self.CONTEXT, self.LAZY))
