@@ -24,14 +24,16 @@ const char gt_help_peak[] =
     "iteration (\"batch_size=N\" or \"bs=N\" in the range message, or the marker\n"
     "API); per batch size the max and median peak; the least-squares fit\n"
     "peak = fixed + per_sample x batch_size over the max peaks, with R^2; the\n"
-    "largest batch size predicted to fit: floor((available - margin - fixed) /\n"
-    "per_sample), where available is the device total less what NVML shows held\n"
-    "outside the trace (CUDA context, kernel modules, other processes) and the\n"
-    "traced memory beside the fitted level, and the margin is the allocator's\n"
-    "rounding and fragmentation as the trace shows them. It is given only when\n"
-    "the data supports it (3+ batch sizes, R^2 >= 0.9, peaks that follow the\n"
-    "batch size rather than the allocator's history, NVML samples or\n"
-    "--device-bytes B, no preallocation); else one line says why and what would.\n"
+    "largest batch size predicted to fit: the largest n with fixed + per_sample x n\n"
+    "+ margin <= available, where available is the device total less what NVML\n"
+    "shows held outside the trace (CUDA context, kernel modules, other processes)\n"
+    "and the traced memory beside the fitted level, and the margin is the\n"
+    "allocators' rounding and, for a pool, its slack (reservation beyond use) read\n"
+    "at each batch size and fitted as fixed + per_sample x n, plus a safety term.\n"
+    "It is given only when the data supports it (3+ batch sizes, R^2 >= 0.9,\n"
+    "peaks that follow the batch size rather than the allocator's history, NVML\n"
+    "samples or --device-bytes B, no preallocation, a pool read at 3+ batch\n"
+    "sizes); else one line says why and what would.\n"
     "For a caching allocator: the iterations that reached a new high, what each\n"
     "kept, the failed allocations. And what was live at the overall peak, by\n"
     "call site. Iterations cut short by a failed allocation are listed but not\n"
@@ -345,8 +347,9 @@ static void print_room(const struct gt_peak *pk)
     printf("\n    margin = ");
     const char *sep = "";
     if (pk->safety >= 0) {
-        printf("%s the pool's slack at batch size %lld (the slack fit) + %s safety (2 residual deviations, widened"
-               " with the distance from the batch sizes read, + one %s step of the reservation)",
+        printf("%s the pool's slack at batch size %lld (the slack fit) + %s safety (the reservation's %s step"
+               " carried through the fit to that batch size, + 2 deviations of the residuals beyond it, widened"
+               " with the distance from the batch sizes read)",
                gt_fmt_bytes(r->pool_slack, b1), (long long)pk->max_batch_size, gt_fmt_bytes(pk->safety, b2),
                gt_fmt_bytes(pk->slack.granularity, b3));
         sep = " + ";

@@ -10,6 +10,7 @@ release threshold), with a slack of its own where a test asks; the NVML
 stand-in reports them as NVML does.
 Without the data for an answer, no number: one line why and what would."""
 import os
+import sqlite3
 
 import analyzer_traces as T
 import gtlib
@@ -237,3 +238,78 @@ class CachingAllocatorSaysWhatItCan(T.AnalyzerTest):
         self.assertNotIn('largest batch size predicted', text)
         self.assertNotIn('fit: peak', text)
         self.assertIsNone(d['fit'])
+
+
+class PoolSlackReadings(T.AnalyzerTest):
+    """The pool's slack per batch size comes from the readings of its
+    reservation taken after that batch size's peak and before the next batch
+    size started; a batch size below an earlier peak runs inside what that one
+    reserved, so its readings are history, not its own. Too few readings, or
+    readings below the bytes in use, give no number but why and what would.
+    On the memory equation trace (batch sizes 16, 32, 48, 64, 96, 128, then 16
+    and 64 again), with readings written where the writer would take them."""
+
+    def trace_with_readings(self, reserved_of):
+        """reserved_of(k, batch_size): the reading to write late in iteration
+        k (None: no reading)."""
+        db = T.memory_equation(self.dir, outside=700 * MiB)
+        its = gtlib.query(db, 'SELECT idx, batch_size, t_ns FROM iterations ORDER BY idx')
+        con = sqlite3.connect(db)
+        for k, (idx, bs, t) in enumerate(its):
+            v = reserved_of(k, bs)
+            if v is None:
+                continue
+            end = its[k + 1][2] if k + 1 < len(its) else t + 10 ** 9
+            con.execute("INSERT INTO memory_pools (t_ns, op, size, utilized_size, device) VALUES (?, 'sampled', ?, 0, 0)",
+                        (end - 1, v, ))
+        con.commit()
+        con.close()
+        return db
+
+    @staticmethod
+    def in_use(bs):
+        return T.EQ_FIXED + T.EQ_PER_SAMPLE * bs
+
+    @classmethod
+    def kept(cls, bs):
+        """A pool 10% above its use plus 300 MiB."""
+        return int(cls.in_use(bs) * 1.1) + 300 * MiB
+
+    def test_readings_at_each_new_high_give_the_slack_line_and_history_is_passed_over(self):
+        history = 10 * T.GiB    # read during the second batch 16: what batch 128 left reserved, and more
+        db = self.trace_with_readings(lambda k, bs: history if k == 6 else self.kept(bs) if k < 6 else None)
+        d = self.json('peak', db)
+        by = {b['batch_size']: b for b in d['pool_slack']['by_batch_size']}
+        self.assertEqual({bs: b['reserved_bytes'] for bs, b in by.items()},
+                         {bs: self.kept(bs) for bs in (16, 32, 48, 64, 96, 128)})
+        self.assertEqual(by[16]['slack_bytes'], self.kept(16) - self.in_use(16))
+        fit = d['pool_slack']['fit']
+        self.assertAlmostEqual(fit['per_sample_bytes'], 0.1 * T.EQ_PER_SAMPLE, delta=0.01 * T.EQ_PER_SAMPLE)
+        self.assertAlmostEqual(fit['fixed_bytes'], 300 * MiB + 0.1 * T.EQ_FIXED, delta=2 * MiB)
+        self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
+        n = d['max_batch_size']
+        # what the model says at n fits
+        room = d['available_bytes'] - (d['margin_bytes'] - d['room']['pool_slack_bytes'] - d['room']['safety_bytes'])
+        use = d['fit']['fixed_bytes'] + d['fit']['per_sample_bytes'] * n
+        self.assertLessEqual(use + d['room']['pool_slack_bytes'] + d['room']['safety_bytes'], room + 2)
+        self.assertAlmostEqual(d['room']['pool_slack_bytes'], fit['fixed_bytes'] + fit['per_sample_bytes'] * n, delta=1)
+
+    def test_readings_at_too_few_batch_sizes_give_no_number_but_why_and_what_to_do(self):
+        db = self.trace_with_readings(lambda k, bs: self.kept(bs) if k in (0, 1) else None)
+        d = self.json('peak', db)
+        self.assertTrue(d['fit']['reliable'])
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIsNone(d['pool_slack']['fit'])
+        self.assertIn("the pool's reservation was read at 2 of the 6 batch sizes", d['max_batch_size_withheld'])
+        text = self.ok('peak', db).stdout
+        self.assertIn('no largest batch size: the pool', text)
+        self.assertIn('gputrace sweep', text)
+        self.assertIn('not read', text)
+        self.assertNotIn('largest batch size predicted', text)
+
+    def test_a_reading_below_the_bytes_in_use_gives_no_number(self):
+        db = self.trace_with_readings(lambda k, bs: self.in_use(bs) - MiB if bs == 48 else self.kept(bs) if k < 6 else None)
+        d = self.json('peak', db)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn('read at batch size 48 is below the bytes in use', d['max_batch_size_withheld'])
+        self.assertIn('gputrace sweep', d['what_would_give_one'])
