@@ -15,6 +15,8 @@
   with free memory). PASS: P <= R and P >= 97% of R;
 - --mixed (default allocator): batch sizes 8, 2, 6, 4, 10 in one process give
   no number and list the new highs (8 and 10 on the H100), nothing else;
+- PyTorch's own counters of a plain run at P and at R (max_reserved -
+  max_allocated: the slack in a fresh process) beside the slack line there;
 - the ledger of the traced run beside NVML (summary --json).
 A process start costs 10-16 s on the H100: with --truth about 2 minutes, a
 bisection about 3-4. The GPU must be otherwise idle (other processes move the
@@ -27,7 +29,7 @@ import math
 import os
 import sys
 
-from gpucheck import finish, report, run
+from gpucheck import counters, finish, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -72,6 +74,7 @@ def traced(name, batch_sizes, env):
 
 
 RUNS = []
+FRESH = {}   # batch size -> PyTorch's counters of a plain run that fitted
 
 
 def fits(bs):
@@ -82,6 +85,8 @@ def fits(bs):
     if not ok and 'out of memory' not in p.stderr.lower():
         raise RuntimeError('batch size %d: exit status %d: %s' % (bs, p.returncode, p.stderr.strip()[-400:]))
     RUNS.append('%d%s (%.0f s)' % (bs, '' if ok else ' OOM', p.wall))
+    if ok:
+        FRESH[bs] = counters(p.stdout)
     return ok
 
 
@@ -166,6 +171,16 @@ if pk:
             report(again, '%s: the boundary pair repeats' % TAG, '%d fits, %d does not, run twice' % (R, R + 1))
         if RUNS:
             print('   plain runs: ' + ', '.join(RUNS))
+        # the truth about the slack: a fresh process at the boundary, by
+        # PyTorch's own counters (under cudaMallocAsync: the pool's
+        # reservation and bytes in use at their highs), beside the line
+        sf = (pk.get('pool_slack') or {}).get('fit')
+        for bs in sorted(FRESH):
+            if bs in (P, R) and 'max_reserved' in FRESH[bs]:
+                c = FRESH[bs]
+                print('   fresh process at batch %d: max_reserved %s, max_allocated %s, slack %s; the slack line there %s'
+                      % (bs, mib(c['max_reserved']), mib(c['max_allocated']), mib(c['max_reserved'] - c['max_allocated']),
+                         mib(sf and sf['fixed_bytes'] + sf['per_sample_bytes'] * bs)))
         if R:
             report(P <= R and P >= 0.97 * R, '%s: never over, within 3%%' % TAG, 'P %d, real %d (%.2f%%)' % (P, R, 100.0 * P / R))
     except RuntimeError as e:
