@@ -62,21 +62,20 @@ static long readings_of(struct gt_trace *t, int d, struct reading **out)
     return (long)n;
 }
 
-/* The reservation of a pool that was needed for the batch size of iteration
- * k: the largest reading between its peak and the start of the next
- * iteration of another batch size (the end of the trace after the last). A
- * pool that keeps its memory (PyTorch's) reads then at least what the
- * iteration needed, and nothing of a larger batch yet. -1: no reading. */
-static int64_t reading_for(const struct gt_trace *t, const struct gt_iterations *its, const struct gt_peak *pk,
-                           size_t k, const struct reading *r, size_t nr)
+/* The largest reading in [from, to); -1 none. r is sorted by time. */
+static int64_t largest_in(const struct reading *r, size_t nr, int64_t from, int64_t to)
 {
-    uint32_t pe = pk->w[k].peak_ev;
-    int64_t from = pe + 1 < t->nev ? t->ev[pe + 1].t : t->ev[pe].t + 1, to = INT64_MAX, best = -1;
-    for (size_t j = k + 1; j < its->n && to == INT64_MAX; j++)
-        if (its->it[j].batch_size != its->it[k].batch_size)
-            to = its->it[j].start;
-    for (size_t i = 0; i < nr; i++)
-        if (r[i].t >= from && r[i].t < to && r[i].reserved > best)
+    size_t lo = 0, hi = nr;
+    while (lo < hi) {   /* the first reading at or after from */
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].t < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t best = -1;
+    for (size_t i = lo; i < nr && r[i].t < to; i++)
+        if (r[i].reserved > best)
             best = r[i].reserved;
     return best;
 }
@@ -128,21 +127,34 @@ int gt_slack_compute(struct gt_ctx *c, const struct gt_iterations *its, const st
         s->bs[b].in_use = pk->bs[b].max_peak;
         s->bs[b].reserved = -1;
     }
-    /* A pool that keeps its memory reads what the highest peak so far
-     * needed: an iteration below an earlier peak reads history, not itself. */
+    /* The reservation a batch size needed: the largest reading between its
+     * peak and the start of the next iteration of another batch size (the
+     * end of the trace after the last). A pool that keeps its memory reads
+     * then at least what the batch size needed, and nothing of a larger one
+     * yet. It reads what the highest peak so far needed: an iteration below
+     * an earlier peak reads history, not itself, and is passed over. Per run
+     * of iterations of one batch size, from its first that is no lower than
+     * every earlier peak. */
     int64_t high = -1;
-    for (size_t k = 0; k < its->n && nr > 0 && s->pool_only; k++) {
-        int usable = pk->w[k].peak >= high;
-        if (pk->w[k].peak > high)
-            high = pk->w[k].peak;
-        if (!usable || pk->incomplete[k] || its->it[k].batch_size < 0 || pk->w[k].peak_ev == GT_NO_EVENT)
-            continue;
+    for (size_t k = 0, end; k < its->n && nr > 0 && s->pool_only; k = end) {
+        for (end = k + 1; end < its->n && its->it[end].batch_size == its->it[k].batch_size; end++)
+            ;
+        int64_t from = -1;
+        for (size_t j = k; j < end; j++) {
+            int usable = pk->w[j].peak >= high && !pk->incomplete[j] && pk->w[j].peak_ev != GT_NO_EVENT;
+            if (pk->w[j].peak > high)
+                high = pk->w[j].peak;
+            if (usable && from < 0) {
+                uint32_t pe = pk->w[j].peak_ev;
+                from = pe + 1 < t->nev ? t->ev[pe + 1].t : t->ev[pe].t + 1;
+            }
+        }
         size_t b = 0;
         while (b < s->nbs && s->bs[b].batch_size != its->it[k].batch_size)
             b++;
-        if (b == s->nbs)
+        if (from < 0 || its->it[k].batch_size < 0 || b == s->nbs)
             continue;
-        int64_t v = reading_for(t, its, pk, k, r, (size_t)nr);
+        int64_t v = largest_in(r, (size_t)nr, from, end < its->n ? its->it[end].start : INT64_MAX);
         if (v > s->bs[b].reserved)
             s->bs[b].reserved = v;
     }
