@@ -141,7 +141,7 @@ class LargestBatch(T.AnalyzerTest):
         self.assertEqual(d['margin_bytes'], d['room']['pool_slack_bytes'] + d['room']['safety_bytes']
                          + d['room']['rounded_device_allocations'] * (d['room']['device_granularity_bytes'] - 1))
         # the share of use at the traced peak, applied at the use predicted, is far below the truth
-        top = slack['by_batch_size'][-1]
+        top = read[-1]
         rate = top['slack_bytes'] / top['in_use_bytes']
         room = d['available_bytes'] - (d['margin_bytes'] - d['room']['pool_slack_bytes'] - d['room']['safety_bytes'])
         share = int((room / (1 + rate) - d['fit']['fixed_bytes']) / d['fit']['per_sample_bytes'])
