@@ -223,7 +223,7 @@ int64_t gt_slack_largest(const struct gt_slack *s, const struct gt_linfit *use, 
     if (use->slope <= 0 || NEED(0.0) > room)
         return 0;
     double top = floor((room - use->intercept) / use->slope) + 1;   /* use alone passes room there */
-    int64_t lo = 0, hi = top > 0 ? (int64_t)top : 1;
+    int64_t lo = 0, hi = top > 1 ? (top < 1e15 ? (int64_t)top : (int64_t)1e15) : 1;   /* (an absurd slope) */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         if (NEED((double)mid) <= room)
