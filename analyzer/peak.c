@@ -627,6 +627,8 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "pool_granularity_bytes", pk.room.pool_granularity);
         gt_json_kint(j, "rounded_device_allocations", pk.room.rounded);
         gt_json_kint(j, "rounded_pool_allocations", pk.room.rounded_pool);
+        gt_json_key(j, "pool_read");
+        gt_json_bool(j, pk.room.pool_read);
         gt_json_obj_end(j);
         json_slack(j, &pk.slack);
         gt_json_key(j, "preallocated");

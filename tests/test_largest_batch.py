@@ -315,3 +315,11 @@ class PoolSlackReadings(T.AnalyzerTest):
         self.assertIsNone(d['max_batch_size'])
         self.assertIn('read at batch size 48 is below the bytes in use', d['max_batch_size_withheld'])
         self.assertIn('gputrace sweep', d['what_would_give_one'])
+
+    def test_a_pool_never_read_gets_the_rounding_bound_and_says_its_fragmentation_is_not_in_the_margin(self):
+        db = T.memory_equation(self.dir, outside=700 * MiB)
+        d = self.json('peak', db)
+        self.assertIs(d['room']['pool_read'], False)
+        self.assertIsNone(d['pool_slack'])
+        self.assertEqual(d['margin_bytes'], T.EQ_MARGIN)
+        self.assertIn('its fragmentation is not in this margin', self.ok('peak', db).stdout)
