@@ -1,5 +1,5 @@
 """GPU check of issue 11's largest batch on a model of our own (sweep_models.py):
-- batch sizes 2..10 traced in one process (answers_train.py, --steps 3 each,
+- batch sizes 2..10 (--batch-sizes) traced in one process (answers_train.py, --steps 3 each,
   a loss.item() per step as a logging loop has) under --alloc (async:
   backend:cudaMallocAsync; default; expandable: expandable_segments:True);
 - `gputrace peak`'s figures per traced batch size: the peak in use, the pool's
@@ -22,7 +22,7 @@ A process start costs 10-16 s on the H100: with --truth about 2 minutes, a
 bisection about 3-4. The GPU must be otherwise idle (other processes move the
 boundary).
 usage: check_answers.py --build BUILD --out DIR [--model conv|transformer]
-       [--alloc async|default|expandable] [--truth N] [--mixed]"""
+       [--alloc async|default|expandable] [--truth N] [--batch-sizes A,B,..] [--mixed]"""
 import argparse
 import json
 import math
@@ -37,6 +37,8 @@ ap.add_argument('--out', required=True)
 ap.add_argument('--model', default='conv', choices=('conv', 'transformer'))
 ap.add_argument('--alloc', default='async', choices=('async', 'default', 'expandable'))
 ap.add_argument('--truth', type=int, help='the real largest batch found before: only it and the next one are run, twice')
+ap.add_argument('--batch-sizes', default='2,3,4,5,6,7,8,9,10',
+                help='the batch sizes traced in one process, in order (e.g. nearer the boundary: 40,60,80,100,120)')
 ap.add_argument('--mixed', action='store_true', help='only the default allocator in the mixed order 8, 2, 6, 4, 10')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
@@ -151,7 +153,8 @@ if a.mixed:
                'default mixed order: new highs listed', 'new highs at batch sizes %s (expected 8 and 10)' % highs)
     finish()
 
-db = traced('%s-%s-2-10' % (a.model, a.alloc), list(range(2, 11)), ALLOC[a.alloc])
+TRACED = [int(b) for b in a.batch_sizes.split(',')]
+db = traced('%s-%s-%d-%d' % (a.model, a.alloc, TRACED[0], TRACED[-1]), TRACED, ALLOC[a.alloc])
 pk = analyze('peak', db) if db else None
 if pk:
     print_figures(pk)
