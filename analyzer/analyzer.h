@@ -147,14 +147,45 @@ struct gt_room {
     int64_t other_levels;       /* traced memory beside the fitted level (peaks summed) */
     int64_t available;          /* total - untraced - other_levels; -1 not known */
     int64_t margin;             /* rounding and fragmentation; -1 no peak */
-    int64_t pool_slack;         /* of it: pool reservation beyond use at the peak; -1 unknown
-                                   (scaled to the predicted use by peak.c: see pool_live) */
-    int64_t pool_live;          /* pool bytes in use at the peak */
-    double pool_slack_rate;     /* pool_slack / pool_live at the peak: the fragmentation rate; 0 none */
+    int64_t pool_slack;         /* of it: the pool's slack at the batch size predicted (margin.c); -1 none */
+    int device;                 /* the device measured */
+    int pool_read;              /* the trace holds readings of the pool's reservation on the device */
     int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
     int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
 };
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
+
+/* ---- margin.c: the pool's slack per traced batch size, fitted like the peak */
+struct gt_slack_bs {
+    int64_t batch_size, in_use;   /* in_use: the batch size's max peak */
+    int64_t reserved;             /* the pool's reservation read after that peak, before the next batch
+                                     size started; -1 none */
+};
+struct gt_slack {
+    int read_at_all;              /* the trace holds readings of the pool on the device */
+    int pool_only;                /* the fitted level is the pool alone (else no slack is measured) */
+    struct gt_slack_bs *bs;       /* per batch size, in gt_peak's order */
+    size_t nbs, nread;            /* nread: batch sizes with a reading */
+    struct gt_linfit fit;         /* slack = fixed + per_sample x batch_size over those read (3 or more) */
+    double fixed, per_sample;     /* the line used: the fit's, or the largest slack read when its slope is < 0 */
+    int slope_clamped;
+    double deviation;             /* standard deviation of the reservation's residuals (peak + slack lines)
+                                     beyond one step of the reservation (its rounding) */
+    double xmean, sxx;            /* of the batch sizes read */
+    int64_t granularity;          /* the reservation's step as its readings show it, 2 MiB at least */
+    int64_t below;                /* -1, or a batch size whose reading is below its bytes in use */
+    int usable;                   /* a slack line and a safety term can be given */
+};
+struct gt_peak;
+int gt_slack_compute(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_peak *pk, struct gt_slack *s);
+/* The slack line at batch size n (never below 0), and the safety term there:
+ * the reservation's rounding carried through the fit to n, and 2 residual
+ * deviations widened with the distance from the sizes read (margin.c). */
+double gt_slack_at(const struct gt_slack *s, double n);
+double gt_slack_safety(const struct gt_slack *s, double n);
+/* The largest n with use(n) + slack(n) + safety(n) <= room; 0 if none. */
+int64_t gt_slack_largest(const struct gt_slack *s, const struct gt_linfit *use, double room);
+void gt_slack_free(struct gt_slack *s);
 
 /* ---- peak.c */
 /* Per iteration, in order: did its peak pass every earlier one (a new high),
@@ -186,6 +217,9 @@ struct gt_peak {
     int history;                /* a smaller batch after a larger one peaked as high: peaks follow history */
     int preallocated;           /* one allocation holds most of the device: no fit at all */
     struct gt_room room;
+    struct gt_slack slack;      /* the pool's slack per batch size (a pool level only) */
+    int64_t safety;             /* of the margin: the safety term at the batch size predicted; -1 none */
+    char why_buf[256];          /* withheld_why, when it carries figures */
     struct gt_peak_high *high;  /* per iteration */
     int64_t overall_peak;
     uint32_t overall_ev;

@@ -24,14 +24,16 @@ const char gt_help_peak[] =
     "iteration (\"batch_size=N\" or \"bs=N\" in the range message, or the marker\n"
     "API); per batch size the max and median peak; the least-squares fit\n"
     "peak = fixed + per_sample x batch_size over the max peaks, with R^2; the\n"
-    "largest batch size predicted to fit: floor((available - margin - fixed) /\n"
-    "per_sample), where available is the device total less what NVML shows held\n"
-    "outside the trace (CUDA context, kernel modules, other processes) and the\n"
-    "traced memory beside the fitted level, and the margin is the allocator's\n"
-    "rounding and fragmentation as the trace shows them. It is given only when\n"
-    "the data supports it (3+ batch sizes, R^2 >= 0.9, peaks that follow the\n"
-    "batch size rather than the allocator's history, NVML samples or\n"
-    "--device-bytes B, no preallocation); else one line says why and what would.\n"
+    "largest batch size predicted to fit: the largest n with fixed + per_sample x n\n"
+    "+ margin <= available, where available is the device total less what NVML\n"
+    "shows held outside the trace (CUDA context, kernel modules, other processes)\n"
+    "and the traced memory beside the fitted level, and the margin is the\n"
+    "allocators' rounding and, for a pool, its slack (reservation beyond use) read\n"
+    "at each batch size and fitted as fixed + per_sample x n, plus a safety term.\n"
+    "It is given only when the data supports it (3+ batch sizes, R^2 >= 0.9,\n"
+    "peaks that follow the batch size rather than the allocator's history, NVML\n"
+    "samples or --device-bytes B, no preallocation, a pool read at 3+ batch\n"
+    "sizes); else one line says why and what would.\n"
     "For a caching allocator: the iterations that reached a new high, what each\n"
     "kept, the failed allocations. And what was live at the overall peak, by\n"
     "call site. Iterations cut short by a failed allocation are listed but not\n"
@@ -191,25 +193,29 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
         free(x);
         free(y);
     }
+    if ((code = gt_slack_compute(c, its, pk, &pk->slack)))
+        return code;
     /* The largest batch against what the process can really get: the room
-     * less the margin (room.c), never the bare device total. */
+     * less the rounding margin (room.c); for a pool whose reservation the
+     * trace reads, less its slack and a safety term at the batch size
+     * predicted (margin.c). A share of use measured at the traced peak was
+     * 92% of the truth on an H100 (conv net, cudaMallocAsync, batch sizes
+     * 2..10: 153 for 166); a fixed slack from the peak over-promised (176). */
     int64_t candidate = -1;
     const struct gt_room *r = &pk->room;
+    const struct gt_slack *sl = &pk->slack;
+    pk->safety = -1;
     if (pk->fit.ok && pk->fit.slope > 0 && r->available >= 0 && r->margin >= 0) {
-        /* The pool's fragmentation is a share of what it holds, not a fixed
-         * amount: measured at the traced peak (slack / bytes in use there)
-         * and applied at the use predicted. A fixed slack over-promised by 6%
-         * on an H100 (conv net, cudaMallocAsync, batch sizes 2..10 traced:
-         * predicted 176, real 166). Rounding per allocation stays as it is. */
-        double slack = r->pool_slack > 0 ? (double)r->pool_slack : 0;
-        double rate = slack > 0 ? r->pool_slack_rate : 0;
-        double rounding = (double)r->margin - slack;
-        double room = (((double)r->available - rounding) / (1 + rate) - pk->fit.intercept) / pk->fit.slope;
-        /* tolerance: an exact fit may land a hair below an integer */
-        candidate = room <= 0 ? 0 : (int64_t)floor(room + 1e-9 * (room > 1 ? room : 1));
-        if (rate > 0 && candidate > 0) {   /* the margin at the batch size predicted */
-            pk->room.pool_slack = (int64_t)(rate * (pk->fit.intercept + pk->fit.slope * (double)candidate));
-            pk->room.margin = (int64_t)rounding + pk->room.pool_slack;
+        double room = (double)(r->available - r->margin);
+        if (sl->usable) {
+            candidate = gt_slack_largest(sl, &pk->fit, room);
+            pk->room.pool_slack = (int64_t)ceil(gt_slack_at(sl, (double)candidate));
+            pk->safety = (int64_t)ceil(gt_slack_safety(sl, (double)candidate));
+            pk->room.margin += pk->room.pool_slack + pk->safety;
+        } else {
+            double n = (room - pk->fit.intercept) / pk->fit.slope;
+            /* tolerance: an exact fit may land a hair below an integer */
+            candidate = n <= 0 ? 0 : (int64_t)floor(n + 1e-9 * (n > 1 ? n : 1));
         }
     }
     /* Never a number the data does not support; the first reason that holds. */
@@ -238,6 +244,25 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
                                           " CUDA context and other processes' memory are not measured)"
                                         : "the device's memory is not known";
         pk->what_to_do = "pass --device-bytes B (what the traced memory may use), or gputrace sweep -- CMD";
+    } else if (sl->read_at_all && !sl->pool_only) {
+        pk->withheld_why = "the pool's slack (its reservation beyond the bytes in use) is measured for the pool level"
+                           " alone, and the fitted level holds more";
+        pk->what_to_do = "--memory pool, or gputrace sweep -- CMD";
+    } else if (sl->read_at_all && sl->below >= 0) {
+        snprintf(pk->why_buf, sizeof pk->why_buf,
+                 "the pool's reservation read at batch size %lld is below the bytes in use then: the readings are"
+                 " not of the pool the program allocates from (only the device's current pool is read)",
+                 (long long)sl->below);
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
+    } else if (sl->read_at_all && !sl->usable) {
+        snprintf(pk->why_buf, sizeof pk->why_buf,
+                 "the pool's reservation was read at %zu of the %zu batch sizes (it is read when it grows, at most"
+                 " every 5 ms; a batch size below an earlier peak runs in that reservation): 3 are needed to fit"
+                 " its slack", sl->nread, sl->nbs);
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "trace 3 or more batch sizes from the smallest up, each for steps of a few ms or more, or"
+                         " gputrace sweep -- CMD";
     } else {
         pk->max_batch_size = candidate;
     }
@@ -255,6 +280,7 @@ void gt_peak_free(struct gt_peak *pk)
     free(pk->bs);
     free(pk->incomplete);
     free(pk->high);
+    gt_slack_free(&pk->slack);
     memset(pk, 0, sizeof *pk);
 }
 
@@ -273,10 +299,40 @@ static long iteration_of(const struct gt_iterations *its, uint32_t ev)
     return -1;
 }
 
-/* How the room and the margin were measured, under the prediction. */
-static void print_room(const struct gt_room *r)
+/* The pool's slack per batch size and its line: what the margin rests on. */
+static void print_slack(const struct gt_slack *sl)
 {
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
+    if (!sl->read_at_all || !sl->pool_only)
+        return;
+    printf("  pool slack (its reservation, as read after the batch size's peak, beyond the bytes in use then):\n");
+    struct gt_table tb;
+    gt_table_init(&tb, 4, 0xf);
+    gt_table_row(&tb, "batch", "in use", "reserved", "slack");
+    for (size_t b = 0; b < sl->nbs; b++) {
+        const struct gt_slack_bs *e = &sl->bs[b];
+        char bs[32];
+        snprintf(bs, sizeof bs, "%lld", (long long)e->batch_size);
+        if (e->reserved < 0)
+            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), "not read", "");
+        else
+            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), gt_fmt_bytes(e->reserved, b2),
+                         gt_fmt_bytes(e->reserved - e->in_use, b3));
+    }
+    gt_table_print(&tb, stdout, 4);
+    if (!sl->usable)
+        return;
+    printf("  slack fit: %s + %s x batch_size over %zu batch sizes%s; residual deviation %s, step %s\n",
+           gt_fmt_bytes_d(sl->fixed, b1), gt_fmt_bytes_d(sl->per_sample, b2), sl->nread,
+           sl->slope_clamped ? " (it shrank with the batch: the largest read, kept fixed)" : "",
+           gt_fmt_bytes_d(sl->deviation, b3), gt_fmt_bytes(sl->granularity, b4));
+}
+
+/* How the room and the margin were measured, under the prediction. */
+static void print_room(const struct gt_peak *pk)
+{
+    const struct gt_room *r = &pk->room;
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
     printf("    available = %s total (%s)", gt_fmt_bytes(r->total, b1), r->total_from);
     if (r->untraced.bytes >= 0) {
         printf(" - %s held outside the trace (NVML at exit: the CUDA context and driver, kernel modules", gt_fmt_bytes(r->untraced.bytes, b1));
@@ -290,10 +346,12 @@ static void print_room(const struct gt_room *r)
         printf(" - %s traced beside the fitted level (its peak)", gt_fmt_bytes(r->other_levels, b1));
     printf("\n    margin = ");
     const char *sep = "";
-    if (r->pool_slack >= 0) {
-        printf("%s the pool's reservation beyond its use (%.1f%% of the bytes in use at the traced peak, the pool's own"
-               " readings), at the use predicted", gt_fmt_bytes(r->pool_slack, b1),
-               100.0 * r->pool_slack_rate);
+    if (pk->safety >= 0) {
+        printf("%s the pool's slack at batch size %lld (the slack fit) + %s safety (the reservation's %s step"
+               " carried through the fit to that batch size, + 2 deviations of the residuals beyond it, widened"
+               " with the distance from the batch sizes read)",
+               gt_fmt_bytes(r->pool_slack, b1), (long long)pk->max_batch_size, gt_fmt_bytes(pk->safety, b2),
+               gt_fmt_bytes(pk->slack.granularity, b3));
         sep = " + ";
     }
     if (r->rounded) {
@@ -302,9 +360,11 @@ static void print_room(const struct gt_room *r)
         sep = " + ";
     }
     if (r->rounded_pool)
-        printf("%srounding: up to %s for each of %lld pool allocation%s live at the peak (the pool's reservation is not"
-               " in the trace: CUPTI off?)", sep, gt_fmt_bytes(r->pool_granularity - 1, b2), (long long)r->rounded_pool,
-               gt_s((long long)r->rounded_pool));
+        printf("%srounding: up to %s for each of %lld pool allocation%s live at the peak (the pool's reservation was"
+               " never read: its fragmentation is not in this margin)", sep, gt_fmt_bytes(r->pool_granularity - 1, b2),
+               (long long)r->rounded_pool, gt_s((long long)r->rounded_pool));
+    if (!*sep && !r->rounded_pool)
+        printf("0");
     printf("\n    (rounding per allocation: the granularity its level's addresses show, at most 2 MiB, less a byte)\n");
 }
 
@@ -404,10 +464,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     if (pk->fit.ok) {
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
                gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
+        print_slack(&pk->slack);
         if (pk->max_batch_size >= 0) {
             printf("  largest batch size predicted to fit: %lld (in %s available, less a margin of %s)\n",
                    (long long)pk->max_batch_size, gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
-            print_room(&pk->room);
+            print_room(pk);
         } else if (pk->fit.slope <= 0 && !pk->history) {
             printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
         }
@@ -433,6 +494,43 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     printf("  overall peak: %s at %s%s; live then, by call site:\n", gt_fmt_bytes(pk->overall_peak, b1),
            gt_fmt_ns(c->t.ev[pk->overall_ev].t, b2), in);
     return gt_text_sites(c, s, ns, (size_t)c->o->top, 4);
+}
+
+/* JSON "pool_slack": the readings per batch size and the line (null: the
+ * fitted level is no pool, or its reservation was never read). */
+static void json_slack(struct gt_json *j, const struct gt_slack *sl)
+{
+    gt_json_key(j, "pool_slack");
+    if (!sl->read_at_all || !sl->pool_only) {
+        gt_json_null(j);
+        return;
+    }
+    gt_json_obj(j);
+    gt_json_key(j, "by_batch_size");
+    gt_json_arr(j);
+    for (size_t b = 0; b < sl->nbs; b++) {
+        gt_json_obj(j);
+        gt_json_kint(j, "batch_size", sl->bs[b].batch_size);
+        gt_json_kint(j, "in_use_bytes", sl->bs[b].in_use);
+        gt_json_kint_or_null(j, "reserved_bytes", sl->bs[b].reserved);
+        gt_json_kint_or_null(j, "slack_bytes", sl->bs[b].reserved < 0 ? -1 : sl->bs[b].reserved - sl->bs[b].in_use);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_key(j, "fit");
+    if (sl->usable) {
+        gt_json_obj(j);
+        gt_json_kdouble(j, "fixed_bytes", sl->fixed);
+        gt_json_kdouble(j, "per_sample_bytes", sl->per_sample);
+        gt_json_key(j, "shrank_kept_fixed");
+        gt_json_bool(j, sl->slope_clamped);
+        gt_json_kdouble(j, "residual_deviation_bytes", sl->deviation);
+        gt_json_kint(j, "granularity_bytes", sl->granularity);
+        gt_json_obj_end(j);
+    } else {
+        gt_json_null(j);
+    }
+    gt_json_obj_end(j);
 }
 
 int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
@@ -524,12 +622,15 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint_or_null(j, "other_processes_bytes", pk.room.untraced.others);
         gt_json_kint(j, "beside_level_bytes", pk.room.other_levels);
         gt_json_kint_or_null(j, "pool_slack_bytes", pk.room.pool_slack);
-        gt_json_kdouble(j, "pool_slack_rate", pk.room.pool_slack_rate);
+        gt_json_kint_or_null(j, "safety_bytes", pk.safety);
         gt_json_kint(j, "device_granularity_bytes", pk.room.granularity);
         gt_json_kint(j, "pool_granularity_bytes", pk.room.pool_granularity);
         gt_json_kint(j, "rounded_device_allocations", pk.room.rounded);
         gt_json_kint(j, "rounded_pool_allocations", pk.room.rounded_pool);
+        gt_json_key(j, "pool_read");
+        gt_json_bool(j, pk.room.pool_read);
         gt_json_obj_end(j);
+        json_slack(j, &pk.slack);
         gt_json_key(j, "preallocated");
         gt_json_bool(j, pk.preallocated);
         gt_json_key(j, "peaks_follow_history");

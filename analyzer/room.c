@@ -3,7 +3,7 @@
  * a MIG slice's own), less what NVML shows held outside the trace (the CUDA
  * context and driver, kernel modules, other processes), less the traced
  * memory outside the fitted level (library workspaces beside a pool), less a
- * margin for the allocator's rounding and fragmentation measured in the trace. */
+ * margin for the allocators' rounding (a pool's slack: margin.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +41,7 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
     r->total = r->available = r->margin = r->pool_slack = -1;
     int d = sel->device != GT_ANY_DEVICE ? sel->device
             : peak_ev != GT_NO_EVENT && t->ev[peak_ev].device >= 0 ? t->ev[peak_ev].device : 0;
+    r->device = d;
     int code = gt_ledger_untraced(c, d, &r->untraced);
     if (code)
         return code;
@@ -73,15 +74,13 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
     if (peak_ev == GT_NO_EVENT)
         return GT_EXIT_OK;
 
-    /* The margin, at the fitted level's peak: under a pool whose reservation
-     * the trace holds (the writer's readings of the pool, or CUPTI's records),
-     * what it reserved beyond what was in use (its rounding and fragmentation
-     * as measured; peak.c scales it to the use it predicts); for every other live allocation on the
-     * device, up to one granularity less a byte of rounding each. */
-    int64_t at = peak_ev + 1 < t->nev ? t->ev[peak_ev + 1].t : t->ev[peak_ev].t + 1;
-    int64_t reserved = gt_ledger_pool_reserved(t, d, at), pool_live = 0;
-    if (reserved < 0)   /* no reading before the peak (a short run): the next one, an upper bound */
-        reserved = gt_ledger_pool_reserved_after(t, d, at);
+    /* The rounding margin, at the fitted level's peak: for every live device
+     * allocation, up to one granularity less a byte. A pool whose
+     * reservation the trace reads (the writer's readings, or CUPTI's records)
+     * has its rounding and fragmentation measured per batch size instead
+     * (margin.c); without readings, each live pool allocation gets the
+     * rounding bound too. */
+    r->pool_read = gt_ledger_pool_reserved(t, d, INT64_MAX) >= 0;
     int64_t g_device = granularity(t, GT_MEM_DEVICE, d), g_pool = granularity(t, GT_MEM_POOL, d);
     r->granularity = g_device;
     r->pool_granularity = g_pool;
@@ -94,22 +93,13 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
         uint32_t f = c->p.partner[i];
         if (f != GT_NO_EVENT && f <= peak_ev)
             continue;   /* freed before the peak */
-        if (a->memory == GT_MEM_POOL) {
-            pool_live += e->size;
-            if (reserved < 0) {
-                margin += g_pool - 1;
-                r->rounded_pool++;
-            }
+        if (a->memory == GT_MEM_POOL && !r->pool_read) {
+            margin += g_pool - 1;
+            r->rounded_pool++;
         } else if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate")) {
             margin += g_device - 1;
             r->rounded++;
         }
-    }
-    r->pool_live = pool_live;
-    if (reserved >= 0) {
-        r->pool_slack = reserved > pool_live ? reserved - pool_live : 0;
-        r->pool_slack_rate = pool_live > 0 ? (double)r->pool_slack / (double)pool_live : 0;
-        margin += r->pool_slack;
     }
     r->margin = margin;
     return GT_EXIT_OK;

@@ -52,6 +52,12 @@ static uint64_t g_cap = DEFAULT_DEV_BYTES;
 /* FAKE_CUDA_POOL_FRAGMENTATION=P: a pool holds P% more than its allocations
  * (fragmentation as a share of use), charged to the device as it grows. */
 static uint64_t g_pool_frag;
+/* FAKE_CUDA_POOL_SLACK_BYTES=F: a device's pools hold F bytes beyond their
+ * allocations from the first one on (a part of the slack that does not grow
+ * with use, as a real pool keeps its first chunks), charged once, kept. */
+static uint64_t g_pool_fixed;
+/* FAKE_CUDA_POOL_KEEPS=1: the device holds the pools' reservation (below). */
+static uint64_t g_pool_keeps;
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -95,6 +101,14 @@ static void env_init(void)
     if ((s = getenv("FAKE_CUDA_POOL_FRAGMENTATION")) != NULL && parse_u64(s, &g_pool_frag) != 0) {
         fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_FRAGMENTATION=%s\n", s);
         g_pool_frag = 0;
+    }
+    if ((s = getenv("FAKE_CUDA_POOL_SLACK_BYTES")) != NULL && parse_u64(s, &g_pool_fixed) != 0) {
+        fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_SLACK_BYTES=%s\n", s);
+        g_pool_fixed = 0;
+    }
+    if ((s = getenv("FAKE_CUDA_POOL_KEEPS")) != NULL && parse_u64(s, &g_pool_keeps) != 0) {
+        fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_KEEPS=%s\n", s);
+        g_pool_keeps = 0;
     }
     if ((s = getenv("FAKE_CUDA_DEVICE_BYTES")) != NULL) {
         if (parse_u64(s, &v) != 0)
@@ -264,9 +278,10 @@ struct range {
 struct devstate {
     struct range *fr;
     size_t nfr, cfr;
-    uint64_t used; /* live device + pool bytes, as allocated (rounded to FAKE_ALIGN) */
+    uint64_t used; /* charged: live device bytes (rounded to FAKE_ALIGN) + the pools' reservation */
     size_t live;   /* live device + pool allocations */
     uint64_t pool_used, pool_reserved; /* stream-ordered: live bytes; what the pools hold (never released) */
+    int pool_fixed_in;                 /* FAKE_CUDA_POOL_SLACK_BYTES charged (in pool_used for good) */
 };
 static struct devstate devs[MAX_DEVICES];
 static uint64_t stream_counter, pool_counter;
@@ -282,6 +297,7 @@ static void dev_reset_ranges(int d)
     ds->used = 0;
     ds->live = 0;
     ds->pool_used = ds->pool_reserved = 0;
+    ds->pool_fixed_in = 0;
 }
 
 #define POOL_GRANULE (2ULL << 20) /* a pool grows by whole 2 MiB pages, like the real one */
@@ -326,30 +342,45 @@ static uint64_t pool_extra(enum kind kind, uint64_t sz)
     return kind == K_POOLALLOC ? sz / 100 * g_pool_frag + sz % 100 * g_pool_frag / 100 : 0;
 }
 
+/* Charges delta bytes to device d's capacity (the driver's, when it is
+ * loaded: one capacity for both); -1 when it does not fit. */
+static int charge_locked(int d, long long delta)
+{
+    struct devstate *ds = &devs[d];
+    if (drv.charge ? drv.charge(d, delta) != 0
+                   : delta > 0 && ((uint64_t)delta > g_cap || ds->used > g_cap - (uint64_t)delta))
+        return -1;
+    ds->used += (uint64_t)delta;
+    return 0;
+}
+
+/* A device allocation charges its size. With a pool slack planted
+ * (FAKE_CUDA_POOL_FRAGMENTATION, FAKE_CUDA_POOL_SLACK_BYTES), or with
+ * FAKE_CUDA_POOL_KEEPS=1, a pool
+ * allocation charges what its pools' reservation grows by (whole 2 MiB pages,
+ * the slack included), which they keep, as a pool with PyTorch's release
+ * threshold does: the device holds the reservation, as NVML shows it.
+ * Without, each pool allocation charges its size, given back at its free. */
+static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps; }
+
 static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t *out)
 {
     struct devstate *ds = &devs[d];
-    uint64_t extra = pool_extra(kind, sz);
-    if (extra && (drv.charge ? drv.charge(d, (long long)extra) != 0 : (extra > g_cap || ds->used > g_cap - extra)))
-        return cudaErrorMemoryAllocation;
-    if (!drv.charge)
-        ds->used += extra;
-    if (drv.charge ? drv.charge(d, (long long)sz) != 0 : (sz > g_cap || ds->used > g_cap - sz)) {
-        if (drv.charge)
-            drv.charge(d, -(long long)extra);
-        else
-            ds->used -= extra;
-        return cudaErrorMemoryAllocation;
+    uint64_t fixed = kind == K_POOLALLOC && !ds->pool_fixed_in ? g_pool_fixed : 0;
+    uint64_t extra = pool_extra(kind, sz) + fixed;   /* free gives back pool_extra's part only */
+    uint64_t charge = sz;
+    if (kind == K_POOLALLOC && pool_keeps()) {
+        uint64_t need = (ds->pool_used + sz + extra + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1);
+        charge = need > ds->pool_reserved ? need - ds->pool_reserved : 0;
     }
+    /* the ranges first: the device's first one starts its state over */
+    if (dev_reserve(d) != 0 || tab_reserve() != 0 || (charge && charge_locked(d, (long long)charge) != 0))
+        return cudaErrorMemoryAllocation;
     size_t i = 0;
-    int room = dev_reserve(d) == 0 && tab_reserve() == 0;
-    while (room && i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
+    while (i < ds->nfr && ds->fr[i].hi - ds->fr[i].lo < sz)
         i++;
-    if (!room || i == ds->nfr) { /* out of memory, or fragmentation defeats a cap near 1 TiB */
-        if (drv.charge)
-            drv.charge(d, -(long long)(sz + extra));
-        else
-            ds->used -= extra;
+    if (i == ds->nfr) { /* fragmentation defeats a cap near 1 TiB */
+        charge_locked(d, -(long long)charge);
         return cudaErrorMemoryAllocation;
     }
     uint64_t addr = ds->fr[i].lo;
@@ -358,16 +389,19 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
         memmove(&ds->fr[i], &ds->fr[i + 1], (ds->nfr - i - 1) * sizeof *ds->fr);
         ds->nfr--;
     }
-    ds->used += sz;
     ds->live++;
     tab_put((struct rec){ .key = addr, .size = sz, .dev = d, .kind = kind });
     if (kind == K_POOLALLOC)
         pool_account_locked(d, (int64_t)(sz + extra));
+    if (fixed)
+        ds->pool_fixed_in = 1;
     *out = addr;
     return cudaSuccess;
 }
 
-static void dev_release_locked(int d, uint64_t addr, uint64_t sz)
+/* Gives the range back; a device allocation's size back to the capacity
+ * (uncharge), a pool allocation's stays in the pool's reservation. */
+static void dev_release_locked(int d, uint64_t addr, uint64_t sz, int uncharge)
 {
     struct devstate *ds = &devs[d];
     uint64_t end = addr + sz;
@@ -396,10 +430,9 @@ static void dev_release_locked(int d, uint64_t addr, uint64_t sz)
         ds->fr[i].hi = end;
         ds->nfr++;
     }
-    ds->used -= sz;
     ds->live--;
-    if (drv.charge)
-        drv.charge(d, -(long long)sz);
+    if (uncharge)
+        charge_locked(d, -(long long)sz);
 }
 
 /* ---- helpers shared by the entry points (static: never go through exported symbols) --- */
@@ -506,16 +539,10 @@ static cudaError_t free_common(void *ptr, unsigned allowed)
     pthread_mutex_lock(&g_lock);
     struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
     if (r && (allowed & KBIT(r->kind))) {
-        if (r->kind == K_POOLALLOC) {
-            uint64_t extra = pool_extra(K_POOLALLOC, r->size);
-            pool_account_locked(r->dev, -(int64_t)(r->size + extra));
-            if (drv.charge)
-                drv.charge(r->dev, -(long long)extra);
-            else
-                devs[r->dev].used -= extra;
-        }
+        if (r->kind == K_POOLALLOC)
+            pool_account_locked(r->dev, -(int64_t)(r->size + pool_extra(K_POOLALLOC, r->size)));
         if (r->kind == K_DEVICE || r->kind == K_POOLALLOC)
-            dev_release_locked(r->dev, r->key, r->size);
+            dev_release_locked(r->dev, r->key, r->size, r->kind == K_DEVICE || !pool_keeps());
         else
             host = ptr;
         tab_del(r);

@@ -1,6 +1,8 @@
 """Workload for check_answers.py: sweep_models.py's conv net or transformer
 trained through several batch sizes in one process (as a batch-size finder
-runs), --steps steps each, each step an NVTX range "step N bs=B". A
+runs), --steps steps each, each step an NVTX range "step N bs=B" ending
+on loss.item() (a logging loop's sync: each step lasts its GPU time, so the
+tracer reads the pool's reservation within each batch size). A
 torch.OutOfMemoryError ends the run (exit 1).
 usage: answers_train.py --model conv|transformer --batch-sizes 2,3,4 [--steps 2]"""
 import argparse
@@ -26,9 +28,11 @@ def main():
             torch.cuda.nvtx.range_push('step %d bs=%d' % (step, bs))
             x, y = M.batch(a.model, bs)
             opt.zero_grad(set_to_none=True)
-            M.loss_of(a.model, model, x, y).backward()
+            loss = M.loss_of(a.model, model, x, y)
+            loss.backward()
             opt.step()
-            del x, y
+            loss.item()
+            del x, y, loss
             torch.cuda.nvtx.range_pop()
             step += 1
     torch.cuda.synchronize()
