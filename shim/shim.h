@@ -10,7 +10,7 @@
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
  *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, pools.c, notes.c, stacks.c -> pybackward.c ->
- *            pyframes.c,
+ *            pyframes.c -> pyobjects.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c, window.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h);
  *            runlog.c (lists the trace for `gputrace run`, no SQLite)
