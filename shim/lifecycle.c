@@ -20,6 +20,14 @@
  * sees gt_state as its own; the pid tells it apart. */
 static _Atomic pid_t trace_pid;
 
+/* The file and figures this process last reported (stderr line or run log).
+ * A stop before exec must report (the image may be gone after it); when the
+ * exec fails the trace resumes in the same file, and its next stop reports
+ * again only if something was written since: a program that tries exec on
+ * each PATH entry, or a child whose exec failed and that exits at once, says
+ * its file once. */
+static struct gt_writer_summary reported;
+
 static void fork_prepare(void)
 {
     if (atomic_load(&gt_state) == GT_ACTIVE)
@@ -49,6 +57,7 @@ static void fork_child(void)
     gt_stacks_discard();
     gt_writer_forget();
     gt_drops_reset();
+    memset(&reported, 0, sizeof reported);
     atomic_store(&trace_pid, 0);
     atomic_store(&gt_state, GT_UNINIT);
 }
@@ -108,6 +117,14 @@ static void summary_line(const struct gt_writer_summary *s, char *out, size_t ca
              (unsigned long long)s->events, (unsigned long long)s->dropped, peak, pool);
 }
 
+static bool already_reported(const struct gt_writer_summary *s)
+{
+    bool same = !strcmp(s->path, reported.path) && s->events == reported.events && s->dropped == reported.dropped &&
+                s->peak_device == reported.peak_device && s->peak_pool == reported.peak_pool;
+    reported = *s;
+    return same;
+}
+
 /* ---- fatal signals --------------------------------------------------------
  * A signal whose default action ends the process (signals.c installs this
  * handler for those the program left at the default) ends the trace as an
@@ -122,7 +139,8 @@ static _Atomic size_t signal_summary_len;
 
 static void signal_stopped(const struct gt_writer_summary *s)
 {
-    if (gt_runlog_wrote(s) || gt_config.quiet) /* writer thread: the run log's write is no handler's */
+    /* writer thread (the handler's thread waits): the run log's write is no handler's */
+    if (already_reported(s) || gt_runlog_wrote(s) || gt_config.quiet)
         return;
     summary_line(s, signal_summary, sizeof signal_summary);
     atomic_store(&signal_summary_len, strlen(signal_summary));
@@ -219,7 +237,7 @@ static void stop(const char *reason, bool may_resume)
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
     /* under `gputrace run` the launcher says it, in one line for every process */
-    if (ok && !gt_runlog_wrote(&s) && !gt_config.quiet) {
+    if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];
         summary_line(&s, line, sizeof line);
         fputs(line, stderr);
