@@ -146,21 +146,27 @@ static void signal_stopped(const struct gt_writer_summary *s)
     atomic_store(&signal_summary_len, strlen(signal_summary));
 }
 
+/* Ends the trace from a signal handler, bounded (see above); reason: the
+ * processes row's end_reason, a static string. */
+static void stop_in_handler(const char *reason)
+{
+    int expected = GT_ACTIVE;
+    /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
+    if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
+        if (gt_writer_stop_from_signal(reason, SIGNAL_BUDGET_NS)) {
+            size_t n = atomic_exchange(&signal_summary_len, 0);
+            if (n && write(STDERR_FILENO, signal_summary, n) < 0)
+                n = 0;
+        }
+    }
+}
+
 static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
     int saved = errno;
-    if (gt_owns_trace()) { /* not a vfork child, nor a fork child before its own trace */
-        int expected = GT_ACTIVE;
-        /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
-        if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
-            if (gt_writer_stop_from_signal(gt_signals_end_reason(sig), SIGNAL_BUDGET_NS)) {
-                size_t n = atomic_exchange(&signal_summary_len, 0);
-                if (n && write(STDERR_FILENO, signal_summary, n) < 0)
-                    n = 0;
-            }
-        }
-    }
+    if (gt_owns_trace()) /* not a vfork child, nor a fork child before its own trace */
+        stop_in_handler(gt_signals_end_reason(sig));
     errno = saved;
     gt_signals_die(sig, info);
 }
@@ -227,6 +233,13 @@ static void stop(const char *reason, bool may_resume)
 {
     if (!gt_owns_trace()) /* a vfork child, or a fork whose handlers did not run */
         return;
+    /* the program's own handler calls _exit or exit: the interrupted code may
+     * hold CUPTI's lock (no flush then) or the writer's: the fatal signals'
+     * bounded path, without CUPTI's last records */
+    if (strcmp(reason, "exec") && gt_signals_in_handler()) {
+        stop_in_handler(reason);
+        return;
+    }
     int expected = GT_ACTIVE;
     if (!atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED)) {
         if (expected == GT_FAILED) /* the writer said why; just collect it */

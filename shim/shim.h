@@ -331,6 +331,7 @@ const char *gt_signals_end_reason(int sig);                       /* "signal SIG
 int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
 void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
+bool gt_signals_in_handler(void);          /* a signal frame on this thread's stack (libunwind) */
 
 /* output.c: created as NAME.creating-PID, named once its schema is committed */
 int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);
