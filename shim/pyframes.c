@@ -28,7 +28,9 @@
  * lines); the cache gives the frame's
  * id, a hash of the strings' contents and the line. The first sighting of an
  * id copies its strings (the code object is alive: it is running) into a
- * record for the writer; no Python object is kept. */
+ * record for the writer; no Python object is kept. Another thread's frames
+ * (pybackward.c) are named the same way, but every read of them goes through
+ * pyobjects.c's process_vm_readv copies (remote). */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <link.h>

@@ -6,6 +6,7 @@
  * the objects been freed and their memory unmapped meanwhile: a read of
  * memory that is gone answers EFAULT instead of faulting, and nothing read is
  * followed before it has been copied. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,19 +17,20 @@
 
 #define RD(type, base, off) (*(type const *)((const char *)(base) + (off)))
 
-static pid_t self_pid;
+static _Atomic pid_t self_pid;   /* 0: not asked yet (any thread may ask: the same answer) */
 
 bool gt_py_copy(const void *src, void *dst, size_t n)
 {
-    if (!self_pid)
-        self_pid = getpid();
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (!pid)
+        atomic_store_explicit(&self_pid, pid = getpid(), memory_order_relaxed);
     struct iovec local = {dst, n}, remote = {(void *)src, n};
-    return n == 0 || process_vm_readv(self_pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+    return n == 0 || process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
 }
 
 void gt_py_copy_after_fork(void)
 {
-    self_pid = 0;
+    atomic_store(&self_pid, 0);
 }
 
 static bool fetch(const void *src, void *dst, size_t n, bool remote)
