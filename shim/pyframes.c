@@ -250,7 +250,8 @@ static bool same_code(const struct py_layout *L, const char *c, const char *agai
 static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
-    char fn[512], file[1024], again[GT_PY_CODE_HEAD];
+    char fn[512], file[1024];
+    _Alignas(8) char again[GT_PY_CODE_HEAD];
     int line;
     bool named = gt_py_str(L, P.unicode_type, RD(const void *, c, L->co_qualname), fn, sizeof fn, remote);
     bool filed = gt_py_str(L, P.unicode_type, RD(const void *, c, L->co_filename), file, sizeof file, remote);

@@ -75,7 +75,7 @@ static size_t put_utf8(char *out, size_t o, size_t cap, uint32_t cp)
 static bool put_code_points(const char *d, int64_t len, unsigned kind, char *out, size_t cap, size_t *o,
                             bool remote)
 {
-    uint8_t chunk[512];
+    _Alignas(8) uint8_t chunk[512];
     int64_t per = (int64_t)(sizeof chunk / kind);
     for (int64_t i = 0; i < len && *o + 1 < cap; i += per) {
         int64_t n = len - i < per ? len - i : per;
@@ -95,7 +95,7 @@ static bool put_code_points(const char *d, int64_t len, unsigned kind, char *out
 bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *s, char *out, size_t cap,
                bool remote)
 {
-    char h[128];   /* PyCompactUnicodeObject: str_compact_data bytes (72 at most) */
+    _Alignas(8) char h[128];   /* PyCompactUnicodeObject: str_compact_data bytes (72 at most) */
     out[0] = 0;
     if (!s || (size_t)L->str_compact_data > sizeof h || !fetch(s, h, (size_t)L->str_ascii_data, remote) ||
         RD(const void *, h, 8) != unicode_type)
@@ -175,7 +175,7 @@ bool gt_py_remote_line(const struct py_layout *L, const char *c, int addr, int *
         return true;
     }
     const char *bytes = RD(const char *, c, L->co_linetable);
-    char h[BYTES_HEAD];
+    _Alignas(8) char h[BYTES_HEAD];
     if (!bytes || !gt_py_copy(bytes, h, sizeof h))
         return false;
     struct table t = {.data = bytes + BYTES_HEAD, .size = RD(int64_t, h, 16), .at = 0, .n = 0};

@@ -56,7 +56,7 @@ static void test_str_in_unmapped_memory_is_refused(void)
     long page = sysconf(_SC_PAGESIZE);
     char *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     munmap(two + page, (size_t)page);
-    char *s = two + page - L->str_ascii_data - 4;
+    char *s = two + page - L->str_ascii_data - 8;   /* 8 bytes of its 40 mapped */
     memset(s, 0, (size_t)L->str_ascii_data);
     *(const void **)(s + 8) = unicode_type;
     *(int64_t *)(s + 16) = 40;
@@ -67,7 +67,8 @@ static void test_str_in_unmapped_memory_is_refused(void)
 
 static void test_str_of_another_type_is_refused(void)
 {
-    char buf[128], out[64];
+    _Alignas(16) char buf[128];
+    char out[64];
     char *s = ascii_str(buf, "train_step");
     *(const void **)(s + 8) = out;   /* memory reused by another object */
     CHECK(!gt_py_str(L, unicode_type, s, out, sizeof out, true));
@@ -75,14 +76,15 @@ static void test_str_of_another_type_is_refused(void)
 
 static void test_str_text_through_the_safe_path(void)
 {
-    char buf[128], out[64];
+    _Alignas(16) char buf[128];
+    char out[64];
     CHECK(gt_py_str(L, unicode_type, ascii_str(buf, "Model.forward"), out, sizeof out, true));
     CHECKF(strcmp(out, "Model.forward") == 0, "got %s", out);
     char small[6];   /* truncated to fit, terminated */
     CHECK(gt_py_str(L, unicode_type, ascii_str(buf, "Model.forward"), small, sizeof small, true));
     CHECKF(strcmp(small, "Model") == 0, "got %s", small);
     /* a two-byte str without its UTF-8 cached: "é→x" */
-    char w[128] = {0};
+    _Alignas(16) char w[128] = {0};
     *(const void **)(w + 8) = unicode_type;
     *(int64_t *)(w + 16) = 3;
     *(uint32_t *)(w + 32) = 2u << 2 | 1u << 5;   /* kind 2, compact, not ascii */
@@ -115,7 +117,7 @@ static void test_line_table_entries_of_every_form(void)
         0xf0, 0x07, 0x00, 0x01, 0x02, /* 14 (long form), 1 unit, line -3: 10 */
         0xe8, 0x48, 0x03,       /* 13, 1 unit, line +200/2 (a two-byte varint): 110 */
     };
-    char c[192], table[64];
+    _Alignas(16) char c[192], table[64];
     code_with_table(c, table, t, sizeof t, 10);
     static const int want[][2] = {{-1, 10}, {0, 11}, {2, 11}, {4, 11}, {6, 13}, {10, 13},
                                   {12, -1}, {14, 10}, {16, 110}, {18, -1}};
@@ -129,7 +131,7 @@ static void test_line_table_entries_of_every_form(void)
 static void test_line_table_in_unmapped_memory_or_malformed_is_refused(void)
 {
     static const uint8_t t[] = {0xe9, 0x02};
-    char c[192], table[64];
+    _Alignas(16) char c[192], table[64];
     code_with_table(c, table, t, sizeof t, 10);
     *(char **)(c + L->co_linetable) = gone_page();
     int line;
