@@ -236,7 +236,7 @@ static void stop(const char *reason, bool may_resume)
     /* the program's own handler calls _exit or exit: the interrupted code may
      * hold CUPTI's lock (no flush then) or the writer's: the fatal signals'
      * bounded path, without CUPTI's last records */
-    if (strcmp(reason, "exec") && gt_signals_in_handler()) {
+    if (strcmp(reason, "exec") && gt_unwind_in_signal_frame()) {
         stop_in_handler(reason);
         return;
     }

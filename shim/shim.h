@@ -182,6 +182,7 @@ struct gt_unwind {
 };
 extern struct gt_unwind gt_unw;
 bool gt_unwind_load(char *why, size_t cap); /* false, with the reason in why, when libunwind is missing */
+bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler (false: cannot tell) */
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {
@@ -331,7 +332,6 @@ const char *gt_signals_end_reason(int sig);                       /* "signal SIG
 int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
 void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
-bool gt_signals_in_handler(void);          /* a signal frame on this thread's stack (libunwind) */
 
 /* output.c: created as NAME.creating-PID, named once its schema is committed */
 int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);

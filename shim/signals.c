@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -223,43 +222,4 @@ void gt_signals_die(int sig, const siginfo_t *info)
     sigaddset(&one, sig);
     raise(sig);
     pthread_sigmask(SIG_UNBLOCK, &one, NULL); /* delivered here, the default action kills */
-}
-
-/* The instructions of glibc's signal return trampoline (__restore_rt, the
- * sa_restorer it installs with every handler): a handler returns into it, so
- * it is the return address of every signal frame on a stack. */
-#if defined(__x86_64__)
-static const unsigned char sigreturn_code[] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05}; /* mov $15,%rax; syscall */
-#elif defined(__aarch64__)
-static const unsigned char sigreturn_code[] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0, 0, 0xd4};   /* mov x8,#139; svc #0 */
-#else
-static const unsigned char sigreturn_code[1];
-#define GT_NO_SIGRETURN_CODE
-#endif
-
-/* Is the calling thread inside a signal handler: is there a signal frame on
- * its stack (within 64 frames)? For the ways out of the process (lifecycle.c):
- * a program's handler that calls _exit or exit must not run the normal stop,
- * whose CUPTI flush can wait forever on a lock the interrupted code holds.
- * libunwind steps through signal frames (it is how profilers unwind from a
- * handler); without it (GPUTRACE_STACK_DEPTH=0, or missing) the answer is no.
- * Code bytes are read through process_vm_readv: an address libunwind took
- * from a damaged stack must not fault here. */
-bool gt_signals_in_handler(void)
-{
-#ifndef GT_NO_SIGRETURN_CODE
-    if (!gt_unw.backtrace)
-        return false;
-    void *ips[64];
-    int n = gt_unw.backtrace(ips, 64);
-    pid_t self = getpid();
-    for (int i = 1; i < n; i++) {   /* 0: this function */
-        unsigned char code[sizeof sigreturn_code];
-        struct iovec local = {code, sizeof code}, remote = {ips[i], sizeof code};
-        if (process_vm_readv(self, &local, 1, &remote, 1, 0) == (ssize_t)sizeof code &&
-            !memcmp(code, sigreturn_code, sizeof code))
-            return true;
-    }
-#endif
-    return false;
 }
