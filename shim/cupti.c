@@ -214,7 +214,8 @@ static void disable_ours(void)
 
 static void at_exit_flush(void)
 {
-    if (atomic_load(&state) == C_ON)
+    /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
+    if (atomic_load(&state) == C_ON && !gt_unwind_in_signal_frame())
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     atomic_store(&exiting, true);
 }

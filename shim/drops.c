@@ -21,6 +21,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "CUPTI activity records lost inside CUPTI (it had no buffer for them)"},
     [GT_DROP_UNWRITTEN_AT_SIGNAL] = {"unwritten_at_signal", true,
         "event not written: the process was ending by a fatal signal and the time allowed for writing (1 s) ran out"},
+    [GT_DROP_WINDOW_CHECKPOINT] = {"window_checkpoint_skipped", false,
+        "flight recorder (GPUTRACE_WINDOW_S): a checkpoint not taken for lack of memory; the trace keeps more than the "
+        "window (nothing in it is wrong)"},
 };
 
 void gt_drop(enum gt_drop_reason r)

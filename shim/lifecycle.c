@@ -20,6 +20,14 @@
  * sees gt_state as its own; the pid tells it apart. */
 static _Atomic pid_t trace_pid;
 
+/* The file and figures this process last reported (stderr line or run log).
+ * A stop before exec must report (the image may be gone after it); when the
+ * exec fails the trace resumes in the same file, and its next stop reports
+ * again only if something was written since: a program that tries exec on
+ * each PATH entry, or a child whose exec failed and that exits at once, says
+ * its file once. */
+static struct gt_writer_summary reported;
+
 static void fork_prepare(void)
 {
     if (atomic_load(&gt_state) == GT_ACTIVE)
@@ -49,6 +57,7 @@ static void fork_child(void)
     gt_stacks_discard();
     gt_writer_forget();
     gt_drops_reset();
+    memset(&reported, 0, sizeof reported);
     atomic_store(&trace_pid, 0);
     atomic_store(&gt_state, GT_UNINIT);
 }
@@ -108,6 +117,14 @@ static void summary_line(const struct gt_writer_summary *s, char *out, size_t ca
              (unsigned long long)s->events, (unsigned long long)s->dropped, peak, pool);
 }
 
+static bool already_reported(const struct gt_writer_summary *s)
+{
+    bool same = !strcmp(s->path, reported.path) && s->events == reported.events && s->dropped == reported.dropped &&
+                s->peak_device == reported.peak_device && s->peak_pool == reported.peak_pool;
+    reported = *s;
+    return same;
+}
+
 /* ---- fatal signals --------------------------------------------------------
  * A signal whose default action ends the process (signals.c installs this
  * handler for those the program left at the default) ends the trace as an
@@ -122,27 +139,34 @@ static _Atomic size_t signal_summary_len;
 
 static void signal_stopped(const struct gt_writer_summary *s)
 {
-    if (gt_runlog_wrote(s) || gt_config.quiet) /* writer thread: the run log's write is no handler's */
+    /* writer thread (the handler's thread waits): the run log's write is no handler's */
+    if (already_reported(s) || gt_runlog_wrote(s) || gt_config.quiet)
         return;
     summary_line(s, signal_summary, sizeof signal_summary);
     atomic_store(&signal_summary_len, strlen(signal_summary));
+}
+
+/* Ends the trace from a signal handler, bounded (see above); reason: the
+ * processes row's end_reason, a static string. */
+static void stop_in_handler(const char *reason)
+{
+    int expected = GT_ACTIVE;
+    /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
+    if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
+        if (gt_writer_stop_from_signal(reason, SIGNAL_BUDGET_NS)) {
+            size_t n = atomic_exchange(&signal_summary_len, 0);
+            if (n && write(STDERR_FILENO, signal_summary, n) < 0)
+                n = 0;
+        }
+    }
 }
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
     int saved = errno;
-    if (gt_owns_trace()) { /* not a vfork child, nor a fork child before its own trace */
-        int expected = GT_ACTIVE;
-        /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
-        if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
-            if (gt_writer_stop_from_signal(gt_signals_end_reason(sig), SIGNAL_BUDGET_NS)) {
-                size_t n = atomic_exchange(&signal_summary_len, 0);
-                if (n && write(STDERR_FILENO, signal_summary, n) < 0)
-                    n = 0;
-            }
-        }
-    }
+    if (gt_owns_trace()) /* not a vfork child, nor a fork child before its own trace */
+        stop_in_handler(gt_signals_end_reason(sig));
     errno = saved;
     gt_signals_die(sig, info);
 }
@@ -209,6 +233,13 @@ static void stop(const char *reason, bool may_resume)
 {
     if (!gt_owns_trace()) /* a vfork child, or a fork whose handlers did not run */
         return;
+    /* the program's own handler calls _exit or exit: the interrupted code may
+     * hold CUPTI's lock (no flush then) or the writer's: the fatal signals'
+     * bounded path, without CUPTI's last records */
+    if (strcmp(reason, "exec") && gt_unwind_in_signal_frame()) {
+        stop_in_handler(reason);
+        return;
+    }
     int expected = GT_ACTIVE;
     if (!atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED)) {
         if (expected == GT_FAILED) /* the writer said why; just collect it */
@@ -219,7 +250,7 @@ static void stop(const char *reason, bool may_resume)
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
     /* under `gputrace run` the launcher says it, in one line for every process */
-    if (ok && !gt_runlog_wrote(&s) && !gt_config.quiet) {
+    if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];
         summary_line(&s, line, sizeof line);
         fputs(line, stderr);

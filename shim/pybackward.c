@@ -11,9 +11,13 @@
  * munmap()ed when popped) while we read, so every read of that memory goes
  * through process_vm_readv on our own pid, which answers EFAULT instead of
  * faulting; a value read from memory reused meanwhile is only taken if it
- * leads to a code object (its type checked the same way). Code objects are
- * read directly, and only once their type is checked: they are heap objects
- * that the waiting frames hold references to.
+ * leads to a code object (its type checked the same way). The code objects,
+ * and the strings and line tables they point to, are read the same way
+ * (pyobjects.c): the waiting frames hold references to them, but a frame may
+ * return between our read of it and our read of its code, and the code
+ * object be freed then. A frame's first sighting, which names it, reads the
+ * code object again at the end and is dropped (the frames are read again
+ * later) when it changed; a cache hit reads nothing but copies.
  * Which thread: one whose innermost frame runs _engine_run_backward, the only
  * one; with two, whose graph task this allocation serves cannot be told and
  * nothing is attributed. A native thread that allocates during a backward
@@ -33,6 +37,7 @@
 
 #include "activity.h"
 #include "pyframes.h"
+#include "pyobjects.h"
 
 #define MAX_FRAMES (GT_PY_MAX_FRAMES - 1)  /* one slot for the marker */
 #define MAX_THREADS 256
@@ -67,12 +72,12 @@ static pid_t self_pid;
 
 static bool safe_read(const void *addr, void *out, size_t len)
 {
-    struct iovec local = {out, len}, remote = {(void *)addr, len};
-    ssize_t n = process_vm_readv(self_pid, &local, 1, &remote, 1, 0);
-    if (n < 0 && (errno == EPERM || errno == ENOSYS) && !atomic_exchange(&refused, true))
+    if (gt_py_copy(addr, out, len))
+        return true;
+    if ((errno == EPERM || errno == ENOSYS) && !atomic_exchange(&refused, true))
         gt_note("python", false, "process_vm_readv is refused (%s): backward-pass allocations are not attributed "
                 "to the thread that called backward()", strerror(errno));
-    return n == (ssize_t)len;
+    return false;
 }
 
 static const char *safe_ptr(const char *base, int off)
@@ -144,8 +149,9 @@ static bool read_frames(const struct py_layout *L, struct waiting *w, const char
         if (L->owner_cstack < 0 || owner != L->owner_cstack) {
             if (!read_code(code, c))
                 return false;
-            if (!gt_py_incomplete(L, h, code, c))
-                w->ids[w->nids++] = gt_py_frame_id(code, c, RD(const char *, h, L->fr_instr));
+            if (!gt_py_incomplete(L, h, code, c) &&
+                !(w->ids[w->nids++] = gt_py_frame_id(code, c, RD(const char *, h, L->fr_instr), true)))
+                return false;   /* its code object went away while we named it */
         }
         f = RD(const char *, h, L->fr_previous);
     }
@@ -264,6 +270,7 @@ int gt_py_capture_backward(struct gt_py_stack *out)
 void gt_py_backward_after_fork(void)
 {
     self_pid = getpid();
+    gt_py_copy_after_fork();
     free(mine);
     mine = NULL;
     atomic_store(&retry_after, 0);

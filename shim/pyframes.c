@@ -28,7 +28,9 @@
  * lines); the cache gives the frame's
  * id, a hash of the strings' contents and the line. The first sighting of an
  * id copies its strings (the code object is alive: it is running) into a
- * record for the writer; no Python object is kept. */
+ * record for the writer; no Python object is kept. Another thread's frames
+ * (pybackward.c) are named the same way, but every read of them goes through
+ * pyobjects.c's process_vm_readv copies (remote). */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <link.h>
@@ -43,6 +45,7 @@
 _Static_assert(sizeof(void *) == 8, "the offsets below are those of 64-bit builds");
 
 #include "pyframes.h"
+#include "pyobjects.h"
 
 static struct {
     _Atomic(const struct py_layout *) L; /* set last, once everything below is: Python frames are on */
@@ -218,76 +221,6 @@ bool gt_py_interleaves(void)
     return P.eval_lo != 0;
 }
 
-/* ---- strings: read from the unicode object, no call into Python */
-
-static size_t put_utf8(char *out, size_t o, size_t cap, uint32_t cp)
-{
-    char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xc0 | cp >> 6);
-        b[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (char)(0xe0 | cp >> 12);
-        b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        b[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        b[0] = (char)(0xf0 | cp >> 18);
-        b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        b[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        b[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    if (o + n >= cap)
-        return o;
-    memcpy(out + o, b, n);
-    return o + n;
-}
-
-/* A str object's text as UTF-8 into out (cap bytes, truncated); "?" when it
- * is not a compact str (3.11's legacy strings: never a code object's). */
-static void read_str(const void *s, char *out, size_t cap)
-{
-    const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
-    out[0] = 0;
-    if (!s || RD(const void *, s, 8) != P.unicode_type) {
-        snprintf(out, cap, "?");
-        return;
-    }
-    int64_t len = RD(int64_t, s, 16);
-    uint32_t state = RD(uint32_t, s, 32);
-    unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
-    if (!compact || len < 0) {
-        snprintf(out, cap, "?");
-        return;
-    }
-    size_t o = 0;
-    if (ascii) {
-        o = (size_t)len < cap - 1 ? (size_t)len : cap - 1;
-        memcpy(out, (const char *)s + L->str_ascii_data, o);
-    } else if (RD(const char *, s, L->str_utf8)) {
-        int64_t n = RD(int64_t, s, L->str_utf8_length);
-        o = n >= 0 && (size_t)n < cap - 1 ? (size_t)n : cap - 1;
-        memcpy(out, RD(const char *, s, L->str_utf8), o);
-    } else {
-        const char *d = (const char *)s + L->str_compact_data;
-        for (int64_t i = 0; i < len && o + 1 < cap; i++) {
-            uint32_t cp = kind == 1 ? ((const uint8_t *)d)[i] : kind == 2 ? ((const uint16_t *)d)[i]
-                                                                            : ((const uint32_t *)d)[i];
-            size_t before = o;
-            o = put_utf8(out, o, cap, cp);
-            if (o == before)
-                break;
-        }
-    }
-    out[o] = 0;
-}
-
 static uint64_t hash_text(uint64_t h, const char *s)
 {
     for (; *s; s++)
@@ -297,16 +230,42 @@ static uint64_t hash_text(uint64_t h, const char *s)
 
 /* ---- frames */
 
-/* First sighting of (code, addr): resolve function, file and line while the
- * code object is running, hand the writer a record if the frame is new, and
- * return the frame's id. */
-static uint64_t resolve(const void *code, int addr)
+/* Does copy again, read after its strings and line table, show the code
+ * object that c was read from? (The fields that make the cache key.) */
+static bool same_code(const struct py_layout *L, const char *c, const char *again)
+{
+    const int ptrs[] = {8, 16, L->co_qualname, L->co_filename, L->co_linetable};
+    for (size_t k = 0; k < sizeof ptrs / sizeof *ptrs; k++)
+        if (RD(uint64_t, c, ptrs[k]) != RD(uint64_t, again, ptrs[k]))
+            return false;
+    return RD(int32_t, c, L->co_firstlineno) == RD(int32_t, again, L->co_firstlineno);
+}
+
+/* First sighting of (code, addr): resolve function, file and line, hand the
+ * writer a record if the frame is new, and return the frame's id. c: as for
+ * gt_py_frame_id. remote: the code object is another thread's and may be
+ * freed meanwhile: everything is read through gt_py_copy, the line from the
+ * location table (PyCode_Addr2Line would read it in place), and the object is
+ * read again at the end: 0 (no id) when a read failed or it changed. */
+static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
     char fn[512], file[1024];
-    read_str(RD(const void *, code, L->co_qualname), fn, sizeof fn);
-    read_str(RD(const void *, code, L->co_filename), file, sizeof file);
-    int line = P.addr2line((void *)code, addr);
+    _Alignas(8) char again[GT_PY_CODE_HEAD];
+    int line;
+    bool named = gt_py_str(L, P.unicode_type, RD(const void *, c, L->co_qualname), fn, sizeof fn, remote);
+    bool filed = gt_py_str(L, P.unicode_type, RD(const void *, c, L->co_filename), file, sizeof file, remote);
+    if (remote) {
+        if (!named || !filed || !gt_py_remote_line(L, c, addr, &line) || !gt_py_copy(code, again, sizeof again) ||
+            !same_code(L, c, again))
+            return 0;
+    } else {
+        if (!named)
+            snprintf(fn, sizeof fn, "?");
+        if (!filed)
+            snprintf(file, sizeof file, "?");
+        line = P.addr2line((void *)code, addr);
+    }
     uint64_t id = mix(hash_text(hash_text(0xcbf29ce484222325ull, fn), file), (uint64_t)(uint32_t)line);
     id = (id & ~GT_PYFRAME_TAG) | GT_PYFRAME_TAG;
     uint32_t i = (uint32_t)(id >> (63 - SEEN_BITS)) & (SEEN_SIZE - 1);
@@ -344,10 +303,11 @@ static uint64_t resolve(const void *code, int addr)
 }
 
 /* The id of the frame running code at instr. c: where to read the code
- * object's fields: the object itself, or a copy of its first
- * GT_PY_CODE_HEAD bytes (pybackward.c); the object must be alive either way
- * (a first sighting reads its strings and line table). */
-uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr)
+ * object's fields: the object itself (this thread's own frame: alive), or a
+ * copy of its first GT_PY_CODE_HEAD bytes (remote: another thread's, which
+ * may be freed while we read: a first sighting then reads only through
+ * gt_py_copy). 0: remote, and the object could not be read whole. */
+uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool remote)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
     int64_t nbytes = RD(int64_t, c, 16) * 2;   /* ob_size: code units of 2 bytes */
@@ -378,13 +338,13 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr)
                     return cache_ids[i];
                 continue;
             }
-            uint64_t id = resolve(code, (int)addr);
+            uint64_t id = resolve(code, c, (int)addr, remote);
             cache_ids[i] = id;
-            atomic_store_explicit(&cache_keys[i], key, memory_order_release);
+            atomic_store_explicit(&cache_keys[i], id ? key : 0, memory_order_release); /* 0: ask again */
             return id;
         }
     }
-    return resolve(code, (int)addr); /* cache full here: correct, only slower */
+    return resolve(code, c, (int)addr, remote); /* cache full here: correct, only slower */
 }
 
 /* Is the frame (f: its header, or a copy) still setting up (CPython's
@@ -424,7 +384,7 @@ int gt_py_capture(struct gt_py_stack *out)
             if (!code || RD(const void *, code, 8) != P.code_type)
                 break;
             if (!gt_py_incomplete(L, f, code, code))
-                out->ids[out->n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr));
+                out->ids[out->n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr), false);
             if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
                 out->seg_end[out->nseg++] = (uint16_t)out->n;
         }

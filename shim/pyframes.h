@@ -18,7 +18,7 @@ bool gt_py_running(void);                     /* initialized and not finalizing:
 const char *gt_py_this_thread_state(void);    /* NULL: this thread has none */
 const char *gt_py_first_thread_state(void);   /* the main interpreter's newest thread state; NULL: unknown */
 const void *gt_py_code_type(void);            /* &PyCode_Type */
-uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr);
+uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool remote);
 bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code, const char *c);
 
 #define RD(type, base, off) (*(type const *)((const char *)(base) + (off)))

@@ -10,7 +10,7 @@
  *            (the writer reports a file it cannot open through a callback)
  *   modules  record.c (hot path: calls lifecycle.c only through gt_start_lazily),
  *            ranges.c, nvtx.c, cupti.c, nvml.c, devices.c, pools.c, notes.c, stacks.c -> pybackward.c ->
- *            pyframes.c,
+ *            pyframes.c -> pyobjects.c,
  *            queue.c, writer.c -> writer_events.c, writer_activity.c, window.c ->
  *            writer_cupti.c, process.c (writer.h), all through db.c (db.h);
  *            runlog.c (lists the trace for `gputrace run`, no SQLite)
@@ -128,7 +128,8 @@ static inline void gt_rec_release(struct gt_rec *r)
  * count has a row in the drops table. gt_drop() is the one way to count one. */
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
-    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_COUNT
+    GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
+    GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -181,6 +182,7 @@ struct gt_unwind {
 };
 extern struct gt_unwind gt_unw;
 bool gt_unwind_load(char *why, size_t cap); /* false, with the reason in why, when libunwind is missing */
+bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler (false: cannot tell) */
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

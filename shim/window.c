@@ -9,7 +9,10 @@
  * window: the events but the alloc rows of allocations still live then
  * (leaks and live-at-exit stay right), and the other per-event tables by
  * rowid, so a prune touches only what was written since the last one and
- * never pairs allocations in SQL. Writer thread only. */
+ * never pairs allocations in SQL. A checkpoint needs memory (the list of
+ * live rows): without it, or once the rows map missed an allocation, none is
+ * taken (counted in drops as window_checkpoint_skipped) and the trace keeps
+ * more than the window, never a wrong one. Writer thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,7 @@ static struct {
     size_t nkept;
     struct level lv[NMEM][NDEV];
     struct u64map rows[4];        /* per apis.space: ptr -> (events.id of its live alloc row, -) */
+    bool rows_lost;               /* a put failed (no memory): rows[] no longer lists every live row */
 } R;
 
 static struct level *level(int memory, int device)
@@ -101,24 +105,31 @@ void gt_window_row(int space, uint64_t ptr, int64_t id)
 {
     if (!R.on || space < 0 || space >= 4)
         return;
-    if (id)
-        u64map_put(&R.rows[space], ptr, (uint64_t)id, 0);
-    else
+    if (id) {
+        if (!u64map_put(&R.rows[space], ptr, (uint64_t)id, 0))
+            R.rows_lost = true;   /* a checkpoint now would prune this live row */
+    } else
         u64map_del(&R.rows[space], ptr, NULL, NULL);
 }
 
-/* The alloc rows of every allocation live now (malloc'd, unsorted). */
-static size_t live_rows(int64_t **out)
+/* The alloc rows of every allocation live now (malloc'd, unsorted; NULL
+ * when none) into out, nout. False: no memory for the list, or rows[] is
+ * incomplete. */
+static bool live_rows(int64_t **out, size_t *nout)
 {
     size_t n = 0, k = 0;
     for (int s = 0; s < 4; s++)
         n += R.rows[s].len;
-    *out = n ? malloc(n * sizeof **out) : NULL;
-    for (int s = 0; s < 4 && *out; s++)
+    *out = NULL;
+    *nout = 0;
+    if (R.rows_lost || (n && !(*out = malloc(n * sizeof **out))))
+        return false;
+    for (int s = 0; s < 4 && n; s++)
         for (uint64_t i = 0; i < R.rows[s].cap; i++)
             if (R.rows[s].e[i].key && k < n)
                 (*out)[k++] = (int64_t)R.rows[s].e[i].a;
-    return *out ? k : 0;
+    *nout = k;
+    return true;
 }
 
 void gt_window_failed(int memory, int device)
@@ -236,6 +247,15 @@ void gt_window_tick(uint64_t now)
         gt_db_exec("COMMIT");
         return;
     }
+    int64_t *live;
+    size_t nlive;
+    if (!live_rows(&live, &nlive)) {
+        /* a checkpoint that missed a live row would have its prune delete
+         * it: none this time, so nothing is pruned past the last good one */
+        gt_drop(GT_DROP_WINDOW_CHECKPOINT);
+        gt_db_exec("COMMIT");
+        return;
+    }
     if (R.ncp == MAX_CHECKPOINTS) { /* cannot happen (checkpoint_ns); were it to, keep the newest */
         free(R.cp[0].live);
         memmove(R.cp, R.cp + 1, (MAX_CHECKPOINTS - 1) * sizeof *R.cp);
@@ -245,7 +265,8 @@ void gt_window_tick(uint64_t now)
     c->t = now;
     for (size_t i = 0; i < NTABLES; i++)
         c->last[i] = gt_db_max_rowid(tables[i]);
-    c->nlive = live_rows(&c->live);
+    c->live = live;
+    c->nlive = nlive;
     qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
     int k = -1; /* the newest checkpoint at least a window old */
     while (k + 1 < R.ncp && R.cp[k + 1].t + R.window_ns <= now)

@@ -151,6 +151,27 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(len(lines), 2, p.stderr)
         self.assertTrue(all(l.startswith('gputrace: wrote ') for l in lines), lines)
 
+    def test_child_whose_exec_failed_reports_its_file_once(self):
+        # the child traces, tries exec on two paths that do not exist and _exits: each stop
+        # before an exec reports (the image may be gone after it); after a failed one nothing
+        # was written, so nothing is reported again
+        argv = [prog('fork_child'), 'cuda-exec-fails', '5']
+        p = run(argv, env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db')), cwd=self.dir)
+        self.assertEqual(p.returncode, 127, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 2, p.stderr)
+        self.assertEqual(len({l.split(' (')[0] for l in lines}), 2, lines)
+        # the run log the launcher reads: one "wrote" record per file
+        log = os.path.join(self.dir, 'run.log')
+        open(log, 'w').close()
+        p = run(argv, env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 'r.db'),
+                                   GPUTRACE_RUN_LOG=log), cwd=self.dir)
+        self.assertEqual((p.returncode, self.gputrace_lines(p.stderr)), (127, []), p.stderr)
+        with open(log) as f:
+            wrote = [l.split('\t')[-1] for l in f.read().splitlines() if l.startswith('wrote\t')]
+        self.assertEqual(len(wrote), 2, wrote)
+        self.assertEqual(len(set(wrote)), 2, wrote)
+
     def test_child_that_outlives_the_command_says_its_own_line(self):
         import time
         p = self.launch(['--', '/bin/sh', '-c', '(sleep 0.5; exec %s) 2>%s/late.err >/dev/null &' % (prog('output'), self.dir)])

@@ -176,6 +176,27 @@ class ProgramHandlersTest(SignalTest):
                 self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout), traced.stderr)
                 self.assertEqual(query(db, 'SELECT events_recorded, end_reason FROM processes'), [(2000, '_exit')])
 
+    def test_programs_handler_calling_exit_while_cupti_holds_its_lock_ends_within_a_second(self):
+        # the handler interrupts code holding CUPTI's lock (the stand-in's) and _exits:
+        # the normal stop's CUPTI flush would wait for that lock forever; the fatal
+        # signals' bounded path writes every event without it
+        argv = [prog('fatal_signal'), 'term-in-cupti', '1000', 'handler-after']
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'trace.db'), LD_PRELOAD=SHIM)
+        t0 = time.monotonic()
+        try:
+            traced = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=15, cwd=self.dir,
+                                    preexec_fn=no_core)
+        except subprocess.TimeoutExpired:
+            self.fail('the program did not end: the shim waited on CUPTI inside its handler')
+        took = time.monotonic() - t0
+        self.assertEqual((traced.returncode, traced.stdout.splitlines()[-2:]), (3, ['under the lock', 'handled']),
+                         traced.stderr)
+        self.assertLess(took, 5)
+        db = os.path.join(self.dir, 'trace.db')
+        self.assertEqual(query(db, 'SELECT events_recorded, events_dropped, end_reason FROM processes'),
+                         [(2000, 0, '_exit')])
+        self.assertIn('gputrace: wrote %s (2000 events, 0 dropped' % db, traced.stderr)
+
     def test_sigaction_reports_the_programs_dispositions_not_the_shims(self):
         bare, traced, _ = self.both([prog('fatal_signal'), 'run', '10', 'handler-after'])
         line = [l for l in bare.stdout.splitlines() if l.startswith('dispositions:')]

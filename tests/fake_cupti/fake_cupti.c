@@ -125,6 +125,17 @@ EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
     return CUPTI_SUCCESS;
 }
 
+/* For a test program (found as fake_cupti_emit is): runs fn while holding
+ * the lock every CUPTI call here takes, as real CUPTI holds its own while it
+ * records a CUDA call; a signal handler that fn's signal runs on this thread
+ * and that calls cuptiActivityFlushAll then waits forever, as it would. */
+EXPORT void fake_cupti_while_locked(void (*fn)(void))
+{
+    pthread_mutex_lock(&mu);
+    fn();
+    pthread_mutex_unlock(&mu);
+}
+
 /* As real CUPTI 13 does (seen on an H100), not as documented: success even
  * when no client has registered buffers. */
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)

@@ -7,7 +7,10 @@
  * tests/test_signals.py's SIGKILL test), or worker-term (a second thread
  * allocates and frees, counting its completed calls in the file argv[2]
  * (8 bytes), until the main thread sends it SIGTERM after argv[3] us: the
- * signal lands anywhere in a hook). Options in argv[3...]:
+ * signal lands anywhere in a hook), or term-in-cupti (SIGTERM raised while
+ * this thread holds the CUPTI stand-in's lock, through its
+ * fake_cupti_while_locked, found at GPUTRACE_CUPTI_PATH once the shim loaded
+ * it; untraced, raised as is). Options in argv[3...]:
  *   handler-before / handler-after: a SIGTERM handler of the program's own,
  *     installed before the first CUDA call or after it, that writes
  *     "handled\n" and _exit(3)s;
@@ -15,6 +18,7 @@
  * It prints the dispositions sigaction() reports for the fatal signals after
  * the first CUDA call, so a test can see the shim does not show through. */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +56,18 @@ static const char *disposition(int sig)
     if (sa.sa_flags & SA_SIGINFO)
         return "siginfo-handler";
     return sa.sa_handler == SIG_DFL ? "default" : sa.sa_handler == SIG_IGN ? "ignored" : "handler";
+}
+
+static void raise_term(void)
+{
+    raise(SIGTERM);
+}
+
+static void raise_term_locked(void)
+{
+    printf("under the lock\n");
+    fflush(stdout);
+    raise(SIGTERM);
 }
 
 static volatile int zero = 0;
@@ -129,6 +145,15 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (!strcmp(how, "term") || !strcmp(how, "run"))
         kill(getpid(), SIGTERM);
+    else if (!strcmp(how, "term-in-cupti")) {
+        const char *path = getenv("GPUTRACE_CUPTI_PATH");
+        void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+        void (*locked)(void (*)(void)) = h ? (void (*)(void (*)(void)))dlsym(h, "fake_cupti_while_locked") : NULL;
+        if (locked)
+            locked(raise_term_locked);
+        else
+            raise_term();
+    }
     else if (!strcmp(how, "int"))
         kill(getpid(), SIGINT);
     else if (!strcmp(how, "quit"))

@@ -1,6 +1,8 @@
 /* Parent allocates, then forks. argv[1]: "quiet" child never calls CUDA;
- * "cuda" child allocates argv[2] buffers of its own. Parent allocates once
- * more after the child exits. Prints the child's pid. */
+ * "cuda" child allocates argv[2] buffers of its own; "cuda-exec-fails" as
+ * "cuda", then tries to exec a program on two paths that do not exist (as
+ * execvp over PATH does) and _exits 127, as a shell's child does. Parent
+ * allocates once more after the child exits. Prints the child's pid. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +19,14 @@ int main(int argc, char **argv)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        if (!strcmp(argv[1], "cuda"))
+        if (!strncmp(argv[1], "cuda", 4))
             for (int i = 0; i < child_allocs; i++)
                 cudaMalloc(&p, 1 << 12);
+        if (!strcmp(argv[1], "cuda-exec-fails")) {
+            execl("/nonexistent/a/program", "program", (char *)NULL);
+            execl("/nonexistent/b/program", "program", (char *)NULL);
+            _exit(127);
+        }
         exit(0);
     }
     int st;

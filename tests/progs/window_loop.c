@@ -2,7 +2,8 @@
  * at the start an allocation kept to the end (1 MiB, never freed), a spike
  * of 1 GiB freed at once (the whole run's peak), one held until the end
  * (2 MiB) and a failed allocation; then for argv[1] ms (default 2500) a 4 KiB
- * temporary every 5 ms. Prints "temporaries N". */
+ * temporary every 5 ms; argv[2] more 8 KiB allocations at the start, never
+ * freed (default none). Prints "temporaries N". */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@ int main(int argc, char **argv)
         return 1;
     if (cudaMalloc(&huge, (size_t)1 << 40) == cudaSuccess) /* beyond the stand-in's 16 GiB */
         return 1;
+    for (long i = 0, more = argc > 2 ? atol(argv[2]) : 0; i < more; i++)
+        if (cudaMalloc(&tmp, 8192) != cudaSuccess)
+            return 1;
     long n = 0;
     struct timespec pause = {0, 5000000};
     for (double t0 = now_ms(); now_ms() - t0 < run_ms; n++) {
