@@ -226,8 +226,8 @@ static int64_t value_at(const struct gt_sweep_plan *s, int64_t bs, int oom)
  * trace showed live at the failure plus the request): each such line
  * understates the need's growth past lo, the steepest the least. Returns the
  * batch size where that line reaches the available bytes, or 0 when it
- * cannot be told (no device size, no peak at lo, no failure's lower bound
- * above the available bytes), or cannot be believed: when it lands in the
+ * cannot be told (no device size, no peak at lo or one past the available
+ * bytes, no failure's lower bound above them), or cannot be believed: when it lands in the
  * last eighth of the bracket below hi and no second failure lies on the
  * same line (within 10%), since a request that failed just past the
  * device's end says nothing about how far past the boundary its batch was.
@@ -238,9 +238,9 @@ static int64_t value_at(const struct gt_sweep_plan *s, int64_t bs, int oom)
 static int64_t interpolate(const struct gt_sweep_plan *s)
 {
     int64_t at_lo = s->lo ? value_at(s, s->lo, 0) : -1;
-    if (s->available < 0 || at_lo < 0)
-        return 0;
-    double room = fmax((double)(s->available - at_lo), 0.0), s1 = 0, s2 = 0;
+    if (s->available < 0 || at_lo < 0 || at_lo > s->available)
+        return 0;   /* (lo's peak past the available bytes: they are understated, and say nothing) */
+    double room = (double)(s->available - at_lo), s1 = 0, s2 = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct gt_sweep_point *p = &s->pts[i];
         if (!p->oom || p->batch_size <= s->lo || p->peak <= s->available)
@@ -274,7 +274,8 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             c = s->lo ? 2 * s->lo : 1;   /* no model: double */
         } else if (s->dir > 0) {
             c = s->lo + s->step;   /* the model's last step fit past its prediction: walk up */
-            s->step *= 4;
+            if (s->step < GT_SWEEP_MAX_BS)
+                s->step *= 4;
         } else if (!s->searched || (s->foretold && s->blind == 0)) {
             c = pred > s->lo ? pred : s->lo + 1;   /* the model has been right: follow it */
             kind = 1;
@@ -307,7 +308,8 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             }
         } else if (s->dir > 0) {
             c = s->lo + s->step;   /* the model asked too little: walk up from lo */
-            s->step *= 4;
+            if (s->step < GT_SWEEP_MAX_BS)
+                s->step *= 4;
             if (c >= mid) {
                 c = mid;
                 s->dir = 0;

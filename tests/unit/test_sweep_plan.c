@@ -25,6 +25,7 @@ struct device {
     int flaky_runs;
     int64_t (*peak_fn)(int64_t bs);   /* instead of the line: a replayed device */
     int64_t chunk;                    /* bytes per sample of each allocation (0: the peak in 256 equal parts) */
+    int64_t told;                     /* the bytes the sweep is told are available (0: total) */
 };
 
 static int64_t peak_of(const struct device *d, int64_t bs)
@@ -53,7 +54,7 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
 {
     struct gt_sweep_plan s;
     gt_sweep_plan_init(&s, sizes, n);
-    s.available = d->total;   /* nothing outside the fitted level */
+    s.available = d->told ? d->told : d->total;   /* nothing outside the fitted level */
     int runs = 0;
     int64_t bs;
     enum gt_sweep_phase ph;
@@ -217,6 +218,19 @@ static void test_a_model_that_predicts_too_little_steps_up(void)
     check_sweep(&d, 24);
 }
 
+static void test_a_device_larger_than_told_is_walked_up_further_each_time(void)
+{
+    /* told 512 MiB of 1 GiB (say, a workspace counted outside that was not
+     * held at the end): the model foretells every peak, yet 149, its
+     * prediction, and 150 both fit; the walk up from there grows 1, 4, 16,
+     * ... (19 runs in all) instead of creeping one batch size at a time, and
+     * a failure's lower bound is no guide once a run that fit peaked past
+     * the bytes told (without the first: no end in 100 runs; without the
+     * second: 25) */
+    struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .told = 512 * MIB};
+    check_sweep(&d, 19);
+}
+
 static void test_a_batch_failing_on_its_second_run_is_not_the_answer(void)
 {
     struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .flaky = 320};
@@ -304,6 +318,7 @@ int main(void)
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
+    TAP_RUN(test_a_device_larger_than_told_is_walked_up_further_each_time);
     TAP_RUN(test_a_batch_failing_on_its_second_run_is_not_the_answer);
     TAP_RUN(test_batch_size_one_failing_proves_nothing_fits);
     TAP_RUN(test_a_peak_that_does_not_grow_doubles_without_a_model);
