@@ -227,9 +227,9 @@ static int64_t value_at(const struct gt_sweep_plan *s, int64_t bs, int oom)
  * understates the need's growth past lo, the steepest the least. Returns the
  * batch size where that line reaches the available bytes, or 0 when it
  * cannot be told (no device size, no peak at lo or one past the available
- * bytes, no failure's lower bound above them), or cannot be believed: when it lands in the
- * last eighth of the bracket below hi and no second failure lies on the
- * same line (within 10%), since a request that failed just past the
+ * bytes, no failure's lower bound above them) or believed: when it lands
+ * in the last eighth of the bracket below hi and no second failure lies on
+ * the same line (within 10%), since a request that failed just past the
  * device's end says nothing about how far past the boundary its batch was.
  * (Illinois' halving of the kept end's value was tried here and cost runs:
  * the lower bounds already understate, so halving lo's room overshoots
@@ -276,7 +276,7 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             c = s->lo + s->step;   /* the model's last step fit past its prediction: walk up */
             if (s->step < GT_SWEEP_MAX_BS)
                 s->step *= 4;
-        } else if (!s->searched || (s->foretold && s->blind == 0)) {
+        } else if (!s->searched || s->foretold) {
             c = pred > s->lo ? pred : s->lo + 1;   /* the model has been right: follow it */
             kind = 1;
         } else {
