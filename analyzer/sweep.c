@@ -39,17 +39,22 @@ const char gt_help_sweep[] =
     "(a few are enough: --steps 3), and each run repeats whatever CMD writes\n"
     "(checkpoints, logs).\n"
     "\n"
-    "Phase 1 runs a few batch sizes (default 1, 2, 4, 8; stops at the first that\n"
-    "runs out of memory) and fits peak = fixed + per_sample x batch_size, peaks at\n"
-    "the level the program's allocator shows (pool bytes under cudaMallocAsync,\n"
-    "else device bytes); when one line does not hold them all, the largest batch\n"
-    "sizes that one line holds are fitted, and it says so. Phase 2 runs the\n"
-    "largest batch size the fit predicts for the device (its total memory minus\n"
-    "what the trace shows held outside the fitted level: the CUDA context is not\n"
-    "in the trace, so a first prediction may be too high; a run that fails shows\n"
-    "how much was held outside, and the model learns it), then searches until\n"
-    "the largest batch that runs and the smallest that fails are adjacent, and\n"
-    "runs the largest once more (libraries choose workspaces by free memory).\n"
+    "Phase 1 runs a few batch sizes (default 1, 2, 4, doubling on while three of\n"
+    "them do not lie on one line; stops at the first that runs out of memory) and\n"
+    "fits peak = fixed + per_sample x batch_size, peaks at the level the program's\n"
+    "allocator shows (pool bytes under cudaMallocAsync, else device bytes); when\n"
+    "one line does not hold them all, the largest batch sizes that one line holds\n"
+    "are fitted, and it says so. Phase 2 runs the largest batch size the fit\n"
+    "predicts for the device (its total memory minus what the trace shows held\n"
+    "outside the fitted level: the CUDA context is not in the trace, so a first\n"
+    "prediction may be too high; a run that fails shows how much was held\n"
+    "outside, and the model learns it), then searches until the largest batch\n"
+    "that runs and the smallest that fails are adjacent, and runs the largest\n"
+    "once more (libraries choose workspaces by free memory). The search uses\n"
+    "every run: the model refitted on the largest runs while it foretells their\n"
+    "peaks; a failed run's trace (what was live plus the request that failed) as\n"
+    "a lower bound of its batch's need, to interpolate the boundary; bisection\n"
+    "when neither can place a step.\n"
     "\n"
     "A run is out of memory when its trace ends on an out-of-memory request\n"
     "(gputrace oom: the program allocated nothing after it). A run that fails\n"
@@ -58,7 +63,8 @@ const char gt_help_sweep[] =
     "iteration (JAX's default preallocation) is detected, and the sweep says how\n"
     "to run it instead.\n"
     "\n"
-    "  --batch-sizes A,B,C  phase 1's batch sizes (default 1,2,4,8)\n"
+    "  --batch-sizes A,B,C  phase 1's batch sizes (default 1,2,4 and on while not\n"
+    "                       linear)\n"
     "  --max-runs N         at most N runs in all (default 20); when reached, the\n"
     "                       sweep says what is proven and exits 14\n"
     "  --dir DIR            where the runs' traces, stdout and stderr go, one file\n"
@@ -73,9 +79,9 @@ const char gt_help_sweep[] =
     "  --quiet              no progress lines on stderr\n"
     "  -h, --help           this text\n"
     "\n"
-    "Exit status: 0 when the largest batch size is proven; 11 when a run failed\n"
+    "Exit status: 0 when the largest batch size is proven; 12 when a run failed\n"
     "other than by running out of memory (or wrote no trace, or the peak does not\n"
-    "change with the batch size); 12 for a preallocating program; 13 when\n"
+    "change with the batch size); 13 for a preallocating program; 14 when\n"
     "--max-runs was reached first; 2 for a usage error or a directory that cannot\n"
     "be used.\n";
 
@@ -180,8 +186,10 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
 {
     if (s->a->quiet)
         return;
-    char b1[GT_FMT_LEN], what[64];
-    if (r->oom)
+    char b1[GT_FMT_LEN], what[64 + GT_FMT_LEN];
+    if (r->oom && r->need_lb >= 0)
+        snprintf(what, sizeof what, "out of memory (needed at least %s)", gt_fmt_bytes(r->need_lb, b1));
+    else if (r->oom)
         snprintf(what, sizeof what, "out of memory");
     else if (r->exit_status)
         snprintf(what, sizeof what, "failed (exit status %d)", r->exit_status);
@@ -240,7 +248,7 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
         return -1;
     }
     if (r->oom && measured == GT_EXIT_OK) {
-        gt_sweep_plan_add(&s->plan, r->batch_size, 1, -1);
+        gt_sweep_plan_add(&s->plan, r->batch_size, 1, r->need_lb);
         if (r->unaccounted > s->unaccounted) {
             s->unaccounted = r->unaccounted;
             if (available(s) >= 0)
@@ -396,6 +404,7 @@ static void print_json(const struct sweep *s, double total_s)
         gt_json_key(&j, "from_model");
         gt_json_bool(&j, r->from_model);
         gt_json_kint_or_null(&j, "peak_bytes", r->oom ? -1 : r->peak);
+        gt_json_kint_or_null(&j, "needed_at_least_bytes", r->oom ? r->need_lb : -1);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);
         gt_json_kint(&j, "exit_status", r->exit_status);

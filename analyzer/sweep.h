@@ -16,8 +16,10 @@
 /* One run's result. */
 struct gt_sweep_point {
     int64_t batch_size;
-    int oom;            /* 1: it ran out of memory; peak is not a full peak then */
-    int64_t peak;       /* bytes at the fitted level */
+    int oom;            /* 1: it ran out of memory */
+    int64_t peak;       /* bytes at the fitted level; for a run out of memory, a
+                         * lower bound of what it needed there (live at the
+                         * failure + the request that failed), -1 unknown */
 };
 
 /* peak = fixed + per_sample x batch_size, "fitting what fits": least squares
@@ -48,48 +50,72 @@ enum gt_sweep_phase {
 };
 
 /* The whole plan of a sweep: which batch size to run next, given every
- * result so far. Phase 1 runs the model's batch sizes (default 1, 2, 4, 8)
- * ascending and stops at the first that runs out of memory. Phase 2
+ * result so far. Phase 1 runs the model's batch sizes ascending and stops at
+ * the first that runs out of memory; by default 1, 2, 4, doubling on (up to
+ * 64) while fewer than three of the largest lie on one line. Phase 2
  * searches: lo is the largest batch size that ran (0: none yet), hi the
- * smallest that ran out of memory (GT_SWEEP_NONE: none yet). Each step runs
- * the model's prediction while no run refutes it (it says lo fits and hi
- * does not) and its last step was right. A step where it was wrong is
- * followed by steps without it that walk from the side it got wrong, 1, 2,
- * 4, ... batch sizes away, until a run lands on the other side, then bisect
- * (with the refitted model getting a step between), so a model a little off
- * costs a few runs and a useless one about twice plain bisection's. With no
- * model at all (no fit, peak not growing, device size unknown) the batch
- * size doubles until a run fails, then [lo, hi] is bisected. Once lo and hi are adjacent, lo
- * runs once more; if it fails then, it counts as failed and the search goes
- * on below it. */
+ * smallest that ran out of memory (GT_SWEEP_NONE: none yet).
+ * - No failure yet: the first step, and each after a run whose peak the
+ *   model foretold (within max(1 MiB, 1%)), is the refitted model's
+ *   prediction; after a run it got wrong, the step reaches at least half of
+ *   lo further, then lo, 2 lo, ... (a model wrong about the peak is no
+ *   guide to the boundary: under a caching allocator a peak near the device
+ *   size shows what the allocator kept, not what the batch needed). With no
+ *   model at all (no fit, peak not growing, device size unknown) the batch
+ *   size doubles.
+ * - A bracket: the model's prediction while it is consistent with every run
+ *   (it says lo fits and hi does not), its last step was right and it
+ *   foretold lo's peak. Where a step of it failed, the next steps walk down
+ *   from hi, 1, 4, 16, ... batch sizes away, until a run fits or half the
+ *   bracket is reached (a model a little off, as when the CUDA context, in
+ *   no trace, takes what it predicted, costs a few runs), unless a failure
+ *   showed a need far past the device; where a step of it fit past its
+ *   prediction, they walk up from lo. Otherwise regula falsi on
+ *   need(bs) - available, from lo's peak along the steepest line to a
+ *   failure's lower bound (what its trace showed live at the failure plus
+ *   the request), not believed in the last eighth of the bracket unless two
+ *   failures agree on it (a request that failed just past the device's end
+ *   says nothing of how far past its batch was); bisection when it cannot
+ *   be told, or when two model or regula falsi steps running did not halve
+ *   the bracket.
+ * Once lo and hi are adjacent, lo runs once more; if it fails then, it
+ * counts as failed and the search goes on below it. */
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
     size_t n_model, next_model;
+    int extend;            /* phase 1 is the default series, which doubles on while not linear */
     struct gt_sweep_point *pts;
     size_t n, cap;
     int64_t lo, hi;
     int64_t repeated;      /* the batch size whose second run fit (lo is proven when it is this) */
     int64_t available;     /* bytes the fitted level may use; -1 unknown (set by the caller) */
-    int trust;             /* the next step may follow the model */
-    int recalibrated;      /* available was lowered after an out-of-memory run: the model gets one more step */
-    int recalibrations;    /* ...once per sweep */
-    int dir;               /* -1: walking down from hi (the model asked too much), 1: up from lo, 0: bisect */
-    int64_t step;          /* the walk's next step */
     int64_t proposed;      /* the batch size next() returned last */
     enum gt_sweep_phase proposed_phase;
-    int last_model;        /* the last search step came from the model... */
-    int64_t last_pred;     /* ...which predicted this largest batch */
+    int64_t expected_peak; /* ...and the peak the model foretold for it; -1 none */
+    int searched;          /* search runs so far */
+    int trust;             /* the model's last step was right */
+    int recalibrated;      /* available was lowered after a failure: the model gets one more step... */
+    int recalibrations;    /* ...once per sweep (it was wrong about the device, not the batch) */
+    int dir;               /* -1: walking down from hi (the model asked too much), 1: up from lo, 0: none */
+    int64_t step;          /* the walk's next step */
+    int last_kind;         /* the last search step: 1 the model, 2 regula falsi, 0 a walk, bisection, doubling */
+    int prev_kind;         /* ...and the one before */
+    int64_t last_pred;     /* the model's prediction at the last search step */
+    int foretold;          /* the last search run fit with the peak the model foretold */
+    int blind;             /* search runs in a row that fit, with no failure yet, the model wrong */
+    int64_t width1, width2;/* the bracket's width before the last search step and before the one
+                            * before it (0: no bracket then) */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
- * the default 1, 2, 4, 8. */
+ * the default series 1, 2, 4 (and on while not linear). */
 void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n);
 void gt_sweep_plan_free(struct gt_sweep_plan *s);
-/* Records the result of the run next() asked for (or of any run). */
+/* Records the result of the run next() asked for (or of any run): peak as
+ * in struct gt_sweep_point. */
 void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int64_t peak);
 /* Lowers the bytes available to the fitted level after an out-of-memory run
- * showed memory held outside the trace; the first time, the model gets one
- * more step even if its last one was wrong (it was wrong about the device,
- * not about the batch). */
+ * showed memory held outside the trace (never raises them); the first time,
+ * the model gets one more step even if its last one was wrong. */
 void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available);
 /* The next batch size to run and why (*phase; *from_model: the model chose
  * it), or 0 when the sweep is over: lo and hi adjacent and lo run twice, or

@@ -108,13 +108,18 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+#define EXTEND_UP_TO 64   /* the default phase 1 doubles on while not linear, up to this batch size */
+
 void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n)
 {
-    static const int64_t dflt[] = {1, 2, 4, 8};
+    /* three small runs fit a line, and say whether it is one; a fourth
+     * costs a process start (10-16 s on a GPU) that the search needs more */
+    static const int64_t dflt[] = {1, 2, 4};
     memset(s, 0, sizeof *s);
     if (!sizes) {
         sizes = dflt;
         n = sizeof dflt / sizeof dflt[0];
+        s->extend = 1;
     }
     s->model_bs = gt_xmalloc((n + 1) * sizeof *s->model_bs);
     memcpy(s->model_bs, sizes, n * sizeof *sizes);
@@ -124,9 +129,10 @@ void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n)
             s->model_bs[s->n_model++] = s->model_bs[i];
     s->hi = GT_SWEEP_NONE;
     s->available = -1;
+    s->expected_peak = -1;
     s->trust = 1;
+    s->foretold = 1;   /* phase 1's fit holds the runs it fits */
     s->step = 1;
-    s->last_pred = -1;
 }
 
 void gt_sweep_plan_free(struct gt_sweep_plan *s)
@@ -141,6 +147,12 @@ void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f)
     gt_sweep_fit_points(s->pts, s->n, f);
 }
 
+/* Is peak within the fit's tolerance (max(1 MiB, 1%)) of what was foretold? */
+static int near(int64_t peak, int64_t foretold)
+{
+    return foretold >= 0 && fabs((double)(peak - foretold)) <= fmax(MIB, 0.01 * (double)peak);
+}
+
 void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int64_t peak)
 {
     if (s->n == s->cap) {
@@ -148,6 +160,8 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
         s->pts = gt_xrealloc(s->pts, s->cap * sizeof *s->pts);
     }
     s->pts[s->n++] = (struct gt_sweep_point){batch_size, oom != 0, peak};
+    int had_hi = s->hi != GT_SWEEP_NONE;
+    int64_t before = had_hi ? s->hi - s->lo : 0;
     if (oom && batch_size < s->hi)
         s->hi = batch_size;
     /* lo: the largest batch that ran below hi (a batch that ran once and
@@ -163,18 +177,23 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
         s->repeated = batch_size;
     if (s->proposed_phase != GT_SWEEP_SEARCH)
         return;
-    if (s->last_model) {
-        /* a model step is judged: the model said batch_size fits iff it is at
-         * most its prediction. When it was wrong, the next steps walk from
-         * the side it got wrong, 1, 2, 4, ... away, until a run lands on
-         * the other side of the boundary */
+    s->searched++;
+    if (!oom)
+        s->foretold = near(peak, s->expected_peak);
+    s->blind = !oom && !had_hi && !s->foretold ? s->blind + 1 : 0;
+    s->width2 = s->width1;
+    s->width1 = before;
+    if (s->last_kind == 1) {
+        /* a model step is judged: it said batch_size fits iff it is at most
+         * its prediction. When it was wrong, the next steps walk from the
+         * side it got wrong until a run lands on the other side */
         s->trust = (batch_size <= s->last_pred) == !oom;
         s->dir = s->trust ? 0 : oom ? -1 : 1;
         s->step = 1;
     } else {
         s->trust = 1;   /* a step without the model gives it a new chance */
         if ((s->dir < 0 && !oom) || (s->dir > 0 && oom))
-            s->dir = 0;   /* the walk crossed the boundary: bisect from here */
+            s->dir = 0;   /* the walk crossed the boundary */
     }
 }
 
@@ -192,47 +211,139 @@ int gt_sweep_plan_verified(const struct gt_sweep_plan *s)
     return s->hi != GT_SWEEP_NONE && s->hi - s->lo == 1 && (s->lo == 0 || s->repeated == s->lo);
 }
 
+/* The highest peak (fits) or lower bound (out of memory) recorded at bs, -1 none. */
+static int64_t value_at(const struct gt_sweep_plan *s, int64_t bs, int oom)
+{
+    int64_t v = -1;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->pts[i].batch_size == bs && s->pts[i].oom == oom && s->pts[i].peak > v)
+            v = s->pts[i].peak;
+    return v;
+}
+
+/* Regula falsi inside the bracket (lo, hi) on need(bs) - available, from
+ * lo's peak along the steepest line to a failed run's lower bound (what its
+ * trace showed live at the failure plus the request): each such line
+ * understates the need's growth past lo, the steepest the least. Returns the
+ * batch size where that line reaches the available bytes, or 0 when it
+ * cannot be told (no device size, no peak at lo or one past the available
+ * bytes, no failure's lower bound above them) or believed: when it lands
+ * in the last eighth of the bracket below hi and no second failure lies on
+ * the same line (within 10%), since a request that failed just past the
+ * device's end says nothing about how far past the boundary its batch was.
+ * (Illinois' halving of the kept end's value was tried here and cost runs:
+ * the lower bounds already understate, so halving lo's room overshoots
+ * back; the last-eighth rule and search_step's halving rule guard against
+ * creeping instead.) */
+static int64_t interpolate(const struct gt_sweep_plan *s)
+{
+    int64_t at_lo = s->lo ? value_at(s, s->lo, 0) : -1;
+    if (s->available < 0 || at_lo < 0 || at_lo > s->available)
+        return 0;   /* (lo's peak past the available bytes: they are understated, and say nothing) */
+    double room = (double)(s->available - at_lo), s1 = 0, s2 = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (!p->oom || p->batch_size <= s->lo || p->peak <= s->available)
+            continue;
+        double slope = (double)(p->peak - at_lo) / (double)(p->batch_size - s->lo);
+        if (slope > s1) {
+            s2 = s1;
+            s1 = slope;
+        } else if (slope > s2) {
+            s2 = slope;
+        }
+    }
+    if (!(s1 > 0))
+        return 0;
+    double c = (double)s->lo + floor(room / s1);
+    int64_t w = s->hi - s->lo, near_hi = s->hi - (w / 8 > 1 ? w / 8 : 1);
+    if (c >= (double)near_hi && s2 < 0.9 * s1)
+        return 0;
+    return c >= (double)s->hi ? s->hi - 1 : (int64_t)c;
+}
+
 /* Phase 2's next batch size (see sweep.h), or 0. */
 static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
 {
     struct gt_sweep_fit f;
     gt_sweep_plan_fit(s, &f);
     int64_t pred = gt_sweep_predict(&f, s->available), c;
-    int64_t mid = s->hi == GT_SWEEP_NONE ? 0 : s->lo + (s->hi - s->lo) / 2;
-    /* the model is followed only where no run has refuted it (it says lo
-     * fits and hi does not) and its last step was right */
-    int model = pred >= s->lo && pred < s->hi && (s->trust || s->recalibrated);
-    if (model) {
-        s->recalibrated = 0;
-        c = pred == s->lo ? s->lo + 1 : pred;
-    } else if (s->dir < 0 && s->hi != GT_SWEEP_NONE) {
-        c = s->hi - s->step;   /* the model asked too much: walk down from hi, further each time */
-        s->step *= 4;
-        if (c <= mid) {
-            c = mid;
-            s->dir = 0;
+    int kind = 0;
+    if (s->hi == GT_SWEEP_NONE) {
+        if (pred < 0) {
+            c = s->lo ? 2 * s->lo : 1;   /* no model: double */
+        } else if (s->dir > 0) {
+            c = s->lo + s->step;   /* the model's last step fit past its prediction: walk up */
+            if (s->step < GT_SWEEP_MAX_BS)
+                s->step *= 4;
+        } else if (!s->searched || s->foretold) {
+            c = pred > s->lo ? pred : s->lo + 1;   /* the model has been right: follow it */
+            kind = 1;
+        } else {
+            /* the model got the last peak wrong: reach well past lo, further
+             * each time, to find a failure that brackets the boundary */
+            int64_t reach = s->blind <= 1 ? s->lo / 2 : s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30);
+            c = s->lo + (reach > 1 ? reach : 1);
+            if (pred > c) {
+                c = pred;
+                kind = 1;
+            }
         }
-    } else if (s->dir > 0 || (s->hi == GT_SWEEP_NONE && pred >= 0)) {
-        c = s->lo + s->step;   /* the model asked too little: walk up from lo */
-        if (s->step < GT_SWEEP_MAX_BS)
-            s->step *= 4;
-        if (s->hi != GT_SWEEP_NONE && c >= s->hi) {
-            c = mid;
-            s->dir = 0;
-        }
-    } else if (s->hi != GT_SWEEP_NONE) {
-        c = mid;                         /* bisect */
     } else {
-        c = s->lo ? 2 * s->lo : 1;       /* no model: double */
+        int64_t mid = s->lo + (s->hi - s->lo) / 2;
+        int model = pred >= s->lo && pred < s->hi && (s->trust || s->recalibrated) && s->foretold;
+        int64_t rf = interpolate(s);
+        if (rf && s->dir < 0)
+            s->dir = 0;   /* hi's need is known far past the device: the model was not a little off */
+        if (model) {
+            s->recalibrated = 0;
+            c = pred == s->lo ? s->lo + 1 : pred;
+            kind = 1;
+        } else if (s->dir < 0) {
+            c = s->hi - s->step;   /* the model asked too much: walk down from hi, further each time */
+            s->step *= 4;
+            if (c <= mid) {
+                c = mid;
+                s->dir = 0;
+            }
+        } else if (s->dir > 0) {
+            c = s->lo + s->step;   /* the model asked too little: walk up from lo */
+            if (s->step < GT_SWEEP_MAX_BS)
+                s->step *= 4;
+            if (c >= mid) {
+                c = mid;
+                s->dir = 0;
+            }
+        } else if (rf && !(s->last_kind && s->prev_kind && s->width2 && s->hi - s->lo > s->width2 / 2)) {
+            /* (two model or regula falsi steps that did not halve the
+             * bracket between them get a bisection instead) */
+            c = rf <= s->lo ? s->lo + 1 : rf >= s->hi ? s->hi - 1 : rf;
+            kind = 2;
+        } else {
+            c = mid;   /* bisect */
+        }
     }
     if (c > GT_SWEEP_MAX_BS)
         c = GT_SWEEP_MAX_BS;
     if (c <= s->lo)
         return 0;
-    s->last_model = model;
+    s->expected_peak = f.fit.ok && f.fit.slope > 0 ? (int64_t)(f.fit.intercept + f.fit.slope * (double)c) : -1;
+    s->prev_kind = s->last_kind;
+    s->last_kind = kind;
     s->last_pred = pred;
-    *from_model = model;
+    *from_model = kind != 0;
     return c;
+}
+
+/* The default phase 1 doubles on while fewer than three of its largest batch
+ * sizes lie on one line (a model from two points cannot say it is wrong). */
+static int64_t extend_model(const struct gt_sweep_plan *s)
+{
+    if (!s->extend || s->hi != GT_SWEEP_NONE || !s->lo || 2 * s->lo > EXTEND_UP_TO)
+        return 0;
+    struct gt_sweep_fit f;
+    gt_sweep_plan_fit(s, &f);
+    return f.fit.ok && f.used < 3 ? 2 * s->lo : 0;
 }
 
 int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, int *from_model)
@@ -242,6 +353,8 @@ int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, 
     enum gt_sweep_phase ph = GT_SWEEP_MODEL;
     while (s->next_model < s->n_model && s->hi == GT_SWEEP_NONE && !c)
         c = s->model_bs[s->next_model++];
+    if (!c && !s->searched && s->next_model == s->n_model)
+        c = extend_model(s);
     if (c) {
         ph = GT_SWEEP_MODEL;
     } else if (s->hi != GT_SWEEP_NONE && s->hi - s->lo <= 1) {

@@ -134,6 +134,12 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
             if (short_by > r->unaccounted)
                 r->unaccounted = short_by;
         }
+        if (end.requested >= 0) {
+            /* the outside is a sum of peaks: what is left is a lower bound */
+            int64_t need = end.requested + end.live_device + end.live_pool - held_outside(&c, &pk.sel);
+            if (need > r->need_lb)
+                r->need_lb = need;
+        }
     }
     gt_peak_free(&pk);
     gt_ctx_close(&c);
@@ -203,6 +209,7 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     r->stderr_path = gt_xstrdup(err);
     r->peak = -1;
     r->device_total = -1;
+    r->need_lb = -1;
 
     size_t argc = 0;
     while (argv[argc])

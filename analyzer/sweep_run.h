@@ -24,6 +24,8 @@ struct gt_sweep_run {
     int64_t outside;             /* bytes held at other levels that count against the device */
     int oom;                     /* a trace ended on an out-of-memory request */
     int64_t unaccounted;         /* that request + what was live fell short of the total by this */
+    int64_t need_lb;             /* that request + what was live, less what was held outside the
+                                  * fitted level: the least the run needed there; -1 unknown */
     int64_t largest_before_loop; /* the largest allocation before the first iteration */
     char error[700];             /* a trace that could not be read */
 };

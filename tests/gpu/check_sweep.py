@@ -1,43 +1,45 @@
-"""GPU check of `gputrace sweep` (issue 13) on two workloads of our own
-(sweep_models.py: a conv net and a transformer, --steps 3, whose largest
-batch is about 150-180 on an 80 GB H100 because their activations per sample
-are large), under PyTorch's default caching allocator and under
-PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync:
+"""GPU check of `gputrace sweep` (issue 13) on a workload of our own
+(sweep_models.py: a conv net or a transformer, --steps 3, whose largest batch
+is about 150-180 on an 80 GB H100 because their activations per sample are
+large), under PyTorch's default caching allocator or
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync; one (model, allocator) pair
+per call, about 4-6 minutes of GPU time:
 - the sweep proves a largest batch size N (verified, exit status 0);
 - an independent check with plain runs of the same command, without the
   tracer, each a fresh process: N fits and N+1 runs out of memory (with
   --bisect: a full bisection over [N/2, 2N+2], both ends run first, the
-  bracket widened if the boundary is not inside: about 8 more runs each);
+  bracket widened if the boundary is not inside: about 8 more runs);
 - side by side on the same model and data, Lightning's BatchSizeFinder
   (Tuner.scale_batch_size, mode binsearch, steps_per_trial 3, init_val 2,
   no margin) in one process (lightning_finder.py): the batch size it finds,
   its trials, its wall time; a check that the sweep used fewer runs than it
   had trials;
-- what a process start costs each of our runs (one run with --steps 0:
-  Python, torch, the CUDA context, the model), which Lightning's in-process
-  trials do not pay.
-Time is process starts: on the H100 measured (torch 2.11) one costs 10-13 s
-whatever the batch, while Lightning's search takes about 26 s in all. One
-model under both allocators takes about 6 minutes: run one model per device
-call (`--models conv`, then `--models transformer`) to stay under the
-device's 10-minute limit. The GPU must be otherwise idle (other processes'
-memory moves the boundary between runs).
-usage: check_sweep.py --build BUILD --out DIR [--models conv,transformer] [--modes default,async] [--bisect]"""
+- what a process start costs each of our runs, which Lightning's in-process
+  trials do not pay, measured two ways: per traced run of the sweep that fit,
+  its wall time (as the sweep timed it) less its training loop's own time
+  (sweep_models.py prints steps_seconds): Python, torch, the CUDA context,
+  the model, the tracer's start and its trace's closing, exit; and one plain
+  run with --steps 0, without the tracer.
+The GPU must be otherwise idle (other processes' memory moves the boundary
+between runs).
+usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer]
+                      [--alloc default|async] [--bisect]
+(--models and --alloc take comma lists too; each pair costs its minutes.)"""
 import argparse
 import json
 import os
 import shutil
-import subprocess
+import statistics
 import sys
 import time
 
-from gpucheck import finish, report, run
+from gpucheck import counters, finish, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
 ap.add_argument('--out', required=True)
-ap.add_argument('--models', default='conv,transformer')
-ap.add_argument('--modes', default='default,async')
+ap.add_argument('--models', default='conv')
+ap.add_argument('--alloc', '--modes', dest='alloc', default='default')
 ap.add_argument('--bisect', action='store_true', help='a full independent bisection, not only N and N+1')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
@@ -90,16 +92,29 @@ class Bisection:
         return lo
 
 
-def start_cost(model):
-    """Seconds a run spends before its first step: one run with --steps 0."""
-    return run(command(model, 1, steps=0), timeout=300).wall
+def start_costs(doc):
+    """Per traced run that fit: its wall time less its training loop's, from
+    the stdout the sweep kept (bsB-runN.stdout)."""
+    out = []
+    for r in doc['runs']:
+        if r['oom'] or r['exit_status']:
+            continue
+        path = os.path.join(doc['dir'], 'bs%d-run%d.stdout' % (r['batch_size'], r['run']))
+        try:
+            with open(path) as f:
+                steps_s = counters(f.read()).get('steps_seconds')
+        except OSError:
+            steps_s = None
+        if steps_s is not None:
+            out.append(r['seconds'] - steps_s)
+    return out
 
 
 def sweep(model, mode):
     d = os.path.join(a.out, 'sweep-%s-%s' % (model, mode))
     shutil.rmtree(d, ignore_errors=True)
     argv = [gputrace, 'sweep', '--json', '--dir', d, '--'] + command(model, '{bs}')
-    p = run(argv, env_extra=env_of(mode), timeout=590)
+    p = run(argv, env_extra=env_of(mode), timeout=420)
     try:
         doc = json.loads(p.stdout)
     except ValueError:
@@ -110,54 +125,67 @@ def sweep(model, mode):
 
 def lightning(model, mode):
     p = run([sys.executable, os.path.join(here, 'lightning_finder.py'), '--model', model], env_extra=env_of(mode),
-            timeout=590)
+            timeout=300)
     try:
         return json.loads(p.stdout.strip().splitlines()[-1]), p
     except (ValueError, IndexError):
         return None, p
 
 
-starts = {}
-for model in a.models.split(','):
-    starts[model] = start_cost(model)
-    print('   %s: a process start costs %.1f s (Python, torch, CUDA context, model; --steps 0)' % (model, starts[model]))
-    for mode in a.modes.split(','):
-        name = '%s/%s' % (model, mode)
-        t0 = time.monotonic()
-        p, doc = sweep(model, mode)
-        ok = p.returncode == 0 and doc is not None and doc['verified']
-        report(ok, '%s: sweep proves the largest batch size' % name,
-               'rc %d; %s' % (p.returncode, 'largest %s, predicted %s, runs %d, %.1f s; fit %s' % (
-                   doc['max_batch_size'], doc['predicted_max_batch_size'], doc['runs_used'], doc['total_seconds'],
-                   doc['fit'] and '%.1f MiB + %.2f MiB x bs, linear %s' % (
-                       doc['fit']['fixed_bytes'] / 2**20, doc['fit']['per_sample_bytes'] / 2**20, doc['fit']['linear']))
-                   if doc else p.stderr[-800:]))
-        if not doc or not doc.get('max_batch_size'):
-            continue
-        print('   runs: ' + ', '.join('%d%s' % (r['batch_size'], ' OOM' if r['oom'] else '') for r in doc['runs']))
-        n = doc['max_batch_size']
-        b = Bisection(model, mode)
-        try:
-            truth = b.search(n) if a.bisect else (n if b.fits(n) and not b.fits(n + 1) else None)
-        except RuntimeError:
-            truth = None
-        report(truth == n, '%s: sweep == %s (plain runs, fresh processes)' % (
-                   name, 'independent bisection' if a.bisect else 'N fits, N+1 runs out of memory'),
-               'sweep %s, plain runs %s in %d runs, %.1f s: %s' % (
-                   n, truth, len(b.runs), b.seconds,
-                   b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs)))
-        lt, lp = lightning(model, mode)
-        if lt is None:
-            report(False, '%s: Lightning BatchSizeFinder ran' % name, 'rc %d: %s' % (lp.returncode, lp.stderr[-1500:]))
-            continue
-        report(doc['runs_used'] < lt['trials'], '%s: sweep needs fewer runs than Lightning binsearch trials' % name,
-               'sweep %d runs (largest %d, proven), Lightning %d trials (found %s; batch sizes %s)' % (
-                   doc['runs_used'], n, lt['trials'], lt['batch_size'], lt['trial_batch_sizes']))
-        ROWS.append((name, n, truth, doc['runs_used'], doc['total_seconds'], doc['runs_used'] * starts[model],
-                     lt['batch_size'], lt['trials'], lt['find_seconds'], lt['process_seconds']))
-        print('   %s done in %.0f s' % (name, time.monotonic() - t0))
+def check(model, mode):
+    name = '%s/%s' % (model, mode)
+    t0 = time.monotonic()
+    plain_start = run(command(model, 1, steps=0), env_extra=env_of(mode), timeout=300).wall
+    p, doc = sweep(model, mode)
+    ok = p.returncode == 0 and doc is not None and doc['verified']
+    report(ok, '%s: sweep proves the largest batch size' % name,
+           'rc %d; %s' % (p.returncode, 'largest %s, predicted %s, runs %d, %.1f s; fit %s' % (
+               doc['max_batch_size'], doc['predicted_max_batch_size'], doc['runs_used'], doc['total_seconds'],
+               doc['fit'] and '%.1f MiB + %.2f MiB x bs over %s..%s, linear %s' % (
+                   doc['fit']['fixed_bytes'] / 2**20, doc['fit']['per_sample_bytes'] / 2**20,
+                   doc['fit']['from_batch_size'], doc['fit']['to_batch_size'], doc['fit']['linear']))
+               if doc else p.stderr[-800:]))
+    if not doc or not doc.get('max_batch_size'):
+        return
+    print('   runs: ' + ', '.join('%d%s%s' % (r['batch_size'], ' OOM' if r['oom'] else '',
+                                             ' (model)' if r['from_model'] else '') for r in doc['runs']))
+    print('   peaks (GiB): ' + ', '.join('%d: %s' % (r['batch_size'], '%.2f' % (r['peak_bytes'] / 2**30) if not r['oom']
+                                                   else '>= %.2f' % (r['needed_at_least_bytes'] / 2**30)
+                                                   if r['needed_at_least_bytes'] is not None else 'OOM')
+                                     for r in doc['runs']))
+    starts = start_costs(doc)
+    traced_start = statistics.median(starts) if starts else float('nan')
+    print('   a process start costs: traced runs of the sweep %.1f s (median of %d: run wall less its steps), '
+          'a plain run with --steps 0 %.1f s (Python, torch, CUDA context, model, exit)' % (
+              traced_start, len(starts), plain_start))
+    n = doc['max_batch_size']
+    b = Bisection(model, mode)
+    try:
+        truth = b.search(n) if a.bisect else (n if b.fits(n) and not b.fits(n + 1) else None)
+    except RuntimeError:
+        truth = None
+    report(truth == n, '%s: sweep == %s (plain runs, fresh processes)' % (
+               name, 'independent bisection' if a.bisect else 'N fits, N+1 runs out of memory'),
+           'sweep %s, plain runs %s in %d runs, %.1f s: %s' % (
+               n, truth, len(b.runs), b.seconds,
+               b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs)))
+    lt, lp = lightning(model, mode)
+    if lt is None:
+        report(False, '%s: Lightning BatchSizeFinder ran' % name, 'rc %d: %s' % (lp.returncode, lp.stderr[-1500:]))
+        return
+    report(doc['runs_used'] < lt['trials'], '%s: sweep needs fewer runs than Lightning binsearch trials' % name,
+           'sweep %d runs (largest %d, proven), Lightning %d trials (found %s; batch sizes %s)' % (
+               doc['runs_used'], n, lt['trials'], lt['batch_size'], lt['trial_batch_sizes']))
+    ROWS.append((name, n, truth, doc['runs_used'], doc['total_seconds'], doc['runs_used'] * traced_start,
+                 lt['batch_size'], lt['trials'], lt['find_seconds'], lt['process_seconds']))
+    print('   %s done in %.0f s' % (name, time.monotonic() - t0))
 
-print('\n| workload | sweep: largest (proven) | bisection | sweep runs | sweep wall | of which process starts | '
+
+for model in a.models.split(','):
+    for mode in a.alloc.split(','):
+        check(model, mode)
+
+print('\n| workload | sweep: largest (proven) | plain runs | sweep runs | sweep wall | of which process starts | '
       'Lightning binsearch: found | trials | search wall | process wall |')
 print('|---|---|---|---|---|---|---|---|---|---|')
 for r in ROWS:

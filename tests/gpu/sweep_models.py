@@ -8,9 +8,13 @@ data made on the GPU; a torch.OutOfMemoryError ends the run (exit 1), as in a
 real job. Also the LightningModule for Lightning's BatchSizeFinder
 (lightning_finder.py), on the same models and data.
 usage: sweep_models.py --model conv|transformer --batch-size N [--steps 3]
-Prints `batch_size=N`, `steps=N`, `max_allocated=B`, `max_reserved=B`."""
+Prints `batch_size=N`, `steps=N`, `max_allocated=B`, `max_reserved=B`, and
+`steps_seconds=S`: the training loop's own wall time (first step to the last
+synchronize), so that a caller timing the whole process can tell what the
+rest (Python, torch, the CUDA context, the model, exit) cost."""
 import argparse
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -74,6 +78,8 @@ def main():
     torch.manual_seed(0)
     model = build(a.model).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    torch.cuda.synchronize()
+    t0 = time.monotonic()
     for step in range(a.steps):
         torch.cuda.nvtx.range_push('step %d bs=%d' % (step, a.batch_size))
         x, y = batch(a.model, a.batch_size)
@@ -83,8 +89,9 @@ def main():
         del x, y
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
-    print('batch_size=%d\nsteps=%d\nmax_allocated=%d\nmax_reserved=%d' % (
-        a.batch_size, a.steps, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()))
+    steps_s = time.monotonic() - t0
+    print('batch_size=%d\nsteps=%d\nmax_allocated=%d\nmax_reserved=%d\nsteps_seconds=%.3f' % (
+        a.batch_size, a.steps, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), steps_s))
     sys.stdout.flush()
 
 

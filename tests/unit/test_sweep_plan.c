@@ -1,7 +1,9 @@
 /* Unit tests of gputrace sweep's model and search (analyzer/sweep_plan.c)
  * against made-up devices: a workload whose peak is exactly linear is
- * proven in 7 runs (1, 2, 4, 8, the prediction, one past it, the
- * prediction again); a step in the per-sample cost, memory the trace cannot
+ * proven in 6 runs (1, 2, 4, the prediction, one past it, the prediction
+ * again); last session's GPU run, replayed, in fewer runs than Lightning's
+ * binsearch; a failure whose lower bound is far past the device is
+ * interpolated from; a step in the per-sample cost, memory the trace cannot
  * see, a model that predicts too little, a batch that fails on its second
  * run, a peak that does not grow, batch size 1 failing: each still ends on
  * the true boundary, proven, within about twice plain bisection's runs.
@@ -21,10 +23,15 @@
 struct device {
     int64_t total, unseen, fixed, per_sample, knee, per_sample2, flat, flaky;
     int flaky_runs;
+    int64_t (*peak_fn)(int64_t bs);   /* instead of the line: a replayed device */
+    int64_t chunk;                    /* bytes per sample of each allocation (0: the peak in 256 equal parts) */
+    int64_t told;                     /* the bytes the sweep is told are available (0: total) */
 };
 
 static int64_t peak_of(const struct device *d, int64_t bs)
 {
+    if (d->peak_fn)
+        return d->peak_fn(bs);
     if (d->flat)
         return d->flat;
     if (d->knee && bs > d->knee)
@@ -47,7 +54,7 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
 {
     struct gt_sweep_plan s;
     gt_sweep_plan_init(&s, sizes, n);
-    s.available = d->total;   /* nothing outside the fitted level */
+    s.available = d->told ? d->told : d->total;   /* nothing outside the fitted level */
     int runs = 0;
     int64_t bs;
     enum gt_sweep_phase ph;
@@ -57,20 +64,25 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
         int oom = peak > d->total - d->unseen;
         if (bs == d->flaky && ph == GT_SWEEP_REPEAT && !d->flaky_runs++)
             oom = 1;
-        gt_sweep_plan_add(&s, bs, oom, oom ? -1 : peak);
+        /* the failed run's trace: the workload allocates its peak in equal
+         * parts (256, or chunk x bs each); the one that failed, plus what
+         * was live, is a lower bound of the run's need, and fell short of
+         * the device total by what was held outside the trace */
+        int64_t asked = -1;
+        if (oom) {
+            int64_t part = d->chunk ? d->chunk * bs : peak / 256;
+            asked = part;
+            while (asked <= d->total - d->unseen)
+                asked += part;
+            if (asked > peak)
+                asked = peak;
+        }
+        gt_sweep_plan_add(&s, bs, oom, oom ? asked : peak);
         if (getenv("SWEEP_DEBUG"))
             printf("#   run %d: bs %lld phase %d %s lo %lld hi %lld\n", runs, (long long)bs, (int)ph, oom ? "OOM" : "fits",
                    (long long)s.lo, (long long)s.hi);
-        /* the failed run's trace: the workload allocates its peak in 256
-         * equal parts; the one that failed, plus what was live, fell short
-         * of the device total by what was held outside the trace */
-        if (oom) {
-            int64_t part = peak / 256, asked = part;
-            while (asked <= d->total - d->unseen)
-                asked += part;
-            if (asked < d->total)
-                gt_sweep_plan_lower_available(&s, asked);
-        }
+        if (oom && asked < d->total)
+            gt_sweep_plan_lower_available(&s, asked);
     }
     *lo = s.lo;
     *verified = gt_sweep_plan_verified(&s);
@@ -89,18 +101,95 @@ static void check_sweep(struct device *d, int max_runs_allowed)
     printf("# truth %lld: %d runs\n", (long long)truth(d), runs);
 }
 
-static void test_exactly_linear_peak_is_proven_in_seven_runs(void)
+static void test_exactly_linear_peak_is_proven_in_six_runs(void)
 {
     struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB};
     int64_t lo;
     int verified;
-    CHECK_EQ_INT(simulate(&d, NULL, 0, 100, &lo, &verified), 7);
+    CHECK_EQ_INT(simulate(&d, NULL, 0, 100, &lo, &verified), 6);
     CHECK_EQ_INT(lo, 320);
     CHECK(verified);
     /* at real sizes too: 1.5 GiB + 12 MiB per sample on 80 GiB */
     struct device big = {.total = 80LL << 30, .fixed = 1536 * MIB, .per_sample = 12 * MIB};
-    CHECK_EQ_INT(simulate(&big, NULL, 0, 100, &lo, &verified), 7);
+    CHECK_EQ_INT(simulate(&big, NULL, 0, 100, &lo, &verified), 6);
     CHECK_EQ_INT(lo, truth(&big));
+}
+
+static void test_default_phase_one_is_1_2_4_and_doubles_on_while_not_linear(void)
+{
+    struct gt_sweep_plan s;
+    gt_sweep_plan_init(&s, NULL, 0);
+    s.available = 1024 * MIB;
+    /* 2 MiB per sample up to 3, 6 above: 1, 2, 4 are not on one line, nor
+     * 2, 4, 8; 4, 8, 16 are */
+    int64_t want[] = {1, 2, 4, 8, 16};
+    enum gt_sweep_phase ph;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int64_t bs = gt_sweep_plan_next(&s, &ph, NULL);
+        CHECK_EQ_INT(bs, want[i]);
+        CHECK(ph == GT_SWEEP_MODEL);
+        gt_sweep_plan_add(&s, bs, 0, 64 * MIB + (bs > 3 ? 6 : 2) * MIB * bs);
+    }
+    /* then the prediction of the line through 4, 8, 16: (1024 - 64) / 6 */
+    CHECK_EQ_INT(gt_sweep_plan_next(&s, &ph, NULL), 160);
+    CHECK(ph == GT_SWEEP_SEARCH);
+    gt_sweep_plan_free(&s);
+    /* on one line from the start: three runs, then the prediction */
+    gt_sweep_plan_init(&s, NULL, 0);
+    s.available = 1024 * MIB;
+    for (int64_t bs; (bs = gt_sweep_plan_next(&s, &ph, NULL)) && ph == GT_SWEEP_MODEL;)
+        gt_sweep_plan_add(&s, bs, 0, 64 * MIB + 3 * MIB * bs);
+    CHECK_EQ_INT(s.n, 3);
+    gt_sweep_plan_free(&s);
+}
+
+/* Allocations like tests/progs/sweep_train's (per step the input and one
+ * activation, each half the per-sample cost x bs: 3 MiB x bs above the
+ * knee): a failure's request is a large part of the batch's need, so its
+ * lower bound says how far past the device the batch was. 2 MiB per sample
+ * up to 100, 6 above. */
+static void test_failure_far_past_the_device_is_interpolated_from_not_walked(void)
+{
+    struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 2 * MIB, .knee = 100,
+                       .per_sample2 = 6 * MIB, .chunk = 3 * MIB};
+    int64_t lo;
+    int verified;
+    int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+    CHECK_EQ_INT(lo, 160);
+    CHECK(verified);
+    /* 1, 2, 4, the prediction 480 (fails, needing at least 1.45 GiB), then
+     * regula falsi; walking down from 480 and bisecting took 15 */
+    CHECKF(runs <= 10, "%d runs", runs);
+}
+
+/* Last session's GPU run (H100 80 GB, the conv net of sweep_models.py, the
+ * default caching allocator), replayed: device 79.19 GiB, of which about
+ * 1000 MiB held by the CUDA context and other processes; peaks of 1..8 on
+ * the line of that run's fit (185.7 MiB + 609.9 MiB x bs), 132 peaked at
+ * 74.67 GiB and 140 at 70.44 GiB (not monotonic: the allocator caches, and
+ * cuDNN picks workspaces by free memory), 178 the largest that fits (plain
+ * runs agree); 175 at 76.83 GiB (not recorded: the peak that made that
+ * sweep's model ask for 185 next, as it did); between those points the
+ * peak is interpolated, and
+ * a run that fails does so at a layer's output (32 MiB per sample). That
+ * sweep took 16 runs; Lightning's binsearch 15 trials. */
+static int64_t gpu_conv_peak(int64_t bs)
+{
+    static const double at[][2] = {{8, 185.7 + 609.9 * 8}, {132, 74.67 * 1024}, {140, 70.44 * 1024}, {175, 78676}, {178, 79800}};
+    if (bs <= 8)
+        return (int64_t)((185.7 + 609.9 * (double)bs) * (double)MIB);
+    for (size_t i = 1; i < sizeof at / sizeof at[0]; i++)
+        if ((double)bs <= at[i][0])
+            return (int64_t)((at[i - 1][1] + (at[i][1] - at[i - 1][1]) * ((double)bs - at[i - 1][0]) /
+                              (at[i][0] - at[i - 1][0])) * (double)MIB);
+    return (int64_t)((79800 + 450 * (double)(bs - 178)) * (double)MIB);
+}
+
+static void test_last_sessions_gpu_run_replayed_is_proven_in_fewer_runs_than_lightning(void)
+{
+    struct device d = {.total = 81090 * MIB, .unseen = 1000 * MIB, .peak_fn = gpu_conv_peak, .chunk = 32 * MIB};
+    CHECK_EQ_INT(truth(&d), 178);
+    check_sweep(&d, 14);
 }
 
 static void test_step_in_per_sample_cost_still_ends_on_the_boundary(void)
@@ -127,6 +216,19 @@ static void test_a_model_that_predicts_too_little_steps_up(void)
      * far too little */
     struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 6 * MIB, .knee = 10, .per_sample2 = 2 * MIB};
     check_sweep(&d, 24);
+}
+
+static void test_a_device_larger_than_told_is_walked_up_further_each_time(void)
+{
+    /* told 512 MiB of 1 GiB (say, a workspace counted outside that was not
+     * held at the end): the model foretells every peak, yet 149, its
+     * prediction, and 150 both fit; the walk up from there grows 1, 4, 16,
+     * ... (19 runs in all) instead of creeping one batch size at a time, and
+     * a failure's lower bound is no guide once a run that fit peaked past
+     * the bytes told (without the first: no end in 100 runs; without the
+     * second: 25) */
+    struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .told = 512 * MIB};
+    check_sweep(&d, 19);
 }
 
 static void test_a_batch_failing_on_its_second_run_is_not_the_answer(void)
@@ -209,10 +311,14 @@ static void test_fit_drops_the_smallest_batches_when_one_line_does_not_hold(void
 
 int main(void)
 {
-    TAP_RUN(test_exactly_linear_peak_is_proven_in_seven_runs);
+    TAP_RUN(test_exactly_linear_peak_is_proven_in_six_runs);
+    TAP_RUN(test_default_phase_one_is_1_2_4_and_doubles_on_while_not_linear);
+    TAP_RUN(test_failure_far_past_the_device_is_interpolated_from_not_walked);
+    TAP_RUN(test_last_sessions_gpu_run_replayed_is_proven_in_fewer_runs_than_lightning);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
+    TAP_RUN(test_a_device_larger_than_told_is_walked_up_further_each_time);
     TAP_RUN(test_a_batch_failing_on_its_second_run_is_not_the_answer);
     TAP_RUN(test_batch_size_one_failing_proves_nothing_fits);
     TAP_RUN(test_a_peak_that_does_not_grow_doubles_without_a_model);
