@@ -6,7 +6,9 @@ after a random delay, so the handler interrupts it anywhere, CUDA and CUPTI
 calls included. Each traced run must exit 3 as the untraced one does, within
 2 s of the signal (the shim's bounded path, no CUPTI flush inside the
 handler), with a finished trace that the analyzer opens: end_reason '_exit',
-every event written or counted.
+every event written or counted (one file, or complete in WAL mode with its
+-wal beside it when the stop neared its deadline: writer.c; such runs are
+named).
 usage: check_handler_exit.py --build BUILD --out DIR   (about 1 minute)"""
 import argparse
 import os
@@ -81,6 +83,7 @@ report(bare.returncode == 3, 'untraced: the handler exits 3', 'status %d' % bare
 
 rng = random.Random(7)
 slow, bad, events = [], [], []
+in_wal = []
 for i in range(a.runs):
     db = os.path.join(a.out, 'run%02d.db' % i)
     if os.path.exists(db):
@@ -95,9 +98,13 @@ for i in range(a.runs):
         bad.append('run %d: status %d: %s' % (i, p.returncode, p.stderr.strip()[-200:]))
         continue
     s = subprocess.run([gputrace, 'summary', db], capture_output=True, text=True, timeout=60)
-    if s.returncode != 0 or not os.path.exists(db) or os.path.exists(db + '-wal'):
-        bad.append('run %d: trace not finished (summary %d, wal %s)' % (i, s.returncode, os.path.exists(db + '-wal')))
+    if s.returncode != 0 or not os.path.exists(db):
+        bad.append('run %d: trace not opened (summary %d)' % (i, s.returncode))
         continue
+    if os.path.exists(db + '-wal'):
+        # by design (writer.c): when the bounded stop nears its deadline the
+        # one-file conversion is skipped, the trace complete in WAL mode
+        in_wal.append(i)
     reason, recorded, dropped = (one(db, 'SELECT end_reason FROM processes'),
                                  one(db, 'SELECT events_recorded FROM processes'),
                                  one(db, 'SELECT events_dropped FROM processes'))
@@ -106,8 +113,9 @@ for i in range(a.runs):
     events.append((recorded, dropped))
     slow.append(p.wall - delay_us / 1e6)   # CUDA's start-up, the work before the delay, and the exit
 report(not bad, 'traced: %d runs exit 3 with a finished trace, end_reason _exit' % a.runs,
-       '; '.join(bad[:3]) or 'events recorded %s..%s, dropped max %s' % (
-           min(e[0] for e in events), max(e[0] for e in events), max(e[1] for e in events)))
+       '; '.join(bad[:3]) or 'events recorded %s..%s, dropped max %s; left in WAL mode (complete, the bounded '
+       'stop near its deadline): runs %s' % (min(e[0] for e in events), max(e[0] for e in events),
+                                             max(e[1] for e in events), in_wal or 'none'))
 # the bounded path allows 1 s after the signal; the untraced run's start-up is the rest
 report(bool(slow) and max(slow) < bare.wall - 0.1 + 2, 'traced: each run ends within 2 s of the signal',
        'wall minus delay: median %.2f s, max %.2f s; untraced %.2f s' % (
