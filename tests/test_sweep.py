@@ -105,16 +105,18 @@ class SweepTest(TraceTest):
         self.assertLessEqual(doc['runs_used'], 10)
         self.assertEqual(doc['runs'][3]['needed_at_least_bytes'], 48 * MIB + 480 * 3 * MIB)   # its input failed
         # a step inside phase 1 (2 MiB per sample up to 3, 6 above): not
-        # linear, so phase 1 doubles on (8, 16) until three batch sizes lie
-        # on one line, and the fit keeps those
+        # linear; phase 1 stays 1, 2, 4 (the fit keeps 2 and 4: 10 MiB per
+        # sample) and the search's first large run and the secant through
+        # it find the boundary
         p, doc, d = self.sweep_json([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
                                     dirname='sweep2')
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFalse(doc['fit']['linear'])
-        self.assertEqual([r['batch_size'] for r in doc['runs'] if r['phase'] == 'model'], [1, 2, 4, 8, 16])
-        self.assertEqual(doc['fit']['from_batch_size'], 4)
-        self.assertAlmostEqual(doc['fit']['per_sample_bytes'], 6 * MIB, delta=1)
-        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['runs_used']), (160, True, 8))
+        self.assertEqual([r['batch_size'] for r in doc['runs'] if r['phase'] == 'model'], [1, 2, 4])
+        self.assertEqual(doc['fit']['from_batch_size'], 2)
+        self.assertAlmostEqual(doc['fit']['per_sample_bytes'], 10 * MIB, delta=1)
+        self.assertEqual((doc['max_batch_size'], doc['verified']), (160, True))
+        self.assertLessEqual(doc['runs_used'], 8)
         p, d = self.sweep([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
                           dirname='sweep3')
         self.assertIn('not linear', p.stdout)
