@@ -68,14 +68,15 @@ enum gt_sweep_phase {
  *   model at all (no fit, peak not growing, device size unknown) the batch
  *   size doubles.
  * - A bracket: the secant's prediction (one below hi where it points at or
- *   past hi, also once after its own step failed); a model step one below
- *   a failure that failed allows no other such step until a model step
- *   fits: bisection instead (under cudaMallocAsync a failure's lower bound
+ *   past hi, also once after its own step failed, counting from the last
+ *   run that fit); a model step one below a failure that failed allows no
+ *   other such step until a model step fits: bisection instead (under cudaMallocAsync a failure's lower bound
  *   lies on the in-use line and each one lowered the model by one sample).
  *   Without a secant: the model's prediction while it is consistent with every run
  *   (it says lo fits and hi does not), its last step was right and it
  *   foretold lo's peak. Where a step of it failed, the next steps walk down
- *   from hi, 1, 4, 16, ... batch sizes away, until a run fits or half the
+ *   from hi, 1, 4, 16, ... batch sizes away (unless its trace showed a
+ *   need past the available bytes), until a run fits or half the
  *   bracket is reached (a model a little off, as when the CUDA context, in
  *   no trace, takes what it predicted, costs a few runs), unless a failure
  *   showed a need far past the device; where a step of it fit past its

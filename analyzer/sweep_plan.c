@@ -185,9 +185,13 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     s->blind = !oom && !had_hi && !s->foretold ? s->blind + 1 : 0;
     s->width2 = s->width1;
     s->width1 = before;
-    if (s->last_kind == 1) {
-        s->model_fails = oom ? s->model_fails + 1 : 0;
-        s->creep = oom ? s->creep || (had_hi && batch_size == s->hi_before - 1) : 0;
+    if (!oom) {
+        s->model_fails = 0;   /* (any run that fits is a new start for the model...) */
+        if (s->last_kind == 1)
+            s->creep = 0;     /* (...but only its own step fitting shows it no longer creeps) */
+    } else if (s->last_kind == 1) {
+        s->model_fails++;
+        s->creep = s->creep || (had_hi && batch_size == s->hi_before - 1);
     }
     if (s->last_kind == 1) {
         /* a model step is judged: it said batch_size fits iff it is at most
@@ -195,6 +199,8 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
          * side it got wrong until a run lands on the other side */
         s->trust = (batch_size <= s->last_pred) == !oom;
         s->dir = s->trust ? 0 : oom ? -1 : 1;
+        if (oom && s->available >= 0 && peak > s->available)
+            s->dir = 0;   /* its need is known past the device: the model was not a little off */
         s->step = 1;
     } else {
         s->trust = 1;   /* a step without the model gives it a new chance */

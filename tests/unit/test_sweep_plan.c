@@ -3,7 +3,7 @@
  * proven in 6 runs (1, 2, 4, the prediction, one past it, the prediction
  * again); last session's GPU run, replayed, in fewer runs than Lightning's
  * binsearch; today's three H100 runs replayed (the transformer in at most
- * 10 runs by the secant, the conv net in 9 as before, cudaMallocAsync's
+ * 10 runs by the secant, the conv net in no more than before, cudaMallocAsync's
  * fuzzy boundary without stepping down by one run after run); a failure whose lower bound is far past the device is
  * interpolated from; a step in the per-sample cost, memory the trace cannot
  * see, a model that predicts too little, a batch that fails on its second
@@ -31,6 +31,7 @@ struct device {
     int64_t max_fit;                  /* replays: the largest batch that fits (0: by the peak) */
     int64_t once[4];                  /* replays: these fit on their first run only (past max_fit) */
     int64_t (*bound_fn)(int64_t bs);  /* replays: a failed run's lower bound of its need */
+    int keep_available;               /* a failure's shortfall is not memory outside (a pool read) */
     int seen[512];                    /* runs per batch size (fuzzy ones) */
 };
 
@@ -94,7 +95,7 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
         if (getenv("SWEEP_DEBUG"))
             printf("#   run %d: bs %lld phase %d %s lo %lld hi %lld\n", runs, (long long)bs, (int)ph, oom ? "OOM" : "fits",
                    (long long)s.lo, (long long)s.hi);
-        if (oom && asked < d->total)
+        if (oom && asked < d->total && !d->keep_available)
             gt_sweep_plan_lower_available(&s, asked);
     }
     *lo = s.lo;
@@ -235,13 +236,17 @@ static int64_t gpu_transformer_bound(int64_t bs)
     return interp(at, sizeof at / sizeof at[0], bs);
 }
 
-static void test_todays_transformer_run_replayed_is_proven_in_ten_runs(void)
+static void test_todays_transformer_run_replayed_is_proven_in_at_most_ten_runs(void)
 {
-    /* the fit over 4..16 over-states 136's peak; the secant through 16
-     * and 136 foretells 146..150 within 0.1% (that sweep: 16 runs) */
-    struct device d = {.total = 81090 * MIB, .peak_fn = gpu_transformer_peak, .bound_fn = gpu_transformer_bound,
-                       .max_fit = 150};
-    check_sweep(&d, 10);
+    /* that sweep: 1, 2, 4, 8, 16, 136 (the fit over 4..16 over-stated its
+     * peak by 11%), 204, ... 16 runs. Now 1, 2, 4, 172 (fails), 88, the
+     * secant through 4 and 88 (150 or 151), ...: 8 */
+    /* (and wherever in the range the three runs allow the bytes told lie) */
+    for (int64_t told = 81072; told < 81304; told += 29) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_transformer_peak, .bound_fn = gpu_transformer_bound,
+                           .max_fit = 150};
+        check_sweep(&d, 10);
+    }
 }
 
 /* Conv net, default allocator: 133 peaked at 75.23 GiB, 178 at 78.36 (the
@@ -260,11 +265,18 @@ static int64_t gpu_conv_default_bound(int64_t bs)
     return interp(at, sizeof at / sizeof at[0], bs);
 }
 
-static void test_todays_conv_run_replayed_is_proven_in_nine_runs(void)
+static void test_todays_conv_run_replayed_takes_no_more_runs_than_before(void)
 {
-    struct device d = {.total = 81090 * MIB, .peak_fn = gpu_conv_default_peak, .bound_fn = gpu_conv_default_bound,
-                       .max_fit = 178};
-    check_sweep(&d, 9);
+    /* 9 at 81090 MiB told, as on the GPU; across the range, what the search
+     * before the secant took (the secant is not used from a peak within
+     * 1/16 of the device: this net's peaks near it told nothing) */
+    static const int before[] = {9, 9, 9, 10, 11, 11, 11, 13};
+    int i = 0;
+    for (int64_t told = 81072; told < 81304; told += 29) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_conv_default_peak, .bound_fn = gpu_conv_default_bound,
+                           .max_fit = 178};
+        check_sweep(&d, before[i++]);
+    }
 }
 
 /* Conv net, backend:cudaMallocAsync. The boundary is fuzzy, as measured:
@@ -292,7 +304,8 @@ static void test_todays_conv_async_run_at_bytes_in_use_replayed_steps_down_by_on
  * stream-ordered pool): a fresh process at 166 held 80224 MiB reserved for
  * 74563 MiB in use (PyTorch's max_reserved, max_allocated), 7.6% more,
  * taken here at every batch size (made up); a failed run's pool reservation
- * is the device less 600 MiB (made up: the CUDA context's share). */
+ * is the device less 600 MiB (made up: the CUDA context's share), which
+ * does not lower the bytes available (the pool was read: sweep_run.c). */
 static int64_t gpu_conv_async_reserved(int64_t bs)
 {
     return (int64_t)((79.7 + 448.75 * (double)bs) * (80224.0 / 74563.0) * (double)MIB);
@@ -307,7 +320,8 @@ static int64_t gpu_conv_async_reserved_bound(int64_t bs)
 static void test_todays_conv_async_run_at_the_pools_reservation_replayed_is_proven_in_twelve_runs(void)
 {
     struct device d = {.total = 81090 * MIB, .peak_fn = gpu_conv_async_reserved,
-                       .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .once = {170, 175}};
+                       .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .once = {170, 175},
+                       .keep_available = 1};
     check_sweep(&d, 12);
 }
 
@@ -434,8 +448,8 @@ int main(void)
     TAP_RUN(test_default_phase_one_is_1_2_4_then_the_prediction_even_when_not_linear);
     TAP_RUN(test_failure_far_past_the_device_is_interpolated_from_not_walked);
     TAP_RUN(test_last_sessions_gpu_run_replayed_is_proven_in_fewer_runs_than_lightning);
-    TAP_RUN(test_todays_transformer_run_replayed_is_proven_in_ten_runs);
-    TAP_RUN(test_todays_conv_run_replayed_is_proven_in_nine_runs);
+    TAP_RUN(test_todays_transformer_run_replayed_is_proven_in_at_most_ten_runs);
+    TAP_RUN(test_todays_conv_run_replayed_takes_no_more_runs_than_before);
     TAP_RUN(test_todays_conv_async_run_at_bytes_in_use_replayed_steps_down_by_one_once);
     TAP_RUN(test_todays_conv_async_run_at_the_pools_reservation_replayed_is_proven_in_twelve_runs);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
