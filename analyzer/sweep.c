@@ -39,22 +39,22 @@ const char gt_help_sweep[] =
     "(a few are enough: --steps 3), and each run repeats whatever CMD writes\n"
     "(checkpoints, logs).\n"
     "\n"
-    "Phase 1 runs a few batch sizes (default 1, 2, 4, doubling on while three of\n"
-    "them do not lie on one line; stops at the first that runs out of memory) and\n"
-    "fits peak = fixed + per_sample x batch_size, peaks at the level the program's\n"
-    "allocator shows (pool bytes under cudaMallocAsync, else device bytes); when\n"
-    "one line does not hold them all, the largest batch sizes that one line holds\n"
-    "are fitted, and it says so. Phase 2 runs the largest batch size the fit\n"
-    "predicts for the device (its total memory minus what the trace shows held\n"
-    "outside the fitted level: the CUDA context is not in the trace, so a first\n"
-    "prediction may be too high; a run that fails shows how much was held\n"
-    "outside, and the model learns it), then searches until the largest batch\n"
-    "that runs and the smallest that fails are adjacent, and runs the largest\n"
-    "once more (libraries choose workspaces by free memory). The search uses\n"
-    "every run: the model refitted on the largest runs while it foretells their\n"
-    "peaks; a failed run's trace (what was live plus the request that failed) as\n"
-    "a lower bound of its batch's need, to interpolate the boundary; bisection\n"
-    "when neither can place a step.\n"
+    "Phase 1 runs a few batch sizes (default 1, 2, 4; it stops at the first that\n"
+    "runs out of memory) and fits peak = fixed + per_sample x batch_size, peaks at\n"
+    "the level the program's allocator shows (pool bytes under cudaMallocAsync,\n"
+    "else device bytes); when one line does not hold them all, the largest batch\n"
+    "sizes that one line holds are fitted, and it says so. Phase 2 runs the largest\n"
+    "batch size the fit predicts for the device (its total memory minus what the\n"
+    "trace shows held outside the fitted level: the CUDA context is not in the\n"
+    "trace, so a first prediction may be too high; a run that fails shows how much\n"
+    "was held outside, and the model learns it), then searches until the largest\n"
+    "batch that runs and the smallest that fails are adjacent, and runs the largest\n"
+    "once more (libraries choose workspaces by free memory). The search uses every\n"
+    "run: once a large run fits, the secant through it and the largest that fit\n"
+    "below it; the model refitted on the largest runs while it foretells their\n"
+    "peaks; a failed run's trace (what was live plus the request that failed) as a\n"
+    "lower bound of its batch's need, to interpolate the boundary; bisection when\n"
+    "neither can place a step.\n"
     "\n"
     "A run is out of memory when its trace ends on an out-of-memory request\n"
     "(gputrace oom: the program allocated nothing after it). A run that fails\n"
@@ -195,8 +195,11 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
         snprintf(what, sizeof what, "failed (exit status %d)", r->exit_status);
     else
         snprintf(what, sizeof what, "fits");
-    char peak[GT_FMT_LEN + 80] = "";
-    if (r->peak >= 0 && !r->oom)
+    char peak[2 * GT_FMT_LEN + 80] = "", b2[GT_FMT_LEN];
+    if (r->peak >= 0 && !r->oom && r->in_use >= 0)
+        snprintf(peak, sizeof peak, ", peak %s (%s %s; %s in use)", gt_fmt_bytes(r->peak, b1),
+                 r->level[0] ? r->level : "pool", r->pool_unread ? "not read" : "reserved", gt_fmt_bytes(r->in_use, b2));
+    else if (r->peak >= 0 && !r->oom)
         snprintf(peak, sizeof peak, ", peak %s (%s)", gt_fmt_bytes(r->peak, b1), r->level[0] ? r->level : "device");
     fprintf(stderr, "gputrace sweep: run %d, batch size %lld (%s): %s%s, %.2f s; %.1f s in all\n", r->number,
             (long long)r->batch_size, phase_name(r->phase), what, peak, r->seconds, gt_now() - s->t0);
@@ -358,6 +361,17 @@ static void print_text(const struct sweep *s, double total_s)
     }
     gt_table_print(&tb, stdout, 2);
     printf("  peaks are %s bytes, the level the program's allocator shows\n", s->level[0] ? s->level : "device");
+    int unread = 0, pooled = 0;
+    for (size_t i = 0; i < s->nruns; i++) {
+        unread += s->runs[i].pool_unread;
+        pooled += s->runs[i].in_use >= 0;
+    }
+    if (unread)
+        printf("  the pool's reservation was not read in %d of %d runs: their peaks are its bytes in use, without\n"
+               "  the slack it reserves beyond them, so the model may predict too large a batch (trace with\n"
+               "  a shim that reads pools: memory_pools)\n", unread, pooled);
+    else if (pooled)
+        printf("  a pool's peak is its reservation at its highest (the device gives it that, not what it uses)\n");
     print_fit_text(s);
     if (s->total > 0) {
         printf("  device: %s (devices table); held outside the fitted level: %s", gt_fmt_bytes(s->total, b1),
@@ -404,6 +418,12 @@ static void print_json(const struct sweep *s, double total_s)
         gt_json_key(&j, "from_model");
         gt_json_bool(&j, r->from_model);
         gt_json_kint_or_null(&j, "peak_bytes", r->oom ? -1 : r->peak);
+        gt_json_kint_or_null(&j, "pool_in_use_bytes", r->oom ? -1 : r->in_use);
+        gt_json_key(&j, "pool_read");
+        if (r->in_use >= 0 && !r->oom)
+            gt_json_bool(&j, !r->pool_unread);
+        else
+            gt_json_null(&j);
         gt_json_kint_or_null(&j, "needed_at_least_bytes", r->oom ? r->need_lb : -1);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);

@@ -51,22 +51,32 @@ enum gt_sweep_phase {
 
 /* The whole plan of a sweep: which batch size to run next, given every
  * result so far. Phase 1 runs the model's batch sizes ascending and stops at
- * the first that runs out of memory; by default 1, 2, 4, doubling on (up to
- * 64) while fewer than three of the largest lie on one line. Phase 2
+ * the first that runs out of memory; by default 1, 2, 4. Phase 2
  * searches: lo is the largest batch size that ran (0: none yet), hi the
- * smallest that ran out of memory (GT_SWEEP_NONE: none yet).
+ * smallest that ran out of memory (GT_SWEEP_NONE: none yet; a batch size
+ * seen both fitting and failing counts as failed). Once a search run fits
+ * with a peak below 15/16 of the available bytes, the model is the secant
+ * through lo and the largest batch size that fit below it (the local slope
+ * tells how far the boundary is; a fit the small batches dominate does
+ * not); the first secant is followed even when the fit got lo's peak wrong.
  * - No failure yet: the first step, and each after a run whose peak the
- *   model foretold (within max(1 MiB, 1%)), is the refitted model's
- *   prediction; after a run it got wrong, the step reaches at least half of
+ *   model foretold (within max(1 MiB, 1%)), is the model's prediction;
+ *   after a run it got wrong, the step reaches at least half of
  *   lo further, then lo, 2 lo, ... (a model wrong about the peak is no
  *   guide to the boundary: under a caching allocator a peak near the device
  *   size shows what the allocator kept, not what the batch needed). With no
  *   model at all (no fit, peak not growing, device size unknown) the batch
  *   size doubles.
- * - A bracket: the model's prediction while it is consistent with every run
+ * - A bracket: the secant's prediction (one below hi where it points at or
+ *   past hi, also once after its own step failed, counting from the last
+ *   run that fit); a model step one below a failure that failed allows no
+ *   other such step until a model step fits: bisection instead (under cudaMallocAsync a failure's lower bound
+ *   lies on the in-use line and each one lowered the model by one sample).
+ *   Without a secant: the model's prediction while it is consistent with every run
  *   (it says lo fits and hi does not), its last step was right and it
  *   foretold lo's peak. Where a step of it failed, the next steps walk down
- *   from hi, 1, 4, 16, ... batch sizes away, until a run fits or half the
+ *   from hi, 1, 4, 16, ... batch sizes away (unless its trace showed a
+ *   need past the available bytes), until a run fits or half the
  *   bracket is reached (a model a little off, as when the CUDA context, in
  *   no trace, takes what it predicted, costs a few runs), unless a failure
  *   showed a need far past the device; where a step of it fit past its
@@ -82,8 +92,12 @@ enum gt_sweep_phase {
  * counts as failed and the search goes on below it. */
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
+    int64_t model_top;     /* the largest batch size phase 1 ran */
+    int last_sec;          /* the last search step was the secant's (see sweep_plan.c) */
+    int model_fails;       /* model steps in a row that ran out of memory */
+    int creep;             /* one of them was one below a failure: no other until one fits */
+    int64_t hi_before;     /* hi before the last run */
     size_t n_model, next_model;
-    int extend;            /* phase 1 is the default series, which doubles on while not linear */
     struct gt_sweep_point *pts;
     size_t n, cap;
     int64_t lo, hi;

@@ -108,18 +108,19 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define EXTEND_UP_TO 64   /* the default phase 1 doubles on while not linear, up to this batch size */
-
 void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n)
 {
-    /* three small runs fit a line, and say whether it is one; a fourth
-     * costs a process start (10-16 s on a GPU) that the search needs more */
+    /* three small runs fit a line, and say whether it is one; more small
+     * ones cost process starts (10-16 s on a GPU) and still do not tell
+     * the slope near the device (under a caching allocator small batches are
+     * not linear: today's transformer needed 1..16 for a line that then
+     * over-stated 136's peak by 11%); the first large run, and the secant
+     * through it, do */
     static const int64_t dflt[] = {1, 2, 4};
     memset(s, 0, sizeof *s);
     if (!sizes) {
         sizes = dflt;
         n = sizeof dflt / sizeof dflt[0];
-        s->extend = 1;
     }
     s->model_bs = gt_xmalloc((n + 1) * sizeof *s->model_bs);
     memcpy(s->model_bs, sizes, n * sizeof *sizes);
@@ -162,6 +163,7 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     s->pts[s->n++] = (struct gt_sweep_point){batch_size, oom != 0, peak};
     int had_hi = s->hi != GT_SWEEP_NONE;
     int64_t before = had_hi ? s->hi - s->lo : 0;
+    s->hi_before = s->hi;
     if (oom && batch_size < s->hi)
         s->hi = batch_size;
     /* lo: the largest batch that ran below hi (a batch that ran once and
@@ -183,12 +185,22 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     s->blind = !oom && !had_hi && !s->foretold ? s->blind + 1 : 0;
     s->width2 = s->width1;
     s->width1 = before;
+    if (!oom) {
+        s->model_fails = 0;   /* (any run that fits is a new start for the model...) */
+        if (s->last_kind == 1)
+            s->creep = 0;     /* (...but only its own step fitting shows it no longer creeps) */
+    } else if (s->last_kind == 1) {
+        s->model_fails++;
+        s->creep = s->creep || (had_hi && batch_size == s->hi_before - 1);
+    }
     if (s->last_kind == 1) {
         /* a model step is judged: it said batch_size fits iff it is at most
          * its prediction. When it was wrong, the next steps walk from the
          * side it got wrong until a run lands on the other side */
         s->trust = (batch_size <= s->last_pred) == !oom;
         s->dir = s->trust ? 0 : oom ? -1 : 1;
+        if (oom && s->available >= 0 && peak > s->available)
+            s->dir = 0;   /* its need is known past the device: the model was not a little off */
         s->step = 1;
     } else {
         s->trust = 1;   /* a step without the model gives it a new chance */
@@ -262,11 +274,40 @@ static int64_t interpolate(const struct gt_sweep_plan *s)
     return c >= (double)s->hi ? s->hi - 1 : (int64_t)c;
 }
 
+/* The line through the two largest batch sizes that fit below hi (their
+ * highest peaks), once the largest is a search run: near the boundary the
+ * local slope is what tells how far lo is from it, not a fit that small
+ * batch sizes dominate (today's transformer on an H100: the fit over 4..16
+ * over-stated 136's peak by 11%; the line through 16 and 136 held 146..150
+ * within 0.1%). 0 when there is none (its slope must be positive). */
+static int secant(const struct gt_sweep_plan *s, struct gt_linfit *line)
+{
+    if (!s->lo || s->lo <= s->model_top || s->available < 0)
+        return 0;
+    int64_t below = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->pts[i].oom && s->pts[i].batch_size < s->lo && s->pts[i].batch_size > below)
+            below = s->pts[i].batch_size;
+    int64_t y1 = value_at(s, s->lo, 0), y0 = below ? value_at(s, below, 0) : -1;
+    /* a peak within 1/16 of the bytes available shows what a caching
+     * allocator kept (and what workspaces cuDNN chose with the memory left),
+     * not the batch's need: today's conv net on an H100 peaked at 75.23 GiB
+     * at 133 and 78.36 at 178, a line that foretold nothing */
+    if (y0 < 0 || y1 <= y0 || y1 > s->available - s->available / 16)
+        return 0;
+    memset(line, 0, sizeof *line);
+    line->ok = 1;
+    line->slope = (double)(y1 - y0) / (double)(s->lo - below);
+    line->intercept = (double)y1 - line->slope * (double)s->lo;
+    return 1;
+}
+
 /* Phase 2's next batch size (see sweep.h), or 0. */
 static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
 {
     struct gt_sweep_fit f;
     gt_sweep_plan_fit(s, &f);
+    int sec = secant(s, &f.fit);
     int64_t pred = gt_sweep_predict(&f, s->available), c;
     int kind = 0;
     if (s->hi == GT_SWEEP_NONE) {
@@ -276,8 +317,9 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             c = s->lo + s->step;   /* the model's last step fit past its prediction: walk up */
             if (s->step < GT_SWEEP_MAX_BS)
                 s->step *= 4;
-        } else if (!s->searched || s->foretold) {
-            c = pred > s->lo ? pred : s->lo + 1;   /* the model has been right: follow it */
+        } else if (!s->searched || s->foretold || (sec && !s->last_sec)) {
+            /* the model has been right, or the secant is new: follow it */
+            c = pred > s->lo ? pred : s->lo + 1;
             kind = 1;
         } else {
             /* the model got the last peak wrong: reach well past lo, further
@@ -295,7 +337,19 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         int64_t rf = interpolate(s);
         if (rf && s->dir < 0)
             s->dir = 0;   /* hi's need is known far past the device: the model was not a little off */
-        if (model) {
+        /* a model step one below a failure that failed says no more than
+         * the failure did (under cudaMallocAsync a failure's lower bound
+         * lies on the in-use line, so each lowers the bytes available by
+         * one sample): no second such step before one fits */
+        int creep = s->creep && (pred >= s->hi - 1 || (sec && pred >= s->lo && pred == s->hi - 1));
+        if (creep) {
+            c = mid;
+        } else if (sec && pred >= s->lo && (s->trust || !s->last_sec || s->model_fails == 1)) {
+            /* the secant from the fitting side; where it points at or past
+             * hi, one below hi */
+            c = pred == s->lo ? s->lo + 1 : pred >= s->hi ? s->hi - 1 : pred;
+            kind = 1;
+        } else if (model) {
             s->recalibrated = 0;
             c = pred == s->lo ? s->lo + 1 : pred;
             kind = 1;
@@ -330,20 +384,10 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
     s->expected_peak = f.fit.ok && f.fit.slope > 0 ? (int64_t)(f.fit.intercept + f.fit.slope * (double)c) : -1;
     s->prev_kind = s->last_kind;
     s->last_kind = kind;
+    s->last_sec = sec && kind == 1;
     s->last_pred = pred;
     *from_model = kind != 0;
     return c;
-}
-
-/* The default phase 1 doubles on while fewer than three of its largest batch
- * sizes lie on one line (a model from two points cannot say it is wrong). */
-static int64_t extend_model(const struct gt_sweep_plan *s)
-{
-    if (!s->extend || s->hi != GT_SWEEP_NONE || !s->lo || 2 * s->lo > EXTEND_UP_TO)
-        return 0;
-    struct gt_sweep_fit f;
-    gt_sweep_plan_fit(s, &f);
-    return f.fit.ok && f.used < 3 ? 2 * s->lo : 0;
 }
 
 int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, int *from_model)
@@ -353,10 +397,10 @@ int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, 
     enum gt_sweep_phase ph = GT_SWEEP_MODEL;
     while (s->next_model < s->n_model && s->hi == GT_SWEEP_NONE && !c)
         c = s->model_bs[s->next_model++];
-    if (!c && !s->searched && s->next_model == s->n_model)
-        c = extend_model(s);
     if (c) {
         ph = GT_SWEEP_MODEL;
+        if (c > s->model_top)
+            s->model_top = c;
     } else if (s->hi != GT_SWEEP_NONE && s->hi - s->lo <= 1) {
         if (s->lo == 0 || s->repeated == s->lo)
             return 0;

@@ -27,6 +27,10 @@ struct gt_sweep_run {
     int64_t need_lb;             /* that request + what was live, less what was held outside the
                                   * fitted level: the least the run needed there; -1 unknown */
     int64_t largest_before_loop; /* the largest allocation before the first iteration */
+    int64_t in_use;              /* under a stream-ordered pool: its bytes in use at their peak
+                                  * (peak is then the pool's highest reservation read); -1 none */
+    int pool_unread;             /* the fitted level is a pool the trace holds no reading of:
+                                  * peak is bytes in use, without the pool's slack */
     char error[700];             /* a trace that could not be read */
 };
 

@@ -105,16 +105,18 @@ class SweepTest(TraceTest):
         self.assertLessEqual(doc['runs_used'], 10)
         self.assertEqual(doc['runs'][3]['needed_at_least_bytes'], 48 * MIB + 480 * 3 * MIB)   # its input failed
         # a step inside phase 1 (2 MiB per sample up to 3, 6 above): not
-        # linear, so phase 1 doubles on (8, 16) until three batch sizes lie
-        # on one line, and the fit keeps those
+        # linear; phase 1 stays 1, 2, 4 (the fit keeps 2 and 4: 10 MiB per
+        # sample) and the search's first large run and the secant through
+        # it find the boundary
         p, doc, d = self.sweep_json([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
                                     dirname='sweep2')
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFalse(doc['fit']['linear'])
-        self.assertEqual([r['batch_size'] for r in doc['runs'] if r['phase'] == 'model'], [1, 2, 4, 8, 16])
-        self.assertEqual(doc['fit']['from_batch_size'], 4)
-        self.assertAlmostEqual(doc['fit']['per_sample_bytes'], 6 * MIB, delta=1)
-        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['runs_used']), (160, True, 8))
+        self.assertEqual([r['batch_size'] for r in doc['runs'] if r['phase'] == 'model'], [1, 2, 4])
+        self.assertEqual(doc['fit']['from_batch_size'], 2)
+        self.assertAlmostEqual(doc['fit']['per_sample_bytes'], 10 * MIB, delta=1)
+        self.assertEqual((doc['max_batch_size'], doc['verified']), (160, True))
+        self.assertLessEqual(doc['runs_used'], 8)
         p, d = self.sweep([], self.train('--per-sample', 2 * MIB, '--knee', 3, '--per-sample-above', 6 * MIB),
                           dirname='sweep3')
         self.assertIn('not linear', p.stdout)
@@ -126,6 +128,30 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['memory'], doc['outside_bytes'], doc['available_bytes']), ('pool', 128 * MIB, 896 * MIB))
         self.assertEqual((doc['max_batch_size'], doc['verified']), (277, True))
         self.assertLessEqual(doc['runs_used'], 10)
+
+    def test_pool_slack_is_in_the_peak_and_the_exact_largest_batch_is_found_in_at_most_10_runs(self):
+        # the pool reserves 100 MiB beyond what it uses (FAKE_CUDA_POOL_SLACK_BYTES,
+        # charged to the device); 128 MiB workspace beside it: the pool may
+        # reserve 896 MiB, 164 MiB + 8 MiB x bs: 91 fits, 92 does not. Fitted
+        # at bytes in use (64 + 8 x bs) the model asked for 104, and each
+        # failure's shortfall (the pool's slack) lowered the bytes available
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, FAKE_CUDA_POOL_SLACK_BYTES=100 * MIB)
+        d = os.path.join(self.dir, 'slack')
+        p = run([GPUTRACE, 'sweep', '--json', '--dir', d, '--'] + self.train('--async', '--workspace', 128 * MIB,
+                                                                              '--per-sample', 8 * MIB),
+                preload=False, env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual((doc['memory'], doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']),
+                         ('pool', 91, 92, True))
+        self.assertLessEqual(doc['runs_used'], 10)
+        self.assertEqual(doc['available_bytes'], 896 * MIB)
+        for r in doc['runs']:
+            if not r['oom']:
+                self.assertEqual(r['pool_in_use_bytes'], 64 * MIB + 8 * MIB * r['batch_size'], r)
+                self.assertEqual(r['peak_bytes'], r['pool_in_use_bytes'] + 100 * MIB, r)
+                self.assertTrue(r['pool_read'], r)
+        self.assertRegex(p.stderr, r'batch size 1 \(model\): fits, peak 172\.00 MiB \(pool reserved; 72\.00 MiB in use\)')
 
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))

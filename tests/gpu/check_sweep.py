@@ -153,6 +153,11 @@ def check(model, mode):
                                                    else '>= %.2f' % (r['needed_at_least_bytes'] / 2**30)
                                                    if r['needed_at_least_bytes'] is not None else 'OOM')
                                      for r in doc['runs']))
+    pooled = [r for r in doc['runs'] if r.get('pool_in_use_bytes') is not None]
+    if pooled:   # under a pool the peak is its reservation: the slack beside the bytes in use
+        print('   pool (GiB): ' + ', '.join('%d: %s reserved, %.2f in use' % (
+            r['batch_size'], '%.2f' % (r['peak_bytes'] / 2**30) if r['pool_read'] else 'not read',
+            r['pool_in_use_bytes'] / 2**30) for r in pooled))
     starts = start_costs(doc)
     traced_start = statistics.median(starts) if starts else float('nan')
     print('   a process start costs: traced runs of the sweep %.1f s (median of %d: run wall less its steps), '
