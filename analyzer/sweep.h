@@ -71,7 +71,10 @@ enum gt_sweep_phase {
  *   past hi, also once after its own step failed, counting from the last
  *   run that fit); a model step one below a failure that failed allows no
  *   other such step until a model step fits: bisection instead (under cudaMallocAsync a failure's lower bound
- *   lies on the in-use line and each one lowered the model by one sample).
+ *   lies on the in-use line and each one lowered the model by one sample),
+ *   unless a bisection has fit since, no failure lowered the bytes
+ *   available since, and the secant through the new lo points at most an
+ *   eighth of the bracket past hi.
  *   Without a secant: the model's prediction while it is consistent with every run
  *   (it says lo fits and hi does not), its last step was right and it
  *   foretold lo's peak. Where a step of it failed, the next steps walk down
@@ -95,7 +98,9 @@ struct gt_sweep_plan {
     int64_t model_top;     /* the largest batch size phase 1 ran */
     int last_sec;          /* the last search step was the secant's (see sweep_plan.c) */
     int model_fails;       /* model steps in a row that ran out of memory */
-    int creep;             /* one of them was one below a failure: no other until one fits */
+    int creep;             /* one of them was one below a failure: no other until one fits
+                            * (2: a bisection fit since; see sweep_plan.c) */
+    int creep_held;        /* ...and a failure since lowered the bytes available: 2 is not given */
     int64_t hi_before;     /* hi before the last run */
     size_t n_model, next_model;
     struct gt_sweep_point *pts;

@@ -188,10 +188,13 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     if (!oom) {
         s->model_fails = 0;   /* (any run that fits is a new start for the model...) */
         if (s->last_kind == 1)
-            s->creep = 0;     /* (...but only its own step fitting shows it no longer creeps) */
+            s->creep = s->creep_held = 0;   /* (...but only its own step fitting shows it no longer creeps) */
+        else if (s->creep && !s->creep_held)
+            s->creep = 2;     /* (a new lo: the secant through it is a new line; see search_step) */
     } else if (s->last_kind == 1) {
         s->model_fails++;
-        s->creep = s->creep || (had_hi && batch_size == s->hi_before - 1);
+        if (s->creep || (had_hi && batch_size == s->hi_before - 1))
+            s->creep = 1;   /* (a failed model step ends a 2's easing) */
     }
     if (s->last_kind == 1) {
         /* a model step is judged: it said batch_size fits iff it is at most
@@ -214,6 +217,8 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available)
     if (s->available >= 0 && available >= s->available)
         return;
     s->available = available;
+    if (s->creep)
+        s->creep_held = 1;   /* the model moved by the failure, not by a run that fit: see search_step */
     if (!s->recalibrations++)
         s->recalibrated = 1;
 }
@@ -340,8 +345,17 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         /* a model step one below a failure that failed says no more than
          * the failure did (under cudaMallocAsync a failure's lower bound
          * lies on the in-use line, so each lowers the bytes available by
-         * one sample): no second such step before one fits */
-        int creep = s->creep && (pred >= s->hi - 1 || (sec && pred >= s->lo && pred == s->hi - 1));
+         * one sample): no second such step before one fits, unless a
+         * bisection has fit since, the failure lowered no bytes available,
+         * and the secant through the new lo points at hi or just past it
+         * (within an eighth of the bracket): a new line that agrees with
+         * the failure. Today's transformer on an H100 bisected five times
+         * more after the secant through 88 and 119 pointed at 150, the
+         * largest that fit; a secant far past hi is one a step in the
+         * per-sample cost made too shallow, and hi - 1 would creep */
+        int64_t w = s->hi - s->lo;
+        int renewed = s->creep == 2 && sec && pred >= s->hi - 1 && pred < s->hi + (w / 8 > 1 ? w / 8 : 1);
+        int creep = s->creep && !renewed && (pred >= s->hi - 1 || (sec && pred >= s->lo && pred == s->hi - 1));
         if (creep) {
             c = mid;
         } else if (sec && pred >= s->lo && (s->trust || !s->last_sec || s->model_fails == 1)) {

@@ -4,7 +4,9 @@
  * again); last session's GPU run, replayed, in fewer runs than Lightning's
  * binsearch; today's three H100 runs replayed (the transformer in at most
  * 10 runs by the secant, the conv net in no more than before, cudaMallocAsync's
- * fuzzy boundary without stepping down by one run after run); a failure whose lower bound is far past the device is
+ * fuzzy boundary without stepping down by one run after run); the
+ * transformer's second H100 runs (default allocator and cudaMallocAsync) in
+ * at most 12, the secant back once a bisection fits; a failure whose lower bound is far past the device is
  * interpolated from; a step in the per-sample cost, memory the trace cannot
  * see, a model that predicts too little, a batch that fails on its second
  * run, a peak that does not grow, batch size 1 failing: each still ends on
@@ -325,6 +327,74 @@ static void test_todays_conv_async_run_at_the_pools_reservation_replayed_is_prov
     check_sweep(&d, 12);
 }
 
+/* The transformer's second H100 run, default allocator, with the secant
+ * (/work/notes/sweep_transformer_default.log): 1, 2, 4, 172 fails, 88, 152
+ * and 151 fail (the secant and its one step below), 119 (bisection), then
+ * 135, 143, 147, 149, 150, 150: 14 runs, five of them bisection after the
+ * secant through 88 and 119 already pointed at 150. Peaks and lower bounds
+ * are the log's; between them interpolated (made up). The bytes told are
+ * made up within what the log allows: the fit's 172 (804.3 MiB + 465 MiB x
+ * bs) and the secant's 152 from 4 and 88 hold only for 81000..81249 MiB. */
+static int64_t gpu_transformer2_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 984.25}, {2, 1.69 * GIB_}, {4, 2.60 * GIB_}, {88, 46.02 * GIB_},
+                                   {119, 62.13 * GIB_}, {135, 70.42 * GIB_}, {143, 74.58 * GIB_},
+                                   {147, 76.66 * GIB_}, {149, 77.70 * GIB_}, {150, 78.22 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t gpu_transformer2_bound(int64_t bs)
+{
+    static const double at[][2] = {{151, 83.45 * GIB_}, {152, 84.00 * GIB_}, {172, 86.88 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits(void)
+{
+    for (int64_t told = 81000; told < 81250; told += 31) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_transformer2_peak,
+                           .bound_fn = gpu_transformer2_bound, .max_fit = 150};
+        check_sweep(&d, 12);
+    }
+}
+
+/* The same transformer under backend:cudaMallocAsync, at the pool's
+ * reservation (/work/notes/sweep_transformer_async.log): 1, 2, 4, 167
+ * fails, 85, 153 and 152 fail, 118, then bisection 135, 143, 147, 149, 150,
+ * 151 (fit once, failed on its repeat), 150 again: 16 runs. Peaks and lower
+ * bounds are the log's (a failure's bound lies below the fitting peaks: the
+ * pool's unseen slack, which is not memory outside); between them
+ * interpolated (made up); 151 fits on its first run only, as logged, and
+ * every size past it fails (made up). The bytes told are made up within
+ * what the log allows: the fit's 167 (640 MiB + 480 MiB x bs; 634.9 MiB +
+ * 481.3 MiB x bs from the log's rounded peaks) and the secant's 153 from 4
+ * and 85 hold only for 81013..81279 MiB. */
+static int64_t gpu_transformer_async_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 0.97 * GIB_}, {2, 1.56 * GIB_}, {4, 2.50 * GIB_}, {85, 44.03 * GIB_},
+                                   {118, 61.00 * GIB_}, {135, 70.19 * GIB_}, {143, 74.31 * GIB_},
+                                   {147, 76.41 * GIB_}, {149, 76.91 * GIB_}, {150, 77.34 * GIB_},
+                                   {151, 78.00 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t gpu_transformer_async_bound(int64_t bs)
+{
+    static const double at[][2] = {{151, 75.27 * GIB_}, {152, 75.77 * GIB_}, {153, 76.26 * GIB_},
+                                   {167, 83.08 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits(void)
+{
+    for (int64_t told = 81013; told < 81280; told += 33) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_transformer_async_peak,
+                           .bound_fn = gpu_transformer_async_bound, .max_fit = 150, .once = {151},
+                           .keep_available = 1};
+        check_sweep(&d, 12);
+    }
+}
+
 static void test_step_in_per_sample_cost_still_ends_on_the_boundary(void)
 {
     for (int64_t knee = 3; knee < 300; knee += 17) {
@@ -452,6 +522,8 @@ int main(void)
     TAP_RUN(test_todays_conv_run_replayed_takes_no_more_runs_than_before);
     TAP_RUN(test_todays_conv_async_run_at_bytes_in_use_replayed_steps_down_by_one_once);
     TAP_RUN(test_todays_conv_async_run_at_the_pools_reservation_replayed_is_proven_in_twelve_runs);
+    TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
+    TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
