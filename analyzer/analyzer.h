@@ -186,6 +186,9 @@ double gt_slack_safety(const struct gt_slack *s, double n);
 /* The largest n with use(n) + slack(n) + safety(n) <= room; 0 if none. */
 int64_t gt_slack_largest(const struct gt_slack *s, const struct gt_linfit *use, double room);
 void gt_slack_free(struct gt_slack *s);
+/* The readings per batch size and the line: peak's text, and JSON "pool_slack". */
+void gt_slack_print(const struct gt_slack *s);
+void gt_slack_json(struct gt_json *j, const struct gt_slack *s);
 
 /* ---- peak.c */
 /* Per iteration, in order: did its peak pass every earlier one (a new high),

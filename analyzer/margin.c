@@ -2,13 +2,16 @@
  * reservation beyond the bytes in use) read at each traced batch size, fitted
  * as fixed + per_sample x batch_size like the peak itself, a safety term from
  * that model's residuals and the reservation's granularity, and the largest
- * batch whose predicted use, slack and safety fit in the room (room.c). */
+ * batch whose predicted use, slack and safety fit in the room (room.c); and
+ * the slack's report in `peak` (text and JSON). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer.h"
 #include "format.h"
+#include "json.h"
 
 /* The reservation grows by whole pages of the pool (2 MiB physical pages);
  * readings that all fall on a coarser power of two show a coarser step (a
@@ -239,4 +242,70 @@ void gt_slack_free(struct gt_slack *s)
 {
     free(s->bs);
     memset(s, 0, sizeof *s);
+}
+
+/* The pool's slack per batch size and its line: what the margin rests on. */
+void gt_slack_print(const struct gt_slack *sl)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
+    if (!sl->read_at_all || !sl->pool_only)
+        return;
+    printf("  pool slack (its reservation, as read after the batch size's peak, beyond the bytes in use then):\n");
+    struct gt_table tb;
+    gt_table_init(&tb, 4, 0xf);
+    gt_table_row(&tb, "batch", "in use", "reserved", "slack");
+    for (size_t b = 0; b < sl->nbs; b++) {
+        const struct gt_slack_bs *e = &sl->bs[b];
+        char bs[32];
+        snprintf(bs, sizeof bs, "%lld", (long long)e->batch_size);
+        if (e->reserved < 0)
+            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), "not read", "");
+        else
+            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), gt_fmt_bytes(e->reserved, b2),
+                         gt_fmt_bytes(e->reserved - e->in_use, b3));
+    }
+    gt_table_print(&tb, stdout, 4);
+    if (!sl->usable)
+        return;
+    printf("  slack fit: %s + %s x batch_size over %zu batch sizes%s; residual deviation %s, step %s\n",
+           gt_fmt_bytes_d(sl->fixed, b1), gt_fmt_bytes_d(sl->per_sample, b2), sl->nread,
+           sl->slope_clamped ? " (it shrank with the batch: the largest read, kept fixed)" : "",
+           gt_fmt_bytes_d(sl->deviation, b3), gt_fmt_bytes(sl->granularity, b4));
+}
+
+/* JSON "pool_slack": the readings per batch size and the line (null: the
+ * fitted level is no pool, or its reservation was never read). */
+void gt_slack_json(struct gt_json *j, const struct gt_slack *sl)
+{
+    gt_json_key(j, "pool_slack");
+    if (!sl->read_at_all || !sl->pool_only) {
+        gt_json_null(j);
+        return;
+    }
+    gt_json_obj(j);
+    gt_json_key(j, "by_batch_size");
+    gt_json_arr(j);
+    for (size_t b = 0; b < sl->nbs; b++) {
+        gt_json_obj(j);
+        gt_json_kint(j, "batch_size", sl->bs[b].batch_size);
+        gt_json_kint(j, "in_use_bytes", sl->bs[b].in_use);
+        gt_json_kint_or_null(j, "reserved_bytes", sl->bs[b].reserved);
+        gt_json_kint_or_null(j, "slack_bytes", sl->bs[b].reserved < 0 ? -1 : sl->bs[b].reserved - sl->bs[b].in_use);
+        gt_json_obj_end(j);
+    }
+    gt_json_arr_end(j);
+    gt_json_key(j, "fit");
+    if (sl->usable) {
+        gt_json_obj(j);
+        gt_json_kdouble(j, "fixed_bytes", sl->fixed);
+        gt_json_kdouble(j, "per_sample_bytes", sl->per_sample);
+        gt_json_key(j, "shrank_kept_fixed");
+        gt_json_bool(j, sl->slope_clamped);
+        gt_json_kdouble(j, "residual_deviation_bytes", sl->deviation);
+        gt_json_kint(j, "granularity_bytes", sl->granularity);
+        gt_json_obj_end(j);
+    } else {
+        gt_json_null(j);
+    }
+    gt_json_obj_end(j);
 }

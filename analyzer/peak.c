@@ -299,35 +299,6 @@ static long iteration_of(const struct gt_iterations *its, uint32_t ev)
     return -1;
 }
 
-/* The pool's slack per batch size and its line: what the margin rests on. */
-static void print_slack(const struct gt_slack *sl)
-{
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
-    if (!sl->read_at_all || !sl->pool_only)
-        return;
-    printf("  pool slack (its reservation, as read after the batch size's peak, beyond the bytes in use then):\n");
-    struct gt_table tb;
-    gt_table_init(&tb, 4, 0xf);
-    gt_table_row(&tb, "batch", "in use", "reserved", "slack");
-    for (size_t b = 0; b < sl->nbs; b++) {
-        const struct gt_slack_bs *e = &sl->bs[b];
-        char bs[32];
-        snprintf(bs, sizeof bs, "%lld", (long long)e->batch_size);
-        if (e->reserved < 0)
-            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), "not read", "");
-        else
-            gt_table_row(&tb, bs, gt_fmt_bytes(e->in_use, b1), gt_fmt_bytes(e->reserved, b2),
-                         gt_fmt_bytes(e->reserved - e->in_use, b3));
-    }
-    gt_table_print(&tb, stdout, 4);
-    if (!sl->usable)
-        return;
-    printf("  slack fit: %s + %s x batch_size over %zu batch sizes%s; residual deviation %s, step %s\n",
-           gt_fmt_bytes_d(sl->fixed, b1), gt_fmt_bytes_d(sl->per_sample, b2), sl->nread,
-           sl->slope_clamped ? " (it shrank with the batch: the largest read, kept fixed)" : "",
-           gt_fmt_bytes_d(sl->deviation, b3), gt_fmt_bytes(sl->granularity, b4));
-}
-
 /* How the room and the margin were measured, under the prediction. */
 static void print_room(const struct gt_peak *pk)
 {
@@ -464,7 +435,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     if (pk->fit.ok) {
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
                gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
-        print_slack(&pk->slack);
+        gt_slack_print(&pk->slack);
         if (pk->max_batch_size >= 0) {
             printf("  largest batch size predicted to fit: %lld (in %s available, less a margin of %s)\n",
                    (long long)pk->max_batch_size, gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
@@ -494,43 +465,6 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     printf("  overall peak: %s at %s%s; live then, by call site:\n", gt_fmt_bytes(pk->overall_peak, b1),
            gt_fmt_ns(c->t.ev[pk->overall_ev].t, b2), in);
     return gt_text_sites(c, s, ns, (size_t)c->o->top, 4);
-}
-
-/* JSON "pool_slack": the readings per batch size and the line (null: the
- * fitted level is no pool, or its reservation was never read). */
-static void json_slack(struct gt_json *j, const struct gt_slack *sl)
-{
-    gt_json_key(j, "pool_slack");
-    if (!sl->read_at_all || !sl->pool_only) {
-        gt_json_null(j);
-        return;
-    }
-    gt_json_obj(j);
-    gt_json_key(j, "by_batch_size");
-    gt_json_arr(j);
-    for (size_t b = 0; b < sl->nbs; b++) {
-        gt_json_obj(j);
-        gt_json_kint(j, "batch_size", sl->bs[b].batch_size);
-        gt_json_kint(j, "in_use_bytes", sl->bs[b].in_use);
-        gt_json_kint_or_null(j, "reserved_bytes", sl->bs[b].reserved);
-        gt_json_kint_or_null(j, "slack_bytes", sl->bs[b].reserved < 0 ? -1 : sl->bs[b].reserved - sl->bs[b].in_use);
-        gt_json_obj_end(j);
-    }
-    gt_json_arr_end(j);
-    gt_json_key(j, "fit");
-    if (sl->usable) {
-        gt_json_obj(j);
-        gt_json_kdouble(j, "fixed_bytes", sl->fixed);
-        gt_json_kdouble(j, "per_sample_bytes", sl->per_sample);
-        gt_json_key(j, "shrank_kept_fixed");
-        gt_json_bool(j, sl->slope_clamped);
-        gt_json_kdouble(j, "residual_deviation_bytes", sl->deviation);
-        gt_json_kint(j, "granularity_bytes", sl->granularity);
-        gt_json_obj_end(j);
-    } else {
-        gt_json_null(j);
-    }
-    gt_json_obj_end(j);
 }
 
 int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
@@ -630,7 +564,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "pool_read");
         gt_json_bool(j, pk.room.pool_read);
         gt_json_obj_end(j);
-        json_slack(j, &pk.slack);
+        gt_slack_json(j, &pk.slack);
         gt_json_key(j, "preallocated");
         gt_json_bool(j, pk.preallocated);
         gt_json_key(j, "peaks_follow_history");

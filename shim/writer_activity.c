@@ -25,7 +25,7 @@ static struct {
     _Atomic int end_taken;   /* 0, 1 being taken, 2 taken */
     int nend;
     struct gt_mem_sample end[GT_MAX_DEVICES];
-    uint64_t next_sample, sample_gap_ns, first_sample_t, cupti_dropped_seen;
+    uint64_t next_sample, first_sample_t, cupti_dropped_seen;
     /* one more sample when the program's first iteration has ended (its
      * first outermost default-domain range closed, or its second marker
      * API iteration began): what lazily loaded kernel modules and library
@@ -182,9 +182,8 @@ void gt_activity_tick(void)
         if (!A.first_sample_t)
             A.first_sample_t = now;
         uint64_t since = now - A.first_sample_t;
-        A.sample_gap_ns = gt_config.sample_ms ? (uint64_t)gt_config.sample_ms * 1000000ull
-                          : since < 16000000000ull ? 50000000ull : since;
-        A.next_sample = now + A.sample_gap_ns;
+        A.next_sample = now + (gt_config.sample_ms ? (uint64_t)gt_config.sample_ms * 1000000ull
+                               : since < 16000000000ull ? 50000000ull : since);
     }
     if (A.iteration_sample == 1 && atomic_load(&A.nvml_on) && A.start_sampled &&
         A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
