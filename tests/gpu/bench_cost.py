@@ -45,14 +45,15 @@ if len(sys.argv) > 1 and sys.argv[1] == '--serve':
     if cpus:   # every configuration on the same cores: which core a run lands on is noise, not cost
         os.sched_setaffinity(0, {int(c) for c in cpus.split(',')})
     sys.path.insert(0, here)
-    import transformer_step
+    import importlib
+    workload = importlib.import_module(os.environ.pop('BENCH_COST_WORKLOAD', 'transformer_step'))
     for line in sys.stdin:
         argv = json.loads(line)
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             print('pid=%d' % os.getpid())
-            transformer_step.main(argv)
+            workload.main(argv)
             sys.stdout.flush()
             raise SystemExit(0)  # a normal exit: Python's and the C library's exit handlers run
         _, status, ru = os.wait4(pid, 0)
@@ -67,6 +68,8 @@ ap.add_argument('--runs', type=int, default=10)
 ap.add_argument('--alloc', default='default', choices=('default', 'async'))
 ap.add_argument('--configs', default='bare,defaults,cupti0,history')
 ap.add_argument('--steps', type=int, default=80)
+ap.add_argument('--workload', default='transformer', choices=('transformer', 'launch'),
+                help='launch: launch_step.py, small kernels only (CUPTI per launch, undiluted)')
 ap.add_argument('--first', type=int, default=10, help='steps before this one are warm-up')
 ap.add_argument('--budget-s', type=float, default=530)
 ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
@@ -89,6 +92,7 @@ shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
 configs = a.configs.split(',')
+WORKLOAD = {'transformer': 'transformer_step', 'launch': 'launch_step'}[a.workload]
 if a.alloc == 'async' and 'history' in configs:
     configs.remove('history')   # PyTorch refuses to record history under cudaMallocAsync
 t_start = time.monotonic()
@@ -96,6 +100,7 @@ t_start = time.monotonic()
 
 def environment(cfg):
     env = dict(os.environ)
+    env['BENCH_COST_WORKLOAD'] = WORKLOAD
     if a.cpus:
         env['BENCH_COST_CPUS'] = a.cpus
     if a.alloc == 'async':
@@ -130,7 +135,7 @@ servers = {}
 def run_once(cfg, i):
     """Runs the workload once in a fresh process; returns its output lines."""
     if a.exec:
-        p = subprocess.run([sys.executable, os.path.join(here, 'transformer_step.py')] + workload_args(cfg),
+        p = subprocess.run([sys.executable, os.path.join(here, WORKLOAD + '.py')] + workload_args(cfg),
                            env=environment(cfg), capture_output=True, text=True, timeout=300)
         return p.returncode, p.stdout.splitlines() + ['pid=%d' % p.pid], p.stderr  # (no cpu_s by exec)
     s = servers.get(cfg)
@@ -187,7 +192,7 @@ def summarize():
     base = samples.get('bare') or []
     rows = []
     out = ['%s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
-        a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
+        a.workload, a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
         '%-28s %4s %8s %15s %7s %17s %9s %11s %9s %7s' % ('configuration', 'runs', 'median', 'spread (ms)', 'ratio',
                                                            '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
     for cfg in configs:
@@ -212,7 +217,7 @@ def summarize():
                      'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
-    with open(os.path.join(a.out, 'bench_cost_%s.json' % a.alloc), 'w') as f:
+    with open(os.path.join(a.out, 'bench_cost_%s_%s.json' % (a.workload, a.alloc)), 'w') as f:
         json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'cpus': a.cpus,
                    'main_cpu': main_cpu,
                    'rows': rows, 'rounds': by_round}, f, indent=1)
