@@ -30,6 +30,7 @@ static int kernel_sampling(struct gt_trace *t)
         size_t n = m ? strlen(m) : 0;
         if (m && !strncmp(m, "sampled:", 8)) {
             k->on = 1;
+            k->since_ns = at;
             snprintf(k->how, sizeof k->how, "%s", m + 9);
             char *semi = strrchr(k->how, ';');
             if (semi)
@@ -126,11 +127,17 @@ void gt_recorder_text(const struct gt_trace *t)
 {
     const struct gt_recorder *w = &t->recorder;
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
-    if (t->kernels.on && t->kernels.full_until_ns >= 0)
+    const struct gt_kernel_sampling *k = &t->kernels;
+    if (k->on && k->full_until_ns > k->since_ns)
         printf("kernels sampled (%s): every kernel until %s, then kernels during %s of the %s after it; kernel "
-               "timelines and iterations found from kernels cover those spans only\n", t->kernels.how, gt_fmt_ns(t->kernels.full_until_ns, b1),
-               gt_fmt_ns(t->kernels.recorded_ns - t->kernels.full_until_ns, b2),
-               gt_fmt_ns(t->proc.end_ns >= 0 ? t->proc.end_ns - t->kernels.full_until_ns : -1, b3));
+               "timelines and iterations found from kernels cover those spans only\n", k->how, gt_fmt_ns(k->full_until_ns, b1),
+               gt_fmt_ns(k->recorded_ns - (k->full_until_ns - k->since_ns), b2),
+               gt_fmt_ns(t->proc.end_ns >= 0 ? t->proc.end_ns - k->full_until_ns : -1, b3));
+    else if (k->on && k->full_until_ns >= 0)
+        printf("kernels sampled (%s): kernels, copies and memsets recorded during %s of the %s from %s on; kernel "
+               "timelines and iterations found from kernels cover those spans only\n", k->how,
+               gt_fmt_ns(k->recorded_ns, b1), gt_fmt_ns(t->proc.end_ns >= 0 ? t->proc.end_ns - k->since_ns : -1, b2),
+               gt_fmt_ns(k->since_ns, b3));
     if (!w->on)
         return;
     printf("flight recorder (GPUTRACE_WINDOW_S): only the last %s are kept in full; everything below covers %s to the "
@@ -155,7 +162,9 @@ void gt_recorder_json(const struct gt_trace *t, struct gt_json *j)
         gt_json_key(j, "kernel_sampling");
         gt_json_obj(j);
         gt_json_kstr(j, "how", t->kernels.how);
-        gt_json_kint_or_null(j, "every_kernel_until_ns", t->kernels.full_until_ns);
+        gt_json_kint_or_null(j, "every_kernel_until_ns",
+                             t->kernels.full_until_ns > t->kernels.since_ns ? t->kernels.full_until_ns : -1);
+        gt_json_kint(j, "sampled_since_ns", t->kernels.since_ns);
         gt_json_kint(j, "recorded_ns", t->kernels.recorded_ns);
         gt_json_obj_end(j);
     }

@@ -135,6 +135,7 @@ struct gt_trace {
     struct gt_kernel_sampling {  /* "kernels" notes: kernel records on at times only (cupti.c) */
         int on;
         int64_t full_until_ns;   /* every kernel until then (the first pause) */
+        int64_t since_ns;        /* the schedule's start (CUPTI's); == full_until_ns: no full period */
         int64_t recorded_ns;     /* time with kernel records on, over the trace */
         char how[256];           /* the shim's note */
     } kernels;

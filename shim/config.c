@@ -34,10 +34,12 @@ const struct gt_config_var gt_config_vars[] = {
     {"GPUTRACE_CUPTI_KINDS", GT_CFG_STRING, FIELD(cupti_kinds), "kernel,memcpy,memset", 0, 0,
      "CUPTI activity kinds recorded: kernel, memcpy, memset, and off by default pool (memory-pool records) and memory "
      "(the driver's allocation records, which duplicate the hooks' events at a cost on every stream-ordered allocation)"},
-    {"GPUTRACE_KERNELS_FULL_S", GT_CFG_INT, FIELD(kernels_full_s), "30", 0, 31536000,
-     "every kernel for this many seconds after CUPTI starts; then they are sampled (GPUTRACE_KERNELS_EVERY_S)"},
-    {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "30", 0, 86400,
-     "after GPUTRACE_KERNELS_FULL_S, kernels during 1 s of every this many seconds; 0 or 1: every kernel, all the run"},
+    {"GPUTRACE_KERNELS_FULL_S", GT_CFG_INT, FIELD(kernels_full_s), "5", 0, 31536000,
+     "every kernel, copy and memset for this many seconds after CUPTI starts; then they are sampled "
+     "(GPUTRACE_KERNELS_EVERY_S)"},
+    {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "20", 0, 86400,
+     "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s of every this many seconds, CUPTI "
+     "detached in between; 0 or 1: every one, all the run"},
     {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
     {"GPUTRACE_SAMPLE_MS", GT_CFG_INT, FIELD(sample_ms), "0", 0, 3600000,
      "sample each device's used memory through NVML every this many ms (0: off)"},

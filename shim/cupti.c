@@ -3,6 +3,13 @@
  * hook of the program's own first successful CUDA call. CUPTI stamps records with our
  * clock (CLOCK_MONOTONIC), so they share the events' timeline. Buffers filled
  * by CUPTI are pushed on a lock-free list that the writer drains.
+ * Sampled activity (the default): records only in windows; between them CUPTI
+ * is detached from the process (cuptiFinalize), since merely disabling the
+ * kinds leaves CUPTI's per-launch work in place (measured on an H100: a launch
+ * loop cost the same 1.10 with kernel records enabled as after disabling them;
+ * tests/bench/RESULTS.md). The window's end, the detach and the next window's
+ * re-attach are the writer's; the detach itself runs where CUPTI says it is
+ * safe, at the exit of the next CUDA call of any thread (detach_on_api_exit).
  * Only one client can own CUPTI's activity buffers: if another (torch.profiler,
  * Nsight) holds CUPTI we step aside with one stderr line and a note; if one
  * takes it later (we interpose cuptiActivityRegisterCallbacks) we flush, hand
@@ -20,6 +27,7 @@
 
 #define BUF_BYTES (4u << 20)
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
+#define DETACH_AFTER_NS (200 * 1000000ull)  /* a closed window's last kernels end before CUPTI detaches */
 
 enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
 
@@ -38,12 +46,24 @@ static struct {
     CUptiResult (*flush_all)(uint32_t);
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*num_dropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+    CUptiResult (*finalize)(void);
     uint64_t next_flush;
-    CUpti_ActivityKind enabled[8];
+    CUpti_ActivityKind enabled[8]; /* the kinds a window records */
     int n_enabled;
-    bool sampling, kernels_on;  /* kernels recorded only at times (gt_cupti_tick) */
-    uint64_t next_toggle;
+    bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
+    bool can_detach;           /* cuptiFinalize and cuptiEnableDomain exist */
+    uint64_t next_toggle, detach_due;
 } C;
+/* CUPTI's attachment to the process while sampling. Program threads move it
+ * only DETACH_ASKED -> FINALIZING -> DETACHED (the API-exit callback); the
+ * writer, the exit path and a foreign subscriber move it only through
+ * ATTACHING, each by compare-and-swap, so no two of them call CUPTI's
+ * finalize and its attach at once. */
+enum { A_ATTACHED, A_DETACH_ASKED, A_FINALIZING, A_DETACHED, A_ATTACHING };
+static _Atomic int attach = A_ATTACHED;
+static CUpti_SubscriberHandle detach_sub;
+static _Atomic uint32_t detaches;  /* done, for the notes */
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
 static _Atomic bool realtime;   /* after handing CUPTI over: CUPTI's own default clock */
@@ -102,6 +122,51 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
 {
     (void)u, (void)d, (void)id, (void)info;
+}
+
+/* Subscribed only while a detach is asked for: the first runtime or driver
+ * call to return, on any thread, detaches CUPTI there (cuptiFinalize's
+ * documented safe place); the subscription goes with it. */
+static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
+{
+    (void)u, (void)id;
+    const CUpti_CallbackData *cb = info;
+    if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
+        cb->callbackSite != CUPTI_API_EXIT)
+        return;
+    int asked = A_DETACH_ASKED;
+    if (!atomic_compare_exchange_strong(&attach, &asked, A_FINALIZING))
+        return;
+    C.finalize();
+    atomic_fetch_add(&detaches, 1);
+    atomic_store(&attach, A_DETACHED);
+}
+
+/* Waits (bounded) while another thread finalizes or attaches; returns the
+ * state it settled in. */
+static int settled_attach(void)
+{
+    int s = atomic_load(&attach);
+    for (int i = 0; i < 2000 && (s == A_FINALIZING || s == A_ATTACHING); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        s = atomic_load(&attach);
+    }
+    return s;
+}
+
+/* A detach asked for and not yet done is taken back (the caller needs CUPTI
+ * as it is: the exit's flush, a window, a foreign subscriber). Returns true
+ * when CUPTI is attached afterwards. */
+static bool cancel_detach(void)
+{
+    int s = settled_attach();
+    if (s == A_DETACH_ASKED && atomic_compare_exchange_strong(&attach, &s, A_ATTACHING)) {
+        C.unsubscribe(detach_sub);
+        atomic_store(&attach, A_ATTACHED);
+        return true;
+    }
+    return s == A_ATTACHED;
 }
 
 /* ---- finding and loading libcupti ---- */
@@ -200,22 +265,65 @@ static bool resolve(char *why, size_t cap)
             snprintf(why, cap, "%.512s lacks %s (too old)", C.path, t[i].name);
             return false;
         }
+    C.enable_domain = dlsym(C.h, "cuptiEnableDomain");
+    C.finalize = dlsym(C.h, "cuptiFinalize");
+    C.can_detach = C.enable_domain && C.finalize;
     return true;
 }
 
 static void disable_ours(void)
 {
     for (int i = 0; i < C.n_enabled; i++)
-        if (C.enabled[i] != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || !C.sampling || C.kernels_on)
+        if (!C.sampling || C.recording)
             C.disable(C.enabled[i]);
     C.n_enabled = 0;
     C.sampling = false;
 }
 
+/* Writer: a window opens. CUPTI attaches again where it was detached (any
+ * CUPTI call does that; our clock and buffers are registered anew). False:
+ * another thread is mid-way, try at the next round. */
+static bool window_open(void)
+{
+    if (!cancel_detach()) {
+        int s = A_DETACHED;
+        if (!atomic_compare_exchange_strong(&attach, &s, A_ATTACHING))
+            return false;
+        C.register_timestamp(timestamp);
+        C.register_callbacks(buffer_requested, buffer_completed);
+        atomic_store(&attach, A_ATTACHED);
+    }
+    for (int i = 0; i < C.n_enabled; i++)
+        if (C.enable(C.enabled[i]) != CUPTI_SUCCESS)
+            return false;
+    return true;
+}
+
+/* Writer, a moment after a window closed (its last records completed and
+ * flushed): ask for the detach at the next CUDA call's exit. Another
+ * subscriber (torch.profiler's callbacks, a tool) holds CUPTI's one slot:
+ * then CUPTI stays attached with nothing enabled, and the notes say so once. */
+static void ask_detach(void)
+{
+    if (!C.can_detach || atomic_load(&attach) != A_ATTACHED)
+        return;
+    CUptiResult r = C.subscribe(&detach_sub, detach_on_api_exit, NULL);
+    if (r == CUPTI_SUCCESS && C.enable_domain(1, detach_sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+        C.enable_domain(1, detach_sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS) {
+        atomic_store(&attach, A_DETACH_ASKED);
+        return;
+    }
+    if (r == CUPTI_SUCCESS)
+        C.unsubscribe(detach_sub);
+    C.can_detach = false;
+    gt_note("cupti", false, "between windows CUPTI stays attached with no activity enabled (%s): its cost per "
+            "launch stays too", r == CUPTI_SUCCESS ? "cuptiEnableDomain failed" : errstr(r));
+}
+
 static void at_exit_flush(void)
 {
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
-    if (atomic_load(&state) == C_ON && !gt_unwind_in_signal_frame())
+    if (atomic_load(&state) == C_ON && !gt_unwind_in_signal_frame() && cancel_detach())
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     atomic_store(&exiting, true);
 }
@@ -297,22 +405,15 @@ void gt_cupti_start(void)
     if (*unknown)
         gt_note("cupti", true, "GPUTRACE_CUPTI_KINDS: ignoring %s (kinds: kernel, memcpy, memset, memory, pool)",
                 unknown);
-    /* Kernels cost the program CUPTI's work on every launch: every kernel for
-     * GPUTRACE_KERNELS_FULL_S, then 1 s of every GPUTRACE_KERNELS_EVERY_S
-     * (gt_cupti_tick turns them on and off; "kernels" notes say when). */
+    /* Activity costs the program CUPTI's work on every launch, even with no
+     * kind enabled, until CUPTI is detached: by default records come only in
+     * windows, every one for GPUTRACE_KERNELS_FULL_S, then 1 s of every
+     * GPUTRACE_KERNELS_EVERY_S (gt_cupti_tick; "kernels" notes say when).
+     * Every kind is enabled once here, so that one CUPTI cannot give fails now. */
     uint64_t now = gt_now_ns();
-    C.sampling = want[0] && gt_config.kernels_every_s > 1;
-    C.kernels_on = !C.sampling || gt_config.kernels_full_s > 0;
-    C.next_toggle = now + (gt_config.kernels_full_s ? (uint64_t)gt_config.kernels_full_s
-                                                    : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
     for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
         if (!want[q])
             continue;
-        if (q == 0 && !C.kernels_on) {
-            C.enabled[C.n_enabled++] = kinds[q].k;
-            snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", *extra ? ", " : "", kinds[q].name);
-            continue;
-        }
         if ((r = C.enable(kinds[q].k)) != CUPTI_SUCCESS) {
             if (!kinds[q].required)
                 continue;
@@ -323,14 +424,26 @@ void gt_cupti_start(void)
         C.enabled[C.n_enabled++] = kinds[q].k;
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", *extra ? ", " : "", kinds[q].name);
     }
+    C.sampling = C.n_enabled > 0 && gt_config.kernels_every_s > 1;
+    C.recording = true;
+    C.next_toggle = now + (gt_config.kernels_full_s ? (uint64_t)gt_config.kernels_full_s
+                                                    : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
+    if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
+        for (int i = 0; i < C.n_enabled; i++)
+            C.disable(C.enabled[i]);
+        C.recording = false;
+        C.detach_due = now;
+    }
     atexit(at_exit_flush); /* runs before cudart's own teardown, registered earlier */
     C.next_flush = now + FLUSH_EVERY_NS;
     atomic_store(&state, C_ON);
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
     if (C.sampling)
-        gt_note("kernels", false, "sampled: every kernel for the first %u s, then during 1 s of every %u s "
-                "(GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s", gt_config.kernels_full_s,
-                gt_config.kernels_every_s, C.kernels_on ? "; recording" : "; paused");
+        gt_note("kernels", false, "sampled: %s%u s, then during 1 s of every %u s; kernels, copies and memsets "
+                "alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
+                gt_config.kernels_full_s ? "every kernel for the first " : "no kernel for the first ",
+                gt_config.kernels_full_s ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
+                gt_config.kernels_every_s, C.recording ? "; recording" : "; paused");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);
@@ -339,34 +452,51 @@ unavailable:
 }
 
 /* Writer thread, each round, outside SQLite: completed records reach us at
- * least every FLUSH_EVERY_NS even when a buffer is far from full. */
+ * least every FLUSH_EVERY_NS even when a buffer is far from full; windows
+ * open and close. No CUPTI call while it is detached: any would attach it. */
 void gt_cupti_tick(uint64_t now)
 {
-    if (atomic_load(&state) != C_ON)
+    if (atomic_load(&state) != C_ON || atomic_load(&exiting))
         return;
-    if (now >= C.next_flush) {
+    bool attached = atomic_load(&attach) == A_ATTACHED;
+    if (now >= C.next_flush && attached) {
         C.flush_all(0); /* completed records, even in partly filled buffers */
         C.next_flush = now + FLUSH_EVERY_NS;
     }
-    if (C.sampling && now >= C.next_toggle) { /* the kernels' sampling: on 1 s, off every_s - 1 */
-        bool on = !C.kernels_on;
-        if ((on ? C.enable : C.disable)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
-            C.sampling = false;
-            gt_note("kernels", false, "%s: turning kernel records %s failed; they stay as they were", 
-                    C.kernels_on ? "recording" : "paused", on ? "on" : "off");
-            return;
-        }
-        C.kernels_on = on;
-        C.next_toggle = now + (on ? 1ull : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
-        gt_note("kernels", false, on ? "recording" : "paused");
+    if (!C.sampling)
+        return;
+    if (C.detach_due && now >= C.detach_due) {
+        C.detach_due = 0;
+        if (attached)
+            C.flush_all(0); /* what the closed window still held */
+        ask_detach();
     }
+    if (now < C.next_toggle)
+        return;
+    if (!C.recording) {
+        if (!window_open()) /* another thread is attaching or detaching: the next round */
+            return;
+        C.detach_due = 0;
+        C.recording = true;
+        C.next_toggle = now + 1000000000ull;
+        gt_note("kernels", false, "recording");
+        return;
+    }
+    /* Kernels already launched complete on their own: their records are
+     * flushed, and CUPTI detached, DETACH_AFTER_NS later. */
+    for (int i = 0; i < C.n_enabled; i++)
+        C.disable(C.enabled[i]);
+    C.recording = false;
+    C.detach_due = now + DETACH_AFTER_NS;
+    C.next_toggle = now + ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
+    gt_note("kernels", false, "paused");
 }
 
 /* At stop (exit, _exit, exec): everything CUPTI holds goes to the writer.
  * After our atexit flush CUPTI may already be torn down: nothing then. */
 void gt_cupti_flush_for_stop(void)
 {
-    if (atomic_load(&state) == C_ON && !atomic_load(&exiting))
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && cancel_detach())
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
@@ -378,8 +508,10 @@ static void yield(void)
     int on = C_ON;
     if (!atomic_compare_exchange_strong(&state, &on, C_YIELDED))
         return;
-    C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    disable_ours();
+    if (cancel_detach()) { /* detached: nothing of ours is left in CUPTI */
+        C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        disable_ours();
+    }
     atomic_store(&realtime, true);
     gt_note("cupti", true, "taken over: another CUPTI client (torch.profiler?) registered its own activity buffers; "
             "kernels and copies after this moment are not recorded, allocation tracing goes on");
@@ -398,6 +530,20 @@ GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReques
         yield();
     }
     return real(req, comp);
+}
+
+/* A subscriber of the program's own (torch.profiler, a tool) while our
+ * detach waits for its API exit: CUPTI has one subscriber slot, so ours goes
+ * first (windows then pause with CUPTI attached: ask_detach says so). */
+GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
+{
+    static struct gt_hook row = {"cuptiSubscribe", NULL, "libcupti.so", NULL, 0};
+    __typeof__(&cuptiSubscribe) real = C.subscribe ? C.subscribe : (__typeof__(&cuptiSubscribe))gt_real_of(&row);
+    if (!real)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    if (cb != detach_on_api_exit && cb != no_callback)
+        cancel_detach();
+    return real(sub, cb, user);
 }
 
 /* ---- the writer's side ---- */

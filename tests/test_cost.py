@@ -4,7 +4,8 @@ exchange: the default CUPTI kinds leave out the driver's per-allocation records
 the pool records (a pool's size at creation or trim only); the stream-ordered
 pool's reservation that the ledger needed them for is read by the writer
 thread from the pool itself (tests/progs/pool_phases.c against the stand-in's
-pools); kernels are sampled after a first period in full."""
+pools); kernels, copies and memsets are sampled after a first period in full,
+CUPTI detached between the windows."""
 import json
 import os
 
@@ -51,21 +52,69 @@ class PoolReservation(TraceTest):
 
 
 class KernelSampling(TraceTest):
-    """Kernels cost CUPTI's work on every launch: by default every kernel for
-    GPUTRACE_KERNELS_FULL_S, then during 1 s of every GPUTRACE_KERNELS_EVERY_S,
-    with "kernels" notes saying when, and every report saying so."""
+    """CUPTI costs every launch while it is attached, records on or not: by
+    default every kernel for GPUTRACE_KERNELS_FULL_S, then during 1 s of every
+    GPUTRACE_KERNELS_EVERY_S, CUPTI detached between the windows, with
+    "kernels" notes saying when, and every report saying so."""
 
-    def steady(self, **env):
+    def steady(self, ms=3500, **env):
         env.setdefault('GPUTRACE_CUPTI_PATH', FAKE_CUPTI)
-        p, db = self.trace([prog('cupti_activity'), 'steady', '3500'], env_extra=env)
+        p, db = self.trace([prog('cupti_activity'), 'steady', str(ms)], env_extra=env)
         self.assertEqual(p.returncode, 0, p.stderr)
-        on, all_ = (int(x) for x in p.stdout.split()[1::2])
-        return db, on, all_
+        w = p.stdout.split()
+        self.assertEqual(w[0::2][:4], ['steady', 'of', 'attached', 'detaches'], p.stdout)
+        self.on, self.all, self.attached, self.detaches = (int(x) for x in w[1::2][:4])
+        return db, self.on, self.all
+
+    def test_cupti_is_detached_between_windows_and_attached_again_for_the_next(self):
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
+        # two pauses (1..2 s, 3..3.5 s), each ending in a detach
+        self.assertEqual(self.detaches, 2)
+        # launches CUPTI saw: those recorded, and after each window only until the
+        # detach (its records' flush 200 ms later, then the next launch's exit)
+        paused = all_ - on
+        self.assertGreaterEqual(self.attached, on)
+        self.assertLess(self.attached - on, 0.5 * paused, (self.attached, on, all_))
+        # the second window's kernels were recorded: CUPTI attached again, our clock and buffers with it
+        t = [r[0] for r in query(db, "SELECT t_ns FROM notes WHERE component = 'kernels' ORDER BY t_ns")]
+        self.assertGreater(query(db, 'SELECT count(*) FROM kernels WHERE start_ns > ?', (t[2],))[0][0], 50)
+
+    def test_no_full_period_records_nothing_before_the_first_window(self):
+        db, on, all_ = self.steady(2500, GPUTRACE_KERNELS_FULL_S=0, GPUTRACE_KERNELS_EVERY_S=2)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertRegex(notes[0][1], r'^sampled: no kernel for the first 1 s, then during 1 s of every 2 s.*; paused$')
+        self.assertEqual([m for _, m in notes[1:]], ['recording', 'paused'])
+        t = [n[0] for n in notes]
+        starts = [r[0] for r in query(db, 'SELECT start_ns FROM kernels ORDER BY start_ns')]
+        self.assertEqual(len(starts), on)
+        self.assertTrue(starts and all(t[1] - 10e6 <= s <= t[2] + 10e6 for s in starts), (t, starts[:3]))
+        self.assertEqual(self.detaches, 2)  # at the start, and after the window
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertRegex(text, r'kernels sampled \(no kernel for the first 1 s.*\): kernels, copies and memsets '
+                               r'recorded during 1\.0\d+ s of the')
+        js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
+        self.assertIsNone(js['every_kernel_until_ns'])
+        self.assertEqual(js['sampled_since_ns'], t[0])
+        self.assertEqual(js['recorded_ns'], t[2] - t[1])
+
+    def test_a_program_subscribing_while_the_detach_waits_gets_cuptis_slot_and_windows_go_on(self):
+        # no full period: the shim asks for its detach at once, and the program makes no CUDA
+        # call for 300 ms, so its subscriber still holds CUPTI's one slot when the program subscribes
+        p, db = self.trace([prog('cupti_activity'), 'subscribe', '2600'],
+                           env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': '0',
+                                      'GPUTRACE_KERNELS_EVERY_S': '2'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines()[0], 'subscribe 0')
+        # the window at 1..2 s is recorded; after it CUPTI's slot is the program's: attached, and said so
+        self.assertGreater(query(db, 'SELECT count(*) FROM kernels')[0][0], 100)
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti' ORDER BY id")]
+        self.assertTrue(any(m.startswith('between windows CUPTI stays attached with no activity enabled '
+                                         '(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)') for m in notes), notes)
 
     def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s, then during 1 s of every 2 s .*; '
+        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s, then during 1 s of every 2 s.*; '
                                       r'recording$')
         self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
         t = [n[0] for n in notes]
@@ -95,6 +144,7 @@ class KernelSampling(TraceTest):
         self.assertNotIn('kernel_sampling', run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)
 
     def test_a_run_shorter_than_the_full_period_keeps_every_kernel_and_is_not_called_sampled(self):
-        db, on, all_ = self.steady()  # the defaults: 30 s in full
+        db, on, all_ = self.steady(1500)  # the defaults: 5 s in full
         self.assertEqual(on, all_)
+        self.assertEqual(self.detaches, 0)
         self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)

@@ -6,6 +6,12 @@
  * (it finds this library with dlopen(RTLD_NOLOAD)); each record is stamped
  * with the registered timestamp callback, or CLOCK_REALTIME as CUPTI does
  * without one.
+ * Attachment as CUPTI's: cuptiFinalize detaches (buffers completed, every
+ * registration and kind forgotten), any later call attaches again; a
+ * subscriber with the runtime domain enabled is called at the exit of every
+ * planted record's "API call" (after fake_cupti_emit records it), where the
+ * shim detaches. fake_cupti_counts() says how many records were planted
+ * while attached (CUPTI's per-launch cost) and how many detaches came.
  * Environment: FAKE_CUPTI_VERSION (default 130001), FAKE_CUPTI_BUSY=1 (another
  * tool holds the subscriber slot), FAKE_CUPTI_RECORDS_PER_BUFFER (default 64:
  * small, so a run completes many buffers). */
@@ -23,6 +29,10 @@ static CUpti_BuffersCallbackRequestFunc request;
 static CUpti_BuffersCallbackCompleteFunc complete;
 static CUpti_TimestampCallbackFunc timestamp;
 static int subscribed;
+static CUpti_CallbackFunc sub_cb;
+static void *sub_ud;
+static unsigned domains;  /* bit per enabled callback domain */
+static int attached = 1, attached_emits, finalizes;
 static uint8_t enabled[64];
 static uint8_t *buf;
 static size_t buf_size, buf_used;
@@ -60,19 +70,66 @@ EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *ud)
 {
-    (void)cb, (void)ud;
-    if (env_long("FAKE_CUPTI_BUSY", 0) || subscribed)
+    pthread_mutex_lock(&mu);
+    attached = 1;
+    if (env_long("FAKE_CUPTI_BUSY", 0) || subscribed) {
+        pthread_mutex_unlock(&mu);
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
     subscribed = 1;
+    sub_cb = cb, sub_ud = ud, domains = 0;
     *h = (CUpti_SubscriberHandle)&subscribed;
+    pthread_mutex_unlock(&mu);
     return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
 {
     (void)h;
+    pthread_mutex_lock(&mu);
     subscribed = 0;
+    sub_cb = NULL, domains = 0;
+    pthread_mutex_unlock(&mu);
     return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d)
+{
+    pthread_mutex_lock(&mu);
+    CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
+    if (subscribed && h == (CUpti_SubscriberHandle)&subscribed && (unsigned)d < 32) {
+        domains = enable ? domains | 1u << d : domains & ~(1u << d);
+        r = CUPTI_SUCCESS;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static void complete_buffer(void);
+
+/* Detaches: the client's buffers are completed, then everything registered
+ * is forgotten, as CUPTI destroys its state. */
+EXPORT CUptiResult cuptiFinalize(void)
+{
+    pthread_mutex_lock(&mu);
+    if (complete)
+        complete_buffer();
+    request = NULL, complete = NULL, timestamp = NULL;
+    memset(enabled, 0, sizeof enabled);
+    subscribed = 0, sub_cb = NULL, domains = 0;
+    attached = 0;
+    finalizes++;
+    pthread_mutex_unlock(&mu);
+    return CUPTI_SUCCESS;
+}
+
+/* For a test program: records planted while CUPTI was attached, detaches. */
+EXPORT void fake_cupti_counts(int *emits_attached, int *detaches)
+{
+    pthread_mutex_lock(&mu);
+    *emits_attached = attached_emits;
+    *detaches = finalizes;
+    pthread_mutex_unlock(&mu);
 }
 
 /* Hands the current buffer to the client (mu held). */
@@ -94,6 +151,7 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
     if (!req || !comp)
         return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&mu);
+    attached = 1;
     if (complete)
         complete_buffer(); /* the previous client's records stay the previous client's */
     request = req;
@@ -106,6 +164,7 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
 {
     if (!f)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    attached = 1;
     timestamp = f;
     return CUPTI_SUCCESS;
 }
@@ -114,12 +173,14 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {
     if ((unsigned)k >= sizeof enabled)
         return CUPTI_ERROR_NOT_COMPATIBLE;
+    attached = 1;
     enabled[k] = 1;
     return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
+    attached = 1;
     if ((unsigned)k < sizeof enabled)
         enabled[k] = 0;
     return CUPTI_SUCCESS;
@@ -142,6 +203,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
     (void)flag;
     pthread_mutex_lock(&mu);
+    attached = 1;
     if (!complete) {
         pthread_mutex_unlock(&mu);
         return CUPTI_SUCCESS;
@@ -217,6 +279,7 @@ EXPORT int fake_cupti_emit(const char *what, const char *name, uint64_t a, uint6
     pthread_mutex_lock(&mu);
     uint64_t t = now();
     int ok = 0;
+    attached_emits += attached;
     if (!strcmp(what, "kernel")) {
         CUpti_ActivityKernel10 *k = slot(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
         if (k) {
@@ -283,6 +346,14 @@ EXPORT int fake_cupti_emit(const char *what, const char *name, uint64_t a, uint6
             ok = 1;
         }
     }
+    /* the planted record's API call returns: a subscriber hears its exit,
+     * outside the lock (the shim's detaches there) */
+    CUpti_CallbackFunc cb = domains & 1u << CUPTI_CB_DOMAIN_RUNTIME_API ? sub_cb : NULL;
+    void *ud = sub_ud;
     pthread_mutex_unlock(&mu);
+    if (cb) {
+        CUpti_CallbackData d = {.callbackSite = CUPTI_API_EXIT, .functionName = what};
+        cb(ud, CUPTI_CB_DOMAIN_RUNTIME_API, 0, &d);
+    }
     return ok;
 }

@@ -191,7 +191,7 @@ def trace_bytes(db, steady, steps):
 def summarize():
     base = samples.get('bare') or []
     rows = []
-    out = ['%s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
+    out = ['%s, %s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
         a.workload, a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
         '%-28s %4s %8s %15s %7s %17s %9s %11s %9s %7s' % ('configuration', 'runs', 'median', 'spread (ms)', 'ratio',
                                                            '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]

@@ -9,8 +9,14 @@
  *             torch.profiler does) and plants 5 kernels "_Z5afterv" that the
  *             shim must not see
  *   steady MS: a kernel "_Z4stepv" every 5 ms for MS milliseconds (default
- *             3500), as a training loop launches them; prints "steady N of M"
- *             (N recorded by the stand-in: kernel records were on)
+ *             3500), as a training loop launches them; prints "steady N of M
+ *             attached K detaches D" (N recorded by the stand-in: kernel
+ *             records were on; K planted while CUPTI was attached; D detaches)
+ *   subscribe: sleeps 300 ms with no CUDA call (the shim, which detaches CUPTI
+ *             outside its windows, then waits for an API exit with its own
+ *             subscriber in CUPTI's one slot), then subscribes as
+ *             torch.profiler does; prints "subscribe R" (R: CUPTI's result, 0
+ *             is success), then goes on as steady MS
  * Prints the CLOCK_MONOTONIC span of the planting. */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -40,6 +46,11 @@ static int find(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+static void CUPTIAPI my_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
+{
+    (void)u, (void)d, (void)id, (void)info;
+}
+
 static int mine;
 static void CUPTIAPI my_request(uint8_t **b, size_t *size, size_t *max)
 {
@@ -63,11 +74,22 @@ int main(int argc, char **argv)
         abort();
     char path[4096] = "";
     emit_fn emit = NULL;
+    void (*counts)(int *, int *) = NULL;
     if (dl_iterate_phdr(find, path)) {
         void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
         emit = h ? (emit_fn)dlsym(h, "fake_cupti_emit") : NULL;
+        counts = h ? (void (*)(int *, int *))dlsym(h, "fake_cupti_counts") : NULL;
     }
-    if (emit && !strcmp(mode, "steady")) {
+    if (emit && !strcmp(mode, "subscribe")) {
+        struct timespec wait = {0, 300000000};
+        nanosleep(&wait, NULL);
+        CUptiResult (*sub)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
+            (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(RTLD_DEFAULT, "cuptiSubscribe");
+        CUpti_SubscriberHandle h;
+        CUptiResult r = sub ? sub(&h, my_callback, NULL) : CUPTI_ERROR_UNKNOWN;
+        printf("subscribe %d\n", (int)r);
+    }
+    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "subscribe"))) {
         uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
         int on = 0, all = 0;
         struct timespec pause = {0, 5000000};
@@ -76,7 +98,10 @@ int main(int argc, char **argv)
             nanosleep(&pause, NULL);
         }
         cudaFree(a);
-        printf("steady %d of %d\n", on, all);
+        int attached = -1, detaches = -1;
+        if (counts)
+            counts(&attached, &detaches);
+        printf("steady %d of %d attached %d detaches %d\n", on, all, attached, detaches);
         return 0;
     }
     uint64_t t0 = mono();
