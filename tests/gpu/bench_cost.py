@@ -71,6 +71,9 @@ ap.add_argument('--steps', type=int, default=80)
 ap.add_argument('--workload', default='transformer', choices=('transformer', 'launch'),
                 help='launch: launch_step.py, small kernels only (CUPTI per launch, undiluted)')
 ap.add_argument('--first', type=int, default=10, help='steps before this one are warm-up')
+ap.add_argument('--settle-s', type=float, default=0,
+                help='the workload warms up this many seconds first (past the default first period of full CUPTI '
+                     'records: the steady state of a long job)')
 ap.add_argument('--budget-s', type=float, default=530)
 ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
 ap.add_argument('--seed', type=int, default=1)
@@ -126,6 +129,8 @@ def environment(cfg):
 
 def workload_args(cfg):
     argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu)]
+    if a.settle_s:
+        argv += ['--settle-s', str(a.settle_s)]
     return argv + ['--history'] if cfg == 'history' else argv
 
 

@@ -87,6 +87,14 @@ def kernels():
     ks = [r[0] for r in rows(db, 'SELECT start_ns FROM kernels')]
     # a kernel launched just before a pause may start on the GPU a little after it
     outside = [k for k in ks if not any(s - 1e6 <= k <= e + 50e6 for s, e in spans)]
+    # CUPTI is detached after each span and attached again for the next: each span in the
+    # training loop has its kernels (spans before it may have none: the model is built on the CPU)
+    base = one(db, 'SELECT start_mono_ns FROM processes')
+    loop = c['steady_start_ns'] - base
+    per_span = [sum(1 for k in ks if s - 1e6 <= k <= e + 50e6) for s, e in spans]
+    in_loop = [n for (s, e), n in zip(spans, per_span) if s >= loop]
+    report(len(in_loop) >= 2 and all(in_loop), 'every sampled span of the training loop has kernels (CUPTI attached '
+           'again after each detach)', 'kernels per span %s, loop from %.2f s' % (per_span, loop / 1e9))
     report(len(spans) >= 2 and ks and not outside, 'kernels recorded only in the sampled spans',
            '%d kernels, %d spans %s, %d outside them; notes %s' % (len(ks), len(spans),
                                                                   [(round(s / 1e9, 2), round(e / 1e9, 2)) for s, e in spans],
@@ -122,7 +130,37 @@ def window():
                                                                                            a.steps))
 
 
+PROF_LATE = r'''
+import time, torch
+m = torch.nn.Linear(512, 512).cuda()
+t0 = time.monotonic()
+while time.monotonic() - t0 < 2.0:   # past the 1 s window, the 200 ms flush and the detach at the next call
+    y = m(torch.randn(64, 512, device='cuda')).sum(); y.backward(); torch.cuda.synchronize()
+prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA])
+prof.__enter__()
+for _ in range(20):
+    y = m(torch.randn(64, 512, device='cuda')).sum(); y.backward()
+torch.cuda.synchronize()
+prof.__exit__(None, None, None)
+print('profiler_kernels=%d' % sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA))
+'''
+
+
+def profiler_after_detach():
+    db = os.path.join(a.out, 'profiler-detached.db')
+    p = run(['python3', '-c', PROF_LATE], shim=shim, db=db,
+            env_extra={'GPUTRACE_KERNELS_FULL_S': '1', 'GPUTRACE_KERNELS_EVERY_S': '60'})
+    notes = [m for (m,) in rows(db, "SELECT message FROM notes WHERE component IN ('cupti', 'kernels') ORDER BY id")] \
+        if os.path.exists(db) else []
+    kernels = counters(p.stdout).get('profiler_kernels', 0)
+    ok = p.returncode == 0 and kernels > 0 and any(n.startswith('taken over:') for n in notes)
+    report(ok, 'torch.profiler started while CUPTI is detached: it records, the trace says it took CUPTI',
+           'rc %d, profiler saw %d GPU events, notes %s, stderr %s' % (
+               p.returncode, kernels, notes, [l for l in p.stderr.splitlines() if 'gputrace' in l or 'rror' in l][-3:]))
+
+
 safe('pool', pool)
+safe('profiler after detach', profiler_after_detach)
 safe('kernels', kernels)
 safe('window', window)
 finish()

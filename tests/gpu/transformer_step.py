@@ -20,6 +20,9 @@ def main(argv=None):
     ap.add_argument('--from', dest='first', type=int, default=10)
     ap.add_argument('--batch', type=int, default=16)
     ap.add_argument('--history', action='store_true')
+    ap.add_argument('--settle-s', type=float, default=0,
+                    help='steps before this many seconds after the model is on the GPU are warm-up too (a '
+                         'long job\'s steady state: past the shim\'s first period of full CUPTI records)')
     ap.add_argument('--pin-main', type=int, default=-1,
                     help='once CUDA is up, the main thread alone on this core (threads started before keep theirs)')
     args = ap.parse_args(argv)
@@ -46,6 +49,18 @@ def run(args):
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)
     times = []
     steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
+    t_model = time.monotonic()
+    warm = 0
+    while args.settle_s and time.monotonic() - t_model < args.settle_s:
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        warm += 1
+    if args.settle_s:
+        print('settle_steps=%d' % warm)
     for step in range(args.steps):
         if step == args.first:
             torch.cuda.synchronize()
