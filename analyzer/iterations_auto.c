@@ -2,6 +2,7 @@
  * of the stream of allocations (api, size, call site), or one allocation
  * that recurs once per step where steps differ, or the period of the kernel
  * names when CUPTI data is there and allocations do not repeat. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,7 +416,13 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
 }
 
 /* Automatic iterations from CUPTI kernel names, when allocations repeat no
- * pattern (for example a caching allocator that stopped calling cudaMalloc). */
+ * pattern (for example a caching allocator that stopped calling cudaMalloc).
+ * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
+ * kernels of two spans are no one sequence: the gap between them holds
+ * steps nobody saw, and a pattern matched across it would make one
+ * "iteration" of many. The pattern is looked for in each span alone, and
+ * the iterations come from the span where it repeats most, the last one
+ * ending with its span (not with the trace). */
 int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
 {
     struct gt_kernel *k;
@@ -431,27 +438,60 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         struct key3 key = {k[i].name_id, 0, 0};
         seq[i] = intern(&in, &key);
     }
-    size_t a, cover, p = find_period(seq, nk, in.nkeys, &a, &cover);
-    if (p) {
-        size_t reps = cover / p, cap = 0;
-        for (size_t r = 0; r < reps; r++) {
-            size_t b = a + r * p;
-            struct gt_iteration *it = gt_iter_push(out, &cap);
-            it->index = (int64_t)r;
-            it->batch_size = -1;
-            it->start = k[b].start;
-            it->first_ev = gt_iter_bound(t, it->start, 0);
-            if (b + p < nk) {
-                it->end = k[b + p].start;
-                it->end_ev = gt_iter_bound(t, it->end, 0);
-                it->closed = 1;
-            } else {
-                it->end = gt_iter_trace_end(t, NULL, 0);
-                it->end_ev = t->nev;
-            }
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
+    size_t nseg = sampled ? ks->nspans : 1;
+    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
+    int64_t best_end = -1;
+    for (size_t s = 0, lo = 0; s < nseg; s++) {
+        size_t hi = nk;
+        int64_t end = -1; /* the trace's end */
+        if (sampled) {
+            /* a kernel launched just before a pause may start on the GPU a little after it */
+            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
+            while (lo < nk && k[lo].start < from)
+                lo++;
+            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
+                ;
+            end = ks->spans[s][1];
         }
+        size_t a, cover, p = hi - lo >= 6 ? find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
+        if (p && cover / p > best_reps) {
+            best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
+        }
+        lo = hi;
+    }
+    size_t p = best_p, cap = 0;
+    for (size_t r = 0; p && r < best_reps; r++) {
+        size_t b = best_lo + best_a + r * p;
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->index = (int64_t)r;
+        it->batch_size = -1;
+        it->start = k[b].start;
+        it->first_ev = gt_iter_bound(t, it->start, 0);
+        if (b + p < best_hi) {
+            it->end = k[b + p].start;
+            it->end_ev = gt_iter_bound(t, it->end, 0);
+            it->closed = 1;
+        } else if (best_end >= 0) { /* the span ended: what came after it was not seen */
+            it->end = best_end > it->start ? best_end : it->start;
+            it->end_ev = gt_iter_bound(t, it->end, 0);
+        } else {
+            it->end = gt_iter_trace_end(t, NULL, 0);
+            it->end_ev = t->nev;
+        }
+    }
+    if (p) {
         out->source = GT_ITER_AUTO;
-        snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times", p, p == 1 ? "" : "es", reps);
+        if (best_end >= 0) {
+            char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times in the "
+                     "span of recorded kernels from %s to %s (kernels sampled)", p, p == 1 ? "" : "es", best_reps,
+                     gt_fmt_ns(k[best_lo + best_a].start, b1), gt_fmt_ns(best_end, b2));
+        } else {
+            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times", p,
+                     p == 1 ? "" : "es", best_reps);
+        }
     }
     free(in.keys);
     free(in.slots);
@@ -459,4 +499,3 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     free(k);
     return GT_EXIT_OK;
 }
-

@@ -11,6 +11,13 @@
 #include "analyzer.h"
 #include "format.h"
 
+static void push_span(struct gt_kernel_sampling *k, int64_t from, int64_t to)
+{
+    k->spans = gt_xrealloc(k->spans, (k->nspans + 1) * sizeof *k->spans);
+    k->spans[k->nspans][0] = from;
+    k->spans[k->nspans++][1] = to;
+}
+
 /* The "kernels" notes: a message ending in "recording" starts a span with
  * kernel records on, one ending in "paused" ends it. */
 static int kernel_sampling(struct gt_trace *t)
@@ -41,6 +48,7 @@ static int kernel_sampling(struct gt_trace *t)
             since = at, on = 1;
         else if (paused && on) {
             k->recorded_ns += at - since;
+            push_span(k, since, at);
             on = 0;
         }
         if (paused && k->full_until_ns < 0)
@@ -49,8 +57,10 @@ static int kernel_sampling(struct gt_trace *t)
             end = at;
     }
     sqlite3_finalize(st);
-    if (on)
+    if (on) {
         k->recorded_ns += end - since;
+        push_span(k, since, end);
+    }
     return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading the kernels' notes");
 }
 
@@ -108,6 +118,9 @@ int gt_trace_recorder(struct gt_trace *t)
 
 void gt_trace_recorder_free(struct gt_trace *t)
 {
+    free(t->kernels.spans);
+    t->kernels.spans = NULL;
+    t->kernels.nspans = 0;
     free(t->recorder.peaks);
     t->recorder.peaks = NULL;
     t->recorder.npeaks = 0;

@@ -137,6 +137,8 @@ struct gt_trace {
         int64_t full_until_ns;   /* every kernel until then (the first pause) */
         int64_t since_ns;        /* the schedule's start (CUPTI's); == full_until_ns: no full period */
         int64_t recorded_ns;     /* time with kernel records on, over the trace */
+        int64_t (*spans)[2];     /* [start, end] of each span with records on, in order */
+        size_t nspans;
         char how[256];           /* the shim's note */
     } kernels;
 

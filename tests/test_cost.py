@@ -135,6 +135,27 @@ class KernelSampling(TraceTest):
         self.assertEqual(js['every_kernel_until_ns'], t[1])
         self.assertEqual(js['recorded_ns'], (t[1] - t[0]) + (t[3] - t[2]))  # from CUPTI's start
 
+    def test_iterations_from_sampled_kernels_stay_inside_one_span(self):
+        # no markers, no repeating allocations: iterations come from the kernels, which
+        # were recorded 0..1 s and 2..3 s only; no iteration may bridge the unseen gap
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
+        t = [r[0] for r in query(db, "SELECT t_ns FROM notes WHERE component = 'kernels' ORDER BY t_ns")]
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertRegex(text, r'iterations: automatic: a pattern of 1 kernel launch repeats \d+ times in the span of '
+                               r'recorded kernels from .* \(kernels sampled\)')
+        out = os.path.join(self.dir, 'k.json')
+        p = run([GPUTRACE, 'export', '--format', 'chrome', db, '-o', out], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, encoding='utf-8') as f:
+            its = [e for e in json.load(f)['traceEvents'] if e.get('cat') == 'iteration' and e.get('ph') == 'X']
+        self.assertGreater(len(its), 100)  # one a kernel, every 5 ms of a 1 s span
+        start_us = min(e['ts'] for e in its)
+        end_us = max(e['ts'] + e['dur'] for e in its)
+        # all in one span: the first (0..t[1]), the last iteration ending with it, not with the trace
+        first = (start_us * 1e3 >= t[0] - 1e6) and (end_us * 1e3 <= t[1] + 1e6)
+        second = (start_us * 1e3 >= t[2] - 1e6) and (end_us * 1e3 <= t[3] + 1e6)
+        self.assertTrue(first or second, (start_us, end_us, t))
+
     def test_every_s_0_records_every_kernel_and_reports_say_nothing(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=0)
         self.assertEqual(on, all_)

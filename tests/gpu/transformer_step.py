@@ -49,15 +49,20 @@ def run(args):
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)
     times = []
     steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
-    t_model = time.monotonic()
-    warm = 0
-    while args.settle_s and time.monotonic() - t_model < args.settle_s:
+
+    def train_step():
         with torch.autocast('cuda', dtype=torch.bfloat16):
             loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
+        return loss
+
+    t_model = time.monotonic()
+    warm = 0
+    while args.settle_s and time.monotonic() - t_model < args.settle_s:
+        train_step()
         warm += 1
     if args.settle_s:
         print('settle_steps=%d' % warm)
@@ -67,12 +72,7 @@ def run(args):
             steady[0] = time.monotonic_ns()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        with torch.autocast('cuda', dtype=torch.bfloat16):
-            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
+        loss = train_step()
         times.append((time.perf_counter() - t0) * 1e3)
     steady[1] = time.monotonic_ns()
     print('loss=%.6f' % loss.item())
