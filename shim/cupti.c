@@ -9,7 +9,7 @@
  * loop cost the same 1.10 with kernel records enabled as after disabling them;
  * tests/bench/RESULTS.md). The window's end, the detach and the next window's
  * re-attach are the writer's; the detach itself runs where CUPTI says it is
- * safe, at the exit of the next CUDA call of any thread (detach_on_api_exit).
+ * safe, at the exit of the next CUDA call of any thread (cupti_attach.c).
  * Only one client can own CUPTI's activity buffers: if another (torch.profiler,
  * Nsight) holds CUPTI we step aside with one stderr line and a note; if one
  * takes it later (we interpose cuptiActivityRegisterCallbacks) we flush, hand
@@ -24,6 +24,7 @@
 #include <cupti.h>
 
 #include "activity.h"
+#include "cupti_attach.h"
 
 #define BUF_BYTES (4u << 20)
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
@@ -46,24 +47,13 @@ static struct {
     CUptiResult (*flush_all)(uint32_t);
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*num_dropped)(CUcontext, uint32_t, size_t *);
-    CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
-    CUptiResult (*finalize)(void);
     uint64_t next_flush;
     CUpti_ActivityKind enabled[8]; /* the kinds a window records */
     int n_enabled;
     bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
-    bool can_detach;           /* cuptiFinalize and cuptiEnableDomain exist */
+    bool can_detach;           /* false once a detach could not be asked for: never again */
     uint64_t next_toggle, detach_due;
 } C;
-/* CUPTI's attachment to the process while sampling. Program threads move it
- * only DETACH_ASKED -> FINALIZING -> DETACHED (the API-exit callback); the
- * writer, the exit path and a foreign subscriber move it only through
- * ATTACHING, each by compare-and-swap, so no two of them call CUPTI's
- * finalize and its attach at once. */
-enum { A_ATTACHED, A_DETACH_ASKED, A_FINALIZING, A_DETACHED, A_ATTACHING };
-static _Atomic int attach = A_ATTACHED;
-static CUpti_SubscriberHandle detach_sub;
-static _Atomic uint32_t detaches;  /* done, for the notes */
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
 static _Atomic bool realtime;   /* after handing CUPTI over: CUPTI's own default clock */
@@ -122,51 +112,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
 {
     (void)u, (void)d, (void)id, (void)info;
-}
-
-/* Subscribed only while a detach is asked for: the first runtime or driver
- * call to return, on any thread, detaches CUPTI there (cuptiFinalize's
- * documented safe place); the subscription goes with it. */
-static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
-{
-    (void)u, (void)id;
-    const CUpti_CallbackData *cb = info;
-    if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
-        cb->callbackSite != CUPTI_API_EXIT)
-        return;
-    int asked = A_DETACH_ASKED;
-    if (!atomic_compare_exchange_strong(&attach, &asked, A_FINALIZING))
-        return;
-    C.finalize();
-    atomic_fetch_add(&detaches, 1);
-    atomic_store(&attach, A_DETACHED);
-}
-
-/* Waits (bounded) while another thread finalizes or attaches; returns the
- * state it settled in. */
-static int settled_attach(void)
-{
-    int s = atomic_load(&attach);
-    for (int i = 0; i < 2000 && (s == A_FINALIZING || s == A_ATTACHING); i++) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-        s = atomic_load(&attach);
-    }
-    return s;
-}
-
-/* A detach asked for and not yet done is taken back (the caller needs CUPTI
- * as it is: the exit's flush, a window, a foreign subscriber). Returns true
- * when CUPTI is attached afterwards. */
-static bool cancel_detach(void)
-{
-    int s = settled_attach();
-    if (s == A_DETACH_ASKED && atomic_compare_exchange_strong(&attach, &s, A_ATTACHING)) {
-        C.unsubscribe(detach_sub);
-        atomic_store(&attach, A_ATTACHED);
-        return true;
-    }
-    return s == A_ATTACHED;
 }
 
 /* ---- finding and loading libcupti ---- */
@@ -265,9 +210,11 @@ static bool resolve(char *why, size_t cap)
             snprintf(why, cap, "%.512s lacks %s (too old)", C.path, t[i].name);
             return false;
         }
-    C.enable_domain = dlsym(C.h, "cuptiEnableDomain");
-    C.finalize = dlsym(C.h, "cuptiFinalize");
-    C.can_detach = C.enable_domain && C.finalize;
+    struct gt_attach_api api = {C.subscribe, C.unsubscribe, NULL, NULL};
+    *(void **)&api.enable_domain = dlsym(C.h, "cuptiEnableDomain"); /* the detach's; none: CUPTI stays attached */
+    *(void **)&api.finalize = dlsym(C.h, "cuptiFinalize");
+    gt_attach_init(&api);
+    C.can_detach = true;
     return true;
 }
 
@@ -282,48 +229,46 @@ static void disable_ours(void)
 
 /* Writer: a window opens. CUPTI attaches again where it was detached (any
  * CUPTI call does that; our clock and buffers are registered anew). False:
- * another thread is mid-way, try at the next round. */
+ * another thread is at work, or a kind would not enable: the next round. */
 static bool window_open(void)
 {
-    if (!cancel_detach()) {
-        int s = A_DETACHED;
-        if (!atomic_compare_exchange_strong(&attach, &s, A_ATTACHING))
-            return false;
+    int how = gt_attach_begin_window();
+    if (how == GT_ATTACH_LATER)
+        return false;
+    if (how == GT_ATTACH_DETACHED) {
         C.register_timestamp(timestamp);
         C.register_callbacks(buffer_requested, buffer_completed);
-        atomic_store(&attach, A_ATTACHED);
     }
+    bool ok = true;
     for (int i = 0; i < C.n_enabled; i++)
-        if (C.enable(C.enabled[i]) != CUPTI_SUCCESS)
-            return false;
-    return true;
+        ok = C.enable(C.enabled[i]) == CUPTI_SUCCESS && ok;
+    gt_attach_end();
+    return ok;
 }
 
-/* Writer, a moment after a window closed (its last records completed and
- * flushed): ask for the detach at the next CUDA call's exit. Another
- * subscriber (torch.profiler's callbacks, a tool) holds CUPTI's one slot:
- * then CUPTI stays attached with nothing enabled, and the notes say so once. */
+/* Writer, a moment after a window closed (its last records completed): what
+ * CUPTI still holds is flushed, then the detach is asked for at the next CUDA
+ * call's exit. If CUPTI's one subscriber slot is taken (torch.profiler's
+ * callbacks, a tool) CUPTI stays attached with nothing enabled, and the notes
+ * say so once. */
 static void ask_detach(void)
 {
-    if (!C.can_detach || atomic_load(&attach) != A_ATTACHED)
+    if (!C.can_detach || !gt_attach_begin())
         return;
-    CUptiResult r = C.subscribe(&detach_sub, detach_on_api_exit, NULL);
-    if (r == CUPTI_SUCCESS && C.enable_domain(1, detach_sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
-        C.enable_domain(1, detach_sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS) {
-        atomic_store(&attach, A_DETACH_ASKED);
+    C.flush_all(0);
+    const char *why;
+    if (gt_attach_end_detaching(&why))
         return;
-    }
-    if (r == CUPTI_SUCCESS)
-        C.unsubscribe(detach_sub);
     C.can_detach = false;
     gt_note("cupti", false, "between windows CUPTI stays attached with no activity enabled (%s): its cost per "
-            "launch stays too", r == CUPTI_SUCCESS ? "cuptiEnableDomain failed" : errstr(r));
+            "launch stays too", why);
 }
 
 static void at_exit_flush(void)
 {
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
-    if (atomic_load(&state) == C_ON && !gt_unwind_in_signal_frame() && cancel_detach())
+    bool in_handler = gt_unwind_in_signal_frame();
+    if (atomic_load(&state) == C_ON && gt_attach_take_over(in_handler) && !in_handler)
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     atomic_store(&exiting, true);
 }
@@ -458,23 +403,21 @@ void gt_cupti_tick(uint64_t now)
 {
     if (atomic_load(&state) != C_ON || atomic_load(&exiting))
         return;
-    bool attached = atomic_load(&attach) == A_ATTACHED;
-    if (now >= C.next_flush && attached) {
+    if (now >= C.next_flush && gt_attach_begin()) { /* only while attached: a flush would attach it */
         C.flush_all(0); /* completed records, even in partly filled buffers */
+        gt_attach_end();
         C.next_flush = now + FLUSH_EVERY_NS;
     }
     if (!C.sampling)
         return;
     if (C.detach_due && now >= C.detach_due) {
         C.detach_due = 0;
-        if (attached)
-            C.flush_all(0); /* what the closed window still held */
         ask_detach();
     }
     if (now < C.next_toggle)
         return;
     if (!C.recording) {
-        if (!window_open()) /* another thread is attaching or detaching: the next round */
+        if (!window_open()) /* another thread is at work on CUPTI: the next round */
             return;
         C.detach_due = 0;
         C.recording = true;
@@ -484,8 +427,11 @@ void gt_cupti_tick(uint64_t now)
     }
     /* Kernels already launched complete on their own: their records are
      * flushed, and CUPTI detached, DETACH_AFTER_NS later. */
+    if (!gt_attach_begin())
+        return;
     for (int i = 0; i < C.n_enabled; i++)
         C.disable(C.enabled[i]);
+    gt_attach_end();
     C.recording = false;
     C.detach_due = now + DETACH_AFTER_NS;
     C.next_toggle = now + ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
@@ -496,7 +442,7 @@ void gt_cupti_tick(uint64_t now)
  * After our atexit flush CUPTI may already be torn down: nothing then. */
 void gt_cupti_flush_for_stop(void)
 {
-    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && cancel_detach())
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && gt_attach_take_over(false))
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
@@ -508,7 +454,7 @@ static void yield(void)
     int on = C_ON;
     if (!atomic_compare_exchange_strong(&state, &on, C_YIELDED))
         return;
-    if (cancel_detach()) { /* detached: nothing of ours is left in CUPTI */
+    if (gt_attach_take_over(false)) { /* detached: nothing of ours is left in CUPTI */
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         disable_ours();
     }
@@ -532,18 +478,35 @@ GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReques
     return real(req, comp);
 }
 
-/* A subscriber of the program's own (torch.profiler, a tool) while our
- * detach waits for its API exit: CUPTI has one subscriber slot, so ours goes
- * first (windows then pause with CUPTI attached: ask_detach says so). */
+/* A subscriber of the program's own (torch.profiler, a tool): CUPTI has one
+ * subscriber slot, so a detach of ours still waiting for its API exit gives
+ * it up first, and no detach is asked for after (windows then pause with
+ * CUPTI attached, and the notes say so). Both entry points of CUDA 13. */
+static void program_subscribes(void)
+{
+    if (atomic_load(&state) == C_ON)
+        gt_attach_program_subscribes();
+}
+
 GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
 {
     static struct gt_hook row = {"cuptiSubscribe", NULL, "libcupti.so", NULL, 0};
     __typeof__(&cuptiSubscribe) real = C.subscribe ? C.subscribe : (__typeof__(&cuptiSubscribe))gt_real_of(&row);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    if (cb != detach_on_api_exit && cb != no_callback)
-        cancel_detach();
+    program_subscribes();
     return real(sub, cb, user);
+}
+
+GT_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user,
+                                        CUpti_SubscriberParams *params)
+{
+    static struct gt_hook row = {"cuptiSubscribe_v2", NULL, "libcupti.so", NULL, 0};
+    __typeof__(&cuptiSubscribe_v2) real = (__typeof__(&cuptiSubscribe_v2))gt_real_of(&row);
+    if (!real)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    program_subscribes();
+    return real(sub, cb, user, params);
 }
 
 /* ---- the writer's side ---- */
@@ -587,4 +550,5 @@ void gt_cupti_after_fork_child(void)
     int s = atomic_load(&state);
     if (s == C_ON || s == C_YIELDED)
         atomic_store(&state, C_UNAVAILABLE);
+    gt_attach_after_fork_child();
 }

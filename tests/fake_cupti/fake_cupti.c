@@ -83,6 +83,13 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc 
     return CUPTI_SUCCESS;
 }
 
+EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *ud,
+                                     CUpti_SubscriberParams *params)
+{
+    (void)params;
+    return cuptiSubscribe(h, cb, ud);
+}
+
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
 {
     (void)h;

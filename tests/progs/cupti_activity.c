@@ -16,7 +16,8 @@
  *             outside its windows, then waits for an API exit with its own
  *             subscriber in CUPTI's one slot), then subscribes as
  *             torch.profiler does; prints "subscribe R" (R: CUPTI's result, 0
- *             is success), then goes on as steady MS
+ *             is success), then goes on as steady MS; subscribe_v2: the same
+ *             through cuptiSubscribe_v2
  * Prints the CLOCK_MONOTONIC span of the planting. */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -80,16 +81,25 @@ int main(int argc, char **argv)
         emit = h ? (emit_fn)dlsym(h, "fake_cupti_emit") : NULL;
         counts = h ? (void (*)(int *, int *))dlsym(h, "fake_cupti_counts") : NULL;
     }
-    if (emit && !strcmp(mode, "subscribe")) {
+    if (emit && !strncmp(mode, "subscribe", 9)) {
         struct timespec wait = {0, 300000000};
         nanosleep(&wait, NULL);
-        CUptiResult (*sub)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
-            (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(RTLD_DEFAULT, "cuptiSubscribe");
         CUpti_SubscriberHandle h;
-        CUptiResult r = sub ? sub(&h, my_callback, NULL) : CUPTI_ERROR_UNKNOWN;
+        CUptiResult r = CUPTI_ERROR_UNKNOWN;
+        if (!strcmp(mode, "subscribe_v2")) {
+            CUptiResult (*sub2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
+                (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *))dlsym(
+                    RTLD_DEFAULT, "cuptiSubscribe_v2");
+            r = sub2 ? sub2(&h, my_callback, NULL, NULL) : r;
+        } else {
+            CUptiResult (*sub)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
+                (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(RTLD_DEFAULT,
+                                                                                            "cuptiSubscribe");
+            r = sub ? sub(&h, my_callback, NULL) : r;
+        }
         printf("subscribe %d\n", (int)r);
     }
-    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "subscribe"))) {
+    if (emit && (!strcmp(mode, "steady") || !strncmp(mode, "subscribe", 9))) {
         uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
         int on = 0, all = 0;
         struct timespec pause = {0, 5000000};

@@ -1,0 +1,154 @@
+/* CUPTI's attachment while activity is sampled: the state machine of
+ * cupti_attach.h. CUPTI's header says cuptiFinalize is safe at the exit of a
+ * CUDA runtime or driver call: the detach subscribes a callback and runs
+ * there, on whichever thread returns from CUDA first (the program's, or the
+ * writer's own device queries). */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "cupti_attach.h"
+
+enum {
+    A_ATTACHED,
+    A_BUSY,          /* one thread works on CUPTI; only it leaves this state */
+    A_DETACH_ASKED,  /* our subscriber waits for an API exit */
+    A_FINALIZING,    /* that exit's thread detaches CUPTI */
+    A_DETACHED,
+    A_OFF_ATTACHED,  /* terminal: taken over or stopped, CUPTI attached */
+    A_OFF_DETACHED,  /* terminal, CUPTI detached */
+};
+static _Atomic int st = A_ATTACHED;
+static _Atomic bool program_subscribed; /* the program wants CUPTI's one subscriber slot */
+static struct gt_attach_api api;
+static CUpti_SubscriberHandle sub;
+
+void gt_attach_init(const struct gt_attach_api *a)
+{
+    api = *a;
+}
+
+static bool move(int from, int to)
+{
+    return atomic_compare_exchange_strong(&st, &from, to);
+}
+
+static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
+{
+    (void)u, (void)id;
+    const CUpti_CallbackData *cb = info;
+    if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
+        cb->callbackSite != CUPTI_API_EXIT || !move(A_DETACH_ASKED, A_FINALIZING))
+        return;
+    api.finalize(); /* our subscription goes with CUPTI's state */
+    atomic_store(&st, A_DETACHED);
+}
+
+bool gt_attach_begin(void)
+{
+    return move(A_ATTACHED, A_BUSY);
+}
+
+int gt_attach_begin_window(void)
+{
+    if (move(A_ATTACHED, A_BUSY))
+        return GT_ATTACH_ATTACHED;
+    if (move(A_DETACH_ASKED, A_BUSY)) { /* no CUDA call came since: our detach is taken back */
+        api.unsubscribe(sub);
+        return GT_ATTACH_ATTACHED;
+    }
+    return move(A_DETACHED, A_BUSY) ? GT_ATTACH_DETACHED : GT_ATTACH_LATER;
+}
+
+void gt_attach_end(void)
+{
+    atomic_store(&st, A_ATTACHED);
+}
+
+bool gt_attach_end_detaching(const char **why)
+{
+    *why = NULL;
+    if (!api.finalize || !api.enable_domain)
+        *why = "this CUPTI has no cuptiFinalize";
+    else if (atomic_load(&program_subscribed))
+        *why = "the program subscribed to CUPTI's callbacks";
+    else {
+        CUptiResult r = api.subscribe(&sub, detach_on_api_exit, NULL);
+        if (r == CUPTI_SUCCESS && api.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+            api.enable_domain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS) {
+            atomic_store(&st, A_DETACH_ASKED);
+            return true;
+        }
+        if (r == CUPTI_SUCCESS)
+            api.unsubscribe(sub);
+        *why = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "another subscriber holds CUPTI's one slot"
+                                                                   : "subscribing to CUPTI's callbacks failed";
+    }
+    atomic_store(&st, A_ATTACHED);
+    return false;
+}
+
+bool gt_attach_attached(void)
+{
+    int s = atomic_load(&st);
+    return s == A_ATTACHED || s == A_OFF_ATTACHED;
+}
+
+/* The state once no other thread is at work (BUSY and FINALIZING last a few
+ * CUPTI calls); after 2 s, whatever it is. */
+static int settled(void)
+{
+    int s = atomic_load(&st);
+    for (int i = 0; i < 2000 && (s == A_BUSY || s == A_FINALIZING); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        s = atomic_load(&st);
+    }
+    return s;
+}
+
+bool gt_attach_take_over(bool in_signal_handler)
+{
+    if (in_signal_handler) { /* CUPTI's lock may be held by the interrupted code: no CUPTI call, no wait */
+        if (!move(A_DETACH_ASKED, A_OFF_ATTACHED))
+            move(A_ATTACHED, A_OFF_ATTACHED);
+        return false;
+    }
+    for (;;) {
+        int s = settled();
+        switch (s) {
+        case A_ATTACHED:
+            if (move(A_ATTACHED, A_OFF_ATTACHED))
+                return true;
+            break;
+        case A_DETACH_ASKED:
+            if (move(A_DETACH_ASKED, A_BUSY)) {
+                api.unsubscribe(sub);
+                atomic_store(&st, A_OFF_ATTACHED);
+                return true;
+            }
+            break;
+        case A_DETACHED:
+            if (move(A_DETACHED, A_OFF_DETACHED))
+                return false;
+            break;
+        case A_OFF_ATTACHED:
+            return true;
+        default: /* detached, or another thread still at work after 2 s: leave CUPTI alone */
+            return false;
+        }
+    }
+}
+
+void gt_attach_program_subscribes(void)
+{
+    atomic_store(&program_subscribed, true);
+    if (settled() == A_DETACH_ASKED && move(A_DETACH_ASKED, A_BUSY)) {
+        api.unsubscribe(sub);
+        atomic_store(&st, A_ATTACHED);
+    }
+}
+
+void gt_attach_after_fork_child(void)
+{
+    atomic_store(&st, A_OFF_DETACHED); /* the parent's CUPTI is not the child's to touch */
+}

@@ -1,0 +1,53 @@
+/* CUPTI's attachment to the process while activity is sampled (cupti.c):
+ * between windows CUPTI is detached (cuptiFinalize), since with it attached
+ * every launch pays CUPTI's work, records enabled or not. Who moves the state:
+ * - the writer (windows, periodic flushes): only from ATTACHED or DETACHED,
+ *   through BUSY, never waiting;
+ * - any thread's CUDA call (cupti_attach.c's API-exit callback): DETACH_ASKED
+ *   -> FINALIZING -> DETACHED, the detach itself;
+ * - the program's threads (stop, exit, a foreign activity client, a foreign
+ *   subscriber): to a terminal state, or back from DETACH_ASKED, waiting
+ *   (bounded) while another thread is BUSY or FINALIZING.
+ * So CUPTI's finalize never runs beside any other CUPTI call of ours, and no
+ * call of ours reaches CUPTI while it is detached but the writer's attach. */
+#ifndef GPUTRACE_CUPTI_ATTACH_H
+#define GPUTRACE_CUPTI_ATTACH_H
+
+#include <stdbool.h>
+
+#include <cupti.h>
+
+struct gt_attach_api {
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+    CUptiResult (*finalize)(void);
+};
+void gt_attach_init(const struct gt_attach_api *api); /* once CUPTI is started; finalize may be NULL */
+
+/* The writer: a section with CUPTI attached (false: it is not, or another
+ * thread is at work: try at the next round). A window's section also takes
+ * back a detach still waiting, or begins with CUPTI detached (the caller
+ * attaches it again by registering anew). Each section is closed by
+ * gt_attach_end (CUPTI attached) or gt_attach_end_detaching. */
+enum { GT_ATTACH_LATER, GT_ATTACH_ATTACHED, GT_ATTACH_DETACHED };
+bool gt_attach_begin(void);
+int gt_attach_begin_window(void);
+void gt_attach_end(void);
+/* The writer, inside a section: ask for the detach at the next CUDA call's
+ * exit. False, with *why set: CUPTI stays attached (another subscriber holds
+ * CUPTI's one slot, or the program subscribed: never again then). Closes the
+ * section either way. */
+bool gt_attach_end_detaching(const char **why);
+bool gt_attach_attached(void);       /* a read for the writer's own bookkeeping */
+
+/* The program's threads at stop, exit or when another CUPTI client takes over:
+ * no more windows or detaches. True when CUPTI is attached (the caller may
+ * flush); in a signal handler it only disarms a pending detach. */
+bool gt_attach_take_over(bool in_signal_handler);
+/* A program's own cuptiSubscribe: its slot back from a pending detach, and
+ * no detach after it. */
+void gt_attach_program_subscribes(void);
+void gt_attach_after_fork_child(void);
+
+#endif
