@@ -40,6 +40,7 @@ void gt_cupti_start(void);           /* once, in the hook of the first successfu
 void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush */
 void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
 void gt_cupti_after_fork_child(void);
+void gt_cupti_resume_after_failed_exec(void);
 struct gt_cupti_buf { struct gt_cupti_buf *next; uint8_t *data; size_t valid; };
 struct gt_cupti_buf *gt_cupti_take(void);  /* writer: completed buffers, oldest first */
 bool gt_cupti_pending(void);

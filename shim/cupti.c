@@ -243,7 +243,12 @@ static bool window_open(void)
     for (int i = 0; i < C.n_enabled; i++)
         ok = C.enable(C.enabled[i]) == CUPTI_SUCCESS && ok;
     gt_attach_end();
-    return ok;
+    if (!ok) { /* what enabled records from now on, CUPTI attached: no more windows */
+        C.sampling = false;
+        gt_note("kernels", false, "recording: a window's activity kinds would not all enable again; sampling stops "
+                "here, CUPTI stays attached");
+    }
+    return true;
 }
 
 /* Writer, a moment after a window closed (its last records completed): what
@@ -263,6 +268,8 @@ static void ask_detach(void)
     gt_note("cupti", false, "between windows CUPTI stays attached with no activity enabled (%s): its cost per "
             "launch stays too", why);
 }
+
+static void yield(void);
 
 static void at_exit_flush(void)
 {
@@ -382,6 +389,8 @@ void gt_cupti_start(void)
     atexit(at_exit_flush); /* runs before cudart's own teardown, registered earlier */
     C.next_flush = now + FLUSH_EVERY_NS;
     atomic_store(&state, C_ON);
+    if (atomic_load(&foreign)) /* a client registered its buffers while we started: theirs */
+        yield();
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
     if (C.sampling)
         gt_note("kernels", false, "sampled: %s%u s, then during 1 s of every %u s; kernels, copies and memsets "
@@ -456,7 +465,8 @@ static void yield(void)
         return;
     if (gt_attach_take_over(false)) { /* detached: nothing of ours is left in CUPTI */
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        disable_ours();
+        for (int i = 0; i < C.n_enabled; i++) /* the writer's window bookkeeping is the writer's */
+            C.disable(C.enabled[i]);
     }
     atomic_store(&realtime, true);
     gt_note("cupti", true, "taken over: another CUPTI client (torch.profiler?) registered its own activity buffers; "
@@ -507,6 +517,13 @@ GT_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_Callb
         return CUPTI_ERROR_NOT_INITIALIZED;
     program_subscribes();
     return real(sub, cb, user, params);
+}
+
+/* exec failed: the trace goes on, and so do the windows. */
+void gt_cupti_resume_after_failed_exec(void)
+{
+    if (atomic_load(&state) == C_ON)
+        gt_attach_resume();
 }
 
 /* ---- the writer's side ---- */

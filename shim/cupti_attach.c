@@ -19,6 +19,11 @@ enum {
 };
 static _Atomic int st = A_ATTACHED;
 static _Atomic bool program_subscribed; /* the program wants CUPTI's one subscriber slot */
+/* Set first by whoever takes over (stop, exit, a foreign client): a thread
+ * leaving BUSY or FINALIZING after the take-over gave up waiting for it
+ * reads it after its own store and moves to the terminal state itself
+ * (each side stores, then reads the other's: one of them sees it). */
+static _Atomic bool off;
 static struct gt_attach_api api;
 static CUpti_SubscriberHandle sub;
 
@@ -41,15 +46,19 @@ static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_C
         return;
     api.finalize(); /* our subscription goes with CUPTI's state */
     atomic_store(&st, A_DETACHED);
+    if (atomic_load(&off))
+        move(A_DETACHED, A_OFF_DETACHED);
 }
 
 bool gt_attach_begin(void)
 {
-    return move(A_ATTACHED, A_BUSY);
+    return !atomic_load(&off) && move(A_ATTACHED, A_BUSY);
 }
 
 int gt_attach_begin_window(void)
 {
+    if (atomic_load(&off))
+        return GT_ATTACH_LATER;
     if (move(A_ATTACHED, A_BUSY))
         return GT_ATTACH_ATTACHED;
     if (move(A_DETACH_ASKED, A_BUSY)) { /* no CUDA call came since: our detach is taken back */
@@ -62,6 +71,15 @@ int gt_attach_begin_window(void)
 void gt_attach_end(void)
 {
     atomic_store(&st, A_ATTACHED);
+    if (atomic_load(&off))
+        move(A_ATTACHED, A_OFF_ATTACHED);
+}
+
+/* Our detach still waiting is taken back (from BUSY, claimed by the caller). */
+static void unsubscribe_to(int to)
+{
+    api.unsubscribe(sub);
+    atomic_store(&st, to);
 }
 
 bool gt_attach_end_detaching(const char **why)
@@ -76,6 +94,8 @@ bool gt_attach_end_detaching(const char **why)
         if (r == CUPTI_SUCCESS && api.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
             api.enable_domain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS) {
             atomic_store(&st, A_DETACH_ASKED);
+            if (atomic_load(&off) && move(A_DETACH_ASKED, A_BUSY))
+                unsubscribe_to(A_OFF_ATTACHED);
             return true;
         }
         if (r == CUPTI_SUCCESS)
@@ -83,7 +103,7 @@ bool gt_attach_end_detaching(const char **why)
         *why = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "another subscriber holds CUPTI's one slot"
                                                                    : "subscribing to CUPTI's callbacks failed";
     }
-    atomic_store(&st, A_ATTACHED);
+    gt_attach_end();
     return false;
 }
 
@@ -108,22 +128,21 @@ static int settled(void)
 
 bool gt_attach_take_over(bool in_signal_handler)
 {
+    atomic_store(&off, true);
     if (in_signal_handler) { /* CUPTI's lock may be held by the interrupted code: no CUPTI call, no wait */
-        if (!move(A_DETACH_ASKED, A_OFF_ATTACHED))
-            move(A_ATTACHED, A_OFF_ATTACHED);
+        if (!move(A_DETACH_ASKED, A_OFF_ATTACHED) && !move(A_ATTACHED, A_OFF_ATTACHED))
+            move(A_DETACHED, A_OFF_DETACHED);
         return false;
     }
     for (;;) {
-        int s = settled();
-        switch (s) {
+        switch (settled()) {
         case A_ATTACHED:
             if (move(A_ATTACHED, A_OFF_ATTACHED))
                 return true;
             break;
         case A_DETACH_ASKED:
             if (move(A_DETACH_ASKED, A_BUSY)) {
-                api.unsubscribe(sub);
-                atomic_store(&st, A_OFF_ATTACHED);
+                unsubscribe_to(A_OFF_ATTACHED);
                 return true;
             }
             break;
@@ -133,22 +152,35 @@ bool gt_attach_take_over(bool in_signal_handler)
             break;
         case A_OFF_ATTACHED:
             return true;
-        default: /* detached, or another thread still at work after 2 s: leave CUPTI alone */
+        default: /* detached; or another thread still at work after 2 s, which goes off itself (off) */
             return false;
         }
     }
 }
 
+void gt_attach_resume(void)
+{
+    atomic_store(&off, false);
+    if (!move(A_OFF_ATTACHED, A_ATTACHED))
+        move(A_OFF_DETACHED, A_DETACHED);
+}
+
 void gt_attach_program_subscribes(void)
 {
     atomic_store(&program_subscribed, true);
-    if (settled() == A_DETACH_ASKED && move(A_DETACH_ASKED, A_BUSY)) {
-        api.unsubscribe(sub);
-        atomic_store(&st, A_ATTACHED);
-    }
+    while (settled() == A_DETACH_ASKED)
+        if (move(A_DETACH_ASKED, A_BUSY)) {
+            api.unsubscribe(sub);
+            gt_attach_end(); /* off may have come meanwhile */
+            return;
+        }
 }
 
 void gt_attach_after_fork_child(void)
 {
-    atomic_store(&st, A_OFF_DETACHED); /* the parent's CUPTI is not the child's to touch */
+    /* the parent's CUPTI is not the child's to touch: a child that starts
+     * CUDA (and CUPTI) of its own begins afresh */
+    atomic_store(&st, A_ATTACHED);
+    atomic_store(&off, false);
+    atomic_store(&program_subscribed, false);
 }

@@ -9,7 +9,9 @@
  *   subscriber): to a terminal state, or back from DETACH_ASKED, waiting
  *   (bounded) while another thread is BUSY or FINALIZING.
  * So CUPTI's finalize never runs beside any other CUPTI call of ours, and no
- * call of ours reaches CUPTI while it is detached but the writer's attach. */
+ * call of ours reaches CUPTI while it is detached but the writer's attach;
+ * the one exception is cuptiActivityGetNextRecord (writer_cupti.c), which
+ * walks a buffer already handed to us. */
 #ifndef GPUTRACE_CUPTI_ATTACH_H
 #define GPUTRACE_CUPTI_ATTACH_H
 
@@ -45,6 +47,7 @@ bool gt_attach_attached(void);       /* a read for the writer's own bookkeeping 
  * no more windows or detaches. True when CUPTI is attached (the caller may
  * flush); in a signal handler it only disarms a pending detach. */
 bool gt_attach_take_over(bool in_signal_handler);
+void gt_attach_resume(void);           /* a failed exec: the trace goes on */
 /* A program's own cuptiSubscribe: its slot back from a pending detach, and
  * no detach after it. */
 void gt_attach_program_subscribes(void);

@@ -270,6 +270,7 @@ void gt_restart_after_failed_exec(void)
     int expected = GT_STOPPED;
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE) && !gt_writer_resume())
         atomic_store(&gt_state, GT_FAILED);
+    gt_cupti_resume_after_failed_exec();
 }
 
 /* Runs after the program's atexit handlers (we are loaded first, finalized last). */
