@@ -1,0 +1,201 @@
+/* Unit tests of CUPTI's attachment while activity is sampled
+ * (shim/cupti_attach.c), against a CUPTI of counters: which calls reach
+ * CUPTI in which state, and that the program's threads (stop, exit, a
+ * subscriber of its own, a signal handler's exit) always end with no detach
+ * of ours left to run and our subscriber out of CUPTI's one slot, whatever
+ * the writer was doing. Each case starts from a fresh state
+ * (gt_attach_after_fork_child, as a fork child does). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cupti_attach.h"
+#include "tap.h"
+
+static _Atomic int subscribed, finalized, slot_busy;
+static _Atomic(CUpti_CallbackFunc) cb;
+
+static CUptiResult fake_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc f, void *u)
+{
+    (void)u;
+    if (slot_busy || subscribed)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    subscribed = 1;
+    cb = f;
+    *h = (CUpti_SubscriberHandle)&subscribed;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult fake_unsubscribe(CUpti_SubscriberHandle h)
+{
+    (void)h;
+    subscribed = 0;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult fake_enable_domain(uint32_t e, CUpti_SubscriberHandle h, CUpti_CallbackDomain d)
+{
+    (void)e, (void)h, (void)d;
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult fake_finalize(void)
+{
+    finalized++;
+    subscribed = 0;
+    return CUPTI_SUCCESS;
+}
+
+/* A CUDA call of the program returns: CUPTI calls its subscriber there. */
+static void api_exit(void)
+{
+    CUpti_CallbackData d = {.callbackSite = CUPTI_API_EXIT};
+    if (subscribed && cb)
+        cb(NULL, CUPTI_CB_DOMAIN_RUNTIME_API, 0, &d);
+}
+
+static void fresh(void)
+{
+    static const struct gt_attach_api api = {fake_subscribe, fake_unsubscribe, fake_enable_domain, fake_finalize};
+    gt_attach_after_fork_child();
+    gt_attach_init(&api);
+    subscribed = finalized = slot_busy = 0;
+    cb = NULL;
+}
+
+/* The writer closes a window: claims CUPTI and asks for the detach. */
+static int ask(const char **why)
+{
+    if (!gt_attach_begin())
+        return -1;
+    return gt_attach_end_detaching(why);
+}
+
+static void detach_at_the_next_api_exit_then_attach_again_for_a_window(void)
+{
+    fresh();
+    const char *why;
+    CHECK(ask(&why) == 1 && subscribed && !finalized);
+    CHECK(!gt_attach_begin());               /* nothing of the writer's while a detach waits */
+    api_exit();
+    CHECK(finalized == 1 && !subscribed && !gt_attach_attached());
+    api_exit();
+    CHECK(finalized == 1);                   /* once */
+    CHECK(!gt_attach_begin());               /* detached: no flush, which would attach it */
+    CHECK(gt_attach_begin_window() == GT_ATTACH_DETACHED);
+    gt_attach_end();
+    CHECK(gt_attach_attached() && gt_attach_begin());
+    gt_attach_end();
+}
+
+static void a_window_takes_back_a_detach_no_call_came_for(void)
+{
+    fresh();
+    const char *why;
+    CHECK(ask(&why) == 1 && subscribed);
+    CHECK(gt_attach_begin_window() == GT_ATTACH_ATTACHED && !subscribed);
+    gt_attach_end();
+    api_exit();
+    CHECK(!finalized);
+}
+
+static void stop_takes_back_a_waiting_detach_and_ends_the_windows(void)
+{
+    fresh();
+    const char *why;
+    CHECK(ask(&why) == 1);
+    CHECK(gt_attach_take_over(false) == 1 && !subscribed);  /* attached: the caller flushes */
+    api_exit();
+    CHECK(!finalized);
+    CHECK(!gt_attach_begin() && gt_attach_begin_window() == GT_ATTACH_LATER);
+    CHECK(gt_attach_take_over(false) == 1);                 /* exit after stop: flushes again */
+}
+
+static void stop_when_detached_touches_nothing_and_a_failed_exec_resumes(void)
+{
+    fresh();
+    const char *why;
+    ask(&why);
+    api_exit();
+    CHECK(gt_attach_take_over(false) == 0);
+    CHECK(gt_attach_begin_window() == GT_ATTACH_LATER);     /* no re-attach during exit */
+    gt_attach_resume();
+    CHECK(gt_attach_begin_window() == GT_ATTACH_DETACHED);
+    gt_attach_end();
+}
+
+static void a_signal_handlers_exit_disarms_without_calling_cupti(void)
+{
+    fresh();
+    const char *why;
+    ask(&why);
+    CHECK(gt_attach_take_over(true) == 0);
+    CHECK(subscribed);                       /* no CUPTI call from the handler ... */
+    api_exit();
+    CHECK(!finalized);                       /* ... and no detach after it */
+    fresh();
+    ask(&why);
+    api_exit();
+    gt_attach_take_over(true);
+    CHECK(gt_attach_begin_window() == GT_ATTACH_LATER);
+}
+
+static void a_programs_subscriber_gets_the_slot_and_no_detach_follows(void)
+{
+    fresh();
+    const char *why;
+    ask(&why);
+    gt_attach_program_subscribes();
+    CHECK(!subscribed && gt_attach_attached());
+    CHECK(ask(&why) == 0 && why && !subscribed);
+    api_exit();
+    CHECK(!finalized);
+}
+
+static void another_subscriber_in_the_slot_keeps_cupti_attached(void)
+{
+    fresh();
+    slot_busy = 1;
+    const char *why;
+    CHECK(ask(&why) == 0 && why && gt_attach_attached() && gt_attach_begin());
+    gt_attach_end();
+}
+
+/* The writer is inside a section when the program stops: the stop waits
+ * for it and no detach is left armed. */
+static void *writer_asks_late(void *arg)
+{
+    (void)arg;
+    struct timespec ms = {0, 20000000};
+    nanosleep(&ms, NULL);
+    const char *why;
+    gt_attach_end_detaching(&why); /* the section began before the stop */
+    return NULL;
+}
+
+static void a_stop_during_the_writers_section_leaves_no_detach(void)
+{
+    fresh();
+    CHECK(gt_attach_begin());
+    pthread_t t;
+    pthread_create(&t, NULL, writer_asks_late, NULL);
+    int attached = gt_attach_take_over(false);
+    pthread_join(t, NULL);
+    CHECK(!subscribed);
+    api_exit();
+    CHECK(!finalized);
+    CHECKF(attached == 1, "take_over said %d", attached);
+}
+
+int main(void)
+{
+    TAP_RUN(detach_at_the_next_api_exit_then_attach_again_for_a_window);
+    TAP_RUN(a_window_takes_back_a_detach_no_call_came_for);
+    TAP_RUN(stop_takes_back_a_waiting_detach_and_ends_the_windows);
+    TAP_RUN(stop_when_detached_touches_nothing_and_a_failed_exec_resumes);
+    TAP_RUN(a_signal_handlers_exit_disarms_without_calling_cupti);
+    TAP_RUN(a_programs_subscriber_gets_the_slot_and_no_detach_follows);
+    TAP_RUN(another_subscriber_in_the_slot_keeps_cupti_attached);
+    TAP_RUN(a_stop_during_the_writers_section_leaves_no_detach);
+    return tap_done();
+}
