@@ -492,10 +492,10 @@ GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReques
  * subscriber slot, so a detach of ours still waiting for its API exit gives
  * it up first, and no detach is asked for after (windows then pause with
  * CUPTI attached, and the notes say so). Both entry points of CUDA 13. */
-static void program_subscribes(void)
+static void program_uses_cupti(void)
 {
     if (atomic_load(&state) == C_ON)
-        gt_attach_program_subscribes();
+        gt_attach_program_uses_cupti();
 }
 
 GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
@@ -504,7 +504,7 @@ GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_Callback
     __typeof__(&cuptiSubscribe) real = C.subscribe ? C.subscribe : (__typeof__(&cuptiSubscribe))gt_real_of(&row);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    program_subscribes();
+    program_uses_cupti();
     return real(sub, cb, user);
 }
 
@@ -515,9 +515,27 @@ GT_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_Callb
     __typeof__(&cuptiSubscribe_v2) real = (__typeof__(&cuptiSubscribe_v2))gt_real_of(&row);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    program_subscribes();
+    program_uses_cupti();
     return real(sub, cb, user, params);
 }
+
+/* The program's own sessions of CUPTI's other APIs (profiler, PC, PM and SASS
+ * sampling): cuptiFinalize would end them too, so no detach from then on.
+ * Their parameter blocks pass through untouched. */
+#define PROGRAM_SESSION(name)                                                    \
+    GT_EXPORT CUptiResult name(void *params)                                     \
+    {                                                                            \
+        static struct gt_hook row = {#name, NULL, "libcupti.so", NULL, 0};       \
+        CUptiResult (*real)(void *) = (CUptiResult(*)(void *))gt_real_of(&row);  \
+        if (!real)                                                               \
+            return CUPTI_ERROR_NOT_INITIALIZED;                                  \
+        program_uses_cupti();                                                    \
+        return real(params);                                                     \
+    }
+PROGRAM_SESSION(cuptiProfilerInitialize)
+PROGRAM_SESSION(cuptiPCSamplingEnable)
+PROGRAM_SESSION(cuptiPmSamplingEnable)
+PROGRAM_SESSION(cuptiSassMetricsEnable)
 
 /* exec failed: the trace goes on, and so do the windows. */
 void gt_cupti_resume_after_failed_exec(void)

@@ -18,7 +18,7 @@ enum {
     A_OFF_DETACHED,  /* terminal, CUPTI detached */
 };
 static _Atomic int st = A_ATTACHED;
-static _Atomic bool program_subscribed; /* the program wants CUPTI's one subscriber slot */
+static _Atomic bool program_uses; /* the program has CUPTI sessions of its own: never detach again */
 /* Set first by whoever takes over (stop, exit, a foreign client): a thread
  * leaving BUSY or FINALIZING after the take-over gave up waiting for it
  * reads it after its own store and moves to the terminal state itself
@@ -87,8 +87,8 @@ bool gt_attach_end_detaching(const char **why)
     *why = NULL;
     if (!api.finalize || !api.enable_domain)
         *why = "this CUPTI has no cuptiFinalize";
-    else if (atomic_load(&program_subscribed))
-        *why = "the program subscribed to CUPTI's callbacks";
+    else if (atomic_load(&program_uses))
+        *why = "the program uses CUPTI itself: a subscriber or a profiling session of its own";
     else {
         CUptiResult r = api.subscribe(&sub, detach_on_api_exit, NULL);
         if (r == CUPTI_SUCCESS && api.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
@@ -165,9 +165,9 @@ void gt_attach_resume(void)
         move(A_OFF_DETACHED, A_DETACHED);
 }
 
-void gt_attach_program_subscribes(void)
+void gt_attach_program_uses_cupti(void)
 {
-    atomic_store(&program_subscribed, true);
+    atomic_store(&program_uses, true);
     while (settled() == A_DETACH_ASKED)
         if (move(A_DETACH_ASKED, A_BUSY)) {
             api.unsubscribe(sub);
@@ -182,5 +182,5 @@ void gt_attach_after_fork_child(void)
      * CUDA (and CUPTI) of its own begins afresh */
     atomic_store(&st, A_ATTACHED);
     atomic_store(&off, false);
-    atomic_store(&program_subscribed, false);
+    atomic_store(&program_uses, false);
 }

@@ -48,9 +48,10 @@ bool gt_attach_attached(void);       /* a read for the writer's own bookkeeping 
  * flush); in a signal handler it only disarms a pending detach. */
 bool gt_attach_take_over(bool in_signal_handler);
 void gt_attach_resume(void);           /* a failed exec: the trace goes on */
-/* A program's own cuptiSubscribe: its slot back from a pending detach, and
- * no detach after it. */
-void gt_attach_program_subscribes(void);
+/* The program's own CUPTI session (cuptiSubscribe, a profiler or sampling
+ * session): CUPTI's subscriber slot back from a pending detach, and no detach
+ * after it (cuptiFinalize would end the program's session too). */
+void gt_attach_program_uses_cupti(void);
 void gt_attach_after_fork_child(void);
 
 #endif

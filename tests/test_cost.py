@@ -100,7 +100,7 @@ class KernelSampling(TraceTest):
     def test_a_program_subscribing_while_the_detach_waits_gets_cuptis_slot_and_windows_go_on(self):
         # no full period: the shim asks for its detach at once, and the program makes no CUDA
         # call for 300 ms, so its subscriber still holds CUPTI's one slot when the program subscribes
-        for mode in ('subscribe', 'subscribe_v2'):
+        for mode in ('subscribe', 'subscribe_v2', 'subscribe_profiler'):
             with self.subTest(mode):
                 p, db = self.trace([prog('cupti_activity'), mode, '2600'],
                                    env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': '0',
@@ -110,8 +110,9 @@ class KernelSampling(TraceTest):
                 # the window at 1..2 s is recorded; after it no detach is asked for: said so
                 self.assertGreater(query(db, 'SELECT count(*) FROM kernels')[0][0], 100)
                 notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti' ORDER BY id")]
-                self.assertIn('between windows CUPTI stays attached with no activity enabled (the program subscribed '
-                              "to CUPTI's callbacks): its cost per launch stays too", notes)
+                self.assertIn('between windows CUPTI stays attached with no activity enabled (the program uses CUPTI '
+                              'itself: a subscriber or a profiling session of its own): its cost per launch stays too',
+                              notes)
                 self.assertEqual(p.stdout.split()[-1], '0')  # the detach asked at the start was taken back, none after
 
     def test_kernels_recorded_in_full_then_one_second_in_every_n(self):

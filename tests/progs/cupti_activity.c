@@ -17,7 +17,8 @@
  *             subscriber in CUPTI's one slot), then subscribes as
  *             torch.profiler does; prints "subscribe R" (R: CUPTI's result, 0
  *             is success), then goes on as steady MS; subscribe_v2: the same
- *             through cuptiSubscribe_v2
+ *             through cuptiSubscribe_v2; subscribe_profiler: a profiling
+ *             session of its own instead (cuptiProfilerInitialize)
  * Prints the CLOCK_MONOTONIC span of the planting. */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -86,7 +87,10 @@ int main(int argc, char **argv)
         nanosleep(&wait, NULL);
         CUpti_SubscriberHandle h;
         CUptiResult r = CUPTI_ERROR_UNKNOWN;
-        if (!strcmp(mode, "subscribe_v2")) {
+        if (!strcmp(mode, "subscribe_profiler")) {
+            CUptiResult (*init)(void *) = (CUptiResult(*)(void *))dlsym(RTLD_DEFAULT, "cuptiProfilerInitialize");
+            r = init ? init(NULL) : r;
+        } else if (!strcmp(mode, "subscribe_v2")) {
             CUptiResult (*sub2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
                 (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *))dlsym(
                     RTLD_DEFAULT, "cuptiSubscribe_v2");
