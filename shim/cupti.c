@@ -229,7 +229,8 @@ static void disable_ours(void)
 
 /* Writer: a window opens. CUPTI attaches again where it was detached (any
  * CUPTI call does that; our clock and buffers are registered anew). False:
- * another thread is at work, or a kind would not enable: the next round. */
+ * another thread is at work on CUPTI: the next round. A kind that would not
+ * enable ends the sampling (what did enable records from then on). */
 static bool window_open(void)
 {
     int how = gt_attach_begin_window();
