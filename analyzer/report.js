@@ -413,6 +413,13 @@
     }).join('; ') : 'none recorded (read once the program has initialised CUDA)');
     item('duration', 'Duration', sum.duration_ns, typeof sum.duration_ns === 'number' ? fmtNs(sum.duration_ns) +
       ' from the first CUDA call' + (proc.end_reason ? ' to ' + proc.end_reason : ' (the process was killed: no end recorded)') : 'unknown');
+    /* what the trace left out, as every text report's first line says */
+    var ks = sum.kernel_sampling, fr = sum.flight_recorder;
+    if (ks) attrs(item('kernel_sampling', 'Kernels', ks.recorded_ns, 'sampled: recorded during ' + fmtNs(ks.recorded_ns) +
+      (typeof ks.every_kernel_until_ns === 'number' ? ', every one until ' + fmtNs(ks.every_kernel_until_ns) : '') +
+      '; the kernel timeline and iterations found from kernels cover those spans only', null), {title: ks.how});
+    if (fr) item('flight_recorder', 'Flight recorder', fr.window_ns, 'only the last ' + fmtNs(fr.window_ns) +
+      ' are kept in full (from ' + fmtNs(fr.complete_from_ns) + '): the figures below cover that span, not the whole run', ids.timeline);
     var ev = sum.events || {};
     item('events', 'Events', ev.total, (ev.total === undefined ? '?' : ev.total) + ' memory calls recorded (' + (ev.allocs || 0) + ' allocations, ' +
       (ev.frees || 0) + ' frees, ' + (ev.failed || 0) + ' failed' + (ev.other ? ', ' + ev.other + ' other' : '') + ')', null);

@@ -291,6 +291,32 @@ class Layout(ReportTest):
         self.assertIn('no batch sizes in the trace', self.item(dom, 1, 'batch')[0].text)
         self.assertEqual(int(self.item(dom, 1, 'leaks')[0].attrs['data-value']), 5 * T.MiB)
 
+    def test_overview_says_when_kernels_were_sampled(self):
+        db = self.late_start()
+        with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full
+            for t, m in ((0, 'sampled: every kernel for the first 1 s, then during 1 s of every 2 s; recording'),
+                         (10**9, 'paused'), (2 * 10**9, 'recording'), (3 * 10**9, 'paused')):
+                con.execute("INSERT INTO notes (t_ns, component, message) VALUES (?, 'kernels', ?)", (t, m))
+        dom, data, _ = self.report(db)
+        ks = data['traces'][0]['summary']['kernel_sampling']
+        row = self.item(dom, 0, 'kernel_sampling')
+        self.assertEqual(len(row), 1)
+        self.assertEqual(int(row[0].attrs['data-value']), ks['recorded_ns'])
+        self.assertEqual(ks['recorded_ns'], 2 * 10**9)
+        self.assertIn('every one until 1.000 s', row[0].text)
+        self.assertEqual(self.item(dom, 0, 'flight_recorder'), [])   # a whole-run trace says nothing of one
+
+    def test_overview_says_when_only_a_flight_recorders_window_is_kept(self):
+        db = self.late_start()
+        with T.sqlite3.connect(db) as con:
+            con.execute('INSERT INTO flight_recorder (window_ns, interval_ns, complete_from_ns) VALUES (?, ?, ?)',
+                        (2 * 10**9, 5 * 10**8, 4 * 10**9))
+        dom, data, _ = self.report(db)
+        row = self.item(dom, 0, 'flight_recorder')
+        self.assertEqual(len(row), 1)
+        self.assertEqual(int(row[0].attrs['data-value']), data['traces'][0]['summary']['flight_recorder']['window_ns'])
+        self.assertIn('only the last 2.000 s are kept in full (from 4.000 s)', row[0].text)
+
     def test_timeline_opens_on_the_span_with_allocations(self):
         db = self.late_start()
         first, last = T.gtlib.query(db, 'SELECT min(t_ns), max(t_ns) FROM events')[0]
