@@ -41,6 +41,7 @@ int gt_run_log_begin(void)
 struct trace_file {
     char *path;
     int pid;
+    unsigned long long started_ns; /* when the process began; 0: not said (an older shim) */
     long rank;
     int done;
     unsigned long long events, dropped, peak_device, peak_pool;
@@ -82,10 +83,13 @@ static void say_one(FILE *out, const struct trace_file *t, const char *cwd, int 
     fputc(')', out);
 }
 
-/* parent before its children, as a rule (pids grow) */
-static int by_pid(const void *a, const void *b)
+/* parent before its children: by when each process began (pids wrap around,
+ * at 32768 on many hosts), by pid where that is not known or the same */
+static int by_start(const void *a, const void *b)
 {
     const struct trace_file *x = a, *y = b;
+    if (x->started_ns && y->started_ns && x->started_ns != y->started_ns)
+        return x->started_ns > y->started_ns ? 1 : -1;
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
@@ -108,7 +112,7 @@ void gt_run_log_end(void)
             if (nf < 7)
                 *tab = 0;
         }
-        int open_rec = nf == 4 && strcmp(field[0], "open") == 0;
+        int open_rec = (nf == 4 || nf == 5) && strcmp(field[0], "open") == 0; /* 4: an older shim's, no start */
         int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
         if (!open_rec && !wrote_rec)
             continue;
@@ -134,6 +138,7 @@ void gt_run_log_end(void)
         e->pid = atoi(field[1]);
         if (open_rec) {
             e->rank = strtol(field[2], NULL, 10);
+            e->started_ns = nf == 5 ? strtoull(field[3], NULL, 10) : 0;
         } else { /* the last word on a file: a failed exec resumes the same file */
             e->done = 1;
             e->events = strtoull(field[2], NULL, 10);
@@ -149,7 +154,7 @@ void gt_run_log_end(void)
     unsetenv("GPUTRACE_RUN_LOG");
 
     if (n > 1)
-        qsort(t, n, sizeof *t, by_pid);
+        qsort(t, n, sizeof *t, by_start);
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         cwd[0] = 0;

@@ -44,6 +44,7 @@ static void fork_parent(void)
  * (they are the parent's to write) and wait for the child's own CUDA call. */
 static void fork_child(void)
 {
+    gt_runlog_process_started();
     bool had_trace = atomic_load(&gt_state) != GT_UNINIT;
     gt_signals_after_fork_child();
     gt_state_after_fork_child();
@@ -75,6 +76,7 @@ bool gt_owns_trace(void)
 
 __attribute__((constructor)) static void gt_load(void)
 {
+    gt_runlog_process_started();
     gt_config_load();
     /* sigaction and signal pass straight through in a process without a
      * trace: found now, not at a first call that may come inside a signal

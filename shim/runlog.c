@@ -12,6 +12,14 @@
 #include "shim.h"
 
 static char abs_path[PATH_MAX]; /* this process's trace, as the launcher will name it */
+static uint64_t started_ns;     /* when this process began (CLOCK_MONOTONIC, shared by all processes) */
+
+/* The launcher lists a parent before its children by this, not by pid:
+ * pids wrap around (at 32768 on many hosts) and a child's can be lower. */
+void gt_runlog_process_started(void)
+{
+    started_ns = gt_now_ns();
+}
 
 /* Appends line to the run log in one write (O_APPEND: lines of several
  * processes never interleave). False when there is no run log, or it is gone
@@ -28,7 +36,7 @@ static bool append(const char *line, size_t n)
     return ok;
 }
 
-/* Writer thread, when path has just been created: "open PID RANK PATH". */
+/* Writer thread, when path has just been created: "open PID RANK STARTED_NS PATH". */
 void gt_runlog_opened(const char *path)
 {
     if (!*gt_config.run_log)
@@ -38,7 +46,8 @@ void gt_runlog_opened(const char *path)
     if (strchr(abs_path, '\n') || strchr(abs_path, '\t'))
         return;
     char line[PATH_MAX + 64];
-    int n = snprintf(line, sizeof line, "open\t%d\t%ld\t%s\n", (int)getpid(), gt_rank(), abs_path);
+    int n = snprintf(line, sizeof line, "open\t%d\t%ld\t%llu\t%s\n", (int)getpid(), gt_rank(),
+                     (unsigned long long)started_ns, abs_path);
     if (n > 0 && (size_t)n < sizeof line)
         append(line, (size_t)n);
 }

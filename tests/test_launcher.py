@@ -143,6 +143,22 @@ class ClosingLineTest(TraceTest):
         child = [f for f in files if f != 't.db'][0]
         self.assertLess(lines[0].index('t.db (pid'), lines[0].index(child), 'the parent comes first')
 
+    def test_a_parent_comes_first_even_when_pids_wrapped_around(self):
+        # pids wrap (at 32768 on many hosts): a child's can be lower than its parent's.
+        # The processes' own run-log lines, as the shim writes them: the parent (pid 32000)
+        # began before the child (pid 300)
+        lines = ''.join('%s\\n' % l for l in (
+            'open\\t300\\t-1\\t2000000\\t%s/child.db' % self.dir,
+            'open\\t32000\\t-1\\t1000000\\t%s/parent.db' % self.dir,
+            'wrote\\t300\\t5\\t0\\t1024\\t0\\t%s/child.db' % self.dir,
+            'wrote\\t32000\\t7\\t0\\t2048\\t0\\t%s/parent.db' % self.dir))
+        p = self.launch(['--', '/bin/sh', '-c', 'printf "%s" >> "$GPUTRACE_RUN_LOG"' % lines])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        line = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(line), 1, p.stderr)
+        self.assertIn('wrote 2 traces', line[0])
+        self.assertLess(line[0].index('parent.db (pid 32000'), line[0].index('child.db (pid 300'), line[0])
+
     def test_without_run_each_process_says_its_own_line(self):
         p = run([prog('spawn_children'), 'posix_spawn'],
                 env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db')), cwd=self.dir)
