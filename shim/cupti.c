@@ -218,13 +218,11 @@ static bool resolve(char *why, size_t cap)
     return true;
 }
 
-static void disable_ours(void)
+/* Every kind a window records, off (records of work already launched still come). */
+static void disable_kinds(void)
 {
     for (int i = 0; i < C.n_enabled; i++)
-        if (!C.sampling || C.recording)
-            C.disable(C.enabled[i]);
-    C.n_enabled = 0;
-    C.sampling = false;
+        C.disable(C.enabled[i]);
 }
 
 /* Writer: a window opens. CUPTI attaches again where it was detached (any
@@ -370,7 +368,8 @@ void gt_cupti_start(void)
         if ((r = C.enable(kinds[q].k)) != CUPTI_SUCCESS) {
             if (!kinds[q].required)
                 continue;
-            disable_ours();
+            disable_kinds();
+            C.n_enabled = 0;
             snprintf(why, sizeof why, "%.512s: cuptiActivityEnable(%d) failed: %s", C.path, (int)kinds[q].k, errstr(r));
             goto unavailable;
         }
@@ -382,8 +381,7 @@ void gt_cupti_start(void)
     C.next_toggle = now + (gt_config.kernels_full_s ? (uint64_t)gt_config.kernels_full_s
                                                     : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
     if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
-        for (int i = 0; i < C.n_enabled; i++)
-            C.disable(C.enabled[i]);
+        disable_kinds();
         C.recording = false;
         C.detach_due = now;
     }
@@ -439,8 +437,7 @@ void gt_cupti_tick(uint64_t now)
      * flushed, and CUPTI detached, DETACH_AFTER_NS later. */
     if (!gt_attach_begin())
         return;
-    for (int i = 0; i < C.n_enabled; i++)
-        C.disable(C.enabled[i]);
+    disable_kinds();
     gt_attach_end();
     C.recording = false;
     C.detach_due = now + DETACH_AFTER_NS;
@@ -466,8 +463,7 @@ static void yield(void)
         return;
     if (gt_attach_take_over(false)) { /* detached: nothing of ours is left in CUPTI */
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        for (int i = 0; i < C.n_enabled; i++) /* the writer's window bookkeeping is the writer's */
-            C.disable(C.enabled[i]);
+        disable_kinds(); /* the writer's window bookkeeping is the writer's */
     }
     atomic_store(&realtime, true);
     gt_note("cupti", true, "taken over: another CUPTI client (torch.profiler?) registered its own activity buffers; "

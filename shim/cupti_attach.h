@@ -41,7 +41,7 @@ void gt_attach_end(void);
  * CUPTI's one slot, or the program subscribed: never again then). Closes the
  * section either way. */
 bool gt_attach_end_detaching(const char **why);
-bool gt_attach_attached(void);       /* a read for the writer's own bookkeeping */
+bool gt_attach_attached(void);       /* CUPTI attached now (a read, for tests) */
 
 /* The program's threads at stop, exit or when another CUPTI client takes over:
  * no more windows or detaches. True when CUPTI is attached (the caller may
