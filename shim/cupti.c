@@ -137,7 +137,7 @@ static bool try_open(const char *path, int flags)
         return false;
     C.h = h;
     Dl_info di;
-    void *sym = dlsym(h, "cuptiGetVersion");
+    void *sym = gt_dlsym_real(h, "cuptiGetVersion");
     snprintf(C.path, sizeof C.path, "%s", sym && dladdr(sym, &di) && di.dli_fname ? di.dli_fname : path);
     return true;
 }
@@ -206,13 +206,13 @@ static bool resolve(char *why, size_t cap)
         {(void **)&C.num_dropped, "cuptiActivityGetNumDroppedRecords"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!(*t[i].fn = dlsym(C.h, t[i].name))) {
+        if (!(*t[i].fn = gt_dlsym_real(C.h, t[i].name))) { /* glibc's: ours would hand back our wrappers */
             snprintf(why, cap, "%.512s lacks %s (too old)", C.path, t[i].name);
             return false;
         }
     struct gt_attach_api api = {C.subscribe, C.unsubscribe, NULL, NULL};
-    *(void **)&api.enable_domain = dlsym(C.h, "cuptiEnableDomain"); /* the detach's; none: CUPTI stays attached */
-    *(void **)&api.finalize = dlsym(C.h, "cuptiFinalize");
+    *(void **)&api.enable_domain = gt_dlsym_real(C.h, "cuptiEnableDomain"); /* the detach's; none: CUPTI stays attached */
+    *(void **)&api.finalize = gt_dlsym_real(C.h, "cuptiFinalize");
     gt_attach_init(&api);
     C.can_detach = true;
     return true;
@@ -470,12 +470,20 @@ static void yield(void)
             "kernels and copies after this moment are not recorded, allocation tracing goes on");
 }
 
+/* CUPTI's entry points we stand in for, in a table (filled in below the
+ * definitions) so that dlsym on a handle of libcupti hands them out too, as
+ * it does the CUDA hooks: a program that dlopens CUPTI (JAX's profiler
+ * does) reaches us as one that links it does. */
+enum { H_REGISTER, H_SUBSCRIBE, H_SUBSCRIBE_V2, H_cuptiProfilerInitialize, H_cuptiPCSamplingEnable,
+       H_cuptiPmSamplingEnable, H_cuptiSassMetricsEnable, N_CUPTI_HOOKS };
+static struct gt_hook cupti_hooks[N_CUPTI_HOOKS];
+
 GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                                      CUpti_BuffersCallbackCompleteFunc comp)
 {
-    static struct gt_hook row = {"cuptiActivityRegisterCallbacks", NULL, "libcupti.so", NULL, 0};
     __typeof__(&cuptiActivityRegisterCallbacks) real =
-        C.register_callbacks ? C.register_callbacks : (__typeof__(&cuptiActivityRegisterCallbacks))gt_real_of(&row);
+        C.register_callbacks ? C.register_callbacks
+                             : (__typeof__(&cuptiActivityRegisterCallbacks))gt_real_of(&cupti_hooks[H_REGISTER]);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
     if (req != buffer_requested) {
@@ -497,8 +505,8 @@ static void program_uses_cupti(void)
 
 GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
 {
-    static struct gt_hook row = {"cuptiSubscribe", NULL, "libcupti.so", NULL, 0};
-    __typeof__(&cuptiSubscribe) real = C.subscribe ? C.subscribe : (__typeof__(&cuptiSubscribe))gt_real_of(&row);
+    __typeof__(&cuptiSubscribe) real =
+        C.subscribe ? C.subscribe : (__typeof__(&cuptiSubscribe))gt_real_of(&cupti_hooks[H_SUBSCRIBE]);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
     program_uses_cupti();
@@ -508,8 +516,7 @@ GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_Callback
 GT_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user,
                                         CUpti_SubscriberParams *params)
 {
-    static struct gt_hook row = {"cuptiSubscribe_v2", NULL, "libcupti.so", NULL, 0};
-    __typeof__(&cuptiSubscribe_v2) real = (__typeof__(&cuptiSubscribe_v2))gt_real_of(&row);
+    __typeof__(&cuptiSubscribe_v2) real = (__typeof__(&cuptiSubscribe_v2))gt_real_of(&cupti_hooks[H_SUBSCRIBE_V2]);
     if (!real)
         return CUPTI_ERROR_NOT_INITIALIZED;
     program_uses_cupti();
@@ -522,8 +529,8 @@ GT_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_Callb
 #define PROGRAM_SESSION(name)                                                    \
     GT_EXPORT CUptiResult name(void *params)                                     \
     {                                                                            \
-        static struct gt_hook row = {#name, NULL, "libcupti.so", NULL, 0};       \
-        CUptiResult (*real)(void *) = (CUptiResult(*)(void *))gt_real_of(&row);  \
+        CUptiResult (*real)(void *) =                                            \
+            (CUptiResult(*)(void *))gt_real_of(&cupti_hooks[H_##name]);           \
         if (!real)                                                               \
             return CUPTI_ERROR_NOT_INITIALIZED;                                  \
         program_uses_cupti();                                                    \
@@ -533,6 +540,18 @@ PROGRAM_SESSION(cuptiProfilerInitialize)
 PROGRAM_SESSION(cuptiPCSamplingEnable)
 PROGRAM_SESSION(cuptiPmSamplingEnable)
 PROGRAM_SESSION(cuptiSassMetricsEnable)
+
+#define CUPTI_ROW(sym) {#sym, (void *)sym, "libcupti.so", NULL, 0}
+static struct gt_hook cupti_hooks[N_CUPTI_HOOKS] = {
+    [H_REGISTER] = CUPTI_ROW(cuptiActivityRegisterCallbacks),
+    [H_SUBSCRIBE] = CUPTI_ROW(cuptiSubscribe),
+    [H_SUBSCRIBE_V2] = CUPTI_ROW(cuptiSubscribe_v2),
+    [H_cuptiProfilerInitialize] = CUPTI_ROW(cuptiProfilerInitialize),
+    [H_cuptiPCSamplingEnable] = CUPTI_ROW(cuptiPCSamplingEnable),
+    [H_cuptiPmSamplingEnable] = CUPTI_ROW(cuptiPmSamplingEnable),
+    [H_cuptiSassMetricsEnable] = CUPTI_ROW(cuptiSassMetricsEnable),
+};
+const struct gt_hook_table gt_cupti_hooks = {cupti_hooks, N_CUPTI_HOOKS};
 
 /* exec failed: the trace goes on, and so do the windows. */
 void gt_cupti_resume_after_failed_exec(void)

@@ -30,7 +30,7 @@ extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVer
  * real.c (gt_hook_real), one row at a time. */
 
 static const struct gt_hook_table entry_table;
-static const struct gt_hook_table *const tables[] = {&gt_runtime_hooks, &gt_driver_hooks, &entry_table};
+static const struct gt_hook_table *const tables[] = {&gt_runtime_hooks, &gt_driver_hooks, &gt_cupti_hooks, &entry_table};
 
 static struct gt_hook *hook_named(const char *name)
 {

@@ -284,11 +284,11 @@ extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
 void gt_libc_hooks_resolve(void);
 void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the next definition after us */
 
-/* Every function the shim defines in place of a CUDA one (hooks_runtime.c,
- * hooks_driver.c, entrypoints.c): what dlsym and the entry-point queries
+/* Every function the shim defines in place of a CUDA or CUPTI one
+ * (hooks_runtime.c, hooks_driver.c, entrypoints.c, cupti.c): what dlsym and the entry-point queries
  * (entrypoints.c) hand out instead of the real function. */
 struct gt_hook_table { struct gt_hook *hooks; size_t n; };
-extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks;
+extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_cupti_hooks;
 
 /* hooks_driver.c: the size of the IPC-opened range at ptr (the driver's
  * answer), 0 unknown; after the program's own successful call only. */

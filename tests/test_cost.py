@@ -100,7 +100,9 @@ class KernelSampling(TraceTest):
     def test_a_program_subscribing_while_the_detach_waits_gets_cuptis_slot_and_windows_go_on(self):
         # no full period: the shim asks for its detach at once, and the program makes no CUDA
         # call for 300 ms, so its subscriber still holds CUPTI's one slot when the program subscribes
-        for mode in ('subscribe', 'subscribe_v2', 'subscribe_profiler'):
+        # each found as a program linked with CUPTI finds it, and by dlsym on a handle of libcupti
+        for mode in ('subscribe', 'subscribe_v2', 'subscribe_profiler', 'subscribe_handle', 'subscribe_v2_handle',
+                     'subscribe_profiler_handle'):
             with self.subTest(mode):
                 p, db = self.trace([prog('cupti_activity'), mode, '2600'],
                                    env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': '0',

@@ -18,7 +18,9 @@
  *             torch.profiler does; prints "subscribe R" (R: CUPTI's result, 0
  *             is success), then goes on as steady MS; subscribe_v2: the same
  *             through cuptiSubscribe_v2; subscribe_profiler: a profiling
- *             session of its own instead (cuptiProfilerInitialize)
+ *             session of its own instead (cuptiProfilerInitialize); each
+ *             with "_handle" appended finds the function by dlsym on a handle
+ *             of libcupti, as a program that dlopens CUPTI does
  * Prints the CLOCK_MONOTONIC span of the planting. */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -87,18 +89,19 @@ int main(int argc, char **argv)
         nanosleep(&wait, NULL);
         CUpti_SubscriberHandle h;
         CUptiResult r = CUPTI_ERROR_UNKNOWN;
-        if (!strcmp(mode, "subscribe_profiler")) {
-            CUptiResult (*init)(void *) = (CUptiResult(*)(void *))dlsym(RTLD_DEFAULT, "cuptiProfilerInitialize");
+        /* "..._handle": found as a program that dlopens CUPTI finds it */
+        void *from = strstr(mode, "_handle") ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : RTLD_DEFAULT;
+        if (!strncmp(mode, "subscribe_profiler", 18)) {
+            CUptiResult (*init)(void *) = (CUptiResult(*)(void *))dlsym(from, "cuptiProfilerInitialize");
             r = init ? init(NULL) : r;
-        } else if (!strcmp(mode, "subscribe_v2")) {
+        } else if (!strncmp(mode, "subscribe_v2", 12)) {
             CUptiResult (*sub2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
                 (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *))dlsym(
-                    RTLD_DEFAULT, "cuptiSubscribe_v2");
+                    from, "cuptiSubscribe_v2");
             r = sub2 ? sub2(&h, my_callback, NULL, NULL) : r;
         } else {
             CUptiResult (*sub)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
-                (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(RTLD_DEFAULT,
-                                                                                            "cuptiSubscribe");
+                (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(from, "cuptiSubscribe");
             r = sub ? sub(&h, my_callback, NULL) : r;
         }
         printf("subscribe %d\n", (int)r);
