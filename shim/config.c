@@ -35,8 +35,8 @@ const struct gt_config_var gt_config_vars[] = {
      "CUPTI activity kinds recorded: kernel, memcpy, memset, and off by default pool (memory-pool records) and memory "
      "(the driver's allocation records, which duplicate the hooks' events at a cost on every stream-ordered allocation)"},
     {"GPUTRACE_KERNELS_FULL_S", GT_CFG_INT, FIELD(kernels_full_s), "5", 0, 31536000,
-     "every kernel, copy and memset for this many seconds after CUPTI starts; then they are sampled "
-     "(GPUTRACE_KERNELS_EVERY_S)"},
+     "every kernel, copy and memset for the first this many seconds of GPU work (seconds in which kernels or "
+     "copies ran; a pause counts 1 s); then they are sampled (GPUTRACE_KERNELS_EVERY_S)"},
     {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "20", 0, 86400,
      "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s of every this many seconds, CUPTI "
      "detached in between; 0 or 1: every one, all the run"},

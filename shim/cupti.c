@@ -53,6 +53,8 @@ static struct {
     bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
     bool can_detach;           /* false once a detach could not be asked for: never again */
     uint64_t next_toggle, detach_due;
+    bool full;                 /* in the first period, which counts GPU work, not wall time */
+    uint64_t work_ns, last_work; /* that work so far, and the start of the latest record of it */
 } C;
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
@@ -378,9 +380,9 @@ void gt_cupti_start(void)
     }
     C.sampling = C.n_enabled > 0 && gt_config.kernels_every_s > 1;
     C.recording = true;
-    C.next_toggle = now + (gt_config.kernels_full_s ? (uint64_t)gt_config.kernels_full_s
-                                                    : (uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
-    if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
+    C.full = gt_config.kernels_full_s > 0;
+    C.next_toggle = now + (uint64_t)gt_config.kernels_every_s * 1000000000ull - 1000000000ull;
+    if (C.sampling && !C.full) { /* the first window comes later: detach now */
         disable_kinds();
         C.recording = false;
         C.detach_due = now;
@@ -392,16 +394,48 @@ void gt_cupti_start(void)
         yield();
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
     if (C.sampling)
-        gt_note("kernels", false, "sampled: %s%u s, then during 1 s of every %u s; kernels, copies and memsets "
+        gt_note("kernels", false, "sampled: %s%u s%s, then during 1 s of every %u s; kernels, copies and memsets "
                 "alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
-                gt_config.kernels_full_s ? "every kernel for the first " : "no kernel for the first ",
-                gt_config.kernels_full_s ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
-                gt_config.kernels_every_s, C.recording ? "; recording" : "; paused");
+                C.full ? "every kernel for the first " : "no kernel for the first ",
+                C.full ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
+                C.full ? " of GPU work (a pause counts 1 s)" : "", gt_config.kernels_every_s,
+                C.recording ? "; recording" : "; paused");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);
     gt_note("cupti", true, "unavailable: %s; kernels and copies are not recorded, allocation tracing goes on "
             "(GPUTRACE_CUPTI=0 turns CUPTI off)", why);
+}
+
+/* The first period lasts GPUTRACE_KERNELS_FULL_S seconds of GPU work, not
+ * of wall time: a program often spends seconds between its first CUDA call
+ * and its first step (imports, data, compilation on the CPU), and a window
+ * by the clock would close before the training loop's kernels begin (it
+ * did on the GPU: train_mlp.py's optimizer import took 3.9 s). Idle costs
+ * nothing with CUPTI attached: it works on launches. Each pause between the
+ * starts of recorded kernels, copies and memsets counts at most 1 s. */
+#define PAUSE_COUNTS_NS 1000000000ull
+
+/* Writer thread: the start of each kernel, copy and memset record of ours. */
+void gt_cupti_work_at(uint64_t start_ns)
+{
+    if (!C.full || start_ns <= C.last_work)
+        return;
+    if (C.last_work)
+        C.work_ns += start_ns - C.last_work < PAUSE_COUNTS_NS ? start_ns - C.last_work : PAUSE_COUNTS_NS;
+    C.last_work = start_ns;
+}
+
+/* The first period is over: its work so far, with the time since the
+ * latest record counted as work too (up to a pause), since records reach
+ * the writer only with each flush. */
+static bool full_period_over(uint64_t now)
+{
+    if (!C.last_work)
+        return false; /* no GPU work yet */
+    uint64_t since = now > C.last_work ? now - C.last_work : 0;
+    uint64_t work = C.work_ns + (since < PAUSE_COUNTS_NS ? since : PAUSE_COUNTS_NS);
+    return work >= (uint64_t)gt_config.kernels_full_s * 1000000000ull;
 }
 
 /* Writer thread, each round, outside SQLite: completed records reach us at
@@ -422,7 +456,7 @@ void gt_cupti_tick(uint64_t now)
         C.detach_due = 0;
         ask_detach();
     }
-    if (now < C.next_toggle)
+    if (C.full ? !full_period_over(now) : now < C.next_toggle)
         return;
     if (!C.recording) {
         if (!window_open()) /* another thread is at work on CUPTI: the next round */
@@ -440,6 +474,7 @@ void gt_cupti_tick(uint64_t now)
     disable_kinds();
     gt_attach_end();
     C.recording = false;
+    C.full = false;
     C.detach_due = now + DETACH_AFTER_NS;
     C.next_toggle = now + ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
     gt_note("kernels", false, "paused");

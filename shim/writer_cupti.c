@@ -65,6 +65,7 @@ static int64_t name_id(const char *mangled)
 
 static void kernel(const CUpti_ActivityKernel10 *k)
 {
+    gt_cupti_work_at(k->start);
     GT_BIND_INT(KERNEL, start_ns, rel(k->start));
     GT_BIND_INT(KERNEL, end_ns, rel(k->end));
     BIND_IDS(KERNEL, k);
@@ -90,6 +91,7 @@ static const char *copy_kind(uint8_t k)
 
 static void copy(const CUpti_ActivityMemcpy6 *m)
 {
+    gt_cupti_work_at(m->start);
     GT_BIND_INT(MEMCPY, start_ns, rel(m->start));
     GT_BIND_INT(MEMCPY, end_ns, rel(m->end));
     BIND_IDS(MEMCPY, m);
@@ -100,6 +102,7 @@ static void copy(const CUpti_ActivityMemcpy6 *m)
 
 static void set(const CUpti_ActivityMemset4 *m)
 {
+    gt_cupti_work_at(m->start);
     GT_BIND_INT(MEMSET, start_ns, rel(m->start));
     GT_BIND_INT(MEMSET, end_ns, rel(m->end));
     BIND_IDS(MEMSET, m);

@@ -120,7 +120,8 @@ class KernelSampling(TraceTest):
     def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s, then during 1 s of every 2 s.*; '
+        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s of GPU work \(a pause counts 1 s\), '
+                                      r'then during 1 s of every 2 s.*; '
                                       r'recording$')
         self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
         t = [n[0] for n in notes]
@@ -136,10 +137,30 @@ class KernelSampling(TraceTest):
         for s in starts:
             self.assertTrue(any(a - 10e6 <= s <= b + 10e6 for a, b in spans), (s, spans))
         text = run([GPUTRACE, 'summary', db], preload=False).stdout
-        self.assertIn('kernels sampled (every kernel for the first 1 s, then during 1 s of every 2 s', text)
+        self.assertIn('kernels sampled (every kernel for the first 1 s of GPU work (a pause counts 1 s), then during 1 s '
+                      'of every 2 s', text)
         js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
         self.assertEqual(js['every_kernel_until_ns'], t[1])
         self.assertEqual(js['recorded_ns'], (t[1] - t[0]) + (t[3] - t[2]))  # from CUPTI's start
+
+    def test_the_full_period_counts_gpu_work_not_the_seconds_a_program_spends_before_its_loop(self):
+        # 3 kernels, 2.5 s of none, then a kernel every 5 ms: with 2 s in full by the clock the
+        # window would close in the pause and the loop would have no kernel until the next window
+        p, db = self.trace([prog('cupti_activity'), 'pause', '2500'],
+                           env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': '2',
+                                      'GPUTRACE_KERNELS_EVERY_S': '20'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertEqual([m for _, m in notes[1:]], ['paused'])
+        loop = [r[0] for r in query(db, "SELECT k.start_ns FROM kernels k JOIN strings s ON s.id = k.name_id "
+                                        "WHERE s.text = 'step()' ORDER BY k.start_ns")]
+        self.assertEqual(query(db, "SELECT count(*) FROM kernels k JOIN strings s ON s.id = k.name_id "
+                                   "WHERE s.text = 'setup()'")[0][0], 3)
+        # the pause counts 1 s of the 2: the loop is recorded for about 1 s, then CUPTI pauses
+        self.assertTrue(loop, 'no kernel of the loop recorded')
+        recorded = notes[1][0] - loop[0]
+        self.assertTrue(0.7e9 < recorded < 1.5e9, recorded)
+        self.assertGreater(len(loop), 100)
 
     def test_iterations_from_sampled_kernels_stay_inside_one_span(self):
         # no markers, no repeating allocations: iterations come from the kernels, which

@@ -294,7 +294,8 @@ class Layout(ReportTest):
     def test_overview_says_when_kernels_were_sampled(self):
         db = self.late_start()
         with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full
-            for t, m in ((0, 'sampled: every kernel for the first 1 s, then during 1 s of every 2 s; recording'),
+            for t, m in ((0, 'sampled: every kernel for the first 1 s of GPU work (a pause counts 1 s), then during '
+                             '1 s of every 2 s; recording'),
                          (10**9, 'paused'), (2 * 10**9, 'recording'), (3 * 10**9, 'paused')):
                 con.execute("INSERT INTO notes (t_ns, component, message) VALUES (?, 'kernels', ?)", (t, m))
         dom, data, _ = self.report(db)

@@ -12,6 +12,8 @@
  *             3500), as a training loop launches them; prints "steady N of M
  *             attached K detaches D" (N recorded by the stand-in: kernel
  *             records were on; K planted while CUPTI was attached; D detaches)
+ *   pause MS: 3 kernels "_Z5setupv", 2.5 s with no CUDA call (a program
+ *             importing, building its model on the CPU), then as steady MS
  *   subscribe: sleeps 300 ms with no CUDA call (the shim, which detaches CUPTI
  *             outside its windows, then waits for an API exit with its own
  *             subscriber in CUPTI's one slot), then subscribes as
@@ -106,7 +108,13 @@ int main(int argc, char **argv)
         }
         printf("subscribe %d\n", (int)r);
     }
-    if (emit && (!strcmp(mode, "steady") || !strncmp(mode, "subscribe", 9))) {
+    if (emit && !strcmp(mode, "pause")) { /* a little work, then seconds of none before the loop */
+        for (uint32_t i = 1; i <= 3; i++)
+            emit("kernel", "_Z5setupv", 1, 32, 1000, 100000 + i);
+        struct timespec wait = {2, 500000000};
+        nanosleep(&wait, NULL);
+    }
+    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "pause") || !strncmp(mode, "subscribe", 9))) {
         uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
         int on = 0, all = 0;
         struct timespec pause = {0, 5000000};
