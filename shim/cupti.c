@@ -535,7 +535,24 @@ GT_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReques
 static void program_uses_cupti(void)
 {
     if (atomic_load(&state) == C_ON)
-        gt_attach_program_uses_cupti();
+        gt_attach_keep_attached("the program uses CUPTI itself: a subscriber or a profiling session of its own");
+}
+
+/* CUDA graphs: a graph launched while CUPTI was attached fails once CUPTI is
+ * detached (cuptiFinalize), on later launches of the same graph exec: on an
+ * H100 (CUDA 13, driver 580) a graph instantiated with CUPTI attached, or
+ * instantiated detached and launched during a window, replayed after the
+ * next detach with "unspecified launch failure", and the context was lost
+ * (tests/gpu/check_attach.py). With CUPTI kept attached and the kinds only
+ * disabled between windows, 26,000 replays across windows were exact. So the
+ * first capture, instantiation or launch of a graph ends the detaching for
+ * good, before the call runs (a detach waiting for this call's exit is taken
+ * back); windows go on with CUPTI attached. Any state: CUPTI may not have
+ * started yet, and a fork child's graphs are its own. */
+void gt_cupti_program_uses_graphs(void)
+{
+    gt_attach_keep_attached("the program uses CUDA graphs, and a graph launched while CUPTI was attached fails "
+                            "once CUPTI detaches");
 }
 
 GT_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)

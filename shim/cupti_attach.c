@@ -18,7 +18,9 @@ enum {
     A_OFF_DETACHED,  /* terminal, CUPTI detached */
 };
 static _Atomic int st = A_ATTACHED;
-static _Atomic bool program_uses; /* the program has CUPTI sessions of its own: never detach again */
+/* Why CUPTI must never be detached again (the program has CUPTI sessions of
+ * its own, or CUDA graphs); NULL while it may be. */
+static _Atomic(const char *) keep_attached;
 /* Set first by whoever takes over (stop, exit, a foreign client): a thread
  * leaving BUSY or FINALIZING after the take-over gave up waiting for it
  * reads it after its own store and moves to the terminal state itself
@@ -87,8 +89,8 @@ bool gt_attach_end_detaching(const char **why)
     *why = NULL;
     if (!api.finalize || !api.enable_domain)
         *why = "this CUPTI has no cuptiFinalize";
-    else if (atomic_load(&program_uses))
-        *why = "the program uses CUPTI itself: a subscriber or a profiling session of its own";
+    else if (atomic_load(&keep_attached))
+        *why = atomic_load(&keep_attached);
     else {
         CUptiResult r = api.subscribe(&sub, detach_on_api_exit, NULL);
         if (r == CUPTI_SUCCESS && api.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
@@ -165,9 +167,17 @@ void gt_attach_resume(void)
         move(A_OFF_DETACHED, A_DETACHED);
 }
 
-void gt_attach_program_uses_cupti(void)
+void gt_attach_keep_attached(const char *why)
 {
-    atomic_store(&program_uses, true);
+    const char *none = NULL;
+    if (!atomic_load(&keep_attached)) /* the first reason is the one said */
+        atomic_compare_exchange_strong(&keep_attached, &none, why);
+    /* Every graph launch comes here: two loads while nothing is in flight. A
+     * writer in BUSY may have read no reason yet and be about to ask for a
+     * detach: wait for it, and take the detach back. */
+    int s = atomic_load(&st);
+    if (s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING)
+        return;
     while (settled() == A_DETACH_ASKED)
         if (move(A_DETACH_ASKED, A_BUSY)) {
             api.unsubscribe(sub);
@@ -182,5 +192,5 @@ void gt_attach_after_fork_child(void)
      * CUDA (and CUPTI) of its own begins afresh */
     atomic_store(&st, A_ATTACHED);
     atomic_store(&off, false);
-    atomic_store(&program_uses, false);
+    atomic_store(&keep_attached, NULL);
 }

@@ -48,10 +48,11 @@ bool gt_attach_attached(void);       /* CUPTI attached now (a read, for tests) *
  * flush); in a signal handler it only disarms a pending detach. */
 bool gt_attach_take_over(bool in_signal_handler);
 void gt_attach_resume(void);           /* a failed exec: the trace goes on */
-/* The program's own CUPTI session (cuptiSubscribe, a profiler or sampling
- * session): CUPTI's subscriber slot back from a pending detach, and no detach
- * after it (cuptiFinalize would end the program's session too). */
-void gt_attach_program_uses_cupti(void);
+/* CUPTI must stay attached from now on, for the reason given (a static
+ * string, said in the notes): a pending detach is taken back (CUPTI's
+ * subscriber slot with it), and none is asked for again. The program's own
+ * CUPTI session (cuptiFinalize would end it too); CUDA graphs (cupti.c). */
+void gt_attach_keep_attached(const char *why);
 void gt_attach_after_fork_child(void);
 
 #endif

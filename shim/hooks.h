@@ -3,7 +3,7 @@
  * error type), GT_HOOK_OK, GT_HOOK_NOT_FOUND, GT_HOOK_LIB and GT_HOOK_TABLE
  * (its struct gt_hook array), lists its rows as
  *   X(KIND, symbol, api, (params), (args), PTR, SIZE, DEVICE, STREAM)
- * with KIND ALLOC or FREE, and expands the list three times: GT_HOOK_ENUM
+ * with KIND ALLOC, FREE or GRAPH, and expands the list three times: GT_HOOK_ENUM
  * (indices), GT_HOOK_DEFINE (the functions), GT_HOOK_ROW (the table). */
 #ifndef GPUTRACE_HOOKS_H
 #define GPUTRACE_HOOKS_H
@@ -56,6 +56,17 @@
         gt_record_free_end(&pf, (int)rc); \
         gt_hook_leave(); \
         return rc; \
+    }
+
+/* A call that captures, instantiates or launches a CUDA graph: nothing is
+ * recorded, but from the first one on CUPTI is never detached again
+ * (cupti.c says why). The row's other columns are unused. */
+#define GT_HOOK_GRAPH(sym, api, params, args) \
+    GT_EXPORT GT_HOOK_RESULT sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        gt_cupti_program_uses_graphs(); \
+        return real args; \
     }
 
 #define HOST GT_DEVICE_HOST

@@ -14,6 +14,10 @@
 extern __typeof__(cuMemAllocAsync) cuMemAllocAsync_ptsz;
 extern __typeof__(cuMemFreeAsync) cuMemFreeAsync_ptsz;
 extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
+extern __typeof__(cuStreamBeginCapture_v2) cuStreamBeginCapture_v2_ptsz;
+extern __typeof__(cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph_ptsz;
+extern __typeof__(cuGraphInstantiateWithParams) cuGraphInstantiateWithParams_ptsz;
+extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
 
 /* The device of the calling thread's current context (the program has one:
  * we ask only after its own call succeeded). */
@@ -101,7 +105,16 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle *h, void *addr), (h, addr), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
-    X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM)
+    X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
+    X(GRAPH, cuStreamBeginCapture_v2, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(GRAPH, cuStreamBeginCapture_v2_ptsz, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(GRAPH, cuStreamBeginCaptureToGraph, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(GRAPH, cuStreamBeginCaptureToGraph_ptsz, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(GRAPH, cuGraphInstantiateWithFlags, -, (CUgraphExec *e, CUgraph g, unsigned long long flags), (e, g, flags)) \
+    X(GRAPH, cuGraphInstantiateWithParams, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \
+    X(GRAPH, cuGraphInstantiateWithParams_ptsz, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \
+    X(GRAPH, cuGraphLaunch, -, (CUgraphExec e, CUstream s), (e, s)) \
+    X(GRAPH, cuGraphLaunch_ptsz, -, (CUgraphExec e, CUstream s), (e, s))
 
 #define GT_HOOK_RESULT CUresult
 #define GT_HOOK_OK CUDA_SUCCESS

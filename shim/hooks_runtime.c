@@ -1,4 +1,5 @@
-/* Interposers for the CUDA runtime allocation API: a table, one row per
+/* Interposers for the CUDA runtime allocation API (and the calls that make
+ * or launch CUDA graphs, which cupti.c must know of): a table, one row per
  * function (macros in hooks.h). Each hook resolves the real function, calls
  * it, and hands the result to record.c; nothing else happens here. The _ptsz
  * names are what the headers compile to under --default-stream per-thread. */
@@ -11,6 +12,10 @@
 extern __typeof__(cudaMallocAsync) cudaMallocAsync_ptsz;
 extern __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
 extern __typeof__(cudaMallocFromPoolAsync) cudaMallocFromPoolAsync_ptsz;
+extern __typeof__(cudaStreamBeginCapture) cudaStreamBeginCapture_ptsz;
+extern __typeof__(cudaStreamBeginCaptureToGraph) cudaStreamBeginCaptureToGraph_ptsz;
+extern __typeof__(cudaGraphInstantiateWithParams) cudaGraphInstantiateWithParams_ptsz;
+extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
 
 /* The device the calling thread's allocations go to (after the program has
  * initialised CUDA: we only call this after one of its own calls succeeded).
@@ -42,7 +47,17 @@ static int current_device(void)
     X(ALLOC, cudaMallocPitch, cudaMallocPitch, (void **p, size_t *pitch, size_t width, size_t height), (p, pitch, width, height), p ? *p : 0, (rc == GT_HOOK_OK && pitch ? *pitch : width) * height, DEV, NOSTREAM) \
     X(ALLOC, cudaMalloc3D, cudaMalloc3D, (struct cudaPitchedPtr *pp, struct cudaExtent e), (pp, e), pp ? pp->ptr : 0, (rc == GT_HOOK_OK && pp ? pp->pitch : e.width) * e.height * e.depth, DEV, NOSTREAM) \
     X(ALLOC, cudaIpcOpenMemHandle, cudaIpcOpenMemHandle, (void **p, cudaIpcMemHandle_t handle, unsigned int flags), (p, handle, flags), p ? *p : 0, rc == GT_HOOK_OK && p ? gt_ipc_range_size((uint64_t)(uintptr_t)*p) : 0, DEV, NOSTREAM) \
-    X(FREE, cudaIpcCloseMemHandle, cudaIpcCloseMemHandle, (void *p), (p), p, 0, ANY, NOSTREAM)
+    X(FREE, cudaIpcCloseMemHandle, cudaIpcCloseMemHandle, (void *p), (p), p, 0, ANY, NOSTREAM) \
+    X(GRAPH, cudaStreamBeginCapture, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(GRAPH, cudaStreamBeginCapture_ptsz, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(GRAPH, cudaStreamBeginCaptureToGraph, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(GRAPH, cudaStreamBeginCaptureToGraph_ptsz, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(GRAPH, cudaGraphInstantiate, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
+    X(GRAPH, cudaGraphInstantiateWithFlags, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
+    X(GRAPH, cudaGraphInstantiateWithParams, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \
+    X(GRAPH, cudaGraphInstantiateWithParams_ptsz, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \
+    X(GRAPH, cudaGraphLaunch, -, (cudaGraphExec_t e, cudaStream_t s), (e, s)) \
+    X(GRAPH, cudaGraphLaunch_ptsz, -, (cudaGraphExec_t e, cudaStream_t s), (e, s))
 
 #define GT_HOOK_RESULT cudaError_t
 #define GT_HOOK_OK cudaSuccess

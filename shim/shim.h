@@ -288,6 +288,9 @@ void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the
  * (hooks_runtime.c, hooks_driver.c, entrypoints.c, cupti.c): what dlsym and the entry-point queries
  * (entrypoints.c) hand out instead of the real function. */
 struct gt_hook_table { struct gt_hook *hooks; size_t n; };
+/* cupti.c: the program captured, instantiated or launched a CUDA graph (the
+ * GRAPH rows of the hook tables): CUPTI is never detached from then on. */
+void gt_cupti_program_uses_graphs(void);
 extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_cupti_hooks;
 
 /* hooks_driver.c: the size of the IPC-opened range at ptr (the driver's

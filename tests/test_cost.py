@@ -117,6 +117,26 @@ class KernelSampling(TraceTest):
                               notes)
                 self.assertEqual(p.stdout.split()[-1], '0')  # the detach asked at the start was taken back, none after
 
+    def test_a_program_using_cuda_graphs_keeps_cupti_attached_between_windows(self):
+        # on the GPU a graph launched while CUPTI was attached failed once CUPTI detached: from
+        # the first graph call on no detach happens, one waiting for that call is taken back
+        for full in ('0', '1'):  # a detach waiting when the graph comes / none asked yet
+            with self.subTest(full_s=full):
+                p, db = self.trace([prog('cupti_activity'), 'graph', '2600'],
+                                   env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': full,
+                                              'GPUTRACE_KERNELS_EVERY_S': '2'})
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stdout.splitlines()[0], 'graph 0')
+                self.assertEqual(p.stdout.split()[-1], '0')  # no detach at all
+                notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti' ORDER BY id")]
+                self.assertIn('between windows CUPTI stays attached with no activity enabled (the program uses CUDA '
+                              'graphs, and a graph launched while CUPTI was attached fails once CUPTI detaches): its '
+                              'cost per launch stays too', notes)
+                # windows go on, with the kinds toggled: kernels only in the recorded spans
+                kn = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'kernels' ORDER BY id")]
+                self.assertIn('recording', kn[1:])
+                self.assertGreater(query(db, 'SELECT count(*) FROM kernels')[0][0], 100)
+
     def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")

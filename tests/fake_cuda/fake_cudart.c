@@ -1021,6 +1021,27 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
     return stream_create(pStream, flags);
 }
 
+/* CUDA graphs, as far as a program needs them to tell the shim it uses
+ * them: an instantiation hands out a handle, a launch of it succeeds. No
+ * graph is built or run. */
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
+{
+    NEED_DEVICE();
+    (void)graph;
+    if (!pGraphExec || flags)
+        return ret(cudaErrorInvalidValue);
+    *pGraphExec = (cudaGraphExec_t)(uintptr_t)(STREAM_HANDLE_BASE + 8);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    NEED_DEVICE();
+    (void)stream;
+    return ret(graphExec == (cudaGraphExec_t)(uintptr_t)(STREAM_HANDLE_BASE + 8) ? cudaSuccess
+                                                                                   : cudaErrorInvalidResourceHandle);
+}
+
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     NEED_DEVICE();

@@ -12,6 +12,9 @@
  *             3500), as a training loop launches them; prints "steady N of M
  *             attached K detaches D" (N recorded by the stand-in: kernel
  *             records were on; K planted while CUPTI was attached; D detaches)
+ *   graph MS: 300 ms with no CUDA call, then instantiates and launches a
+ *             CUDA graph (prints "graph R", R the launch's result), then as
+ *             steady MS
  *   pause MS: 3 kernels "_Z5setupv", 2.5 s with no CUDA call (a program
  *             importing, building its model on the CPU), then as steady MS
  *   subscribe: sleeps 300 ms with no CUDA call (the shim, which detaches CUPTI
@@ -108,13 +111,21 @@ int main(int argc, char **argv)
         }
         printf("subscribe %d\n", (int)r);
     }
+    if (emit && !strcmp(mode, "graph")) { /* 300 ms with no CUDA call (a detach may be waiting), then a graph */
+        struct timespec wait = {0, 300000000};
+        nanosleep(&wait, NULL);
+        cudaGraphExec_t exec;
+        cudaError_t r = cudaGraphInstantiate(&exec, NULL, 0);
+        printf("graph %d\n", (int)(r == cudaSuccess ? cudaGraphLaunch(exec, NULL) : r));
+    }
     if (emit && !strcmp(mode, "pause")) { /* a little work, then seconds of none before the loop */
         for (uint32_t i = 1; i <= 3; i++)
             emit("kernel", "_Z5setupv", 1, 32, 1000, 100000 + i);
         struct timespec wait = {2, 500000000};
         nanosleep(&wait, NULL);
     }
-    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "pause") || !strncmp(mode, "subscribe", 9))) {
+    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "pause") || !strcmp(mode, "graph") ||
+                 !strncmp(mode, "subscribe", 9))) {
         uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
         int on = 0, all = 0;
         struct timespec pause = {0, 5000000};

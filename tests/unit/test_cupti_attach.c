@@ -145,7 +145,7 @@ static void a_programs_subscriber_gets_the_slot_and_no_detach_follows(void)
     fresh();
     const char *why;
     ask(&why);
-    gt_attach_program_uses_cupti();
+    gt_attach_keep_attached("the program uses CUPTI itself");
     CHECK(!subscribed && gt_attach_attached());
     CHECK(ask(&why) == 0 && why && !subscribed);
     api_exit();
