@@ -58,6 +58,7 @@ static void fork_child(void)
     gt_stacks_discard();
     gt_writer_forget();
     gt_drops_reset();
+    gt_cost_after_fork();
     memset(&reported, 0, sizeof reported);
     atomic_store(&trace_pid, 0);
     atomic_store(&gt_state, GT_UNINIT);
@@ -202,6 +203,7 @@ static void start_trace(void)
     /* the writer may have failed already (open_failed: FAILED); else ACTIVE */
     expected = GT_STARTING;
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE)) {
+        gt_cost_start();
         gt_ranges_trace_started();
         gt_signals_install(on_fatal_signal);
     }
@@ -249,6 +251,7 @@ static void stop(const char *reason, bool may_resume)
         return;
     }
     gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
+    gt_cost_note();
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
     /* under `gputrace run` the launcher says it, in one line for every process */

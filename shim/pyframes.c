@@ -358,6 +358,10 @@ bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code
     return RD(const char *, f, L->fr_instr) < first;
 }
 
+/* Bumped by every recorded call of a thread running Python (pybackward.c:
+ * a thread waiting in backward() that moved on makes one). */
+static _Atomic uint64_t py_epoch;
+
 int gt_py_capture(struct gt_py_stack *out)
 {
     out->n = out->nseg = 0;
@@ -394,7 +398,14 @@ int gt_py_capture(struct gt_py_stack *out)
     }
     if (out->nseg == 0 || out->seg_end[out->nseg - 1] != out->n)
         out->seg_end[out->nseg++] = (uint16_t)out->n;
+    if (out->n)
+        atomic_fetch_add_explicit(&py_epoch, 1, memory_order_relaxed);
     return out->n;
+}
+
+uint64_t gt_py_epoch(void)
+{
+    return atomic_load_explicit(&py_epoch, memory_order_acquire);
 }
 
 bool gt_py_pending(void)

@@ -14,6 +14,7 @@
 #define GT_PY_FRAME_HEAD 72   /* bytes of a frame that hold f_code, previous, prev_instr, owner (3.11, 3.12) */
 
 const struct py_layout *gt_py_layout(void);   /* NULL: Python frames are off */
+uint64_t gt_py_epoch(void);                  /* changes with every call recorded on a thread running Python */
 bool gt_py_running(void);                     /* initialized and not finalizing: thread states may be read */
 const char *gt_py_this_thread_state(void);    /* NULL: this thread has none */
 const char *gt_py_first_thread_state(void);   /* the main interpreter's newest thread state; NULL: unknown */

@@ -284,6 +284,16 @@ extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
 void gt_libc_hooks_resolve(void);
 void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the next definition after us */
 
+/* selfcost.c: the hot path's own time, said in a `cost` note at the end. */
+enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CALLS, GT_COST_BACKWARD_CALLS,
+               GT_COST_BACKWARD_READS, GT_COST_N };
+uint64_t gt_cost_ticks(void);
+void gt_cost_add(enum gt_cost what, uint64_t since); /* the time since that tick reading */
+void gt_cost_count(enum gt_cost what);
+void gt_cost_start(void);      /* the trace starts (the clock rate's first reading) */
+void gt_cost_after_fork(void);
+void gt_cost_note(void);       /* at stop, before the writer's last drain */
+
 /* Every function the shim defines in place of a CUDA or CUPTI one
  * (hooks_runtime.c, hooks_driver.c, entrypoints.c, cupti.c): what dlsym and the entry-point queries
  * (entrypoints.c) hand out instead of the real function. */

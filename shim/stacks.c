@@ -173,7 +173,9 @@ uint64_t gt_stack_capture(void)
     if (depth <= 0 || !seen)
         return 0;
     void *buf[GT_MAX_STACK_DEPTH + 8];
+    uint64_t t = gt_cost_ticks();
     int n = gt_unw.backtrace(buf, depth + 8);
+    gt_cost_add(GT_COST_UNWIND, t);
     int skip = 0;
     while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
         skip++;
@@ -181,12 +183,21 @@ uint64_t gt_stack_capture(void)
     uintptr_t *ips = (uintptr_t *)(buf + skip);
     struct gt_py_stack py;
     uintptr_t merged[GT_MAX_STACK_DEPTH + GT_PY_MAX_FRAMES];
-    if (gt_py_capture(&py) > 0) {
+    t = gt_cost_ticks();
+    int own = gt_py_capture(&py);
+    gt_cost_add(GT_COST_PYTHON, t);
+    if (own > 0) {
         kept = interleave(ips, kept > 0 ? kept : 0, &py, gt_py_interleaves(), merged);
         ips = merged;
-    } else if (gt_py_capture_backward(&py) > 0) {   /* a thread waiting in backward() on our behalf */
-        kept = interleave(ips, kept > 0 ? kept : 0, &py, false, merged);
-        ips = merged;
+    } else {
+        t = gt_cost_ticks();
+        int theirs = gt_py_capture_backward(&py);   /* a thread waiting in backward() on our behalf */
+        gt_cost_add(GT_COST_BACKWARD, t);
+        if (theirs > 0) {
+            gt_cost_count(GT_COST_BACKWARD_CALLS);
+            kept = interleave(ips, kept > 0 ? kept : 0, &py, false, merged);
+            ips = merged;
+        }
     }
     return publish(ips, kept);
 }
@@ -200,7 +211,10 @@ uint64_t gt_stack_capture_python(void)
         return 0;
     struct gt_py_stack py;
     uintptr_t ids[GT_PY_MAX_FRAMES];
-    if (gt_py_capture(&py) <= 0)
+    uint64_t t = gt_cost_ticks();
+    int own = gt_py_capture(&py);
+    gt_cost_add(GT_COST_PYTHON, t);
+    if (own <= 0)
         return 0;
     return publish(ids, interleave(NULL, 0, &py, false, ids));
 }
