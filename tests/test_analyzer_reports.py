@@ -151,6 +151,30 @@ class HeldForTheRun(T.AnalyzerTest):
         self.assertEqual(d['total_bytes'], 0)
         self.assertIn('No leaks: nothing allocated during the loop', self.ok('leaks', db).stdout)
 
+    def test_what_only_the_iteration_before_the_last_left_live_is_in_use_not_a_leak(self):
+        # a step that fetches the next step's batch at its end (or an automatic iteration that
+        # begins inside the step): the last step's batch was allocated in the iteration before
+        t = T.Trace(os.path.join(self.dir, 'prefetch.db'), command_line='python train.py')
+        a = lambda n, where: t.alloc(n, self.POOL + [where, 'main'], api='cudaMallocAsync')
+        params = [a(4 * T.MiB, 'init_model') for _ in range(3)]
+        steps, batch = 10, a(2 * T.MiB, 'next_batch')
+        for step in range(steps):
+            t.push('step %d' % step)
+            t.free(a(8 * T.MiB, 'forward'))
+            if step < steps - 1:   # the batch for the last step comes at the end of the one before
+                t.free(batch)
+                batch = a(2 * T.MiB, 'next_batch')
+            t.pop()
+        db = t.close()
+        d = self.json('leaks', db)
+        self.assertTrue(d['classified_by_iterations'])
+        self.assertEqual(d['total_bytes'], 0, d['sites'])
+        self.assertEqual((d['at_end_bytes'], d['at_end_count']), (2 * T.MiB, 1))
+        self.assertEqual(d['held_for_run_bytes'], 3 * 4 * T.MiB)
+        self.assertIn('No leaks: nothing allocated during the loop (iterations 2 to 9 of 10) accumulated; what was '
+                      'live at process end is below.', self.ok('leaks', db).stdout)
+        del params
+
     def test_an_occasional_leak_is_still_a_leak(self):
         db, _, _, history = self.job(leak_every=4, steps=13)   # steps 0, 4, 8, 12: all of the site counts
         d = self.json('leaks', db)
