@@ -19,6 +19,9 @@ const struct gt_config_var gt_config_vars[] = {
     {"GPUTRACE_OUTPUT", GT_CFG_STRING, FIELD(output_pattern), GT_OUTPUT_DEFAULT, 0, 0,
      "output path (a directory: the trace inside it): %p pid, %h host, %r rank, %% a percent sign"},
     {"GPUTRACE_STACK_DEPTH", GT_CFG_INT, FIELD(stack_depth), "32", 0, 128, "frames per call stack, 0 = no stacks"},
+    {"GPUTRACE_STACK_DEPTH_PYTHON", GT_CFG_INT, FIELD(stack_depth_python), "16", 0, 128,
+     "native frames per call stack on a thread whose Python frames are recorded (the Python frames follow; "
+     "at most GPUTRACE_STACK_DEPTH)"},
     {"GPUTRACE_PYTHON", GT_CFG_BOOL, FIELD(python), "1", 0, 1,
      "0: no Python frames in call stacks (they need GPUTRACE_STACK_DEPTH > 0)"},
     {"GPUTRACE_FREE_STACKS", GT_CFG_BOOL, FIELD(free_stacks), "0", 0, 1,

@@ -147,6 +147,15 @@ class PythonStacksTest(TraceTest):
                          [here('cuda_alloc', 'cuda_alloc'), here('train_step', 'train_step'),
                           here('main_train_step', 'main'), here('module', '<module>')])
 
+    def test_a_python_thread_unwinds_fewer_native_frames_and_its_python_frames_follow(self):
+        # GPUTRACE_STACK_DEPTH_PYTHON: native frames on a thread whose Python frames are recorded
+        _, db = self.run_script('main', env_extra={'GPUTRACE_STACK_DEPTH_PYTHON': 3})
+        frames = frames_of(db, SIZES['main'])
+        self.assertEqual([k for k, *_ in frames], ['native'] * 3 + ['python'] * 4)
+        self.assertEqual(python_frames(db, SIZES['main'])[0], here('cuda_alloc', 'cuda_alloc'))
+        _, db = self.run_script('main', env_extra={'GPUTRACE_STACK_DEPTH_PYTHON': 0}, name='python-only.db')
+        self.assertEqual([k for k, *_ in frames_of(db, SIZES['main'])], ['python'] * 4)
+
     def test_forked_child_records_its_own_python_frames(self):
         p, _ = self.run_script('fork', name='t-%p.db')
         dbs = [os.path.join(self.dir, f) for f in os.listdir(self.dir) if f.endswith('.db')]
