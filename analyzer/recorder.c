@@ -64,9 +64,29 @@ static int kernel_sampling(struct gt_trace *t)
     return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading the kernels' notes");
 }
 
+/* The "sweep" note: the shim saw GPUTRACE_BATCH_SIZE (gputrace sweep's runs). */
+static int run_batch_size(struct gt_trace *t)
+{
+    sqlite3_stmt *st;
+    t->run_batch_size = -1;
+    int code = gt_trace_prepare_optional(t, "SELECT message FROM notes WHERE component = 'sweep' ORDER BY id LIMIT 1",
+                                         &st, "reading the sweep's note");
+    if (code || !st)
+        return code;
+    int rc = sqlite3_step(st);
+    long long bs;
+    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+        sscanf((const char *)sqlite3_column_text(st, 0), "batch size %lld", &bs) == 1 && bs > 0)
+        t->run_batch_size = bs;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading the sweep's note");
+}
+
 int gt_trace_recorder(struct gt_trace *t)
 {
     int code0 = kernel_sampling(t);
+    if (!code0)
+        code0 = run_batch_size(t);
     if (code0)
         return code0;
     sqlite3_stmt *st;
@@ -167,10 +187,13 @@ void gt_recorder_text(const struct gt_trace *t)
 }
 
 /* JSON: the "flight_recorder" key of every report's per-file object (absent
- * for a trace of the whole run). */
+ * for a trace of the whole run), "kernel_sampling" likewise, and
+ * "run_batch_size" for a run of gputrace sweep. */
 void gt_recorder_json(const struct gt_trace *t, struct gt_json *j)
 {
     const struct gt_recorder *w = &t->recorder;
+    if (t->run_batch_size > 0)
+        gt_json_kint(j, "run_batch_size", t->run_batch_size);
     if (t->kernels.on && t->kernels.full_until_ns >= 0) { /* some kernels were left out */
         gt_json_key(j, "kernel_sampling");
         gt_json_obj(j);

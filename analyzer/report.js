@@ -500,6 +500,66 @@
     }));
   }
 
+  /* A sweep's runs (gputrace sweep: one process per batch size, each trace
+   * noting it): the peak of each run by its batch size, the runs that ran out
+   * of memory (the failure the program ended on) at the top, and the proven
+   * boundary when the largest that ran and the smallest that failed are
+   * adjacent. Traces without a sweep's note count when all their iterations
+   * carry one batch size. */
+  function sweepPanel(app, traces) {
+    var runs = [];
+    traces.forEach(function (tr, n) {
+      if (tr.error !== undefined || !tr.peak || tr.peak.error) return;
+      var sum = tr.summary || {}, bs = sum.run_batch_size;
+      var sizes = (tr.peak.by_batch_size || []).map(function (b) { return b.batch_size; });
+      if ((bs === undefined || bs === null) && sizes.length === 1) bs = sizes[0];
+      if (bs === undefined || bs === null) return;
+      var f = ((tr.oom && !tr.oom.error && tr.oom.failures) || []).filter(function (x) { return x.ended_program; })[0];
+      runs.push({n: n, file: tr.file, bs: bs, peak: tr.peak.peak_bytes, oom: !!f,
+        needed: f ? f.live_bytes + (f.requested_bytes || 0) : null, limit: tr.peak.device_total_bytes});
+    });
+    var distinct = runs.map(function (r) { return r.bs; }).filter(function (b, i, a) { return a.indexOf(b) === i; });
+    if (distinct.length < 2) return;
+    var s = el('section', {'class': 'sweep'}, app);
+    el('h2', {}, s, 'Sweep: ' + runs.length + ' runs at ' + distinct.length + ' batch sizes');
+    var box = el('div', {'class': 'panel', id: 'sweep'}, s);
+    el('h3', {}, box, 'Peak by batch size, one process each');
+    var xmax = 1, ymax = 1, limit = null;
+    runs.forEach(function (r) {
+      xmax = Math.max(xmax, r.bs);
+      ymax = Math.max(ymax, r.oom ? (r.needed || 0) : r.peak || 0);
+      if (r.limit) limit = limit === null ? r.limit : Math.min(limit, r.limit);
+    });
+    if (limit !== null) ymax = Math.max(ymax, limit);
+    var p = plot(el('div', {'class': 'chartbox'}, box), {cls: 'sweep', x0: 0, x1: xmax * 1.08, y0: 0, y1: ymax * 1.08, height: 280,
+      xfmt: function (v) { return String(Math.round(v)); }, xlabel: 'batch size', ylabel: 'peak'});
+    if (limit !== null) {
+      sv('line', {x1: p.L, x2: p.W - p.R, y1: p.y(limit), y2: p.y(limit), 'class': 'limit', 'data-bytes': limit}, p.svg);
+      sv('text', {x: p.L + 6, y: p.y(limit) - 4, 'class': 'limit-label'}, p.svg, 'device limit ' + fmtBytes(limit));
+    }
+    runs.forEach(function (r) {
+      if (r.oom) {
+        var y = p.y(Math.min(r.needed || ymax, ymax)), x = p.x(r.bs);
+        tip(sv('path', {d: 'M' + (x - 5) + ',' + (y - 5) + 'L' + (x + 5) + ',' + (y + 5) + 'M' + (x - 5) + ',' + (y + 5) + 'L' +
+          (x + 5) + ',' + (y - 5), 'class': 'sweep-oom', stroke: '#c0392b', 'stroke-width': 2, 'data-batch-size': r.bs}, p.body),
+          r.file + ': batch size ' + r.bs + ', out of memory' + (r.needed ? ' (needed at least ' + fmtBytes(r.needed) + ')' : ''));
+      } else {
+        tip(sv('circle', {cx: p.x(r.bs), cy: p.y(r.peak || 0), r: 5, 'class': 'dot sweep-fit', fill: '#2e86c1',
+          'data-batch-size': r.bs, 'data-bytes': r.peak}, p.body), r.file + ': batch size ' + r.bs + ', peak ' + fmtBytes(r.peak));
+      }
+    });
+    var ran = runs.filter(function (r) { return !r.oom; }).map(function (r) { return r.bs; });
+    var failed = runs.filter(function (r) { return r.oom; }).map(function (r) { return r.bs; });
+    var hi = ran.length ? Math.max.apply(null, ran) : null, lo = failed.length ? Math.min.apply(null, failed) : null;
+    var t = hi === null ? 'No run fitted.' : 'Largest batch size that ran: ' + hi + (lo === null ? '; none ran out of memory.' :
+      '; smallest that ran out of memory: ' + lo + (lo === hi + 1 ? ' (adjacent: the boundary is proven).' : '.'));
+    el('p', {'class': 'note sweep-text'}, box, t);
+    table(box, 'sweep-runs', ['batch size', 'peak', 'result', 'trace'], runs.slice().sort(function (a, b) { return a.bs - b.bs; })
+      .map(function (r) {
+        return [String(r.bs), r.oom ? (r.needed ? '\u2265 ' + fmtBytes(r.needed) : '') : fmtBytes(r.peak), r.oom ? 'out of memory' : 'fits', r.file];
+      }));
+  }
+
   function section(app, tr, n) {
     var s = el('section', {'class': 'trace', id: 'trace-' + n}, app);
     if (tr.error !== undefined) {   /* a trace gputrace could not read: what happened, in its place */
@@ -535,6 +595,7 @@
     var render = function () {
       app.textContent = '';
       try { ranksPanel(app, data.ranks); } catch (e) { fail('ranks: ' + (e && e.stack ? e.stack : e)); }
+      try { sweepPanel(app, data.traces); } catch (e) { fail('sweep: ' + (e && e.stack ? e.stack : e)); }
       data.traces.forEach(function (tr, n) { section(app, tr, n); });
     };
     render();

@@ -131,6 +131,7 @@ struct gt_trace {
     int *site_nframes;     /* -1: not loaded yet */
     sqlite3_stmt *frames_stmt;
 
+    int64_t run_batch_size;      /* the batch size gputrace sweep ran this process at ("sweep" note); -1 */
     struct gt_recorder recorder; /* recorder.on 0: the whole run is in the trace */
     struct gt_kernel_sampling {  /* "kernels" notes: kernel records on at times only (cupti.c) */
         int on;

@@ -44,6 +44,8 @@ const struct gt_config_var gt_config_vars[] = {
      "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s of every this many seconds, CUPTI "
      "detached in between; 0 or 1: every one, all the run"},
     {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
+    {"GPUTRACE_BATCH_SIZE", GT_CFG_INT, FIELD(batch_size), "0", 0, 2147483647,
+     "the batch size the process runs at (gputrace sweep sets it): the trace notes it, reports over a sweep draw it"},
     {"GPUTRACE_SAMPLE_MS", GT_CFG_INT, FIELD(sample_ms), "0", 0, 3600000,
      "sample each device's used memory through NVML every this many ms (0: off)"},
     {"GPUTRACE_WINDOW_S", GT_CFG_INT, FIELD(window_s), "0", 0, 604800,

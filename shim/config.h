@@ -17,6 +17,7 @@ struct gt_config {
     char output_pattern[4096]; /* GPUTRACE_OUTPUT */
     int stack_depth;           /* GPUTRACE_STACK_DEPTH, 0 = off (what stacks.c may use; see gt_stacks_depth) */
     int stack_depth_python;    /* GPUTRACE_STACK_DEPTH_PYTHON: native frames where Python frames follow */
+    int batch_size;            /* GPUTRACE_BATCH_SIZE (gputrace sweep's runs), 0: not set */
     bool quiet;                /* GPUTRACE_QUIET */
     bool disabled;             /* GPUTRACE_DISABLE: pass everything through */
     uint32_t queue_events;     /* GPUTRACE_QUEUE_EVENTS, rounded up to a power of two */

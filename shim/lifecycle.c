@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -174,6 +175,14 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
     gt_signals_die(sig, info);
 }
 
+/* gputrace sweep runs each process with GPUTRACE_BATCH_SIZE: the trace says
+ * it, so that a report over a sweep's traces can draw peak by batch size. */
+static void note_batch_size(void)
+{
+    if (gt_config.batch_size > 0)
+        gt_note("sweep", false, "batch size %d (GPUTRACE_BATCH_SIZE)", gt_config.batch_size);
+}
+
 /* First hooked call (inside a hook, re-entry guard held): one thread starts
  * the trace, any other that arrives meanwhile waits for it. */
 static void start_trace(void)
@@ -204,6 +213,7 @@ static void start_trace(void)
     expected = GT_STARTING;
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_ACTIVE)) {
         gt_cost_start();
+        note_batch_size();
         gt_ranges_trace_started();
         gt_signals_install(on_fatal_signal);
     }

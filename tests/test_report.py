@@ -291,6 +291,38 @@ class Layout(ReportTest):
         self.assertIn('no batch sizes in the trace', self.item(dom, 1, 'batch')[0].text)
         self.assertEqual(int(self.item(dom, 1, 'leaks')[0].attrs['data-value']), 5 * T.MiB)
 
+    def test_a_sweeps_traces_draw_peak_by_batch_size_and_the_proven_boundary(self):
+        # gputrace sweep's runs: one process per batch size, each noting GPUTRACE_BATCH_SIZE (the
+        # shim's "sweep" note); batch size 4 ran out of memory and ended there
+        dbs = []
+        for bs in (1, 2, 3, 4):
+            t = T.Trace(os.path.join(self.dir, 'bs%d.db' % bs), pid=100 + bs, command_line='python train.py --bs %d' % bs)
+            keep = t.alloc(64 * T.MiB, ['init_weights', 'main'])
+            act = t.alloc(bs * 100 * T.MiB, ['forward', 'train_step', 'main'], result=2 if bs == 4 else 0)
+            if bs < 4:
+                t.free(act)
+                t.free(keep)
+            db = t.close()
+            with T.sqlite3.connect(db) as con:
+                con.execute("INSERT INTO notes (t_ns, component, message) VALUES (0, 'sweep', ?)",
+                            ('batch size %d (GPUTRACE_BATCH_SIZE)' % bs,))
+            dbs.append(db)
+        self.assertEqual(self.json('summary', dbs[1])['run_batch_size'], 2)
+        dom, _, _ = self.report(*dbs)
+        self.assertEqual(len(dom.find('section', 'sweep')), 1)
+        dots = dom.find('circle', 'sweep-fit')
+        self.assertEqual(sorted(int(d.attrs['data-batch-size']) for d in dots), [1, 2, 3])
+        self.assertEqual(sorted(int(d.attrs['data-bytes']) for d in dots), [(64 + 100 * bs) * T.MiB for bs in (1, 2, 3)])
+        self.assertEqual([int(e.attrs['data-batch-size']) for e in dom.find('path', 'sweep-oom')], [4])
+        self.assertEqual(dom.find('p', 'sweep-text')[0].text, 'Largest batch size that ran: 3; smallest that ran out of '
+                                                              'memory: 4 (adjacent: the boundary is proven).')
+        rows = [[td.text for td in dom.elements if td.tag == 'td' and td.inside(r)] for r in dom.find('tr', 'row')
+                if r.inside(dom.find('table', 'sweep-runs')[0])]
+        self.assertEqual([r[:1] + r[2:3] for r in rows], [['1', 'fits'], ['2', 'fits'], ['3', 'fits'], ['4', 'out of memory']])
+        # traces of one process are no sweep
+        dom, _, _ = self.report(dbs[0])
+        self.assertEqual(dom.find('section', 'sweep'), [])
+
     def test_overview_says_when_kernels_were_sampled(self):
         db = self.late_start()
         with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full

@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from gtlib import GPUTRACE, TraceTest, base_env, prog, run
+from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
 
 MIB = 1 << 20
 DEVICE = 1024 * MIB
@@ -197,6 +197,9 @@ class SweepTest(TraceTest):
         self.assertEqual(p.returncode, 14, p.stderr)
         with open(os.path.join(d, 'bs2-run1.stderr')) as f:
             self.assertEqual(f.read(), '2 0 5 1\n')
+        # the trace says the batch size it ran at (a report over a sweep's traces draws it)
+        notes = query(os.path.join(d, 'bs2-run1.db'), "SELECT message FROM notes WHERE component = 'sweep'")
+        self.assertEqual(notes, [('batch size 2 (GPUTRACE_BATCH_SIZE)',)])
 
     def test_max_runs_reached_says_what_is_proven(self):
         p, doc, d = self.sweep_json(['--max-runs', '4'], self.train())
