@@ -124,6 +124,8 @@ struct gt_sweep_plan {
     int blind;             /* search runs in a row that fit, with no failure yet, the model wrong */
     int64_t width1, width2;/* the bracket's width before the last search step and before the one
                             * before it (0: no bracket then) */
+    int64_t crept_to;      /* the last search step was the model's lo + 1 (it saw no room): that
+                            * batch size; 0 none */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
  * the default series 1, 2, 4 (and on while not linear). */

@@ -315,8 +315,29 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
     int sec = secant(s, &f.fit);
     int64_t pred = gt_sweep_predict(&f, s->available), c;
     int kind = 0;
+    /* lo's peak in the device's last sixteenth, the model seeing no room
+     * past lo, and its step of one past lo fit: a stream-ordered pool's
+     * reservation (or a caching allocator's segments) there shows what it
+     * could hold, not the batch's need, and the model through it would find
+     * the end one run at a time (the conv net under cudaMallocAsync on an
+     * H100: 84.12 GB reserved at 157 and at every size up to 166, while in
+     * use grew 448.75 MiB a sample; the sweep stepped 157, 158, 159, 160,
+     * 164, 328: 15 runs). An exactly linear peak's lo + 1 fails instead. */
+    int64_t at_lo = s->lo ? value_at(s, s->lo, 0) : -1;
+    int full = s->available > 0 && at_lo > s->available - s->available / 16 && pred <= s->lo + 1 &&
+               s->crept_to && s->crept_to == s->lo;   /* ...and the model's lo + 1 (or this walk's step) fit */
+    s->crept_to = 0;
     if (s->hi == GT_SWEEP_NONE) {
-        if (pred < 0) {
+        if (full) {
+            /* its peaks tell no more (see full): walk up, 4, 16, 64 ...
+             * past lo (a step of one would find the end one run at a time) */
+            if (s->step < 4)
+                s->step = 4;
+            c = s->lo + s->step;
+            if (s->step < GT_SWEEP_MAX_BS)
+                s->step *= 4;
+            s->crept_to = c;   /* (while each fits, the walk goes on) */
+        } else if (pred < 0) {
             c = s->lo ? 2 * s->lo : 1;   /* no model: double */
         } else if (s->dir > 0) {
             c = s->lo + s->step;   /* the model's last step fit past its prediction: walk up */
@@ -326,6 +347,8 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             /* the model has been right, or the secant is new: follow it */
             c = pred > s->lo ? pred : s->lo + 1;
             kind = 1;
+            if (c == s->lo + 1)
+                s->crept_to = c;
         } else {
             /* the model got the last peak wrong: reach well past lo, further
              * each time, to find a failure that brackets the boundary */

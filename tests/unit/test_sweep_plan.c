@@ -327,6 +327,28 @@ static void test_todays_conv_async_run_at_the_pools_reservation_replayed_is_prov
     check_sweep(&d, 12);
 }
 
+/* Session 13's H100 run of the conv net under cudaMallocAsync, at the
+ * pool's reservation: it grew 512 MiB a sample from 224 MiB (the fit over
+ * 2..4) until it held all it could, 80224 MiB (84,120,961,024 B, read at
+ * 157 and 158: saturated), while in use grew 448.75 MiB a sample (73.95 GB
+ * at 157, PyTorch's max_allocated); 166 fit, 167 and up failed (plain runs
+ * and the sweep's own). That sweep stepped 157, 158, 159, 160, 164, then
+ * doubled to 328 and bisected down: 15 runs, as many as Lightning's
+ * binsearch. A failed run's pool is read at its reservation: device less
+ * 600 MiB (made up, as above). */
+static int64_t gpu_conv_async_saturated(int64_t bs)
+{
+    double mib = 224.0 + 512.0 * (double)bs;
+    return (int64_t)((mib < 80224.0 ? mib : 80224.0) * (double)MIB);
+}
+
+static void test_a_pools_reservation_saturated_at_the_device_walks_up_further_each_time(void)
+{
+    struct device d = {.total = 81090 * MIB, .peak_fn = gpu_conv_async_saturated,
+                       .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .keep_available = 1};
+    check_sweep(&d, 12);   /* 157, 158, then 162 and 178 (walking 4, 16 past lo), then bisection */
+}
+
 /* The transformer's second H100 run, default allocator, with the secant
  * (/work/notes/sweep_transformer_default.log): 1, 2, 4, 172 fails, 88, 152
  * and 151 fail (the secant and its one step below), 119 (bisection), then
@@ -522,6 +544,7 @@ int main(void)
     TAP_RUN(test_todays_conv_run_replayed_takes_no_more_runs_than_before);
     TAP_RUN(test_todays_conv_async_run_at_bytes_in_use_replayed_steps_down_by_one_once);
     TAP_RUN(test_todays_conv_async_run_at_the_pools_reservation_replayed_is_proven_in_twelve_runs);
+    TAP_RUN(test_a_pools_reservation_saturated_at_the_device_walks_up_further_each_time);
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
