@@ -147,7 +147,8 @@ static size_t iteration_of(const struct gt_iterations *it, size_t a)
  * step allocates first falls into the iteration before (on an H100,
  * ResNet-50 under cudaMallocAsync: the last step's input, still held by the
  * program's variables at exit, was called a leak). What accumulates is live
- * from two or more iterations, or from one earlier than that. */
+ * from two or more iterations, or from one earlier than that. With three
+ * iterations the one before the last is the whole loop: the rule is off. */
 static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it)
 {
     const struct gt_trace *t = &c->t;
@@ -172,7 +173,7 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             last_it[site] = k;
         }
     }
-    for (size_t site = 0; site < ns; site++)
+    for (size_t site = 0; site < ns && it->n >= 4; site++)   /* (with 3, iteration 2 is the whole loop) */
         if (iters[site] == 1 && last_it[site] == it->n - 2) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
             end->bytes += loop->bytes;

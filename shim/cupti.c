@@ -380,9 +380,17 @@ void gt_cupti_start(void)
     }
     C.sampling = C.n_enabled > 0 && gt_config.kernels_every_s > 1;
     C.recording = true;
-    C.full = gt_config.kernels_full_s > 0;
-    C.next_toggle = now + (uint64_t)gt_config.kernels_every_s * 1000000000ull - 1000000000ull;
-    if (C.sampling && !C.full) { /* the first window comes later: detach now */
+    /* the first period counts GPU work where kernels, copies or memsets are
+     * recorded (they tell it); with only pool or driver-memory records, the clock */
+    bool work_kinds = false;
+    for (int i = 0; i < C.n_enabled; i++)
+        work_kinds |= C.enabled[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || C.enabled[i] == CUPTI_ACTIVITY_KIND_KERNEL ||
+                      C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMCPY || C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMSET;
+    C.full = gt_config.kernels_full_s > 0 && work_kinds;
+    C.next_toggle = now + (gt_config.kernels_full_s > 0 && !work_kinds ? (uint64_t)gt_config.kernels_full_s
+                                                                         : (uint64_t)gt_config.kernels_every_s - 1) *
+                              1000000000ull;
+    if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
         disable_kinds();
         C.recording = false;
         C.detach_due = now;
@@ -396,8 +404,8 @@ void gt_cupti_start(void)
     if (C.sampling)
         gt_note("kernels", false, "sampled: %s%u s%s, then during 1 s of every %u s; kernels, copies and memsets "
                 "alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
-                C.full ? "every kernel for the first " : "no kernel for the first ",
-                C.full ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
+                gt_config.kernels_full_s ? "every kernel for the first " : "no kernel for the first ",
+                gt_config.kernels_full_s ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
                 C.full ? " of GPU work (a pause counts 1 s)" : "", gt_config.kernels_every_s,
                 C.recording ? "; recording" : "; paused");
     return;

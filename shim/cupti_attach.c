@@ -21,6 +21,9 @@ static _Atomic int st = A_ATTACHED;
 /* Why CUPTI must never be detached again (the program has CUPTI sessions of
  * its own, or CUDA graphs); NULL while it may be. */
 static _Atomic(const char *) keep_attached;
+/* ...and no detach can come any more: a caller saw a state with no detach
+ * asked or in reach after storing the reason (graph launches then pay one load) */
+static _Atomic bool kept;
 /* Set first by whoever takes over (stop, exit, a foreign client): a thread
  * leaving BUSY or FINALIZING after the take-over gave up waiting for it
  * reads it after its own store and moves to the terminal state itself
@@ -46,6 +49,10 @@ static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_C
     if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
         cb->callbackSite != CUPTI_API_EXIT || !move(A_DETACH_ASKED, A_FINALIZING))
         return;
+    if (atomic_load(&keep_attached)) { /* a reason came after the detach was asked: its caller takes it back */
+        atomic_store(&st, A_DETACH_ASKED);
+        return;
+    }
     api.finalize(); /* our subscription goes with CUPTI's state */
     atomic_store(&st, A_DETACHED);
     if (atomic_load(&off))
@@ -98,6 +105,8 @@ bool gt_attach_end_detaching(const char **why)
             atomic_store(&st, A_DETACH_ASKED);
             if (atomic_load(&off) && move(A_DETACH_ASKED, A_BUSY))
                 unsubscribe_to(A_OFF_ATTACHED);
+            else if (atomic_load(&keep_attached) && move(A_DETACH_ASKED, A_BUSY))
+                unsubscribe_to(A_ATTACHED);   /* a reason came while we subscribed: no detach after all */
             return true;
         }
         if (r == CUPTI_SUCCESS)
@@ -169,19 +178,25 @@ void gt_attach_resume(void)
 
 void gt_attach_keep_attached(const char *why)
 {
+    if (atomic_load_explicit(&kept, memory_order_acquire))
+        return;   /* every graph launch comes here: one load */
     const char *none = NULL;
     if (!atomic_load(&keep_attached)) /* the first reason is the one said */
         atomic_compare_exchange_strong(&keep_attached, &none, why);
-    /* Every graph launch comes here: two loads while nothing is in flight. A
-     * writer in BUSY may have read no reason yet and be about to ask for a
-     * detach: wait for it, and take the detach back. */
+    /* A writer in BUSY may have read no reason yet and be about to ask for
+     * a detach: wait for it, and take the detach back. (If it outlasts the
+     * wait, the writer sees the reason after asking and takes it back
+     * itself, and the API-exit callback declines to detach: see above.) */
     int s = atomic_load(&st);
-    if (s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING)
+    if (s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING) {
+        atomic_store_explicit(&kept, true, memory_order_release);
         return;
+    }
     while (settled() == A_DETACH_ASKED)
         if (move(A_DETACH_ASKED, A_BUSY)) {
             api.unsubscribe(sub);
             gt_attach_end(); /* off may have come meanwhile */
+            atomic_store_explicit(&kept, true, memory_order_release);
             return;
         }
 }
@@ -193,4 +208,5 @@ void gt_attach_after_fork_child(void)
     atomic_store(&st, A_ATTACHED);
     atomic_store(&off, false);
     atomic_store(&keep_attached, NULL);
+    atomic_store(&kept, false);
 }

@@ -15,6 +15,15 @@ extern __typeof__(cuMemAllocAsync) cuMemAllocAsync_ptsz;
 extern __typeof__(cuMemFreeAsync) cuMemFreeAsync_ptsz;
 extern __typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
 extern __typeof__(cuStreamBeginCapture_v2) cuStreamBeginCapture_v2_ptsz;
+/* Older graph entry points libcuda still exports (cuda.h maps the names to
+ * newer ones, and declares these only for its own build): what a program
+ * built against CUDA 11, or cuGetProcAddress at an 11.x version, reaches. */
+#undef cuGraphInstantiate
+#undef cuStreamBeginCapture
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n);
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n);
+CUresult CUDAAPI cuStreamBeginCapture(CUstream s);
+CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s);
 extern __typeof__(cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph_ptsz;
 extern __typeof__(cuGraphInstantiateWithParams) cuGraphInstantiateWithParams_ptsz;
 extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
@@ -106,6 +115,10 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
     X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
+    X(GRAPH, cuStreamBeginCapture, -, (CUstream s), (s)) \
+    X(GRAPH, cuStreamBeginCapture_ptsz, -, (CUstream s), (s)) \
+    X(GRAPH, cuGraphInstantiate, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
+    X(GRAPH, cuGraphInstantiate_v2, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
     X(GRAPH, cuStreamBeginCapture_v2, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
     X(GRAPH, cuStreamBeginCapture_v2_ptsz, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
     X(GRAPH, cuStreamBeginCaptureToGraph, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \

@@ -175,6 +175,12 @@ class HeldForTheRun(T.AnalyzerTest):
                       'live at process end is below.', self.ok('leaks', db).stdout)
         del params
 
+    def test_with_three_iterations_a_leak_in_the_middle_one_is_still_a_leak(self):
+        db = T.leak_retained(self.dir, iterations=3)
+        d = self.json('leaks', db)
+        self.assertTrue(d['classified_by_iterations'])
+        self.assertGreater(d['total_bytes'], 0)
+
     def test_an_occasional_leak_is_still_a_leak(self):
         db, _, _, history = self.job(leak_every=4, steps=13)   # steps 0, 4, 8, 12: all of the site counts
         d = self.json('leaks', db)

@@ -182,6 +182,15 @@ class KernelSampling(TraceTest):
         self.assertTrue(0.7e9 < recorded < 1.5e9, recorded)
         self.assertGreater(len(loop), 100)
 
+    def test_with_only_pool_records_the_first_period_goes_by_the_clock(self):
+        # no kernel, copy or memset is recorded to count GPU work by: the first period must
+        # still end (after 1 s), not keep CUPTI attached for the whole run
+        db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=20, GPUTRACE_CUPTI_KINDS='pool')
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertEqual([m for _, m in notes[1:]], ['paused'])
+        self.assertLess(abs(notes[1][0] - notes[0][0] - 1e9), 150e6, notes)
+        self.assertNotIn('of GPU work', notes[0][1])
+
     def test_iterations_from_sampled_kernels_stay_inside_one_span(self):
         # no markers, no repeating allocations: iterations come from the kernels, which
         # were recorded 0..1 s and 2..3 s only; no iteration may bridge the unseen gap
