@@ -64,7 +64,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
 {
     if (!tracing())
         return;
-    uint64_t t0 = gt_cost_ticks();
+    uint64_t t0 = gt_cost_call();
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;
@@ -75,7 +75,6 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     if (gt_queue_reserve(&r))
         gt_queue_publish(&r, &rec);
     gt_cost_add(GT_COST_HOOK, t0);
-    gt_cost_count(GT_COST_CALLS);
     note_cuda_ready(result);
 }
 
@@ -85,7 +84,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     p->reserved = false;
     if (!tracing())
         return;
-    uint64_t t0 = gt_cost_ticks();
+    uint64_t t0 = gt_cost_call();
     fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
     /* A free's native stack would be half the unwinding a stream-ordered
@@ -98,7 +97,6 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     p->reserved = gt_queue_reserve(&p->res);
     p->rec.t_ns = gt_now_ns();
     gt_cost_add(GT_COST_HOOK, t0);
-    gt_cost_count(GT_COST_CALLS);
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)

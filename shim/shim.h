@@ -284,12 +284,34 @@ extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
 void gt_libc_hooks_resolve(void);
 void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the next definition after us */
 
-/* selfcost.c: the hot path's own time, said in a `cost` note at the end. */
+/* selfcost.c: the hot path's own time, said in a `cost` note at the end.
+ * One recorded call in GT_COST_SAMPLE is timed (the others pay a counter):
+ * the note scales the timed sums. */
 enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CALLS, GT_COST_BACKWARD_CALLS,
                GT_COST_BACKWARD_READS, GT_COST_N };
-uint64_t gt_cost_ticks(void);
-void gt_cost_add(enum gt_cost what, uint64_t since); /* the time since that tick reading */
-void gt_cost_count(enum gt_cost what);
+#define GT_COST_SAMPLE 8
+extern GT_TLS bool gt_cost_timing;                 /* this call is timed */
+extern GT_TLS uint64_t gt_cost_sums[GT_COST_N];    /* this thread's, not yet added to the shared sums */
+uint64_t gt_cost_call(void);   /* a recorded call begins: counted; its tick reading if timed, else 0 */
+static inline uint64_t gt_cost_ticks(void)
+{
+    if (!gt_cost_timing)
+        return 0;
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    return gt_now_ns();
+#endif
+}
+static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */
+{
+    if (since)
+        gt_cost_sums[what] += gt_cost_ticks() - since;
+}
+static inline void gt_cost_count(enum gt_cost what)
+{
+    gt_cost_sums[what]++;
+}
 void gt_cost_start(void);      /* the trace starts (the clock rate's first reading) */
 void gt_cost_after_fork(void);
 void gt_cost_note(void);       /* at stop, before the writer's last drain */

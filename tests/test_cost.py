@@ -8,6 +8,7 @@ pools); kernels, copies and memsets are sampled after a first period in full,
 CUPTI detached between the windows."""
 import json
 import os
+import re
 
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
 from test_nvtx import FAKE_CUPTI
@@ -225,3 +226,23 @@ class KernelSampling(TraceTest):
         self.assertEqual(on, all_)
         self.assertEqual(self.detaches, 0)
         self.assertNotIn('kernels sampled', run([GPUTRACE, 'summary', db], preload=False).stdout)
+
+
+class SelfCost(TraceTest):
+    def test_the_trace_says_what_its_hot_path_cost(self):
+        # the shim's own time, in a note: every call of a one-thread program counted (the
+        # stopping thread adds what it had not yet), the parts no larger than the whole
+        p, db = self.trace([prog('demo_loop')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        events = query(db, 'SELECT count(*) FROM events')[0][0]
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cost'")]
+        self.assertEqual(len(notes), 1, notes)
+        m = re.match(r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) us a call\): native unwinding '
+                     r'([\d.]+) ms, the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
+                     r'backward\(\) ([\d.]+) ms \((\d+) calls, (\d+) read afresh\); over ([\d.]+) s$', notes[0])
+        self.assertTrue(m, notes[0])
+        self.assertEqual(int(m.group(1)), events)
+        total, unwind, py, bw = (float(m.group(k)) for k in (2, 4, 5, 6))
+        self.assertGreater(total, 0)
+        self.assertLessEqual(unwind + py + bw, total * 1.5 + 0.1)   # sampled: one call in 8 timed, scaled
+        self.assertEqual((int(m.group(7)), int(m.group(8))), (0, 0))   # no Python, no backward
