@@ -203,7 +203,7 @@ static int windows_release_memory(const struct gt_trace *t, const struct gt_pair
  * then whole repetitions from there. Fills out (emptied first). */
 static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
                              const uint32_t *seq_ev, size_t n, const struct period *c, struct gt_iterations *out,
-                             size_t *skipped)
+                             size_t *skipped, size_t *partial)
 {
     size_t p = c->p, a = c->a, reps = c->cover / p;
     double *sum = gt_xcalloc(p, sizeof *sum);
@@ -222,6 +222,16 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
             o = k;
     free(sum);
     size_t count = o <= c->cover - reps * p ? reps : reps - 1, cap = 0;
+    /* the pattern runs on past the last whole repetition for at least half
+     * a period: the program's last step, cut short where the next would
+     * have begun (on an H100, BERT's last step lacked only the next step's
+     * first two allocations), is an iteration too */
+    size_t tail = c->cover - o - count * p;
+    *partial = 0;
+    if (tail * 2 >= p && a + o + count * p < n) {
+        count++;
+        *partial = tail;
+    }
     out->n = 0;
     for (size_t k = 0; k < count; k++) {
         size_t b = a + o + k * p;
@@ -370,14 +380,19 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     size_t exact_cover = 0;
     size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
-        size_t before;
-        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before);
+        size_t before, partial;
+        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before, &partial);
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
-            exact_cover = out->n * c[k].p;
+            size_t covered = (partial ? out->n - 1 : out->n) * c[k].p + partial;
+            exact_cover = covered;
+            char cut[96] = "";
+            if (partial)
+                snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
             snprintf(out->how, sizeof out->how,
-                     "automatic: a pattern of %zu allocation%s repeats %zu times (%zu allocation%s before it, %zu after)",
-                     c[k].p, gt_s((long long)c[k].p), out->n, before, gt_s((long long)before), n - (before + out->n * c[k].p));
+                     "automatic: a pattern of %zu allocation%s repeats %zu times%s (%zu allocation%s before it, %zu after)",
+                     c[k].p, gt_s((long long)c[k].p), out->n, cut, before, gt_s((long long)before),
+                     n > before + covered ? n - (before + covered) : 0);
             break;
         }
         out->n = 0;

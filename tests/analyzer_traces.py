@@ -247,12 +247,18 @@ UNMARKED_STEP = [(3 * MiB, 'copy_batch'), (8 * MiB, 'conv_forward'), (8 * MiB, '
                  (2 * MiB, 'pool_forward'), (64 * KiB, 'linear_forward'), (8 * MiB, 'conv_backward')]
 
 
-def unmarked_loop(dirpath, iterations=UNMARKED_ITERATIONS):
-    """A training loop without NVTX or markers: setup, N identical steps, teardown."""
+def unmarked_loop(dirpath, iterations=UNMARKED_ITERATIONS, killed_in_last_step=False):
+    """A training loop without NVTX or markers: setup, N identical steps, teardown
+    (killed_in_last_step: the process ends in its last step, after 5 of its 6 allocations)."""
     t = Trace(os.path.join(dirpath, 'unmarked.db'), command_line='./unmarked_loop', module='/opt/work/unmarked_loop')
     model = [t.alloc(n, ['init_params', 'main']) for n in (40 * MiB, 40 * MiB, 4 * MiB)]
     grads = [t.alloc(n, ['zero_grad', 'main']) for n in (40 * MiB, 40 * MiB, 4 * MiB)]
     for i in range(iterations):
+        if killed_in_last_step and i == iterations - 1:
+            ptrs = [t.alloc(size, [fn, 'train_step', 'main']) for size, fn in UNMARKED_STEP[:4]]
+            t.free(ptrs[1])
+            t.alloc(UNMARKED_STEP[4][0], [UNMARKED_STEP[4][1], 'train_step', 'main'])
+            return t.close(end_reason='signal SIGKILL')
         ptrs = [t.alloc(size, [fn, 'train_step', 'main']) for size, fn in UNMARKED_STEP[:4]]
         t.free(ptrs[1])
         ptrs[1] = None

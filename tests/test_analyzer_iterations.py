@@ -19,6 +19,16 @@ class Iterations(T.AnalyzerTest):
             db = T.unmarked_loop(self.dir, iterations=n)
             self.assertEqual(self.json('summary', db)['iterations'], n, 'loop of %d' % n)
 
+    def test_a_last_step_cut_short_is_an_iteration_too(self):
+        # the process ended in its last step (killed, or os._exit before the next step began)
+        db = T.unmarked_loop(self.dir, iterations=12, killed_in_last_step=True)
+        d = self.json('summary', db)
+        self.assertEqual(d['iterations'], 12)
+        self.assertIn('repeats 12 times, the last cut short after 5 of them', d['iteration_detection'])
+        # a loop that ends with whole steps has no cut-short one
+        db = T.unmarked_loop(self.dir, iterations=12)
+        self.assertNotIn('cut short', self.json('summary', db)['iteration_detection'])
+
     def test_auto_detected_iterations_put_boundaries_where_memory_is_lowest(self):
         db = T.unmarked_loop(self.dir)
         d = self.json('peak', db)
