@@ -18,15 +18,6 @@
 
 #define FLUSH_EVERY 64
 
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#else
-    return gt_now_ns();
-#endif
-}
-
 GT_TLS bool gt_cost_timing;
 GT_TLS uint64_t gt_cost_sums[GT_COST_N];
 static GT_TLS uint32_t unflushed;
@@ -49,13 +40,13 @@ uint64_t gt_cost_call(void)
     if (++unflushed >= FLUSH_EVERY)
         flush_mine();
     gt_cost_timing = unflushed % GT_COST_SAMPLE == 0;
-    return gt_cost_timing ? ticks() : 0;
+    return gt_cost_timing ? gt_cost_read_ticks() : 0;
 }
 
 void gt_cost_start(void)
 {
     uint64_t none = 0;
-    if (atomic_compare_exchange_strong(&t0_ticks, &none, ticks()))
+    if (atomic_compare_exchange_strong(&t0_ticks, &none, gt_cost_read_ticks()))
         atomic_store(&t0_ns, gt_now_ns());
 }
 
@@ -74,7 +65,7 @@ void gt_cost_note(void)
 {
     flush_mine();
     uint64_t calls = atomic_load(&total[GT_COST_CALLS]);
-    uint64_t tk0 = atomic_load(&t0_ticks), ns0 = atomic_load(&t0_ns), tk = ticks(), ns = gt_now_ns();
+    uint64_t tk0 = atomic_load(&t0_ticks), ns0 = atomic_load(&t0_ns), tk = gt_cost_read_ticks(), ns = gt_now_ns();
     if (!calls || !tk0 || ns <= ns0 || tk <= tk0)
         return;
     double per_ns = (double)(ns - ns0) / (double)(tk - tk0); /* ns a tick */

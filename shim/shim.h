@@ -293,15 +293,17 @@ enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, G
 extern GT_TLS bool gt_cost_timing;                 /* this call is timed */
 extern GT_TLS uint64_t gt_cost_sums[GT_COST_N];    /* this thread's, not yet added to the shared sums */
 uint64_t gt_cost_call(void);   /* a recorded call begins: counted; its tick reading if timed, else 0 */
-static inline uint64_t gt_cost_ticks(void)
+static inline uint64_t gt_cost_read_ticks(void) /* the time-stamp counter (x86-64), else CLOCK_MONOTONIC */
 {
-    if (!gt_cost_timing)
-        return 0;
 #if defined(__x86_64__)
     return __builtin_ia32_rdtsc();
 #else
     return gt_now_ns();
 #endif
+}
+static inline uint64_t gt_cost_ticks(void)   /* a reading if this call is timed, else 0 */
+{
+    return gt_cost_timing ? gt_cost_read_ticks() : 0;
 }
 static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */
 {

@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 
-from gpucheck import counters, finish, one, report, rows, run
+from gpucheck import counters, finish, fresh_db, kernel_spans, one, report, rows, run, safe
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -37,19 +37,8 @@ os.makedirs(a.out, exist_ok=True)
 SHORT = {'GPUTRACE_KERNELS_FULL_S': '1', 'GPUTRACE_KERNELS_EVERY_S': '2', 'GPUTRACE_QUIET': '1'}
 
 
-def safe(name, fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - reported, not hidden
-        report(False, name, 'raised %r' % e)
-
-
 def fresh(name):
-    db = os.path.join(a.out, name + '.db')
-    for x in ('', '-wal', '-journal'):
-        if os.path.exists(db + x):
-            os.remove(db + x)
-    return db
+    return fresh_db(a.out, name)
 
 
 def kernel_notes(db):
@@ -79,17 +68,9 @@ def graphs():
 
 
 def spans_of(db):
-    notes = rows(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-    out, since = [], None
-    for t, m in notes:
-        if m.endswith('recording') and since is None:
-            since = t
-        elif m.endswith('paused') and since is not None:
-            out.append((since, t + 50 * 10**6))
-            since = None
-    if since is not None:
-        out.append((since, one(db, 'SELECT end_ns FROM processes')))
-    return out
+    """The kernel spans, each end 50 ms late: a kernel launched just before a pause starts after it
+    (and none starts after the process's end)."""
+    return [(s, e + 50 * 10**6) for s, e in kernel_spans(db)]
 
 
 def compile_():

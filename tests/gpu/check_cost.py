@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 
-from gpucheck import counters, finish, one, report, rows, run
+from gpucheck import counters, finish, fresh_db, kernel_spans, one, report, rows, run, safe
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -31,18 +31,8 @@ step = ['python3', os.path.join(here, 'transformer_step.py'), '--steps', str(a.s
 ASYNC = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync'}
 
 
-def safe(name, fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - reported, not hidden
-        report(False, name, 'raised %r' % e)
-
-
 def traced(name, env, argv=None):
-    db = os.path.join(a.out, name + '.db')
-    for x in ('', '-wal', '-journal'):
-        if os.path.exists(db + x):
-            os.remove(db + x)
+    db = fresh_db(a.out, name)
     p = run(argv or step, shim=shim, db=db, env_extra=dict(env, GPUTRACE_QUIET='1'))
     ok = p.returncode == 0 and os.path.exists(db)
     report(ok, '%s: traced run completes' % name, 'rc %d in %.1f s; stderr tail: %s' % (p.returncode, p.wall,
@@ -75,16 +65,7 @@ def kernels():
     if not db:
         return
     notes = rows(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-    spans, since = [], None
-    for t, m in notes:
-        if m.endswith('recording') and since is None:
-            since = t
-        elif m.endswith('paused') and since is not None:
-            spans.append((since, t))
-            since = None
-    end = one(db, 'SELECT end_ns FROM processes')
-    if since is not None:
-        spans.append((since, end))
+    spans = kernel_spans(db)
     ks = [r[0] for r in rows(db, 'SELECT start_ns FROM kernels')]
     # a kernel launched just before a pause may start on the GPU a little after it
     outside = [k for k in ks if not any(s - 1e6 <= k <= e + 50e6 for s, e in spans)]

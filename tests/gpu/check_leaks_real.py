@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 
-from gpucheck import counters, finish, report, run
+from gpucheck import counters, finish, fresh_db, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -64,10 +64,7 @@ os._exit(0)
 
 def one(model, alloc):
     name = '%s-%s' % (model, alloc)
-    db = os.path.join(a.out, name + '.db')
-    for x in ('', '-wal', '-journal'):
-        if os.path.exists(db + x):
-            os.remove(db + x)
+    db = fresh_db(a.out, name)
     env = {'GPUTRACE_QUIET': '1'}
     if alloc == 'async':
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'

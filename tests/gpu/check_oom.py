@@ -22,7 +22,7 @@ import os
 import re
 import subprocess
 
-from gpucheck import counters, finish, report, run
+from gpucheck import counters, finish, fresh_db, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -76,10 +76,7 @@ def negatives(x, path=''):
 
 
 def one_allocator(name, conf):
-    db = os.path.join(a.out, 'oom-%s.db' % name)
-    for x in ('', '-wal', '-journal'):
-        if os.path.exists(db + x):
-            os.remove(db + x)
+    db = fresh_db(a.out, 'oom-' + name)
     env = {'GPUTRACE_QUIET': '1'}
     if conf:
         env['PYTORCH_CUDA_ALLOC_CONF'] = conf

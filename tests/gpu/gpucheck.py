@@ -69,6 +69,38 @@ def live_peak(db, where):
     return live, peak
 
 
+def safe(name, fn):
+    """One check must not stop the others: an exception is that check's FAIL."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        report(False, name, 'raised %r' % e)
+
+
+def fresh_db(out, name):
+    """OUT/NAME.db with no trace left from an earlier run (nor its -wal, -journal)."""
+    db = os.path.join(out, name + '.db')
+    for x in ('', '-wal', '-journal'):
+        if os.path.exists(db + x):
+            os.remove(db + x)
+    return db
+
+
+def kernel_spans(db):
+    """[(start, end)] of each span with kernel records on, from the 'kernels' notes (the last one
+    open to the process's end)."""
+    spans, since = [], None
+    for t, m in rows(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns"):
+        if m.endswith('recording') and since is None:
+            since = t
+        elif m.endswith('paused') and since is not None:
+            spans.append((since, t))
+            since = None
+    if since is not None:
+        spans.append((since, one(db, 'SELECT end_ns FROM processes')))
+    return spans
+
+
 def median(xs):
     return statistics.median(xs) if xs else float('nan')
 
