@@ -145,12 +145,25 @@ bool gt_output_discard(const char *tmp)
 }
 
 /* Gives the committed file tmp its name: the pattern's, or when a file is
- * there NAME.PID.db, then NAME.PID.N.db. 0 with the name in path_out, else
+ * there (or the parent's is about to be) NAME.PID.db, then NAME.PID.N.db. 0 with the name in path_out, else
  * -errno with a reason in err (the file stays at tmp). */
+/* The parent traces to the same name and has not given its file that name
+ * yet (it is still NAME.creating-PPID): the name is the parent's. A child the
+ * program starts right after its first CUDA calls (a spawned worker) could
+ * otherwise publish first and take it (seen in CI: the command's own trace
+ * became NAME.PID.db, its child's NAME.db). */
+static bool parent_claims(void)
+{
+    char p[sizeof base + 32];
+    struct stat st;
+    snprintf(p, sizeof p, "%s.creating-%d", base, (int)getppid());
+    return lstat(p, &st) == 0;
+}
+
 int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap)
 {
     snprintf(path_out, cap, "%s", base);
-    int rc = place(tmp, path_out);
+    int rc = parent_claims() ? -EEXIST : place(tmp, path_out);
     if (rc == -EEXIST) {
         size_t len = strlen(base);
         const char *ext = len > 3 && strcmp(base + len - 3, ".db") == 0 ? ".db" : "";
