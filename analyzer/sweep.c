@@ -321,6 +321,42 @@ static void run_sweep(struct sweep *s)
     }
 }
 
+/* Runs of batch size bs: how many, and how many fit. */
+static void tally(const struct sweep *s, int64_t bs, int *runs, int *fits)
+{
+    *runs = *fits = 0;
+    for (size_t i = 0; i < s->nruns; i++)
+        if (s->runs[i].batch_size == bs && (s->runs[i].oom || (!s->runs[i].exit_status && s->runs[i].ntraces))) {
+            ++*runs;
+            *fits += !s->runs[i].oom;
+        }
+}
+
+/* Is run i the first run of a batch size that both fit and ran out of
+ * memory? (Memory near the boundary can differ from run to run: a pool's
+ * fragmentation, the order of a library's lazy workspaces. The answer is the
+ * largest batch size that fit every time it ran; these are said apart.) */
+static int unsteady_first(const struct sweep *s, size_t i, int *runs, int *fits)
+{
+    for (size_t k = 0; k < i; k++)
+        if (s->runs[k].batch_size == s->runs[i].batch_size)
+            return 0;
+    tally(s, s->runs[i].batch_size, runs, fits);
+    return *fits && *fits < *runs;
+}
+
+static void print_unsteady_text(const struct sweep *s)
+{
+    int n = 0, runs, fits;
+    for (size_t i = 0; i < s->nruns; i++)
+        if (unsteady_first(s, i, &runs, &fits))
+            printf("%s%lld (fit in %d of %d runs)", n++ ? ", " : "  unsteady: batch size ", (long long)s->runs[i].batch_size,
+                   fits, runs);
+    if (n)
+        printf("\n  memory near the boundary differs from run to run; the answer below is the largest batch size\n"
+               "  that fit every time it ran, and one that fit only sometimes is not counted as fitting\n");
+}
+
 static void print_fit_text(const struct sweep *s)
 {
     const struct gt_sweep_fit *f = &s->model;
@@ -387,6 +423,7 @@ static void print_text(const struct sweep *s, double total_s)
         printf("  predicted largest batch size: %lld\n", (long long)s->predicted);
     else if (s->modelled)
         printf("  predicted largest batch size: none (needs a fit whose peak grows, and the device size)\n");
+    print_unsteady_text(s);
     char proof[300];
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
@@ -460,6 +497,19 @@ static void print_json(const struct sweep *s, double total_s)
     gt_json_kint_or_null(&j, "min_failing_batch_size", s->plan.hi == GT_SWEEP_NONE ? -1 : s->plan.hi);
     gt_json_key(&j, "verified");
     gt_json_bool(&j, gt_sweep_plan_verified(&s->plan));
+    gt_json_key(&j, "unsteady");
+    gt_json_arr(&j);
+    for (size_t i = 0; i < s->nruns; i++) {
+        int runs, fits;
+        if (!unsteady_first(s, i, &runs, &fits))
+            continue;
+        gt_json_obj(&j);
+        gt_json_kint(&j, "batch_size", s->runs[i].batch_size);
+        gt_json_kint(&j, "runs", runs);
+        gt_json_kint(&j, "fits", fits);
+        gt_json_obj_end(&j);
+    }
+    gt_json_arr_end(&j);
     gt_json_kint(&j, "runs_used", (int64_t)s->nruns);
     gt_json_kdouble(&j, "total_seconds", total_s);
     gt_json_kstr(&j, "stopped", s->stopped);

@@ -81,6 +81,24 @@ class SweepTest(TraceTest):
         self.assertIn('largest batch size that fits: 320 (proven: 320 ran twice, 321 ran out of memory)', out)
         self.assertRegex(out, r'runs: 6, [\d.]+ s in all')
 
+    def test_batch_size_that_fits_only_sometimes_is_said_apart_and_not_the_answer(self):
+        # 320 fits on its first run and needs one sample more on every later
+        # one (a pool's fragmentation at the boundary, as on the H100): the
+        # repeat of 320 runs out of memory, so the answer is 319, proven
+        flag = os.path.join(self.dir, 'ran-once')
+        p, doc, d = self.sweep_json([], self.train('--unsteady-at', 320, '--unsteady-file', flag))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (319, 320, True))
+        self.assertEqual(doc['unsteady'], [{'batch_size': 320, 'runs': 2, 'fits': 1}])
+        self.assertEqual([r['oom'] for r in doc['runs'] if r['batch_size'] == 320], [False, True])
+        os.unlink(flag)
+        p, d = self.sweep([], self.train('--unsteady-at', 320, '--unsteady-file', flag), dirname='sweep2')
+        self.assertIn('unsteady: batch size 320 (fit in 1 of 2 runs)', p.stdout)
+        self.assertIn('largest batch size that fits: 319 (proven: 319 ran twice, 320 ran out of memory)', p.stdout)
+        # a steady sweep says nothing of it
+        p, doc, d = self.sweep_json([], self.train(), dirname='sweep3')
+        self.assertEqual(doc['unsteady'], [])
+
     def test_traces_are_named_by_batch_size_and_run_and_children_get_their_own(self):
         # a shell that uses no CUDA starts two trainers: two traces per run
         cmd = ['/bin/sh', '-c', '"$0" --batch-size "$1" & "$0" --batch-size "$1"; wait', prog('sweep_train'), '{bs}']

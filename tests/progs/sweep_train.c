@@ -28,7 +28,10 @@
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
- *     real job's data loading and set-up) */
+ *     real job's data loading and set-up)
+ *   --unsteady-at N --unsteady-file F: batch size N fits the first time
+ *     (F is made) and needs one sample more every later time, as a pool's
+ *     fragmentation near the boundary differs from run to run */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -127,6 +130,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "sweep_train: no batch size (--batch-size N or GPUTRACE_BATCH_SIZE)\n");
         return 2;
     }
+    long long unsteady_at = arg_ll(argc, argv, "--unsteady-at", 0);
+    size_t unsteady_extra = 0;   /* bytes more than batch size bs needs */
+    for (int i = 1; unsteady_at == bs && i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--unsteady-file")) {
+            FILE *f = fopen(argv[i + 1], "r");
+            if (f) {
+                fclose(f);
+                unsteady_extra = per_sample;
+            } else if ((f = fopen(argv[i + 1], "w"))) {
+                fclose(f);
+            }
+        }
     if (knee && bs > knee)
         per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);
     printf("batch size %lld, %lld steps\n", bs, steps);
@@ -163,7 +178,7 @@ int main(int argc, char **argv)
                 gputrace_iteration(index, bs);
             if (grads)
                 release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
-            void *x = tensor(half);          /* the input batch */
+            void *x = tensor(half + unsteady_extra);   /* the input batch */
             void *act = tensor(half);        /* forward */
             if (lazy_module && index == 0)
                 untraced_charge(lazy_module);   /* the first kernel launch loads its module */
@@ -177,7 +192,7 @@ int main(int argc, char **argv)
                 abort();
             grads = tensor(fixed / 4);       /* backward */
             release(act, half);
-            release(x, half);
+            release(x, half + unsteady_extra);
             if (step_ms) {
                 struct timespec pause = {step_ms / 1000, step_ms % 1000 * 1000000};
                 nanosleep(&pause, NULL);
