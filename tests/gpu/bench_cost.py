@@ -22,8 +22,8 @@ and no round starts that would end past --budget-s.
 
 usage: bench_cost.py --build BUILD --out DIR [--runs N] [--alloc default|async]
                      [--configs NAME,...] [--steps N] [--budget-s S] [--exec]
-Configurations: bare, defaults, cupti0, history (torch's own recorder; not
-under cudaMallocAsync), kinds:K1+K2 (CUPTI with only those activity kinds),
+Configurations: bare, defaults, cupti0, history (torch's own recorder with
+stacks='all'; not under cudaMallocAsync), history_py (stacks='python'), kinds:K1+K2 (CUPTI with only those activity kinds),
 window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
 env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
 import argparse
@@ -96,8 +96,8 @@ os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
 configs = a.configs.split(',')
 WORKLOAD = {'transformer': 'transformer_step', 'launch': 'launch_step'}[a.workload]
-if a.alloc == 'async' and 'history' in configs:
-    configs.remove('history')   # PyTorch refuses to record history under cudaMallocAsync
+if a.alloc == 'async':   # PyTorch refuses to record history under cudaMallocAsync
+    configs = [c for c in configs if not c.startswith('history')]
 t_start = time.monotonic()
 
 
@@ -108,7 +108,7 @@ def environment(cfg):
         env['BENCH_COST_CPUS'] = a.cpus
     if a.alloc == 'async':
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'
-    if cfg in ('bare', 'history'):
+    if cfg == 'bare' or cfg.startswith('history'):
         return env
     env['LD_PRELOAD'] = shim
     env['GPUTRACE_OUTPUT'] = os.path.join(dbdir, '%s-%s-%%p.db' % (a.alloc, ''.join(
@@ -131,7 +131,8 @@ def workload_args(cfg):
     argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu)]
     if a.settle_s:
         argv += ['--settle-s', str(a.settle_s)]
-    return argv + ['--history'] if cfg == 'history' else argv
+    # history: torch's recorder with stacks='all' (issue 14's row); history_py: stacks='python' (issue 12's)
+    return argv + ['--history', 'python' if cfg == 'history_py' else 'all'] if cfg.startswith('history') else argv
 
 
 servers = {}

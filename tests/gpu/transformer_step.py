@@ -2,8 +2,8 @@
 measured there (d_model 768, 6 layers, batch 16, sequence 256, bf16 autocast,
 AdamW). Prints step_ms=, the median of steps --from to --steps (each step
 synchronised), and the memory counters.
-usage: transformer_step.py [--steps N] [--from K] [--history] [--pin-main CORE]
---history: torch.cuda.memory._record_memory_history(stacks='all') first
+usage: transformer_step.py [--steps N] [--from K] [--history [all|python]] [--pin-main CORE]
+--history: torch.cuda.memory._record_memory_history(stacks='all', or 'python') first
 (PyTorch's own recorder; it refuses the cudaMallocAsync backend).
 bench_cost.py imports it and calls main() in fresh forked children of a
 process that imported torch once (CUDA is first touched in the child)."""
@@ -19,7 +19,7 @@ def main(argv=None):
     ap.add_argument('--steps', type=int, default=80)
     ap.add_argument('--from', dest='first', type=int, default=10)
     ap.add_argument('--batch', type=int, default=16)
-    ap.add_argument('--history', action='store_true')
+    ap.add_argument('--history', nargs='?', const='all', choices=('all', 'python'))
     ap.add_argument('--settle-s', type=float, default=0,
                     help='steps before this many seconds after the model is on the GPU are warm-up too (a '
                          'long job\'s steady state: past the shim\'s first period of full CUPTI records)')
@@ -31,7 +31,7 @@ def main(argv=None):
 
 def run(args):
     if args.history:
-        torch.cuda.memory._record_memory_history(stacks='all')
+        torch.cuda.memory._record_memory_history(stacks=args.history)
     torch.manual_seed(0)
     dev = torch.device('cuda')
     d, layers, seq, vocab = 768, 6, 256, 32000
