@@ -70,10 +70,13 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     rec.call.size = size;
     rec.call.result = result;
     rec.call.stack_hash = gt_stack_capture();
+    uint64_t t = gt_cost_ticks();
     rec.t_ns = gt_now_ns();
+    t = gt_cost_add_since(GT_COST_CLOCK, t);
     struct gt_reservation r;
     if (gt_queue_reserve(&r))
         gt_queue_publish(&r, &rec);
+    gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_add(GT_COST_HOOK, t0);
     note_cuda_ready(result);
 }
@@ -94,8 +97,11 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
      * the whole stack on request or when it fails (gt_record_free_end). */
     p->rec.call.stack_hash = gt_config.free_stacks ? gt_stack_capture() : gt_stack_capture_python();
     p->whole_stack = gt_config.free_stacks;
+    uint64_t t = gt_cost_ticks();
     p->reserved = gt_queue_reserve(&p->res);
+    t = gt_cost_add_since(GT_COST_QUEUE, t);
     p->rec.t_ns = gt_now_ns();
+    gt_cost_add(GT_COST_CLOCK, t);
     gt_cost_add(GT_COST_HOOK, t0);
 }
 

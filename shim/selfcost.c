@@ -73,9 +73,10 @@ void gt_cost_note(void)
     uint64_t bw = atomic_load(&total[GT_COST_BACKWARD_CALLS]);
     gt_note("cost", false, "hot path: %llu calls recorded, %.1f ms in the shim (%.2f us a call): native unwinding "
             "%.1f ms, the calling thread's Python frames %.1f ms, frames of a thread waiting in backward() %.1f ms "
-            "(%llu calls, %llu read afresh); over %.1f s",
+            "(%llu calls, %llu read afresh), time stamps %.1f ms, the queue %.1f ms, the stack set %.1f ms; over %.1f s",
             (unsigned long long)calls, MS(GT_COST_HOOK), MS(GT_COST_HOOK) * 1e3 / (double)calls, MS(GT_COST_UNWIND),
             MS(GT_COST_PYTHON), MS(GT_COST_BACKWARD), (unsigned long long)bw,
-            (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_READS]), (double)(ns - ns0) / 1e9);
+            (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_READS]), MS(GT_COST_CLOCK), MS(GT_COST_QUEUE),
+            MS(GT_COST_STACK_SET), (double)(ns - ns0) / 1e9);
 #undef MS
 }

@@ -287,8 +287,8 @@ void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the
 /* selfcost.c: the hot path's own time, said in a `cost` note at the end.
  * One recorded call in GT_COST_SAMPLE is timed (the others pay a counter):
  * the note scales the timed sums. */
-enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CALLS, GT_COST_BACKWARD_CALLS,
-               GT_COST_BACKWARD_READS, GT_COST_N };
+enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CLOCK, GT_COST_QUEUE,
+               GT_COST_STACK_SET, GT_COST_CALLS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS, GT_COST_N };
 #define GT_COST_SAMPLE 8
 extern GT_TLS bool gt_cost_timing;                 /* this call is timed */
 extern GT_TLS uint64_t gt_cost_sums[GT_COST_N];    /* this thread's, not yet added to the shared sums */
@@ -309,6 +309,15 @@ static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time si
 {
     if (since)
         gt_cost_sums[what] += gt_cost_ticks() - since;
+}
+/* gt_cost_add, and a new reading to time what comes next from (0 if not timed) */
+static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
+{
+    if (!since)
+        return 0;
+    uint64_t now = gt_cost_read_ticks();
+    gt_cost_sums[what] += now - since;
+    return now;
 }
 static inline void gt_cost_count(enum gt_cost what)
 {

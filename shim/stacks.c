@@ -149,8 +149,11 @@ static uint64_t publish(const uintptr_t *ips, int kept)
 {
     if (kept <= 0)
         return 0;
+    uint64_t t = gt_cost_ticks();
     uint64_t h = hash_frames(ips, kept);
-    if (!insert_new(h))
+    bool fresh = insert_new(h);
+    gt_cost_add(GT_COST_STACK_SET, t);
+    if (!fresh)
         return h;
     struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
     if (!rec) {

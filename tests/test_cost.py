@@ -239,10 +239,11 @@ class SelfCost(TraceTest):
         self.assertEqual(len(notes), 1, notes)
         m = re.match(r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) us a call\): native unwinding '
                      r'([\d.]+) ms, the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
-                     r'backward\(\) ([\d.]+) ms \((\d+) calls, (\d+) read afresh\); over ([\d.]+) s$', notes[0])
+                     r'backward\(\) ([\d.]+) ms \((\d+) calls, (\d+) read afresh\), time stamps ([\d.]+) ms, the queue '
+                     r'([\d.]+) ms, the stack set ([\d.]+) ms; over ([\d.]+) s$', notes[0])
         self.assertTrue(m, notes[0])
         self.assertEqual(int(m.group(1)), events)
-        total, unwind, py, bw = (float(m.group(k)) for k in (2, 4, 5, 6))
+        total, unwind, py, bw, clock, queue, stack_set = (float(m.group(k)) for k in (2, 4, 5, 6, 9, 10, 11))
         self.assertGreater(total, 0)
-        self.assertLessEqual(unwind + py + bw, total * 1.5 + 0.1)   # sampled: one call in 8 timed, scaled
+        self.assertLessEqual(unwind + py + bw + clock + queue + stack_set, total * 1.5 + 0.1)   # sampled: one call in 8 timed, scaled
         self.assertEqual((int(m.group(7)), int(m.group(8))), (0, 0))   # no Python, no backward
