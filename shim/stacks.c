@@ -20,6 +20,20 @@
 #define MAX_PROBE 64
 
 static _Atomic uint64_t *seen;            /* open-addressing set of stack hashes */
+/* A thread's last hashes found in the set, direct-mapped: a training step
+ * repeats a few hundred stacks, and a probe of the shared 2-MiB set missed
+ * the cache (85 ns a call on an H100 host, the cost note). Valid while the
+ * thread's generation is the set's (a fork child's set starts empty). */
+#define MEMO_SIZE 64
+static _Atomic uint32_t set_generation = 1;
+static GT_TLS uint64_t memo[MEMO_SIZE];
+static GT_TLS uint32_t memo_generation;
+/* Frames unwound beyond the depth kept, for the shim's own frames at the top
+ * (skipped): 3 on a hook's usual path; a thread raises its own when a deeper
+ * path of ours took frames the stack needed (and unwinds that once again). */
+#define EXTRA_MIN 4
+#define EXTRA_MAX 8
+static GT_TLS int extra;
 static _Atomic(struct gt_stack_rec *) new_stacks;
 static uintptr_t self_lo, self_hi;        /* our own text: frames there are skipped */
 /* Frames per stack in use: GPUTRACE_STACK_DEPTH, or 0 once libunwind was
@@ -80,6 +94,7 @@ void gt_stacks_discard(void)
     if (seen)
         munmap((void *)seen, SET_SIZE * sizeof(uint64_t));
     seen = NULL;
+    atomic_fetch_add(&set_generation, 1);
     gt_py_discard();
     gt_py_backward_after_fork();
     struct gt_stack_rec *r = atomic_exchange(&new_stacks, NULL);
@@ -151,7 +166,14 @@ static uint64_t publish(const uintptr_t *ips, int kept)
         return 0;
     uint64_t t = gt_cost_ticks();
     uint64_t h = hash_frames(ips, kept);
-    bool fresh = insert_new(h);
+    uint32_t gen = atomic_load_explicit(&set_generation, memory_order_relaxed);
+    if (GT_UNLIKELY(memo_generation != gen)) {
+        memset(memo, 0, sizeof memo);
+        memo_generation = gen;
+    }
+    uint64_t *m = &memo[h % MEMO_SIZE];
+    bool fresh = *m != h && insert_new(h);
+    *m = h;   /* (in the set now: inserted here, or found, or published below) */
     gt_cost_add(GT_COST_STACK_SET, t);
     if (!fresh)
         return h;
@@ -196,14 +218,23 @@ uint64_t gt_stack_capture(void)
     int want = (own > 0 || theirs > 0) && gt_config.stack_depth_python < depth ? gt_config.stack_depth_python : depth;
     void *buf[GT_MAX_STACK_DEPTH + 8];
     int n = 0;
+    int skip = 0;
     if (want > 0) {
         t = gt_cost_ticks();
-        n = gt_unw.backtrace(buf, want + 8);
+        if (extra < EXTRA_MIN)
+            extra = EXTRA_MIN;
+        n = gt_unw.backtrace(buf, want + extra);
+        while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
+            skip++;
+        if (n == want + extra && n - skip < want && extra < EXTRA_MAX) {
+            /* our frames took some the stack needed: this thread unwinds more from now on */
+            extra = skip + 1 < EXTRA_MAX ? skip + 1 : EXTRA_MAX;
+            n = gt_unw.backtrace(buf, want + extra);
+            for (skip = 0; skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi;)
+                skip++;
+        }
         gt_cost_add(GT_COST_UNWIND, t);
     }
-    int skip = 0;
-    while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
-        skip++;
     int kept = n - skip < want ? n - skip : want;
     uintptr_t *ips = (uintptr_t *)(buf + skip);
     uintptr_t merged[GT_MAX_STACK_DEPTH + GT_PY_MAX_FRAMES];
