@@ -440,6 +440,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  largest batch size predicted to fit: %lld (in %s available, less a margin of %s)\n",
                    (long long)pk->max_batch_size, gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
             print_room(pk);
+            printf("  (a prediction from the batch sizes traced, its margin chosen to err low: the exact largest batch\n"
+                   "  size comes from runs at the boundary: gputrace sweep -- CMD)\n");
         } else if (pk->fit.slope <= 0 && !pk->history) {
             printf("  peak does not grow with batch size: no batch size limit can be predicted\n");
         }

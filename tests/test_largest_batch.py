@@ -96,6 +96,7 @@ class LargestBatch(T.AnalyzerTest):
         text = self.ok('peak', db).stdout
         self.assertIn('largest batch size predicted to fit: %d' % d['max_batch_size'], text)
         self.assertIn('held outside the trace (NVML at exit', text)
+        self.assertIn('the exact largest batch\n  size comes from runs at the boundary: gputrace sweep -- CMD', text)
 
     def slack_case(self, name, fixed_slack, share):
         """Traces 2..10 and finds the real largest batch with the pool's slack
