@@ -427,6 +427,9 @@ static void print_text(const struct sweep *s, double total_s)
     char proof[300];
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
+    if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan))
+        printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (measured on\n"
+               "  H100s: by one batch size between runs, by two between machines): train a little below it\n");
     printf("  runs: %zu, %.1f s in all\n", s->nruns, total_s);
     if (s->stopped)
         printf("  stopped: %s\n", s->why);

@@ -146,6 +146,11 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['memory'], doc['outside_bytes'], doc['available_bytes']), ('pool', 128 * MIB, 896 * MIB))
         self.assertEqual((doc['max_batch_size'], doc['verified']), (277, True))
         self.assertLessEqual(doc['runs_used'], 10)
+        # the text says a pool's boundary moves; a device-level sweep does not say it
+        p, d = self.sweep([], self.train('--async', '--workspace', 128 * MIB), dirname='sweep2')
+        self.assertIn('under a stream-ordered pool the boundary can move between fresh runs and machines', p.stdout)
+        p, d = self.sweep([], self.train(), dirname='sweep3')
+        self.assertNotIn('stream-ordered pool', p.stdout)
 
     def test_pool_slack_is_in_the_peak_and_the_exact_largest_batch_is_found_in_at_most_10_runs(self):
         # the pool reserves 100 MiB beyond what it uses (FAKE_CUDA_POOL_SLACK_BYTES,
