@@ -77,7 +77,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     if (gt_queue_reserve(&r))
         gt_queue_publish(&r, &rec);
     gt_cost_add(GT_COST_QUEUE, t);
-    gt_cost_add(GT_COST_HOOK, t0);
+    gt_cost_end(t0);
     note_cuda_ready(result);
 }
 
@@ -102,7 +102,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     t = gt_cost_add_since(GT_COST_QUEUE, t);
     p->rec.t_ns = gt_now_ns();
     gt_cost_add(GT_COST_CLOCK, t);
-    gt_cost_add(GT_COST_HOOK, t0);
+    gt_cost_end(t0);
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)

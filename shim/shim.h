@@ -285,12 +285,16 @@ void gt_libc_hooks_resolve(void);
 void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the next definition after us */
 
 /* selfcost.c: the hot path's own time, said in a `cost` note at the end.
- * One recorded call in GT_COST_SAMPLE is timed (the others pay a counter):
+ * One recorded call in GT_COST_SAMPLE is timed whole, another one in
+ * GT_COST_SAMPLE part by part (gt_cost_timing; the others pay a counter):
  * the note scales the timed sums. */
 enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CLOCK, GT_COST_QUEUE,
-               GT_COST_STACK_SET, GT_COST_CALLS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS, GT_COST_N };
-#define GT_COST_SAMPLE 8
-extern GT_TLS bool gt_cost_timing;                 /* this call is timed */
+               GT_COST_STACK_SET, GT_COST_PARTS, /* the parts timed, then counts: */
+               GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS,
+               GT_COST_INTERVALS, /* GT_COST_INTERVALS + part: how many times that part was timed */
+               GT_COST_N = GT_COST_INTERVALS + GT_COST_PARTS };
+#define GT_COST_SAMPLE 16
+extern GT_TLS bool gt_cost_timing;                 /* this call's parts are timed */
 extern GT_TLS uint64_t gt_cost_sums[GT_COST_N];    /* this thread's, not yet added to the shared sums */
 uint64_t gt_cost_call(void);   /* a recorded call begins: counted; its tick reading if timed, else 0 */
 static inline uint64_t gt_cost_read_ticks(void) /* the time-stamp counter (x86-64), else CLOCK_MONOTONIC */
@@ -307,8 +311,10 @@ static inline uint64_t gt_cost_ticks(void)   /* a reading if this call is timed,
 }
 static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */
 {
-    if (since)
+    if (since) {
         gt_cost_sums[what] += gt_cost_ticks() - since;
+        gt_cost_sums[GT_COST_INTERVALS + what]++;
+    }
 }
 /* gt_cost_add, and a new reading to time what comes next from (0 if not timed) */
 static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
@@ -317,7 +323,16 @@ static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
         return 0;
     uint64_t now = gt_cost_read_ticks();
     gt_cost_sums[what] += now - since;
+    gt_cost_sums[GT_COST_INTERVALS + what]++;
     return now;
+}
+/* A recorded call ends: its whole time, if gt_cost_call timed it (t0 != 0) */
+static inline void gt_cost_end(uint64_t t0)
+{
+    if (t0) {
+        gt_cost_sums[GT_COST_HOOK] += gt_cost_read_ticks() - t0;
+        gt_cost_sums[GT_COST_INTERVALS + GT_COST_HOOK]++;
+    }
 }
 static inline void gt_cost_count(enum gt_cost what)
 {
