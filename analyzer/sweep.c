@@ -321,37 +321,38 @@ static void run_sweep(struct sweep *s)
     }
 }
 
-/* Runs of batch size bs: how many, and how many fit. */
+/* Runs of batch size bs that the search took (a run whose trace could not be
+ * read is not one): how many, and how many fit. */
 static void tally(const struct sweep *s, int64_t bs, int *runs, int *fits)
 {
     *runs = *fits = 0;
-    for (size_t i = 0; i < s->nruns; i++)
-        if (s->runs[i].batch_size == bs && (s->runs[i].oom || (!s->runs[i].exit_status && s->runs[i].ntraces))) {
+    for (size_t i = 0; i < s->plan.n; i++)
+        if (s->plan.pts[i].batch_size == bs) {
             ++*runs;
-            *fits += !s->runs[i].oom;
+            *fits += !s->plan.pts[i].oom;
         }
 }
 
-/* Is run i the first run of a batch size that both fit and ran out of
- * memory? (Memory near the boundary can differ from run to run: a pool's
- * fragmentation, the order of a library's lazy workspaces. The answer is the
- * largest batch size that fit every time it ran; these are said apart.) */
+/* Is the search's i-th run the first of a batch size that both fit and ran
+ * out of memory? (Memory near the boundary can differ from run to run: a
+ * pool's fragmentation, the order of a library's lazy workspaces. The answer
+ * is the largest batch size that fit every time it ran; these are said apart.) */
 static int unsteady_first(const struct sweep *s, size_t i, int *runs, int *fits)
 {
     for (size_t k = 0; k < i; k++)
-        if (s->runs[k].batch_size == s->runs[i].batch_size)
+        if (s->plan.pts[k].batch_size == s->plan.pts[i].batch_size)
             return 0;
-    tally(s, s->runs[i].batch_size, runs, fits);
+    tally(s, s->plan.pts[i].batch_size, runs, fits);
     return *fits && *fits < *runs;
 }
 
 static void print_unsteady_text(const struct sweep *s)
 {
     int n = 0, runs, fits;
-    for (size_t i = 0; i < s->nruns; i++)
+    for (size_t i = 0; i < s->plan.n; i++)
         if (unsteady_first(s, i, &runs, &fits))
-            printf("%s%lld (fit in %d of %d runs)", n++ ? ", " : "  unsteady: batch size ", (long long)s->runs[i].batch_size,
-                   fits, runs);
+            printf("%s%lld (fit in %d of %d runs)", n++ ? ", " : "  unsteady: batch size ",
+                   (long long)s->plan.pts[i].batch_size, fits, runs);
     if (n)
         printf("\n  memory near the boundary differs from run to run; the answer below is the largest batch size\n"
                "  that fit every time it ran, and one that fit only sometimes is not counted as fitting\n");
@@ -428,8 +429,8 @@ static void print_text(const struct sweep *s, double total_s)
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
     if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan))
-        printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (measured on\n"
-               "  H100s: by one batch size between runs, by two between machines): train a little below it\n");
+        printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (a transformer\n"
+               "  on H100s: by one batch size between runs, by two (1.3%%) between machines): train a little below it\n");
     printf("  runs: %zu, %.1f s in all\n", s->nruns, total_s);
     if (s->stopped)
         printf("  stopped: %s\n", s->why);
@@ -502,12 +503,12 @@ static void print_json(const struct sweep *s, double total_s)
     gt_json_bool(&j, gt_sweep_plan_verified(&s->plan));
     gt_json_key(&j, "unsteady");
     gt_json_arr(&j);
-    for (size_t i = 0; i < s->nruns; i++) {
+    for (size_t i = 0; i < s->plan.n; i++) {
         int runs, fits;
         if (!unsteady_first(s, i, &runs, &fits))
             continue;
         gt_json_obj(&j);
-        gt_json_kint(&j, "batch_size", s->runs[i].batch_size);
+        gt_json_kint(&j, "batch_size", s->plan.pts[i].batch_size);
         gt_json_kint(&j, "runs", runs);
         gt_json_kint(&j, "fits", fits);
         gt_json_obj_end(&j);

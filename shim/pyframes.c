@@ -73,15 +73,6 @@ static _Atomic uint64_t *cache_keys;
 static uint64_t *cache_ids;
 static _Atomic uint64_t *seen;     /* frame ids whose record was handed to the writer */
 static _Atomic(struct gt_pyframe_rec *) new_frames;
-/* A thread's recent (key, id) pairs, direct-mapped, before the shared cache:
- * a probe there missed the CPU's cache on most frames (the cost note: a
- * quarter of a us a call for ~20 frames on an H100 host). The key is the
- * shared cache's own, so a hit is as exact as one there. Valid while the
- * thread's generation is the cache's (a fork child starts it empty). */
-#define MEMO_SIZE 64
-static _Atomic uint32_t cache_generation = 1;
-static GT_TLS struct { uint64_t key, id; } memo[MEMO_SIZE];
-static GT_TLS uint32_t memo_generation;
 
 static inline uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -316,8 +307,6 @@ static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
  * copy of its first GT_PY_CODE_HEAD bytes (remote: another thread's, which
  * may be freed while we read: a first sighting then reads only through
  * gt_py_copy). 0: remote, and the object could not be read whole. */
-static uint64_t shared_id(uint64_t key, const char *code, const char *c, int64_t addr, bool remote);
-
 uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool remote)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_relaxed);
@@ -334,25 +323,6 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
     uint64_t key = mix(a, b);
     if (key <= KEY_BUSY)
         key += 2;
-    uint32_t gen = atomic_load_explicit(&cache_generation, memory_order_relaxed);
-    if (GT_UNLIKELY(memo_generation != gen)) {
-        memset(memo, 0, sizeof memo);
-        memo_generation = gen;
-    }
-    uint32_t slot = (uint32_t)key % MEMO_SIZE;
-    if (memo[slot].key == key)
-        return memo[slot].id;
-    uint64_t id = shared_id(key, code, c, addr, remote);
-    if (id) {
-        memo[slot].key = key;
-        memo[slot].id = id;
-    }
-    return id;
-}
-
-/* The shared cache's id for key, resolved on a miss. */
-static uint64_t shared_id(uint64_t key, const char *code, const char *c, int64_t addr, bool remote)
-{
     uint32_t i = (uint32_t)(key >> (64 - CACHE_BITS));
     for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (CACHE_SIZE - 1)) {
         uint64_t cur = atomic_load_explicit(&cache_keys[i], memory_order_acquire);
@@ -453,7 +423,6 @@ struct gt_pyframe_rec *gt_py_take_new(void)
 void gt_py_discard(void)
 {
     say_again = true;
-    atomic_fetch_add(&cache_generation, 1);
     if (cache_keys)
         madvise((void *)cache_keys, CACHE_SIZE * 16 + SEEN_SIZE * 8, MADV_DONTNEED);
     struct gt_pyframe_rec *r = atomic_exchange(&new_frames, NULL);

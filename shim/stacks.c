@@ -21,9 +21,11 @@
 
 static _Atomic uint64_t *seen;            /* open-addressing set of stack hashes */
 /* A thread's last hashes found in the set, direct-mapped: a training step
- * repeats a few hundred stacks, and a probe of the shared 2-MiB set missed
- * the cache (85 ns a call on an H100 host, the cost note). Valid while the
- * thread's generation is the set's (a fork child's set starts empty). */
+ * repeats a few hundred stacks, and a probe of the shared 2-MiB set can miss
+ * the CPU's cache. Valid while the thread's generation is the set's (a fork
+ * child's set starts empty). 512 bytes of thread-local storage: the shim's
+ * initial-exec TLS stays well under what glibc keeps for a library loaded
+ * later (~1.6 KB), should one dlopen the shim. */
 #define MEMO_SIZE 64
 static _Atomic uint32_t set_generation = 1;
 static GT_TLS uint64_t memo[MEMO_SIZE];
@@ -138,6 +140,21 @@ static bool insert_new(uint64_t h)
     return true;
 }
 
+/* Takes h out of the set again (its record could not be made): the next
+ * sighting publishes it. A stack inserted after h in its probe chain may then
+ * be taken for new once more: its record comes twice, and the writer keeps one. */
+static void forget(uint64_t h)
+{
+    uint32_t i = (uint32_t)(h >> (64 - SET_BITS));
+    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SET_SIZE - 1)) {
+        uint64_t expected = h;
+        if (atomic_compare_exchange_strong_explicit(&seen[i], &expected, 0, memory_order_relaxed,
+                                                    memory_order_relaxed) ||
+            expected == 0)
+            return;
+    }
+}
+
 /* Native frames [0, n) with each eval loop's frame replaced by its Python
  * frames (py segment k for the k-th such frame, innermost first); segments
  * left when the native frames run out (the depth limit, or an unwinder that
@@ -173,12 +190,14 @@ static uint64_t publish(const uintptr_t *ips, int kept)
     }
     uint64_t *m = &memo[h % MEMO_SIZE];
     bool fresh = *m != h && insert_new(h);
-    *m = h;   /* (in the set now: inserted here, or found, or published below) */
+    *m = h;   /* (in the set now: found, or inserted and published below) */
     gt_cost_add(GT_COST_STACK_SET, t);
     if (!fresh)
         return h;
     struct gt_stack_rec *rec = malloc(sizeof(*rec) + (size_t)kept * sizeof(uintptr_t));
     if (!rec) {
+        *m = 0;
+        forget(h);
         gt_drop(GT_DROP_STACK_LOST);
         return 0;
     }
