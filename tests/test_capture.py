@@ -2,8 +2,9 @@
 device, stream and result the program saw; frees carry the size they free;
 failed allocations are recorded; stacks name the calling functions in order."""
 import os
+import unittest
 
-from gtlib import TraceTest, prog, query
+from gtlib import BUILD, SANITIZER, SHIM, TraceTest, base_env, prog, query, run
 
 
 class CaptureTest(TraceTest):
@@ -98,6 +99,32 @@ class CaptureTest(TraceTest):
         self.assertEqual(query(db, 'SELECT count(DISTINCT stack_id), count(stack_id), count(*) FROM events'),
                          [(2, 1000, 1000)])
         self.assertEqual(query(db, 'SELECT count(*) FROM stacks'), [(2,)])
+
+    @unittest.skipIf(SANITIZER, "fail_malloc hands out glibc's memory, which a sanitizer's allocator would not know")
+    def test_a_stack_whose_record_could_not_be_made_is_recorded_at_its_next_sighting(self):
+        # the first malloc of the stack's record fails: that event has no stack and a drop
+        # says so; the next call from the same site records the stack, and no event names
+        # a stack the trace does not hold
+        bench = [os.path.join(BUILD, 'tests', 'bench', 'bench_calls'), '50', '40']   # 50 pairs, 40 frames deep
+        p, db = self.trace(bench, name='plain.db')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (depth,), = query(db, 'SELECT DISTINCT s.depth FROM events e JOIN stacks s ON s.id = e.stack_id '
+                              "JOIN apis a ON a.id = e.api WHERE a.name = 'cudaMallocAsync'")
+        record_bytes = 24 + 8 * depth   # struct gt_stack_rec and its frames (a size nothing else asks for)
+        db = os.path.join(self.dir, 'failing.db')
+        env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_QUIET=1, FAIL_MALLOC_SIZES=str(record_bytes), FAIL_MALLOC_TIMES=1)
+        env['LD_PRELOAD'] = SHIM + ':' + prog('libfail_malloc.so')
+        p = run(bench, preload=False, env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'stack_lost'"), [(1,)])
+        stacks = [s for (s,) in query(db, "SELECT e.stack_id FROM events e JOIN apis a ON a.id = e.api "
+                                          "WHERE a.name = 'cudaMallocAsync' ORDER BY e.id")]
+        self.assertEqual(len(stacks), 50)
+        self.assertIsNone(stacks[0])
+        self.assertEqual(len(set(stacks[1:])), 1)
+        self.assertIsNotNone(stacks[1])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events e WHERE e.stack_id IS NOT NULL AND '
+                                   'NOT EXISTS (SELECT 1 FROM stacks s WHERE s.id = e.stack_id)'), [(0,)])
 
     def test_a_free_has_a_stack_only_when_it_fails_or_free_stacks_is_on(self):
         # pairing.c: successful frees, and five that fail (a double
