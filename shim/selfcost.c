@@ -12,9 +12,10 @@
  * the shim's own. A call timed part by part makes a dozen readings, each
  * adding its own cost to the call's time: timed in one piece, the whole
  * was 0.35 us a call where the stand-in's bench measured 0.19. Each time
- * taken holds about one reading's cost: measured at the start, taken off. Each thread sums into its own counters and adds them to
- * the shared ones every FLUSH_EVERY calls (and the stopping thread at the
- * end): a thread that ended leaves at most that many calls uncounted. */
+ * taken holds about one reading's cost: measured at the start, taken off.
+ * Each thread sums into its own counters and adds them to the shared ones
+ * every FLUSH_EVERY calls (and the stopping thread at the end): a thread
+ * that ended leaves at most that many calls uncounted. */
 #include <stdatomic.h>
 
 #include "activity.h"
@@ -47,7 +48,7 @@ uint64_t gt_cost_call(void)
         flush_mine();
     /* which calls are timed: at random, not every n-th, for a program's
      * calls come in patterns (alloc, free, alloc, free: every 8th call was
-     * an allocation, and the note said twice the cost) */
+     * an allocation, and the note said half as much again as the bench) */
     if (!pick)
         pick = (uint32_t)gt_tid() * 2654435761u | 1;
     pick ^= pick << 13;

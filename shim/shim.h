@@ -309,14 +309,8 @@ static inline uint64_t gt_cost_ticks(void)   /* a reading if this call is timed,
 {
     return gt_cost_timing ? gt_cost_read_ticks() : 0;
 }
-static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */
-{
-    if (since) {
-        gt_cost_sums[what] += gt_cost_ticks() - since;
-        gt_cost_sums[GT_COST_INTERVALS + what]++;
-    }
-}
-/* gt_cost_add, and a new reading to time what comes next from (0 if not timed) */
+/* Adds the time since that reading (0: not timed, nothing added); returns a
+ * new reading to time what comes next from (0 if not timed) */
 static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
 {
     if (!since)
@@ -326,13 +320,13 @@ static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
     gt_cost_sums[GT_COST_INTERVALS + what]++;
     return now;
 }
-/* A recorded call ends: its whole time, if gt_cost_call timed it (t0 != 0) */
-static inline void gt_cost_end(uint64_t t0)
+static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */
 {
-    if (t0) {
-        gt_cost_sums[GT_COST_HOOK] += gt_cost_read_ticks() - t0;
-        gt_cost_sums[GT_COST_INTERVALS + GT_COST_HOOK]++;
-    }
+    (void)gt_cost_add_since(what, since);
+}
+static inline void gt_cost_end(uint64_t t0) /* a recorded call ends: its whole time, if gt_cost_call timed it */
+{
+    gt_cost_add(GT_COST_HOOK, t0);
 }
 static inline void gt_cost_count(enum gt_cost what)
 {

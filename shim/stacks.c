@@ -211,6 +211,15 @@ static uint64_t publish(const uintptr_t *ips, int kept)
     return h;
 }
 
+/* How many of the innermost frames are the shim's own. */
+static int own_frames(void *const *buf, int n)
+{
+    int skip = 0;
+    while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
+        skip++;
+    return skip;
+}
+
 /* Captures the caller's stack (frames of the shim skipped), returns its hash.
  * The Python frames first: on a thread whose Python frames (or those of the
  * thread waiting in backward() for it) are recorded, fewer native frames are
@@ -243,14 +252,12 @@ uint64_t gt_stack_capture(void)
         if (extra < EXTRA_MIN)
             extra = EXTRA_MIN;
         n = gt_unw.backtrace(buf, want + extra);
-        while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
-            skip++;
+        skip = own_frames(buf, n);
         if (n == want + extra && n - skip < want && extra < EXTRA_MAX) {
             /* our frames took some the stack needed: this thread unwinds more from now on */
             extra = skip + 1 < EXTRA_MAX ? skip + 1 : EXTRA_MAX;
             n = gt_unw.backtrace(buf, want + extra);
-            for (skip = 0; skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi;)
-                skip++;
+            skip = own_frames(buf, n);
         }
         gt_cost_add(GT_COST_UNWIND, t);
     }

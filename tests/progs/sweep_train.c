@@ -88,12 +88,18 @@ static void release(void *p, size_t n)
         cudaFree(p);
 }
 
-static long long arg_ll(int argc, char **argv, const char *name, long long dflt)
+static char *arg_str(int argc, char **argv, const char *name)
 {
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], name))
-            return atoll(argv[i + 1]);
-    return dflt;
+            return argv[i + 1];
+    return NULL;
+}
+
+static long long arg_ll(int argc, char **argv, const char *name, long long dflt)
+{
+    const char *v = arg_str(argc, argv, name);
+    return v ? atoll(v) : dflt;
 }
 
 static int arg_flag(int argc, char **argv, const char *name)
@@ -120,28 +126,24 @@ int main(int argc, char **argv)
     int unmarked = arg_flag(argc, argv, "--unmarked");
     long long step_ms = arg_ll(argc, argv, "--step-ms", 0);
     long long start_ms = arg_ll(argc, argv, "--start-ms", 0);
-    char *list = NULL;
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--batch-sizes"))
-            list = argv[i + 1];
+    char *list = arg_str(argc, argv, "--batch-sizes");
     if (list)
         bs = atoll(list);
     if (bs < 1) {
         fprintf(stderr, "sweep_train: no batch size (--batch-size N or GPUTRACE_BATCH_SIZE)\n");
         return 2;
     }
-    long long unsteady_at = arg_ll(argc, argv, "--unsteady-at", 0);
     size_t unsteady_extra = 0;   /* bytes more than batch size bs needs */
-    for (int i = 1; unsteady_at == bs && i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--unsteady-file")) {
-            FILE *f = fopen(argv[i + 1], "r");
-            if (f) {
-                fclose(f);
-                unsteady_extra = per_sample;
-            } else if ((f = fopen(argv[i + 1], "w"))) {
-                fclose(f);
-            }
-        }
+    const char *ran_once = arg_str(argc, argv, "--unsteady-file");
+    if (ran_once && arg_ll(argc, argv, "--unsteady-at", 0) == bs) {
+        FILE *f = fopen(ran_once, "r");
+        if (f)
+            unsteady_extra = per_sample;
+        else
+            f = fopen(ran_once, "w");
+        if (f)
+            fclose(f);
+    }
     if (knee && bs > knee)
         per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);
     printf("batch size %lld, %lld steps\n", bs, steps);
