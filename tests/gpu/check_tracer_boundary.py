@@ -6,7 +6,10 @@ run of the same command. This check runs the same command at the given
 batch sizes in fresh processes, rounds in shuffled order, in four ways:
   plain      no tracer
   traced     LD_PRELOAD the shim, its defaults
-  nocupti    the shim with GPUTRACE_CUPTI=0 (only the hooks and NVML)
+  nocupti    the shim with GPUTRACE_CUPTI=0 (only the hooks and NVML), as
+             `gputrace sweep` runs it
+  nostacks   as nocupti with GPUTRACE_STACK_DEPTH=0 (the hot path's time
+             mostly gone: does the tracer's time or its presence matter?)
   blocking   no tracer, CUDA_LAUNCH_BLOCKING=1 (the host never runs ahead)
 and prints, per way and batch size, how many runs fitted, torch's
 max_reserved of those that did, and where those that failed ran out (the
@@ -39,6 +42,7 @@ os.makedirs(a.out, exist_ok=True)
 alloc_env = {'async': {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync'},
              'expandable': {'PYTORCH_CUDA_ALLOC_CONF': 'expandable_segments:True'}}.get(a.alloc, {})
 WAYS = {'plain': ({}, False), 'traced': ({}, True), 'nocupti': ({'GPUTRACE_CUPTI': '0'}, True),
+        'nostacks': ({'GPUTRACE_CUPTI': '0', 'GPUTRACE_STACK_DEPTH': '0'}, True),
         'blocking': ({'CUDA_LAUNCH_BLOCKING': '1'}, False)}
 ways = a.ways.split(',')
 sizes = [int(b) for b in a.batch_sizes.split(',')]
