@@ -177,12 +177,20 @@ void gt_queue_skip_pending(void);                    /* writer: give up on it at
 /* unwind.c: libunwind, dlopen()ed at the first CUDA call (not linked). */
 struct gt_unwind {
     int (*backtrace)(void **buf, int size);
+    /* frame by frame (unwind_memo.c, and the signal-frame check); step set last */
+    int (*getcontext)(unw_context_t *);
+    int (*init_local)(unw_cursor_t *, unw_context_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    int (*step)(unw_cursor_t *);
     unw_accessors_t *(*get_accessors)(unw_addr_space_t as);
     unw_addr_space_t local_addr_space;
 };
 extern struct gt_unwind gt_unw;
 bool gt_unwind_load(char *why, size_t cap); /* false, with the reason in why, when libunwind is missing */
 bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler (false: cannot tell) */
+/* unwind_memo.c: unw_backtrace(buf, max) from a per-thread memo of whole stacks */
+int gt_unwind_memo(void **buf, int max, uint64_t hint);
+void gt_unwind_memo_after_fork_child(void);
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {
@@ -290,10 +298,16 @@ void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the
  * the note scales the timed sums. */
 enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CLOCK, GT_COST_QUEUE,
                GT_COST_STACK_SET, GT_COST_PARTS, /* the parts timed, then counts: */
-               GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS,
+               GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS, GT_COST_OUTLIERS,
                GT_COST_INTERVALS, /* GT_COST_INTERVALS + part: how many times that part was timed */
                GT_COST_N = GT_COST_INTERVALS + GT_COST_PARTS };
 #define GT_COST_SAMPLE 16
+/* A timed interval longer than this is left out, and counted: the thread was
+ * preempted (or took a first sighting's slow path). 2^19 ticks is 0.1-0.3 ms
+ * at the time-stamp counter's 2-5 GHz: a call this long, scaled by
+ * GT_COST_SAMPLE, moved the note by half on an H100 host (0.95 and 1.49 us a
+ * call in two runs of one program whose parts agreed within 10%). */
+#define GT_COST_OUTLIER_TICKS (1ull << 19)
 extern GT_TLS bool gt_cost_timing;                 /* this call's parts are timed */
 extern GT_TLS uint64_t gt_cost_sums[GT_COST_N];    /* this thread's, not yet added to the shared sums */
 uint64_t gt_cost_call(void);   /* a recorded call begins: counted; its tick reading if timed, else 0 */
@@ -316,8 +330,12 @@ static inline uint64_t gt_cost_add_since(enum gt_cost what, uint64_t since)
     if (!since)
         return 0;
     uint64_t now = gt_cost_read_ticks();
-    gt_cost_sums[what] += now - since;
-    gt_cost_sums[GT_COST_INTERVALS + what]++;
+    if (GT_UNLIKELY(now - since > GT_COST_OUTLIER_TICKS)) {
+        gt_cost_sums[GT_COST_OUTLIERS]++;
+    } else {
+        gt_cost_sums[what] += now - since;
+        gt_cost_sums[GT_COST_INTERVALS + what]++;
+    }
     return now;
 }
 static inline void gt_cost_add(enum gt_cost what, uint64_t since) /* the time since that reading, if timed */

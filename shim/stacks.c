@@ -31,10 +31,10 @@ static _Atomic uint32_t set_generation = 1;
 static GT_TLS uint64_t memo[MEMO_SIZE];
 static GT_TLS uint32_t memo_generation;
 /* Frames unwound beyond the depth kept, for the shim's own frames at the top
- * (skipped): 3 on a hook's usual path; a thread raises its own when a deeper
+ * (skipped): 4 on a hook's usual path; a thread raises its own when a deeper
  * path of ours took frames the stack needed (and unwinds that once again). */
-#define EXTRA_MIN 4
-#define EXTRA_MAX 8
+#define EXTRA_MIN 5
+#define EXTRA_MAX 9
 static GT_TLS int extra;
 static _Atomic(struct gt_stack_rec *) new_stacks;
 static uintptr_t self_lo, self_hi;        /* our own text: frames there are skipped */
@@ -227,7 +227,8 @@ static int own_frames(void *const *buf, int n)
  * what lies between the allocator and the interpreter is PyTorch's
  * dispatcher, 20-30 frames deep. Unwinding is about 40 ns a frame (on an H100
  * host, 1.3 us for 32 frames, the largest part of the shim's time under
- * cudaMallocAsync). */
+ * cudaMallocAsync) where a path is new; a path seen before at the same stack
+ * depth is checked against the stack instead (unwind_memo.c). */
 uint64_t gt_stack_capture(void)
 {
     if (depth <= 0 || !seen)
@@ -251,12 +252,14 @@ uint64_t gt_stack_capture(void)
         t = gt_cost_ticks();
         if (extra < EXTRA_MIN)
             extra = EXTRA_MIN;
-        n = gt_unw.backtrace(buf, want + extra);
+        /* the memo's key: the Python frames tell apart paths at one stack depth */
+        uint64_t hint = (uint64_t)py.n << 48 ^ (py.n > 0 ? py.ids[0] : 0) ^ (py.n > 1 ? py.ids[1] >> 1 : 0);
+        n = gt_unwind_memo(buf, want + extra, hint);
         skip = own_frames(buf, n);
         if (n == want + extra && n - skip < want && extra < EXTRA_MAX) {
             /* our frames took some the stack needed: this thread unwinds more from now on */
             extra = skip + 1 < EXTRA_MAX ? skip + 1 : EXTRA_MAX;
-            n = gt_unw.backtrace(buf, want + extra);
+            n = gt_unwind_memo(buf, want + extra, hint);
             skip = own_frames(buf, n);
         }
         gt_cost_add(GT_COST_UNWIND, t);

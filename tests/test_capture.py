@@ -69,6 +69,28 @@ class CaptureTest(TraceTest):
         module = query(db, "SELECT module FROM frames WHERE function = 'inner_layer'")[0][0]
         self.assertEqual(os.path.basename(module), 'call_chain')
 
+    def test_paths_at_the_same_stack_depth_keep_their_own_frames(self):
+        # path_a (4096 B) and path_b (8192 B) reach cudaMalloc at the same stack
+        # depth from one call site, in a pseudo-random order, some behind a
+        # recursion; the per-thread stack memo must never hand one the other's
+        # frames, nor drop the recursion's
+        p, db = self.trace([prog('same_depth_paths'), '2000'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, """
+            SELECT e.id, e.size, group_concat(f.function, ' ') FROM events e
+            JOIN stack_frames sf ON sf.stack_id = e.stack_id JOIN frames f ON f.id = sf.frame_id
+            WHERE e.api = 1 GROUP BY e.id ORDER BY e.id""")
+        self.assertEqual(len(rows), 2000)
+        nests = {}
+        for _, size, funcs in rows:
+            names = funcs.split()
+            own, other = ('path_a', 'path_b') if size == 4096 else ('path_b', 'path_a')
+            self.assertEqual(names[:2], ['alloc_here', own], funcs)
+            self.assertNotIn(other, names)
+            nests[names.count('nest')] = nests.get(names.count('nest'), 0) + 1
+        self.assertEqual(sorted(nests), [1, 2, 3, 4])   # the recursion's depths, each seen
+        self.assertGreater(min(nests.values()), 50)
+
     def test_static_function_in_stripped_library_is_not_named_after_its_neighbour(self):
         # libstripped.so keeps only dynamic symbols (as cuBLAS does); the static
         # hidden_helper sits right after exported_before_helper. Its frame must

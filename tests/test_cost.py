@@ -232,14 +232,15 @@ NOTE_RE = (r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) 
            r'([\d.]+) ms, the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
            r'backward\(\) ([\d.]+) ms \((\d+) calls, (\d+) read afresh\), time stamps ([\d.]+) ms, the queue '
            r'([\d.]+) ms, the stack set ([\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a '
-           r'reading\)$')
+           r'reading; (\d+) timed intervals over (\d+) ticks left out: preempted, or a first sighting\)$')
 BENCH_CALLS = os.path.join(BUILD, 'tests', 'bench', 'bench_calls')
 
 
 class SelfCost(TraceTest):
-    def cost_note(self, pairs, name, **env):
-        """bench_calls: PAIRS cudaMallocAsync/cudaFreeAsync pairs 32 frames deep; its cost note, parsed."""
-        p, db = self.trace([BENCH_CALLS, str(pairs), '32'], name=name,
+    def cost_note(self, pairs, name, pause_us=0, **env):
+        """bench_calls: PAIRS cudaMallocAsync/cudaFreeAsync pairs 32 frames deep (held PAUSE_US
+        every 2.5 ms); its cost note, parsed."""
+        p, db = self.trace([BENCH_CALLS, str(pairs), '32', str(pause_us)], name=name,
                            env_extra=dict(GPUTRACE_STACK_DEPTH='32', GPUTRACE_QUEUE_EVENTS=str(1 << 20), **env))
         self.assertEqual(p.returncode, 0, p.stderr)
         notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cost'")]
@@ -260,6 +261,18 @@ class SelfCost(TraceTest):
         # sampled (a call in 16 timed whole, another part by part, scaled): the parts' sum is near the whole
         self.assertLessEqual(unwind + py + bw + clock + queue + stack_set, total * 1.5 + 0.1)
         self.assertEqual((int(m.group(7)), int(m.group(8))), (0, 0))   # no Python, no backward
+
+    def test_a_preempted_timed_call_is_left_out_not_scaled(self):
+        # a timer holds the thread 2 ms of every 2.5: a timed call it lands in would count
+        # 16 times over (one call in 16 is timed) and the note would say several times the
+        # shim's real cost; such calls are left out and counted instead
+        def per_call(name, pause_us):
+            notes = sorted((self.cost_note(200000, '%s-%d.db' % (name, k), pause_us=pause_us)[0] for k in range(3)),
+                           key=lambda m: float(m.group(3)))
+            return notes[1]
+        clean, held = per_call('clean', 0), per_call('held', 2000)
+        self.assertGreater(int(held.group(14)), 0, held.group(0))
+        self.assertLess(float(held.group(3)), 2 * float(clean.group(3)) + 0.05, (clean.group(0), held.group(0)))
 
     def test_timed_calls_are_picked_at_random_not_in_step_with_the_program(self):
         # allocations and frees alternate, and only allocations unwind: timing every n-th call

@@ -1,0 +1,193 @@
+/* Native unwinding with a per-thread memo of whole stacks, checked against
+ * the stack itself. A training step repeats a few hundred allocation paths;
+ * libunwind's backtrace re-derives every frame of each one (about 37 ns a
+ * frame on an H100 host: half the shim's time under cudaMallocAsync).
+ *
+ * The first time a path is seen from a given stack position, it is unwound
+ * frame by frame and for every frame k we keep its return address ip[k] and
+ * where on the stack that address lay (the slot just below the callee's
+ * canonical frame address, as an offset from this function's frame). Next
+ * time, at the same position, the stack is the same path if every kept slot
+ * still holds its address; one load and compare a frame, no unwinding.
+ *
+ * Why a match means the same frames: induction from the innermost. The slots
+ * of our own frames are fixed. If slot k holds ip[k], the frame above is the
+ * function containing ip[k], stopped at ip[k]; its frame size at that
+ * instruction is fixed by its unwind rule, so its caller's return address was
+ * written by this very call at slot k+1 (not left over from an earlier one),
+ * and checking it proves frame k+1 in turn. The argument needs each frame's
+ * size to be fixed at its instruction, which holds for every frame except
+ * those that allocate a variable amount of stack (alloca, VLAs, stack
+ * realignment); there a stale copy of an address at the old slot could pass.
+ * Such a false match needs every later slot to hold a stale match too, while
+ * the frames really there overlap those slots, shifted. Frames that are not
+ * plain calls (a signal frame) fail the check when the path is first unwound,
+ * and that path is always unwound by libunwind's backtrace instead.
+ * Reads stay inside the thread's stack: each checked slot is, by the same
+ * induction, inside a live frame of this call.
+ *
+ * The memo: 256 sets of 4 stacks, keyed by this function's frame address
+ * (the stack depth) mixed with the caller's hint (the Python frames' first
+ * ids), sized for the default depth; ~500 KB of address space a thread,
+ * touched as used, mapped at a thread's first stack and handed to the next
+ * thread when it exits. */
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define SETS 256
+#define WAYS 4
+#define FRAMES 48                 /* GPUTRACE_STACK_DEPTH's default 32, 9 of ours, and some */
+#define MAX_OFFSET (64u << 20)    /* a frame farther up than this: not a plain stack */
+
+struct entry {
+    uint64_t key;                 /* 0: empty */
+    int16_t n;                    /* frames; -1: not a plain call chain, always unwound */
+    int16_t max;                  /* the frame count it was unwound for */
+    uint32_t off[FRAMES];         /* each return address's slot, from the frame address */
+    void *ip[FRAMES];
+};
+
+struct memo {
+    struct memo *next;            /* registry, push-only */
+    _Atomic int in_use;
+    uint8_t victim[SETS];         /* round-robin replacement */
+    struct entry e[SETS][WAYS];
+};
+
+static _Atomic(struct memo *) registry;
+static GT_TLS struct memo *mine;
+static GT_TLS bool no_memo;       /* no memory for one: unwind every time */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void thread_exit(void *arg)
+{
+    atomic_store_explicit(&((struct memo *)arg)->in_use, 0, memory_order_release);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&exit_key, thread_exit);
+}
+
+/* This thread's memo: a free one of an exited thread (emptied: its entries
+ * name another stack), else a new mapping. */
+static struct memo *memo(void)
+{
+    if (GT_LIKELY(mine != NULL) || no_memo)
+        return mine;
+    pthread_once(&key_once, make_key);
+    struct memo *m;
+    for (m = atomic_load(&registry); m; m = m->next) {
+        int idle = 0;
+        if (atomic_compare_exchange_strong(&m->in_use, &idle, 1))
+            break;
+    }
+    if (m) {
+        for (int s = 0; s < SETS; s++)
+            for (int w = 0; w < WAYS; w++)
+                m->e[s][w].key = 0;
+    } else {
+        void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            no_memo = true;
+            return NULL;
+        }
+        m = p;
+        atomic_store(&m->in_use, 1);
+        m->next = atomic_load(&registry);
+        while (!atomic_compare_exchange_weak(&registry, &m->next, m))
+            ;
+    }
+    pthread_setspecific(exit_key, m);
+    mine = m;
+    return m;
+}
+
+/* Fork child: the registry's other memos belong to threads the child lacks. */
+void gt_unwind_memo_after_fork_child(void)
+{
+    for (struct memo *m = atomic_load(&registry); m; m = m->next)
+        if (m != mine)
+            atomic_store(&m->in_use, 0);
+}
+
+static bool matches(const struct entry *e, uintptr_t base, int max)
+{
+    if (e->max != max)
+        return false;
+    for (int k = 1; k < e->n; k++)   /* frame 0: our own return address, the same every time */
+        if (*(void *const *)(base + e->off[k]) != e->ip[k])
+            return false;
+    return true;
+}
+
+/* Unwinds frame by frame into buf, noting each return address's slot in e;
+ * *plain false if some frame is not a plain call whose return address lies
+ * just below its callee's frame. Not inlined: its frame is the first one
+ * stepped over, as unw_backtrace's own is, so both give the same frames. */
+__attribute__((noinline)) static int unwind_noting_slots(void **buf, int max, uintptr_t base, struct entry *e,
+                                                         bool *plain)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    *plain = true;
+    if (gt_unw.getcontext(&uc) || gt_unw.init_local(&c, &uc)) {
+        *plain = false;
+        return 0;
+    }
+    int n = 0;
+    while (n < max && gt_unw.step(&c) > 0) {
+        unw_word_t ip, sp;
+        if (gt_unw.get_reg(&c, UNW_REG_IP, &ip) || !ip || gt_unw.get_reg(&c, UNW_REG_SP, &sp))
+            break;
+        buf[n] = (void *)ip;
+        uintptr_t slot = (uintptr_t)sp - sizeof(void *);
+        if (n > 0 && (slot < base || slot - base >= MAX_OFFSET || *(void *const *)slot != (void *)ip))
+            *plain = false;
+        else if (n < FRAMES)
+            e->off[n] = n > 0 ? (uint32_t)(slot - base) : 0;
+        n++;
+    }
+    return n;
+}
+
+/* unw_backtrace(buf, max), from the memo when this stack position last
+ * unwound the same frames; hint: whatever else tells paths apart (0: none). */
+__attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
+{
+    uintptr_t base = (uintptr_t)__builtin_frame_address(0);
+    struct memo *m = max <= FRAMES && gt_unw.step ? memo() : NULL;
+    if (!m)
+        return gt_unw.backtrace(buf, max);
+    uint64_t key = ((uint64_t)base ^ hint) * 0x9e3779b97f4a7c15ull;
+    key = key ? key : 1;
+    unsigned set = (unsigned)(key >> 56);
+    struct entry *row = m->e[set];
+    for (int w = 0; w < WAYS; w++) {
+        struct entry *e = &row[w];
+        if (e->key != key)
+            continue;
+        if (e->n < 0 && e->max == max)
+            return gt_unw.backtrace(buf, max);
+        if (e->n >= 0 && matches(e, base, max)) {
+            memcpy(buf, e->ip, (size_t)e->n * sizeof *buf);
+            return e->n;
+        }
+    }
+    struct entry *e = &row[m->victim[set]++ % WAYS];
+    bool plain;
+    int n = unwind_noting_slots(buf, max, base, e, &plain);
+    e->max = (int16_t)max;
+    e->key = key;
+    if (!plain) {   /* libunwind's own backtrace for this path, now and from now on */
+        e->n = -1;
+        return gt_unw.backtrace(buf, max);
+    }
+    memcpy(e->ip, buf, (size_t)n * sizeof *buf);
+    e->n = (int16_t)n;
+    return n;
+}
