@@ -26,6 +26,9 @@ const struct gt_config_var gt_config_vars[] = {
      "0: no Python frames in call stacks (they need GPUTRACE_STACK_DEPTH > 0)"},
     {"GPUTRACE_FREE_STACKS", GT_CFG_BOOL, FIELD(free_stacks), "0", 0, 1,
      "1: a call stack on every free too (by default only a failed free has one: nothing reads a free's stack)"},
+    {"GPUTRACE_UNWIND_CHECK", GT_CFG_BOOL, FIELD(unwind_check), "0", 0, 1,
+     "1: every call stack taken from the per-thread stack memo is unwound by libunwind too, and a note says how "
+     "many differed (slow: for testing the memo on a new platform)"},
     {"GPUTRACE_QUIET", GT_CFG_FLAG, FIELD(quiet), "off", 0, 0, "1: no summary line on stderr"},
     {"GPUTRACE_DISABLE", GT_CFG_FLAG, FIELD(disabled), "off", 0, 0, "1: pass every call through, record nothing"},
     {"GPUTRACE_QUEUE_EVENTS", GT_CFG_POW2, FIELD(queue_events), "65536", 1024, 1 << 24,

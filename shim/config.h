@@ -29,6 +29,7 @@ struct gt_config {
     uint32_t sample_ms;        /* GPUTRACE_SAMPLE_MS, 0 = off: NVML used-memory samples */
     bool python;               /* GPUTRACE_PYTHON: Python frames in call stacks */
     bool free_stacks;          /* GPUTRACE_FREE_STACKS: a stack on every free, not only on failed ones */
+    bool unwind_check;         /* GPUTRACE_UNWIND_CHECK: memo stacks checked against libunwind's (unwind_memo.c) */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
     char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
     uint32_t window_s;         /* GPUTRACE_WINDOW_S, 0 = off: the flight recorder's window (window.c) */

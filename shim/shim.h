@@ -191,6 +191,7 @@ bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler
 /* unwind_memo.c: unw_backtrace(buf, max) from a per-thread memo of whole stacks */
 int gt_unwind_memo(void **buf, int max, uint64_t hint);
 void gt_unwind_memo_after_fork_child(void);
+void gt_unwind_memo_note(void);   /* at stop: GPUTRACE_UNWIND_CHECK's tally */
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

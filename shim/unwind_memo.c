@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "activity.h"
 #include "shim.h"
 
 #define SETS 256
@@ -58,6 +59,7 @@ struct memo {
 };
 
 static _Atomic(struct memo *) registry;
+static _Atomic uint64_t checked, differed;   /* GPUTRACE_UNWIND_CHECK's tally */
 static GT_TLS struct memo *mine;
 static GT_TLS bool no_memo;       /* no memory for one: unwind every time */
 static pthread_key_t exit_key;
@@ -155,6 +157,28 @@ __attribute__((noinline)) static int unwind_noting_slots(void **buf, int max, ui
     return n;
 }
 
+/* GPUTRACE_UNWIND_CHECK: does libunwind's own walk, from here, give the
+ * memo's frames? (Frame 0 is a return address in this function either way,
+ * from different calls.) */
+__attribute__((noinline)) static void check(const struct entry *e, int max)
+{
+    void *b[FRAMES];
+    int n = gt_unw.backtrace(b, max);
+    /* its frame 0 is in check(), 1 in gt_unwind_memo: one more of ours */
+    bool same = n - 1 == e->n && !memcmp(b + 2, e->ip + 1, (size_t)(e->n - 1) * sizeof *b);
+    atomic_fetch_add_explicit(&checked, 1, memory_order_relaxed);
+    if (!same)
+        atomic_fetch_add_explicit(&differed, 1, memory_order_relaxed);
+}
+
+void gt_unwind_memo_note(void)
+{
+    uint64_t c = atomic_load(&checked);
+    if (gt_config.unwind_check && c)
+        gt_note("stacks", false, "unwind check: %llu stacks taken from the memo, %llu differed from libunwind's own",
+                (unsigned long long)c, (unsigned long long)atomic_load(&differed));
+}
+
 /* unw_backtrace(buf, max), from the memo when this stack position last
  * unwound the same frames; hint: whatever else tells paths apart (0: none). */
 __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
@@ -174,6 +198,8 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
         if (e->n < 0 && e->max == max)
             return gt_unw.backtrace(buf, max);
         if (e->n >= 0 && matches(e, base, max)) {
+            if (GT_UNLIKELY(gt_config.unwind_check) && max < FRAMES)
+                check(e, max + 1);
             memcpy(buf, e->ip, (size_t)e->n * sizeof *buf);
             return e->n;
         }
