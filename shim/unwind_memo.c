@@ -26,9 +26,9 @@
  * Reads stay inside the thread's stack: each checked slot is, by the same
  * induction, inside a live frame of this call.
  *
- * The memo: 256 sets of 4 stacks, keyed by this function's frame address
+ * The memo: 128 sets of 16 stacks, keyed by this function's frame address
  * (the stack depth) mixed with the caller's hint (the Python frames' first
- * ids), sized for the default depth; ~500 KB of address space a thread,
+ * ids), sized for the default depth; 1.2 MB of address space a thread,
  * touched as used, mapped at a thread's first stack and handed to the next
  * thread when it exits. */
 #include <pthread.h>
@@ -38,23 +38,31 @@
 #include "activity.h"
 #include "shim.h"
 
-#define SETS 256
-#define WAYS 4
+/* Many paths share one key where the hint says nothing: PyTorch's autograd
+ * thread runs no Python, and its backward functions reach the allocator at
+ * the same depths. A set holds 16, and a wrong one fails its check within
+ * the first frames where the paths part. */
+#define SETS 128
+#define WAYS 16
 #define FRAMES 48                 /* GPUTRACE_STACK_DEPTH's default 32, 9 of ours, and some */
 #define MAX_OFFSET (64u << 20)    /* a frame farther up than this: not a plain stack */
 
 struct entry {
-    uint64_t key;                 /* 0: empty */
     int16_t n;                    /* frames; -1: not a plain call chain, always unwound */
     int16_t max;                  /* the frame count it was unwound for */
     uint32_t off[FRAMES];         /* each return address's slot, from the frame address */
     void *ip[FRAMES];
 };
 
+struct set {
+    uint64_t key[WAYS];           /* 0: empty */
+    uint8_t victim;               /* round-robin replacement */
+};
+
 struct memo {
     struct memo *next;            /* registry, push-only */
     _Atomic int in_use;
-    uint8_t victim[SETS];         /* round-robin replacement */
+    struct set set[SETS];
     struct entry e[SETS][WAYS];
 };
 
@@ -89,9 +97,7 @@ static struct memo *memo(void)
             break;
     }
     if (m) {
-        for (int s = 0; s < SETS; s++)
-            for (int w = 0; w < WAYS; w++)
-                m->e[s][w].key = 0;
+        memset(m->set, 0, sizeof m->set);
     } else {
         void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
@@ -189,31 +195,37 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
         return gt_unw.backtrace(buf, max);
     uint64_t key = ((uint64_t)base ^ hint) * 0x9e3779b97f4a7c15ull;
     key = key ? key : 1;
-    unsigned set = (unsigned)(key >> 56);
-    struct entry *row = m->e[set];
+    struct set *set = &m->set[key >> 57];
+    struct entry *row = m->e[key >> 57];
     for (int w = 0; w < WAYS; w++) {
-        struct entry *e = &row[w];
-        if (e->key != key)
+        if (set->key[w] != key)
             continue;
-        if (e->n < 0 && e->max == max)
+        struct entry *e = &row[w];
+        if (e->n < 0 && e->max == max) {
+            gt_cost_count(GT_COST_MEMO_UNPLAIN);
             return gt_unw.backtrace(buf, max);
+        }
         if (e->n >= 0 && matches(e, base, max)) {
+            gt_cost_count(GT_COST_MEMO_HITS);
             if (GT_UNLIKELY(gt_config.unwind_check) && max < FRAMES)
                 check(e, max + 1);
             memcpy(buf, e->ip, (size_t)e->n * sizeof *buf);
             return e->n;
         }
     }
-    struct entry *e = &row[m->victim[set]++ % WAYS];
+    int w = set->victim++ % WAYS;
+    struct entry *e = &row[w];
     bool plain;
     int n = unwind_noting_slots(buf, max, base, e, &plain);
     e->max = (int16_t)max;
-    e->key = key;
+    set->key[w] = key;
     if (!plain) {   /* libunwind's own backtrace for this path, now and from now on */
+        gt_cost_count(GT_COST_MEMO_UNPLAIN);
         e->n = -1;
         return gt_unw.backtrace(buf, max);
     }
     memcpy(e->ip, buf, (size_t)n * sizeof *buf);
     e->n = (int16_t)n;
+    gt_cost_count(GT_COST_MEMO_FILLS);
     return n;
 }

@@ -20,7 +20,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 os.makedirs(a.out, exist_ok=True)
 programs = {'transformer': [os.path.join(here, 'transformer_step.py'), '--steps', '20'],
-            'seed_001': [os.path.join(here, 'seed_001.py')]}
+            'seed_001': [os.path.join(here, 'seed_001.py'), 'leak']}
 for name, argv in programs.items():
     for alloc in ('default', 'async'):
         env = {'GPUTRACE_UNWIND_CHECK': '1', 'GPUTRACE_CUPTI': '0', 'GPUTRACE_QUIET': '1'}
