@@ -48,6 +48,7 @@
 #define MAX_OFFSET (64u << 20)    /* a frame farther up than this: not a plain stack */
 
 struct entry {
+    uintptr_t base;               /* the frame address it was unwound from: keys can collide, offsets must not */
     int16_t n;                    /* frames; -1: not a plain call chain, always unwound */
     int16_t max;                  /* the frame count it was unwound for */
     uint32_t off[FRAMES];         /* each return address's slot, from the frame address */
@@ -73,8 +74,12 @@ static GT_TLS bool no_memo;       /* no memory for one: unwind every time */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+/* A thread's memo goes to the next thread that needs one. The exiting thread
+ * forgets it first: a destructor of another library that frees CUDA memory
+ * after this one gets a memo of its own, never one another thread now uses. */
 static void thread_exit(void *arg)
 {
+    mine = NULL;
     atomic_store_explicit(&((struct memo *)arg)->in_use, 0, memory_order_release);
 }
 
@@ -125,7 +130,7 @@ void gt_unwind_memo_after_fork_child(void)
 
 static bool matches(const struct entry *e, uintptr_t base, int max)
 {
-    if (e->max != max)
+    if (e->max != max || e->base != base)
         return false;
     for (int k = 1; k < e->n; k++)   /* frame 0: our own return address, the same every time */
         if (*(void *const *)(base + e->off[k]) != e->ip[k])
@@ -201,7 +206,7 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
         if (set->key[w] != key)
             continue;
         struct entry *e = &row[w];
-        if (e->n < 0 && e->max == max) {
+        if (e->n < 0 && e->max == max && e->base == base) {
             gt_cost_count(GT_COST_MEMO_UNPLAIN);
             return gt_unw.backtrace(buf, max);
         }
@@ -218,6 +223,7 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     bool plain;
     int n = unwind_noting_slots(buf, max, base, e, &plain);
     e->max = (int16_t)max;
+    e->base = base;
     set->key[w] = key;
     if (!plain) {   /* libunwind's own backtrace for this path, now and from now on */
         gt_cost_count(GT_COST_MEMO_UNPLAIN);
