@@ -22,10 +22,12 @@
  *
  * Identity: a frame is (function, file, line). The hot path keys a cache by
  * the code object's address, size and first line, its name, file and line
- * table objects and the instruction offset, so that a freed code object and
- * a new one at the same address do not share an entry unless all of these
- * agree (the same objects: then they name the same function at the same
- * lines); the cache gives the frame's
+ * table objects, the instruction offset, and what tells a code object from
+ * an earlier one freed at its address (code_identity: 3.12's co_version, a
+ * number no other code object has; in 3.11 the line table's length and
+ * first and last bytes, since a program that exec()s generated functions
+ * in a loop gets the name's, file's and line table's addresses back too);
+ * the cache gives the frame's
  * id, a hash of the strings' contents and the line. The first sighting of an
  * id copies its strings (the code object is alive: it is running) into a
  * record for the writer; no Python object is kept. Another thread's frames
@@ -238,6 +240,8 @@ static bool same_code(const struct py_layout *L, const char *c, const char *agai
     for (size_t k = 0; k < sizeof ptrs / sizeof *ptrs; k++)
         if (RD(uint64_t, c, ptrs[k]) != RD(uint64_t, again, ptrs[k]))
             return false;
+    if (L->co_version >= 0 && RD(uint32_t, c, L->co_version) != RD(uint32_t, again, L->co_version))
+        return false;
     return RD(int32_t, c, L->co_firstlineno) == RD(int32_t, again, L->co_firstlineno);
 }
 
@@ -302,6 +306,31 @@ static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
     return id;
 }
 
+/* What tells this code object from an earlier one freed at its address (with
+ * its name, file and line table at theirs: a program that exec()s generated
+ * functions in a loop gets all four addresses back from the allocator, and
+ * the trace named the other function's line for half its allocations). 3.12:
+ * co_version, a number each new code object takes from a counter. 3.11 has
+ * none: the line table's length and its first and last 8 bytes (two tables
+ * of one length that differ only between those still collide there). */
+static uint64_t code_identity(const struct py_layout *L, const char *c, bool remote)
+{
+    if (L->co_version >= 0)
+        return (uint64_t)RD(uint32_t, c, L->co_version) << 16;
+    /* PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
+    const char *table = RD(const char *, c, L->co_linetable);
+    char head[32];
+    uint64_t first[2] = {0, 0}, last = 0;
+    if (!table || !gt_py_fetch(table, head, sizeof head, remote))
+        return 0;
+    int64_t size = RD(int64_t, head, 16);
+    size_t n = size < 0 ? 0 : size < 16 ? (size_t)size : 16;
+    const char *bytes = table + 32;
+    if (!gt_py_fetch(bytes, first, n, remote) || (size >= 8 && !gt_py_fetch(bytes + size - 8, &last, 8, remote)))
+        return 0;
+    return mix(mix((uint64_t)size, first[0] ^ first[1] << 1), last);
+}
+
 /* The id of the frame running code at instr. c: where to read the code
  * object's fields: the object itself (this thread's own frame: alive), or a
  * copy of its first GT_PY_CODE_HEAD bytes (remote: another thread's, which
@@ -318,7 +347,8 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
     uint64_t a = mix((uint64_t)(uintptr_t)code ^ (uint64_t)addr << 48,
                      (uint64_t)(uintptr_t)RD(const void *, c, L->co_qualname) ^
                      (uint64_t)RD(int32_t, c, L->co_firstlineno) << 48);
-    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, c, L->co_filename) ^ (uint64_t)nbytes << 48,
+    uint64_t b = mix((uint64_t)(uintptr_t)RD(const void *, c, L->co_filename) ^ (uint64_t)nbytes << 48 ^
+                     code_identity(L, c, remote),
                      (uint64_t)(uintptr_t)RD(const void *, c, L->co_linetable) ^ (uint64_t)addr);
     uint64_t key = mix(a, b);
     if (key <= KEY_BUSY)

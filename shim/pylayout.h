@@ -12,6 +12,7 @@ struct py_layout {
     int fr_is_entry;            /* 3.11: is_entry (a frame that starts an eval loop); -1: none */
     int owner_generator, owner_cstack; /* FRAME_OWNED_BY_GENERATOR, _CSTACK (3.12's eval-loop entries); -1: none */
     int co_filename, co_qualname, co_firstlineno, co_linetable, co_firsttraceable, co_code; /* co_code: co_code_adaptive */
+    int co_version;             /* 3.12: a number no other code object has (-1: none, 3.11) */
     int str_ascii_data, str_compact_data;  /* sizeof PyASCIIObject, PyCompactUnicodeObject */
     int str_utf8_length, str_utf8;         /* PyCompactUnicodeObject.utf8_length, .utf8 */
 };
@@ -30,7 +31,9 @@ struct py_layout {
  *     call pushes (no is_entry field any more);
  *   cpython/code.h (_PyCode_DEF): PyObject_VAR_HEAD (24), co_consts,
  *     co_names, co_exceptiontable (24..40), eleven 32-bit fields co_flags ..
- *     co_version (48..92; co_firstlineno at 68), co_localsplusnames,
+ *     co_version (48..92; co_firstlineno at 68, co_version at 88: set from
+ *     _Py_next_func_version, which every new code object increments, in
+ *     Objects/codeobject.c init_code), co_localsplusnames,
  *     co_localspluskinds, co_filename (112), co_name (120), co_qualname (128),
  *     co_linetable (136), co_weakreflist, _co_cached,
  *     _co_instrumentation_version, _co_monitoring (144..168),
@@ -40,8 +43,8 @@ struct py_layout {
  *     {utf8_length (40), utf8 (48)} = 56 bytes; state's bits: interned 0-1,
  *     kind 2-4, compact 5, ascii 6 (as in 3.11). */
 static const struct py_layout gt_py_layouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, 48, 72, 48, 56},
-    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 40, 56, 40, 48},
+    {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, -1, 48, 72, 48, 56},
+    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 88, 40, 56, 40, 48},
 };
 
 #endif

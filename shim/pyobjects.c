@@ -33,7 +33,7 @@ void gt_py_copy_after_fork(void)
     atomic_store(&self_pid, 0);
 }
 
-static bool fetch(const void *src, void *dst, size_t n, bool remote)
+bool gt_py_fetch(const void *src, void *dst, size_t n, bool remote)
 {
     if (remote)
         return gt_py_copy(src, dst, n);
@@ -79,7 +79,7 @@ static bool put_code_points(const char *d, int64_t len, unsigned kind, char *out
     int64_t per = (int64_t)(sizeof chunk / kind);
     for (int64_t i = 0; i < len && *o + 1 < cap; i += per) {
         int64_t n = len - i < per ? len - i : per;
-        if (!fetch(d + i * kind, chunk, (size_t)n * kind, remote))
+        if (!gt_py_fetch(d + i * kind, chunk, (size_t)n * kind, remote))
             return false;
         for (int64_t k = 0; k < n; k++) {
             uint32_t cp = kind == 1 ? chunk[k] : kind == 2 ? ((const uint16_t *)chunk)[k] : ((const uint32_t *)chunk)[k];
@@ -97,7 +97,7 @@ bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *
 {
     _Alignas(8) char h[128];   /* PyCompactUnicodeObject: str_compact_data bytes (72 at most) */
     out[0] = 0;
-    if (!s || (size_t)L->str_compact_data > sizeof h || !fetch(s, h, (size_t)L->str_ascii_data, remote) ||
+    if (!s || (size_t)L->str_compact_data > sizeof h || !gt_py_fetch(s, h, (size_t)L->str_ascii_data, remote) ||
         RD(const void *, h, 8) != unicode_type)
         return false;
     int64_t len = RD(int64_t, h, 16);
@@ -110,16 +110,16 @@ bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *
     size_t o = 0;
     if (ascii) {
         o = (size_t)len < cap - 1 ? (size_t)len : cap - 1;
-        if (!fetch((const char *)s + L->str_ascii_data, out, o, remote))
+        if (!gt_py_fetch((const char *)s + L->str_ascii_data, out, o, remote))
             return false;
     } else {
-        if (!fetch(s, h, (size_t)L->str_compact_data, remote))
+        if (!gt_py_fetch(s, h, (size_t)L->str_compact_data, remote))
             return false;
         const char *utf8 = RD(const char *, h, L->str_utf8);
         if (utf8) {
             int64_t n = RD(int64_t, h, L->str_utf8_length);
             o = n >= 0 && (size_t)n < cap - 1 ? (size_t)n : cap - 1;
-            if (!fetch(utf8, out, o, remote))
+            if (!gt_py_fetch(utf8, out, o, remote))
                 return false;
         } else if (!put_code_points((const char *)s + L->str_compact_data, len, kind, out, cap, &o, remote)) {
             return false;

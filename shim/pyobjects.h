@@ -13,6 +13,8 @@
 /* Copies n bytes at src (this process) into dst through process_vm_readv:
  * false (errno set) instead of a fault when src is not mapped. */
 bool gt_py_copy(const void *src, void *dst, size_t n);
+/* remote: gt_py_copy; else a plain copy (the caller knows the memory is alive) */
+bool gt_py_fetch(const void *src, void *dst, size_t n, bool remote);
 void gt_py_copy_after_fork(void);   /* fork child: a new pid */
 
 /* str object s's text as UTF-8 into out (cap bytes, truncated, "?" for a str

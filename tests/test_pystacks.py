@@ -59,6 +59,18 @@ class PythonStacksTest(TraceTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         return p, db
 
+    def test_a_code_object_made_where_a_freed_one_was_is_not_taken_for_it(self):
+        # exec() in a loop: each new function's code object and line table come at the
+        # addresses of freed ones; the call lies on line 2 (4096 B) or line 3 (8192 B) of
+        # "gen.py", and every allocation must name its own line
+        p, db = self.trace([sys.executable, os.path.join(HERE, 'progs', 'py_exec_loop.py'), '3000'], name='exec.db')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertGreater(int(p.stdout.split('shared=')[1]), 0, 'no address was reused: nothing tested')
+        rows = query(db, """SELECT e.size, f.line, count(*) FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+                            JOIN frames f ON f.id = sf.frame_id
+                            WHERE e.api = 1 AND f.kind = 'python' AND f.file = 'gen.py' GROUP BY e.size, f.line""")
+        self.assertEqual(sorted(rows), [(4096, 2, 1500), (8192, 3, 1500)])
+
     def test_a_free_carries_its_python_frames_and_native_ones_only_when_asked(self):
         _, db = self.run_script('main')
         free = frames_of(db, SIZES['main'], op='free')

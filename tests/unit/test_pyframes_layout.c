@@ -48,6 +48,12 @@ static void test_code_object_offsets_are_the_headers(void)
     SAME(co_linetable, offsetof(PyCodeObject, co_linetable));
     SAME(co_firsttraceable, offsetof(PyCodeObject, _co_firsttraceable));
     SAME(co_code, offsetof(PyCodeObject, co_code_adaptive));
+#if PY_VERSION_HEX >= 0x030C0000
+    SAME(co_version, offsetof(PyCodeObject, co_version));
+#else
+    CHECK(L->co_version == -1);   /* 3.11's code objects carry no such number */
+#endif
+    CHECK(offsetof(PyBytesObject, ob_sval) == 32);   /* code_identity reads a line table's bytes there */
     CHECK(sizeof(_Py_CODEUNIT) == 2);  /* pyframes.c counts code units of 2 bytes */
     CHECK(offsetof(PyVarObject, ob_size) == 16);
 }
