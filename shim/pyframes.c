@@ -25,7 +25,7 @@
  * table objects, the instruction offset, and what tells a code object from
  * an earlier one freed at its address (code_identity: 3.12's co_version, a
  * number no other code object has; in 3.11 the line table's length and
- * first and last bytes, since a program that exec()s generated functions
+ * first bytes, since a program that exec()s generated functions
  * in a loop gets the name's, file's and line table's addresses back too);
  * the cache gives the frame's
  * id, a hash of the strings' contents and the line. The first sighting of an
@@ -311,8 +311,9 @@ static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
  * functions in a loop gets all four addresses back from the allocator, and
  * the trace named the other function's line for half its allocations). 3.12:
  * co_version, a number each new code object takes from a counter. 3.11 has
- * none: the line table's length and its first and last 8 bytes (two tables
- * of one length that differ only between those still collide there). */
+ * none: the line table's length and its first 16 bytes (one more cache line
+ * a frame; two tables of one length alike in those bytes still collide:
+ * reading the last bytes too cost another line, 9 ns a frame on the stand-in). */
 static uint64_t code_identity(const struct py_layout *L, const char *c, bool remote)
 {
     if (L->co_version >= 0)
@@ -320,15 +321,14 @@ static uint64_t code_identity(const struct py_layout *L, const char *c, bool rem
     /* PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
     const char *table = RD(const char *, c, L->co_linetable);
     char head[32];
-    uint64_t first[2] = {0, 0}, last = 0;
+    uint64_t first[2] = {0, 0};
     if (!table || !gt_py_fetch(table, head, sizeof head, remote))
         return 0;
     int64_t size = RD(int64_t, head, 16);
     size_t n = size < 0 ? 0 : size < 16 ? (size_t)size : 16;
-    const char *bytes = table + 32;
-    if (!gt_py_fetch(bytes, first, n, remote) || (size >= 8 && !gt_py_fetch(bytes + size - 8, &last, 8, remote)))
+    if (!gt_py_fetch(table + 32, first, n, remote))
         return 0;
-    return mix(mix((uint64_t)size, first[0] ^ first[1] << 1), last);
+    return mix((uint64_t)size, first[0] ^ first[1] << 1);
 }
 
 /* The id of the frame running code at instr. c: where to read the code
