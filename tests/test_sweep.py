@@ -224,6 +224,17 @@ class SweepTest(TraceTest):
         notes = query(os.path.join(d, 'bs2-run1.db'), "SELECT message FROM notes WHERE component = 'sweep'")
         self.assertEqual(notes, [('batch size 2 (GPUTRACE_BATCH_SIZE)',)])
 
+    def test_runs_have_no_stacks_unless_asked(self):
+        # a run's timing is the program's own: on an H100 a transformer traced with stacks
+        # fit two batch sizes past the untraced boundary under cudaMallocAsync
+        cmd = ['/bin/sh', '-c', 'echo "$GPUTRACE_STACK_DEPTH" >&2; exec "$0" "$@"', prog('sweep_train')]
+        p, doc, d = self.sweep_json(['--batch-sizes', '2', '--max-runs', '1'], cmd, dirname='nostacks')
+        self.assertEqual(p.returncode, 14, p.stderr)
+        with open(os.path.join(d, 'bs2-run1.stderr')) as f:
+            self.assertEqual(f.read(), '0\n')
+        self.assertEqual(query(os.path.join(d, 'bs2-run1.db'), 'SELECT stack_depth FROM processes'), [(0,)])
+        self.assertEqual(query(os.path.join(d, 'bs2-run1.db'), 'SELECT count(*) FROM stacks'), [(0,)])
+
     def test_max_runs_reached_says_what_is_proven(self):
         p, doc, d = self.sweep_json(['--max-runs', '4'], self.train())
         self.assertEqual(p.returncode, 14, p.stderr)
