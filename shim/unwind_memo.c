@@ -169,14 +169,20 @@ __attribute__((noinline)) static int unwind_noting_slots(void **buf, int max, ui
 }
 
 /* GPUTRACE_UNWIND_CHECK: does libunwind's own walk, from here, give the
- * memo's frames? (Frame 0 is a return address in this function either way,
- * from different calls.) */
+ * memo's frames? The walk starts inside check() (and, in a ThreadSanitizer
+ * build, inside its own stepping function): its frames are compared from the
+ * return address into our caller on, as the memo's are from its frame 1. */
 __attribute__((noinline)) static void check(const struct entry *e, int max)
 {
-    void *b[FRAMES];
-    int n = gt_unw.backtrace(b, max);
-    /* its frame 0 is in check(), 1 in gt_unwind_memo: one more of ours */
-    bool same = n - 1 == e->n && !memcmp(b + 2, e->ip + 1, (size_t)(e->n - 1) * sizeof *b);
+    void *b[FRAMES + 4];
+    int n = gt_unw.backtrace(b, max + 4), j = -1;
+    for (int k = 0; k < 4 && k < n && e->n > 1; k++)
+        if (b[k] == e->ip[1]) {
+            j = k;
+            break;
+        }
+    bool same = e->n <= 1 || (j >= 0 && n - j >= e->n - 1 && (e->n == max || n - j == e->n - 1) &&
+                              !memcmp(b + j, e->ip + 1, (size_t)(e->n - 1) * sizeof *b));
     atomic_fetch_add_explicit(&checked, 1, memory_order_relaxed);
     if (!same)
         atomic_fetch_add_explicit(&differed, 1, memory_order_relaxed);
@@ -212,8 +218,8 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
         }
         if (e->n >= 0 && matches(e, base, max)) {
             gt_cost_count(GT_COST_MEMO_HITS);
-            if (GT_UNLIKELY(gt_config.unwind_check) && max < FRAMES)
-                check(e, max + 1);
+            if (GT_UNLIKELY(gt_config.unwind_check))
+                check(e, max);
             memcpy(buf, e->ip, (size_t)e->n * sizeof *buf);
             return e->n;
         }
