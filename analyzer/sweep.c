@@ -75,8 +75,9 @@ const char gt_help_sweep[] =
     "  --json               the result as JSON on stdout\n"
     "  --stack-depth N      frames per call stack in the traces (default 0:\n"
     "                       none, so that each run's timing is the program's\n"
-    "                       own; CUPTI activity is off too, GPUTRACE_CUPTI=0,\n"
-    "                       unless GPUTRACE_CUPTI is set)\n"
+    "                       own, unless GPUTRACE_STACK_DEPTH is set; CUPTI\n"
+    "                       activity is off too, GPUTRACE_CUPTI=0, unless\n"
+    "                       GPUTRACE_CUPTI is set)\n"
     "  --quiet              no progress lines on stderr\n"
     "  -h, --help           this text\n"
     "\n"
@@ -318,7 +319,8 @@ static void run_sweep(struct sweep *s)
         /* no stacks unless asked: under a stream-ordered pool the boundary moves
          * with the program's timing (on an H100 a transformer traced with stacks
          * fit at batch 152 twice where untraced runs failed at 149 and 150) */
-        int measured = gt_sweep_run(r, argv, s->dir, s->a->stack_depth >= 0 ? s->a->stack_depth : 0, &s->a->base);
+        int depth = s->a->stack_depth >= 0 ? s->a->stack_depth : getenv("GPUTRACE_STACK_DEPTH") ? -1 : 0;
+        int measured = gt_sweep_run(r, argv, s->dir, depth, &s->a->base);
         progress(s, r);
         if (take(s, r, measured) != 0)
             return;

@@ -30,7 +30,7 @@
  * costs ~2.3 us (measured on an H100 host, 101,392 backward allocations of a
  * transformer under cudaMallocAsync: 236 ms, a third of the shim's time), so
  * it is made only when a thread running Python recorded a call since the
- * last one (gt_py_epoch), or after REVALIDATE_EVERY uses or REVALIDATE_NS
+ * last one (gt_py_epoch), or after REVALIDATE_EVERY uses or REVALIDATE_TICKS
  * (under a caching allocator hooked calls are rare): a waiting thread
  * that returned from backward() and entered it again made a CUDA call in
  * between in any real step (backward() itself allocates the ones its
@@ -54,7 +54,10 @@
 #define MAX_THREADS 256
 #define RETRY_NS 5000000ull
 #define REVALIDATE_EVERY 64
-#define REVALIDATE_NS 50000000ull   /* ...or after 50 ms */
+/* ...or after 50 ms, counted on the time-stamp counter (a clock reading is
+ * ~50 ns on an H100 host, a sixth of this path): 50 ms at 1 GHz, less at any
+ * faster counter; where the counter is CLOCK_MONOTONIC, exactly 50 ms */
+#define REVALIDATE_TICKS 50000000ull
 
 /* The frames of the waiting thread as last read by this thread, and the
  * spans of memory to read again to check them: frames that lie close
@@ -64,7 +67,7 @@
 struct waiting {
     bool valid;                     /* false: read again */
     uint64_t epoch;                 /* gt_py_epoch() before the last read or check */
-    uint64_t checked_ns;            /* ...and when */
+    uint64_t checked_ticks;         /* ...and when (gt_cost_read_ticks) */
     int uses;                       /* uses since then */
     const char *ts, *cframe;        /* its thread state, and its _PyCFrame (on its C stack) */
     int n;                          /* frames read, innermost first */
@@ -246,15 +249,14 @@ int gt_py_capture_backward(struct gt_py_stack *out)
         return 0;
     struct waiting *w = mine;
     uint64_t epoch = gt_py_epoch();
-    bool same = w && w->valid && w->epoch == epoch && w->uses < REVALIDATE_EVERY;
-    /* the clock on every 8th use only: a reading is ~50 ns on an H100 host, a sixth of this path */
-    uint64_t now_ns = same && w->uses % 8 ? w->checked_ns : gt_now_ns();
-    if (same && now_ns - w->checked_ns < REVALIDATE_NS) {
+    uint64_t ticks = gt_cost_read_ticks();
+    if (w && w->valid && w->epoch == epoch && w->uses < REVALIDATE_EVERY &&
+        ticks - w->checked_ticks < REVALIDATE_TICKS) {
         w->uses++;   /* no Python thread recorded a call since the last check: the same frames */
-    } else if ((now_ns = gt_now_ns()), !w || !still_waiting(w)) {
+    } else if (!w || !still_waiting(w)) {
         if (w)
             w->valid = false;   /* checked no more until found again: a thread no longer waits */
-        uint64_t now = now_ns;
+        uint64_t now = gt_now_ns();
         if (now < atomic_load_explicit(&retry_after, memory_order_relaxed))
             return 0;
         if (!self_pid)
@@ -279,11 +281,11 @@ int gt_py_capture_backward(struct gt_py_stack *out)
             w->valid = still_waiting(w);
         }
         w->epoch = epoch;
-        w->checked_ns = now_ns;
+        w->checked_ticks = ticks;
         w->uses = 0;
     } else {
         w->epoch = epoch;   /* checked: still the same frames */
-        w->checked_ns = now_ns;
+        w->checked_ticks = ticks;
         w->uses = 0;
     }
     if (w->nids == 0)

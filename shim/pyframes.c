@@ -320,7 +320,7 @@ static uint64_t code_identity(const struct py_layout *L, const char *c, bool rem
         return (uint64_t)RD(uint32_t, c, L->co_version) << 16;
     /* PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
     const char *table = RD(const char *, c, L->co_linetable);
-    char head[32];
+    _Alignas(8) char head[32];
     uint64_t first[2] = {0, 0};
     if (!table || !gt_py_fetch(table, head, sizeof head, remote))
         return 0;

@@ -30,8 +30,11 @@ struct py_layout {
  *     FRAME_OWNED_BY_CSTACK = 3: the entry frame each _PyEval_EvalFrameDefault
  *     call pushes (no is_entry field any more);
  *   cpython/code.h (_PyCode_DEF): PyObject_VAR_HEAD (24), co_consts,
- *     co_names, co_exceptiontable (24..40), eleven 32-bit fields co_flags ..
- *     co_version (48..92; co_firstlineno at 68, co_version at 88: set from
+ *     co_names, co_exceptiontable (24..40), twelve 32-bit fields co_flags ..
+ *     co_version (48..96: co_flags, co_argcount, co_posonlyargcount,
+ *     co_kwonlyargcount, co_stacksize, co_firstlineno (68), co_nlocalsplus,
+ *     co_framesize, co_nlocals, co_ncellvars, co_nfreevars, co_version (92):
+ *     set from
  *     _Py_next_func_version, which every new code object increments, in
  *     Objects/codeobject.c init_code), co_localsplusnames,
  *     co_localspluskinds, co_filename (112), co_name (120), co_qualname (128),
@@ -44,7 +47,7 @@ struct py_layout {
  *     kind 2-4, compact 5, ascii 6 (as in 3.11). */
 static const struct py_layout gt_py_layouts[] = {
     {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, -1, 48, 72, 48, 56},
-    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 88, 40, 56, 40, 48},
+    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 92, 40, 56, 40, 48},
 };
 
 #endif

@@ -182,6 +182,7 @@ struct gt_unwind {
     int (*init_local)(unw_cursor_t *, unw_context_t *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
     int (*step)(unw_cursor_t *);
+    int (*is_signal_frame)(unw_cursor_t *);
     unw_accessors_t *(*get_accessors)(unw_addr_space_t as);
     unw_addr_space_t local_addr_space;
 };

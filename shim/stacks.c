@@ -245,7 +245,7 @@ uint64_t gt_stack_capture(void)
             gt_cost_count(GT_COST_BACKWARD_CALLS);
     }
     int want = (own > 0 || theirs > 0) && gt_config.stack_depth_python < depth ? gt_config.stack_depth_python : depth;
-    void *buf[GT_MAX_STACK_DEPTH + 8];
+    void *buf[GT_MAX_STACK_DEPTH + EXTRA_MAX];
     int n = 0;
     int skip = 0;
     if (want > 0) {

@@ -62,12 +62,6 @@ static void *tsan_backtrace(void *h)
 }
 #endif
 
-/* libunwind's unw_is_signal_frame, for gt_unwind_in_signal_frame (stepping
- * with gt_unw's step: no trace cache; unw_backtrace's per-thread one, made at
- * a thread's first use, breaks LeakSanitizer's check at exit when made there
- * on the main thread). */
-static int (*is_signal_frame)(unw_cursor_t *);
-
 /* Is a signal frame on the calling thread's stack, within 64 frames: is it
  * running a signal handler? For the ways out of the process (lifecycle.c,
  * cupti.c): a program's handler that calls _exit or exit must not run the
@@ -77,14 +71,17 @@ static int (*is_signal_frame)(unw_cursor_t *);
  * or missing). */
 bool gt_unwind_in_signal_frame(void)
 {
-    if (!is_signal_frame)
+    /* stepping with gt_unw's step: no trace cache (unw_backtrace's per-thread
+     * one, made at a thread's first use, breaks LeakSanitizer's check at exit
+     * when made there on the main thread) */
+    if (!gt_unw.step)
         return false;
     unw_context_t uc;
     unw_cursor_t c;
     if (gt_unw.getcontext(&uc) || gt_unw.init_local(&c, &uc))
         return false;
     for (int i = 0; i < 64; i++) {
-        if (is_signal_frame(&c) > 0)
+        if (gt_unw.is_signal_frame(&c) > 0)
             return true;
         if (gt_unw.step(&c) <= 0)
             return false;
@@ -115,11 +112,10 @@ bool gt_unwind_load(char *why, size_t cap)
     gt_unw.getcontext = (int (*)(unw_context_t *))dlsym(h, GT_STR(unw_tdep_getcontext));
     gt_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, GT_STR(unw_init_local));
     gt_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, GT_STR(unw_get_reg));
+    gt_unw.is_signal_frame = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_is_signal_frame));
     int (*step)(unw_cursor_t *) = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_step));
-    if (gt_unw.getcontext && gt_unw.init_local && gt_unw.get_reg && step) { /* step set last: "all" */
-        gt_unw.step = step;
-        is_signal_frame = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_is_signal_frame));
-    }
+    if (gt_unw.getcontext && gt_unw.init_local && gt_unw.get_reg && gt_unw.is_signal_frame && step)
+        gt_unw.step = step;   /* set last: its being set means "all" */
     gt_unw.get_accessors = (unw_accessors_t * (*)(unw_addr_space_t)) acc;
     gt_unw.local_addr_space = *(unw_addr_space_t *)as;
     ((int (*)(unw_addr_space_t, unw_caching_policy_t))pol)(gt_unw.local_addr_space, UNW_CACHE_PER_THREAD);

@@ -20,9 +20,11 @@
  * those that allocate a variable amount of stack (alloca, VLAs, stack
  * realignment); there a stale copy of an address at the old slot could pass.
  * Such a false match needs every later slot to hold a stale match too, while
- * the frames really there overlap those slots, shifted. Frames that are not
- * plain calls (a signal frame) fail the check when the path is first unwound,
- * and that path is always unwound by libunwind's backtrace instead.
+ * the frames really there overlap those slots, shifted. A path through a
+ * signal frame (whose slot above holds what the interrupted code last popped,
+ * which can pass the check) or through a frame whose return address is not
+ * just below its callee's frame is marked when first unwound, and is always
+ * unwound by libunwind's backtrace instead.
  * Reads stay inside the thread's stack: each checked slot is, by the same
  * induction, inside a live frame of this call.
  *
@@ -83,9 +85,11 @@ static void thread_exit(void *arg)
     atomic_store_explicit(&((struct memo *)arg)->in_use, 0, memory_order_release);
 }
 
+static bool have_key;
+
 static void make_key(void)
 {
-    pthread_key_create(&exit_key, thread_exit);
+    have_key = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
 /* This thread's memo: a free one of an exited thread (emptied: its entries
@@ -95,6 +99,10 @@ static struct memo *memo(void)
     if (GT_LIKELY(mine != NULL) || no_memo)
         return mine;
     pthread_once(&key_once, make_key);
+    if (!have_key) {   /* no way to hand it on at exit: a memo a thread would leak */
+        no_memo = true;
+        return NULL;
+    }
     struct memo *m;
     for (m = atomic_load(&registry); m; m = m->next) {
         int idle = 0;
@@ -126,6 +134,8 @@ void gt_unwind_memo_after_fork_child(void)
     for (struct memo *m = atomic_load(&registry); m; m = m->next)
         if (m != mine)
             atomic_store(&m->in_use, 0);
+    atomic_store(&checked, 0);   /* the child's note counts its own */
+    atomic_store(&differed, 0);
 }
 
 static bool matches(const struct entry *e, uintptr_t base, int max)
@@ -155,6 +165,10 @@ __attribute__((noinline)) static int unwind_noting_slots(void **buf, int max, ui
     int n = 0;
     while (n < max && gt_unw.step(&c) > 0) {
         unw_word_t ip, sp;
+        /* a signal frame leaves the slot above it holding whatever the
+         * interrupted code last popped: it could pass the check below */
+        if (gt_unw.is_signal_frame(&c) > 0)
+            *plain = false;
         if (gt_unw.get_reg(&c, UNW_REG_IP, &ip) || !ip || gt_unw.get_reg(&c, UNW_REG_SP, &sp))
             break;
         buf[n] = (void *)ip;
@@ -208,21 +222,24 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     key = key ? key : 1;
     struct set *set = &m->set[key >> 57];
     struct entry *row = m->e[key >> 57];
+    bool unplain = false;   /* a path here is unwound by libunwind alone: after the plain ones are tried */
     for (int w = 0; w < WAYS; w++) {
         if (set->key[w] != key)
             continue;
         struct entry *e = &row[w];
-        if (e->n < 0 && e->max == max && e->base == base) {
-            gt_cost_count(GT_COST_MEMO_UNPLAIN);
-            return gt_unw.backtrace(buf, max);
-        }
-        if (e->n >= 0 && matches(e, base, max)) {
+        if (e->n < 0) {
+            unplain |= e->max == max && e->base == base;
+        } else if (matches(e, base, max)) {
             gt_cost_count(GT_COST_MEMO_HITS);
             if (GT_UNLIKELY(gt_config.unwind_check))
                 check(e, max);
             memcpy(buf, e->ip, (size_t)e->n * sizeof *buf);
             return e->n;
         }
+    }
+    if (unplain) {
+        gt_cost_count(GT_COST_MEMO_UNPLAIN);
+        return gt_unw.backtrace(buf, max);
     }
     int w = set->victim++ % WAYS;
     struct entry *e = &row[w];
