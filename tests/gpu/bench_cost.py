@@ -190,7 +190,12 @@ def trace_bytes(db, steady, steps):
             per_table = {t: size * n / total for t, n in rows.items()}
         per_step = sum(per_table.get(t, 0) / rows[t] * in_steps[t] for t in rows if rows[t]) / steps
         note = con.execute("SELECT message FROM notes WHERE component = 'cupti' ORDER BY id").fetchone()
-        return size, per_step, note[0] if note else 'no cupti note'
+        # what CUPTI did while the steps were measured: a slow run of the defaults says why
+        during = 'kernel rows in the measured steps: %d; notes: %s' % (
+            in_steps.get('kernels', 0),
+            ' | '.join(m[:160] for (m,) in con.execute(
+                "SELECT message FROM notes WHERE component IN ('cupti', 'kernels') ORDER BY id")))
+        return size, per_step, note[0] if note else 'no cupti note', during
     finally:
         con.close()
 
@@ -296,7 +301,9 @@ for i in range(a.runs):
         db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
         if db and os.path.exists(db) and len(steady) == 2:
             try:
-                size, bps, note = trace_bytes(db, steady, a.steps - a.first)
+                size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
+                if cfg != 'cupti0':
+                    print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
                 sizes[cfg].append(size)
                 per_step[cfg].append(bps)
                 if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
