@@ -34,9 +34,8 @@ struct py_layout {
  *     co_version (48..96: co_flags, co_argcount, co_posonlyargcount,
  *     co_kwonlyargcount, co_stacksize, co_firstlineno (68), co_nlocalsplus,
  *     co_framesize, co_nlocals, co_ncellvars, co_nfreevars, co_version (92):
- *     set from
- *     _Py_next_func_version, which every new code object increments, in
- *     Objects/codeobject.c init_code), co_localsplusnames,
+ *     set from _Py_next_func_version, which every new code object increments,
+ *     in Objects/codeobject.c init_code), co_localsplusnames,
  *     co_localspluskinds, co_filename (112), co_name (120), co_qualname (128),
  *     co_linetable (136), co_weakreflist, _co_cached,
  *     _co_instrumentation_version, _co_monitoring (144..168),

@@ -107,7 +107,8 @@ void gt_cost_note(void)
 #define MS(i) ms[i]
     uint64_t bw = atomic_load(&total[GT_COST_BACKWARD_CALLS]);
     gt_note("cost", false, "hot path: %llu calls recorded, %.1f ms in the shim (%.2f us a call): native unwinding "
-            "%.1f ms (stacks: %llu from the memo, %llu unwound for it, %llu by libunwind alone), the calling thread's Python frames %.1f ms, frames of a thread waiting in backward() %.1f ms "
+            "%.1f ms (stacks: %llu from the memo, %llu unwound for it, %llu by libunwind alone), the calling "
+            "thread's Python frames %.1f ms, frames of a thread waiting in backward() %.1f ms "
             "(%llu calls, %llu read afresh), time stamps %.1f ms, the queue %.1f ms, the stack set %.1f ms; over %.1f s "
             "(less the timing's own %.1f ns a reading; %llu timed intervals over %llu ticks left out: preempted, "
             "or a first sighting)",

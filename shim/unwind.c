@@ -26,39 +26,22 @@ struct gt_unwind gt_unw;
  * cache's free then takes a mutex through a dead TSan thread and crashes
  * every exiting thread that captured a stack. unw_step keeps no such
  * cache. A normal build never compiles this. */
-static struct {
-    int (*getcontext)(unw_context_t *);
-    int (*init_local)(unw_cursor_t *, unw_context_t *);
-    int (*step)(unw_cursor_t *);
-    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
-} tsan_unw;
-
 static int step_backtrace(void **buf, int size)
 {
     unw_context_t uc;
     unw_cursor_t c;
-    if (tsan_unw.getcontext(&uc) || tsan_unw.init_local(&c, &uc))
+    if (gt_unw.getcontext(&uc) || gt_unw.init_local(&c, &uc))
         return 0;
     int n = 0;
     while (n < size) {
         unw_word_t ip;
-        if (tsan_unw.get_reg(&c, UNW_REG_IP, &ip) || !ip)
+        if (gt_unw.get_reg(&c, UNW_REG_IP, &ip) || !ip)
             break;
         buf[n++] = (void *)ip;
-        if (tsan_unw.step(&c) <= 0)
+        if (gt_unw.step(&c) <= 0)
             break;
     }
     return n;
-}
-
-static void *tsan_backtrace(void *h)
-{
-    tsan_unw.getcontext = (int (*)(unw_context_t *))dlsym(h, GT_STR(unw_tdep_getcontext));
-    tsan_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, GT_STR(unw_init_local));
-    tsan_unw.step = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_step));
-    tsan_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, GT_STR(unw_get_reg));
-    bool all = tsan_unw.getcontext && tsan_unw.init_local && tsan_unw.step && tsan_unw.get_reg;
-    return all ? (void *)step_backtrace : NULL;
 }
 #endif
 
@@ -98,17 +81,6 @@ bool gt_unwind_load(char *why, size_t cap)
         snprintf(why, cap, "cannot load %s (%s)", GT_LIBUNWIND, dlerror());
         return false;
     }
-    void *bt = dlsym(h, GT_STR(unw_backtrace));
-    void *acc = dlsym(h, GT_STR(unw_get_accessors));
-    void *pol = dlsym(h, GT_STR(unw_set_caching_policy));
-    void *as = dlsym(h, GT_STR(unw_local_addr_space));
-#if defined(__SANITIZE_THREAD__)
-    bt = tsan_backtrace(h);
-#endif
-    if (!bt || !acc || !pol || !as) {
-        snprintf(why, cap, "%s lacks the functions the shim needs", GT_LIBUNWIND);
-        return false;
-    }
     gt_unw.getcontext = (int (*)(unw_context_t *))dlsym(h, GT_STR(unw_tdep_getcontext));
     gt_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, GT_STR(unw_init_local));
     gt_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(h, GT_STR(unw_get_reg));
@@ -116,6 +88,17 @@ bool gt_unwind_load(char *why, size_t cap)
     int (*step)(unw_cursor_t *) = (int (*)(unw_cursor_t *))dlsym(h, GT_STR(unw_step));
     if (gt_unw.getcontext && gt_unw.init_local && gt_unw.get_reg && gt_unw.is_signal_frame && step)
         gt_unw.step = step;   /* set last: its being set means "all" */
+    void *bt = dlsym(h, GT_STR(unw_backtrace));
+    void *acc = dlsym(h, GT_STR(unw_get_accessors));
+    void *pol = dlsym(h, GT_STR(unw_set_caching_policy));
+    void *as = dlsym(h, GT_STR(unw_local_addr_space));
+#if defined(__SANITIZE_THREAD__)
+    bt = gt_unw.step ? (void *)step_backtrace : NULL;
+#endif
+    if (!bt || !acc || !pol || !as) {
+        snprintf(why, cap, "%s lacks the functions the shim needs", GT_LIBUNWIND);
+        return false;
+    }
     gt_unw.get_accessors = (unw_accessors_t * (*)(unw_addr_space_t)) acc;
     gt_unw.local_addr_space = *(unw_addr_space_t *)as;
     ((int (*)(unw_addr_space_t, unw_caching_policy_t))pol)(gt_unw.local_addr_space, UNW_CACHE_PER_THREAD);
