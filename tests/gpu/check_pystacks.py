@@ -11,12 +11,16 @@
   thread carry the frames of the thread waiting in backward() after the
   <backward> marker, and their call site reads "backward: seed_001.py:N in
   train_step_memory_leak" with N the line of loss.backward();
+- a code object made where a freed one was (tests/progs/py_exec_loop.py on the
+  real libcudart, through ctypes): each of 3000 code objects, made where the
+  last one was freed, names its own line (Python 3.12 keys a frame on co_version; 3.11 on the line table);
 - step time of tests/gpu/transformer_step.py under backend:cudaMallocAsync,
   untraced vs traced with Python stacks (GPUTRACE_CUPTI=0), fresh processes,
   shuffled, --runs each: ratio of medians <= 1.05.
 About 3 minutes on an H100.
-usage: check_pystacks.py --build BUILD --out DIR [--steps N] [--runs N]"""
+usage: check_pystacks.py --build BUILD --out DIR [--steps N] [--runs N] [--exec-loop-only]"""
 import argparse
+import glob
 import json
 import os
 import random
@@ -32,6 +36,7 @@ ap.add_argument('--out', required=True)
 ap.add_argument("--steps", type=int, default=30)
 ap.add_argument('--hidden', type=int, default=131072)
 ap.add_argument('--runs', type=int, default=6)
+ap.add_argument('--exec-loop-only', action='store_true', help='the frame-identity check alone (seconds)')
 ap.add_argument('--step-count', type=int, default=40, help='transformer steps per run (median of steps 10..)')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
@@ -54,6 +59,38 @@ for i, l in enumerate(src, 1):
 want_backward = 'backward: seed_001.py:%d in train_step_memory_leak' % backward_line
 retained = 32 * a.hidden * 4
 print('   the retained tensor is made at seed_001.py:%d (%d bytes per step)' % (relu_line, retained))
+
+# ---- frame identity: code objects at the addresses of freed ones (before torch: seconds)
+def cudart_dir():
+    """Where libcudart.so.13 lies: the toolkit, or the wheel PyTorch brought."""
+    import site
+    pats = ['/usr/local/cuda*/lib64/libcudart.so.13*', '/usr/local/cuda*/targets/*/lib/libcudart.so.13*']
+    pats += [os.path.join(d, 'nvidia', '*', 'lib', 'libcudart.so.13*') for d in site.getsitepackages()]
+    pats += [os.path.join(d, 'nvidia', 'cu13', 'lib', 'libcudart.so.13*') for d in site.getsitepackages()]
+    hits = [h for pat in pats for h in glob.glob(pat)]
+    return os.path.dirname(hits[0]) if hits else None
+
+
+loop = os.path.join(here, '..', 'progs', 'py_exec_loop.py')
+db = os.path.join(a.out, 'exec-loop.db')
+if os.path.exists(db):
+    os.remove(db)
+libdir = cudart_dir()
+env = {'GPUTRACE_CUPTI': '0'}
+if libdir:
+    env['LD_LIBRARY_PATH'] = libdir + ':' + os.environ.get('LD_LIBRARY_PATH', '')
+p = run([sys.executable, loop, '3000'], shim=shim, db=db, env_extra=env)
+shared = int(p.stdout.split('shared=')[1]) if 'shared=' in p.stdout else -1
+got = rows(db, """SELECT e.size, f.line, count(*) FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+                  JOIN frames f ON f.id = sf.frame_id WHERE e.api = 1 AND f.kind = 'python' AND f.file = 'gen.py'
+                  GROUP BY e.size, f.line ORDER BY 1, 2""") if p.returncode == 0 and os.path.exists(db) else []
+report(shared > 0 and got == [(4096, 2, 1500), (8192, 3, 1500)],
+       'exec loop: each code object made where a freed one was names its own line (Python %d.%d)' % sys.version_info[:2],
+       '(size, line, allocations) %s, want [(4096, 2, 1500), (8192, 3, 1500)]; %d address pairs shared by both '
+       'sources (the test needs some); libcudart from %s; rc %d %s' % (got, shared, libdir, p.returncode,
+                                                                        p.stderr[-600:] if p.returncode else ''))
+if a.exec_loop_only:
+    finish()
 
 # ---- seed 001 under both allocators
 for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
@@ -149,35 +186,37 @@ report(best is not None and best.split(':')[0] == str(relu_line),
        'blocks by line: %s (want %d); rc %d %s' % (lines, relu_line, p.returncode, p.stderr[-500:] if not got else ''))
 
 # ---- step time, cudaMallocAsync, untraced vs traced with Python stacks
-step = os.path.join(here, 'transformer_step.py')
-plan = [c for c in ('untraced', 'traced') for _ in range(a.runs)]
-random.shuffle(plan)
-times = {'untraced': [], 'traced': []}
-py_frac = None
-for i, cfg in enumerate(plan):
-    db = os.path.join(a.out, 'step-%d.db' % i)
-    env = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync', 'GPUTRACE_CUPTI': '0', 'GPUTRACE_QUIET': '1'}
-    p = run([sys.executable, step, '--steps', str(a.step_count), '--from', '10'],
-            shim=shim if cfg == 'traced' else None, db=db, env_extra=env)
-    c = counters(p.stdout)
-    if p.returncode != 0 or 'step_ms' not in c:
-        report(False, 'transformer step %s run %d' % (cfg, i), p.stderr[-800:])
-        continue
-    times[cfg].append(c['step_ms'])
-    if cfg == 'traced' and py_frac is None:
-        n, with_py = rows(db, """SELECT count(*), sum(EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f
-                                 ON f.id = sf.frame_id WHERE sf.stack_id = e.stack_id AND f.kind = 'python'))
-                                 FROM events_v e WHERE e.op = 'alloc'""")[0]
-        py_frac = (n, with_py)
-    if cfg == 'traced':
-        os.remove(db)
-mu, mt = median(times['untraced']), median(times['traced'])
-print('   step ms untraced %s' % ['%.2f' % t for t in times['untraced']])
-print('   step ms traced   %s' % ['%.2f' % t for t in times['traced']])
-if py_frac:
-    print('   traced run: %d allocations, %d with Python frames' % py_frac)
-report(len(times['traced']) == a.runs and len(times['untraced']) == a.runs and mt <= 1.05 * mu,
-       'transformer step, cudaMallocAsync, Python + native stacks, CUPTI off: <= 5% over untraced',
-       'median %.3f ms vs %.3f ms untraced: ratio %.3f (%d + %d runs)' % (
-           mt, mu, mt / mu if mu else float('nan'), len(times['traced']), len(times['untraced'])))
+# (--runs 0: left to bench_cost.py, which measures it with intervals)
+if a.runs:
+    step = os.path.join(here, 'transformer_step.py')
+    plan = [c for c in ('untraced', 'traced') for _ in range(a.runs)]
+    random.shuffle(plan)
+    times = {'untraced': [], 'traced': []}
+    py_frac = None
+    for i, cfg in enumerate(plan):
+        db = os.path.join(a.out, 'step-%d.db' % i)
+        env = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync', 'GPUTRACE_CUPTI': '0', 'GPUTRACE_QUIET': '1'}
+        p = run([sys.executable, step, '--steps', str(a.step_count), '--from', '10'],
+                shim=shim if cfg == 'traced' else None, db=db, env_extra=env)
+        c = counters(p.stdout)
+        if p.returncode != 0 or 'step_ms' not in c:
+            report(False, 'transformer step %s run %d' % (cfg, i), p.stderr[-800:])
+            continue
+        times[cfg].append(c['step_ms'])
+        if cfg == 'traced' and py_frac is None:
+            n, with_py = rows(db, """SELECT count(*), sum(EXISTS (SELECT 1 FROM stack_frames sf JOIN frames f
+                                     ON f.id = sf.frame_id WHERE sf.stack_id = e.stack_id AND f.kind = 'python'))
+                                     FROM events_v e WHERE e.op = 'alloc'""")[0]
+            py_frac = (n, with_py)
+        if cfg == 'traced':
+            os.remove(db)
+    mu, mt = median(times['untraced']), median(times['traced'])
+    print('   step ms untraced %s' % ['%.2f' % t for t in times['untraced']])
+    print('   step ms traced   %s' % ['%.2f' % t for t in times['traced']])
+    if py_frac:
+        print('   traced run: %d allocations, %d with Python frames' % py_frac)
+    report(len(times['traced']) == a.runs and len(times['untraced']) == a.runs and mt <= 1.05 * mu,
+           'transformer step, cudaMallocAsync, Python + native stacks, CUPTI off: <= 5% over untraced',
+           'median %.3f ms vs %.3f ms untraced: ratio %.3f (%d + %d runs)' % (
+               mt, mu, mt / mu if mu else float('nan'), len(times['traced']), len(times['untraced'])))
 finish()

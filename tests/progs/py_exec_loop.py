@@ -1,29 +1,47 @@
-"""Functions made by exec() in a loop, each dropped before the next: CPython
-hands the next one's code object, and its line table, the addresses of the
-last ones (the shim's frame cache keyed on those addresses named the other
-function's line for half the allocations). Two sources alternate whose call
-lies on a different line of "gen.py" and allocates a different size:
-4096 bytes from line 2, 8192 bytes from line 3. Prints how many (code
-object, line table) address pairs both sources had: the test needs some.
+"""Code objects made at the addresses of freed ones, with their line tables at
+the addresses of the freed ones' tables: CPython's allocator hands a freed
+block straight back to the next request of its size (the shim's frame cache
+keyed on those addresses named the other function's line for half the
+allocations). Two sources whose call lies on a different line of "gen.py"
+and allocates a different size (4096 bytes from line 2, 8192 from line 3)
+compile to the same bytecode and line tables of one length; each round makes
+a fresh code object from one of them (code.replace with a fresh copy of its
+line table: its name and file are shared, its address and its table's are
+the ones just freed), calls it and drops it. Exec'ing the sources in a loop
+found such reuse on 3.11 but not on 3.12, whose compiler allocates in
+between; replace() allocates nothing else. Prints how many (code object, line
+table) address pairs both sources had: the test needs some.
 usage: py_exec_loop.py [N]"""
 import ctypes
-import gc
 import sys
+import types
 
 rt = ctypes.CDLL("libcudart.so.13")
 p = ctypes.c_void_p()
 SOURCES = ("def g(rt, ref):\n    rt.cudaMalloc(ref, 4096)\n",
            "def g(rt, ref):\n\n    rt.cudaMalloc(ref, 8192)\n")
+
+
+def code_of(src):
+    ns = {}
+    exec(compile(src, "gen.py", "exec"), ns)
+    return ns['g'].__code__
+
+
+made = [code_of(s) for s in SOURCES]
+base = made[0]
+if len(made[0].co_linetable) != len(made[1].co_linetable) or made[0].co_code != made[1].co_code:
+    sys.exit('the two sources must compile to one bytecode and line tables of one length')
+tables = [c.co_linetable for c in made]
+consts = [c.co_consts for c in made]
 rt.cudaMalloc(ctypes.byref(p), 1)
 pairs = {}
 for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3000):
-    ns = {}
-    exec(compile(SOURCES[i % 2], "gen.py", "exec"), ns)
-    code = ns['g'].__code__
+    table = bytes(bytearray(tables[i % 2]))   # a new object: the freed table's address
+    code = base.replace(co_linetable=table, co_consts=consts[i % 2])
     pairs.setdefault((id(code), id(code.co_linetable)), set()).add(i % 2)
-    del code
-    ns['g'](rt, ctypes.byref(p))
+    del table
+    types.FunctionType(code, globals())(rt, ctypes.byref(p))
     rt.cudaFree(p)
-    del ns
-    gc.collect()
+    del code
 print('shared=%d' % sum(1 for v in pairs.values() if len(v) == 2))
