@@ -195,6 +195,9 @@ def trace_bytes(db, steady, steps):
             in_steps.get('kernels', 0),
             ' | '.join(m[:160] for (m,) in con.execute(
                 "SELECT message FROM notes WHERE component IN ('cupti', 'kernels') ORDER BY id")))
+        # the shim's own time a call, by part (the `cost` note): a slow run says whether the hot path grew
+        during += ' | cost: ' + ' | '.join(m for (m,) in con.execute(
+            "SELECT message FROM notes WHERE component = 'cost' ORDER BY id"))
         return size, per_step, note[0] if note else 'no cupti note', during
     finally:
         con.close()
@@ -302,8 +305,7 @@ for i in range(a.runs):
         if db and os.path.exists(db) and len(steady) == 2:
             try:
                 size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
-                if cfg != 'cupti0':
-                    print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
+                print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
                 sizes[cfg].append(size)
                 per_step[cfg].append(bps)
                 if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:

@@ -7,9 +7,11 @@ and allocates a different size (4096 bytes from line 2, 8192 from line 3)
 compile to the same bytecode and line tables of one length; each round makes
 a fresh code object from one of them (code.replace with a fresh copy of its
 line table: its name and file are shared, its address and its table's are
-the ones just freed), calls it and drops it. Exec'ing the sources in a loop
-found such reuse on 3.11 but not on 3.12, whose compiler allocates in
-between; replace() allocates nothing else. Prints how many (code object, line
+the ones just freed), calls it and drops it. The source of round i is the
+parity of i's set bits (Thue-Morse: no period, so an allocator that hands
+out two addresses in turn still gives each to both sources; on 3.12 the copy
+and its temporary share a size class and alternate, and sources taken in
+turn i % 2 never shared an address). Prints how many (code object, line
 table) address pairs both sources had: the test needs some.
 usage: py_exec_loop.py [N]"""
 import ctypes
@@ -37,9 +39,10 @@ consts = [c.co_consts for c in made]
 rt.cudaMalloc(ctypes.byref(p), 1)
 pairs = {}
 for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3000):
-    table = bytes(bytearray(tables[i % 2]))   # a new object: the freed table's address
-    code = base.replace(co_linetable=table, co_consts=consts[i % 2])
-    pairs.setdefault((id(code), id(code.co_linetable)), set()).add(i % 2)
+    src = bin(i).count('1') & 1
+    table = bytes(bytearray(tables[src]))   # a new object: a freed table's address
+    code = base.replace(co_linetable=table, co_consts=consts[src])
+    pairs.setdefault((id(code), id(code.co_linetable)), set()).add(src)
     del table
     types.FunctionType(code, globals())(rt, ctypes.byref(p))
     rt.cudaFree(p)
