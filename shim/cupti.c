@@ -25,6 +25,7 @@
 
 #include "activity.h"
 #include "cupti_attach.h"
+#include "cupti_load.h"
 
 #define BUF_BYTES (4u << 20)
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
@@ -114,82 +115,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *info)
 {
     (void)u, (void)d, (void)id, (void)info;
-}
-
-/* ---- finding and loading libcupti ---- */
-
-struct find { const char *name; char path[4096]; };
-
-/* dl_iterate_phdr visitor: the first loaded object whose path holds f->name. */
-static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct find *f = data;
-    if (info->dlpi_name && strstr(info->dlpi_name, f->name)) {
-        snprintf(f->path, sizeof f->path, "%s", info->dlpi_name);
-        return 1;
-    }
-    return 0;
-}
-
-static bool try_open(const char *path, int flags)
-{
-    void *h = dlopen(path, flags);
-    if (!h)
-        return false;
-    C.h = h;
-    Dl_info di;
-    void *sym = gt_dlsym_real(h, "cuptiGetVersion");
-    snprintf(C.path, sizeof C.path, "%s", sym && dladdr(sym, &di) && di.dli_fname ? di.dli_fname : path);
-    return true;
-}
-
-/* The sonames tried everywhere: 13 is what we read; 12 only to say "too old". */
-static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12"};
-
-static bool try_dir(const char *dir, const char *sub)
-{
-    if (!dir || !*dir)
-        return false;
-    char p[4096];
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-        snprintf(p, sizeof p, "%s%s/%s", dir, sub, sonames[i]);
-        if (try_open(p, RTLD_NOW | RTLD_LOCAL))
-            return true;
-    }
-    return false;
-}
-
-/* Search order: GPUTRACE_CUPTI_PATH alone if set; a libcupti already loaded
- * (PyTorch links one: two copies in a process must never happen); next to
- * the libcudart the program loaded; the CUDA toolkit; the loader's path. */
-static bool load(char *why, size_t cap)
-{
-    if (gt_config.cupti_path[0]) {
-        if (try_open(gt_config.cupti_path, RTLD_NOW | RTLD_LOCAL))
-            return true;
-        snprintf(why, cap, "GPUTRACE_CUPTI_PATH=%.400s cannot be loaded (%.400s)", gt_config.cupti_path, dlerror());
-        return false;
-    }
-    struct find f = {"libcupti.so", ""};
-    if (dl_iterate_phdr(find_loaded, &f) && try_open(f.path, RTLD_NOW | RTLD_NOLOAD))
-        return true;
-    struct find rt = {"libcudart.so", ""};
-    if (dl_iterate_phdr(find_loaded, &rt) && strchr(rt.path, '/')) {
-        *strrchr(rt.path, '/') = 0;
-        if (try_dir(rt.path, ""))
-            return true;
-    }
-    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-    for (int i = 0; i < 3; i++)
-        if (try_dir(homes[i], "/lib64") || try_dir(homes[i], "/extras/CUPTI/lib64"))
-            return true;
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
-        if (try_open(sonames[i], RTLD_NOW | RTLD_LOCAL))
-            return true;
-    snprintf(why, cap, "libcupti.so.13 not found (looked next to libcudart, in $CUDA_HOME, /usr/local/cuda "
-                       "and the loader's path; GPUTRACE_CUPTI_PATH names it)");
-    return false;
 }
 
 static bool resolve(char *why, size_t cap)
@@ -298,7 +223,7 @@ void gt_cupti_start(void)
         return;
     }
     CUptiResult r;
-    if (!load(why, sizeof why) || !resolve(why, sizeof why))
+    if (!(C.h = gt_cupti_load(C.path, sizeof C.path, why, sizeof why)) || !resolve(why, sizeof why))
         goto unavailable;
     if ((r = C.get_version(&C.version)) != CUPTI_SUCCESS || C.version < 130000 || C.version >= 140000) {
         snprintf(why, sizeof why, "%.512s has CUPTI API version %u; this gputrace reads CUDA 13's (130000 to 139999)",
