@@ -5,7 +5,10 @@ runs' median step times; the ratio of medians to the untraced run with a 95%
 bootstrap interval (rounds resampled with replacement, 2000 times, each
 round's runs kept together) and the
 spread (min-max of the runs); beside it the median of each round's own ratio
-to its untraced run (paired), with its interval. A target is met when the interval's upper end
+to its untraced run (paired), with its interval; and (transformer) the same
+ratio of medians over each run's step time divided by its own CPU probe
+(`probed`: a fixed Python loop timed after every step, which the tracer does
+not touch: the host's speed in that run), with its interval. A target is met when the interval's upper end
 is at or under it. Beside each traced configuration: the trace's bytes per
 training step (rows written during the steps measured, times each table's
 bytes per row) and per hour of training at that step time, and the CPU
@@ -130,6 +133,8 @@ def environment(cfg):
 
 def workload_args(cfg):
     argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu)]
+    if a.workload == 'transformer':
+        argv += ['--probe']
     if a.settle_s:
         argv += ['--settle-s', str(a.settle_s)]
     # history: torch's recorder with stacks='all' (issue 14's row); history_py: stacks='python' (issue 12's)
@@ -208,46 +213,54 @@ def summarize():
     rows = []
     out = ['%s, %s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
         a.workload, a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
-        '%-28s %4s %8s %15s %7s %17s %7s %17s %9s %11s %9s %7s' % (
+        '%-28s %4s %8s %15s %7s %17s %7s %17s %7s %17s %9s %11s %9s %7s' % (
             'configuration', 'runs', 'median', 'spread (ms)', 'ratio', '95% interval', 'paired', '95% interval',
-            'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
+            'probed', '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
     for cfg in configs:
         s = samples[cfg]
         if not s:
             out.append('%-28s no runs' % cfg)
             continue
         med = statistics.median(s)
-        r = lo = hi = pr = plo = phi = float('nan')
+        r = lo = hi = pr = plo = phi = nr = nlo = nhi = float('nan')
+        norm = [x[cfg] for x in norm_by_round if cfg in x]
+        norm_base = [x['bare'] for x in norm_by_round if 'bare' in x]
         if base and cfg != 'bare':
             r = med / statistics.median(base)
             lo, hi = ratio_ci(cfg)
             pr, plo, phi = paired_ci(cfg)
+            if norm and norm_base:   # each run's step over its own CPU probe, then as the ratio of medians
+                nr = statistics.median(norm) / statistics.median(norm_base)
+                nlo, nhi = ratio_ci(cfg, table=norm_by_round)
         elif cfg == 'bare':
             r = lo = hi = pr = plo = phi = 1.0
+            nr = nlo = nhi = 1.0 if norm else float('nan')
         size = statistics.median(sizes[cfg]) if sizes[cfg] else float('nan')
         bps = statistics.median(per_step[cfg]) if per_step[cfg] else float('nan')
         mbh = bps * 3.6e6 / med / 1e6
         cpu_s = statistics.median(cpu[cfg]) if cpu[cfg] else float('nan')
-        out.append('%-28s %4d %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f %7.3f %8.3f-%-8.3f %9.2f %11.0f %9.1f %7.2f' % (
-            cfg, len(s), med, min(s), max(s), r, lo, hi, pr, plo, phi, size / 1e6, bps, mbh, cpu_s))
+        out.append('%-28s %4d %8.3f %7.3f-%-7.3f %7.3f %8.3f-%-8.3f %7.3f %8.3f-%-8.3f %7.3f %8.3f-%-8.3f %9.2f %11.0f '
+                   '%9.1f %7.2f' % (cfg, len(s), med, min(s), max(s), r, lo, hi, pr, plo, phi, nr, nlo, nhi,
+                                    size / 1e6, bps, mbh, cpu_s))
         rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi],
                      'paired_ratio': pr, 'paired_ci95': [plo, phi],
+                     'probe_ms': probes[cfg], 'probed_ratio': nr, 'probed_ci95': [nlo, nhi],
                      'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s_%s.json' % (a.workload, a.alloc)), 'w') as f:
         json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'cpus': a.cpus,
                    'main_cpu': main_cpu,
-                   'rows': rows, 'rounds': by_round}, f, indent=1)
+                   'rows': rows, 'rounds': by_round, 'rounds_probed': norm_by_round}, f, indent=1)
     return '\n'.join(out)
 
 
-def ratio_ci(cfg, n=2000):
+def ratio_ci(cfg, n=2000, table=None):
     """95% bootstrap interval of the ratio of medians, resampling rounds: a
     round's runs of every configuration are kept together, so that what
     drifts between rounds (the GPU's clocks, another tenant) moves both sides
     of the ratio alike instead of widening it."""
-    rounds = [r for r in by_round if cfg in r and 'bare' in r]
+    rounds = [r for r in (by_round if table is None else table) if cfg in r and 'bare' in r]
     if len(rounds) < 2:
         return float('nan'), float('nan')
     rng = random.Random(7)
@@ -278,6 +291,8 @@ samples = {c: [] for c in configs}
 sizes = {c: [] for c in configs}
 per_step = {c: [] for c in configs}
 by_round = []   # per round: configuration -> its run's median step (ms)
+norm_by_round = []   # the same over the run's CPU probe (--probe): the step in units of the host's speed
+probes = {c: [] for c in configs}
 cpu = {c: [] for c in configs}   # CPU seconds of the whole run, every thread (forked children only)
 warned = set()
 round_s = 0.0
@@ -287,6 +302,7 @@ for i in range(a.runs):
         break
     t_round = time.monotonic()
     by_round.append({})
+    norm_by_round.append({})
     order = configs[:]
     random.shuffle(order)
     for cfg in order:
@@ -297,7 +313,12 @@ for i in range(a.runs):
             continue
         samples[cfg].append(ms[0])
         by_round[-1][cfg] = ms[0]
-        print('  round %d %-28s %.3f ms' % (i + 1, cfg, ms[0]), flush=True)
+        pr = [float(l.split('=')[1]) for l in lines if l.startswith('probe_ms=')]
+        if pr:
+            norm_by_round[-1][cfg] = ms[0] / pr[0]
+            probes[cfg].append(pr[0])
+        print('  round %d %-28s %.3f ms%s' % (i + 1, cfg, ms[0], ' (CPU probe %.4f ms)' % pr[0] if pr else ''),
+              flush=True)
         cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
         pid = [l[4:] for l in lines if l.startswith('pid=')]
         steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]

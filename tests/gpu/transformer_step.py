@@ -2,11 +2,15 @@
 measured there (d_model 768, 6 layers, batch 16, sequence 256, bf16 autocast,
 AdamW). Prints step_ms=, the median of steps --from to --steps (each step
 synchronised), and the memory counters.
-usage: transformer_step.py [--steps N] [--from K] [--history [all|python]] [--pin-main CORE]
+usage: transformer_step.py [--steps N] [--from K] [--history [all|python]] [--pin-main CORE] [--probe]
 --history: torch.cuda.memory._record_memory_history(stacks='all', or 'python') first
 (PyTorch's own recorder; it refuses the cudaMallocAsync backend).
 bench_cost.py imports it and calls main() in fresh forked children of a
-process that imported torch once (CUDA is first touched in the child)."""
+process that imported torch once (CUDA is first touched in the child).
+--probe: after each step (outside its time) a fixed loop of pure Python, no
+CUDA, on the step's thread; prints probe_ms=, its median over the steps
+measured: the host's speed in that run, which a tracer does not touch (the
+step time spread 14-24 ms between fresh untraced runs on the GPU machine)."""
 import argparse
 import statistics
 import time
@@ -25,8 +29,22 @@ def main(argv=None):
                          'long job\'s steady state: past the shim\'s first period of full CUPTI records)')
     ap.add_argument('--pin-main', type=int, default=-1,
                     help='once CUDA is up, the main thread alone on this core (threads started before keep theirs)')
+    ap.add_argument('--probe', action='store_true', help='time a fixed CPU loop after each step: prints probe_ms=')
     args = ap.parse_args(argv)
     run(args)
+
+
+PROBE_ITERATIONS = 20000   # about 0.5 ms of CPython 3.12 on the GPU machine's host
+
+
+def probe():
+    """Milliseconds of a fixed loop of Python arithmetic: CPU speed alone (no
+    CUDA call, nothing the tracer hooks, a working set in the L1 cache)."""
+    t0 = time.perf_counter()
+    s = 0
+    for i in range(PROBE_ITERATIONS):
+        s += i * i
+    return (time.perf_counter() - t0) * 1e3
 
 
 def run(args):
@@ -47,7 +65,7 @@ def run(args):
         import os
         os.sched_setaffinity(0, {args.pin_main})
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)
-    times = []
+    times, probes = [], []
     steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
 
     def train_step():
@@ -74,11 +92,15 @@ def run(args):
         t0 = time.perf_counter()
         loss = train_step()
         times.append((time.perf_counter() - t0) * 1e3)
+        if args.probe:
+            probes.append(probe())
     steady[1] = time.monotonic_ns()
     print('loss=%.6f' % loss.item())
     print('steady_start_ns=%d' % steady[0])
     print('steady_end_ns=%d' % steady[1])
     print('step_ms=%.4f' % statistics.median(times[args.first:]))
+    if args.probe:
+        print('probe_ms=%.4f' % statistics.median(probes[args.first:]))
     print('reserved=%d' % torch.cuda.memory_reserved())
     print('max_allocated=%d' % torch.cuda.max_memory_allocated())
 
