@@ -436,7 +436,7 @@ static void print_text(const struct sweep *s, double total_s)
     printf("  largest batch size that fits: %s\n", proof);
     if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan))
         printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (a transformer\n"
-               "  on H100s: 148 fit in 3 of 4 fresh runs and 149 and 150 in 1 of 2 on one machine; untraced\n"
+               "  on H100s: 148 fit in 3 of 4 fresh runs, 149 in 1 of 3 and 150 in 1 of 2 on one machine; untraced\n"
                "  boundaries 147 to 150 (2%%) on the machines tried): train a little below it\n");
     printf("  runs: %zu, %.1f s in all\n", s->nruns, total_s);
     if (s->stopped)

@@ -14,8 +14,6 @@
  * Nsight) holds CUPTI we step aside with one stderr line and a note; if one
  * takes it later (we interpose cuptiActivityRegisterCallbacks) we flush, hand
  * it over cleanly and note when. Allocation capture never depends on CUPTI. */
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

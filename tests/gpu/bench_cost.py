@@ -32,6 +32,7 @@ window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
 env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
 import argparse
 import json
+import math
 import os
 import random
 import sqlite3
@@ -90,7 +91,15 @@ if a.cpus == 'auto':
     have = sorted(os.sched_getaffinity(0))
     if len(have) >= 10:   # core 0 left to the system, 1 to the step's thread, 2..9 to every other thread
         main_cpu = have[1]
-        a.cpus = ','.join(str(c) for c in have[2:10])
+        try:   # a hyperthread sibling of the step's core is not for the tracer's threads (nor is the probe's)
+            with open('/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list' % main_cpu) as f:
+                siblings = set()
+                for part in f.read().strip().split(','):
+                    lo, _, hi = part.partition('-')
+                    siblings.update(range(int(lo), int(hi or lo) + 1))
+        except (OSError, ValueError):
+            siblings = set()
+        a.cpus = ','.join(str(c) for c in [c for c in have[2:] if c not in siblings][:8])
     else:
         a.cpus = ','.join(str(c) for c in have)
 elif a.cpus == 'none':
@@ -223,18 +232,19 @@ def summarize():
             continue
         med = statistics.median(s)
         r = lo = hi = pr = plo = phi = nr = nlo = nhi = float('nan')
+        pmed = statistics.median(probes[cfg]) if probes[cfg] else float('nan')
         norm = [x[cfg] for x in norm_by_round if cfg in x]
         norm_base = [x['bare'] for x in norm_by_round if 'bare' in x]
         if base and cfg != 'bare':
             r = med / statistics.median(base)
             lo, hi = ratio_ci(cfg)
             pr, plo, phi = paired_ci(cfg)
-            if norm and norm_base:   # each run's step over its own CPU probe, then as the ratio of medians
+            if norm and norm_base and main_cpu >= 0:   # each run's step over its own CPU probe (on a core of its own)
                 nr = statistics.median(norm) / statistics.median(norm_base)
                 nlo, nhi = ratio_ci(cfg, table=norm_by_round)
         elif cfg == 'bare':
             r = lo = hi = pr = plo = phi = 1.0
-            nr = nlo = nhi = 1.0 if norm else float('nan')
+            nr = nlo = nhi = 1.0 if norm and main_cpu >= 0 else float('nan')
         size = statistics.median(sizes[cfg]) if sizes[cfg] else float('nan')
         bps = statistics.median(per_step[cfg]) if per_step[cfg] else float('nan')
         mbh = bps * 3.6e6 / med / 1e6
@@ -244,8 +254,9 @@ def summarize():
                                     size / 1e6, bps, mbh, cpu_s))
         rows.append({'config': cfg, 'median_ms': med, 'runs_ms': s, 'ratio': r, 'ci95': [lo, hi],
                      'paired_ratio': pr, 'paired_ci95': [plo, phi],
-                     'probe_ms': probes[cfg], 'probed_ratio': nr, 'probed_ci95': [nlo, nhi],
+                     'probe_ms': probes[cfg], 'probe_median_ms': pmed, 'probed_ratio': nr, 'probed_ci95': [nlo, nhi],
                      'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
+    out += probe_checks()
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s_%s.json' % (a.workload, a.alloc)), 'w') as f:
@@ -253,6 +264,38 @@ def summarize():
                    'main_cpu': main_cpu,
                    'rows': rows, 'rounds': by_round, 'rounds_probed': norm_by_round}, f, indent=1)
     return '\n'.join(out)
+
+
+def probe_checks():
+    """What says whether `probed` can be trusted: the probe's median per
+    configuration against the untraced runs' (a tracer that slowed the probe
+    would hide part of its own cost), and over the untraced runs the slope of
+    log(step) on log(probe) with its correlation (a step that follows the
+    host's speed one for one has slope 1; a part bound by the GPU, by memory
+    or by the driver does not follow an L1-resident loop)."""
+    out = []
+    if main_cpu < 0:
+        return ['probed: not given (the step\'s thread had no core of its own: --cpus auto on 10+ cores)'] \
+            if any(probes.values()) else []
+    base = probes.get('bare') or []
+    if not base:
+        return out
+    out.append('CPU probe, median ms (ratio to untraced): ' + ', '.join(
+        '%s %.4f (%.3f)' % (c, statistics.median(probes[c]), statistics.median(probes[c]) / statistics.median(base))
+        for c in configs if probes[c]))
+    pairs = [(r['bare'], n['bare']) for r, n in zip(by_round, norm_by_round) if 'bare' in r and 'bare' in n]
+    if len(pairs) >= 3:
+        xs = [math.log(step / norm) for step, norm in pairs]   # log(probe)
+        ys = [math.log(step) for step, _ in pairs]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        syy = sum((y - my) ** 2 for y in ys)
+        sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+        if sxx > 0 and syy > 0:
+            out.append('untraced runs: log(step) = %.2f x log(probe) + c, correlation %.2f (%d runs; 1 and near 1: '
+                       'the step follows the host\'s speed and `probed` removes it)' % (
+                           sxy / sxx, sxy / math.sqrt(sxx * syy), len(pairs)))
+    return out
 
 
 def ratio_ci(cfg, n=2000, table=None):

@@ -78,7 +78,7 @@ if os.path.exists(db):
 libdir = cudart_dir()
 env = {'GPUTRACE_CUPTI': '0'}
 if libdir:
-    env['LD_LIBRARY_PATH'] = libdir + ':' + os.environ.get('LD_LIBRARY_PATH', '')
+    env['LD_LIBRARY_PATH'] = ':'.join(d for d in (libdir, os.environ.get('LD_LIBRARY_PATH')) if d)
 p = run([sys.executable, loop, '3000'], shim=shim, db=db, env_extra=env)
 shared = int(p.stdout.split('shared=')[1]) if 'shared=' in p.stdout else -1
 got = rows(db, """SELECT e.size, f.line, count(*) FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
