@@ -176,6 +176,12 @@ void gt_ranges_free(struct gt_range *r, size_t n);
  * an exit status with t->err set. */
 int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what);
 int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
+/* For trace.c and trace_events.c: an exit status with t->err set to one
+ * line (printf-style; a SQLite error's message raw, made fit for one line);
+ * a one-integer query into *out. */
+int gt_trace_fail(struct gt_trace *t, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int gt_trace_sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what);
+int gt_trace_pragma_int(struct gt_trace *t, const char *sql, int64_t *out);
 /* Column i as a malloc'ed string (NULL for SQL NULL) / as an integer or dflt. */
 char *gt_col_text(sqlite3_stmt *st, int i);
 int64_t gt_col_int_or(sqlite3_stmt *st, int i, int64_t dflt);
