@@ -1,7 +1,8 @@
-/* The 3.11 row of the shim's CPython layout table (shim/pylayout.h) against
- * offsetof() in the installed Python 3.11 headers, internal ones included:
- * the offsets pyframes.c reads frames with are the interpreter's own. Built
- * only where python3-embed 3.11 headers are found (tests/unit/meson.build). */
+/* A row of the shim's CPython layout table (shim/pylayout.h) against
+ * offsetof() in that version's headers, internal ones included: the offsets
+ * pyframes.c reads frames with are the interpreter's own. Built for 3.11
+ * where python3-embed 3.11 is found, and for 3.12 where a CPython 3.12's
+ * headers are found under pyenv (tests/unit/meson.build). */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_code.h>
@@ -33,7 +34,13 @@ static void test_thread_state_and_frame_offsets_are_the_headers(void)
     SAME(fr_previous, offsetof(_PyInterpreterFrame, previous));
     SAME(fr_instr, offsetof(_PyInterpreterFrame, prev_instr));
     SAME(fr_owner, offsetof(_PyInterpreterFrame, owner));
+#if PY_VERSION_HEX >= 0x030C0000
+    CHECK(L->fr_is_entry == -1);   /* 3.12 marks an eval loop's entry by a frame owned by the C stack */
+    SAME(owner_cstack, FRAME_OWNED_BY_CSTACK);
+#else
     SAME(fr_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+    CHECK(L->owner_cstack == -1);
+#endif
     SAME(owner_generator, FRAME_OWNED_BY_GENERATOR);
 }
 
