@@ -377,6 +377,31 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
     return resolve(code, c, (int)addr, remote); /* cache full here: correct, only slower */
 }
 
+/* This thread's ids, 3.12+: a code object's address and co_version name it
+ * for good (a new code object takes a new version from a counter, so one made
+ * where a freed one was differs), and (code, version, offset) -> id spares a
+ * frame seen before the shared table's key (six fields, three mixes) and its
+ * probe. In the thread's memo mapping (unwind_memo.c), reached by gt_py_capture;
+ * emptied when the shared table is (a fork child: its trace must get its
+ * frames' records again), found out once per capture. */
+static _Atomic uint32_t ids_generation = 1;   /* bumped by gt_py_discard; an empty table's 0 never matches */
+
+/* gt_py_frame_id for this thread's own frame, through its table. */
+static uint64_t frame_id_own(struct gt_py_own *own, const struct py_layout *L, const char *code, const char *instr)
+{
+    uint32_t version = RD(uint32_t, code, L->co_version);
+    if (!version)   /* the counter ran out (CPython stops it at 0): no identity to key on */
+        return gt_py_frame_id(code, code, instr, false);
+    int32_t addr = (int32_t)(instr - (code + L->co_code));   /* only a key here: no range check needed */
+    struct gt_py_own_id *o = &own->ids[((uintptr_t)code >> 6 ^ (uint32_t)addr * 0x9e3779b1u) & (GT_PY_OWN_IDS - 1)];
+    if (o->code == code && o->version == version && o->addr == addr)
+        return o->id;
+    uint64_t id = gt_py_frame_id(code, code, instr, false);
+    if (id)
+        *o = (struct gt_py_own_id){code, version, addr, id};
+    return id;
+}
+
 /* Is the frame (f: its header, or a copy) still setting up (CPython's
  * _PyFrame_IsIncomplete: not yet at its first traceable instruction)?
  * code, c: as for gt_py_frame_id. */
@@ -403,6 +428,14 @@ int gt_py_capture(struct gt_py_stack *out)
     const char *ts = P.this_thread_state();
     if (!ts)
         return 0;
+    struct gt_py_own *own = L->co_version >= 0 ? gt_unwind_memo_py_ids() : NULL;
+    if (own) {
+        uint32_t generation = atomic_load_explicit(&ids_generation, memory_order_acquire);
+        if (GT_UNLIKELY(own->generation != generation)) {
+            memset(own->ids, 0, sizeof own->ids);
+            own->generation = generation;
+        }
+    }
     const char *cf = RD(const char *, ts, L->ts_cframe);
     const char *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
     /* 1024 links at most: a chain is never that long before it reaches the
@@ -418,7 +451,8 @@ int gt_py_capture(struct gt_py_stack *out)
             if (!code || RD(const void *, code, 8) != P.code_type)
                 break;
             if (!gt_py_incomplete(L, f, code, code))
-                out->ids[out->n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr), false);
+                out->ids[out->n++] = own ? frame_id_own(own, L, code, RD(const char *, f, L->fr_instr))
+                                         : gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr), false);
             if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
                 out->seg_end[out->nseg++] = (uint16_t)out->n;
         }
@@ -453,6 +487,7 @@ struct gt_pyframe_rec *gt_py_take_new(void)
 void gt_py_discard(void)
 {
     say_again = true;
+    atomic_fetch_add_explicit(&ids_generation, 1, memory_order_release);
     if (cache_keys)
         madvise((void *)cache_keys, CACHE_SIZE * 16 + SEEN_SIZE * 8, MADV_DONTNEED);
     struct gt_pyframe_rec *r = atomic_exchange(&new_frames, NULL);

@@ -193,6 +193,21 @@ bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler
 int gt_unwind_memo(void **buf, int max, uint64_t hint);
 void gt_unwind_memo_after_fork_child(void);
 void gt_unwind_memo_note(void);   /* at stop: GPUTRACE_UNWIND_CHECK's tally */
+/* This thread's Python frame ids (pyframes.c), kept in its memo's mapping
+ * (mapped at first use, zeroed when handed to another thread); NULL where
+ * no memo can be had. */
+#define GT_PY_OWN_IDS 256
+struct gt_py_own_id {
+    const char *code;
+    uint32_t version;
+    int32_t addr;
+    uint64_t id;
+};
+struct gt_py_own {
+    uint32_t generation;   /* 0: never filled */
+    struct gt_py_own_id ids[GT_PY_OWN_IDS];
+};
+struct gt_py_own *gt_unwind_memo_py_ids(void);
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

@@ -32,7 +32,8 @@
  * (the stack depth) mixed with the caller's hint (the Python frames' first
  * ids), sized for the default depth; 1.2 MB of address space a thread,
  * touched as used, mapped at a thread's first stack and handed to the next
- * thread when it exits. */
+ * thread when it exits. The same mapping holds the thread's Python frame ids
+ * (pyframes.c), so that they need no thread-local storage of their own. */
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -67,6 +68,7 @@ struct memo {
     _Atomic int in_use;
     struct set set[SETS];
     struct entry e[SETS][WAYS];
+    struct gt_py_own py;          /* the thread's Python frame ids (pyframes.c) */
 };
 
 static _Atomic(struct memo *) registry;
@@ -111,6 +113,7 @@ static struct memo *memo(void)
     }
     if (m) {
         memset(m->set, 0, sizeof m->set);
+        memset(&m->py, 0, sizeof m->py);
     } else {
         void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
@@ -126,6 +129,12 @@ static struct memo *memo(void)
     pthread_setspecific(exit_key, m);
     mine = m;
     return m;
+}
+
+struct gt_py_own *gt_unwind_memo_py_ids(void)
+{
+    struct memo *m = memo();
+    return m ? &m->py : NULL;
 }
 
 /* Fork child: the registry's other memos belong to threads the child lacks. */
