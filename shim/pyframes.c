@@ -377,9 +377,11 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
     return resolve(code, c, (int)addr, remote); /* cache full here: correct, only slower */
 }
 
-/* This thread's ids, 3.12+: a code object's address and co_version name it
- * for good (a new code object takes a new version from a counter, so one made
- * where a freed one was differs), and (code, version, offset) -> id spares a
+/* This thread's ids, 3.12 only: a code object's address and co_version name
+ * it for good (a new code object takes a new version from one process-wide
+ * counter, so one made where a freed one was differs; 3.13 counts per
+ * interpreter, where two could repeat a version), and (code, version, offset)
+ * -> id spares a
  * frame seen before the shared table's key (six fields, three mixes) and its
  * probe. In the thread's memo mapping (unwind_memo.c), reached by gt_py_capture;
  * emptied when the shared table is (a fork child: its trace must get its
@@ -393,7 +395,9 @@ static uint64_t frame_id_own(struct gt_py_own *own, const struct py_layout *L, c
     if (!version)   /* the counter ran out (CPython stops it at 0): no identity to key on */
         return gt_py_frame_id(code, code, instr, false);
     int32_t addr = (int32_t)(instr - (code + L->co_code));   /* only a key here: no range check needed */
-    struct gt_py_own_id *o = &own->ids[((uintptr_t)code >> 6 ^ (uint32_t)addr * 0x9e3779b1u) & (GT_PY_OWN_IDS - 1)];
+    /* the product's high bits: its low ones would follow addr's alone (even, and equal 256 bytes apart) */
+    uint32_t slot = (((uint32_t)((uintptr_t)code >> 4) ^ (uint32_t)addr) * 0x9e3779b1u) >> (32 - GT_PY_OWN_BITS);
+    struct gt_py_own_id *o = &own->ids[slot];
     if (o->code == code && o->version == version && o->addr == addr)
         return o->id;
     uint64_t id = gt_py_frame_id(code, code, instr, false);
@@ -428,7 +432,7 @@ int gt_py_capture(struct gt_py_stack *out)
     const char *ts = P.this_thread_state();
     if (!ts)
         return 0;
-    struct gt_py_own *own = L->co_version >= 0 ? gt_unwind_memo_py_ids() : NULL;
+    struct gt_py_own *own = L->version == 0x030C ? gt_unwind_memo_py_ids() : NULL;
     if (own) {
         uint32_t generation = atomic_load_explicit(&ids_generation, memory_order_acquire);
         if (GT_UNLIKELY(own->generation != generation)) {

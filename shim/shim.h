@@ -194,9 +194,10 @@ int gt_unwind_memo(void **buf, int max, uint64_t hint);
 void gt_unwind_memo_after_fork_child(void);
 void gt_unwind_memo_note(void);   /* at stop: GPUTRACE_UNWIND_CHECK's tally */
 /* This thread's Python frame ids (pyframes.c), kept in its memo's mapping
- * (mapped at first use, zeroed when handed to another thread); NULL where
- * no memo can be had. */
-#define GT_PY_OWN_IDS 256
+ * (zeroed when handed to another thread); NULL until the thread has a memo
+ * (its first unwound stack makes it), or where it can have none. */
+#define GT_PY_OWN_BITS 8
+#define GT_PY_OWN_IDS (1 << GT_PY_OWN_BITS)
 struct gt_py_own_id {
     const char *code;
     uint32_t version;

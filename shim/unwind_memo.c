@@ -131,10 +131,11 @@ static struct memo *memo(void)
     return m;
 }
 
+/* Only a memo this thread already has (gt_unwind_memo makes it): a thread
+ * that only frees, or whose stacks bypass the memo, maps nothing for it. */
 struct gt_py_own *gt_unwind_memo_py_ids(void)
 {
-    struct memo *m = memo();
-    return m ? &m->py : NULL;
+    return mine ? &mine->py : NULL;
 }
 
 /* Fork child: the registry's other memos belong to threads the child lacks. */
