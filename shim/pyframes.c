@@ -381,11 +381,10 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
  * it for good (a new code object takes a new version from one process-wide
  * counter, so one made where a freed one was differs; 3.13 counts per
  * interpreter, where two could repeat a version), and (code, version, offset)
- * -> id spares a
- * frame seen before the shared table's key (six fields, three mixes) and its
- * probe. In the thread's memo mapping (unwind_memo.c), reached by gt_py_capture;
- * emptied when the shared table is (a fork child: its trace must get its
- * frames' records again), found out once per capture. */
+ * -> id spares a frame seen before the shared table's key (six fields, three
+ * mixes) and its probe. In the thread's memo mapping (unwind_memo.c), reached
+ * by gt_py_capture; emptied when the shared table is (a fork child: its trace
+ * must get its frames' records again), found out once per capture. */
 static _Atomic uint32_t ids_generation = 1;   /* bumped by gt_py_discard; an empty table's 0 never matches */
 
 /* gt_py_frame_id for this thread's own frame, through its table. */

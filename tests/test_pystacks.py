@@ -58,10 +58,15 @@ def here(name, function):
 class PythonStacksTest(TraceTest):
     PYTHON = sys.executable   # the interpreter every program of this class runs under
 
+    _versions = {}   # interpreter -> its version, asked once
+
     @classmethod
     def version(cls):
-        return subprocess.run([cls.PYTHON, '-c', 'import sys; print("%d.%d.%d" % sys.version_info[:3])'],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        if cls.PYTHON not in cls._versions:
+            cls._versions[cls.PYTHON] = subprocess.run(
+                [cls.PYTHON, '-c', 'import sys; print("%d.%d.%d" % sys.version_info[:3])'],
+                capture_output=True, text=True, check=True).stdout.strip()
+        return cls._versions[cls.PYTHON]
 
     def run_script(self, *modes, python=None, env_extra=None, name='trace.db'):
         p, db = self.trace([python or self.PYTHON, SCRIPT] + list(modes), name=name, env_extra=env_extra)

@@ -66,7 +66,6 @@ def cudart_dir():
     import site
     pats = ['/usr/local/cuda*/lib64/libcudart.so.13*', '/usr/local/cuda*/targets/*/lib/libcudart.so.13*']
     pats += [os.path.join(d, 'nvidia', '*', 'lib', 'libcudart.so.13*') for d in site.getsitepackages()]
-    pats += [os.path.join(d, 'nvidia', 'cu13', 'lib', 'libcudart.so.13*') for d in site.getsitepackages()]
     hits = [h for pat in pats for h in glob.glob(pat)]
     return os.path.dirname(hits[0]) if hits else None
 
