@@ -278,14 +278,17 @@ class SelfCost(TraceTest):
     def test_timed_calls_are_picked_at_random_not_in_step_with_the_program(self):
         # allocations and frees alternate, and only allocations unwind: timing every n-th call
         # (n even) timed allocations alone, and the note said the same unwinding whether frees
-        # unwound or not. Picked at random, frees that unwind too double it (medians of 3 runs:
-        # one preempted timed call is scaled 16 times). GPUTRACE_UNWIND_CHECK=1 makes every
-        # stack a full libunwind walk again: from the stack memo alone a stack costs ~20 ns,
-        # near what the note takes off for its own readings, and the ratio is noise
-        def median_unwinding(name, **env):
-            return sorted(float(self.cost_note(50000, '%s-%d.db' % (name, k), GPUTRACE_UNWIND_CHECK='1', **env)[0]
-                                .group(4)) for k in range(3))[1]
-        alloc_only = median_unwinding('alloc-only')
-        both = median_unwinding('both', GPUTRACE_FREE_STACKS='1')
-        self.assertGreater(alloc_only, 0)
-        self.assertGreater(both / alloc_only, 1.4, (alloc_only, both))
+        # unwound or not. Picked at random, frees that unwind too double it. GPUTRACE_UNWIND_CHECK=1
+        # makes every stack a full libunwind walk again: from the stack memo alone a stack costs
+        # ~20 ns, near what the note takes off for its own readings, and the ratio is noise.
+        # A busy host only adds time (CI once measured one configuration's three runs all slow,
+        # ratio 1.37 where quiet runs give 1.9-2.1): the two configurations' runs alternate, and
+        # each configuration's fastest of five is compared
+        def unwinding(name, k, **env):
+            return float(self.cost_note(50000, '%s-%d.db' % (name, k), GPUTRACE_UNWIND_CHECK='1', **env)[0].group(4))
+        alloc_runs, both_runs = [], []
+        for k in range(5):
+            alloc_runs.append(unwinding('alloc-only', k))
+            both_runs.append(unwinding('both', k, GPUTRACE_FREE_STACKS='1'))
+        alloc_only, both = min(alloc_runs), min(both_runs)
+        self.assertGreater(both / alloc_only, 1.4, (alloc_runs, both_runs))
