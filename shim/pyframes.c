@@ -320,13 +320,24 @@ static uint64_t code_identity(const struct py_layout *L, const char *c, bool rem
         return (uint64_t)RD(uint32_t, c, L->co_version) << 16;
     /* PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
     const char *table = RD(const char *, c, L->co_linetable);
-    _Alignas(8) char head[32];
     uint64_t first[2] = {0, 0};
-    if (!table || !gt_py_fetch(table, head, sizeof head, remote))
+    if (!table)
         return 0;
-    int64_t size = RD(int64_t, head, 16);
+    int64_t size;
+    if (!remote) {   /* this thread's own frame: its code object and line table are alive; read in place */
+        size = RD(int64_t, table, 16);
+        if (size >= 16)
+            memcpy(first, table + 32, 16);   /* a constant size: two loads, no call */
+        else if (size > 0)
+            memcpy(first, table + 32, (size_t)size);
+        return mix((uint64_t)size, first[0] ^ first[1] << 1);
+    }
+    _Alignas(8) char head[32];
+    if (!gt_py_copy(table, head, sizeof head))
+        return 0;
+    size = RD(int64_t, head, 16);
     size_t n = size < 0 ? 0 : size < 16 ? (size_t)size : 16;
-    if (!gt_py_fetch(table + 32, first, n, remote))
+    if (!gt_py_copy(table + 32, first, n))
         return 0;
     return mix((uint64_t)size, first[0] ^ first[1] << 1);
 }
@@ -387,28 +398,11 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
  * must get its frames' records again), found out once per capture. */
 static _Atomic uint32_t ids_generation = 1;   /* bumped by gt_py_discard; an empty table's 0 never matches */
 
-/* gt_py_frame_id for this thread's own frame, through its table. */
-static uint64_t frame_id_own(struct gt_py_own *own, const struct py_layout *L, const char *code, const char *instr)
-{
-    uint32_t version = RD(uint32_t, code, L->co_version);
-    if (!version)   /* the counter ran out (CPython stops it at 0): no identity to key on */
-        return gt_py_frame_id(code, code, instr, false);
-    int32_t addr = (int32_t)(instr - (code + L->co_code));   /* only a key here: no range check needed */
-    /* the product's high bits: its low ones would follow addr's alone (even, and equal 256 bytes apart) */
-    uint32_t slot = (((uint32_t)((uintptr_t)code >> 4) ^ (uint32_t)addr) * 0x9e3779b1u) >> (32 - GT_PY_OWN_BITS);
-    struct gt_py_own_id *o = &own->ids[slot];
-    if (o->code == code && o->version == version && o->addr == addr)
-        return o->id;
-    uint64_t id = gt_py_frame_id(code, code, instr, false);
-    if (id)
-        *o = (struct gt_py_own_id){code, version, addr, id};
-    return id;
-}
-
 /* Is the frame (f: its header, or a copy) still setting up (CPython's
  * _PyFrame_IsIncomplete: not yet at its first traceable instruction)?
  * code, c: as for gt_py_frame_id. */
-bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code, const char *c)
+static inline __attribute__((always_inline)) bool incomplete(const struct py_layout *L, const char *f,
+                                                              const char *code, const char *c)
 {
     if (RD(char, f, L->fr_owner) == L->owner_generator)
         return false;
@@ -416,9 +410,98 @@ bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code
     return RD(const char *, f, L->fr_instr) < first;
 }
 
+bool gt_py_incomplete(const struct py_layout *L, const char *f, const char *code, const char *c)
+{
+    return incomplete(L, f, code, c);
+}
+
+/* This thread's own frame f, running code (not an eval loop's entry), through
+ * its table: OWN_ID and *id, OWN_SKIP (still setting up: not named), or
+ * OWN_STOP (not a code object: not a frame of this layout). The table keeps
+ * the outcome, keyed by the instruction's address and the code object's
+ * version, so a frame seen before costs its key alone. Why that is enough:
+ * the instruction lies inside its code object, and no two code objects
+ * share a version (3.12 numbers each new one from one process-wide counter;
+ * 0 when it ran out: such a code object is never kept here), so the code
+ * object a key names is the one checked when its entry was made (a code
+ * object at a freed one's address, or one whose instructions lie where a
+ * freed one's did, has a new version). Whether a frame is still setting up
+ * follows from its code object, its instruction, and whether a generator
+ * owns it (the key's low bit). Empty slots never match: their instr is NULL. */
+enum { OWN_ID, OWN_SKIP, OWN_STOP };
+static inline __attribute__((always_inline)) int frame_own(struct gt_py_own *own, const struct py_layout *L,
+                                                           const char *f, const char *code, char owner,
+                                                           uint64_t *id)
+{
+    const char *instr = RD(const char *, f, L->fr_instr);
+    uint32_t version = RD(uint32_t, code, L->co_version);
+    uint64_t key = (uint64_t)version << 1 | (owner == L->owner_generator);
+    /* the product's high bits: its low ones would follow the address's alone (even) */
+    uint32_t slot = ((uint32_t)((uintptr_t)instr >> 1) * 0x9e3779b1u) >> (32 - GT_PY_OWN_BITS);
+    struct gt_py_own_id *o = &own->ids[slot];
+    if (GT_LIKELY(o->instr == instr && o->key == key)) {
+        *id = o->id;
+        return o->id ? OWN_ID : OWN_SKIP;
+    }
+    if (RD(const void *, code, 8) != P.code_type)
+        return OWN_STOP;
+    if (incomplete(L, f, code, code)) {
+        if (version)
+            *o = (struct gt_py_own_id){instr, key, 0};
+        return OWN_SKIP;
+    }
+    *id = gt_py_frame_id(code, code, instr, false);
+    if (*id && version)
+        *o = (struct gt_py_own_id){instr, key, *id};
+    return OWN_ID;
+}
+
 /* Bumped by every recorded call of a thread running Python (pybackward.c:
  * a thread waiting in backward() that moved on makes one). */
 static _Atomic uint64_t py_epoch;
+
+/* The frames from f outwards into out. Always inlined: gt_py_capture calls it
+ * with 3.12's row of gt_py_layouts, whose offsets then compile to constants
+ * (every field read below is at one; ~20 instructions a frame fewer). */
+static inline __attribute__((always_inline)) void walk(const struct py_layout *L, struct gt_py_own *own,
+                                                       const char *f, struct gt_py_stack *out)
+{
+    int n = 0, nseg = 0;   /* out's counts, kept in registers: out->ids may alias anything RD reads */
+    /* 1024 links at most: a chain is never that long before it reaches the
+     * frames we keep, and a loop (which CPython never makes) cannot hang us */
+    for (int links = 0; f && links < 1024 && n < GT_PY_MAX_FRAMES; links++) {
+        const char *code = RD(const char *, f, L->fr_code);
+        char owner = RD(char, f, L->fr_owner);
+        if ((unsigned char)owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
+            break;   /* not a frame of this layout: stop rather than guess */
+        if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
+            out->seg_end[nseg++] = (uint16_t)n;   /* an eval loop's entry: its frames end here */
+        } else if (!code) {
+            break;
+        } else if (own) {
+            uint64_t id = 0;
+            int got = frame_own(own, L, f, code, owner, &id);
+            if (got == OWN_STOP)
+                break;
+            if (got == OWN_ID)
+                out->ids[n++] = id;
+            if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
+                out->seg_end[nseg++] = (uint16_t)n;
+        } else {
+            if (RD(const void *, code, 8) != P.code_type)
+                break;
+            if (!incomplete(L, f, code, code))
+                out->ids[n++] = gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr), false);
+            if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
+                out->seg_end[nseg++] = (uint16_t)n;
+        }
+        if (nseg >= GT_PY_MAX_FRAMES)
+            break;
+        f = RD(const char *, f, L->fr_previous);
+    }
+    out->n = n;
+    out->nseg = nseg;
+}
 
 int gt_py_capture(struct gt_py_stack *out)
 {
@@ -431,7 +514,7 @@ int gt_py_capture(struct gt_py_stack *out)
     const char *ts = P.this_thread_state();
     if (!ts)
         return 0;
-    struct gt_py_own *own = L->version == 0x030C ? gt_unwind_memo_py_ids() : NULL;
+    struct gt_py_own *own = L == &gt_py_layouts[GT_PY_312] ? gt_unwind_memo_py_ids() : NULL;
     if (own) {
         uint32_t generation = atomic_load_explicit(&ids_generation, memory_order_acquire);
         if (GT_UNLIKELY(own->generation != generation)) {
@@ -441,28 +524,10 @@ int gt_py_capture(struct gt_py_stack *out)
     }
     const char *cf = RD(const char *, ts, L->ts_cframe);
     const char *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
-    /* 1024 links at most: a chain is never that long before it reaches the
-     * frames we keep, and a loop (which CPython never makes) cannot hang us */
-    for (int links = 0; f && links < 1024 && out->n < GT_PY_MAX_FRAMES; links++) {
-        const char *code = RD(const char *, f, L->fr_code);
-        char owner = RD(char, f, L->fr_owner);
-        if (owner < 0 || owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
-            break;   /* not a frame of this layout: stop rather than guess */
-        if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
-            out->seg_end[out->nseg++] = (uint16_t)out->n;   /* an eval loop's entry: its frames end here */
-        } else {
-            if (!code || RD(const void *, code, 8) != P.code_type)
-                break;
-            if (!gt_py_incomplete(L, f, code, code))
-                out->ids[out->n++] = own ? frame_id_own(own, L, code, RD(const char *, f, L->fr_instr))
-                                         : gt_py_frame_id(code, code, RD(const char *, f, L->fr_instr), false);
-            if (L->fr_is_entry >= 0 && RD(bool, f, L->fr_is_entry))
-                out->seg_end[out->nseg++] = (uint16_t)out->n;
-        }
-        if (out->nseg >= GT_PY_MAX_FRAMES)
-            break;
-        f = RD(const char *, f, L->fr_previous);
-    }
+    if (L == &gt_py_layouts[GT_PY_312])
+        walk(&gt_py_layouts[GT_PY_312], own, f, out);
+    else
+        walk(L, own, f, out);
     if (out->nseg == 0 || out->seg_end[out->nseg - 1] != out->n)
         out->seg_end[out->nseg++] = (uint16_t)out->n;
     if (out->n)

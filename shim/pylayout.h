@@ -44,9 +44,10 @@ struct py_layout {
  *     hash (24), state (32)} = 40 bytes (wstr is gone), PyCompactUnicodeObject
  *     {utf8_length (40), utf8 (48)} = 56 bytes; state's bits: interned 0-1,
  *     kind 2-4, compact 5, ascii 6 (as in 3.11). */
+enum { GT_PY_311, GT_PY_312 };   /* rows of gt_py_layouts; pyframes.c walks 3.12's frames with its row as constants */
 static const struct py_layout gt_py_layouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, -1, 48, 72, 48, 56},
-    {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 92, 40, 56, 40, 48},
+    [GT_PY_311] = {0x030B, 56, 8, 32, 48, 56, 69, 68, 1, -1, 112, 128, 72, 136, 168, 184, -1, 48, 72, 48, 56},
+    [GT_PY_312] = {0x030C, 56, 0, 0, 8, 56, 70, -1, 1, 3, 112, 128, 68, 136, 176, 192, 92, 40, 56, 40, 48},
 };
 
 #endif

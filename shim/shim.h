@@ -199,10 +199,9 @@ void gt_unwind_memo_note(void);   /* at stop: GPUTRACE_UNWIND_CHECK's tally */
 #define GT_PY_OWN_BITS 8
 #define GT_PY_OWN_IDS (1 << GT_PY_OWN_BITS)
 struct gt_py_own_id {
-    const char *code;
-    uint32_t version;
-    int32_t addr;
-    uint64_t id;
+    const char *instr;     /* the frame's instruction: its code object's, at an offset */
+    uint64_t key;          /* the code object's co_version << 1 | the frame is a generator's */
+    uint64_t id;           /* 0: the frame is still setting up (not named) */
 };
 struct gt_py_own {
     uint32_t generation;   /* 0: never filled */
