@@ -213,9 +213,10 @@ const void *gt_py_code_type(void)
     return P.code_type;
 }
 
-bool gt_py_is_eval(uintptr_t ip)
+void gt_py_eval_range(uintptr_t *lo, uintptr_t *span)
 {
-    return ip - P.eval_lo < P.eval_hi - P.eval_lo;
+    *lo = P.eval_lo;
+    *span = P.eval_hi - P.eval_lo;
 }
 
 bool gt_py_interleaves(void)

@@ -243,7 +243,7 @@ struct gt_pyframe_rec {                    /* a frame's first sighting, for the 
 };
 void gt_py_init(void);                     /* trace start: find a Python in the process, once */
 int gt_py_capture(struct gt_py_stack *out); /* hot path: 0 when no Python runs on this thread */
-bool gt_py_is_eval(uintptr_t ip);          /* ip inside _PyEval_EvalFrameDefault */
+void gt_py_eval_range(uintptr_t *lo, uintptr_t *span); /* ip - lo < span: ip inside _PyEval_EvalFrameDefault */
 bool gt_py_interleaves(void);              /* false: eval frames cannot be recognised (append) */
 struct gt_pyframe_rec *gt_py_take_new(void); /* writer: new frames, any order (take after stacks) */
 bool gt_py_pending(void);

@@ -162,8 +162,11 @@ static void forget(uint64_t h)
 static int interleave(const uintptr_t *ips, int n, const struct gt_py_stack *py, bool in_place, uintptr_t *out)
 {
     int o = 0, seg = 0;
+    uintptr_t eval_lo = 0, eval_span = 0;   /* (read once: tested against every native frame) */
+    if (in_place)
+        gt_py_eval_range(&eval_lo, &eval_span);
     for (int i = 0; i < n; i++) {
-        if (in_place && seg < py->nseg && gt_py_is_eval(ips[i])) {
+        if (in_place && seg < py->nseg && ips[i] - eval_lo < eval_span) {
             for (int k = seg ? py->seg_end[seg - 1] : 0; k < py->seg_end[seg]; k++)
                 out[o++] = (uintptr_t)py->ids[k];
             seg++;
@@ -282,13 +285,13 @@ uint64_t gt_stack_capture_python(void)
     if (depth <= 0 || !seen)
         return 0;
     struct gt_py_stack py;
-    uintptr_t ids[GT_PY_MAX_FRAMES];
     uint64_t t = gt_cost_ticks();
     int own = gt_py_capture(&py);
     gt_cost_add(GT_COST_PYTHON, t);
     if (own <= 0)
         return 0;
-    return publish(ids, interleave(NULL, 0, &py, false, ids));
+    _Static_assert(sizeof(uintptr_t) == sizeof py.ids[0], "a stack's entries and frame ids are one size");
+    return publish((const uintptr_t *)py.ids, py.n);   /* the frames alone, innermost first: what interleave gives */
 }
 
 /* Writer: are there stacks to take? */
