@@ -317,9 +317,11 @@ static uint64_t resolve(const char *code, const char *c, int addr, bool remote)
  * reading the last bytes too cost another line, 9 ns a frame on the stand-in). */
 static uint64_t code_identity(const struct py_layout *L, const char *c, bool remote)
 {
-    if (L->co_version >= 0)
+    if (L->co_version >= 0 && RD(uint32_t, c, L->co_version))
         return (uint64_t)RD(uint32_t, c, L->co_version) << 16;
-    /* PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
+    /* 3.11, or a 3.12 version of 0 (the counter ran out after 2^32 code
+     * objects; every later one has 0): the line table, as 3.11 does.
+     * PyBytesObject: ob_size at 16, the bytes from 32; never read past them */
     const char *table = RD(const char *, c, L->co_linetable);
     uint64_t first[2] = {0, 0};
     if (!table)
@@ -389,12 +391,12 @@ uint64_t gt_py_frame_id(const char *code, const char *c, const char *instr, bool
     return resolve(code, c, (int)addr, remote); /* cache full here: correct, only slower */
 }
 
-/* This thread's ids, 3.12 only: a code object's address and co_version name
- * it for good (a new code object takes a new version from one process-wide
- * counter, so one made where a freed one was differs; 3.13 counts per
- * interpreter, where two could repeat a version), and (code, version, offset)
- * -> id spares a frame seen before the shared table's key (six fields, three
- * mixes) and its probe. In the thread's memo mapping (unwind_memo.c), reached
+/* This thread's ids, 3.12 only: co_version names a code object for good (a
+ * new code object takes a new version from one process-wide counter,
+ * _Py_next_func_version, so one made where a freed one was differs; 3.13
+ * counts per interpreter, where two could repeat a version), and (instruction,
+ * version) -> outcome (frame_own) spares a frame seen before the shared table's
+ * key (six fields, three mixes) and its probe. In the thread's memo mapping (unwind_memo.c), reached
  * by gt_py_capture; emptied when the shared table is (a fork child: its trace
  * must get its frames' records again), found out once per capture. */
 static _Atomic uint32_t ids_generation = 1;   /* bumped by gt_py_discard; an empty table's 0 never matches */
@@ -515,7 +517,8 @@ int gt_py_capture(struct gt_py_stack *out)
     const char *ts = P.this_thread_state();
     if (!ts)
         return 0;
-    struct gt_py_own *own = L == &gt_py_layouts[GT_PY_312] ? gt_unwind_memo_py_ids() : NULL;
+    bool is_312 = L->version == gt_py_layouts[GT_PY_312].version;
+    struct gt_py_own *own = is_312 ? gt_unwind_memo_py_ids() : NULL;
     if (own) {
         uint32_t generation = atomic_load_explicit(&ids_generation, memory_order_acquire);
         if (GT_UNLIKELY(own->generation != generation)) {
@@ -525,7 +528,7 @@ int gt_py_capture(struct gt_py_stack *out)
     }
     const char *cf = RD(const char *, ts, L->ts_cframe);
     const char *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
-    if (L == &gt_py_layouts[GT_PY_312])
+    if (is_312)   /* the same row's values, as constants */
         walk(&gt_py_layouts[GT_PY_312], own, f, out);
     else
         walk(L, own, f, out);

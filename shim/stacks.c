@@ -290,7 +290,7 @@ uint64_t gt_stack_capture_python(void)
     gt_cost_add(GT_COST_PYTHON, t);
     if (own <= 0)
         return 0;
-    _Static_assert(sizeof(uintptr_t) == sizeof py.ids[0], "a stack's entries and frame ids are one size");
+    _Static_assert(_Generic(py.ids[0], uintptr_t: 1, default: 0), "a stack's entries and frame ids are one type");
     return publish((const uintptr_t *)py.ids, py.n);   /* the frames alone, innermost first: what interleave gives */
 }
 

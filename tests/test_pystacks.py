@@ -86,6 +86,29 @@ class PythonStacksTest(TraceTest):
         odd = sum(bin(i).count('1') & 1 for i in range(3000))   # the program's rule for source 1
         self.assertEqual(sorted(rows), [(4096, 2, 3000 - odd), (8192, 3, odd)])
 
+    def test_code_objects_numbered_0_after_the_counter_ran_out_are_still_told_apart(self):
+        # 3.12 numbers each new code object (co_version) from one counter that stops at 0
+        # when it runs out; code objects numbered 0 are told apart by their line tables, as
+        # in 3.11 (keyed on addresses alone, half of these allocations named the other line)
+        if not self.version().startswith('3.12'):
+            self.skipTest('co_version is 3.12\'s')
+        libdir = subprocess.run([self.PYTHON, '-c', 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))'],
+                                capture_output=True, text=True).stdout.strip()
+        lib = os.path.join(libdir, 'libpython3.12.so.1.0')
+        nm = subprocess.run(['nm', lib], capture_output=True, text=True) if os.path.exists(lib) else None
+        found = re.search(r'^([0-9a-f]+) [dDbB] _Py_next_func_version$', nm.stdout if nm else '', re.M)
+        if not found:
+            self.skipTest('no shared libpython3.12 with a symbol table here')
+        p, db = self.trace([self.PYTHON, os.path.join(HERE, 'progs', 'py_exec_loop.py'), '3000',
+                            '--counter-at', '0x' + found.group(1)], name='exec0.db')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertGreater(int(p.stdout.split('shared=')[1]), 0, 'no address was reused: nothing tested')
+        rows = query(db, """SELECT e.size, f.line, count(*) FROM events e JOIN stack_frames sf ON sf.stack_id = e.stack_id
+                            JOIN frames f ON f.id = sf.frame_id
+                            WHERE e.api = 1 AND f.kind = 'python' AND f.file = 'gen.py' GROUP BY e.size, f.line""")
+        odd = sum(bin(i).count('1') & 1 for i in range(3000))
+        self.assertEqual(sorted(rows), [(4096, 2, 3000 - odd), (8192, 3, odd)])
+
     def test_a_free_carries_its_python_frames_and_native_ones_only_when_asked(self):
         _, db = self.run_script('main')
         free = frames_of(db, SIZES['main'], op='free')

@@ -13,7 +13,11 @@ out two addresses in turn still gives each to both sources; on 3.12 the copy
 and its temporary share a size class and alternate, and sources taken in
 turn i % 2 never shared an address). Prints how many (code object, line
 table) address pairs both sources had: the test needs some.
-usage: py_exec_loop.py [N]"""
+With --counter-at OFFSET (CPython 3.12: where libpython keeps
+_Py_next_func_version, from its symbol table), the counter that numbers code
+objects is first set 16 short of running out, so that nearly every code
+object made here has co_version 0, as after 2^32 code objects.
+usage: py_exec_loop.py [N] [--counter-at OFFSET]"""
 import ctypes
 import sys
 import types
@@ -37,8 +41,14 @@ if len(made[0].co_linetable) != len(made[1].co_linetable) or made[0].co_code != 
 tables = [c.co_linetable for c in made]
 consts = [c.co_consts for c in made]
 rt.cudaMalloc(ctypes.byref(p), 1)
+if '--counter-at' in sys.argv:
+    offset = int(sys.argv[sys.argv.index('--counter-at') + 1], 0)
+    with open('/proc/self/maps') as maps:
+        lib = next(int(line.split('-')[0], 16) for line in maps
+                   if 'libpython3.12' in line and line.split()[2] == '00000000')
+    ctypes.c_uint32.from_address(lib + offset).value = 0xFFFFFFF0
 pairs = {}
-for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3000):
+for i in range(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 3000):
     src = bin(i).count('1') & 1
     table = bytes(bytearray(tables[src]))   # a new object: a freed table's address
     code = base.replace(co_linetable=table, co_consts=consts[src])
