@@ -2,7 +2,9 @@
 """The shim's hot path in instructions, counted by valgrind's callgrind: what
 each cudaMallocAsync/cudaFreeAsync pair adds to the calling thread, and to
 the writer thread, for one or more builds side by side. Instruction counts
-do not move with the host's load, which wall and CPU times on a shared
+do not move with the host's load (the shim's functions count alike to a few
+instructions from run to run; the calling thread's total, which includes
+Python's own work, to ~1%), which wall and CPU times on a shared
 machine do (the GPU hosts' step times spread 15-20%; this machine's per-call
 times 30-50%): a change to the hot path shows here as an exact figure, and
 its time on the GPU still needs bench_cost.py.
