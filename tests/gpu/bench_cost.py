@@ -105,6 +105,8 @@ if a.cpus == 'auto':
 elif a.cpus == 'none':
     a.cpus = ''
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
+if not os.path.exists(shim):   # else ld.so ignores LD_PRELOAD and every "traced" run is an untraced one
+    sys.exit('bench_cost: no shim at %s: build it (tests/gpu/prepare.sh) and carry the build' % shim)
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
 configs = a.configs.split(',')
@@ -366,7 +368,12 @@ for i in range(a.runs):
         pid = [l[4:] for l in lines if l.startswith('pid=')]
         steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
         db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
-        if db and os.path.exists(db) and len(steady) == 2:
+        if db and not os.path.exists(db):
+            # a traced configuration that left no trace ran untraced (the shim not preloaded, or its file not
+            # opened): its time would pass for the tracer's; stop, the tables printed so far stand
+            sys.exit('bench_cost: run %d %s left no trace at %s: it was not traced (%s); stopping' % (
+                i, cfg, db, err[-300:] or 'see the child\'s stderr above'))
+        if db and len(steady) == 2:
             try:
                 size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
                 print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
