@@ -382,6 +382,29 @@ static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
     gt_queue_discard();
 }
 
+/* The late publish may also come before the ring reaches the slot again:
+ * it still writes nothing, and the next lap's producer gets the slot. */
+static void test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alone(void)
+{
+    reset(4, 1000);
+    struct gt_reservation held;
+    CHECK(gt_queue_reserve(&held));
+    gt_queue_skip_pending();
+    struct gt_rec late = event(0, 999);
+    gt_queue_publish(&held, &late);
+    struct gt_rec out[8];
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);   /* the late record is not taken */
+    for (uint64_t i = 1; i < 5; i++)          /* positions 1..4: the last one is the skipped slot's */
+        CHECK(push(0, i));
+    int n = gt_queue_pop(out, 8);
+    CHECK_EQ_INT(n, 4);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i + 1);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 1);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
+    gt_queue_discard();
+}
+
 int main(void)
 {
     TAP_RUN(test_pop_returns_events_in_reservation_order_and_wraps);
@@ -394,5 +417,6 @@ int main(void)
     TAP_RUN(test_full_queue_waits_while_the_consumer_makes_progress);
     TAP_RUN(test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest);
     TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
+    TAP_RUN(test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alone);
     return tap_done();
 }
