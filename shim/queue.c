@@ -7,10 +7,11 @@
  * tail on, once a batch; a producer learns that a slot is free from tail
  * alone. So the program's thread never loads a line the writer last wrote
  * (the slot it takes was written by a producer a lap ago, or read since), and
- * its writes to the slot go through the store buffer: on a GPU host the
+ * its writes to the slot go through the store buffer. On a GPU host the
  * queue's part of each call was ~0.1 us with the writer handing each slot
  * back by writing its sequence number (Vyukov's ring), against ~2 ns on this
- * project's CI machine, whose cores are near each other. */
+ * project's CI machine; that load is the likely cause, and the cost note's
+ * queue part on the GPU says whether this removed it. */
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
