@@ -315,7 +315,8 @@ void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the
  * the note scales the timed sums. */
 enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CLOCK, GT_COST_QUEUE,
                GT_COST_STACK_SET, GT_COST_PARTS, /* the parts timed, then counts: */
-               GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_READS, GT_COST_OUTLIERS,
+               GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_CHECKS, GT_COST_BACKWARD_READS,
+               GT_COST_OUTLIERS,
                GT_COST_MEMO_HITS, GT_COST_MEMO_FILLS, GT_COST_MEMO_UNPLAIN, /* unwind_memo.c: stacks by source */
                GT_COST_INTERVALS, /* GT_COST_INTERVALS + part: how many times that part was timed */
                GT_COST_N = GT_COST_INTERVALS + GT_COST_PARTS };
