@@ -26,7 +26,8 @@ and no round starts that would end past --budget-s.
 
 usage: bench_cost.py --build BUILD --out DIR [--runs N] [--alloc default|async]
                      [--configs NAME,...] [--steps N] [--budget-s S] [--exec]
-Configurations: bare, defaults, cupti0, history (torch's own recorder with
+Configurations: bare, bare:NAME (untraced again, a control: its ratio to
+bare is the method's own spread; a zero-cost tool measures no better), defaults, cupti0, history (torch's own recorder with
 stacks='all'; not under cudaMallocAsync), history_py (stacks='python'), kinds:K1+K2 (CUPTI with only those activity kinds),
 window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
 env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
@@ -123,7 +124,7 @@ def environment(cfg):
         env['BENCH_COST_CPUS'] = a.cpus
     if a.alloc == 'async':
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'
-    if cfg == 'bare' or cfg.startswith('history'):
+    if cfg.startswith(('bare', 'history')):   # 'bare:aa' too: untraced, a control for the method's own spread
         return env
     env['LD_PRELOAD'] = shim
     env['GPUTRACE_OUTPUT'] = os.path.join(dbdir, '%s-%s-%%p.db' % (a.alloc, ''.join(
