@@ -185,6 +185,13 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 const char *gt_vfs_name(void)
 {
     if (!real_vfs) {
+#if GT_SQLITE_PRIVATE
+        /* Our own copy of SQLite (linked in, symbols hidden): no program shares
+         * its settings. Without the memory statistics no allocation takes its
+         * global mutex: four per event written. Before the first call, which
+         * initialises SQLite (later it is refused, harmlessly). */
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+#endif
         real_vfs = sqlite3_vfs_find(NULL);
         if (!real_vfs)
             return NULL;
