@@ -21,7 +21,7 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
  * initialised CUDA: we only call this after one of its own calls succeeded).
  * Called, not interposed: its row's pointer is atomic, as every row's. */
 static struct gt_hook get_device = {"cudaGetDevice", NULL, "libcudart.so", NULL, 0};
-static int current_device(void)
+int gt_runtime_current_device(void)
 {
     __typeof__(&cudaGetDevice) get = (__typeof__(&cudaGetDevice))gt_real_of(&get_device);
     int d = GT_DEVICE_UNKNOWN;
@@ -29,7 +29,7 @@ static int current_device(void)
         return GT_DEVICE_UNKNOWN;
     return d;
 }
-#define DEV current_device()
+#define DEV GT_DEVICE_CURRENT_RUNTIME /* asked in gt_record_alloc */
 
 #define RUNTIME_HOOKS(X) \
     X(ALLOC, cudaMalloc, cudaMalloc, (void **p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \

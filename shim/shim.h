@@ -50,6 +50,13 @@
 
 #define GT_DEVICE_HOST (-1)
 #define GT_DEVICE_UNKNOWN (-2)
+/* An allocation hook's device, asked of CUDA inside the recording (so that
+ * the cost note times it): the runtime's current device, or the driver's
+ * current context's. Never stored. */
+#define GT_DEVICE_CURRENT_RUNTIME (-3)
+#define GT_DEVICE_CURRENT_DRIVER (-4)
+int gt_runtime_current_device(void);   /* hooks_runtime.c */
+int gt_driver_current_device(void);    /* hooks_driver.c */
 #define GT_MAX_STACK_DEPTH 128
 
 /* ---- the record on the queue ---------------------------------------------
@@ -314,7 +321,7 @@ void *gt_libc_real_uninstrumented(enum gt_libc_fn fn); /* GT_UNINSTRUMENTED: the
  * GT_COST_SAMPLE part by part (gt_cost_timing; the others pay a counter):
  * the note scales the timed sums. */
 enum gt_cost { GT_COST_HOOK, GT_COST_UNWIND, GT_COST_PYTHON, GT_COST_BACKWARD, GT_COST_CLOCK, GT_COST_QUEUE,
-               GT_COST_STACK_SET, GT_COST_PARTS, /* the parts timed, then counts: */
+               GT_COST_STACK_SET, GT_COST_DEVICE, GT_COST_PARTS, /* the parts timed, then counts: */
                GT_COST_CALLS = GT_COST_PARTS, GT_COST_BACKWARD_CALLS, GT_COST_BACKWARD_CHECKS, GT_COST_BACKWARD_READS,
                GT_COST_OUTLIERS,
                GT_COST_MEMO_HITS, GT_COST_MEMO_FILLS, GT_COST_MEMO_UNPLAIN, /* unwind_memo.c: stacks by source */

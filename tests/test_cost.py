@@ -232,7 +232,7 @@ NOTE_RE = (r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) 
            r'([\d.]+) ms \(stacks: (?:\d+) from the memo, (?:\d+) unwound for it, (?:\d+) by libunwind alone\), '
            r'the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
            r'backward\(\) ([\d.]+) ms \((\d+) calls, (?:\d+) checked against its memory, (\d+) read afresh\), time stamps ([\d.]+) ms, the queue '
-           r'([\d.]+) ms, the stack set ([\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a '
+           r'([\d.]+) ms, the stack set ([\d.]+) ms, the device asked of CUDA (?:[\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a '
            r'reading; (\d+) timed intervals over (\d+) ticks left out: preempted, or a first sighting\)$')
 BENCH_CALLS = os.path.join(BUILD, 'tests', 'bench', 'bench_calls')
 
