@@ -17,6 +17,7 @@
  * every FLUSH_EVERY calls (and the stopping thread at the end): a thread
  * that ended leaves at most that many calls uncounted. */
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "activity.h"
 #include "shim.h"
@@ -104,6 +105,10 @@ void gt_cost_note(void)
         double ticks = (double)atomic_load(&total[i]) - (double)atomic_load(&total[GT_COST_INTERVALS + i]) * read_ticks;
         ms[i] = (ticks > 0 ? ticks : 0) * GT_COST_SAMPLE * per_ns / 1e6;   /* one call in GT_COST_SAMPLE timed */
     }
+    char writer[64] = "had used an unknown CPU time";
+    double writer_s = gt_writer_cpu_s();
+    if (writer_s >= 0)
+        snprintf(writer, sizeof writer, "had used %.2f s of CPU", writer_s);
 #define MS(i) ms[i]
     uint64_t bw = atomic_load(&total[GT_COST_BACKWARD_CALLS]);
     gt_note("cost", false, "hot path: %llu calls recorded, %.1f ms in the shim (%.2f us a call): native unwinding "
@@ -112,7 +117,7 @@ void gt_cost_note(void)
             "(%llu calls, %llu checked against its memory, %llu read afresh), time stamps %.1f ms, the queue %.1f ms, the stack set %.1f ms, "
             "the device asked of CUDA %.1f ms; over %.1f s "
             "(less the timing's own %.1f ns a reading; %llu timed intervals over %llu ticks left out: preempted, "
-            "or a first sighting)",
+            "or a first sighting); the writer thread %s",
             (unsigned long long)calls, MS(GT_COST_HOOK), MS(GT_COST_HOOK) * 1e3 / (double)calls, MS(GT_COST_UNWIND),
             (unsigned long long)atomic_load(&total[GT_COST_MEMO_HITS]),
             (unsigned long long)atomic_load(&total[GT_COST_MEMO_FILLS]),
@@ -121,6 +126,6 @@ void gt_cost_note(void)
             (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_CHECKS]),
             (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_READS]), MS(GT_COST_CLOCK), MS(GT_COST_QUEUE),
             MS(GT_COST_STACK_SET), MS(GT_COST_DEVICE), (double)(ns - ns0) / 1e9, read_ticks * per_ns,
-            (unsigned long long)atomic_load(&total[GT_COST_OUTLIERS]), (unsigned long long)GT_COST_OUTLIER_TICKS);
+            (unsigned long long)atomic_load(&total[GT_COST_OUTLIERS]), (unsigned long long)GT_COST_OUTLIER_TICKS, writer);
 #undef MS
 }

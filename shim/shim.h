@@ -378,6 +378,7 @@ static inline void gt_cost_count(enum gt_cost what)
 }
 void gt_cost_start(void);      /* the trace starts (the clock rate's first reading) */
 void gt_cost_after_fork(void);
+double gt_writer_cpu_s(void);  /* writer.c: its thread's CPU seconds so far, -1 if unknown */
 void gt_cost_note(void);       /* at stop, before the writer's last drain */
 
 /* Every function the shim defines in place of a CUDA or CUPTI one

@@ -9,6 +9,7 @@ CUPTI detached between the windows."""
 import json
 import os
 import re
+import resource
 
 from gtlib import BUILD, GPUTRACE, TraceTest, base_env, prog, query, run
 from test_nvtx import FAKE_CUPTI
@@ -233,7 +234,8 @@ NOTE_RE = (r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) 
            r'the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
            r'backward\(\) ([\d.]+) ms \((\d+) calls, (?:\d+) checked against its memory, (\d+) read afresh\), time stamps ([\d.]+) ms, the queue '
            r'([\d.]+) ms, the stack set ([\d.]+) ms, the device asked of CUDA (?:[\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a '
-           r'reading; (\d+) timed intervals over (\d+) ticks left out: preempted, or a first sighting\)$')
+           r'reading; (\d+) timed intervals over (\d+) ticks left out: preempted, or a first sighting\); the writer thread '
+           r'had used ([\d.]+) s of CPU$')
 BENCH_CALLS = os.path.join(BUILD, 'tests', 'bench', 'bench_calls')
 
 
@@ -241,8 +243,11 @@ class SelfCost(TraceTest):
     def cost_note(self, pairs, name, pause_us=0, **env):
         """bench_calls: PAIRS cudaMallocAsync/cudaFreeAsync pairs 32 frames deep (held PAUSE_US
         every 2.5 ms); its cost note, parsed."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p, db = self.trace([BENCH_CALLS, str(pairs), '32', str(pause_us)], name=name,
                            env_extra=dict(GPUTRACE_STACK_DEPTH='32', GPUTRACE_QUEUE_EVENTS=str(1 << 20), **env))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.child_cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         self.assertEqual(p.returncode, 0, p.stderr)
         notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cost'")]
         self.assertEqual(len(notes), 1, notes)
@@ -262,6 +267,9 @@ class SelfCost(TraceTest):
         # sampled (a call in 16 timed whole, another part by part, scaled): the parts' sum is near the whole
         self.assertLessEqual(unwind + py + bw + clock + queue + stack_set, total * 1.5 + 0.1)
         self.assertEqual((int(m.group(7)), int(m.group(8))), (0, 0))   # no Python, no backward
+        # the writer thread's CPU time by the note (before its last drain: here nearly all of its work,
+        # the program ends in milliseconds): a part of the traced process's CPU time, in seconds
+        self.assertLessEqual(float(m.group(16)), self.child_cpu_s + 0.01, m.group(0))
 
     def test_a_preempted_timed_call_is_left_out_not_scaled(self):
         # a timer holds the thread 2 ms of every 2.5: a timed call it lands in would count
