@@ -88,6 +88,14 @@ ap.add_argument('--cpus', default='auto',
                      "alone on core 1 once CUDA is up and every other thread on 2..9; 'none': not pinned)")
 a = ap.parse_args()
 main_cpu = -1
+try:   # the host's CPU, for reading the figures (a virtual machine may hide which cores share a physical one)
+    lscpu = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
+    print('host: ' + '; '.join(l.split(':', 1)[0].strip() + ' ' + l.split(':', 1)[1].strip() for l in lscpu.splitlines()
+                             if l.split(':', 1)[0].strip() in ('Model name', 'Thread(s) per core', 'Core(s) per socket',
+                                                                'Socket(s)', 'L2 cache', 'L3 cache', 'Hypervisor vendor')),
+          flush=True)
+except OSError:
+    pass
 if a.cpus == 'auto':
     have = sorted(os.sched_getaffinity(0))
     if len(have) >= 10:   # core 0 left to the system, 1 to the step's thread, 2..9 to every other thread
