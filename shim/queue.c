@@ -5,9 +5,10 @@
  * No locks, no allocation.
  * The writer never writes a slot: it reads published ones and then moves
  * tail on, once a batch; a producer learns that a slot is free from tail
- * alone. So the program's thread never loads a line the writer last wrote
- * (the slot it takes was written by a producer a lap ago, or read since), and
- * its writes to the slot go through the store buffer. On a GPU host the
+ * alone. So the program's thread loads no slot line the writer wrote (the
+ * slot it takes was written by a producer a lap ago, and read since); the one
+ * line of the writer's it reads, tail, changes once a batch; and its writes
+ * to the slot go through the store buffer. On a GPU host the
  * queue's part of each call was ~0.1 us with the writer handing each slot
  * back by writing its sequence number (Vyukov's ring), against ~2 ns on this
  * project's CI machine; that load is the likely cause, and the cost note's
@@ -112,15 +113,16 @@ bool gt_queue_reserve(struct gt_reservation *r)
     }
 }
 
-/* Publishes a reserved slot. If the writer gave up on it at exit (see
+/* Publishes a reserved slot. If the writer gave up on it at a stop (see
  * gt_queue_skip_pending) the event is already counted as lost: leave the
  * slot, which may be another position's by now. Only then is the slot read. */
 void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec)
 {
     if (GT_UNLIKELY(atomic_load_explicit(&skips, memory_order_acquire))) {
         uint64_t seq = atomic_load_explicit(&r->slot->seq, memory_order_acquire);
-        if (seq == (SKIPPED | r->pos) || (!(seq & SKIPPED) && seq > r->pos))
-            return;   /* skipped, or a later lap's (an earlier position's skip mark is not ours) */
+        /* ours unless marked skipped at this position or a later lap's, or published by a later lap */
+        if ((seq & SKIPPED) ? (seq & ~SKIPPED) >= r->pos : seq > r->pos)
+            return;
     }
     r->slot->rec = *rec;
     atomic_store_explicit(&r->slot->seq, r->pos + 1, memory_order_release);
@@ -140,7 +142,8 @@ int gt_queue_pop(struct gt_rec *out, int max)
         out[n++] = s->rec;
         t++;
     }
-    atomic_store_explicit(&tail, t, memory_order_release);
+    if (n)   /* (an unchanged tail is not stored: producers keep their copy of its line) */
+        atomic_store_explicit(&tail, t, memory_order_release);
     return n;
 }
 
@@ -154,11 +157,13 @@ bool gt_queue_empty_upto(uint64_t pos)
     return atomic_load_explicit(&tail, memory_order_relaxed) >= pos;
 }
 
-/* At exit a thread may sit inside a real free with its slot reserved: the
- * writer cannot wait forever, so it skips the slot and counts the loss. The
- * slot is marked first, so that its late publish (which then reads it) leaves
- * it alone; a publish that read the slot just before the mark can still land
- * in it (exit only, the same window as any check-then-write). */
+/* At a stop (exit, or an exec, after which a failed exec resumes the trace) a
+ * thread may sit inside a real free with its slot reserved: the writer cannot
+ * wait forever, so it skips the slot and counts the loss. The slot is marked
+ * first, so that its late publish (which then reads it) leaves it alone, and
+ * so does one from an earlier lap that finds this mark; a publish that read
+ * `skips` as 0 just before the first skip can still land in the slot (the same
+ * window as any check-then-write, and the old ring's). */
 void gt_queue_skip_pending(void)
 {
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
