@@ -3,6 +3,7 @@ device, stream and result the program saw; frees carry the size they free;
 failed allocations are recorded; stacks name the calling functions in order."""
 import os
 import re
+import sys
 import unittest
 
 from gtlib import BUILD, SANITIZER, SHIM, TraceTest, base_env, prog, query, run
@@ -31,6 +32,26 @@ class CaptureTest(TraceTest):
             else:
                 self.assertIsNone(strm, api)
         self.assertIntegrity(db)
+
+    def test_an_allocation_records_the_device_current_on_its_thread(self):
+        # the device is asked of CUDA after the call (cudaGetDevice, or the driver's current context):
+        # device 0, then device 1 after cudaSetDevice(1), through the runtime and the driver alike
+        code = (
+            'import ctypes\n'
+            'rt = ctypes.CDLL("libcudart.so.13"); drv = ctypes.CDLL("libcuda.so.1")\n'
+            'p = ctypes.c_void_p(); d = ctypes.c_uint64()\n'
+            'assert rt.cudaMalloc(ctypes.byref(p), 4096) == 0\n'
+            'assert rt.cudaSetDevice(1) == 0\n'
+            'assert rt.cudaMalloc(ctypes.byref(p), 8192) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 12288, None) == 0\n'
+            'assert drv.cuMemAlloc_v2(ctypes.byref(d), 16384) == 0\n'
+            'assert rt.cudaSetDevice(0) == 0\n'
+            'assert drv.cuMemAlloc_v2(ctypes.byref(d), 20480) == 0\n')
+        p, db = self.trace([sys.executable, '-c', code], env_extra={'FAKE_CUDA_DEVICE_COUNT': '2'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, "SELECT api, size, device FROM events_v WHERE op = 'alloc' ORDER BY id")
+        self.assertEqual(rows, [('cudaMalloc', 4096, 0), ('cudaMalloc', 8192, 1), ('cudaMallocAsync', 12288, 1),
+                                ('cuMemAlloc_v2', 16384, 1), ('cuMemAlloc_v2', 20480, 0)])
 
     def test_free_events_carry_the_size_they_free(self):
         p, db = self.trace([prog('each_api')])
