@@ -28,17 +28,6 @@ extern __typeof__(cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph_ptsz;
 extern __typeof__(cuGraphInstantiateWithParams) cuGraphInstantiateWithParams_ptsz;
 extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
 
-/* The device of the calling thread's current context (the program has one:
- * we ask only after its own call succeeded). */
-static struct gt_hook get_ctx_device = {"cuCtxGetDevice", NULL, "libcuda.so", NULL, 0};
-int gt_driver_current_device(void)
-{
-    __typeof__(&cuCtxGetDevice) get = (__typeof__(&cuCtxGetDevice))gt_real_of(&get_ctx_device);
-    CUdevice d;
-    if (!get || get(&d) != CUDA_SUCCESS)
-        return GT_DEVICE_UNKNOWN;
-    return (int)d;
-}
 #define DEV GT_DEVICE_CURRENT_DRIVER /* asked in gt_record_alloc */
 
 static bool host_located(const CUmemAllocationProp *prop)

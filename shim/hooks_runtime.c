@@ -17,18 +17,6 @@ extern __typeof__(cudaStreamBeginCaptureToGraph) cudaStreamBeginCaptureToGraph_p
 extern __typeof__(cudaGraphInstantiateWithParams) cudaGraphInstantiateWithParams_ptsz;
 extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
 
-/* The device the calling thread's allocations go to (after the program has
- * initialised CUDA: we only call this after one of its own calls succeeded).
- * Called, not interposed: its row's pointer is atomic, as every row's. */
-static struct gt_hook get_device = {"cudaGetDevice", NULL, "libcudart.so", NULL, 0};
-int gt_runtime_current_device(void)
-{
-    __typeof__(&cudaGetDevice) get = (__typeof__(&cudaGetDevice))gt_real_of(&get_device);
-    int d = GT_DEVICE_UNKNOWN;
-    if (!get || get(&d) != cudaSuccess)
-        return GT_DEVICE_UNKNOWN;
-    return d;
-}
 #define DEV GT_DEVICE_CURRENT_RUNTIME /* asked in gt_record_alloc */
 
 #define RUNTIME_HOOKS(X) \

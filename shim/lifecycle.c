@@ -262,7 +262,7 @@ static void stop(const char *reason, bool may_resume)
         return;
     }
     gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
-    gt_cost_note();
+    gt_cost_note(gt_writer_cpu_s());
     gt_unwind_memo_note();
     struct gt_writer_summary s;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;

@@ -90,8 +90,9 @@ void gt_cost_after_fork(void)
     atomic_store(&t0_ticks, 0); /* read again when the child's own trace starts */
 }
 
-/* At stop, before the writer's last drain. */
-void gt_cost_note(void)
+/* At stop, before the writer's last drain; writer_s: the writer thread's CPU seconds so far
+ * (lifecycle.c asks writer.c), negative if unknown. */
+void gt_cost_note(double writer_s)
 {
     flush_mine();
     uint64_t calls = atomic_load(&total[GT_COST_CALLS]);
@@ -106,7 +107,6 @@ void gt_cost_note(void)
         ms[i] = (ticks > 0 ? ticks : 0) * GT_COST_SAMPLE * per_ns / 1e6;   /* one call in GT_COST_SAMPLE timed */
     }
     char writer[64] = "had used an unknown CPU time";
-    double writer_s = gt_writer_cpu_s();
     if (writer_s >= 0)
         snprintf(writer, sizeof writer, "had used %.2f s of CPU", writer_s);
 #define MS(i) ms[i]

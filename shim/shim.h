@@ -55,8 +55,8 @@
  * current context's. Never stored. */
 #define GT_DEVICE_CURRENT_RUNTIME (-3)
 #define GT_DEVICE_CURRENT_DRIVER (-4)
-int gt_runtime_current_device(void);   /* hooks_runtime.c */
-int gt_driver_current_device(void);    /* hooks_driver.c */
+int gt_runtime_current_device(void);   /* current_device.c */
+int gt_driver_current_device(void);
 #define GT_MAX_STACK_DEPTH 128
 
 /* ---- the record on the queue ---------------------------------------------
@@ -379,7 +379,7 @@ static inline void gt_cost_count(enum gt_cost what)
 void gt_cost_start(void);      /* the trace starts (the clock rate's first reading) */
 void gt_cost_after_fork(void);
 double gt_writer_cpu_s(void);  /* writer.c: its thread's CPU seconds so far, -1 if unknown */
-void gt_cost_note(void);       /* at stop, before the writer's last drain */
+void gt_cost_note(double writer_cpu_s);       /* at stop, before the writer's last drain */
 
 /* Every function the shim defines in place of a CUDA or CUPTI one
  * (hooks_runtime.c, hooks_driver.c, entrypoints.c, cupti.c): what dlsym and the entry-point queries
