@@ -114,8 +114,8 @@ void gt_cost_note(double writer_s)
     gt_note("cost", false, "hot path: %llu calls recorded, %.1f ms in the shim (%.2f us a call): native unwinding "
             "%.1f ms (stacks: %llu from the memo, %llu unwound for it, %llu by libunwind alone), the calling "
             "thread's Python frames %.1f ms, frames of a thread waiting in backward() %.1f ms "
-            "(%llu calls, %llu checked against its memory, %llu read afresh), time stamps %.1f ms, the queue %.1f ms, the stack set %.1f ms, "
-            "the device asked of CUDA %.1f ms; over %.1f s "
+            "(%llu calls, %llu checked against its memory, %llu read afresh), time stamps %.1f ms, the queue "
+            "%.1f ms, the stack set %.1f ms, the device asked of CUDA %.1f ms; over %.1f s "
             "(less the timing's own %.1f ns a reading; %llu timed intervals over %llu ticks left out: preempted, "
             "or a first sighting); the writer thread %s",
             (unsigned long long)calls, MS(GT_COST_HOOK), MS(GT_COST_HOOK) * 1e3 / (double)calls, MS(GT_COST_UNWIND),
@@ -126,6 +126,7 @@ void gt_cost_note(double writer_s)
             (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_CHECKS]),
             (unsigned long long)atomic_load(&total[GT_COST_BACKWARD_READS]), MS(GT_COST_CLOCK), MS(GT_COST_QUEUE),
             MS(GT_COST_STACK_SET), MS(GT_COST_DEVICE), (double)(ns - ns0) / 1e9, read_ticks * per_ns,
-            (unsigned long long)atomic_load(&total[GT_COST_OUTLIERS]), (unsigned long long)GT_COST_OUTLIER_TICKS, writer);
+            (unsigned long long)atomic_load(&total[GT_COST_OUTLIERS]), (unsigned long long)GT_COST_OUTLIER_TICKS,
+            writer);
 #undef MS
 }
