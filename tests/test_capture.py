@@ -33,6 +33,8 @@ class CaptureTest(TraceTest):
                 self.assertIsNone(strm, api)
         self.assertIntegrity(db)
 
+    @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
+                                            'preloaded (the thread stage runs no Python program)')
     def test_an_allocation_records_the_device_current_on_its_thread(self):
         # the device is asked of CUDA after the call (cudaGetDevice, or the driver's current context):
         # device 0, then device 1 after cudaSetDevice(1), through the runtime and the driver alike
