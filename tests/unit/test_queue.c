@@ -405,6 +405,42 @@ static void test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alon
     gt_queue_discard();
 }
 
+/* A slot skipped on two laps (a failed exec resumes the trace after a stop):
+ * the first skip's late publish finds the second's mark and must leave the
+ * slot to the producer that holds it now. Whether it wrote is read from the
+ * slot's sequence number (white-box: queue.c's slot begins with it): the
+ * damage itself, a record torn between two writers, needs a race to show. */
+static void test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone(void)
+{
+    reset(4, 1000);
+    struct gt_rec out[8];
+    struct gt_reservation a, b, c;
+    CHECK(gt_queue_reserve(&a));   /* position 0 */
+    gt_queue_skip_pending();
+    for (uint64_t i = 1; i < 4; i++)
+        CHECK(push(0, i));
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
+    CHECK(gt_queue_reserve(&b));   /* position 4: the same slot */
+    gt_queue_skip_pending();
+    for (uint64_t i = 5; i < 8; i++)
+        CHECK(push(0, i));
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
+    CHECK(gt_queue_reserve(&c));   /* position 8: the same slot, a live producer's */
+    CHECK(a.slot == c.slot && b.slot == c.slot);
+    uint64_t mark = atomic_load((_Atomic uint64_t *)(void *)c.slot);
+    struct gt_rec late = event(1, 999);
+    gt_queue_publish(&a, &late);
+    gt_queue_publish(&b, &late);
+    CHECK_EQ_INT(atomic_load((_Atomic uint64_t *)(void *)c.slot), mark);   /* neither late publish wrote */
+    struct gt_rec ev = event(0, 8);
+    gt_queue_publish(&c, &ev);
+    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(out[0].tid, 0);
+    CHECK_EQ_INT(out[0].call.ptr, 8);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 2);
+    gt_queue_discard();
+}
+
 int main(void)
 {
     TAP_RUN(test_pop_returns_events_in_reservation_order_and_wraps);
@@ -418,5 +454,6 @@ int main(void)
     TAP_RUN(test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest);
     TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
     TAP_RUN(test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alone);
+    TAP_RUN(test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone);
     return tap_done();
 }
