@@ -28,7 +28,7 @@ static struct gt_slot *slots;
 static uint64_t mask;
 static _Alignas(64) _Atomic uint64_t head; /* next position to reserve */
 static _Alignas(64) _Atomic uint64_t tail; /* next position to consume; written by the writer only */
-/* Slots the writer gave up on at exit (gt_queue_skip_pending): while none,
+/* Slots the writer gave up on at a stop (gt_queue_skip_pending): while none,
  * publishing loads nothing of its slot. Read-mostly, on a line of its own. */
 static _Alignas(64) _Atomic uint64_t skips;
 #define SKIPPED (1ull << 63)   /* a skipped slot's sequence number: SKIPPED | its position */

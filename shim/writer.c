@@ -432,8 +432,6 @@ bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const str
     return spawn(true);
 }
 
-/* Asks the writer to drain, finish the process row and close; waits for it
- * (bounded, so a wedged writer cannot hang the exit of the program). */
 /* The writer thread's CPU time so far (-1: not running, or no clock): the
  * cost note says it beside the hot path's, since the writer's work per event
  * (SQLite's) is several times the hot path's and runs beside the program.
@@ -448,6 +446,8 @@ double gt_writer_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Asks the writer to drain, finish the process row and close; waits for it
+ * (bounded, so a wedged writer cannot hang the exit of the program). */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later)
 {
     if (!W.thread_running)

@@ -232,10 +232,10 @@ class KernelSampling(TraceTest):
 NOTE_RE = (r'hot path: (\d+) calls recorded, ([\d.]+) ms in the shim \(([\d.]+) us a call\): native unwinding '
            r'([\d.]+) ms \(stacks: (?:\d+) from the memo, (?:\d+) unwound for it, (?:\d+) by libunwind alone\), '
            r'the calling thread\'s Python frames ([\d.]+) ms, frames of a thread waiting in '
-           r'backward\(\) ([\d.]+) ms \((\d+) calls, (?:\d+) checked against its memory, (\d+) read afresh\), time stamps ([\d.]+) ms, the queue '
-           r'([\d.]+) ms, the stack set ([\d.]+) ms, the device asked of CUDA (?:[\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a '
-           r'reading; (\d+) timed intervals over (\d+) ticks left out: preempted, or a first sighting\); the writer thread '
-           r'had used ([\d.]+) s of CPU$')
+           r'backward\(\) ([\d.]+) ms \((\d+) calls, (?:\d+) checked against its memory, (\d+) read afresh\), '
+           r'time stamps ([\d.]+) ms, the queue ([\d.]+) ms, the stack set ([\d.]+) ms, the device asked of CUDA '
+           r'(?:[\d.]+) ms; over ([\d.]+) s \(less the timing\'s own ([\d.]+) ns a reading; (\d+) timed intervals '
+           r'over (\d+) ticks left out: preempted, or a first sighting\); the writer thread had used ([\d.]+) s of CPU$')
 BENCH_CALLS = os.path.join(BUILD, 'tests', 'bench', 'bench_calls')
 
 

@@ -27,8 +27,8 @@ and no round starts that would end past --budget-s.
 usage: bench_cost.py --build BUILD --out DIR [--runs N] [--alloc default|async]
                      [--configs NAME,...] [--steps N] [--budget-s S] [--exec]
 Configurations: bare, bare:NAME (untraced again, a control: its ratio to
-bare is the method's own spread; a zero-cost tool measures no better), defaults, cupti0, history (torch's own recorder with
-stacks='all'; not under cudaMallocAsync), history_py (stacks='python'), kinds:K1+K2 (CUPTI with only those activity kinds),
+bare is the method's own spread; a zero-cost tool measures no better),
+defaults, cupti0, history (torch's own recorder with stacks='all'; not under cudaMallocAsync), history_py (stacks='python'), kinds:K1+K2 (CUPTI with only those activity kinds),
 window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
 env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
 import argparse
@@ -89,10 +89,11 @@ ap.add_argument('--cpus', default='auto',
 a = ap.parse_args()
 main_cpu = -1
 try:   # the host's CPU, for reading the figures (a virtual machine may hide which cores share a physical one)
-    lscpu = subprocess.run(['lscpu'], capture_output=True, text=True).stdout
-    print('host: ' + '; '.join(l.split(':', 1)[0].strip() + ' ' + l.split(':', 1)[1].strip() for l in lscpu.splitlines()
-                             if l.split(':', 1)[0].strip() in ('Model name', 'Thread(s) per core', 'Core(s) per socket',
-                                                                'Socket(s)', 'L2 cache', 'L3 cache', 'Hypervisor vendor')),
+    fields = dict(tuple(part.strip() for part in l.split(':', 1))
+                  for l in subprocess.run(['lscpu'], capture_output=True, text=True).stdout.splitlines() if ':' in l)
+    print('host: ' + '; '.join('%s %s' % (k, fields[k]) for k in ('Model name', 'Thread(s) per core',
+                                                                  'Core(s) per socket', 'Socket(s)', 'L2 cache',
+                                                                  'L3 cache', 'Hypervisor vendor') if k in fields),
           flush=True)
 except OSError:
     pass
