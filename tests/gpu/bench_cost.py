@@ -24,6 +24,17 @@ every run, is pinned to the same cores (--cpus). --exec runs every
 configuration by plain exec instead. Results are written after every round,
 and no round starts that would end past --budget-s.
 
+--concurrent: a round runs every configuration at once, each on a GPU and a
+set of cores of its own (the host's GPUs and cores split in slots; a
+configuration moves to the next slot every round, so each visits every
+card alike), and the runs measure the same seconds (they step unmeasured
+until all are ready: transformer_step.py --barrier). The host's speed drifts
+by more than the cost measured (an untraced step 15-28 ms within one call);
+runs side by side share it, so their paired ratio no longer carries it.
+What they do not cancel: one run's threads competing with its neighbours'
+for the host's memory and caches (a traced neighbour slows an untraced run
+a little, so the ratio can under-state); bare:NAME shows the method's floor.
+
 usage: bench_cost.py --build BUILD --out DIR [--runs N] [--alloc default|async]
                      [--configs NAME,...] [--steps N] [--budget-s S] [--exec]
 Configurations: bare, bare:NAME (untraced again, a control: its ratio to
@@ -54,11 +65,16 @@ if len(sys.argv) > 1 and sys.argv[1] == '--serve':
     import importlib
     workload = importlib.import_module(os.environ.pop('BENCH_COST_WORKLOAD', 'transformer_step'))
     for line in sys.stdin:
-        argv = json.loads(line)
+        job = json.loads(line)   # {'argv': [...], 'gpu': index or None, 'cpus': [cores] or None}
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             print('pid=%d' % os.getpid())
+            if job['gpu'] is not None:   # read at the child's first CUDA call (the server never made one)
+                os.environ['CUDA_VISIBLE_DEVICES'] = str(job['gpu'])
+            if job['cpus']:
+                os.sched_setaffinity(0, set(job['cpus']))
+            argv = job['argv']
             workload.main(argv)
             sys.stdout.flush()
             raise SystemExit(0)  # a normal exit: Python's and the C library's exit handlers run
@@ -83,11 +99,14 @@ ap.add_argument('--settle-s', type=float, default=0,
 ap.add_argument('--budget-s', type=float, default=530)
 ap.add_argument('--exec', action='store_true', help='a plain exec per run instead of forked children')
 ap.add_argument('--seed', type=int, default=1)
+ap.add_argument('--concurrent', action='store_true',
+                help='every configuration of a round at once, each on its own GPU and cores (needs as many GPUs)')
 ap.add_argument('--cpus', default='auto',
                 help="cores every run is pinned to (comma list; 'auto': with 10 cores or more, the step's thread "
                      "alone on core 1 once CUDA is up and every other thread on 2..9; 'none': not pinned)")
 a = ap.parse_args()
 main_cpu = -1
+slots = []   # --concurrent: per slot (gpu index, the step's core, the other threads' cores)
 try:   # the host's CPU, for reading the figures (a virtual machine may hide which cores share a physical one)
     fields = dict(tuple(part.strip() for part in l.split(':', 1))
                   for l in subprocess.run(['lscpu'], capture_output=True, text=True).stdout.splitlines() if ':' in l)
@@ -97,7 +116,24 @@ try:   # the host's CPU, for reading the figures (a virtual machine may hide whi
           flush=True)
 except OSError:
     pass
-if a.cpus == 'auto':
+if a.concurrent:
+    if a.exec:
+        sys.exit('bench_cost: --concurrent runs forked children; leave out --exec')
+    gpus = len([l for l in subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True).stdout.splitlines()
+                if l.startswith('GPU ')])
+    n = len(a.configs.split(','))
+    if gpus < n:
+        sys.exit('bench_cost: --concurrent needs a GPU per configuration: %d configurations, %d GPUs' % (n, gpus))
+    have = sorted(os.sched_getaffinity(0))[1:]   # core 0 left to the system
+    per = len(have) // n
+    if per < 3:
+        sys.exit('bench_cost: --concurrent needs 3 cores per configuration: %d cores' % (len(have) + 1))
+    for k in range(n):   # the step's thread alone on the slot's first core, every other thread on the rest
+        part = have[k * per:(k + 1) * per]
+        slots.append((k, part[0], part[1:9]))
+    main_cpu = slots[0][1]   # (>= 0: each run's step has a core of its own, so `probed` is given)
+    a.cpus = ''
+elif a.cpus == 'auto':
     have = sorted(os.sched_getaffinity(0))
     if len(have) >= 10:   # core 0 left to the system, 1 to the step's thread, 2..9 to every other thread
         main_cpu = have[1]
@@ -152,8 +188,10 @@ def environment(cfg):
     return env
 
 
-def workload_args(cfg):
-    argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu)]
+def workload_args(cfg, pin_main=None, barrier=''):
+    argv = ['--steps', str(a.steps), '--from', str(a.first), '--pin-main', str(main_cpu if pin_main is None else pin_main)]
+    if barrier:
+        argv += ['--barrier', barrier]
     if a.workload == 'transformer':
         argv += ['--probe']
     if a.settle_s:
@@ -171,13 +209,24 @@ def run_once(cfg, i):
         p = subprocess.run([sys.executable, os.path.join(here, WORKLOAD + '.py')] + workload_args(cfg),
                            env=environment(cfg), capture_output=True, text=True, timeout=300)
         return p.returncode, p.stdout.splitlines() + ['pid=%d' % p.pid], p.stderr  # (no cpu_s by exec)
+    start_run(cfg, {'argv': workload_args(cfg), 'gpu': None, 'cpus': None})
+    return finish_run(cfg)
+
+
+def start_run(cfg, job):
+    """Has the configuration's server fork a fresh child for the job."""
     s = servers.get(cfg)
     if s is None:
         s = servers[cfg] = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--serve'],
                                             env=environment(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             text=True)
-    s.stdin.write(json.dumps(workload_args(cfg)) + '\n')
+    s.stdin.write(json.dumps(job) + '\n')
     s.stdin.flush()
+
+
+def finish_run(cfg):
+    """(status, output lines, error) of the run start_run began."""
+    s = servers[cfg]
     lines = []
     for line in s.stdout:
         line = line.strip()
@@ -232,8 +281,10 @@ def trace_bytes(db, steady, steps):
 def summarize():
     base = samples.get('bare') or []
     rows = []
+    how = ('plain exec per run' if a.exec else 'forked fresh children, side by side on %d GPUs' % len(slots)
+           if a.concurrent else 'forked fresh children')
     out = ['%s, %s allocator, %d steps (median of steps %d..%d), %s, %.0f s' % (
-        a.workload, a.alloc, a.steps, a.first, a.steps, 'plain exec per run' if a.exec else 'forked fresh children', time.monotonic() - t_start),
+        a.workload, a.alloc, a.steps, a.first, a.steps, how, time.monotonic() - t_start),
         '%-28s %4s %8s %15s %7s %17s %7s %17s %7s %17s %9s %11s %9s %7s' % (
             'configuration', 'runs', 'median', 'spread (ms)', 'ratio', '95% interval', 'paired', '95% interval',
             'probed', '95% interval', 'file MB', 'bytes/step', 'MB/hour', 'CPU s')]
@@ -273,6 +324,7 @@ def summarize():
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s_%s.json' % (a.workload, a.alloc)), 'w') as f:
         json.dump({'alloc': a.alloc, 'runs': a.runs, 'steps': a.steps, 'fork': not a.exec, 'cpus': a.cpus,
+                   'concurrent_slots': slots,
                    'main_cpu': main_cpu,
                    'rows': rows, 'rounds': by_round, 'rounds_probed': norm_by_round}, f, indent=1)
     return '\n'.join(out)
@@ -341,6 +393,46 @@ def paired_ci(cfg, n=2000):
     return statistics.median(ratios), ms[int(0.025 * n)], ms[int(0.975 * n) - 1]
 
 
+def record(cfg, i, rc, lines, err):
+    """Takes one run's output into the tables (and its trace's figures)."""
+    ms = [float(l.split('=')[1]) for l in lines if l.startswith('step_ms=')]
+    if rc != 0 or not ms:
+        print('run %d %s failed (status %d): %s %s' % (i, cfg, rc, lines[-5:], err[-800:]), flush=True)
+        return
+    samples[cfg].append(ms[0])
+    by_round[-1][cfg] = ms[0]
+    pr = [float(l.split('=')[1]) for l in lines if l.startswith('probe_ms=')]
+    if pr:
+        norm_by_round[-1][cfg] = ms[0] / pr[0]
+        probes[cfg].append(pr[0])
+    side = ''.join(' ' + l for l in lines if l.startswith(('gpu=', 'barrier_wait_s=', 'barrier_timeout=')))
+    print('  round %d %-28s %.3f ms%s%s' % (i + 1, cfg, ms[0], ' (CPU probe %.4f ms)' % pr[0] if pr else '', side),
+          flush=True)
+    cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
+    pid = [l[4:] for l in lines if l.startswith('pid=')]
+    steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
+    db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
+    if db and not os.path.exists(db):
+        # a traced configuration that left no trace ran untraced (the shim not preloaded, or its file not
+        # opened): its time would pass for the tracer's; stop, the tables printed so far stand
+        sys.exit('bench_cost: run %d %s left no trace at %s: it was not traced (%s); stopping' % (
+            i, cfg, db, err[-300:] or 'see the child\'s stderr above'))
+    if db and len(steady) == 2:
+        try:
+            size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
+            print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
+            sizes[cfg].append(size)
+            per_step[cfg].append(bps)
+            if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
+                warned.add(cfg)  # the run did not measure what its name says
+                print('run %d %s: CUPTI was not on in the traced child: %s' % (i, cfg, note), flush=True)
+        except (sqlite3.Error, OSError, TypeError) as e:
+            print('run %d %s: trace %s not read: %s' % (i, cfg, db, e), flush=True)
+        for x in ('', '-wal', '-journal'):
+            if os.path.exists(db + x):
+                os.remove(db + x)
+
+
 random.seed(a.seed)
 samples = {c: [] for c in configs}
 sizes = {c: [] for c in configs}
@@ -358,45 +450,19 @@ for i in range(a.runs):
     t_round = time.monotonic()
     by_round.append({})
     norm_by_round.append({})
-    order = configs[:]
-    random.shuffle(order)
-    for cfg in order:
-        rc, lines, err = run_once(cfg, i)
-        ms = [float(l.split('=')[1]) for l in lines if l.startswith('step_ms=')]
-        if rc != 0 or not ms:
-            print('run %d %s failed (status %d): %s %s' % (i, cfg, rc, lines[-5:], err[-800:]), flush=True)
-            continue
-        samples[cfg].append(ms[0])
-        by_round[-1][cfg] = ms[0]
-        pr = [float(l.split('=')[1]) for l in lines if l.startswith('probe_ms=')]
-        if pr:
-            norm_by_round[-1][cfg] = ms[0] / pr[0]
-            probes[cfg].append(pr[0])
-        print('  round %d %-28s %.3f ms%s' % (i + 1, cfg, ms[0], ' (CPU probe %.4f ms)' % pr[0] if pr else ''),
-              flush=True)
-        cpu[cfg] += [float(l[6:]) for l in lines if l.startswith('cpu_s=')]
-        pid = [l[4:] for l in lines if l.startswith('pid=')]
-        steady = [int(l.split('=')[1]) for l in lines if l.startswith(('steady_start_ns=', 'steady_end_ns='))]
-        db = environment(cfg).get('GPUTRACE_OUTPUT', '').replace('%p', pid[0] if pid else '?')
-        if db and not os.path.exists(db):
-            # a traced configuration that left no trace ran untraced (the shim not preloaded, or its file not
-            # opened): its time would pass for the tracer's; stop, the tables printed so far stand
-            sys.exit('bench_cost: run %d %s left no trace at %s: it was not traced (%s); stopping' % (
-                i, cfg, db, err[-300:] or 'see the child\'s stderr above'))
-        if db and len(steady) == 2:
-            try:
-                size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
-                print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
-                sizes[cfg].append(size)
-                per_step[cfg].append(bps)
-                if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
-                    warned.add(cfg)  # the run did not measure what its name says
-                    print('run %d %s: CUPTI was not on in the traced child: %s' % (i, cfg, note), flush=True)
-            except (sqlite3.Error, OSError, TypeError) as e:
-                print('run %d %s: trace %s not read: %s' % (i, cfg, db, e), flush=True)
-            for x in ('', '-wal', '-journal'):
-                if os.path.exists(db + x):
-                    os.remove(db + x)
+    if a.concurrent:   # all at once, configuration j in slot (j + round) of the GPUs and cores
+        barrier = tempfile.mkdtemp(prefix='barrier-', dir=dbdir)
+        for j, cfg in enumerate(configs):
+            gpu, step_core, others = slots[(j + i) % len(configs)]
+            start_run(cfg, {'argv': workload_args(cfg, step_core, '%s:%d' % (barrier, len(configs))),
+                            'gpu': gpu, 'cpus': others})
+        for cfg in configs:
+            record(cfg, i, *finish_run(cfg))
+    else:
+        order = configs[:]
+        random.shuffle(order)
+        for cfg in order:
+            record(cfg, i, *run_once(cfg, i))
     round_s = time.monotonic() - t_round
     print('round %d done at %.0f s (%.1f s per run)' % (i + 1, time.monotonic() - t_start, round_s / len(configs)),
           flush=True)

@@ -23,6 +23,7 @@ def main(argv=None):
     ap.add_argument('--ops', type=int, default=200)
     ap.add_argument('--settle-s', type=float, default=2.0)
     ap.add_argument('--pin-main', type=int, default=-1)
+    ap.add_argument('--barrier', default='', help='DIR:N: measure once N runs are ready in DIR (transformer_step.py)')
     args = ap.parse_args(argv)
     x = torch.ones(1024, device='cuda')
     t_cuda = time.monotonic()
@@ -38,6 +39,9 @@ def main(argv=None):
 
     while time.monotonic() - t_cuda < args.settle_s:
         step()
+    if args.barrier:
+        from transformer_step import wait_for_peers
+        wait_for_peers(args.barrier, step)
     steady = [time.monotonic_ns(), 0]
     times = []
     for _ in range(args.steps):

@@ -3,6 +3,7 @@ measured there (d_model 768, 6 layers, batch 16, sequence 256, bf16 autocast,
 AdamW). Prints step_ms=, the median of steps --from to --steps (each step
 synchronised), and the memory counters.
 usage: transformer_step.py [--steps N] [--from K] [--history [all|python]] [--pin-main CORE] [--probe]
+                          [--barrier DIR:N]
 --history: torch.cuda.memory._record_memory_history(stacks='all', or 'python') first
 (PyTorch's own recorder; it refuses the cudaMallocAsync backend).
 bench_cost.py imports it and calls main() in fresh forked children of a
@@ -10,7 +11,11 @@ process that imported torch once (CUDA is first touched in the child).
 --probe: after each step (outside its time) a fixed loop of pure Python, no
 CUDA, on the step's thread; prints probe_ms=, its median over the steps
 measured: the host's speed in that run, which a tracer does not touch (the
-step time spread 14-24 ms between fresh untraced runs on the GPU machine)."""
+step time spread 14-24 ms between fresh untraced runs on the GPU machine).
+--barrier DIR:N: after the warm-up, keep stepping (unmeasured) until N runs
+have written their ready file into DIR, then measure: runs of several
+configurations on several GPUs of one host measure the same seconds, so the
+host's drifting speed is the same on both sides of their ratio."""
 import argparse
 import statistics
 import time
@@ -30,6 +35,7 @@ def main(argv=None):
     ap.add_argument('--pin-main', type=int, default=-1,
                     help='once CUDA is up, the main thread alone on this core (threads started before keep theirs)')
     ap.add_argument('--probe', action='store_true', help='time a fixed CPU loop after each step: prints probe_ms=')
+    ap.add_argument('--barrier', default='', help='DIR:N: measure once N runs are ready in DIR')
     args = ap.parse_args(argv)
     run(args)
 
@@ -45,6 +51,26 @@ def probe():
     for i in range(PROBE_ITERATIONS):
         s += i * i
     return (time.perf_counter() - t0) * 1e3
+
+
+BARRIER_TIMEOUT_S = 120
+
+
+def wait_for_peers(spec, step):
+    """Announces this run ready in DIR and keeps stepping until N runs are
+    (a step's length apart at most: the poll is between steps). Prints how
+    long it waited, and barrier_timeout=1 if the peers never came."""
+    import os
+    where, _, n = spec.rpartition(':')
+    with open(os.path.join(where, 'ready-%d' % os.getpid()), 'w'):
+        pass
+    t0 = time.monotonic()
+    while len([f for f in os.listdir(where) if f.startswith('ready-')]) < int(n):
+        if time.monotonic() - t0 > BARRIER_TIMEOUT_S:
+            print('barrier_timeout=1')
+            break
+        step()
+    print('barrier_wait_s=%.2f' % (time.monotonic() - t0))
 
 
 def run(args):
@@ -65,6 +91,8 @@ def run(args):
         import os
         os.sched_setaffinity(0, {args.pin_main})
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)
+    props = torch.cuda.get_device_properties(dev)   # which card ran it (several GPUs side by side: bench_cost)
+    print('gpu=%s' % (getattr(props, 'uuid', None) or props.name))
     times, probes = [], []
     steady = [0, 0]  # CLOCK_MONOTONIC (the trace's clock) around the steps measured
 
@@ -84,6 +112,8 @@ def run(args):
         warm += 1
     if args.settle_s:
         print('settle_steps=%d' % warm)
+    if args.barrier:
+        wait_for_peers(args.barrier, train_step)
     for step in range(args.steps):
         if step == args.first:
             torch.cuda.synchronize()
