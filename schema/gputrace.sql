@@ -154,7 +154,7 @@ CREATE TABLE events (
   stream   INTEGER,                   -- stream handle for stream-ordered calls, else NULL
   tid      INTEGER NOT NULL,          -- OS thread id
   result   INTEGER NOT NULL,          -- cudaError_t / CUresult; 0 = success
-  stack_id INTEGER                    -- stacks.id; NULL when stacks are off; a successful free: its Python frames alone unless GPUTRACE_FREE_STACKS=1
+  stack_id INTEGER                    -- stacks.id; NULL when stacks are off; a successful free: NULL unless GPUTRACE_FREE_STACKS=1
 );
 
 -- Extra argument of a cuMemMap event: the physical allocation mapped.

@@ -227,7 +227,7 @@ bool gt_stacks_init(void);
 int gt_stacks_depth(void);                           /* frames per stack in use (0: off, or libunwind missing) */
 void gt_stacks_discard(void);
 uint64_t gt_stack_capture(void);                     /* hot path; 0 if off */
-uint64_t gt_stack_capture_python(void);              /* the thread's own Python frames alone; 0 if none */
+void gt_stack_skip(void);                             /* a call recorded without a stack (a free, by default) */
 struct gt_stack_rec *gt_stacks_take_new(void);       /* writer: all new stacks, oldest first */
 bool gt_stacks_pending(void);                        /* writer: any to take? */
 
@@ -250,6 +250,7 @@ struct gt_pyframe_rec {                    /* a frame's first sighting, for the 
 };
 void gt_py_init(void);                     /* trace start: find a Python in the process, once */
 int gt_py_capture(struct gt_py_stack *out); /* hot path: 0 when no Python runs on this thread */
+void gt_py_count_call(void);               /* hot path, a call recorded without frames: as gt_py_capture tells backward */
 void gt_py_eval_range(uintptr_t *lo, uintptr_t *span); /* ip - lo < span: ip inside _PyEval_EvalFrameDefault */
 bool gt_py_interleaves(void);              /* false: eval frames cannot be recognised (append) */
 struct gt_pyframe_rec *gt_py_take_new(void); /* writer: new frames, any order (take after stacks) */

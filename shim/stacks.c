@@ -277,21 +277,13 @@ uint64_t gt_stack_capture(void)
     return publish(ips, kept);
 }
 
-/* The calling thread's own Python frames alone (a free's stack by default):
- * no native unwinding, and nothing borrowed from a thread waiting in
- * backward(). 0 on a thread that runs no Python. */
-uint64_t gt_stack_capture_python(void)
+/* A call recorded without a stack (a free, by default): on a thread running
+ * Python it still counts as one, for the backward-pass frames' check
+ * (pybackward.c), at the cost of two reads instead of a walk. */
+void gt_stack_skip(void)
 {
-    if (depth <= 0 || !seen)
-        return 0;
-    struct gt_py_stack py;
-    uint64_t t = gt_cost_ticks();
-    int own = gt_py_capture(&py);
-    gt_cost_add(GT_COST_PYTHON, t);
-    if (own <= 0)
-        return 0;
-    _Static_assert(_Generic(py.ids[0], uintptr_t: 1, default: 0), "a stack's entries and frame ids are one type");
-    return publish((const uintptr_t *)py.ids, py.n);   /* the frames alone, innermost first: what interleave gives */
+    if (depth > 0 && seen)
+        gt_py_count_call();
 }
 
 /* Writer: are there stacks to take? */

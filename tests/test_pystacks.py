@@ -106,26 +106,22 @@ class PythonStacksTest(TraceTest):
             self.skipTest('no shared libpython3.12 with a symbol table here')
         self.assert_exec_loop_names_each_line(['--counter-at', '0x' + found.group(1)], 'exec0.db')
 
-    def test_a_free_carries_its_python_frames_and_native_ones_only_when_asked(self):
+    def test_a_free_has_no_stack_unless_asked_and_then_its_python_and_native_frames(self):
         _, db = self.run_script('main')
-        free = frames_of(db, SIZES['main'], op='free')
-        self.assertEqual([f[1:] for f in free],
-                         [here('cuda_free', 'cuda_free'), here('train_step_free', 'train_step'),
-                          here('main_train_step', 'main'), here('module', '<module>')])
-        self.assertEqual({f[0] for f in free}, {'python'})   # no native unwinding on a free by default
-        self.assertIn('native', {f[0] for f in frames_of(db, SIZES['main'])})
+        self.assertEqual(query(db, "SELECT count(*), count(stack_id) FROM events_v WHERE op = 'free' AND size = ?",
+                               (SIZES['main'],)), [(1, 0)])
+        self.assertIn('python', {f[0] for f in frames_of(db, SIZES['main'])})   # the allocation's are there
         _, db = self.run_script('main', env_extra={'GPUTRACE_FREE_STACKS': '1'}, name='free-stacks.db')
         free = frames_of(db, SIZES['main'], op='free')
         self.assertEqual({f[0] for f in free}, {'python', 'native'})
-        self.assertEqual(python_frames(db, SIZES['main'], op='free')[0], here('cuda_free', 'cuda_free'))
+        self.assertEqual(python_frames(db, SIZES['main'], op='free'),
+                         [here('cuda_free', 'cuda_free'), here('train_step_free', 'train_step'),
+                          here('main_train_step', 'main'), here('module', '<module>')])
 
     def test_main_thread_frames_name_each_function_and_line(self):
         _, db = self.run_script('main')
         self.assertEqual(python_frames(db, SIZES['main']),
                          [here('cuda_alloc', 'cuda_alloc'), here('train_step', 'train_step'),
-                          here('main_train_step', 'main'), here('module', '<module>')])
-        self.assertEqual(python_frames(db, SIZES['main'], op='free'),
-                         [here('cuda_free', 'cuda_free'), here('train_step_free', 'train_step'),
                           here('main_train_step', 'main'), here('module', '<module>')])
         self.assertEqual(query(db, "SELECT message FROM notes WHERE component = 'python'"),
                          [('on: Python %s frames are recorded' % self.version(),)])
@@ -279,6 +275,23 @@ class PythonStacksTest(TraceTest):
             events = json.load(f)['traceEvents']
         self.assertIn('backward: _engine_run_backward (%s:%d)' % (script, lines['engine']),
                       [e.get('args', {}).get('python_frame') for e in events])
+
+    def test_a_kept_native_thread_names_the_second_backward_pass_after_only_a_free_between(self):
+        # the autograd thread keeps the waiting thread's frames from the first
+        # pass; the main thread's free between the passes (its only call) must
+        # tell it they may have changed, though a free records no frames
+        script = os.path.join(HERE, 'progs', 'py_backward_again.py')
+        lines = sites(script)
+        p, db = self.trace([self.PYTHON, script, prog('libnative_worker.so')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(python_frames(db, 3101)[:3],
+                         [('<backward>', None, None), ('_engine_run_backward', script, lines['engine']),
+                          ('first_pass', script, lines['first_pass'])])
+        self.assertEqual(python_frames(db, 3102)[:3],
+                         [('<backward>', None, None), ('_engine_run_backward', script, lines['engine']),
+                          ('second_pass', script, lines['second_pass'])])
+        self.assertEqual(query(db, "SELECT count(*), count(stack_id) FROM events_v WHERE op = 'free' AND size = 3100"),
+                         [(1, 0)])
 
     def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
         _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})

@@ -29,7 +29,7 @@ from bench_pystacks import PROGRAM  # noqa: E402  (the same program, one definit
 
 # functions whose inclusive count per pair is worth a column (shim/*.c)
 PARTS = ['gt_py_capture', 'gt_py_capture_backward', 'gt_unwind_memo', 'publish', 'interleave', 'gt_stack_capture',
-         'gt_stack_capture_python']
+         'gt_py_count_call']
 
 
 def main():

@@ -41,7 +41,9 @@ Configurations: bare, bare:NAME (untraced again, a control: its ratio to
 bare is the method's own spread; a zero-cost tool measures no better),
 defaults, cupti0, history (torch's own recorder with stacks='all'; not under cudaMallocAsync), history_py (stacks='python'), kinds:K1+K2 (CUPTI with only those activity kinds),
 window:S (defaults with the flight recorder, GPUTRACE_WINDOW_S=S), and
-env:NAME=VALUE+NAME=VALUE (defaults with those settings)."""
+env:NAME=VALUE+NAME=VALUE (defaults with those settings); any of them
+with @base (cupti0@base) traced by --base-build's shim instead: two builds
+side by side in one call."""
 import argparse
 import json
 import math
@@ -85,6 +87,7 @@ if len(sys.argv) > 1 and sys.argv[1] == '--serve':
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
+ap.add_argument('--base-build', help='the build that configurations named NAME@base are traced with')
 ap.add_argument('--out', required=True)
 ap.add_argument('--runs', type=int, default=10)
 ap.add_argument('--alloc', default='default', choices=('default', 'async'))
@@ -151,8 +154,12 @@ elif a.cpus == 'auto':
 elif a.cpus == 'none':
     a.cpus = ''
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
-if not os.path.exists(shim):   # else ld.so ignores LD_PRELOAD and every "traced" run is an untraced one
-    sys.exit('bench_cost: no shim at %s: build it (tests/gpu/prepare.sh) and carry the build' % shim)
+base_shim = os.path.abspath(os.path.join(a.base_build, 'shim', 'libgputrace.so')) if a.base_build else None
+for path in (shim, base_shim):
+    if path and not os.path.exists(path):   # else ld.so ignores LD_PRELOAD and every "traced" run is an untraced one
+        sys.exit('bench_cost: no shim at %s: build it (tests/gpu/prepare.sh) and carry the build' % path)
+if any(c.endswith('@base') for c in a.configs.split(',')) and not base_shim:
+    sys.exit('bench_cost: a configuration NAME@base needs --base-build')
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
 configs = a.configs.split(',')
@@ -162,7 +169,8 @@ if a.alloc == 'async':   # PyTorch refuses to record history under cudaMallocAsy
 t_start = time.monotonic()
 
 
-def environment(cfg):
+def environment(name):
+    cfg, _, which = name.partition('@')
     env = dict(os.environ)
     env['BENCH_COST_WORKLOAD'] = WORKLOAD
     if a.cpus:
@@ -171,9 +179,9 @@ def environment(cfg):
         env['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'
     if cfg.startswith(('bare', 'history')):   # 'bare:aa' too: untraced, a control for the method's own spread
         return env
-    env['LD_PRELOAD'] = shim
+    env['LD_PRELOAD'] = base_shim if which == 'base' else shim
     env['GPUTRACE_OUTPUT'] = os.path.join(dbdir, '%s-%s-%%p.db' % (a.alloc, ''.join(
-        ch if ch.isalnum() else '_' for ch in cfg)))
+        ch if ch.isalnum() else '_' for ch in name)))
     env['GPUTRACE_QUIET'] = '1'
     if cfg == 'cupti0':
         env['GPUTRACE_CUPTI'] = '0'
@@ -423,7 +431,7 @@ def record(cfg, i, rc, lines, err):
             print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
             sizes[cfg].append(size)
             per_step[cfg].append(bps)
-            if cfg != 'cupti0' and not note.startswith('on:') and cfg not in warned:
+            if cfg.partition('@')[0] != 'cupti0' and not note.startswith('on:') and cfg not in warned:
                 warned.add(cfg)  # the run did not measure what its name says
                 print('run %d %s: CUPTI was not on in the traced child: %s' % (i, cfg, note), flush=True)
         except (sqlite3.Error, OSError, TypeError) as e:
