@@ -215,6 +215,14 @@ struct gt_py_own {
     struct gt_py_own_id ids[GT_PY_OWN_IDS];
 };
 struct gt_py_own *gt_unwind_memo_py_ids(void);
+/* This thread's last stack hashes found in stacks.c's shared set, direct-mapped,
+ * in the same mapping (NULL as above): valid while generation is the set's. */
+#define GT_STACK_MEMO_BITS 10
+struct gt_stack_memo {
+    uint32_t generation;   /* 0: never filled */
+    uint64_t hash[1u << GT_STACK_MEMO_BITS];
+};
+struct gt_stack_memo *gt_unwind_memo_stack_hashes(void);
 
 /* stacks.c: capture on the hot path, dedup by hash, hand new stacks to the writer. */
 struct gt_stack_rec {

@@ -33,7 +33,8 @@
  * ids), sized for the default depth; 1.2 MB of address space a thread,
  * touched as used, mapped at a thread's first stack and handed to the next
  * thread when it exits. The same mapping holds the thread's Python frame ids
- * (pyframes.c), so that they need no thread-local storage of their own. */
+ * (pyframes.c) and its stack hashes known to be recorded (stacks.c), so that
+ * they need no thread-local storage of their own. */
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -69,6 +70,7 @@ struct memo {
     struct set set[SETS];
     struct entry e[SETS][WAYS];
     struct gt_py_own py;          /* the thread's Python frame ids (pyframes.c) */
+    struct gt_stack_memo stacks;  /* the thread's stack hashes known to be in the set (stacks.c) */
 };
 
 static _Atomic(struct memo *) registry;
@@ -114,6 +116,7 @@ static struct memo *memo(void)
     if (m) {
         memset(m->set, 0, sizeof m->set);
         memset(&m->py, 0, sizeof m->py);
+        memset(&m->stacks, 0, sizeof m->stacks);
     } else {
         void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
@@ -136,6 +139,11 @@ static struct memo *memo(void)
 struct gt_py_own *gt_unwind_memo_py_ids(void)
 {
     return mine ? &mine->py : NULL;
+}
+
+struct gt_stack_memo *gt_unwind_memo_stack_hashes(void)
+{
+    return mine ? &mine->stacks : NULL;
 }
 
 /* Fork child: the registry's other memos belong to threads the child lacks. */
