@@ -18,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 
-PROGRAM = r'''
+# the stand-in's cudaMallocAsync / cudaFreeAsync through ctypes (bench_stackset.py's program starts alike)
+CUDART = r'''
 import ctypes, sys, time
 rt = ctypes.CDLL("libcudart.so.13")
 malloc, free = rt.cudaMallocAsync, rt.cudaFreeAsync
@@ -26,6 +27,9 @@ malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 p = ctypes.c_void_p()
 ref = ctypes.byref(p)
+'''
+
+PROGRAM = CUDART + r'''
 pairs = int(sys.argv[1])
 
 def leaf():

@@ -20,14 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-PROGRAM = r'''
-import ctypes, sys, time
-rt = ctypes.CDLL("libcudart.so.13")
-malloc, free = rt.cudaMallocAsync, rt.cudaFreeAsync
-malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-p = ctypes.c_void_p()
-ref = ctypes.byref(p)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_pystacks import CUDART  # noqa: E402  (the same ctypes preamble, one definition)
+
+PROGRAM = CUDART + r'''
 # a0..a15 each call b0..b15, each b calls alloc: 256 paths that differ in two frames
 src = ["def alloc():\n    malloc(ref, 4096, None)\n    free(p, None)\n"]
 src += ["def b%d():\n    alloc()\n" % j for j in range(16)]
