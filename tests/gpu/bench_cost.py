@@ -49,6 +49,7 @@ import json
 import math
 import os
 import random
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -328,6 +329,7 @@ def summarize():
                      'probe_ms': probes[cfg], 'probe_median_ms': pmed, 'probed_ratio': nr, 'probed_ci95': [nlo, nhi],
                      'file_bytes': size, 'bytes_per_step': bps, 'mb_per_hour': mbh, 'cpu_s': cpu_s})
     out += probe_checks()
+    out += cost_lines()
     if min(len(samples[c]) for c in configs) < 10:
         out.append('fewer than 10 runs of some configuration (--runs, failures or --budget-s): the issue asks for 10')
     with open(os.path.join(a.out, 'bench_cost_%s_%s.json' % (a.workload, a.alloc)), 'w') as f:
@@ -336,6 +338,41 @@ def summarize():
                    'main_cpu': main_cpu,
                    'rows': rows, 'rounds': by_round, 'rounds_probed': norm_by_round}, f, indent=1)
     return '\n'.join(out)
+
+
+# the parts of the shim's `cost` note (shim/selfcost.c), each a time in ms over the run's calls
+COST_PARTS = (('unwinding', r'native unwinding ([\d.]+) ms'), ('Python', r"the calling thread's Python frames ([\d.]+) ms"),
+              ('backward', r'frames of a thread waiting in backward\(\) ([\d.]+) ms'),
+              ('clock', r'time stamps ([\d.]+) ms'), ('queue', r'the queue ([\d.]+) ms'),
+              ('stack set', r'the stack set ([\d.]+) ms'), ('device', r'the device asked of CUDA ([\d.]+) ms'))
+
+
+def cost_per_call(note):
+    """{part: ns a call} of one run's cost note ('whole' included), or None."""
+    m = re.search(r'(\d+) calls recorded, ([\d.]+) ms in the shim', note)
+    if not m or not int(m.group(1)):
+        return None
+    calls = int(m.group(1))
+    out = {'whole': float(m.group(2)) * 1e6 / calls}
+    for part, pattern in COST_PARTS:
+        mm = re.search(pattern, note)
+        if mm:
+            out[part] = float(mm.group(1)) * 1e6 / calls
+    return out
+
+
+def cost_lines():
+    """Per traced configuration, the median over its runs of each part of the
+    shim's own cost note, in ns a call: exact per run where step times are not,
+    so two builds side by side compare here even on a noisy host."""
+    out = []
+    for cfg in configs:
+        rows = costs[cfg]
+        if rows:
+            keys = [k for k in rows[0] if all(k in r for r in rows)]
+            out.append('cost note, %s (median of %d runs, ns a call): %s' % (
+                cfg, len(rows), ', '.join('%s %.0f' % (k, statistics.median(r[k] for r in rows)) for k in keys)))
+    return out
 
 
 def probe_checks():
@@ -428,6 +465,9 @@ def record(cfg, i, rc, lines, err):
     if db and len(steady) == 2:
         try:
             size, bps, note, during = trace_bytes(db, steady, a.steps - a.first)
+            parts = cost_per_call(during.partition(' | cost: ')[2])
+            if parts:
+                costs[cfg].append(parts)
             print('    %s round %d: %s' % (cfg, i + 1, during), flush=True)
             sizes[cfg].append(size)
             per_step[cfg].append(bps)
@@ -448,7 +488,8 @@ per_step = {c: [] for c in configs}
 by_round = []   # per round: configuration -> its run's median step (ms)
 norm_by_round = []   # the same over the run's CPU probe (--probe): the step in units of the host's speed
 probes = {c: [] for c in configs}
-cpu = {c: [] for c in configs}   # CPU seconds of the whole run, every thread (forked children only)
+cpu = {c: [] for c in configs}
+costs = {c: [] for c in configs}   # per traced run, the cost note's parts in ns a call   # CPU seconds of the whole run, every thread (forked children only)
 warned = set()
 round_s = 0.0
 for i in range(a.runs):
