@@ -462,15 +462,19 @@ static inline __attribute__((always_inline)) int frame_own(struct gt_py_own *own
 
 /* Changed by every recorded call of a thread running Python (pybackward.c:
  * a thread waiting in backward() that moved on makes one). Readers only ask
- * whether it changed, so each call stores a value no call stored before (its
- * thread's id above its own count) with a plain store: a locked add on every
- * call for the same answer was ~20 ns. */
+ * whether it changed, so each call stores a value no call stored before (a
+ * number its thread took once, above the thread's own count) with a plain
+ * store: a locked add on every call for the same answer was ~20 ns. (Not the
+ * thread's id: a new thread may get a dead one's id, and count as it did.) */
 static _Atomic uint64_t py_epoch;
-static GT_TLS uint64_t py_calls;
+static _Atomic uint64_t py_writers;
+static GT_TLS uint64_t py_calls;   /* this thread's number << 40, plus its count */
 
 static inline void epoch_changes(void)
 {
-    atomic_store_explicit(&py_epoch, (uint64_t)(uint32_t)gt_tid() << 40 | ++py_calls, memory_order_relaxed);
+    if (GT_UNLIKELY(!py_calls))
+        py_calls = (atomic_fetch_add_explicit(&py_writers, 1, memory_order_relaxed) + 1) << 40;
+    atomic_store_explicit(&py_epoch, ++py_calls, memory_order_relaxed);
 }
 
 /* The frames from f outwards into out. Always inlined: gt_py_capture calls it

@@ -14,6 +14,7 @@
 
 #include "activity.h"
 #include "shim.h"
+#include "stack_hash.h"
 
 #define SET_BITS 18 /* 262144 distinct stacks before the set is full */
 #define SET_SIZE (1u << SET_BITS)
@@ -111,32 +112,6 @@ void gt_stacks_discard(void)
     }
 }
 
-static inline uint64_t hash_step(uint64_t h, uint64_t v)
-{
-    h ^= v;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
-}
-
-/* Four lanes, joined at the end: one lane is a chain of multiplies, ~6 cycles
- * a frame that nothing overlaps (35 ns for a 38-frame stack on the dev
- * machine, 16 with four). */
-static uint64_t hash_frames(const uintptr_t *ips, int n)
-{
-    uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, b = 0xc2b2ae3d27d4eb4full, c = 0x165667b19e3779f9ull,
-             d = 0x27d4eb2f165667c5ull;
-    int i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a = hash_step(a, ips[i]);
-        b = hash_step(b, ips[i + 1]);
-        c = hash_step(c, ips[i + 2]);
-        d = hash_step(d, ips[i + 3]);
-    }
-    for (; i < n; i++)
-        a = hash_step(a, ips[i]);
-    uint64_t h = hash_step(hash_step(hash_step(a, b), c), d);
-    return h ? h : 1; /* 0 means "no stack" */
-}
 
 /* Returns true if h was not in the set (the caller publishes the stack). When
  * the set is full every stack counts as new: the writer dedups again, so only
@@ -171,8 +146,12 @@ static void forget(uint64_t h)
         if (atomic_compare_exchange_strong_explicit(&seen[i], &expected, 0, memory_order_relaxed,
                                                     memory_order_relaxed) ||
             expected == 0)
-            return;
+            break;
     }
+    /* a thread that found h in the set before it was taken out keeps it in
+     * its memo and would never publish it: every memo starts again, after
+     * the removal (a malloc failed: rare) */
+    atomic_fetch_add(&set_generation, 1);
 }
 
 /* Native frames [0, n) with each eval loop's frame replaced by its Python
@@ -205,7 +184,7 @@ static uint64_t publish(const uintptr_t *ips, int kept)
     if (kept <= 0)
         return 0;
     uint64_t t = gt_cost_ticks();
-    uint64_t h = hash_frames(ips, kept);
+    uint64_t h = gt_stack_hash(ips, kept);
     uint32_t gen = atomic_load_explicit(&set_generation, memory_order_relaxed);
     struct gt_stack_memo *big = gt_unwind_memo_stack_hashes();
     uint64_t *m;
