@@ -9,7 +9,13 @@ per call, about 4-6 minutes of GPU time:
   tracer, each a fresh process: N fits and N+1 runs out of memory (with
   --bisect: a full bisection over [N/2, 2N+2], both ends run first, the
   bracket widened if the boundary is not inside, the largest that fit run
-  once more and the search taken lower if it fails: about 9 more runs);
+  once more and the search taken lower if it fails: about 9 more runs;
+  then, since under cudaMallocAsync a batch size can fit in some fresh
+  processes and not in others, every size from one below the lower of the
+  two answers to one above the higher is run until it has --repeat plain
+  runs (default 3): the truth is the largest size that fit in all of its
+  runs while the next one failed at least once, and each size's count of
+  fits is printed (the band where the boundary is unsteady);
 - side by side on the same model and data, Lightning's BatchSizeFinder
   (Tuner.scale_batch_size, mode binsearch, steps_per_trial 3, init_val 2,
   no margin) in one process (lightning_finder.py): the batch size it finds,
@@ -24,7 +30,7 @@ per call, about 4-6 minutes of GPU time:
 The GPU must be otherwise idle (other processes' memory moves the boundary
 between runs).
 usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer]
-                      [--alloc default|async] [--bisect]
+                      [--alloc default|async] [--bisect [--repeat K]]
 (--models and --alloc take comma lists too; each pair costs its minutes.)"""
 import argparse
 import json
@@ -42,6 +48,8 @@ ap.add_argument('--out', required=True)
 ap.add_argument('--models', default='conv')
 ap.add_argument('--alloc', '--modes', dest='alloc', default='default')
 ap.add_argument('--bisect', action='store_true', help='a full independent bisection, not only N and N+1')
+ap.add_argument('--repeat', type=int, default=3,
+                help='with --bisect: plain runs of each size around the two answers (the unsteady band)')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
@@ -101,6 +109,22 @@ class Bisection:
             lo = max(steady) if steady else 0
             if lo == 0:
                 return 0
+
+
+    def band(self, n, found, k):
+        """Every size from one below min(n, found) to one above max(n, found)
+        run until it has k runs; returns ({size: (fits, runs)}, the largest
+        size that fit in all its runs while the next failed at least once, or
+        None)."""
+        sizes = range(max(1, min(n, found) - 1), max(n, found) + 2)
+        for bs in sizes:
+            while sum(1 for b, _ in self.runs if b == bs) < k:
+                self.fits(bs)
+        count = {bs: (sum(ok for b, ok in self.runs if b == bs), sum(1 for b, _ in self.runs if b == bs))
+                 for bs in sizes}
+        steady = [bs for bs in sizes if bs + 1 in count and count[bs][0] == count[bs][1]
+                  and count[bs + 1][0] < count[bs + 1][1]]
+        return count, (max(steady) if steady else None)
 
 
 def start_costs(doc):
@@ -176,15 +200,22 @@ def check(model, mode):
               traced_start, len(starts), plain_start))
     n = doc['max_batch_size']
     b = Bisection(model, mode)
+    counts = None
     try:
         truth = b.search(n) if a.bisect else (n if b.fits(n) and not b.fits(n + 1) else None)
+        if a.bisect and truth:
+            print('   independent bisection (one run a size): %d' % truth)
+            counts, truth = b.band(n, truth, a.repeat)
     except RuntimeError:
         truth = None
     report(truth == n, '%s: sweep == %s (plain runs, fresh processes)' % (
-               name, 'independent bisection' if a.bisect else 'N fits, N+1 runs out of memory'),
-           'sweep %s, plain runs %s in %d runs, %.1f s: %s' % (
+               name, 'the largest that fit in all of %d runs, the next failing once or more' % a.repeat
+               if a.bisect else 'N fits, N+1 runs out of memory'),
+           'sweep %s, plain runs %s in %d runs, %.1f s: %s%s' % (
                n, truth, len(b.runs), b.seconds,
-               b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs)))
+               b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs),
+               '; fits by size: ' + ', '.join('%d %d/%d' % (bs, f, r) for bs, (f, r) in sorted(counts.items()))
+               if counts else ''))
     lt, lp = lightning(model, mode)
     if lt is None:
         report(False, '%s: Lightning BatchSizeFinder ran' % name, 'rc %d: %s' % (lp.returncode, lp.stderr[-1500:]))
