@@ -42,7 +42,8 @@ static inline uint64_t gt_stack_hash(const uintptr_t *ips, int n)
     }
     for (; i < n; i++)
         a = stack_hash_step(a, ips[i]);
-    uint64_t h = stack_hash_step(stack_hash_step(stack_hash_step(stack_hash_fmix64(a), stack_hash_fmix64(b)), stack_hash_fmix64(c)), stack_hash_fmix64(d));
+    uint64_t h = stack_hash_step(stack_hash_fmix64(a), stack_hash_fmix64(b));
+    h = stack_hash_step(stack_hash_step(h, stack_hash_fmix64(c)), stack_hash_fmix64(d));
     return h ? h : 1; /* 0 means "no stack" */
 }
 

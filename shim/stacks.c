@@ -112,7 +112,6 @@ void gt_stacks_discard(void)
     }
 }
 
-
 /* Returns true if h was not in the set (the caller publishes the stack). When
  * the set is full every stack counts as new: the writer dedups again, so only
  * the hot-path shortcut is lost, not data. */

@@ -116,7 +116,7 @@ static struct memo *memo(void)
     if (m) {
         memset(m->set, 0, sizeof m->set);
         memset(&m->py, 0, sizeof m->py);
-        memset(&m->stacks, 0, sizeof m->stacks);
+        m->stacks.generation = 0;   /* matches no set's: stacks.c empties it at its first use */
     } else {
         void *p = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
