@@ -277,6 +277,45 @@ static void test_full_queue_without_consumer_drops_after_the_wait_and_counts(voi
     gt_queue_discard();
 }
 
+/* A producer keeps its last reading of tail and reads tail again only when that
+ * reading says the ring may be full. A reading from an earlier queue (a fork
+ * child's trace starts a new one at 0) must not count: here this thread read
+ * 5 in the old queue, another thread fills the new one (head 8, tail 0), and
+ * trusting the old reading (8 - 5 <= mask) would hand out slot 0 again while
+ * its event is unread. */
+static void *fill_eight(void *arg)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < 8; i++)
+        CHECK(push(1, i));
+    return NULL;
+}
+
+static void test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_before(void)
+{
+    reset(8, 20);
+    struct gt_rec out[8];
+    for (uint64_t i = 0; i < 8; i++)
+        CHECK(push(0, i));
+    CHECK_EQ_INT(gt_queue_pop(out, 5), 5);
+    CHECK(push(0, 8));   /* full by its first reading (0): reads tail again, 5 */
+    gt_queue_discard();
+    reset(8, 20);
+    pthread_t other;
+    pthread_create(&other, NULL, fill_eight, NULL);
+    pthread_join(other, NULL);
+    struct gt_reservation r;
+    CHECK(!gt_queue_reserve(&r));   /* nothing consumed: full, dropped after the wait */
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
+    int n = gt_queue_pop(out, 8);
+    CHECK_EQ_INT(n, 8);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ_INT(out[i].tid, 1);
+        CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i);
+    }
+    gt_queue_discard();
+}
+
 struct slow_consumer {
     int pops, every_ms;
     uint64_t got[64];
@@ -451,6 +490,7 @@ int main(void)
     TAP_RUN(test_producers_holding_reserved_slots_keep_order_and_lose_nothing);
     TAP_RUN(test_full_queue_without_consumer_drops_after_the_wait_and_counts);
     TAP_RUN(test_full_queue_waits_while_the_consumer_makes_progress);
+    TAP_RUN(test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_before);
     TAP_RUN(test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest);
     TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
     TAP_RUN(test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alone);
