@@ -51,13 +51,19 @@ def main():
     with open(script, 'w') as f:
         f.write(PROGRAM)
     extra = dict(kv.split('=', 1) for kv in a.env)
+    # one stand-in for every build (the first's): a build of the shim alone has none, and a missing
+    # directory would let ctypes find the real libcudart, whose calls fail fast without a GPU
+    fake = os.path.join(os.path.abspath(a.builds[0]), 'tests', 'fake_cuda')
+    if not os.path.exists(os.path.join(fake, 'libcudart.so.13')):
+        print('bench_instructions.py: no CUDA stand-in in %s: build %s whole' % (fake, a.builds[0]))
+        return 2
 
     def run(build, pairs, traced):
         """(calling threads' Ir, writer's Ir, {part: inclusive Ir}) of one run under callgrind: the
         writer is the thread that runs writer_main, the calling threads all others."""
         build = os.path.abspath(build)
         out = os.path.join(tmp, '%s-%d-%d.cg' % (os.path.basename(build), pairs, traced))
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, 'tests', 'fake_cuda'), GPUTRACE_QUIET='1')
+        env = dict(os.environ, LD_LIBRARY_PATH=fake, GPUTRACE_QUIET='1')
         if traced:
             env.update(LD_PRELOAD=os.path.join(build, 'shim', 'libgputrace.so'), GPUTRACE_CUPTI='0',
                        GPUTRACE_OUTPUT=os.path.join(tmp, 'trace-%d.db' % pairs), GPUTRACE_QUEUE_EVENTS=str(1 << 20),
