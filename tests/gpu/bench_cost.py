@@ -279,6 +279,18 @@ def trace_bytes(db, steady, steps):
             in_steps.get('kernels', 0),
             ' | '.join(m[:160] for (m,) in con.execute(
                 "SELECT message FROM notes WHERE component IN ('cupti', 'kernels') ORDER BY id")))
+        # the stacks of the steps measured: how many distinct, how deep (what the per-thread memos and the
+        # Python walk see; a weighted median over the events)
+        stacks = con.execute(
+            "SELECT count(*), (SELECT sum(f.kind = 'python') FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+            " WHERE sf.stack_id = e.stack_id), (SELECT sum(f.kind = 'native') FROM stack_frames sf JOIN frames f"
+            " ON f.id = sf.frame_id WHERE sf.stack_id = e.stack_id) FROM events e WHERE e.t_ns BETWEEN ? AND ?"
+            " AND e.stack_id IS NOT NULL GROUP BY e.stack_id", (steady[0] - start, steady[1] - start)).fetchall()
+        if stacks:
+            py = sorted(x for n, p, _ in stacks for x in [p or 0] * n)
+            nat = sorted(x for n, _, q in stacks for x in [q or 0] * n)
+            during += '; stacks in the measured steps: %d distinct for %d events, %d Python and %d native frames ' \
+                'a stack (median)' % (len(stacks), len(py), py[len(py) // 2], nat[len(nat) // 2])
         # the shim's own time a call, by part (the `cost` note): a slow run says whether the hot path grew
         during += ' | cost: ' + ' | '.join(m for (m,) in con.execute(
             "SELECT message FROM notes WHERE component = 'cost' ORDER BY id"))
