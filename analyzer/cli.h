@@ -28,6 +28,7 @@ struct gt_args {
     int64_t batch_sizes[64];   /* sweep --batch-sizes A,B,C */
     int nbatch_sizes;
     int max_runs;              /* sweep --max-runs; 0: its default */
+    int repeat;                /* sweep --repeat: runs the largest must fit in; 0: its default (2) */
     const char *dir;           /* sweep --dir; NULL: gputrace-sweep-<time> */
     char **files;              /* operands: trace files, or run's CMD [ARG...]; NULL-terminated */
     int nfiles;
@@ -46,7 +47,7 @@ enum {
     GT_OPTS_SYMBOLIZE = 1u << 8, /* --addr2line */
     GT_OPTS_RUN = 1u << 9,       /* --stack-depth, --quiet: run, sweep */
     GT_OPTS_JSON = 1u << 10,     /* --json: the six reports, sweep */
-    GT_OPTS_SWEEP = 1u << 11,    /* --batch-sizes, --max-runs, --dir */
+    GT_OPTS_SWEEP = 1u << 11,    /* --batch-sizes, --max-runs, --repeat, --dir */
     GT_OPTS_PEAK = 1u << 12,     /* peak --all-iterations */
 };
 

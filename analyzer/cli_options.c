@@ -166,6 +166,8 @@ const struct gt_option gt_options[] = {
     {"--batch-sizes", NULL, "A,B,C", GT_OPTS_SWEEP, GT_OPT_CUSTOM, 0, 0, 0, parse_batch_sizes, NULL, NULL},
     {"--max-runs", NULL, "N", GT_OPTS_SWEEP, GT_OPT_INT, AT(max_runs), 1, 1000, NULL,
      "--max-runs takes 1 to 1000 runs, not \"%s\"", NULL},
+    {"--repeat", NULL, "K", GT_OPTS_SWEEP, GT_OPT_INT, AT(repeat), 2, 10, NULL,
+     "--repeat takes 2 to 10 runs, not \"%s\"", NULL},
     {"--dir", NULL, "DIR", GT_OPTS_SWEEP, GT_OPT_STRING, AT(dir), 1, 0, NULL, "--dir needs a directory%.0s", NULL},
 };
 const size_t gt_noptions = sizeof gt_options / sizeof gt_options[0];

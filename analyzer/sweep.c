@@ -30,8 +30,8 @@
 
 /* gputrace sweep --help (the command table is in commands.c) */
 const char gt_help_sweep[] =
-    "usage: gputrace sweep [--batch-sizes A,B,C] [--max-runs N] [--dir DIR] [--json]\n"
-    "                      [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
+    "usage: gputrace sweep [--batch-sizes A,B,C] [--max-runs N] [--repeat K] [--dir DIR]\n"
+    "                      [--json] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
     "\n"
     "The largest batch size that fits, proven by real runs. Each run is CMD in a\n"
     "fresh process, traced, with every {bs} in its arguments replaced by the batch\n"
@@ -67,6 +67,9 @@ const char gt_help_sweep[] =
     "                       linear)\n"
     "  --max-runs N         at most N runs in all (default 20); when reached, the\n"
     "                       sweep says what is proven and exits 14\n"
+    "  --repeat K           the largest batch size is proven once it fit in K runs\n"
+    "                       (default 2; 2 to 10): more where a batch size fits in\n"
+    "                       some fresh runs and not in others (cudaMallocAsync)\n"
     "  --dir DIR            where the runs' traces, stdout and stderr go, one file\n"
     "                       each per run: bsB-runN.db (children that use CUDA:\n"
     "                       bsB-runN.PID.db), bsB-runN.stdout, bsB-runN.stderr.\n"
@@ -166,11 +169,17 @@ static int64_t available(const struct sweep *s)
 static void proof_text(const struct sweep *s, char *buf, size_t len)
 {
     const struct gt_sweep_plan *p = &s->plan;
-    int twice = p->lo && p->repeated == p->lo;
+    int fits = p->lo ? gt_sweep_plan_fits_at(p, p->lo) : 0;
+    char times[80];
+    if (fits >= p->fits_needed)
+        snprintf(times, sizeof times, fits == 2 ? " twice" : " %d times", fits);
+    else if (fits == 1 && p->fits_needed == 2)
+        snprintf(times, sizeof times, " once, not yet repeated");
+    else
+        snprintf(times, sizeof times, " %d of the %d times asked (--repeat)", fits, p->fits_needed);
     if (p->lo && p->hi != GT_SWEEP_NONE && p->hi == p->lo + 1)
         snprintf(buf, len, "%lld (%s: %lld ran%s, %lld ran out of memory)", (long long)p->lo,
-                 twice ? "proven" : "not proven", (long long)p->lo, twice ? " twice" : " once, not yet repeated",
-                 (long long)p->hi);
+                 fits >= p->fits_needed ? "proven" : "not proven", (long long)p->lo, times, (long long)p->hi);
     else if (p->lo && p->hi != GT_SWEEP_NONE)
         snprintf(buf, len, "not proven: between %lld (ran) and %lld (%lld ran out of memory)", (long long)p->lo,
                  (long long)p->hi - 1, (long long)p->hi);
@@ -508,6 +517,8 @@ static void print_json(const struct sweep *s, double total_s)
     gt_json_kint_or_null(&j, "min_failing_batch_size", s->plan.hi == GT_SWEEP_NONE ? -1 : s->plan.hi);
     gt_json_key(&j, "verified");
     gt_json_bool(&j, gt_sweep_plan_verified(&s->plan));
+    gt_json_kint(&j, "fits_required", s->plan.fits_needed);
+    gt_json_kint(&j, "max_batch_size_fits", s->plan.lo ? gt_sweep_plan_fits_at(&s->plan, s->plan.lo) : 0);
     gt_json_key(&j, "unsteady");
     gt_json_arr(&j);
     for (size_t i = 0; i < s->plan.n; i++) {
@@ -546,6 +557,8 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
         fprintf(stderr, "gputrace sweep: no {bs} in the command: each run gets its batch size only through "
                         "GPUTRACE_BATCH_SIZE\n");
     gt_sweep_plan_init(&s.plan, a->nbatch_sizes ? a->batch_sizes : NULL, (size_t)a->nbatch_sizes);
+    if (a->repeat)
+        s.plan.fits_needed = a->repeat;
     s.t0 = gt_now();
     run_sweep(&s);
     double total_s = gt_now() - s.t0;

@@ -106,7 +106,7 @@ struct gt_sweep_plan {
     struct gt_sweep_point *pts;
     size_t n, cap;
     int64_t lo, hi;
-    int64_t repeated;      /* the batch size whose second run fit (lo is proven when it is this) */
+    int fits_needed;       /* runs of lo that must fit for it to be proven (--repeat; 2 by default) */
     int64_t available;     /* bytes the fitted level may use; -1 unknown (set by the caller) */
     int64_t proposed;      /* the batch size next() returned last */
     enum gt_sweep_phase proposed_phase;
@@ -144,6 +144,7 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available);
 int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, int *from_model);
 /* Proven: hi is lo + 1 and lo ran twice (or batch size 1 failed). */
 int gt_sweep_plan_verified(const struct gt_sweep_plan *s);
+int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs);   /* runs of bs that fit */
 /* The fit over the runs so far, as gt_sweep_fit_points. */
 void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f);
 

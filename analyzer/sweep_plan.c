@@ -118,6 +118,7 @@ void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n)
      * through it, do */
     static const int64_t dflt[] = {1, 2, 4};
     memset(s, 0, sizeof *s);
+    s->fits_needed = 2;   /* the largest that ran, once more: libraries choose workspaces by free memory */
     if (!sizes) {
         sizes = dflt;
         n = sizeof dflt / sizeof dflt[0];
@@ -175,8 +176,6 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     if (batch_size != s->proposed)
         return;
     s->proposed = 0;
-    if (s->proposed_phase == GT_SWEEP_REPEAT && !oom)
-        s->repeated = batch_size;
     if (s->proposed_phase != GT_SWEEP_SEARCH)
         return;
     s->searched++;
@@ -223,9 +222,18 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available)
         s->recalibrated = 1;
 }
 
+int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs)
+{
+    int fits = 0;
+    for (size_t i = 0; i < s->n; i++)
+        fits += s->pts[i].batch_size == bs && !s->pts[i].oom;
+    return fits;
+}
+
 int gt_sweep_plan_verified(const struct gt_sweep_plan *s)
 {
-    return s->hi != GT_SWEEP_NONE && s->hi - s->lo == 1 && (s->lo == 0 || s->repeated == s->lo);
+    return s->hi != GT_SWEEP_NONE && s->hi - s->lo == 1 &&
+           (s->lo == 0 || gt_sweep_plan_fits_at(s, s->lo) >= s->fits_needed);
 }
 
 /* The highest peak (fits) or lower bound (out of memory) recorded at bs, -1 none. */
@@ -439,7 +447,7 @@ int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, 
         if (c > s->model_top)
             s->model_top = c;
     } else if (s->hi != GT_SWEEP_NONE && s->hi - s->lo <= 1) {
-        if (s->lo == 0 || s->repeated == s->lo)
+        if (s->lo == 0 || gt_sweep_plan_fits_at(s, s->lo) >= s->fits_needed)
             return 0;
         c = s->lo;
         ph = GT_SWEEP_REPEAT;

@@ -99,6 +99,33 @@ class SweepTest(TraceTest):
         p, doc, d = self.sweep_json([], self.train(), dirname='sweep3')
         self.assertEqual(doc['unsteady'], [])
 
+    def test_repeat_asks_the_largest_to_fit_that_many_times(self):
+        # 320 fits in its first two runs and not in its third: the default proof
+        # (two fits) takes 320; --repeat 3 runs it a third time and proves 319
+        flag = os.path.join(self.dir, 'runs-at-320')
+        p, doc, d = self.sweep_json([], self.train('--unsteady-at', 320, '--unsteady-file', flag,
+                                                   '--unsteady-fits', 2))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['fits_required'], doc['max_batch_size_fits']),
+                         (320, True, 2, 2))
+        os.unlink(flag)
+        p, doc, d = self.sweep_json(['--repeat', '3'], self.train('--unsteady-at', 320, '--unsteady-file', flag,
+                                                                  '--unsteady-fits', 2), dirname='sweep2')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (319, 320, True))
+        self.assertEqual([r['oom'] for r in doc['runs'] if r['batch_size'] == 320], [False, False, True])
+        self.assertEqual([r['oom'] for r in doc['runs'] if r['batch_size'] == 319], [False] * 3)
+        self.assertEqual((doc['fits_required'], doc['max_batch_size_fits']), (3, 3))
+        self.assertEqual(doc['unsteady'], [{'batch_size': 320, 'runs': 3, 'fits': 2}])
+        # steady: the largest runs three times in all, and the text says so
+        p, d = self.sweep(['--repeat', '3'], self.train(), dirname='sweep3')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('largest batch size that fits: 320 (proven: 320 ran 3 times, 321 ran out of memory)', p.stdout)
+        # --max-runs reached between the second and third: not proven, and the text says how far it got
+        p, d = self.sweep(['--repeat', '3', '--max-runs', '6'], self.train(), dirname='sweep4')
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertIn('320 (not proven: 320 ran 2 of the 3 times asked (--repeat), 321 ran out of memory)', p.stdout)
+
     def test_traces_are_named_by_batch_size_and_run_and_children_get_their_own(self):
         # a shell that uses no CUDA starts two trainers: two traces per run
         cmd = ['/bin/sh', '-c', '"$0" --batch-size "$1" & "$0" --batch-size "$1"; wait', prog('sweep_train'), '{bs}']
@@ -279,7 +306,8 @@ class SweepTest(TraceTest):
         os.mkdir(os.path.join(self.dir, 'full'))
         open(os.path.join(self.dir, 'full', 'x'), 'w').close()
         cases = [['sweep'], ['sweep', '--batch-sizes', '0', '--', 'true'], ['sweep', '--batch-sizes', '1,,2', 'true'],
-                 ['sweep', '--max-runs', '0', 'true'], ['sweep', '--dir', os.path.join(self.dir, 'no', 'such'), 'true'],
+                 ['sweep', '--max-runs', '0', 'true'], ['sweep', '--repeat', '1', 'true'],
+                 ['sweep', '--repeat', '11', 'true'], ['sweep', '--dir', os.path.join(self.dir, 'no', 'such'), 'true'],
                  ['sweep', '--dir', os.path.join(self.dir, 'full'), 'true'], ['sweep', '--memory', 'pool', 'true']]
         for args in cases:
             p = run([GPUTRACE] + args, preload=False, env=base_env(), cwd=self.dir)

@@ -29,9 +29,10 @@
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
  *     real job's data loading and set-up)
- *   --unsteady-at N --unsteady-file F: batch size N fits the first time
- *     (F is made) and needs one sample more every later time, as a pool's
- *     fragmentation near the boundary differs from run to run */
+ *   --unsteady-at N --unsteady-file F [--unsteady-fits K]: batch size N fits
+ *     the first K times (default 1; F counts the runs) and needs one sample
+ *     more every later time, as a pool's fragmentation near the boundary
+ *     differs from run to run */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -136,13 +137,19 @@ int main(int argc, char **argv)
     size_t unsteady_extra = 0;   /* bytes more than batch size bs needs */
     const char *ran_once = arg_str(argc, argv, "--unsteady-file");
     if (ran_once && arg_ll(argc, argv, "--unsteady-at", 0) == bs) {
+        long long runs = 0;
         FILE *f = fopen(ran_once, "r");
-        if (f)
-            unsteady_extra = per_sample;
-        else
-            f = fopen(ran_once, "w");
-        if (f)
+        if (f) {
+            if (fscanf(f, "%lld", &runs) != 1)
+                runs = 1;   /* (an empty file, as the first version made: one run) */
             fclose(f);
+        }
+        if (runs >= arg_ll(argc, argv, "--unsteady-fits", 1))
+            unsteady_extra = per_sample;
+        if ((f = fopen(ran_once, "w"))) {
+            fprintf(f, "%lld\n", runs + 1);
+            fclose(f);
+        }
     }
     if (knee && bs > knee)
         per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);

@@ -59,12 +59,16 @@ static int64_t truth(const struct device *d)
     return bs;
 }
 
+static int fits_needed;   /* gputrace sweep --repeat; 0: the plan's default */
+
 /* Runs a sweep the way gputrace sweep drives the plan; returns the runs
  * used and the largest batch it proved (lo), *verified set. */
 static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_runs, int64_t *lo, int *verified)
 {
     struct gt_sweep_plan s;
     gt_sweep_plan_init(&s, sizes, n);
+    if (fits_needed)
+        s.fits_needed = fits_needed;
     s.available = d->told ? d->told : d->total;   /* nothing outside the fitted level */
     int runs = 0;
     int64_t bs;
@@ -129,6 +133,31 @@ static void test_exactly_linear_peak_is_proven_in_six_runs(void)
     struct device big = {.total = 80LL << 30, .fixed = 1536 * MIB, .per_sample = 12 * MIB};
     CHECK_EQ_INT(simulate(&big, NULL, 0, 100, &lo, &verified), 6);
     CHECK_EQ_INT(lo, truth(&big));
+}
+
+/* --repeat K: the largest is run until it fit K times, and a failure among
+ * them sends the proof below it (the device's "once" list: a batch size that
+ * fits its first time only) */
+static void test_repeat_runs_the_largest_until_it_fit_that_many_times(void)
+{
+    struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB};
+    int64_t lo;
+    int verified;
+    fits_needed = 3;
+    CHECK_EQ_INT(simulate(&d, NULL, 0, 100, &lo, &verified), 7);   /* the default's 6, and one more of 320 */
+    CHECK_EQ_INT(lo, 320);
+    CHECK(verified);
+    fits_needed = 10;
+    CHECK_EQ_INT(simulate(&d, NULL, 0, 100, &lo, &verified), 14);
+    CHECK(verified);
+    CHECK_EQ_INT(simulate(&d, NULL, 0, 13, &lo, &verified), 13);   /* --max-runs first: not proven */
+    CHECK(!verified);
+    struct device flaky = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .once = {320}};
+    fits_needed = 3;
+    simulate(&flaky, NULL, 0, 100, &lo, &verified);
+    CHECK_EQ_INT(lo, 319);
+    CHECK(verified);
+    fits_needed = 0;
 }
 
 static void test_default_phase_one_is_1_2_4_then_the_prediction_even_when_not_linear(void)
@@ -537,6 +566,7 @@ static void test_fit_drops_the_smallest_batches_when_one_line_does_not_hold(void
 int main(void)
 {
     TAP_RUN(test_exactly_linear_peak_is_proven_in_six_runs);
+    TAP_RUN(test_repeat_runs_the_largest_until_it_fit_that_many_times);
     TAP_RUN(test_default_phase_one_is_1_2_4_then_the_prediction_even_when_not_linear);
     TAP_RUN(test_failure_far_past_the_device_is_interpolated_from_not_walked);
     TAP_RUN(test_last_sessions_gpu_run_replayed_is_proven_in_fewer_runs_than_lightning);
