@@ -520,16 +520,26 @@ static inline __attribute__((always_inline)) void walk(const struct py_layout *L
     out->nseg = nseg;
 }
 
+/* Does this thread have a Python thread state that may be read now? Then
+ * *f: its innermost frame (NULL: none running). */
+static inline bool this_thread_frame(const struct py_layout *L, const char **f)
+{
+    if (!P.is_initialized() || P.is_finalizing())
+        return false;
+    const char *ts = P.this_thread_state();
+    if (!ts)
+        return false;
+    const char *cf = RD(const char *, ts, L->ts_cframe);
+    *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
+    return true;
+}
+
 int gt_py_capture(struct gt_py_stack *out)
 {
     out->n = out->nseg = 0;
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_acquire);
-    if (GT_UNLIKELY(!L))
-        return 0;
-    if (!P.is_initialized() || P.is_finalizing())
-        return 0;
-    const char *ts = P.this_thread_state();
-    if (!ts)
+    const char *f;
+    if (GT_UNLIKELY(!L) || !this_thread_frame(L, &f))
         return 0;
     bool is_312 = L->version == gt_py_layouts[GT_PY_312].version;
     struct gt_py_own *own = is_312 ? gt_unwind_memo_py_ids() : NULL;
@@ -540,8 +550,6 @@ int gt_py_capture(struct gt_py_stack *out)
             own->generation = generation;
         }
     }
-    const char *cf = RD(const char *, ts, L->ts_cframe);
-    const char *f = cf ? RD(const char *, cf, L->cf_current) : NULL;
     if (is_312)   /* the same row's values, as constants */
         walk(&gt_py_layouts[GT_PY_312], own, f, out);
     else
@@ -556,11 +564,8 @@ int gt_py_capture(struct gt_py_stack *out)
 void gt_py_count_call(void)
 {
     const struct py_layout *L = atomic_load_explicit(&P.L, memory_order_acquire);
-    if (GT_UNLIKELY(!L) || !P.is_initialized() || P.is_finalizing())
-        return;
-    const char *ts = P.this_thread_state();
-    const char *cf = ts ? RD(const char *, ts, L->ts_cframe) : NULL;
-    if (cf && RD(const char *, cf, L->cf_current))
+    const char *f;
+    if (GT_LIKELY(L != NULL) && this_thread_frame(L, &f) && f)
         epoch_changes();
 }
 

@@ -25,16 +25,10 @@ static _Atomic uint64_t *seen;            /* open-addressing set of stack hashes
  * repeats a few hundred stacks, and a probe of the shared 2-MiB set can miss
  * the CPU's cache (its L2 holds 1-2 MiB on the GPU hosts). Valid while the
  * thread's generation is the set's (a fork child's set starts empty). 1,024
- * in the thread's memo mapping (unwind_memo.c; 64 held a few hundred stacks
- * poorly); 64 in thread-local storage for a thread that has none yet: 512
- * bytes, so the shim's initial-exec TLS stays well under what glibc keeps for
- * a library loaded later (~1.6 KB), should one dlopen the shim. */
-#define MEMO_SIZE 64
+ * in the thread's memo mapping (unwind_memo.c; 64 in thread-local storage
+ * held a few hundred stacks poorly); a thread with no mapping (its stacks
+ * never unwound, or no memory for one) probes the set every time. */
 static _Atomic uint32_t set_generation = 1;
-static GT_TLS struct {
-    uint32_t generation;
-    uint64_t hash[MEMO_SIZE];
-} small_memo;
 /* Frames unwound beyond the depth kept, for the shim's own frames at the top
  * (skipped): 4 on a hook's usual path; a thread raises its own when a deeper
  * path of ours took frames the stack needed (and unwinds that once again). */
@@ -185,20 +179,14 @@ static uint64_t publish(const uintptr_t *ips, int kept)
     uint64_t t = gt_cost_ticks();
     uint64_t h = gt_stack_hash(ips, kept);
     uint32_t gen = atomic_load_explicit(&set_generation, memory_order_relaxed);
-    struct gt_stack_memo *big = gt_unwind_memo_stack_hashes();
-    uint64_t *m;
-    if (GT_LIKELY(big != NULL)) {
-        if (GT_UNLIKELY(big->generation != gen)) {
-            memset(big->hash, 0, sizeof big->hash);
-            big->generation = gen;
+    struct gt_stack_memo *memo = gt_unwind_memo_stack_hashes();
+    uint64_t none = 0, *m = &none;
+    if (GT_LIKELY(memo != NULL)) {
+        if (GT_UNLIKELY(memo->generation != gen)) {
+            memset(memo->hash, 0, sizeof memo->hash);
+            memo->generation = gen;
         }
-        m = &big->hash[h & ((1u << GT_STACK_MEMO_BITS) - 1)];
-    } else {
-        if (GT_UNLIKELY(small_memo.generation != gen)) {
-            memset(small_memo.hash, 0, sizeof small_memo.hash);
-            small_memo.generation = gen;
-        }
-        m = &small_memo.hash[h % MEMO_SIZE];
+        m = &memo->hash[h & ((1u << GT_STACK_MEMO_BITS) - 1)];
     }
     bool fresh = *m != h && insert_new(h);
     *m = h;   /* (in the set now: found, or inserted and published below) */
