@@ -67,7 +67,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     uint64_t t0 = gt_cost_call();
     if (device == GT_DEVICE_CURRENT_RUNTIME || device == GT_DEVICE_CURRENT_DRIVER) {
         uint64_t t = gt_cost_ticks();
-        device = device == GT_DEVICE_CURRENT_RUNTIME ? gt_runtime_current_device() : gt_driver_current_device();
+        device = gt_allocation_device(device, result);
         gt_cost_add(GT_COST_DEVICE, t);
     }
     struct gt_rec rec;

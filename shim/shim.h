@@ -55,8 +55,9 @@
  * current context's. Never stored. */
 #define GT_DEVICE_CURRENT_RUNTIME (-3)
 #define GT_DEVICE_CURRENT_DRIVER (-4)
-int gt_runtime_current_device(void);   /* current_device.c */
-int gt_driver_current_device(void);
+/* current_device.c: the device of an allocation just made (how: one of the
+ * two above; result: the call's) */
+int gt_allocation_device(int how, int result);
 #define GT_MAX_STACK_DEPTH 128
 
 /* ---- the record on the queue ---------------------------------------------

@@ -31,6 +31,7 @@ The GPU must be otherwise idle (other processes' memory moves the boundary
 between runs).
 usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer]
                       [--alloc default|async] [--bisect [--repeat K]]
+                      [--sweep-repeat K] [--no-lightning]
 (--models and --alloc take comma lists too; each pair costs its minutes.)"""
 import argparse
 import json
@@ -50,6 +51,9 @@ ap.add_argument('--alloc', '--modes', dest='alloc', default='default')
 ap.add_argument('--bisect', action='store_true', help='a full independent bisection, not only N and N+1')
 ap.add_argument('--repeat', type=int, default=3,
                 help='with --bisect: plain runs of each size around the two answers (the unsteady band)')
+ap.add_argument('--sweep-repeat', type=int, default=None,
+                help='passed to gputrace sweep as --repeat (fits that prove the largest; the sweep\'s default 2)')
+ap.add_argument('--no-lightning', action='store_true', help='skip Lightning\'s BatchSizeFinder (minutes)')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
@@ -148,7 +152,8 @@ def start_costs(doc):
 def sweep(model, mode):
     d = os.path.join(a.out, 'sweep-%s-%s' % (model, mode))
     shutil.rmtree(d, ignore_errors=True)
-    argv = [gputrace, 'sweep', '--json', '--dir', d, '--'] + command(model, '{bs}')
+    argv = [gputrace, 'sweep', '--json', '--dir', d] + (
+        ['--repeat', str(a.sweep_repeat)] if a.sweep_repeat else []) + ['--'] + command(model, '{bs}')
     p = run(argv, env_extra=env_of(mode), timeout=420)
     try:
         doc = json.loads(p.stdout)
@@ -174,8 +179,9 @@ def check(model, mode):
     p, doc = sweep(model, mode)
     ok = p.returncode == 0 and doc is not None and doc['verified']
     report(ok, '%s: sweep proves the largest batch size' % name,
-           'rc %d; %s' % (p.returncode, 'largest %s, predicted %s, runs %d, %.1f s; fit %s' % (
-               doc['max_batch_size'], doc['predicted_max_batch_size'], doc['runs_used'], doc['total_seconds'],
+           'rc %d; %s' % (p.returncode, 'largest %s (fit %s of %s runs needed), predicted %s, runs %d, %.1f s; fit %s' % (
+               doc['max_batch_size'], doc.get('max_batch_size_fits'), doc.get('fits_required'),
+               doc['predicted_max_batch_size'], doc['runs_used'], doc['total_seconds'],
                doc['fit'] and '%.1f MiB + %.2f MiB x bs over %s..%s, linear %s' % (
                    doc['fit']['fixed_bytes'] / 2**20, doc['fit']['per_sample_bytes'] / 2**20,
                    doc['fit']['from_batch_size'], doc['fit']['to_batch_size'], doc['fit']['linear']))
@@ -216,6 +222,9 @@ def check(model, mode):
                b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs),
                '; fits by size: ' + ', '.join('%d %d/%d' % (bs, f, r) for bs, (f, r) in sorted(counts.items()))
                if counts else ''))
+    if a.no_lightning:
+        print('   %s done in %.0f s (Lightning not run)' % (name, time.monotonic() - t0))
+        return
     lt, lp = lightning(model, mode)
     if lt is None:
         report(False, '%s: Lightning BatchSizeFinder ran' % name, 'rc %d: %s' % (lp.returncode, lp.stderr[-1500:]))
