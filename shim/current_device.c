@@ -1,12 +1,25 @@
 /* The device an allocation went to, asked of CUDA after the program's own
- * call (record.c, inside the recording, so the cost note times it): the
- * current context's device. After a successful runtime allocation the
- * context the runtime used is current on this thread, so the driver's
- * cuCtxGetDevice answers as cudaGetDevice does, for less: 18 against 44 ns
- * a call on an H200 host (tests/gpu/check_device_lookup.py: both agree after
- * cudaMalloc and cudaMallocAsync on each device, with a context the driver
- * made current, and with none current before the call). A failed runtime
- * call may have made no context current: cudaGetDevice answers it.
+ * call (record.c, inside the recording, so the cost note times it).
+ *
+ * Current device: the current context's. After a successful runtime
+ * allocation the context the runtime used is current on this thread, so the
+ * driver's cuCtxGetDevice answers as cudaGetDevice does, for less: 18
+ * against 44 ns a call on an H200 host (tests/gpu/check_device_lookup.py:
+ * both agree after cudaMalloc and cudaMallocAsync on each of two devices,
+ * with a context the driver made current, and with none current before the
+ * call). A failed runtime call may have made no context current: cudaGetDevice
+ * answers it.
+ *
+ * Not always the current device: on two H200s, cudaMallocAsync on a stream
+ * of device 1 and cudaMallocFromPoolAsync from device 1's pool, each with
+ * device 0 current, both put the memory on device 1 (the same check). A
+ * stream-ordered allocation on a stream the program made is asked its
+ * stream's device (the default streams are the current context's); one
+ * from a given pool is asked where its pointer is, and a pool on the host
+ * gives host memory. Either falls back to the current device when the query
+ * is missing (a runtime or driver older than 12.8 has no stream query) or
+ * fails.
+ *
  * Called, not interposed: each row's pointer is atomic, as every row's. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -33,10 +46,69 @@ static int driver_current_device(void)
     return (int)d;
 }
 
-int gt_allocation_device(int how, int result)
+static int current_device(bool runtime, int result)
 {
-    if (how == GT_DEVICE_CURRENT_DRIVER)
+    if (!runtime)
         return driver_current_device();
     int d = result == 0 ? driver_current_device() : GT_DEVICE_UNKNOWN;
     return d != GT_DEVICE_UNKNOWN ? d : runtime_current_device();
+}
+
+/* The legacy default stream (0 or cudaStreamLegacy) and the per-thread one
+ * belong to the current context; CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+ * are the same handles. */
+static bool default_stream(uint64_t s)
+{
+    return s == 0 || s == (uint64_t)(uintptr_t)cudaStreamLegacy || s == (uint64_t)(uintptr_t)cudaStreamPerThread;
+}
+
+static struct gt_hook stream_device_rt = {"cudaStreamGetDevice", NULL, "libcudart.so", NULL, 0};
+static struct gt_hook stream_device_drv = {"cuStreamGetDevice", NULL, "libcuda.so", NULL, 0};
+static int stream_device(bool runtime, uint64_t stream)
+{
+    if (runtime) {
+        __typeof__(&cudaStreamGetDevice) get = (__typeof__(&cudaStreamGetDevice))gt_real_of(&stream_device_rt);
+        int d;
+        return get && get((cudaStream_t)(uintptr_t)stream, &d) == cudaSuccess ? d : GT_DEVICE_UNKNOWN;
+    }
+    __typeof__(&cuStreamGetDevice) get = (__typeof__(&cuStreamGetDevice))gt_real_of(&stream_device_drv);
+    CUdevice d;
+    return get && get((CUstream)(uintptr_t)stream, &d) == CUDA_SUCCESS ? (int)d : GT_DEVICE_UNKNOWN;
+}
+
+static struct gt_hook pointer_rt = {"cudaPointerGetAttributes", NULL, "libcudart.so", NULL, 0};
+static struct gt_hook pointer_drv = {"cuPointerGetAttributes", NULL, "libcuda.so", NULL, 0};
+static int pointer_device(bool runtime, uint64_t ptr)
+{
+    if (!ptr)
+        return GT_DEVICE_UNKNOWN;
+    if (runtime) {
+        __typeof__(&cudaPointerGetAttributes) get = (__typeof__(&cudaPointerGetAttributes))gt_real_of(&pointer_rt);
+        struct cudaPointerAttributes a;
+        if (!get || get(&a, (const void *)(uintptr_t)ptr) != cudaSuccess)
+            return GT_DEVICE_UNKNOWN;
+        return a.type == cudaMemoryTypeHost ? GT_DEVICE_HOST
+             : a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : GT_DEVICE_UNKNOWN;
+    }
+    __typeof__(&cuPointerGetAttributes) get = (__typeof__(&cuPointerGetAttributes))gt_real_of(&pointer_drv);
+    CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned int type = 0;
+    int ordinal = -1;
+    void *out[2] = {&type, &ordinal};
+    if (!get || get(2, which, out, (CUdeviceptr)ptr) != CUDA_SUCCESS)
+        return GT_DEVICE_UNKNOWN;
+    return type == CU_MEMORYTYPE_HOST ? GT_DEVICE_HOST
+         : type == CU_MEMORYTYPE_DEVICE && ordinal >= 0 ? ordinal : GT_DEVICE_UNKNOWN;
+}
+
+int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream)
+{
+    bool runtime = how == GT_DEVICE_CURRENT_RUNTIME || how == GT_DEVICE_OF_STREAM_RUNTIME ||
+                   how == GT_DEVICE_OF_POINTER_RUNTIME;
+    int d = GT_DEVICE_UNKNOWN;
+    if ((how == GT_DEVICE_OF_STREAM_RUNTIME || how == GT_DEVICE_OF_STREAM_DRIVER) && !default_stream(stream))
+        d = stream_device(runtime, stream);
+    else if (how == GT_DEVICE_OF_POINTER_RUNTIME || how == GT_DEVICE_OF_POINTER_DRIVER)
+        d = pointer_device(runtime, ptr);
+    return d != GT_DEVICE_UNKNOWN ? d : current_device(runtime, result);
 }

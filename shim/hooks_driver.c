@@ -29,6 +29,8 @@ extern __typeof__(cuGraphInstantiateWithParams) cuGraphInstantiateWithParams_pts
 extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
 
 #define DEV GT_DEVICE_CURRENT_DRIVER /* asked in gt_record_alloc */
+#define DEV_OF_STREAM GT_DEVICE_OF_STREAM_DRIVER
+#define DEV_OF_POOL GT_DEVICE_OF_POINTER_DRIVER
 
 static bool host_located(const CUmemAllocationProp *prop)
 {
@@ -88,12 +90,12 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemAllocHost_v2, cuMemAllocHost_v2, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
-    X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
-    X(ALLOC, cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
+    X(ALLOC, cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
     X(FREE, cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
     X(FREE, cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
-    X(ALLOC, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
-    X(ALLOC, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
+    X(ALLOC, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
     X(CREATE, cuMemCreate, cuMemCreate, (CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (h, size, prop, flags), h ? *h : 0, size, create_device(prop), NOSTREAM) \
     X(FREE, cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle h), (h), h, 0, ANY, NOSTREAM) \
     X(ALLOC, cuMemMap, cuMemMap, (CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags), (va, size, offset, h, flags), va, size, ANY, AUX(h)) \

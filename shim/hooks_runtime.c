@@ -18,16 +18,18 @@ extern __typeof__(cudaGraphInstantiateWithParams) cudaGraphInstantiateWithParams
 extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
 
 #define DEV GT_DEVICE_CURRENT_RUNTIME /* asked in gt_record_alloc */
+#define DEV_OF_STREAM GT_DEVICE_OF_STREAM_RUNTIME
+#define DEV_OF_POOL GT_DEVICE_OF_POINTER_RUNTIME
 
 #define RUNTIME_HOOKS(X) \
     X(ALLOC, cudaMalloc, cudaMalloc, (void **p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \
     X(FREE, cudaFree, cudaFree, (void *p), (p), p, 0, ANY, NOSTREAM) \
-    X(ALLOC, cudaMallocAsync, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
-    X(ALLOC, cudaMallocAsync_ptsz, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cudaMallocAsync, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
+    X(ALLOC, cudaMallocAsync_ptsz, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
     X(FREE, cudaFreeAsync, cudaFreeAsync, (void *p, cudaStream_t s), (p, s), p, 0, ANY, STREAM(s)) \
     X(FREE, cudaFreeAsync_ptsz, cudaFreeAsync, (void *p, cudaStream_t s), (p, s), p, 0, ANY, STREAM(s)) \
-    X(ALLOC, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
-    X(ALLOC, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV, STREAM(s)) \
+    X(ALLOC, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
+    X(ALLOC, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
     X(ALLOC, cudaMallocManaged, cudaMallocManaged, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, DEV, NOSTREAM) \
     X(ALLOC, cudaMallocHost, cudaMallocHost, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cudaHostAlloc, cudaHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \

@@ -65,9 +65,9 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     if (!tracing())
         return;
     uint64_t t0 = gt_cost_call();
-    if (device == GT_DEVICE_CURRENT_RUNTIME || device == GT_DEVICE_CURRENT_DRIVER) {
+    if (device < GT_DEVICE_UNKNOWN) { /* asked of CUDA now */
         uint64_t t = gt_cost_ticks();
-        device = gt_allocation_device(device, result);
+        device = gt_allocation_device(device, result, result == 0 ? ptr : 0, stream);
         gt_cost_add(GT_COST_DEVICE, t);
     }
     struct gt_rec rec;

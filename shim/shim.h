@@ -51,13 +51,20 @@
 #define GT_DEVICE_HOST (-1)
 #define GT_DEVICE_UNKNOWN (-2)
 /* An allocation hook's device, asked of CUDA inside the recording (so that
- * the cost note times it): the runtime's current device, or the driver's
- * current context's. Never stored. */
+ * the cost note times it), through the runtime or through the driver as the
+ * hook's own API: the current device (the current context's); a
+ * stream-ordered allocation's stream's device (cudaMallocAsync takes memory
+ * from the pool of the stream's device, whichever device is current); an
+ * allocation from a given pool, the device the pointer is on. Never stored. */
 #define GT_DEVICE_CURRENT_RUNTIME (-3)
 #define GT_DEVICE_CURRENT_DRIVER (-4)
+#define GT_DEVICE_OF_STREAM_RUNTIME (-5)
+#define GT_DEVICE_OF_STREAM_DRIVER (-6)
+#define GT_DEVICE_OF_POINTER_RUNTIME (-7)
+#define GT_DEVICE_OF_POINTER_DRIVER (-8)
 /* current_device.c: the device of an allocation just made (how: one of the
- * two above; result: the call's) */
-int gt_allocation_device(int how, int result);
+ * above; result: the call's; ptr: the allocation, 0 if it failed) */
+int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream);
 #define GT_MAX_STACK_DEPTH 128
 
 /* ---- the record on the queue ---------------------------------------------

@@ -55,6 +55,37 @@ class CaptureTest(TraceTest):
         self.assertEqual(rows, [('cudaMalloc', 4096, 0), ('cudaMalloc', 8192, 1), ('cudaMallocAsync', 12288, 1),
                                 ('cuMemAlloc_v2', 16384, 1), ('cuMemAlloc_v2', 20480, 0)])
 
+    @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
+                                            'preloaded (the thread stage runs no Python program)')
+    def test_a_stream_ordered_allocation_records_the_device_of_its_stream_or_pool(self):
+        # On two H200s, cudaMallocAsync on device 1's stream and cudaMallocFromPoolAsync from device 1's
+        # pool, with device 0 current, both put the memory on device 1 (tests/gpu/check_device_lookup.py);
+        # the stand-in places them so too. Device 0's own stream, the default stream and a pinned-host
+        # pointer's neighbours stay on device 0; the driver's default pool of device 1 likewise gives 1.
+        code = (
+            'import ctypes\n'
+            'rt = ctypes.CDLL("libcudart.so.13"); drv = ctypes.CDLL("libcuda.so.1")\n'
+            'p = ctypes.c_void_p(); d = ctypes.c_uint64()\n'
+            's1 = ctypes.c_void_p(); s0 = ctypes.c_void_p(); pool1 = ctypes.c_void_p(); dpool1 = ctypes.c_void_p()\n'
+            'assert rt.cudaSetDevice(1) == 0\n'
+            'assert rt.cudaStreamCreate(ctypes.byref(s1)) == 0\n'
+            'assert rt.cudaDeviceGetDefaultMemPool(ctypes.byref(pool1), 1) == 0\n'
+            'assert rt.cudaSetDevice(0) == 0\n'
+            'assert rt.cudaStreamCreate(ctypes.byref(s0)) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 4096, s1) == 0\n'
+            'assert rt.cudaMallocFromPoolAsync(ctypes.byref(p), 8192, pool1, s0) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 12288, s0) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 16384, None) == 0\n'
+            'assert drv.cuDeviceGetDefaultMemPool(ctypes.byref(dpool1), 1) == 0\n'
+            'assert drv.cuMemAllocFromPoolAsync(ctypes.byref(d), 20480, dpool1, None) == 0\n'
+            'assert drv.cuMemAllocAsync(ctypes.byref(d), 24576, None) == 0\n')
+        p, db = self.trace([sys.executable, '-c', code], env_extra={'FAKE_CUDA_DEVICE_COUNT': '2'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, "SELECT api, size, device FROM events_v WHERE op = 'alloc' ORDER BY id")
+        self.assertEqual(rows, [('cudaMallocAsync', 4096, 1), ('cudaMallocFromPoolAsync', 8192, 1),
+                                ('cudaMallocAsync', 12288, 0), ('cudaMallocAsync', 16384, 0),
+                                ('cuMemAllocFromPoolAsync', 20480, 1), ('cuMemAllocAsync', 24576, 0)])
+
     def test_free_events_carry_the_size_they_free(self):
         p, db = self.trace([prog('each_api')])
         self.assertEqual(p.returncode, 0, p.stderr)

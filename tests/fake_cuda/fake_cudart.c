@@ -713,6 +713,37 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t 
     return malloc_from_pool_async(ptr, size, memPool, stream);
 }
 
+cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device)
+{
+    NEED_DEVICE();
+    if (!device)
+        return ret(cudaErrorInvalidValue);
+    return ret(stream_device(s, device));
+}
+
+/* The block a pointer starts: its device and memory type. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *ptr)
+{
+    NEED_DEVICE();
+    if (!a)
+        return ret(cudaErrorInvalidValue);
+    memset(a, 0, sizeof *a);
+    a->device = -2;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
+    if (r && (r->kind == K_DEVICE || r->kind == K_POOLALLOC || r->kind == K_MANAGED || r->kind == K_PINNED)) {
+        a->type = r->kind == K_PINNED ? cudaMemoryTypeHost : r->kind == K_MANAGED ? cudaMemoryTypeManaged
+                                                                                 : cudaMemoryTypeDevice;
+        a->device = r->kind == K_PINNED ? 0 : r->dev;
+        a->devicePointer = r->kind == K_PINNED ? NULL : (void *)ptr;
+        a->hostPointer = r->kind == K_DEVICE || r->kind == K_POOLALLOC ? NULL : (void *)ptr;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
     if (devPtr)

@@ -241,11 +241,70 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
     ptsz_calls++;
     return cuMemFreeAsync(dptr, s);
 }
+/* A device's default pool: POOL_BASE + 16 d (cuDeviceGetDefaultMemPool).
+ * Memory from it lives on d, whichever device is current (as on a GPU);
+ * any other pool handle gives the current device's. */
+#define POOL_BASE 0x150000000000ULL
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    pthread_once(&once, env_init);
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pool = (CUmemoryPool)(uintptr_t)(POOL_BASE + 16 * (uint64_t)dev);
+    return CUDA_SUCCESS;
+}
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s)
 {
-    (void)pool;
     (void)s;
-    return alloc_dev(dptr, bytesize, K_ASYNC);
+    uint64_t h = (uint64_t)(uintptr_t)pool;
+    if (h < POOL_BASE || (h - POOL_BASE) % 16 || (h - POOL_BASE) / 16 >= (uint64_t)ndev)
+        return alloc_dev(dptr, bytesize, K_ASYNC);
+    pthread_once(&once, env_init);
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a = 0;
+    pthread_mutex_lock(&lock);
+    CUresult rc = device_alloc(bytesize, (int)((h - POOL_BASE) / 16), K_ASYNC, &a);
+    pthread_mutex_unlock(&lock);
+    *dptr = a;
+    return rc;
+}
+/* The stand-in's streams carry no device (its stream-ordered calls use the
+ * current one): every stream is the current context's. */
+CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
+{
+    (void)s;
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dev = cur_dev;
+    return CUDA_SUCCESS;
+}
+/* Memory type and device ordinal of a live device or pinned block. */
+CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *which, void **data, CUdeviceptr ptr)
+{
+    pthread_once(&once, env_init);
+    int dev = -2, kind = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nlive; i++)
+        if (ptr >= live[i].addr && ptr - live[i].addr < live[i].size) {
+            dev = live[i].dev;
+            kind = live[i].kind;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    if (dev == -2)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int i = 0; i < n; i++) {
+        if (which[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+            *(unsigned int *)data[i] = kind == K_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        else if (which[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+            *(int *)data[i] = kind == K_PINNED ? -2 : dev;
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
 }
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s)
 {
