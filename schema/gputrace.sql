@@ -52,7 +52,7 @@ CREATE TABLE drops (
 CREATE TABLE notes (
   id        INTEGER PRIMARY KEY,
   t_ns      INTEGER NOT NULL,          -- when it was noted (negative: before the trace started)
-  component TEXT NOT NULL,            -- writer | cupti | nvtx | nvml | hooks
+  component TEXT NOT NULL,            -- writer | cupti | nvtx | nvml | hooks | clock | ...: the part that says it
   message   TEXT NOT NULL
 );
 

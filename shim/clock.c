@@ -1,5 +1,7 @@
 /* The shim's one clock: CLOCK_MONOTONIC in nanoseconds. Every event and (with
- * CUPTI's timestamp callback) every activity record uses it, so one timeline. */
+ * CUPTI's timestamp callback) every activity record is on it, so one timeline
+ * (allocations and frees may be stamped with the time-stamp counter and
+ * mapped to it by the writer: stamp.c). */
 #include <time.h>
 
 #include "shim.h"

@@ -53,6 +53,9 @@ const struct gt_config_var gt_config_vars[] = {
      "sample each device's used memory through NVML every this many ms (0: off)"},
     {"GPUTRACE_WINDOW_S", GT_CFG_INT, FIELD(window_s), "0", 0, 604800,
      "flight recorder: keep the last this many seconds in full and a summary per interval of the whole run (0: off)"},
+    {"GPUTRACE_CLOCK", GT_CFG_STRING, FIELD(clock_mode), "", 0, 0,
+     "tsc: the program's threads stamp allocations with the time-stamp counter (mapped to CLOCK_MONOTONIC by the "
+     "writer); unset or monotonic: clock_gettime"},
     {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
      "1: one stderr line per driver entry-point lookup"},
     {"GPUTRACE_RUN_LOG", GT_CFG_STRING, FIELD(run_log), "", 0, 0,
@@ -133,5 +136,9 @@ void gt_config_load(void)
             break;
         }
         }
+    }
+    if (cfg.clock_mode[0] && strcmp(cfg.clock_mode, "tsc") != 0 && strcmp(cfg.clock_mode, "monotonic") != 0) {
+        warn("gputrace: ignoring GPUTRACE_CLOCK=%.16s (expected tsc or monotonic)\n", cfg.clock_mode);
+        cfg.clock_mode[0] = 0;
     }
 }

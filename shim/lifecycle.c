@@ -200,6 +200,7 @@ static void start_trace(void)
     /* What the shim cannot get it gives back, whole: the program's next
      * call must find the memory it would have found without us. Nothing
      * records while STARTING, so nothing uses what is given back. */
+    gt_clock_start(); /* before anything is stamped */
     bool queue = gt_queue_init(gt_config.queue_events), stacks = queue && gt_stacks_init();
     if (!stacks || !gt_writer_start(writer_open_failed, signal_stopped)) {
         if (!stacks)

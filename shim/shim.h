@@ -176,6 +176,23 @@ static inline bool gt_trace_active(void)
 
 /* clock.c */
 uint64_t gt_now_ns(void);
+/* stamp.c */
+void gt_clock_start(void);                       /* the trace starts: chooses how gt_stamp reads */
+void gt_clock_to_ns(struct gt_rec *recs, int n); /* writer: records just taken off the queue, to nanoseconds */
+extern bool gt_stamp_ticks;                      /* set before the trace is active, then read only */
+/* An allocation's or free's time stamp on the program's thread: the
+ * time-stamp counter where clock.c chose it (mapped by the writer), else
+ * CLOCK_MONOTONIC. */
+static inline uint64_t gt_stamp(void)
+{
+#if defined(__x86_64__)
+    if (gt_stamp_ticks) {
+        unsigned aux;
+        return __builtin_ia32_rdtscp(&aux);
+    }
+#endif
+    return gt_now_ns();
+}
 
 /* queue.c: bounded multi-producer single-consumer ring of records. */
 struct gt_slot;

@@ -179,6 +179,7 @@ static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
      * before it (pyframes.c) */
     struct gt_pyframe_rec *pyframes = gt_py_take_new();
     int n = gt_queue_pop(buf, BATCH);
+    gt_clock_to_ns(buf, n);
     bool activity = gt_activity_pending();
     if (!stacks && !pyframes && !n && !activity)
         return 0;

@@ -1,0 +1,120 @@
+/* How allocations and frees are stamped on the program's threads:
+ * clock_gettime(CLOCK_MONOTONIC), or with GPUTRACE_CLOCK=tsc the
+ * time-stamp counter (rdtscp: after the real call's instructions, no memory
+ * touched), which the writer maps to nanoseconds (clock_map.h) before
+ * anything reads the record. The counter is not the default: on the
+ * stand-in's bench with cold caches both cost ~21 ns a call once the stamp
+ * comes first in the hook (record.c), and its gain on a GPU host is not yet
+ * measured. Where the kernel's clocksource is tsc it found the cores'
+ * counters in agreement and watches them; elsewhere the note says the kernel
+ * does not vouch for it. Chosen once, when the trace starts and before
+ * anything is stamped, and said in the trace's notes. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "activity.h"
+#include "clock_map.h"
+#include "shim.h"
+
+bool gt_stamp_ticks;
+static struct gt_clock_map map; /* the writer's, once started (2 x 64 KiB, in .bss: untouched unless used) */
+
+#if defined(__x86_64__)
+/* A pair read together: the counter either side of the clock, its middle
+ * kept; read again if something came between (the thread was preempted).
+ * The clock is read once before, unkept: a cold read spends most of its time
+ * before it reads the counter (its data page missed), which put the middle
+ * ~110 ns after the clock's own reading on a kvm-clock host; warm, the two
+ * counter readings are tens of ns apart. */
+static struct gt_clock_pair take_pair(void)
+{
+    struct gt_clock_pair best = {0, 0};
+    uint64_t best_gap = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        unsigned aux;
+        (void)gt_now_ns();
+        uint64_t a = __builtin_ia32_rdtscp(&aux);
+        uint64_t ns = gt_now_ns();
+        uint64_t b = __builtin_ia32_rdtscp(&aux);
+        if (b - a < best_gap) {
+            best_gap = b - a;
+            best = (struct gt_clock_pair){a + (b - a) / 2, ns};
+        }
+        if (best_gap < 200)
+            break;
+    }
+    return best;
+}
+
+/* The kernel's clocksource ("tsc", "kvm-clock", ...) into name; read with
+ * plain read(2) once, at the trace's start (the program is inside its first
+ * CUDA call). */
+static void kernel_clocksource(char *name, size_t size)
+{
+    snprintf(name, size, "unknown");
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[32] = {0};
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0 && buf[n - 1] == '\n')
+        buf[n - 1] = 0;
+    if (n > 1)
+        snprintf(name, size, "%s", buf);
+}
+
+/* CPUID 0x80000007 EDX bit 8: the counter runs at a constant rate in every
+ * state (what GPUTRACE_CLOCK=tsc asks for where the kernel chose another
+ * clocksource: tests, and a user who knows the host) */
+static bool invariant_tsc(void)
+{
+    unsigned a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u)
+        return false;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d >> 8) & 1;
+}
+#endif
+
+void gt_clock_start(void)
+{
+    gt_stamp_ticks = false;
+#if defined(__x86_64__)
+    if (strcmp(gt_config.clock_mode, "tsc") == 0) {
+        char source[32];
+        kernel_clocksource(source, sizeof source);
+        if (invariant_tsc()) {
+            gt_clock_map_reset(&map, take_pair());
+            gt_stamp_ticks = true;
+            gt_note("clock", false, "the time-stamp counter on the program's threads, mapped to CLOCK_MONOTONIC "
+                                    "by the writer (GPUTRACE_CLOCK=tsc; the kernel's clocksource is %s%s)", source,
+                    strcmp(source, "tsc") == 0 ? "" : ", so the kernel does not vouch for the cores' counters "
+                                                      "agreeing");
+            return;
+        }
+        gt_note("clock", true, "GPUTRACE_CLOCK=tsc: this processor's time-stamp counter is not invariant; "
+                               "clock_gettime(CLOCK_MONOTONIC) on the program's threads instead");
+        return;
+    }
+#endif
+    gt_note("clock", false, "clock_gettime(CLOCK_MONOTONIC) on the program's threads");
+}
+
+void gt_clock_to_ns(struct gt_rec *recs, int n)
+{
+#if defined(__x86_64__)
+    if (!gt_stamp_ticks || n <= 0)
+        return;
+    gt_clock_map_add(&map, take_pair()); /* after the records were taken: each was stamped before it */
+    for (int i = 0; i < n; i++)
+        if (recs[i].kind == GT_REC_ALLOC || recs[i].kind == GT_REC_FREE)
+            recs[i].t_ns = gt_clock_map_ns(&map, recs[i].t_ns);
+#else
+    (void)recs;
+    (void)n;
+#endif
+}
