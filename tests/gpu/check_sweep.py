@@ -81,6 +81,8 @@ class Bisection:
         p = run(command(self.model, bs), env_extra=env_of(self.mode), timeout=300)
         self.seconds += p.wall
         ok = p.returncode == 0
+        # each run as it ends: a call cut by the device's time limit still shows what ran
+        print('     plain run: batch size %d %s (%.1f s)' % (bs, 'fits' if ok else 'OOM or failed', p.wall), flush=True)
         if not ok and 'out of memory' not in p.stderr.lower():
             self.failed = 'batch size %d: exit status %d: %s' % (bs, p.returncode, p.stderr.strip()[-500:])
             raise RuntimeError(self.failed)
