@@ -12,11 +12,15 @@
  * oldest kept is extended along the line from the first pair to the newest
  * (a long baseline: its slope is the counter's mean rate, so its error is the
  * drift of CLOCK_MONOTONIC against the counter over the reading's age alone).
- * The map is one continuous, non-decreasing function of the reading as long
- * as readings come before the newest pair (the writer takes a pair after
- * taking records off the queue, so every record it maps was stamped before):
- * two records keep their order, and one mapped in a later batch than another
- * of a close reading gets the same line. */
+ * At any one moment the map is one continuous, non-decreasing function of
+ * the reading, so the records of one batch keep their order. A reading
+ * below the newest pair when first mapped (the writer takes a pair after
+ * taking records off the queue, so every record it maps was stamped before)
+ * maps the same in every later batch while the pairs around it are kept
+ * (half a second or more); one older than every kept pair, or mapped when the
+ * writer kept no fresh pair (its reading was preempted), follows the long
+ * baseline instead: parts per million of its age apart, far less than any
+ * two calls on one address. */
 #ifndef GT_CLOCK_MAP_H
 #define GT_CLOCK_MAP_H
 

@@ -17,12 +17,12 @@
  * stream's device (the default streams are the current context's); one
  * from a given pool is asked where its pointer is, and a pool on the host
  * gives host memory. Either falls back to the current device when the query
- * is missing (a runtime or driver older than 12.8 has no stream query) or
- * fails.
+ * is missing (a driver older than 12.8 has no stream query) or fails.
  *
  * Called, not interposed: each row's pointer is atomic, as every row's. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 
 #include "shim.h"
 
@@ -62,40 +62,46 @@ static bool default_stream(uint64_t s)
     return s == 0 || s == (uint64_t)(uintptr_t)cudaStreamLegacy || s == (uint64_t)(uintptr_t)cudaStreamPerThread;
 }
 
-static struct gt_hook stream_device_rt = {"cudaStreamGetDevice", NULL, "libcudart.so", NULL, 0};
-static struct gt_hook stream_device_drv = {"cuStreamGetDevice", NULL, "libcuda.so", NULL, 0};
-static int stream_device(bool runtime, uint64_t stream)
+/* Asked of the driver for either API: a runtime stream is a driver stream,
+ * and the driver keeps no last error (a failed cudaStreamGetDevice or
+ * cudaPointerGetAttributes would leave one for the program's next
+ * cudaGetLastError: a runtime of 12.8 on an older driver lacks the stream
+ * query, and PyTorch raises on what it finds there). A query the driver
+ * lacks (cuStreamGetDevice is 12.8's) is looked up once, not on every call. */
+static struct gt_hook stream_device_q = {"cuStreamGetDevice", NULL, "libcuda.so", NULL, 0};
+static _Atomic bool no_stream_query;
+static int stream_device(uint64_t stream)
 {
-    if (runtime) {
-        __typeof__(&cudaStreamGetDevice) get = (__typeof__(&cudaStreamGetDevice))gt_real_of(&stream_device_rt);
-        int d;
-        return get && get((cudaStream_t)(uintptr_t)stream, &d) == cudaSuccess ? d : GT_DEVICE_UNKNOWN;
+    if (atomic_load_explicit(&no_stream_query, memory_order_relaxed))
+        return GT_DEVICE_UNKNOWN;
+    __typeof__(&cuStreamGetDevice) get = (__typeof__(&cuStreamGetDevice))gt_real_of(&stream_device_q);
+    if (!get) {
+        atomic_store_explicit(&no_stream_query, true, memory_order_relaxed);
+        return GT_DEVICE_UNKNOWN;
     }
-    __typeof__(&cuStreamGetDevice) get = (__typeof__(&cuStreamGetDevice))gt_real_of(&stream_device_drv);
     CUdevice d;
-    return get && get((CUstream)(uintptr_t)stream, &d) == CUDA_SUCCESS ? (int)d : GT_DEVICE_UNKNOWN;
+    return get((CUstream)(uintptr_t)stream, &d) == CUDA_SUCCESS ? (int)d : GT_DEVICE_UNKNOWN;
 }
 
-static struct gt_hook pointer_rt = {"cudaPointerGetAttributes", NULL, "libcudart.so", NULL, 0};
-static struct gt_hook pointer_drv = {"cuPointerGetAttributes", NULL, "libcuda.so", NULL, 0};
-static int pointer_device(bool runtime, uint64_t ptr)
+/* Where an allocation from a given pool is: the pointer's device, or the
+ * host for a pool on the host. A failed call has no pointer: the current
+ * device is recorded (a pool of another device is then not named). */
+static struct gt_hook pointer_q = {"cuPointerGetAttributes", NULL, "libcuda.so", NULL, 0};
+static _Atomic bool no_pointer_query;
+static int pointer_device(uint64_t ptr)
 {
-    if (!ptr)
+    if (!ptr || atomic_load_explicit(&no_pointer_query, memory_order_relaxed))
         return GT_DEVICE_UNKNOWN;
-    if (runtime) {
-        __typeof__(&cudaPointerGetAttributes) get = (__typeof__(&cudaPointerGetAttributes))gt_real_of(&pointer_rt);
-        struct cudaPointerAttributes a;
-        if (!get || get(&a, (const void *)(uintptr_t)ptr) != cudaSuccess)
-            return GT_DEVICE_UNKNOWN;
-        return a.type == cudaMemoryTypeHost ? GT_DEVICE_HOST
-             : a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : GT_DEVICE_UNKNOWN;
+    __typeof__(&cuPointerGetAttributes) get = (__typeof__(&cuPointerGetAttributes))gt_real_of(&pointer_q);
+    if (!get) {
+        atomic_store_explicit(&no_pointer_query, true, memory_order_relaxed);
+        return GT_DEVICE_UNKNOWN;
     }
-    __typeof__(&cuPointerGetAttributes) get = (__typeof__(&cuPointerGetAttributes))gt_real_of(&pointer_drv);
     CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     unsigned int type = 0;
     int ordinal = -1;
     void *out[2] = {&type, &ordinal};
-    if (!get || get(2, which, out, (CUdeviceptr)ptr) != CUDA_SUCCESS)
+    if (get(2, which, out, (CUdeviceptr)ptr) != CUDA_SUCCESS)
         return GT_DEVICE_UNKNOWN;
     return type == CU_MEMORYTYPE_HOST ? GT_DEVICE_HOST
          : type == CU_MEMORYTYPE_DEVICE && ordinal >= 0 ? ordinal : GT_DEVICE_UNKNOWN;
@@ -107,8 +113,8 @@ int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream)
                    how == GT_DEVICE_OF_POINTER_RUNTIME;
     int d = GT_DEVICE_UNKNOWN;
     if ((how == GT_DEVICE_OF_STREAM_RUNTIME || how == GT_DEVICE_OF_STREAM_DRIVER) && !default_stream(stream))
-        d = stream_device(runtime, stream);
+        d = stream_device(stream);
     else if (how == GT_DEVICE_OF_POINTER_RUNTIME || how == GT_DEVICE_OF_POINTER_DRIVER)
-        d = pointer_device(runtime, ptr);
+        d = pointer_device(ptr);
     return d != GT_DEVICE_UNKNOWN ? d : current_device(runtime, result);
 }

@@ -66,7 +66,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
         return;
     uint64_t t0 = gt_cost_call();
     /* First, right after the real call: a stamp waits for the instructions
-     * before it (rdtscp, and the vDSO's ordered read), and here few are still
+     * before it (lfence; rdtsc, and the vDSO's ordered read), and here few are still
      * in flight; after the stack's cache misses it waited for them (the time
      * stamp's part of the cost note was 50-60 ns a call on the stand-in's bench
      * with cold caches, the counter or clock_gettime alike). */
@@ -103,9 +103,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     uint64_t t = gt_cost_ticks();
     p->rec.t_ns = gt_stamp(); /* before the real free runs, and first (gt_record_alloc says why) */
     gt_cost_add(GT_COST_CLOCK, t);
-    uint64_t stamp = p->rec.t_ns;
-    fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);
-    p->rec.t_ns = stamp;
+    fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);   /* leaves t_ns */
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
     /* Under a stream-ordered pool frees are half the program's calls, and
      * no report reads a free's stack (an allocation's stack names the site

@@ -186,9 +186,9 @@ extern bool gt_stamp_ticks;                      /* set before the trace is acti
 static inline uint64_t gt_stamp(void)
 {
 #if defined(__x86_64__)
-    if (gt_stamp_ticks) {
-        unsigned aux;
-        return __builtin_ia32_rdtscp(&aux);
+    if (gt_stamp_ticks) {   /* lfence first: the counter read after the real call's instructions, as the kernel's */
+        __builtin_ia32_lfence();
+        return __builtin_ia32_rdtsc();
     }
 #endif
     return gt_now_ns();

@@ -1,7 +1,7 @@
 /* How allocations and frees are stamped on the program's threads:
  * clock_gettime(CLOCK_MONOTONIC), or with GPUTRACE_CLOCK=tsc the
- * time-stamp counter (rdtscp: after the real call's instructions, no memory
- * touched), which the writer maps to nanoseconds (clock_map.h) before
+ * time-stamp counter (lfence; rdtsc: after the real call's instructions, no
+ * memory touched), which the writer maps to nanoseconds (clock_map.h) before
  * anything reads the record. The counter is not the default: on the
  * stand-in's bench with cold caches both cost ~21 ns a call once the stamp
  * comes first in the hook (record.c), and its gain on a GPU host is not yet
@@ -19,25 +19,27 @@
 #include "shim.h"
 
 bool gt_stamp_ticks;
-static struct gt_clock_map map; /* the writer's, once started (2 x 64 KiB, in .bss: untouched unless used) */
 
 #if defined(__x86_64__)
+static struct gt_clock_map map; /* the writer's, once started (64 KiB in .bss: untouched unless used) */
+
 /* A pair read together: the counter either side of the clock, its middle
  * kept; read again if something came between (the thread was preempted).
  * The clock is read once before, unkept: a cold read spends most of its time
  * before it reads the counter (its data page missed), which put the middle
  * ~110 ns after the clock's own reading on a kvm-clock host; warm, the two
  * counter readings are tens of ns apart. */
-static struct gt_clock_pair take_pair(void)
+static struct gt_clock_pair take_pair(uint64_t *gap)
 {
     struct gt_clock_pair best = {0, 0};
     uint64_t best_gap = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
-        unsigned aux;
         (void)gt_now_ns();
-        uint64_t a = __builtin_ia32_rdtscp(&aux);
+        __builtin_ia32_lfence();
+        uint64_t a = __builtin_ia32_rdtsc();
         uint64_t ns = gt_now_ns();
-        uint64_t b = __builtin_ia32_rdtscp(&aux);
+        __builtin_ia32_lfence();
+        uint64_t b = __builtin_ia32_rdtsc();
         if (b - a < best_gap) {
             best_gap = b - a;
             best = (struct gt_clock_pair){a + (b - a) / 2, ns};
@@ -45,6 +47,7 @@ static struct gt_clock_pair take_pair(void)
         if (best_gap < 200)
             break;
     }
+    *gap = best_gap;
     return best;
 }
 
@@ -67,8 +70,8 @@ static void kernel_clocksource(char *name, size_t size)
 }
 
 /* CPUID 0x80000007 EDX bit 8: the counter runs at a constant rate in every
- * state (what GPUTRACE_CLOCK=tsc asks for where the kernel chose another
- * clocksource: tests, and a user who knows the host) */
+ * state (read with lfence; rdtsc, as the kernel's ordered read: rdtscp may
+ * be hidden by a hypervisor that keeps the counter invariant) */
 static bool invariant_tsc(void)
 {
     unsigned a, b, c, d;
@@ -88,7 +91,8 @@ void gt_clock_start(void)
         char source[32];
         kernel_clocksource(source, sizeof source);
         if (invariant_tsc()) {
-            gt_clock_map_reset(&map, take_pair());
+            uint64_t gap;
+            gt_clock_map_reset(&map, take_pair(&gap));
             gt_stamp_ticks = true;
             gt_note("clock", false, "the time-stamp counter on the program's threads, mapped to CLOCK_MONOTONIC "
                                     "by the writer (GPUTRACE_CLOCK=tsc; the kernel's clocksource is %s%s)", source,
@@ -109,7 +113,10 @@ void gt_clock_to_ns(struct gt_rec *recs, int n)
 #if defined(__x86_64__)
     if (!gt_stamp_ticks || n <= 0)
         return;
-    gt_clock_map_add(&map, take_pair()); /* after the records were taken: each was stamped before it */
+    uint64_t gap;   /* after the records were taken: each was stamped before it */
+    struct gt_clock_pair q = take_pair(&gap);
+    if (gap < 20000)   /* not a pair the thread was preempted inside of (its middle could be microseconds off) */
+        gt_clock_map_add(&map, q);
     for (int i = 0; i < n; i++)
         if (recs[i].kind == GT_REC_ALLOC || recs[i].kind == GT_REC_FREE)
             recs[i].t_ns = gt_clock_map_ns(&map, recs[i].t_ns);

@@ -60,8 +60,8 @@ class CaptureTest(TraceTest):
     def test_a_stream_ordered_allocation_records_the_device_of_its_stream_or_pool(self):
         # On two H200s, cudaMallocAsync on device 1's stream and cudaMallocFromPoolAsync from device 1's
         # pool, with device 0 current, both put the memory on device 1 (tests/gpu/check_device_lookup.py);
-        # the stand-in places them so too. Device 0's own stream, the default stream and a pinned-host
-        # pointer's neighbours stay on device 0; the driver's default pool of device 1 likewise gives 1.
+        # the stand-in places them so too. Device 0's own stream and the default streams (0, legacy,
+        # per-thread) stay on device 0; through the driver, device 1's pool and device 1's stream give 1.
         code = (
             'import ctypes\n'
             'rt = ctypes.CDLL("libcudart.so.13"); drv = ctypes.CDLL("libcuda.so.1")\n'
@@ -78,13 +78,19 @@ class CaptureTest(TraceTest):
             'assert rt.cudaMallocAsync(ctypes.byref(p), 16384, None) == 0\n'
             'assert drv.cuDeviceGetDefaultMemPool(ctypes.byref(dpool1), 1) == 0\n'
             'assert drv.cuMemAllocFromPoolAsync(ctypes.byref(d), 20480, dpool1, None) == 0\n'
-            'assert drv.cuMemAllocAsync(ctypes.byref(d), 24576, None) == 0\n')
+            'assert drv.cuMemAllocAsync(ctypes.byref(d), 24576, None) == 0\n'
+            'assert drv.cuMemAllocAsync(ctypes.byref(d), 28672, s1) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 32768, ctypes.c_void_p(1)) == 0\n'
+            'assert rt.cudaMallocAsync(ctypes.byref(p), 36864, ctypes.c_void_p(2)) == 0\n'
+            'assert rt.cudaMallocAsync_ptsz(ctypes.byref(p), 40960, s1) == 0\n')
         p, db = self.trace([sys.executable, '-c', code], env_extra={'FAKE_CUDA_DEVICE_COUNT': '2'})
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = query(db, "SELECT api, size, device FROM events_v WHERE op = 'alloc' ORDER BY id")
         self.assertEqual(rows, [('cudaMallocAsync', 4096, 1), ('cudaMallocFromPoolAsync', 8192, 1),
                                 ('cudaMallocAsync', 12288, 0), ('cudaMallocAsync', 16384, 0),
-                                ('cuMemAllocFromPoolAsync', 20480, 1), ('cuMemAllocAsync', 24576, 0)])
+                                ('cuMemAllocFromPoolAsync', 20480, 1), ('cuMemAllocAsync', 24576, 0),
+                                ('cuMemAllocAsync', 28672, 1), ('cudaMallocAsync', 32768, 0),
+                                ('cudaMallocAsync', 36864, 0), ('cudaMallocAsync', 40960, 1)])
 
     def test_free_events_carry_the_size_they_free(self):
         p, db = self.trace([prog('each_api')])

@@ -713,6 +713,31 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t 
     return malloc_from_pool_async(ptr, size, memPool, stream);
 }
 
+/* Private to the stand-ins: the driver answers for the runtime's streams and
+ * memory as a real driver does for its own objects (fake_libcuda.c's
+ * cuStreamGetDevice, cuPointerGetAttributes, cuMemAllocAsync). 0: known. */
+int fake_cudart_stream_device(void *s, int *dev);
+int fake_cudart_stream_device(void *s, int *dev)
+{
+    if (is_special_stream((cudaStream_t)s))
+        return -1;
+    return stream_device((cudaStream_t)s, dev) == cudaSuccess ? 0 : -1;
+}
+int fake_cudart_pointer(const void *ptr, int *dev, int *host);
+int fake_cudart_pointer(const void *ptr, int *dev, int *host)
+{
+    int rc = -1;
+    pthread_mutex_lock(&g_lock);
+    struct rec *r = tab_find((uint64_t)(uintptr_t)ptr);
+    if (r && (r->kind == K_DEVICE || r->kind == K_POOLALLOC || r->kind == K_MANAGED || r->kind == K_PINNED)) {
+        *dev = r->dev;
+        *host = r->kind == K_PINNED;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
 cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device)
 {
     NEED_DEVICE();

@@ -6,6 +6,7 @@
  * The fake runtime (fake_cudart.c) reaches it as the real one does: dlopen,
  * dlsym("cuGetProcAddress_v2"), then everything through that. See README.md. */
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -220,11 +221,47 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
     return alloc_host(pp, bytesize, K_PINNED);
 }
 CUresult cuMemFreeHost(void *p) { return free_block((uint64_t)(uintptr_t)p, 1u << K_PINNED); }
-/* Stream-ordered: the stream is not checked; memory goes to the current device. */
+/* A stream the runtime stand-in made: its device (as the real driver knows
+ * the runtime's streams, its own objects); -1 for the default streams and
+ * streams it does not know. */
+static void *runtime_sym(const char *name)   /* from the runtime stand-in, if loaded (even RTLD_LOCAL) */
+{
+    void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, name) : NULL;
+    if (h)
+        dlclose(h);
+    return f;
+}
+
+static int runtime_stream_device(CUstream s)
+{
+    static int (*ask)(void *, int *);
+    if (!ask)
+        ask = (int (*)(void *, int *))runtime_sym("fake_cudart_stream_device");
+    int d;
+    return ask && ask((void *)s, &d) == 0 && d >= 0 && d < ndev ? d : -1;
+}
+
+static CUresult alloc_on(CUdeviceptr *dptr, size_t bytesize, int d)
+{
+    pthread_once(&once, env_init);
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dptr = 0;
+    uint64_t a = 0;
+    pthread_mutex_lock(&lock);
+    CUresult rc = device_alloc(bytesize, d, K_ASYNC, &a);
+    pthread_mutex_unlock(&lock);
+    *dptr = a;
+    return rc;
+}
+
+/* Stream-ordered: memory goes to the stream's device (the current one for
+ * the default streams and streams only the driver made). */
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
-    (void)s;
-    return alloc_dev(dptr, bytesize, K_ASYNC);
+    int d = runtime_stream_device(s);
+    return d >= 0 ? alloc_on(dptr, bytesize, d) : alloc_dev(dptr, bytesize, K_ASYNC);
 }
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
@@ -261,24 +298,14 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
     uint64_t h = (uint64_t)(uintptr_t)pool;
     if (h < POOL_BASE || (h - POOL_BASE) % 16 || (h - POOL_BASE) / 16 >= (uint64_t)ndev)
         return alloc_dev(dptr, bytesize, K_ASYNC);
-    pthread_once(&once, env_init);
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t a = 0;
-    pthread_mutex_lock(&lock);
-    CUresult rc = device_alloc(bytesize, (int)((h - POOL_BASE) / 16), K_ASYNC, &a);
-    pthread_mutex_unlock(&lock);
-    *dptr = a;
-    return rc;
+    return alloc_on(dptr, bytesize, (int)((h - POOL_BASE) / 16));
 }
-/* The stand-in's streams carry no device (its stream-ordered calls use the
- * current one): every stream is the current context's. */
 CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
 {
-    (void)s;
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
-    *dev = cur_dev;
+    int d = runtime_stream_device(s);
+    *dev = d >= 0 ? d : cur_dev;
     return CUDA_SUCCESS;
 }
 /* Memory type and device ordinal of a live device or pinned block. */
@@ -294,8 +321,22 @@ CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *which, void
             break;
         }
     pthread_mutex_unlock(&lock);
-    if (dev == -2)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (dev == -2) {   /* the runtime stand-in's own memory, as a real driver knows the runtime's */
+        static int (*ask)(const void *, int *, int *);
+        if (!ask)
+            ask = (int (*)(const void *, int *, int *))runtime_sym("fake_cudart_pointer");
+        int host = 0;
+        if (ask && ask((const void *)(uintptr_t)ptr, &dev, &host) == 0)
+            kind = host ? K_PINNED : K_DEVICE;
+        else
+            dev = -2;
+    }
+    if (dev == -2) {   /* not CUDA's: success with empty answers, as the real driver gives */
+        for (unsigned int i = 0; i < n; i++)
+            if (which[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+                *(unsigned int *)data[i] = 0;
+        return CUDA_SUCCESS;
+    }
     for (unsigned int i = 0; i < n; i++) {
         if (which[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
             *(unsigned int *)data[i] = kind == K_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
