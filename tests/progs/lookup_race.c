@@ -69,13 +69,19 @@ int main(int argc, char **argv)
     pthread_t a, b;
     pthread_create(&a, NULL, lookup_loop, NULL);
     pthread_create(&b, NULL, load_loop, NULL);
+    /* A deadlock never moves again; a thread the scheduler left out for a
+     * quarter second (ThreadSanitizer on two cores, with the loader's lock
+     * taken in turns) moves on: a thread stuck for a whole second fails. */
     long last_lookups = -1, last_loads = -1;
+    int still_lookups = 0, still_loads = 0;
     for (int s = atoi(argv[3]) * 4; s > 0; s--) {
         struct timespec quarter = {0, 250000000};
         nanosleep(&quarter, NULL);
         long l = atomic_load(&lookups), d = atomic_load(&loads);
-        if (l == last_lookups || d == last_loads) {
-            printf("no progress: %ld lookups, %ld loads\n", l, d);
+        still_lookups = l == last_lookups ? still_lookups + 1 : 0;
+        still_loads = d == last_loads ? still_loads + 1 : 0;
+        if (still_lookups >= 4 || still_loads >= 4) {
+            printf("no progress for a second: %ld lookups, %ld loads\n", l, d);
             fflush(stdout);
             _exit(3);
         }
