@@ -123,7 +123,8 @@ static CUresult device_alloc(uint64_t size, int d, int kind, uint64_t *out)
     return CUDA_SUCCESS;
 }
 
-static CUresult alloc_dev(CUdeviceptr *p, size_t size, int kind)
+/* On device d (the current one: alloc_dev) */
+static CUresult alloc_dev_on(CUdeviceptr *p, size_t size, int d, int kind)
 {
     pthread_once(&once, env_init);
     if (!p)
@@ -135,11 +136,13 @@ static CUresult alloc_dev(CUdeviceptr *p, size_t size, int kind)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t a = 0;
     pthread_mutex_lock(&lock);
-    CUresult rc = device_alloc(size, cur_dev, kind, &a);
+    CUresult rc = device_alloc(size, d, kind, &a);
     pthread_mutex_unlock(&lock);
     *p = a;
     return rc;
 }
+
+static CUresult alloc_dev(CUdeviceptr *p, size_t size, int kind) { return alloc_dev_on(p, size, cur_dev, kind); }
 
 static CUresult alloc_host(void **p, size_t size, int kind)
 {
@@ -227,9 +230,12 @@ CUresult cuMemFreeHost(void *p) { return free_block((uint64_t)(uintptr_t)p, 1u <
 static void *runtime_sym(const char *name)   /* from the runtime stand-in, if loaded (even RTLD_LOCAL) */
 {
     void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
-    void *f = h ? dlsym(h, name) : NULL;
-    if (h)
-        dlclose(h);
+    if (!h) {
+        (void)dlerror();   /* not loaded: a real driver leaves the program no dlerror() message */
+        return NULL;
+    }
+    void *f = dlsym(h, name);
+    dlclose(h);
     return f;
 }
 
@@ -242,26 +248,12 @@ static int runtime_stream_device(CUstream s)
     return ask && ask((void *)s, &d) == 0 && d >= 0 && d < ndev ? d : -1;
 }
 
-static CUresult alloc_on(CUdeviceptr *dptr, size_t bytesize, int d)
-{
-    pthread_once(&once, env_init);
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    *dptr = 0;
-    uint64_t a = 0;
-    pthread_mutex_lock(&lock);
-    CUresult rc = device_alloc(bytesize, d, K_ASYNC, &a);
-    pthread_mutex_unlock(&lock);
-    *dptr = a;
-    return rc;
-}
-
 /* Stream-ordered: memory goes to the stream's device (the current one for
  * the default streams and streams only the driver made). */
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
     int d = runtime_stream_device(s);
-    return d >= 0 ? alloc_on(dptr, bytesize, d) : alloc_dev(dptr, bytesize, K_ASYNC);
+    return d >= 0 ? alloc_dev_on(dptr, bytesize, d, K_ASYNC) : alloc_dev(dptr, bytesize, K_ASYNC);
 }
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
@@ -298,7 +290,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
     uint64_t h = (uint64_t)(uintptr_t)pool;
     if (h < POOL_BASE || (h - POOL_BASE) % 16 || (h - POOL_BASE) / 16 >= (uint64_t)ndev)
         return alloc_dev(dptr, bytesize, K_ASYNC);
-    return alloc_on(dptr, bytesize, (int)((h - POOL_BASE) / 16));
+    return alloc_dev_on(dptr, bytesize, (int)((h - POOL_BASE) / 16), K_ASYNC);
 }
 CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
 {
