@@ -3,6 +3,7 @@ get a trace only if they use CUDA; processes without CUDA leave nothing; a bad
 output path costs one stderr line and nothing else; the program's output and
 exit code never change."""
 import os
+import subprocess
 
 from gtlib import SHIM, TraceTest, base_env, prog, query, run
 
@@ -210,22 +211,35 @@ class ClosedDescriptorsTest(TraceTest):
     into them; tracing stops with one line and the program runs on."""
 
     def test_trace_never_written_into_the_programs_files(self):
+        import sqlite3
         import time
-        t0 = time.monotonic()
         db = os.path.join(self.dir, 'trace.db')
-        p = run([prog('close_fds'), self.dir, '20000'], env=base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), cwd=self.dir)
+        env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, LD_PRELOAD=SHIM)
+        p = subprocess.Popen([prog('close_fds'), self.dir, '20000'], env=env, cwd=self.dir, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the first burst's 40,000 events committed before the program closes
+        # the descriptors (it waits for our line)
+        written, deadline = 0, time.monotonic() + 60
+        while written < 40000 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.02)
+            try:
+                written = query(db, 'SELECT count(*) FROM events')[0][0]
+            except sqlite3.Error:
+                pass  # not yet given its name, or its schema not yet committed
+        self.assertEqual(written, 40000, 'the writer did not commit the first burst in 60 s')
+        t0 = time.monotonic()
+        out, err = p.communicate('go\n', timeout=120)
         elapsed = time.monotonic() - t0
-        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertEqual(p.returncode, 5, err)
         for i in range(8):
             with open(os.path.join(self.dir, 'own%d.dat' % i), 'rb') as f:
                 self.assertEqual(f.read(), b"the program's own data\n", 'own%d.dat was written to' % i)
-        lines = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
-        self.assertEqual(len(lines), 1, p.stderr)
+        lines = [l for l in err.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(lines), 1, err)
         self.assertIn("closed the trace file's descriptor", lines[0])
         self.assertLess(elapsed, 10, 'the exit waited for the writer')
-        # what was written before the descriptors went is still a readable trace
+        # what was committed before the descriptors went is still a readable trace
         self.assertGreaterEqual(query(db, 'SELECT count(*) FROM events')[0][0], 40000)
-
 
 
 class SwappedOutputTest(TraceTest):
