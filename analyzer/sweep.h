@@ -128,7 +128,7 @@ struct gt_sweep_plan {
                             * batch size; 0 none */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
- * the default series 1, 2, 4 (and on while not linear). */
+ * the default series 1, 2, 4. */
 void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n);
 void gt_sweep_plan_free(struct gt_sweep_plan *s);
 /* Records the result of the run next() asked for (or of any run): peak as

@@ -224,6 +224,22 @@ class SweepTest(TraceTest):
         self.assertEqual(p.returncode, 12, p.stderr)
         self.assertIn("cannot run '/nonexistent/train'", p.stderr)
 
+    def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
+        # every step first asks for 2 GiB of the 1 GiB device (a larger
+        # workspace tried first) and goes on without it: each run's trace
+        # holds a failed allocation, yet every run below the boundary fits
+        p, doc, d = self.sweep_json([], self.train('--try-workspace', 2048 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (320, 321, True))
+        runs = doc['runs']
+        self.assertEqual([r['oom'] for r in runs], [r['batch_size'] > 320 for r in runs])
+        for r in runs:
+            self.assertEqual(r['exit_status'], 1 if r['oom'] else 0, r)
+            failed = query(r['trace'], 'SELECT count(*) FROM failures')[0][0]
+            self.assertGreater(failed, 0, 'the run tried no workspace: the test proves nothing')
+            if not r['oom']:
+                self.assertEqual(r['peak_bytes'], 64 * MIB + 3 * MIB * r['batch_size'])
+
     def test_bs_placeholder_and_gputrace_batch_size_both_give_the_batch_size(self):
         # {bs} inside an argument (--batch-size={bs}) and alone
         p, doc, d = self.sweep_json(['--batch-sizes', '3,5'], [prog('sweep_train'), '--steps', '2', '--batch-size', '{bs}'])

@@ -275,7 +275,14 @@ int main(void)
         pthread_join(th[i], NULL);
     double dt = now() - t0;
     printf("fake_cuda_selftest: %d threads x %d alloc/free pairs: %.3f s\n", NTHREADS, NPAIRS, dt);
+    /* the stand-in's locks stay cheap enough for the suite's many calls; a
+     * sanitizer's build runs them 5-20x slower, more on a loaded machine (TSan:
+     * 0.29 s alone, 1.3 s beside another suite on two cores) */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    CHECK(dt < 10.0);
+#else
     CHECK(dt < 1.0);
+#endif
     OK(cudaMemGetInfo(&fr, &tot));
     CHECK(fr == CAP);
     OK(cudaMalloc(&a, 1024));

@@ -29,6 +29,9 @@
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
  *     real job's data loading and set-up)
+ *   --try-workspace B: every step first asks for B bytes more, and goes on
+ *     without them when that fails (as cuDNN tries a larger workspace first):
+ *     an out-of-memory failure the program recovers from
  *   --unsteady-at N --unsteady-file F [--unsteady-fits K]: batch size N fits
  *     the first K times (default 1; F counts the runs) and needs one sample
  *     more every later time, as a pool's fragmentation near the boundary
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
+    size_t try_workspace = (size_t)arg_ll(argc, argv, "--try-workspace", 0);
     long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
     use_async = arg_flag(argc, argv, "--async");
     int unmarked = arg_flag(argc, argv, "--unmarked");
@@ -189,6 +193,11 @@ int main(int argc, char **argv)
                 release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
             void *x = tensor(half + unsteady_extra);   /* the input batch */
             void *act = tensor(half);        /* forward */
+            void *big;
+            if (try_workspace && cudaMalloc(&big, try_workspace) == cudaSuccess)
+                cudaFree(big);
+            else if (try_workspace)
+                (void)cudaGetLastError();    /* recovered: the step runs without it */
             if (lazy_module && index == 0)
                 untraced_charge(lazy_module);   /* the first kernel launch loads its module */
             if (late_module && index == steps - 1 && !list)
