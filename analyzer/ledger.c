@@ -465,7 +465,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
          * modules arrive at a kernel's first launch, with no call to trace) */
         int64_t modules = -1, modules_t = -1;
         const struct gt_iterations *its;
-        if (per_process && !(code = gt_ctx_iterations(c, &its)) && its->n) {
+        if (context >= 0 && !(code = gt_ctx_iterations(c, &its)) && its->n) {   /* (a remainder over the context) */
             struct sample s;
             if (sample_between(t, d, its->it[0].end > first.t ? its->it[0].end : first.t + 1, last.t, &s, &code)) {
                 struct instant x = {.t = s.t};
@@ -504,11 +504,21 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             at[0].modules = at[1].modules = -1;
             modules_refuted = 1;
         }
+        /* why the context is not measured (NULL: it is), for text and JSON alike */
+        const char *why = !ns ? "no NVML samples in this trace: the CUDA context and what NVML reports are not known; "
+                                "NVML was not found, or the trace predates the ledger"
+                        : !per_process ? "NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the "
+                                         "context is not measured, device-wide figures include other processes"
+                        : cut ? "flight recorder: allocations freed before the window are not in the trace, so the CUDA "
+                                "context, measured against the first NVML sample, is not known"
+                              : NULL;
         if (j) {
             gt_json_obj(j);
             gt_json_kint(j, "device", d);
             gt_json_kint_or_null(j, "context_bytes", context);
             gt_json_kint_or_null(j, "context_measured_at_ns", context >= 0 ? first.t : -1);
+            gt_json_key(j, "context_unknown_why");
+            gt_json_str(j, why);   /* null: measured */
             gt_json_kint_or_null(j, "modules_bytes", modules);
             gt_json_kint_or_null(j, "modules_measured_at_ns", modules_t);
             gt_json_key(j, "modules_refuted");
@@ -530,18 +540,11 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             for (int k = 0; k < 2; k++)
                 if (at[k].t >= 0)
                     text_instant(&at[k], context, per_process);
-            if (!ns)
-                printf("    (no NVML samples in this trace: the CUDA context and what NVML reports are not known;"
-                       " NVML was not found, or the trace predates the ledger)\n");
-            else if (!per_process)
-                printf("    (NVML cannot tell this process's bytes, e.g. another PID namespace or MIG: the context"
-                       " is not measured, device-wide figures include other processes)\n");
+            if (why)
+                printf("    (%s)\n", why);
             else if (modules_refuted)
                 printf("    (the kernel modules measured after the first iteration are left out: with them the buckets"
                        " exceed NVML's figure at exit, so that measurement was wrong)\n");
-            else if (cut)
-                printf("    (flight recorder: allocations freed before the window are not in the trace, so the CUDA"
-                       " context, measured against the first NVML sample, is not known)\n");
         }
     }
     if (j)

@@ -445,6 +445,43 @@ def kernels_only(dirpath, iterations=KERNEL_ITERATIONS):
     return t.close()
 
 
+# ---- the memory ledger --------------------------------------------------------------
+LEDGER_CONTEXT = 500 * MiB
+LEDGER_TORCH = ['c10::cuda::CUDACachingAllocator::DeviceCachingAllocator::malloc', 'at::empty_cuda']
+
+
+def ledger_job(dirpath, process_known=True, samples=True, unaccounted=1 * MiB):
+    """A framework segment, cuBLAS's workspace, the program's own buffer and
+    a stream-ordered pool (reservation from CUPTI's records), with NVML samples
+    at the first allocation and at the end: the context is LEDGER_CONTEXT,
+    other processes hold 3 GiB, and NVML's figure at exit is the buckets plus
+    unaccounted bytes."""
+    t = Trace(os.path.join(dirpath, 'ledger.db'), device_total=80 * GiB)
+    t.alloc(2 * GiB, LEDGER_TORCH + ['forward', 'main'])                                     # a segment
+    first_t = t.now()
+    t.alloc(128 * MiB, ['libcublas.so.13+0x5b45ee', 'cublasCreate_v2', 'main'], api='cuMemAlloc_v2')
+    t.alloc(64 * MiB, ['upload_table', 'main'])                                              # the program's own
+    for _ in range(3):
+        t.alloc(100 * MiB, LEDGER_TORCH + ['forward', 'main'], api='cudaMallocAsync')
+    t.free(t.alloc(200 * MiB, LEDGER_TORCH + ['forward', 'main'], api='cudaMallocAsync'))  # the pool's peak
+    last_t = t.now() + 10
+    db = t.close()
+    con = sqlite3.connect(db)
+    # the pool's reservation, as CUPTI's driver-memory records give it
+    con.execute("INSERT INTO driver_memory(t_ns, op, memory_kind, bytes, device, is_async, pool_size, pool_used)"
+                " VALUES (?, 'alloc', 'device', ?, 0, 1, ?, ?)", (first_t + 20, 100 * MiB, 512 * MiB, 300 * MiB))
+    if samples:
+        first_proc = LEDGER_CONTEXT + 2 * GiB
+        last_proc = LEDGER_CONTEXT + 2 * GiB + 128 * MiB + 64 * MiB + 512 * MiB + unaccounted
+        other = 3 * GiB
+        for ts, proc in ((first_t, first_proc), (last_t, last_proc)):
+            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+                        (ts, proc + other, 80 * GiB, proc if process_known else None))
+    con.commit()
+    con.close()
+    return db
+
+
 # ---- several ranks ------------------------------------------------------------------
 def two_ranks(dirpath):
     """A DDP job: rank 0 runs the fixed loop, rank 1 the leaking one."""

@@ -10,35 +10,12 @@ import analyzer_traces as T
 import gtlib
 
 MiB, GiB = T.MiB, T.GiB
-CONTEXT = 500 * MiB
-TORCH = ['c10::cuda::CUDACachingAllocator::DeviceCachingAllocator::malloc', 'at::empty_cuda']
+CONTEXT = T.LEDGER_CONTEXT
 
 
 class Ledger(T.AnalyzerTest):
-    def job(self, process_known=True, samples=True, unaccounted=1 * MiB):
-        t = T.Trace(os.path.join(self.dir, 'ledger.db'), device_total=80 * GiB)
-        t.alloc(2 * GiB, TORCH + ['forward', 'main'])                                     # a segment
-        first_t = t.now()
-        t.alloc(128 * MiB, ['libcublas.so.13+0x5b45ee', 'cublasCreate_v2', 'main'], api='cuMemAlloc_v2')
-        t.alloc(64 * MiB, ['upload_table', 'main'])                                       # the program's own
-        kept = [t.alloc(100 * MiB, TORCH + ['forward', 'main'], api='cudaMallocAsync') for _ in range(3)]
-        t.free(t.alloc(200 * MiB, TORCH + ['forward', 'main'], api='cudaMallocAsync'))  # the pool's peak
-        last_t = t.now() + 10
-        db = t.close()
-        con = sqlite3.connect(db)
-        # the pool's reservation, as CUPTI's driver-memory records give it
-        con.execute("INSERT INTO driver_memory(t_ns, op, memory_kind, bytes, device, is_async, pool_size, pool_used)"
-                    " VALUES (?, 'alloc', 'device', ?, 0, 1, ?, ?)", (first_t + 20, 100 * MiB, 512 * MiB, 300 * MiB))
-        if samples:
-            first_proc = CONTEXT + 2 * GiB
-            last_proc = CONTEXT + 2 * GiB + 128 * MiB + 64 * MiB + 512 * MiB + unaccounted
-            other = 3 * GiB
-            for ts, proc in ((first_t, first_proc), (last_t, last_proc)):
-                con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
-                            (ts, proc + other, 80 * GiB, proc if process_known else None))
-        con.commit()
-        con.close()
-        return db
+    def job(self, **kw):
+        return T.ledger_job(self.dir, **kw)
 
     def exit_instant(self, d):
         led = d['ledger']

@@ -323,6 +323,40 @@ class Layout(ReportTest):
         dom, _, _ = self.report(dbs[0])
         self.assertEqual(dom.find('section', 'sweep'), [])
 
+    def test_ledger_draws_who_held_the_memory_at_peak_and_exit_beside_nvml(self):
+        db = T.ledger_job(self.dir)
+        dom, data, _ = self.report(db)
+        led = data['traces'][0]['summary']['ledger'][0]
+        panel = dom.find('div', 'ledger-panel', 0)
+        self.assertEqual(len(panel), 1)
+        bars = dom.find('svg', 'ledger-bar', 0)
+        self.assertEqual([b.attrs['data-instant'] for b in bars], ['peak', 'exit'])   # the peak first
+        for bar in bars:
+            x = [i for i in led['instants'] if i['instant'] == bar.attrs['data-instant']][0]
+            drawn = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('rect', 'ledger-bucket', 0)
+                     if e.inside(bar)}
+            planted = {'framework allocator': 2 * T.GiB, 'cuBLAS': 128 * T.MiB, "program's direct allocations": 64 * T.MiB,
+                       'stream-ordered pool': 512 * T.MiB, 'CUDA context and driver': T.LEDGER_CONTEXT}
+            if x['instant'] == 'exit':   # NVML sampled here: the unaccounted MiB and the other processes' 3 GiB
+                planted.update({'unaccounted': 1 * T.MiB, 'other processes': 3 * T.GiB})
+            self.assertEqual(drawn, planted, x['instant'])
+        rows = [r.text for r in dom.find('tr', 'row', 0) if r.inside(panel[0])]
+        self.assertTrue(any('stream-ordered pool' in r and '300.00 MiB in use' in r for r in rows), rows)
+        self.assertTrue(any('NVML: this process' in r and 'unaccounted 1.00 MiB (0.03%)' in r for r in rows), rows)
+        self.assertTrue(any(r.startswith('free') and '73.82 GiB' in r and 'of 80.00 GiB' in r for r in rows), rows)
+        self.assertEqual(dom.find('p', 'ledger-why', 0), [])   # the context was measured
+        held = self.item(dom, 0, 'ledger')
+        self.assertEqual([int(e.attrs['data-value']) for e in held],
+                         [[i for i in led['instants'] if i['instant'] == 'peak'][0]['accounted_bytes']])
+        self.assertIn('the largest framework allocator (2.00 GiB)', held[0].text)
+        # without NVML's figure for the process the page says why the context is not known
+        os.rename(db, os.path.join(self.dir, 'measured.db'))
+        dom, data, _ = self.report(T.ledger_job(self.dir, process_known=False))
+        why = dom.find('p', 'ledger-why', 0)
+        self.assertEqual(len(why), 1)
+        self.assertIn("NVML cannot tell this process's bytes", why[0].text)
+        self.assertEqual(data['traces'][0]['summary']['ledger'][0]['context_unknown_why'], why[0].text[len('GPU 0: '):-1])
+
     def test_overview_says_when_kernels_were_sampled(self):
         db = self.late_start()
         with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full
