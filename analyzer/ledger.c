@@ -2,8 +2,10 @@
  * NVML sample (the end of the trace) and at the peak of memory in use, what
  * the process held split into buckets a user can act on: the framework's
  * allocator (its segments), the stream-ordered pool's reservation, each CUDA
- * library's own memory (by the library on the allocating stack), the
- * program's other direct allocations, and the CUDA context and driver. The
+ * library's own memory (by the library on the allocating stack), what was
+ * allocated while a CUDA graph was captured (a framework's private pools for
+ * graphs: graph_calls), the program's other direct allocations, and the CUDA
+ * context and driver. The
  * context bucket is measured on its own, at the first NVML sample (taken by
  * the shim right after the program's first allocation): the process's bytes
  * as NVML reports them then, minus everything the trace shows live at that
@@ -41,7 +43,7 @@ static const char *const allocator_frames[] = {
     "cupy.cuda.memory", "cupy/cuda/memory", "MemoryPool::malloc", "rmm::mr::", "libxla", "xla::",
 };
 
-enum { CAT_FRAMEWORK, CAT_DIRECT, CAT_LIB0 };
+enum { CAT_FRAMEWORK, CAT_DIRECT, CAT_GRAPH, CAT_LIB0 };
 #define NCAT ((int)(CAT_LIB0 + NLIB))
 
 static int site_category(struct gt_trace *t, int32_t site, int *code)
@@ -170,6 +172,10 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
         uint32_t a = gt_alloc_of(t, &c->p, i);
         int32_t site = t->ev[a].site;
         int cat = CAT_DIRECT;
+        if (t->ev[a].api & GT_API_GRAPH_IN_CAPTURE) {   /* allocated while a CUDA graph was captured */
+            by_cat[CAT_GRAPH] += delta;
+            continue;
+        }
         if (site >= 0) {
             if (cat_of[site] < 0) {
                 int code;
@@ -268,7 +274,12 @@ static int64_t accounted(const struct instant *x, int64_t context)
 static const char *cat_name(int k)
 {
     return k == CAT_FRAMEWORK ? "framework allocator" : k == CAT_DIRECT ? "program's direct allocations"
-                                                                        : libraries[k - CAT_LIB0].name;
+         : k == CAT_GRAPH ? "CUDA graph capture (private pools)" : libraries[k - CAT_LIB0].name;
+}
+
+static const char *cat_kind(int k)
+{
+    return k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : k == CAT_GRAPH ? "graph_capture" : "library";
 }
 
 static void json_instant(struct gt_json *j, const struct instant *x, int64_t context, int per_process)
@@ -283,7 +294,7 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
             continue;
         gt_json_obj(j);
         gt_json_kstr(j, "name", cat_name(k));
-        gt_json_kstr(j, "kind", k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : "library");
+        gt_json_kstr(j, "kind", cat_kind(k));
         gt_json_kint(j, "bytes", x->by_cat[k]);
         gt_json_obj_end(j);
     }
@@ -414,8 +425,7 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     int n = 0;
     for (int k = 0; k < NCAT && n < max; k++)
         if (x.by_cat[k])
-            out[n++] = (struct gt_bucket){cat_name(k), k == CAT_FRAMEWORK ? "framework" : k == CAT_DIRECT ? "direct" : "library",
-                                          x.by_cat[k], -1};
+            out[n++] = (struct gt_bucket){cat_name(k), cat_kind(k), x.by_cat[k], -1};
     if ((x.pool_live || x.pool_reserved > 0) && n < max)
         out[n++] = (struct gt_bucket){"stream-ordered pool", "pool", x.pool_reserved > x.pool_live ? x.pool_reserved : x.pool_live,
                                       x.pool_live};

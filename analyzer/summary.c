@@ -46,6 +46,66 @@ static struct counts count_events(const struct gt_trace *t)
     return n;
 }
 
+/* Calls of a CUDA graph's capture (graph_calls): its allocation and free
+ * nodes, and what was allocated meanwhile. */
+struct capture {
+    int64_t nodes, node_bytes, free_nodes, during, during_bytes;
+};
+
+static struct capture count_capture(const struct gt_trace *t)
+{
+    struct capture k = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed || !a->known || !(e->api & (GT_API_GRAPH_NODE | GT_API_GRAPH_IN_CAPTURE)))
+            continue;
+        int64_t size = e->size > 0 ? e->size : 0;
+        if ((e->api & GT_API_GRAPH_NODE) && a->op == GT_OP_ALLOC) {
+            k.nodes++;
+            k.node_bytes += size;
+        } else if (e->api & GT_API_GRAPH_NODE) {
+            k.free_nodes += a->op == GT_OP_FREE;
+        } else if (a->op == GT_OP_ALLOC) {
+            k.during++;
+            k.during_bytes += size;
+        }
+    }
+    return k;
+}
+
+static void capture_json(struct gt_json *j, const struct capture *k)
+{
+    gt_json_key(j, "graph_capture");
+    if (!k->nodes && !k->free_nodes && !k->during) {
+        gt_json_null(j);
+        return;
+    }
+    gt_json_obj(j);
+    gt_json_kint(j, "allocation_nodes", k->nodes);
+    gt_json_kint(j, "allocation_node_bytes", k->node_bytes);
+    gt_json_kint(j, "free_nodes", k->free_nodes);
+    gt_json_kint(j, "allocations_during_capture", k->during);
+    gt_json_kint(j, "bytes_allocated_during_capture", k->during_bytes);
+    gt_json_obj_end(j);
+}
+
+static void capture_text(const struct capture *k)
+{
+    char b[GT_FMT_LEN];
+    if (!k->nodes && !k->free_nodes && !k->during)
+        return;
+    printf("  CUDA graph capture:");
+    if (k->nodes || k->free_nodes)
+        printf(" %lld allocation node%s (%s) and %lld free node%s captured into graphs: the graph's memory, taken each "
+               "time it runs, in no level below%s", (long long)k->nodes, gt_s(k->nodes), gt_fmt_bytes(k->node_bytes, b),
+               (long long)k->free_nodes, gt_s(k->free_nodes), k->during ? ";" : "");
+    if (k->during)
+        printf(" %lld allocation%s (%s) made while capturing (a graph's private pool): in the levels below", (long long)k->during,
+               gt_s(k->during), gt_fmt_bytes(k->during_bytes, b));
+    printf("\n");
+}
+
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
 {
     const struct gt_trace *t = &c->t;
@@ -108,6 +168,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "recorded", p->events_recorded);
         gt_json_kint(j, "dropped", p->events_dropped);
         gt_json_obj_end(j);
+        struct capture k = count_capture(t);
+        capture_json(j, &k);
         gt_json_key(j, "drops");
         gt_json_arr(j);
         for (size_t i = 0; i < t->ndrops; i++) {
@@ -174,6 +236,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     if (c->p.unmatched_frees)
         printf("  %zu free%s of memory allocated before tracing started (not counted)\n", c->p.unmatched_frees,
                gt_s((long long)c->p.unmatched_frees));
+    struct capture k = count_capture(t);
+    capture_text(&k);
     for (size_t i = 0; i < nlv; i++) {
         char dev[32] = "";
         if (lv[i].device >= 0)

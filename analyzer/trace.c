@@ -414,6 +414,17 @@ int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt 
     return prepare_optional(t, sql, st, what);
 }
 
+int gt_trace_has_table(struct gt_trace *t, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(t->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
 int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what)
 {
     return sql_fail(t, rc, what);

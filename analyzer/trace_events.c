@@ -49,6 +49,7 @@ static void sort_events_by_time(struct gt_event *ev, size_t n)
 struct slice {
     const char *path;
     sqlite3 *db;          /* NULL: open one */
+    int graph_calls;      /* the trace has the graph_calls table */
     int64_t lo, hi;
     struct gt_event *ev;  /* room for hi - lo + 1 events */
     size_t n;
@@ -71,7 +72,11 @@ static void *read_slice(void *arg)
         }
     }
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "SELECT t_ns, api, ptr, size, device, result, stack_id FROM events"
+        rc = sqlite3_prepare_v2(db, s->graph_calls ?
+                                    "SELECT t_ns, api, ptr, size, device, result, stack_id, g.captured FROM events"
+                                    " LEFT JOIN graph_calls g ON g.event_id = events.id"
+                                    " WHERE id BETWEEN ?1 AND ?2 ORDER BY id" :
+                                    "SELECT t_ns, api, ptr, size, device, result, stack_id, NULL FROM events"
                                     " WHERE id BETWEEN ?1 AND ?2 ORDER BY id", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, s->lo);
@@ -91,6 +96,8 @@ static void *read_slice(void *arg)
         e->t = sqlite3_column_int64(st, 0);
         int64_t api = sqlite3_column_int64(st, 1);
         e->api = api > 0 && api < 256 ? (uint8_t)api : 0;
+        if (e->api && e->api < GT_API_GRAPH_IN_CAPTURE && sqlite3_column_type(st, 7) != SQLITE_NULL)
+            e->api |= sqlite3_column_int64(st, 7) ? GT_API_GRAPH_NODE : GT_API_GRAPH_IN_CAPTURE;
         int64_t result = sqlite3_column_int64(st, 5);
         e->failed = result != 0;
         if (e->failed)
@@ -124,6 +131,25 @@ static void *read_slice(void *arg)
     s->rc = rc;
     s->n = n;
     return NULL;
+}
+
+/* The api slots of calls made during a CUDA graph's capture (graph_calls):
+ * each a copy of its API's row. A captured call (an allocation or free node)
+ * is memory of its own kind, GT_MEM_GRAPH, in no level of memory in use: it
+ * took nothing when it was made (the graph owns the address). A call made
+ * meanwhile keeps its API's name and kind; only the ledger tells it apart. */
+static void graph_slots(struct gt_trace *t)
+{
+    for (int id = 1; id < GT_API_GRAPH_IN_CAPTURE; id++) {
+        const struct gt_api_attr *a = &t->api[id];
+        if (!a->known)
+            continue;
+        t->api[id | GT_API_GRAPH_IN_CAPTURE] = *a;
+        struct gt_api_attr *n = &t->api[id | GT_API_GRAPH_NODE];
+        *n = *a;
+        n->memory = GT_MEM_GRAPH;
+        snprintf(n->name, sizeof n->name, "%.23s (graph)", a->name);
+    }
 }
 
 /* Replaces raw stack ids in ev[].site by dense indices 0..nsites-1 (in order
@@ -188,12 +214,16 @@ int gt_trace_load_events(struct gt_trace *t)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nslices = span < 2000000 || cpus < 2 ? 1 : cpus > 8 ? 8 : (int)cpus;
     t->ev = gt_xmalloc((span ? span : 1) * sizeof *t->ev);
+    int graph_calls = gt_trace_has_table(t, "graph_calls");
+    if (graph_calls)
+        graph_slots(t);
     struct slice sl[8];
     pthread_t th[8];
     int threaded[8] = {0};
     memset(sl, 0, sizeof sl);
     for (int k = 0; k < nslices; k++) {
         sl[k].path = t->path;
+        sl[k].graph_calls = graph_calls;
         sl[k].db = k == 0 ? t->db : NULL;
         sl[k].lo = lo + (int64_t)(span * (size_t)k / (size_t)nslices);
         sl[k].hi = lo + (int64_t)(span * (size_t)(k + 1) / (size_t)nslices) - 1;

@@ -163,6 +163,20 @@ CREATE TABLE mappings (
   handle   INTEGER NOT NULL           -- CUmemGenericAllocationHandle (cuMemCreate's ptr)
 );
 
+-- Calls made while a CUDA graph was being captured (stream capture): one row
+-- per such events row. captured 1: the call was itself captured, a
+-- stream-ordered allocation or free on a capturing stream, which makes an
+-- allocation (free) node of the graph: it takes no memory when it is made
+-- (the graph owns the address; memory is taken from the device's graph
+-- memory pool when the graph runs), so it is in no level of memory in use.
+-- captured 0: any other call made meanwhile, real memory taken now, as a
+-- framework filling a graph's private pool (PyTorch's torch.cuda.graph).
+-- Absent in traces made before it: their captured calls count as ordinary.
+CREATE TABLE graph_calls (
+  event_id INTEGER PRIMARY KEY,       -- events.id
+  captured INTEGER NOT NULL           -- 1 a graph's allocation or free node; 0 made meanwhile
+);
+
 CREATE TABLE threads (
   tid  INTEGER PRIMARY KEY,
   name TEXT

@@ -39,7 +39,9 @@ def main():
     lines += ['  GT_API_%s = %s,' % (name, i) for i, name, *_ in apis]
     lines += ['  GT_API_MAX = %d' % (max(int(a[0]) for a in apis) + 1), '};']
     lines += ['enum gt_op { GT_OP_ALLOC, GT_OP_FREE, GT_OP_MAP, GT_OP_UNMAP, GT_OP_DEFER };',
-              'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING, GT_MEM_IMPORTED };',
+              '/* GT_MEM_GRAPH: no apis row has it; the analyzer gives it to a CUDA graph\'s allocation and free nodes (graph_calls) */',
+              'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING, GT_MEM_IMPORTED,',
+              '                 GT_MEM_GRAPH };',
               'enum gt_space { GT_SPACE_ADDR, GT_SPACE_HANDLE, GT_SPACE_VA, GT_SPACE_MAP };',
               'struct gt_api_info { int id; const char *name; unsigned char op, memory, space; };',
               'static const struct gt_api_info gt_api_table[] = {']

@@ -19,6 +19,7 @@
 #define GT_P_EVENT(P) P(EVENT, t_ns) P(EVENT, api) P(EVENT, ptr) P(EVENT, size) P(EVENT, device) \
     P(EVENT, stream) P(EVENT, tid) P(EVENT, result) P(EVENT, stack_id)
 #define GT_P_MAPPING(P) P(MAPPING, event_id) P(MAPPING, handle)
+#define GT_P_GRAPH_CALL(P) P(GRAPH_CALL, event_id) P(GRAPH_CALL, captured)
 #define GT_P_STACK(P) P(STACK, id) P(STACK, depth) P(STACK, hash)
 #define GT_P_STACK_FRAME(P) P(STACK_FRAME, stack_id) P(STACK_FRAME, level) P(STACK_FRAME, frame_id)
 #define GT_P_FRAME(P) P(FRAME, id) P(FRAME, ip) P(FRAME, module) P(FRAME, module_offset) P(FRAME, function) \
@@ -69,6 +70,7 @@
 #define GT_DB_STATEMENTS(INSERT, SQL) \
     INSERT(EVENT, "INSERT", "events") \
     INSERT(MAPPING, "INSERT", "mappings") \
+    INSERT(GRAPH_CALL, "INSERT", "graph_calls") \
     INSERT(STACK, "INSERT OR IGNORE", "stacks") \
     INSERT(STACK_FRAME, "INSERT OR IGNORE", "stack_frames") \
     INSERT(FRAME, "INSERT", "frames") \

@@ -3,7 +3,7 @@
  * error type), GT_HOOK_OK, GT_HOOK_NOT_FOUND, GT_HOOK_LIB and GT_HOOK_TABLE
  * (its struct gt_hook array), lists its rows as
  *   X(KIND, symbol, api, (params), (args), PTR, SIZE, DEVICE, STREAM)
- * with KIND ALLOC, FREE or GRAPH, and expands the list three times: GT_HOOK_ENUM
+ * with KIND ALLOC, FREE, GRAPH, BEGIN or END, and expands the list three times: GT_HOOK_ENUM
  * (indices), GT_HOOK_DEFINE (the functions), GT_HOOK_ROW (the table). */
 #ifndef GPUTRACE_HOOKS_H
 #define GPUTRACE_HOOKS_H
@@ -68,6 +68,24 @@
         gt_cupti_program_uses_graphs(); \
         return real args; \
     }
+
+/* The beginning and the end of a stream capture (graphs.c counts the open
+ * ones), otherwise as GRAPH. Counted only outside the shim's re-entry guard:
+ * the runtime's call runs the driver's. */
+#define GT_HOOK_CAPTURE(sym, params, args, COUNT) \
+    GT_EXPORT GT_HOOK_RESULT sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        gt_cupti_program_uses_graphs(); \
+        if (!gt_hook_enter()) \
+            return real args; \
+        GT_HOOK_RESULT rc = real args; \
+        COUNT((int)rc); \
+        gt_hook_leave(); \
+        return rc; \
+    }
+#define GT_HOOK_BEGIN(sym, api, params, args) GT_HOOK_CAPTURE(sym, params, args, gt_graph_capture_begun)
+#define GT_HOOK_END(sym, api, params, args) GT_HOOK_CAPTURE(sym, params, args, gt_graph_capture_ended)
 
 #define HOST GT_DEVICE_HOST
 #define ANY GT_DEVICE_UNKNOWN /* a free's device comes from its allocation */

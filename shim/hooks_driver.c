@@ -25,6 +25,7 @@ CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *e
 CUresult CUDAAPI cuStreamBeginCapture(CUstream s);
 CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s);
 extern __typeof__(cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph_ptsz;
+extern __typeof__(cuStreamEndCapture) cuStreamEndCapture_ptsz;
 extern __typeof__(cuGraphInstantiateWithParams) cuGraphInstantiateWithParams_ptsz;
 extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
 
@@ -106,14 +107,16 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
     X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
-    X(GRAPH, cuStreamBeginCapture, -, (CUstream s), (s)) \
-    X(GRAPH, cuStreamBeginCapture_ptsz, -, (CUstream s), (s)) \
+    X(BEGIN, cuStreamBeginCapture, -, (CUstream s), (s)) \
+    X(BEGIN, cuStreamBeginCapture_ptsz, -, (CUstream s), (s)) \
     X(GRAPH, cuGraphInstantiate, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
     X(GRAPH, cuGraphInstantiate_v2, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
-    X(GRAPH, cuStreamBeginCapture_v2, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
-    X(GRAPH, cuStreamBeginCapture_v2_ptsz, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
-    X(GRAPH, cuStreamBeginCaptureToGraph, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(GRAPH, cuStreamBeginCaptureToGraph_ptsz, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cuStreamBeginCapture_v2, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cuStreamBeginCapture_v2_ptsz, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cuStreamBeginCaptureToGraph, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cuStreamBeginCaptureToGraph_ptsz, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(END, cuStreamEndCapture, -, (CUstream s, CUgraph *g), (s, g)) \
+    X(END, cuStreamEndCapture_ptsz, -, (CUstream s, CUgraph *g), (s, g)) \
     X(GRAPH, cuGraphInstantiateWithFlags, -, (CUgraphExec *e, CUgraph g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cuGraphInstantiateWithParams, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \
     X(GRAPH, cuGraphInstantiateWithParams_ptsz, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \

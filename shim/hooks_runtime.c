@@ -1,7 +1,8 @@
 /* Interposers for the CUDA runtime allocation API (and the calls that make
  * or launch CUDA graphs, which cupti.c must know of): a table, one row per
  * function (macros in hooks.h). Each hook resolves the real function, calls
- * it, and hands the result to record.c; nothing else happens here. The _ptsz
+ * it, and hands the result to record.c (a capture's beginning and end to
+ * graphs.c); nothing else happens here. The _ptsz
  * names are what the headers compile to under --default-stream per-thread. */
 #include <cuda_runtime_api.h>
 
@@ -14,6 +15,7 @@ extern __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
 extern __typeof__(cudaMallocFromPoolAsync) cudaMallocFromPoolAsync_ptsz;
 extern __typeof__(cudaStreamBeginCapture) cudaStreamBeginCapture_ptsz;
 extern __typeof__(cudaStreamBeginCaptureToGraph) cudaStreamBeginCaptureToGraph_ptsz;
+extern __typeof__(cudaStreamEndCapture) cudaStreamEndCapture_ptsz;
 extern __typeof__(cudaGraphInstantiateWithParams) cudaGraphInstantiateWithParams_ptsz;
 extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
 
@@ -38,10 +40,12 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMalloc3D, cudaMalloc3D, (struct cudaPitchedPtr *pp, struct cudaExtent e), (pp, e), pp ? pp->ptr : 0, (rc == GT_HOOK_OK && pp ? pp->pitch : e.width) * e.height * e.depth, DEV, NOSTREAM) \
     X(ALLOC, cudaIpcOpenMemHandle, cudaIpcOpenMemHandle, (void **p, cudaIpcMemHandle_t handle, unsigned int flags), (p, handle, flags), p ? *p : 0, rc == GT_HOOK_OK && p ? gt_ipc_range_size((uint64_t)(uintptr_t)*p) : 0, DEV, NOSTREAM) \
     X(FREE, cudaIpcCloseMemHandle, cudaIpcCloseMemHandle, (void *p), (p), p, 0, ANY, NOSTREAM) \
-    X(GRAPH, cudaStreamBeginCapture, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
-    X(GRAPH, cudaStreamBeginCapture_ptsz, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
-    X(GRAPH, cudaStreamBeginCaptureToGraph, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(GRAPH, cudaStreamBeginCaptureToGraph_ptsz, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cudaStreamBeginCapture, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cudaStreamBeginCapture_ptsz, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cudaStreamBeginCaptureToGraph, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cudaStreamBeginCaptureToGraph_ptsz, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(END, cudaStreamEndCapture, -, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
+    X(END, cudaStreamEndCapture_ptsz, -, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
     X(GRAPH, cudaGraphInstantiate, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cudaGraphInstantiateWithFlags, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cudaGraphInstantiateWithParams, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \

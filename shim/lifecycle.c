@@ -52,6 +52,7 @@ static void fork_child(void)
     gt_ranges_after_fork_child();
     gt_notes_after_fork_child();
     gt_unwind_memo_after_fork_child();
+    gt_graph_after_fork_child();
     if (!had_trace)
         return;
     gt_cupti_after_fork_child();

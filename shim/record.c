@@ -78,6 +78,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
         device = gt_allocation_device(device, result, result == 0 ? ptr : 0, stream);
         gt_cost_add(GT_COST_DEVICE, t);
     }
+    flags |= gt_graph_flags(flags, stream);   /* one load, unless a CUDA graph is being captured */
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;
@@ -103,6 +104,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     uint64_t t = gt_cost_ticks();
     p->rec.t_ns = gt_stamp(); /* before the real free runs, and first (gt_record_alloc says why) */
     gt_cost_add(GT_COST_CLOCK, t);
+    flags |= gt_graph_flags(flags, stream);
     fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);   /* leaves t_ns */
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
     /* Under a stream-ordered pool frees are half the program's calls, and

@@ -65,6 +65,19 @@
 /* current_device.c: the device of an allocation just made (how: one of the
  * above; result: the call's; ptr: the allocation, 0 if it failed) */
 int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream);
+/* CUDA graph capture (graphs.c): captures begun and not ended in the process;
+ * while any is, a recorded call's flags come from gt_graph_call_flags. */
+extern _Atomic int gt_captures_open;
+void gt_graph_capture_begun(int result);
+void gt_graph_capture_ended(int result);
+void gt_graph_after_fork_child(void);
+uint32_t gt_graph_call_flags(uint32_t flags, uint64_t stream);
+static inline uint32_t gt_graph_flags(uint32_t flags, uint64_t stream)
+{
+    if (GT_LIKELY(atomic_load_explicit(&gt_captures_open, memory_order_relaxed) == 0))
+        return 0;
+    return gt_graph_call_flags(flags, stream);
+}
 #define GT_MAX_STACK_DEPTH 128
 
 /* ---- the record on the queue ---------------------------------------------
@@ -86,6 +99,8 @@ enum gt_call_flags {
     GT_CALL_HAS_STREAM = 1u << 0, /* .stream is meaningful (stream-ordered calls) */
     GT_CALL_HAS_SIZE = 1u << 1,   /* size known at record time (allocations, cuMemUnmap's range) */
     GT_CALL_HAS_HANDLE = 1u << 2, /* .handle is meaningful (cuMemMap's handle) */
+    GT_CALL_IN_CAPTURE = 1u << 3, /* made while a CUDA graph was being captured, not captured (graphs.c) */
+    GT_CALL_CAPTURED = 1u << 4,   /* captured into a graph: an allocation or free node (graphs.c) */
 };
 
 struct gt_call {

@@ -156,7 +156,10 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
     *device = c->device;
     if (c->result != 0 && ai)
         gt_window_failed(ai->memory, c->device);
-    if (c->result != 0 || !c->ptr || !ai)
+    /* a graph's allocation (free) node takes (gives back) no memory now:
+     * the graph owns it (graphs.c); a later free of its address outside
+     * the graph finds nothing live here either */
+    if (c->result != 0 || !c->ptr || !ai || (rec->flags & GT_CALL_CAPTURED))
         return;
     if (ai->op == GT_OP_DEFER) { /* a release whose memory stays held: its size, nothing freed */
         struct u64map_entry *h = u64map_get(&E.live[ai->space], c->ptr);
@@ -239,6 +242,11 @@ static void write_row(const struct gt_rec *rec)
         GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());
         GT_BIND_INT(MAPPING, handle, c->handle);
         gt_db_run(GT_ST_MAPPING, GT_NOT_A_RECORD);
+    }
+    if (rec->flags & (GT_CALL_IN_CAPTURE | GT_CALL_CAPTURED)) {   /* graphs.c */
+        GT_BIND_INT(GRAPH_CALL, event_id, gt_db_last_rowid());
+        GT_BIND_INT(GRAPH_CALL, captured, (rec->flags & GT_CALL_CAPTURED) != 0);
+        gt_db_run(GT_ST_GRAPH_CALL, GT_NOT_A_RECORD);
     }
 }
 

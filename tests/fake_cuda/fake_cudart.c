@@ -40,6 +40,8 @@ extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVer
 #define STREAM_HANDLE_BASE  0x100000000000ULL /* + 16 * n, n = 1, 2, ... */
 #define POOL_HANDLE_BASE    0x110000000000ULL /* created pools: + 16 * n */
 #define DEFPOOL_HANDLE_BASE 0x120000000000ULL /* default pool of device d: + 16 * d */
+#define GRAPH_VA_BASE       0x130000000000ULL /* addresses of graph allocation nodes (stream capture) */
+#define GRAPH_VA_END        0x140000000000ULL
 
 enum kind { K_DEVICE = 1, K_POOLALLOC, K_MANAGED, K_PINNED, K_STREAM, K_MEMPOOL };
 #define KBIT(k) (1u << (k))
@@ -658,6 +660,99 @@ cudaError_t cudaFree(void *devPtr)
     return ret(free_any(devPtr));
 }
 
+/* ---- stream capture: as the CUDA Programming Guide's graph memory nodes say.
+ * A stream-ordered allocation on a capturing stream creates an allocation
+ * node: it returns an address the graph owns and takes no memory now (the
+ * memory is taken when the graph runs: no graph runs here); a free of such
+ * an address, captured or not, releases nothing of the device's. Capture
+ * mode and cross-stream capture (events) are not modelled. */
+#define MAX_CAPTURING 16
+static uint64_t capturing[MAX_CAPTURING];   /* streams being captured; under g_lock */
+static uint64_t graph_va_next = GRAPH_VA_BASE;
+
+static int capture_slot(uint64_t s)   /* under g_lock */
+{
+    for (int i = 0; i < MAX_CAPTURING; i++)
+        if (capturing[i] == s)
+            return i;
+    return -1;
+}
+
+static int is_capturing(cudaStream_t s)
+{
+    if (is_special_stream(s))
+        return 0;
+    pthread_mutex_lock(&g_lock);
+    int yes = capture_slot((uint64_t)(uintptr_t)s) >= 0;
+    pthread_mutex_unlock(&g_lock);
+    return yes;
+}
+
+static inline int is_graph_addr(const void *p)
+{
+    return (uint64_t)(uintptr_t)p >= GRAPH_VA_BASE && (uint64_t)(uintptr_t)p < GRAPH_VA_END;
+}
+
+static cudaError_t begin_capture(cudaStream_t s)
+{
+    NEED_DEVICE();
+    int dev;
+    if (s == NULL || s == cudaStreamLegacy)
+        return ret(cudaErrorStreamCaptureUnsupported);
+    if (stream_device(s, &dev) != cudaSuccess || s == cudaStreamPerThread)
+        return ret(cudaErrorInvalidResourceHandle);
+    cudaError_t e = cudaErrorIllegalState;
+    pthread_mutex_lock(&g_lock);
+    int free_slot = capture_slot(0);
+    if (capture_slot((uint64_t)(uintptr_t)s) < 0 && free_slot >= 0) {
+        capturing[free_slot] = (uint64_t)(uintptr_t)s;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *graph)
+{
+    NEED_DEVICE();
+    if (!graph)
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = cudaErrorIllegalState;
+    pthread_mutex_lock(&g_lock);
+    int i = is_special_stream(s) ? -1 : capture_slot((uint64_t)(uintptr_t)s);
+    if (i >= 0) {
+        capturing[i] = 0;
+        *graph = (cudaGraph_t)(uintptr_t)(STREAM_HANDLE_BASE + 24);
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) { return end_capture(s, graph); }
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *graph) { return end_capture(s, graph); }
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status)
+{
+    NEED_DEVICE();
+    if (!status)
+        return ret(cudaErrorInvalidValue);
+    *status = is_capturing(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+/* for the stand-in driver's cuStreamIsCapturing: 1 capturing, 0 not */
+int fake_cudart_stream_capturing(void *s);
+int fake_cudart_stream_capturing(void *s) { return is_capturing((cudaStream_t)s); }
+
 static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream)
 {
     int dev;
@@ -667,6 +762,13 @@ static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream
     cudaError_t e = stream_device(hStream, &dev);
     if (e != cudaSuccess)
         return ret(e);
+    if (devPtr && size && is_capturing(hStream)) {   /* an allocation node: an address, no memory */
+        pthread_mutex_lock(&g_lock);
+        *devPtr = (void *)(uintptr_t)graph_va_next;
+        graph_va_next += (size + 0x1fffff) & ~(uint64_t)0x1fffff;
+        pthread_mutex_unlock(&g_lock);
+        return cudaSuccess;
+    }
     return ret(alloc_device(devPtr, size, dev, K_POOLALLOC));
 }
 
@@ -677,6 +779,8 @@ static cudaError_t free_async(void *devPtr, cudaStream_t hStream)
     cudaError_t e = stream_device(hStream, &dev);
     if (e != cudaSuccess)
         return ret(e);
+    if (is_graph_addr(devPtr))   /* a free node, or the free of a graph's allocation after a launch */
+        return cudaSuccess;
     return ret(free_any(devPtr));
 }
 

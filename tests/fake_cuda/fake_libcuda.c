@@ -292,6 +292,18 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
         return alloc_dev(dptr, bytesize, K_ASYNC);
     return alloc_dev_on(dptr, bytesize, (int)((h - POOL_BASE) / 16), K_ASYNC);
 }
+/* Capture is the runtime stand-in's (its streams are the only ones that
+ * capture): ACTIVE while it captures the stream. */
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+    static int (*ask)(void *);
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ask)
+        ask = (int (*)(void *))runtime_sym("fake_cudart_stream_capturing");
+    *status = ask && ask((void *)s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
 CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
 {
     if (!dev)

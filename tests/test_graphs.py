@@ -1,0 +1,69 @@
+"""CUDA graph capture (tests/progs/graph_capture.c, as PyTorch's
+torch.cuda.graph does under its two allocators): stream-ordered calls on a
+capturing stream are the graph's allocation and free nodes, which take no
+memory when they are made, so they are in no level of memory in use;
+an allocation made while capturing (a graph's private pool) is real memory,
+named in the ledger; a capture's end that fails leaves the count alone; a
+trace made before graph_calls existed reads as before."""
+import os
+import sqlite3
+
+import analyzer_traces as T
+from gtlib import prog, query
+
+MiB = 1 << 20
+
+
+class GraphCapture(T.AnalyzerTest):
+    def captured(self):
+        p, db = self.trace([prog('graph_capture')], env_extra={'GPUTRACE_CUPTI': 0})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return db
+
+    def test_captured_calls_are_marked_and_calls_made_meanwhile_too(self):
+        db = self.captured()
+        rows = query(db, 'SELECT a.name, e.size, g.captured FROM events e JOIN apis a ON a.id = e.api'
+                         ' LEFT JOIN graph_calls g ON g.event_id = e.id ORDER BY e.id')
+        self.assertEqual([(name, captured) for name, _, captured in rows], [
+            ('cudaMalloc', None),         # weights, before the capture
+            ('cudaMalloc', 0),            # the private pool's segment, while capturing
+            ('cudaMallocAsync', 1),       # allocation nodes
+            ('cudaMallocAsync', 1),
+            ('cudaFreeAsync', 1),         # a free node
+            ('cudaFreeAsync', None),      # the node's address freed outside the graph, after the capture
+            ('cudaMallocAsync', None),    # the pool, as usual
+            ('cudaFreeAsync', None),
+            ('cudaFree', None),
+            ('cudaFree', None)])
+
+    def test_graph_nodes_are_in_no_level_and_the_private_pool_is_in_the_ledger(self):
+        d = self.json('summary', self.captured())
+        self.assertEqual(d['graph_capture'], {'allocation_nodes': 2, 'allocation_node_bytes': 24 * MiB, 'free_nodes': 1,
+                                              'allocations_during_capture': 1,
+                                              'bytes_allocated_during_capture': 20 * MiB})
+        peaks = {p['memory']: p['peak_bytes'] for p in d['peaks']}
+        # the pool held only the 4 MiB allocated after the capture; the device level
+        # the weights and the private pool's segment
+        self.assertEqual(peaks, {'pool': 4 * MiB, 'device': 84 * MiB})
+        self.assertEqual(d['leak_bytes'], 0)
+        peak = [x for x in d['ledger'][0]['instants'] if x['instant'] == 'peak'][0]
+        buckets = {b['name']: (b['kind'], b['bytes']) for b in peak['buckets']}
+        self.assertEqual(buckets['CUDA graph capture (private pools)'], ('graph_capture', 20 * MiB))
+        self.assertEqual(buckets["program's direct allocations"], ('direct', 64 * MiB))
+        text = self.ok('summary', self.captured()).stdout
+        self.assertIn('2 allocation nodes (24.00 MiB) and 1 free node captured into graphs', text)
+
+    def test_a_trace_without_graph_calls_reads_as_before(self):
+        db = self.captured()
+        with sqlite3.connect(db) as con:
+            con.execute('DROP TABLE graph_calls')
+        d = self.json('summary', db)
+        self.assertIsNone(d['graph_capture'])
+        peaks = {p['memory']: p['peak_bytes'] for p in d['peaks']}
+        self.assertEqual(peaks['pool'], 24 * MiB)   # the nodes counted as the pool's, as traces before it did
+
+    def test_no_capture_no_rows(self):
+        p, db = self.trace([prog('exit_modes'), 'return', '50'])
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM graph_calls'), [(0,)])
+        self.assertIsNone(self.json('summary', db)['graph_capture'])
