@@ -20,8 +20,6 @@
 
 #include "shim.h"
 
-_Atomic int gt_captures_open;
-
 /* Counted once per capture: the runtime's entry point runs the driver's
  * inside the shim's re-entry guard (hooks.h), so only the outer call counts. */
 void gt_graph_capture_begun(int result)

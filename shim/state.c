@@ -10,6 +10,7 @@
 _Atomic int gt_state = GT_UNINIT;
 _Atomic bool gt_cuda_ready;
 _Atomic bool gt_cuda_ready_claimed;
+_Atomic int gt_captures_open;   /* graphs.c's; here, beside what every recorded call reads */
 GT_TLS int gt_in_shim;
 static GT_TLS int32_t cached_tid;
 

@@ -1,0 +1,106 @@
+"""GPU check of CUDA graph capture (shim/graphs.c, table graph_calls):
+1. tests/progs/graph_capture.c built with nvcc against the real runtime
+   (shared, so the runtime hooks see it; static, so only the driver's do,
+   through the runtime's entry points): it runs as without the shim, and
+   the trace marks the two cudaMallocAsync and the cudaFreeAsync made on the
+   capturing stream as the graph's nodes (captured 1) and the cudaMalloc made
+   meanwhile as made during the capture (0), nothing else; the pool's peak
+   leaves the nodes out (4 MiB x scale: the one allocation after the capture);
+   cudaMallocAsync during capture returned success (the program checks).
+2. PyTorch (graph_torch.py) under the default allocator and expandable
+   segments: the replays match untraced and traced; the ledger's "CUDA graph
+   capture (private pools)" bucket at exit equals the private pool's
+   segments in torch.cuda.memory_snapshot() (figures printed).
+3. PyTorch under backend:cudaMallocAsync: the replays match; the trace holds
+   allocation nodes (summary graph_capture); figures: the pool's level at
+   exit against memory_allocated(), the graph memory pool's reserved bytes
+   (cuDeviceGetGraphMemAttribute) against the ledger's unaccounted bytes.
+usage: check_graphs.py --build BUILD --out DIR"""
+import argparse
+import json
+import os
+import subprocess
+
+from gpucheck import counters, finish, fresh_db, report, rows, run, safe
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--build', required=True)
+ap.add_argument('--out', required=True)
+a = ap.parse_args()
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
+gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
+os.makedirs(a.out, exist_ok=True)
+MiB = 1 << 20
+SCALE = 4
+
+
+def summary(db):
+    p = subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else {'error': p.stderr}
+
+
+def raw(cudart):
+    exe = os.path.join(a.out, 'graph_capture_' + cudart)
+    subprocess.run(['nvcc', '-O1', '-cudart', cudart, '-x', 'cu', '-o', exe,
+                    os.path.join(root, 'tests', 'progs', 'graph_capture.c')], check=True)
+    bare = run([exe, str(SCALE)])
+    db = fresh_db(a.out, 'graph_capture_' + cudart)
+    p = run([exe, str(SCALE)], shim=shim, db=db, env_extra={'GPUTRACE_CUPTI': '0'})
+    report(bare.returncode == 0 and p.returncode == 0, 'graph_capture (%s runtime) runs as without the shim' % cudart,
+           'rc %d untraced, %d traced %s' % (bare.returncode, p.returncode, (bare.stderr + p.stderr)[-300:]))
+    got = rows(db, 'SELECT a.name, g.captured FROM events e JOIN apis a ON a.id = e.api'
+                   ' LEFT JOIN graph_calls g ON g.event_id = e.id ORDER BY e.id')
+    marked = [(n, c) for n, c in got if c is not None]
+    want = [('Malloc', 0), ('MallocAsync', 1), ('MallocAsync', 1), ('FreeAsync', 1)]
+    ok = len(marked) == len(want) and all(w[0].lower() in n.lower() and c == w[1] for (n, c), w in zip(marked, want))
+    report(ok, 'graph_capture (%s runtime): the capturing stream\'s calls are nodes, the cudaMalloc made meanwhile '
+           'is marked' % cudart, 'marked %s of %d events' % (marked, len(got)))
+    d = summary(db)
+    pool = {x['memory']: x['peak_bytes'] for x in d.get('peaks', [])}.get('pool')
+    report(pool == 4 * MiB * SCALE and (d.get('graph_capture') or {}).get('allocation_nodes') == 2,
+           'graph_capture (%s runtime): the pool\'s peak leaves the nodes out' % cudart,
+           'pool peak %s (want %d), graph_capture %s' % (pool, 4 * MiB * SCALE, d.get('graph_capture')))
+
+
+def torch_run(conf):
+    env = {'PYTORCH_CUDA_ALLOC_CONF': conf} if conf else {}
+    name = 'torch_' + (conf.replace(':', '_') if conf else 'default')
+    bare = run(['python3', os.path.join(here, 'graph_torch.py')], env_extra=env)
+    db = fresh_db(a.out, name)
+    p = run(['python3', os.path.join(here, 'graph_torch.py')], shim=shim, db=db, env_extra=env)
+    b, t = counters(bare.stdout), counters(p.stdout)
+    report(bare.returncode == 0 and p.returncode == 0 and b.get('replays_match') == 1 and t.get('replays_match') == 1,
+           '%s: the graph replays match, untraced and traced' % name,
+           'rc %d/%d %s' % (bare.returncode, p.returncode, (bare.stderr + p.stderr)[-400:]))
+    d = summary(db)
+    led = d.get('ledger') or [{}]
+    ex = [x for x in led[0].get('instants', []) if x['instant'] == 'exit']
+    buckets = {bk['kind']: bk['bytes'] for bk in ex[0]['buckets']} if ex else {}
+    print('   %s: torch %s; trace graph_capture %s; exit buckets %s; unaccounted %s' % (
+        name, {k: v for k, v in t.items()}, d.get('graph_capture'), buckets, ex[0].get('unaccounted_bytes') if ex else None))
+    return t, d, buckets, ex[0] if ex else {}
+
+
+def private_pools(conf):
+    t, d, buckets, _ = torch_run(conf)
+    report(t.get('private_pool_bytes', 0) > 0 and buckets.get('graph_capture') == t.get('private_pool_bytes'),
+           '%s: the ledger\'s private-pool bucket equals the graph pool\'s segments' % (conf or 'default allocator'),
+           'bucket %s, torch %s' % (buckets.get('graph_capture'), t.get('private_pool_bytes')))
+
+
+def async_nodes():
+    t, d, buckets, ex = torch_run('backend:cudaMallocAsync')
+    gc = d.get('graph_capture') or {}
+    report(gc.get('allocation_nodes', 0) > 0, 'cudaMallocAsync backend: the capture\'s allocations are graph nodes',
+           'graph_capture %s; graph pool reserved %s, used %s; unaccounted at exit %s' % (
+               gc, t.get('graph_reserved_bytes'), t.get('graph_used_bytes'), ex.get('unaccounted_bytes')))
+
+
+safe('graph_capture shared', lambda: raw('shared'))
+safe('graph_capture static', lambda: raw('static'))
+safe('torch default', lambda: private_pools(''))
+safe('torch expandable', lambda: private_pools('expandable_segments:True'))
+safe('torch async', async_nodes)
+finish()
