@@ -371,7 +371,7 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         const struct gt_api_attr *a = &t->api[e->api];
         if (e->failed || !a->known || a->op != GT_OP_ALLOC || !(GT_MASK_ALL & GT_MASK(a->memory)))
             continue;
-        struct key3 k = {e->size, e->site, e->api};
+        struct key3 k = {e->size, e->site, e->api & ~GT_API_GRAPH_IN_CAPTURE};   /* made during a capture or not: one call */
         seq[n] = intern(&in, &k);
         seq_ev[n++] = (uint32_t)i;
     }

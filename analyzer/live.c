@@ -13,9 +13,10 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
     memset(p, 0, sizeof *p);
     p->partner = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *p->partner);
     memset(p->partner, 0xff, (t->nev ? t->nev : 1) * sizeof *p->partner);
-    struct gt_hmap live[4];
+    struct gt_hmap live[4], graph;   /* graph: addresses a CUDA graph's allocation nodes gave */
     for (int s = 0; s < 4; s++)
         gt_hmap_init(&live[s]);
+    gt_hmap_init(&graph);
     for (size_t i = 0; i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = &t->api[e->api];
@@ -29,10 +30,17 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
             }
             if (old != GT_HMAP_NONE)
                 p->reallocated_unfreed++;   /* the older one stays unfreed, as in the allocations view */
+            if ((e->api & GT_API_GRAPH_NODE) && gt_hmap_put(&graph, e->u.ptr, (uint32_t)i) == GT_HMAP_OOM) {
+                fprintf(stderr, "gputrace: out of memory\n");
+                exit(GT_EXIT_NOMEM);
+            }
         } else if (a->op == GT_OP_FREE) {
             uint32_t al = gt_hmap_del(&live[a->space], e->u.ptr);
             if (al == GT_HMAP_NONE) {
-                p->unmatched_frees++;
+                /* not allocated before tracing began: the graph takes its node's
+                 * address again each time it runs, and the program frees it */
+                if (gt_hmap_get(&graph, e->u.ptr) == GT_HMAP_NONE)
+                    p->unmatched_frees++;
                 continue;
             }
             p->partner[i] = al;
@@ -41,6 +49,7 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
     }
     for (int s = 0; s < 4; s++)
         gt_hmap_free(&live[s]);
+    gt_hmap_free(&graph);
 }
 
 void gt_pairs_free(struct gt_pairs *p)
@@ -51,8 +60,8 @@ void gt_pairs_free(struct gt_pairs *p)
 
 const char *gt_memory_name(int memory)
 {
-    static const char *const names[] = {"device", "pool", "managed", "host", "reserve", "mapping"};
-    return memory >= 0 && memory < 6 ? names[memory] : "mixed";
+    static const char *const names[] = {"device", "pool", "managed", "host", "reserve", "mapping", "imported", "graph"};
+    return memory >= 0 && memory < (int)(sizeof names / sizeof *names) ? names[memory] : "mixed";
 }
 
 static int level_cmp(const void *a, const void *b)

@@ -109,7 +109,7 @@ static int rolled_back_chunks(const struct gt_ctx *c, size_t f)
             break;
         if (!successful_alloc(t, i))
             continue;   /* a map, a free of something else */
-        if (e->api != fe->api || e->size != fe->size)
+        if (gt_api_base(e->api) != gt_api_base(fe->api) || e->size != fe->size)
             break;
         uint32_t fr = c->p.partner[i];
         if (fr == GT_NO_EVENT || fr < f || fr > next_alloc)
@@ -124,7 +124,7 @@ static int rolled_back_chunks(const struct gt_ctx *c, size_t f)
 static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, size_t *nothers)
 {
     const struct gt_trace *t = &c->t;
-    int64_t live[6][GT_HOST_SLOT + 1];   /* device -1 (host) at slot GT_HOST_SLOT */
+    int64_t live[GT_MEM_GRAPH + 1][GT_HOST_SLOT + 1];   /* every kind gt_slot_delta gives; host at GT_HOST_SLOT */
     memset(live, 0, sizeof live);
     struct request *r = NULL;
     size_t n = 0, cap = 0, ocap = 0;
@@ -144,7 +144,8 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
                 continue;
             }
             struct request *x = n ? &r[n - 1] : NULL;
-            int retry = x && last_success <= x->last && t->ev[x->last].api == e->api && t->ev[x->last].size == e->size;
+            int retry = x && last_success <= x->last && gt_api_base(t->ev[x->last].api) == gt_api_base(e->api) &&
+                        t->ev[x->last].size == e->size;
             if (!retry) {
                 if (n == cap) {
                     cap = cap ? cap * 2 : 16;
@@ -169,7 +170,7 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
                 int dev = d == GT_HOST_SLOT ? -1 : d;
                 if (x->device != GT_ANY_DEVICE && x->device != dev)
                     continue;
-                for (int m = 0; m < 6; m++)
+                for (int m = 0; m <= GT_MEM_GRAPH; m++)
                     if (c->sel.mem_mask & GT_MASK(m))
                         x->live_sel += live[m][d];
                 x->live_device += live[GT_MEM_DEVICE][d];
@@ -188,7 +189,7 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
             last_success = i + 1;
         int m, d;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &d);
-        if (delta)
+        if (delta && m >= 0 && m <= GT_MEM_GRAPH)
             live[m][d] += delta;
     }
     /* only the last request can have ended the program: the program went on past any earlier one */

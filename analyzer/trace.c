@@ -414,12 +414,13 @@ int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt 
     return prepare_optional(t, sql, st, what);
 }
 
-int gt_trace_has_table(struct gt_trace *t, const char *name)
+int gt_trace_has_rows(struct gt_trace *t, const char *table)
 {
+    char sql[128];
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(t->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    snprintf(sql, sizeof sql, "SELECT 1 FROM \"%s\" LIMIT 1", table);
+    if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;   /* no such table (a trace older than it) */
     int yes = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return yes;

@@ -19,6 +19,10 @@ struct gt_api_attr {
  * the API's id with one of these bits (apis ids are below 64). */
 #define GT_API_GRAPH_IN_CAPTURE 0x40   /* made meanwhile: the API's own row */
 #define GT_API_GRAPH_NODE 0x80         /* captured: memory GT_MEM_GRAPH */
+static inline int gt_api_base(int api)          /* the API itself, whichever slot */
+{
+    return api & ~(GT_API_GRAPH_IN_CAPTURE | GT_API_GRAPH_NODE);
+}
 
 /* One traced call, 32 bytes. Events are kept in (t_ns, id) order. */
 struct gt_event {
@@ -179,7 +183,7 @@ void gt_ranges_free(struct gt_range *r, size_t n);
  * *st NULL and GT_EXIT_OK; and maps a SQLite error met while doing `what` to
  * an exit status with t->err set. */
 int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what);
-int gt_trace_has_table(struct gt_trace *t, const char *name);   /* 1 yes, 0 no (or unreadable) */
+int gt_trace_has_rows(struct gt_trace *t, const char *table);   /* 1 yes; 0 none, no such table, unreadable */
 int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
 /* For trace.c and trace_events.c: an exit status with t->err set to one
  * line (printf-style; a SQLite error's message raw, made fit for one line);

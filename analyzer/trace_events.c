@@ -214,7 +214,11 @@ int gt_trace_load_events(struct gt_trace *t)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nslices = span < 2000000 || cpus < 2 ? 1 : cpus > 8 ? 8 : (int)cpus;
     t->ev = gt_xmalloc((span ? span : 1) * sizeof *t->ev);
-    int graph_calls = gt_trace_has_table(t, "graph_calls");
+    /* graph_calls read only where it has rows (a join per event otherwise for
+     * nothing) and the slots are free (apis ids below 64, as every version's) */
+    int graph_calls = gt_trace_has_rows(t, "graph_calls");
+    for (int id = GT_API_GRAPH_IN_CAPTURE; id < 256 && graph_calls; id++)
+        graph_calls = !t->api[id].known;
     if (graph_calls)
         graph_slots(t);
     struct slice sl[8];

@@ -366,6 +366,8 @@ FROM events e JOIN apis a ON a.id = e.api;
 
 -- Each successful allocation with the free that ended it (free_ns NULL: live
 -- at the end of the trace). Pairs are the next event on the same address.
+-- memory is the API's, but 'graph' for a CUDA graph's allocation node
+-- (graph_calls.captured): no memory taken when it was made.
 CREATE VIEW allocations AS
 SELECT id AS alloc_id, t_ns AS alloc_ns, api, memory, ptr, size, device,
        stack_id AS alloc_stack_id,
@@ -373,7 +375,10 @@ SELECT id AS alloc_id, t_ns AS alloc_ns, api, memory, ptr, size, device,
        CASE WHEN next_op = 'free' THEN next_stack END AS free_stack_id,
        CASE WHEN next_op = 'free' THEN next_id END AS free_id
 FROM (
-  SELECT e.id, e.t_ns, a.name AS api, a.op, a.memory, e.ptr, e.size, e.device, e.stack_id,
+  SELECT e.id, e.t_ns, a.name AS api, a.op,
+         CASE WHEN EXISTS (SELECT 1 FROM graph_calls g WHERE g.event_id = e.id AND g.captured) THEN 'graph'
+              ELSE a.memory END AS memory,   -- a CUDA graph's allocation node: its own kind
+         e.ptr, e.size, e.device, e.stack_id,
          LEAD(a.op)       OVER w AS next_op,
          LEAD(e.t_ns)     OVER w AS next_ns,
          LEAD(e.stack_id) OVER w AS next_stack,

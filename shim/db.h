@@ -63,6 +63,8 @@
     P(SUMMARY, peak_bytes) P(SUMMARY, end_bytes) P(SUMMARY, allocs) P(SUMMARY, frees) P(SUMMARY, failed)
 #define GT_P_PRUNE_RANGE(P) P(PRUNE_RANGE, lo) P(PRUNE_RANGE, hi)
 #define GT_P_PRUNE_ROW(P) P(PRUNE_ROW, id)
+#define GT_P_PRUNE_GRAPH_RANGE(P) P(PRUNE_GRAPH_RANGE, lo) P(PRUNE_GRAPH_RANGE, hi)
+#define GT_P_PRUNE_GRAPH_ROW(P) P(PRUNE_GRAPH_ROW, id)
 #define GT_P_STRING(P) P(STRING, text)
 #define GT_P_STRING_ID(P) P(STRING_ID, text)
 
@@ -70,7 +72,7 @@
 #define GT_DB_STATEMENTS(INSERT, SQL) \
     INSERT(EVENT, "INSERT", "events") \
     INSERT(MAPPING, "INSERT", "mappings") \
-    INSERT(GRAPH_CALL, "INSERT", "graph_calls") \
+    INSERT(GRAPH_CALL, "INSERT OR REPLACE", "graph_calls") \
     INSERT(STACK, "INSERT OR IGNORE", "stacks") \
     INSERT(STACK_FRAME, "INSERT OR IGNORE", "stack_frames") \
     INSERT(FRAME, "INSERT", "frames") \
@@ -101,6 +103,11 @@
     SQL(PRUNE_RANGE, "DELETE FROM events WHERE id > :lo AND id < :hi " \
                      "AND api NOT IN (SELECT id FROM apis WHERE op IN ('map', 'unmap', 'defer'))") \
     SQL(PRUNE_ROW, "DELETE FROM events WHERE id = :id") \
+    /* graph_calls rows go with their events (an events id can be handed out \
+     * again once the highest rows are gone: a stale row would mark another) */ \
+    SQL(PRUNE_GRAPH_RANGE, "DELETE FROM graph_calls WHERE event_id > :lo AND event_id < :hi " \
+                           "AND event_id NOT IN (SELECT id FROM events WHERE id > :lo AND id < :hi)") \
+    SQL(PRUNE_GRAPH_ROW, "DELETE FROM graph_calls WHERE event_id = :id") \
     SQL(STRING_ID, "SELECT id FROM strings WHERE text = :text")
 
 #define GT_DB_ID_(name, ...) GT_ST_##name,

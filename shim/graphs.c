@@ -20,49 +20,76 @@
 
 #include "shim.h"
 
-/* Counted once per capture: the runtime's entry point runs the driver's
- * inside the shim's re-entry guard (hooks.h), so only the outer call counts. */
-void gt_graph_capture_begun(int result)
+/* The streams whose capture began (0: a free slot; no stream handle the shim
+ * keeps here is 0: a per-thread-default-stream build's stream 0 is kept as
+ * CU_STREAM_PER_THREAD, and the legacy stream cannot be captured). An end
+ * asks the driver whether its stream still captures, whatever the end
+ * returned: a capture that an error ended (invalidated, unjoined) ends here
+ * too, and one that an error left open (the wrong thread) stays. */
+#define MAX_CAPTURING 64
+static _Atomic uint64_t capturing[MAX_CAPTURING];
+
+static struct gt_hook is_capturing_q = {"cuStreamIsCapturing", NULL, "libcuda.so", NULL, 0};
+
+/* 1 capturing, 0 not, -1 not known (no query, or it failed) */
+static int stream_captures(uint64_t stream)
 {
-    if (result == 0)
-        atomic_fetch_add_explicit(&gt_captures_open, 1, memory_order_relaxed);
+    __typeof__(&cuStreamIsCapturing) ask = (__typeof__(&cuStreamIsCapturing))gt_real_of(&is_capturing_q);
+    CUstreamCaptureStatus status;
+    if (!ask || ask((CUstream)(uintptr_t)stream, &status) != CUDA_SUCCESS)
+        return -1;
+    return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
-/* An end that returns an invalidated capture ends it too; any other error
- * (the wrong thread, a stream not capturing) leaves the count. Never below
- * zero: a capture begun before the shim saw it ends without one. */
-void gt_graph_capture_ended(int result)
+/* Counted once per capture: the runtime's entry point runs the driver's
+ * inside the shim's re-entry guard (hooks.h), so only the outer call counts. */
+void gt_graph_capture_begun(int result, uint64_t stream)
 {
-    if (result != 0 && result != (int)cudaErrorStreamCaptureInvalidated)
+    if (result != 0 || !stream)
         return;
-    int n = atomic_load_explicit(&gt_captures_open, memory_order_relaxed);
-    while (n > 0 && !atomic_compare_exchange_weak_explicit(&gt_captures_open, &n, n - 1, memory_order_relaxed,
-                                                          memory_order_relaxed))
-        ;
+    for (int i = 0; i < MAX_CAPTURING; i++) {
+        uint64_t free_slot = 0;
+        if (atomic_compare_exchange_strong_explicit(&capturing[i], &free_slot, stream, memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&gt_captures_open, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    /* 64 captures at once: this one is not counted (its calls are recorded as outside it) */
+}
+
+void gt_graph_capture_ended(int result, uint64_t stream)
+{
+    (void)result;
+    if (!stream || stream_captures(stream) == 1)
+        return;
+    for (int i = 0; i < MAX_CAPTURING; i++) {
+        uint64_t was = stream;
+        if (atomic_compare_exchange_strong_explicit(&capturing[i], &was, 0, memory_order_relaxed, memory_order_relaxed)) {
+            atomic_fetch_sub_explicit(&gt_captures_open, 1, memory_order_relaxed);
+            return;
+        }
+    }
 }
 
 /* Fork child: its parent's captures are not its own (and CUDA does not
  * survive a fork). */
 void gt_graph_after_fork_child(void)
 {
+    for (int i = 0; i < MAX_CAPTURING; i++)
+        atomic_store_explicit(&capturing[i], 0, memory_order_relaxed);
     atomic_store_explicit(&gt_captures_open, 0, memory_order_relaxed);
 }
 
-static struct gt_hook is_capturing_q = {"cuStreamIsCapturing", NULL, "libcuda.so", NULL, 0};
-
 /* A capture is open somewhere in the process: the flags of a call on stream
  * (GT_CALL_HAS_STREAM in flags) or without one. The legacy default stream
- * cannot be captured; the per-thread one can (its handle is the driver's
- * too). Stream 0 of a per-thread-default-stream build (_ptsz) is asked as
- * the legacy stream: such a capture is recorded as made meanwhile. */
+ * cannot be captured; the per-thread one can (the hooks of the _ptsz
+ * variants record their stream 0 as CU_STREAM_PER_THREAD, as the driver
+ * names it). */
 uint32_t gt_graph_call_flags(uint32_t flags, uint64_t stream)
 {
-    uint32_t out = GT_CALL_IN_CAPTURE;
-    if (!(flags & GT_CALL_HAS_STREAM) || stream == 0 || stream == (uint64_t)(uintptr_t)cudaStreamLegacy)
-        return out;
-    __typeof__(&cuStreamIsCapturing) ask = (__typeof__(&cuStreamIsCapturing))gt_real_of(&is_capturing_q);
-    CUstreamCaptureStatus status;
-    if (ask && ask((CUstream)(uintptr_t)stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        out = GT_CALL_CAPTURED;
-    return out;
+    if ((flags & GT_CALL_HAS_STREAM) && stream != 0 && stream != (uint64_t)(uintptr_t)CU_STREAM_LEGACY &&
+        stream_captures(stream) == 1)
+        return GT_CALL_CAPTURED;
+    return GT_CALL_IN_CAPTURE;
 }

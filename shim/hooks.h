@@ -69,10 +69,11 @@
         return real args; \
     }
 
-/* The beginning and the end of a stream capture (graphs.c counts the open
- * ones), otherwise as GRAPH. Counted only outside the shim's re-entry guard:
- * the runtime's call runs the driver's. */
-#define GT_HOOK_CAPTURE(sym, params, args, COUNT) \
+/* The beginning and the end of a stream capture (graphs.c keeps the open
+ * ones), otherwise as GRAPH; the row's second column is the stream (PTSZ(s)
+ * for a per-thread-default-stream variant). Counted only outside the shim's
+ * re-entry guard: the runtime's call runs the driver's. */
+#define GT_HOOK_CAPTURE(sym, stream, params, args, COUNT) \
     GT_EXPORT GT_HOOK_RESULT sym params \
     { \
         GT_RESOLVE(sym, params) \
@@ -80,16 +81,19 @@
         if (!gt_hook_enter()) \
             return real args; \
         GT_HOOK_RESULT rc = real args; \
-        COUNT((int)rc); \
+        COUNT((int)rc, (uint64_t)(uintptr_t)(stream)); \
         gt_hook_leave(); \
         return rc; \
     }
-#define GT_HOOK_BEGIN(sym, api, params, args) GT_HOOK_CAPTURE(sym, params, args, gt_graph_capture_begun)
-#define GT_HOOK_END(sym, api, params, args) GT_HOOK_CAPTURE(sym, params, args, gt_graph_capture_ended)
+#define GT_HOOK_BEGIN(sym, stream, params, args) GT_HOOK_CAPTURE(sym, stream, params, args, gt_graph_capture_begun)
+#define GT_HOOK_END(sym, stream, params, args) GT_HOOK_CAPTURE(sym, stream, params, args, gt_graph_capture_ended)
 
 #define HOST GT_DEVICE_HOST
 #define ANY GT_DEVICE_UNKNOWN /* a free's device comes from its allocation */
 #define NOSTREAM 0, 0
 #define STREAM(s) (uint64_t)(uintptr_t)(s), GT_CALL_HAS_STREAM
+/* a per-thread-default-stream variant: its stream 0 is the thread's own stream */
+#define PTSZ(s) ((s) ? (uint64_t)(uintptr_t)(s) : (uint64_t)0x2 /* CU_STREAM_PER_THREAD, cudaStreamPerThread */)
+#define STREAM_PTSZ(s) PTSZ(s), GT_CALL_HAS_STREAM
 
 #endif

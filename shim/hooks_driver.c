@@ -92,11 +92,11 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
-    X(ALLOC, cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
+    X(ALLOC, cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM_PTSZ(s)) \
     X(FREE, cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
-    X(FREE, cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM(s)) \
+    X(FREE, cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s), p, 0, ANY, STREAM_PTSZ(s)) \
     X(ALLOC, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
-    X(ALLOC, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
+    X(ALLOC, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM_PTSZ(s)) \
     X(CREATE, cuMemCreate, cuMemCreate, (CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (h, size, prop, flags), h ? *h : 0, size, create_device(prop), NOSTREAM) \
     X(FREE, cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle h), (h), h, 0, ANY, NOSTREAM) \
     X(ALLOC, cuMemMap, cuMemMap, (CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags), (va, size, offset, h, flags), va, size, ANY, AUX(h)) \
@@ -107,16 +107,16 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
     X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
-    X(BEGIN, cuStreamBeginCapture, -, (CUstream s), (s)) \
-    X(BEGIN, cuStreamBeginCapture_ptsz, -, (CUstream s), (s)) \
+    X(BEGIN, cuStreamBeginCapture, s, (CUstream s), (s)) \
+    X(BEGIN, cuStreamBeginCapture_ptsz, PTSZ(s), (CUstream s), (s)) \
     X(GRAPH, cuGraphInstantiate, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
     X(GRAPH, cuGraphInstantiate_v2, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \
-    X(BEGIN, cuStreamBeginCapture_v2, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
-    X(BEGIN, cuStreamBeginCapture_v2_ptsz, -, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
-    X(BEGIN, cuStreamBeginCaptureToGraph, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(BEGIN, cuStreamBeginCaptureToGraph_ptsz, -, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(END, cuStreamEndCapture, -, (CUstream s, CUgraph *g), (s, g)) \
-    X(END, cuStreamEndCapture_ptsz, -, (CUstream s, CUgraph *g), (s, g)) \
+    X(BEGIN, cuStreamBeginCapture_v2, s, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cuStreamBeginCapture_v2_ptsz, PTSZ(s), (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cuStreamBeginCaptureToGraph, s, (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cuStreamBeginCaptureToGraph_ptsz, PTSZ(s), (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(END, cuStreamEndCapture, s, (CUstream s, CUgraph *g), (s, g)) \
+    X(END, cuStreamEndCapture_ptsz, PTSZ(s), (CUstream s, CUgraph *g), (s, g)) \
     X(GRAPH, cuGraphInstantiateWithFlags, -, (CUgraphExec *e, CUgraph g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cuGraphInstantiateWithParams, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \
     X(GRAPH, cuGraphInstantiateWithParams_ptsz, -, (CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params)) \

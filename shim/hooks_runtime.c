@@ -27,11 +27,11 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMalloc, cudaMalloc, (void **p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \
     X(FREE, cudaFree, cudaFree, (void *p), (p), p, 0, ANY, NOSTREAM) \
     X(ALLOC, cudaMallocAsync, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
-    X(ALLOC, cudaMallocAsync_ptsz, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \
+    X(ALLOC, cudaMallocAsync_ptsz, cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM_PTSZ(s)) \
     X(FREE, cudaFreeAsync, cudaFreeAsync, (void *p, cudaStream_t s), (p, s), p, 0, ANY, STREAM(s)) \
-    X(FREE, cudaFreeAsync_ptsz, cudaFreeAsync, (void *p, cudaStream_t s), (p, s), p, 0, ANY, STREAM(s)) \
+    X(FREE, cudaFreeAsync_ptsz, cudaFreeAsync, (void *p, cudaStream_t s), (p, s), p, 0, ANY, STREAM_PTSZ(s)) \
     X(ALLOC, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
-    X(ALLOC, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM(s)) \
+    X(ALLOC, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), p ? *p : 0, size, DEV_OF_POOL, STREAM_PTSZ(s)) \
     X(ALLOC, cudaMallocManaged, cudaMallocManaged, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, DEV, NOSTREAM) \
     X(ALLOC, cudaMallocHost, cudaMallocHost, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cudaHostAlloc, cudaHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
@@ -40,12 +40,12 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMalloc3D, cudaMalloc3D, (struct cudaPitchedPtr *pp, struct cudaExtent e), (pp, e), pp ? pp->ptr : 0, (rc == GT_HOOK_OK && pp ? pp->pitch : e.width) * e.height * e.depth, DEV, NOSTREAM) \
     X(ALLOC, cudaIpcOpenMemHandle, cudaIpcOpenMemHandle, (void **p, cudaIpcMemHandle_t handle, unsigned int flags), (p, handle, flags), p ? *p : 0, rc == GT_HOOK_OK && p ? gt_ipc_range_size((uint64_t)(uintptr_t)*p) : 0, DEV, NOSTREAM) \
     X(FREE, cudaIpcCloseMemHandle, cudaIpcCloseMemHandle, (void *p), (p), p, 0, ANY, NOSTREAM) \
-    X(BEGIN, cudaStreamBeginCapture, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
-    X(BEGIN, cudaStreamBeginCapture_ptsz, -, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
-    X(BEGIN, cudaStreamBeginCaptureToGraph, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(BEGIN, cudaStreamBeginCaptureToGraph_ptsz, -, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
-    X(END, cudaStreamEndCapture, -, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
-    X(END, cudaStreamEndCapture_ptsz, -, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
+    X(BEGIN, cudaStreamBeginCapture, s, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cudaStreamBeginCapture_ptsz, PTSZ(s), (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
+    X(BEGIN, cudaStreamBeginCaptureToGraph, s, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(BEGIN, cudaStreamBeginCaptureToGraph_ptsz, PTSZ(s), (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
+    X(END, cudaStreamEndCapture, s, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
+    X(END, cudaStreamEndCapture_ptsz, PTSZ(s), (cudaStream_t s, cudaGraph_t *g), (s, g)) \
     X(GRAPH, cudaGraphInstantiate, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cudaGraphInstantiateWithFlags, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cudaGraphInstantiateWithParams, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \

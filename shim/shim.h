@@ -68,8 +68,8 @@ int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream);
 /* CUDA graph capture (graphs.c): captures begun and not ended in the process;
  * while any is, a recorded call's flags come from gt_graph_call_flags. */
 extern _Atomic int gt_captures_open;
-void gt_graph_capture_begun(int result);
-void gt_graph_capture_ended(int result);
+void gt_graph_capture_begun(int result, uint64_t stream);
+void gt_graph_capture_ended(int result, uint64_t stream);
 void gt_graph_after_fork_child(void);
 uint32_t gt_graph_call_flags(uint32_t flags, uint64_t stream);
 static inline uint32_t gt_graph_flags(uint32_t flags, uint64_t stream)

@@ -176,6 +176,8 @@ static void prune_events(const struct checkpoint *c)
         if (j == c->nlive || c->live[j] != R.kept[i]) {
             GT_BIND_INT(PRUNE_ROW, id, R.kept[i]);
             gt_db_run(GT_ST_PRUNE_ROW, GT_NOT_A_RECORD);
+            GT_BIND_INT(PRUNE_GRAPH_ROW, id, R.kept[i]);
+            gt_db_run(GT_ST_PRUNE_GRAPH_ROW, GT_NOT_A_RECORD);
         }
     }
     int64_t lo = R.pruned_upto[0];
@@ -187,6 +189,9 @@ static void prune_events(const struct checkpoint *c)
             GT_BIND_INT(PRUNE_RANGE, lo, lo);
             GT_BIND_INT(PRUNE_RANGE, hi, hi);
             gt_db_run(GT_ST_PRUNE_RANGE, GT_NOT_A_RECORD);
+            GT_BIND_INT(PRUNE_GRAPH_RANGE, lo, lo);
+            GT_BIND_INT(PRUNE_GRAPH_RANGE, hi, hi);
+            gt_db_run(GT_ST_PRUNE_GRAPH_RANGE, GT_NOT_A_RECORD);
         }
         lo = hi;
     }

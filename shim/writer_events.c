@@ -236,7 +236,8 @@ static void write_row(const struct gt_rec *rec)
     if (!gt_db_run(GT_ST_EVENT, GT_DROP_WRITE_FAILED))
         return;
     E.recorded++;
-    if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr) /* what a prune keeps */
+    if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr &&
+        !(rec->flags & GT_CALL_CAPTURED)) /* what a prune keeps (a graph's node is no live memory) */
         gt_window_row(ai->space, c->ptr, gt_db_last_rowid());
     if (rec->flags & GT_CALL_HAS_HANDLE) {
         GT_BIND_INT(MAPPING, event_id, gt_db_last_rowid());

@@ -31,6 +31,7 @@ class GraphCapture(T.AnalyzerTest):
             ('cudaMallocAsync', 1),
             ('cudaFreeAsync', 1),         # a free node
             ('cudaFreeAsync', None),      # the node's address freed outside the graph, after the capture
+            ('cudaFreeAsync', None),      # again, after one more launch
             ('cudaMallocAsync', None),    # the pool, as usual
             ('cudaFreeAsync', None),
             ('cudaFree', None),
@@ -50,8 +51,19 @@ class GraphCapture(T.AnalyzerTest):
         buckets = {b['name']: (b['kind'], b['bytes']) for b in peak['buckets']}
         self.assertEqual(buckets['CUDA graph capture (private pools)'], ('graph_capture', 20 * MiB))
         self.assertEqual(buckets["program's direct allocations"], ('direct', 64 * MiB))
-        text = self.ok('summary', self.captured()).stdout
+        # the node's address freed twice outside the graph (it ran in between): no free of memory from
+        # before the trace
+        self.assertEqual(d['events']['unmatched_frees'], 0)
+        db = self.captured()
+        text = self.ok('summary', db).stdout
         self.assertIn('2 allocation nodes (24.00 MiB) and 1 free node captured into graphs', text)
+        self.assertNotIn('allocated before tracing started', text)
+        # every report reads such a trace (oom keeps live bytes per kind of memory)
+        for cmd in ('oom', 'leaks', 'top', 'peak', 'export'):
+            self.ok(cmd, db) if cmd != 'export' else self.ok(cmd, db, '-o', os.path.join(self.dir, 'x.json'))
+        # SQL: the nodes are memory 'graph' in the views
+        self.assertEqual(query(db, "SELECT memory, count(*), sum(size) FROM allocations GROUP BY memory ORDER BY memory"),
+                         [('device', 2, 84 * MiB), ('graph', 2, 24 * MiB), ('pool', 1, 4 * MiB)])
 
     def test_a_trace_without_graph_calls_reads_as_before(self):
         db = self.captured()

@@ -3,8 +3,9 @@
  * the graph's private pool (real memory, taken now), and stream-ordered
  * allocations and a free on the capturing stream (the graph's allocation and
  * free nodes: no memory now). The graph is launched three times; then the
- * address of the node the graph did not free is freed outside it, and the
- * pool is used as usual. Inside the capture, ending a capture on another
+ * address of the node the graph did not free is freed outside it, the graph
+ * launched once more and that address freed again, and the pool is used as
+ * usual. Inside the capture, ending a capture on another
  * stream (which is not capturing) fails and ends nothing. Prints nothing;
  * exit code 0.
  * usage: graph_capture [MIB_SCALE] */
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         OK(cudaGraphLaunch(e, s));
     OK(cudaFreeAsync(b, s));                          /* the node's address, freed outside the graph */
+    OK(cudaGraphLaunch(e, s));                        /* the graph takes it again, */
+    OK(cudaFreeAsync(b, s));                          /* and it is freed again */
     OK(cudaMallocAsync(&c, 4 * MIB * k, s));         /* the pool, as usual */
     OK(cudaFreeAsync(c, s));
     OK(cudaStreamSynchronize(s));
