@@ -427,6 +427,11 @@
       '; the kernel timeline and iterations found from kernels cover those spans only', null), {title: ks.how});
     if (fr) item('flight_recorder', 'Flight recorder', fr.window_ns, 'only the last ' + fmtNs(fr.window_ns) +
       ' are kept in full (from ' + fmtNs(fr.complete_from_ns) + '): the figures below cover that span, not the whole run', ids.timeline);
+    var gc = sum.graph_capture;   /* CUDA graph capture: its nodes are in no level */
+    if (gc) item('graph_capture', 'CUDA graphs', gc.allocation_nodes, gc.allocation_nodes + ' allocation node' +
+      (gc.allocation_nodes === 1 ? '' : 's') + ' (' + fmtBytes(gc.allocation_node_bytes) + ') captured: the graph\u2019s memory, ' +
+      'taken when it runs, is in no level here' + (gc.allocations_during_capture ? '; ' + fmtBytes(gc.bytes_allocated_during_capture) +
+      ' allocated while capturing (private pools: in the levels and the ledger)' : ''), ids.ledger);
     var ev = sum.events || {};
     item('events', 'Events', ev.total, (ev.total === undefined ? '?' : ev.total) + ' memory calls recorded (' + (ev.allocs || 0) + ' allocations, ' +
       (ev.frees || 0) + ' frees, ' + (ev.failed || 0) + ' failed' + (ev.other ? ', ' + ev.other + ' other' : '') + ')', null);

@@ -9,17 +9,20 @@ import os
 import sqlite3
 
 import analyzer_traces as T
+import test_report
 from gtlib import prog, query
 
 MiB = 1 << 20
 
 
-class GraphCapture(T.AnalyzerTest):
+class Captured:
     def captured(self):
         p, db = self.trace([prog('graph_capture')], env_extra={'GPUTRACE_CUPTI': 0})
         self.assertEqual(p.returncode, 0, p.stderr)
         return db
 
+
+class GraphCapture(Captured, T.AnalyzerTest):
     def test_captured_calls_are_marked_and_calls_made_meanwhile_too(self):
         db = self.captured()
         rows = query(db, 'SELECT a.name, e.size, g.captured FROM events e JOIN apis a ON a.id = e.api'
@@ -79,3 +82,14 @@ class GraphCapture(T.AnalyzerTest):
         self.assertEqual(p.returncode, 7, p.stderr)
         self.assertEqual(query(db, 'SELECT count(*) FROM graph_calls'), [(0,)])
         self.assertIsNone(self.json('summary', db)['graph_capture'])
+
+
+class GraphCaptureReport(Captured, test_report.ReportTest):
+    def test_the_report_says_the_graph_nodes_are_in_no_level(self):
+        dom, data, _ = self.report(self.captured())
+        item = [e for e in dom.find('div', 'item', 0) if e.attrs.get('data-key') == 'graph_capture']
+        self.assertEqual([int(e.attrs['data-value']) for e in item], [2])
+        self.assertIn('2 allocation nodes (24.00 MiB) captured', item[0].text)
+        self.assertIn('20.00 MiB allocated while capturing', item[0].text)
+        drawn = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('rect', 'ledger-bucket', 0)}
+        self.assertEqual(drawn['CUDA graph capture (private pools)'], 20 * MiB)
