@@ -26,7 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # and CUPTI buffers from several threads (nvtx), fork (lifecycle, pairing,
 # children's C programs), the writer's flight-recorder deletes and pool
 # samples beside the program's allocating thread (window, cost's pool
-# reservation), the run log `gputrace run` reads (launcher). Left out: tests
+# reservation), the run log `gputrace run` reads (launcher), the capture set
+# the writer's rows follow (graphs). Left out: tests
 # whose traced program is python3
 # (an uninstrumented interpreter cannot host a TSan-built shim), and fork
 # children that call CUDA (they start a writer thread of their own, whose
@@ -38,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADED = ['unit.', 'capture.', 'lifecycle.ExitPathTest', 'lifecycle.ForkTest.test_fork_child_without_cuda',
             'lifecycle.NoCudaTest', 'lifecycle.ClosedDescriptorsTest', 'driver.', 'nvtx.NvtxRanges',
             'nvtx.CuptiActivity', 'children.ChildrenTest.test_c_', 'window.FlightRecorder', 'cost.PoolReservation',
-            'launcher.LauncherTest']
+            'launcher.LauncherTest', 'graphs.GraphCapture.']
 
 # name, build directory, meson options, run_tests.py arguments
 STAGES = [
