@@ -73,12 +73,18 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     uint64_t t = gt_cost_ticks();
     uint64_t stamp = gt_stamp();
     gt_cost_add(GT_COST_CLOCK, t);
+    flags |= gt_graph_flags(flags, stream);   /* one load, unless a CUDA graph is being captured */
+    if (GT_UNLIKELY(flags & GT_CALL_CAPTURED) && device < GT_DEVICE_CURRENT_DRIVER)
+        /* a graph's allocation node: no stream or pointer query on a capturing
+         * stream (only cuStreamIsCapturing is documented as meant for one);
+         * the node is in no level, and the current device names it */
+        device = device == GT_DEVICE_OF_STREAM_RUNTIME || device == GT_DEVICE_OF_POINTER_RUNTIME
+                     ? GT_DEVICE_CURRENT_RUNTIME : GT_DEVICE_CURRENT_DRIVER;
     if (device < GT_DEVICE_UNKNOWN) { /* asked of CUDA now */
         t = gt_cost_ticks();
         device = gt_allocation_device(device, result, result == 0 ? ptr : 0, stream);
         gt_cost_add(GT_COST_DEVICE, t);
     }
-    flags |= gt_graph_flags(flags, stream);   /* one load, unless a CUDA graph is being captured */
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;

@@ -304,8 +304,20 @@ CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
     *status = ask && ask((void *)s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
+/* Asked of a stream while it was being captured: the shim asks only
+ * cuStreamIsCapturing of such a stream (graphs.c), and a test holds it to
+ * that through this count. */
+static _Atomic int capturing_stream_queries;
+int fake_cuda_capture_queries(void);
+int fake_cuda_capture_queries(void) { return capturing_stream_queries; }
+
 CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
 {
+    static int (*capturing)(void *);
+    if (!capturing)
+        capturing = (int (*)(void *))runtime_sym("fake_cudart_stream_capturing");
+    if (capturing && capturing((void *)s))
+        capturing_stream_queries++;
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
     int d = runtime_stream_device(s);

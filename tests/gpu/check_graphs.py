@@ -44,7 +44,7 @@ def summary(db):
 def raw(cudart):
     exe = os.path.join(a.out, 'graph_capture_' + cudart)
     subprocess.run(['nvcc', '-O1', '-cudart', cudart, '-x', 'cu', '-o', exe,
-                    os.path.join(root, 'tests', 'progs', 'graph_capture.c')], check=True)
+                    os.path.join(root, 'tests', 'progs', 'graph_capture.c'), '-ldl'], check=True)
     bare = run([exe, str(SCALE)])
     db = fresh_db(a.out, 'graph_capture_' + cudart)
     p = run([exe, str(SCALE)], shim=shim, db=db, env_extra={'GPUTRACE_CUPTI': '0'})
