@@ -15,7 +15,6 @@
  * (cuStreamIsCapturing: a runtime stream is a driver stream, and the driver
  * keeps no last error for the program's next cudaGetLastError to find). */
 #include <cuda.h>
-#include <cuda_runtime_api.h>
 #include <stdatomic.h>
 
 #include "shim.h"

@@ -62,8 +62,9 @@ class GraphCapture(Captured, T.AnalyzerTest):
         self.assertIn('2 allocation nodes (24.00 MiB) and 1 free node captured into graphs', text)
         self.assertNotIn('allocated before tracing started', text)
         # every report reads such a trace (oom keeps live bytes per kind of memory)
-        for cmd in ('oom', 'leaks', 'top', 'peak', 'export'):
-            self.ok(cmd, db) if cmd != 'export' else self.ok(cmd, db, '-o', os.path.join(self.dir, 'x.json'))
+        for cmd in ('oom', 'leaks', 'top', 'peak'):
+            self.ok(cmd, db)
+        self.ok('export', db, '-o', os.path.join(self.dir, 'x.json'))
         # SQL: the nodes are memory 'graph' in the views
         self.assertEqual(query(db, "SELECT memory, count(*), sum(size) FROM allocations GROUP BY memory ORDER BY memory"),
                          [('device', 2, 84 * MiB), ('graph', 2, 24 * MiB), ('pool', 1, 4 * MiB)])
