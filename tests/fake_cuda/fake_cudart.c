@@ -664,11 +664,15 @@ cudaError_t cudaFree(void *devPtr)
  * A stream-ordered allocation on a capturing stream creates an allocation
  * node: it returns an address the graph owns and takes no memory now (the
  * memory is taken when the graph runs: no graph runs here); a free of such
- * an address, captured or not, releases nothing of the device's. Capture
- * mode and cross-stream capture (events) are not modelled. */
+ * an address, captured or not, releases nothing of the device's. A graph
+ * holding an allocation it does not free cannot run again until the program
+ * frees it (a real runtime refuses the launch: found on an H200). One graph
+ * is modelled; capture mode and cross-stream capture (events) are not. */
 #define MAX_CAPTURING 16
 static uint64_t capturing[MAX_CAPTURING];   /* streams being captured; under g_lock */
 static uint64_t graph_va_next = GRAPH_VA_BASE;
+static int graph_unfreed_nodes;   /* allocation nodes the graph does not free; under g_lock */
+static int graph_launch_unfreed;  /* of those, from the last launch, not yet freed; under g_lock */
 
 static int capture_slot(uint64_t s)   /* under g_lock */
 {
@@ -766,6 +770,7 @@ static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream
         pthread_mutex_lock(&g_lock);
         *devPtr = (void *)(uintptr_t)graph_va_next;
         graph_va_next += (size + 0x1fffff) & ~(uint64_t)0x1fffff;
+        graph_unfreed_nodes++;
         pthread_mutex_unlock(&g_lock);
         return cudaSuccess;
     }
@@ -779,8 +784,16 @@ static cudaError_t free_async(void *devPtr, cudaStream_t hStream)
     cudaError_t e = stream_device(hStream, &dev);
     if (e != cudaSuccess)
         return ret(e);
-    if (is_graph_addr(devPtr))   /* a free node, or the free of a graph's allocation after a launch */
+    if (is_graph_addr(devPtr)) {   /* a free node, or the free of a graph's allocation after a launch */
+        int node = is_capturing(hStream);
+        pthread_mutex_lock(&g_lock);
+        if (node && graph_unfreed_nodes > 0)
+            graph_unfreed_nodes--;
+        else if (!node && graph_launch_unfreed > 0)
+            graph_launch_unfreed--;
+        pthread_mutex_unlock(&g_lock);
         return cudaSuccess;
+    }
     return ret(free_any(devPtr));
 }
 
@@ -1182,8 +1195,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 }
 
 /* CUDA graphs, as far as a program needs them to tell the shim it uses
- * them: an instantiation hands out a handle, a launch of it succeeds. No
- * graph is built or run. */
+ * them: an instantiation hands out a handle, a launch of it succeeds unless
+ * its last launch's allocation is still held (above). No graph is built or
+ * run. */
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
 {
     NEED_DEVICE();
@@ -1198,8 +1212,16 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     NEED_DEVICE();
     (void)stream;
-    return ret(graphExec == (cudaGraphExec_t)(uintptr_t)(STREAM_HANDLE_BASE + 8) ? cudaSuccess
-                                                                                   : cudaErrorInvalidResourceHandle);
+    if (graphExec != (cudaGraphExec_t)(uintptr_t)(STREAM_HANDLE_BASE + 8))
+        return ret(cudaErrorInvalidResourceHandle);
+    cudaError_t e = cudaErrorInvalidValue;   /* its last launch's allocation is still held */
+    pthread_mutex_lock(&g_lock);
+    if (!graph_launch_unfreed) {
+        graph_launch_unfreed = graph_unfreed_nodes;
+        e = cudaSuccess;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ret(e);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)

@@ -3,8 +3,9 @@
    (shared, so the runtime hooks see it; static, so only the driver's do,
    through the runtime's entry points): it runs as without the shim, and
    the trace marks the two cudaMallocAsync and the cudaFreeAsync made on the
-   capturing stream as the graph's nodes (captured 1) and the cudaMalloc made
-   meanwhile as made during the capture (0), nothing else; the pool's peak
+   capturing stream as the graph's nodes (captured 1) and the cudaMalloc and
+   cuMemAddressReserve made meanwhile as made during the capture (0), nothing
+   else; the pool's peak
    leaves the nodes out (4 MiB x scale: the one allocation after the capture);
    cudaMallocAsync during capture returned success (the program checks).
 2. PyTorch (graph_torch.py) under the default allocator and expandable
@@ -53,7 +54,7 @@ def raw(cudart):
     got = rows(db, 'SELECT a.name, g.captured FROM events e JOIN apis a ON a.id = e.api'
                    ' LEFT JOIN graph_calls g ON g.event_id = e.id ORDER BY e.id')
     marked = [(n, c) for n, c in got if c is not None]
-    want = [('Malloc', 0), ('MallocAsync', 1), ('MallocAsync', 1), ('FreeAsync', 1)]
+    want = [('Malloc', 0), ('AddressReserve', 0), ('MallocAsync', 1), ('MallocAsync', 1), ('FreeAsync', 1)]
     ok = len(marked) == len(want) and all(w[0].lower() in n.lower() and c == w[1] for (n, c), w in zip(marked, want))
     report(ok, 'graph_capture (%s runtime): the capturing stream\'s calls are nodes, the cudaMalloc made meanwhile '
            'is marked' % cudart, 'marked %s of %d events' % (marked, len(got)))
@@ -85,9 +86,13 @@ def torch_run(conf):
 
 def private_pools(conf):
     t, d, buckets, _ = torch_run(conf)
-    report(t.get('private_pool_bytes', 0) > 0 and buckets.get('graph_capture') == t.get('private_pool_bytes'),
-           '%s: the ledger\'s private-pool bucket equals the graph pool\'s segments' % (conf or 'default allocator'),
-           'bucket %s, torch %s' % (buckets.get('graph_capture'), t.get('private_pool_bytes')))
+    during = (d.get('graph_capture') or {}).get('bytes_allocated_during_capture')
+    report(t.get('private_pool_bytes', 0) > 0 and buckets.get('graph_capture') == t.get('private_pool_bytes')
+           and during == t.get('private_pool_bytes'),
+           '%s: the ledger\'s private-pool bucket and the bytes allocated while capturing (address ranges '
+           'apart) equal the graph pool\'s segments' % (conf or 'default allocator'),
+           'bucket %s, allocated while capturing %s, torch %s' % (buckets.get('graph_capture'), during,
+                                                                  t.get('private_pool_bytes')))
 
 
 def async_nodes():

@@ -2,12 +2,14 @@
  * under its two allocators: while the stream is captured, a cudaMalloc for
  * the graph's private pool (real memory, taken now), and stream-ordered
  * allocations and a free on the capturing stream (the graph's allocation and
- * free nodes: no memory now). The graph is launched three times; then the
+ * free nodes: no memory now). The graph is launched; then the
  * address of the node the graph did not free is freed outside it, the graph
  * launched once more and that address freed again, and the pool is used as
  * usual. Inside the capture, ending a capture on another
- * stream (which is not capturing) fails and ends nothing. Prints nothing;
- * exit code 0 (98: under the stand-in, something asked the capturing
+ * stream (which is not capturing) fails and ends nothing, and an address
+ * range is reserved (the driver's cuMemAddressReserve, as PyTorch's
+ * expandable segments do: addresses, no memory), freed after the capture. Prints nothing;
+ * exit code 0 (97: the driver's entry points not found; 98: under the stand-in, something asked the capturing
  * stream more than whether it captures).
  * usage: graph_capture [MIB_SCALE] */
 #include <cuda_runtime_api.h>
@@ -24,7 +26,17 @@ int main(int argc, char **argv)
     cudaStream_t s, other;
     cudaGraph_t g, none;
     cudaGraphExec_t e;
+    unsigned long long range;   /* a CUdeviceptr */
     OK(cudaMalloc(&weights, 64 * MIB * k));
+    /* the runtime has loaded the driver; its calls through dlsym, as a program without -lcuda makes them */
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    int (*reserve)(unsigned long long *, size_t, size_t, unsigned long long, unsigned long long) =
+        driver ? (int (*)(unsigned long long *, size_t, size_t, unsigned long long, unsigned long long))dlsym(
+                     driver, "cuMemAddressReserve") : NULL;
+    int (*unreserve)(unsigned long long, size_t) =
+        driver ? (int (*)(unsigned long long, size_t))dlsym(driver, "cuMemAddressFree") : NULL;
+    if (!reserve || !unreserve)
+        return 97;
     OK(cudaStreamCreate(&s));
     OK(cudaStreamCreate(&other));
     OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
@@ -32,23 +44,26 @@ int main(int argc, char **argv)
         return 99;
     (void)cudaGetLastError();
     OK(cudaMalloc(&segment, 20 * MIB * k));          /* the private pool's segment */
+    if (reserve(&range, 1024 * MIB * k, 0, 0, 0))     /* an expandable segment's addresses */
+        return __LINE__;
     OK(cudaMallocAsync(&a, 8 * MIB * k, s));         /* allocation nodes */
     OK(cudaMallocAsync(&b, 16 * MIB * k, s));
     OK(cudaFreeAsync(a, s));                          /* a free node */
     OK(cudaStreamEndCapture(s, &g));
     OK(cudaGraphInstantiate(&e, g, 0));
-    for (int i = 0; i < 3; i++)
-        OK(cudaGraphLaunch(e, s));
+    OK(cudaGraphLaunch(e, s));
     OK(cudaFreeAsync(b, s));                          /* the node's address, freed outside the graph */
-    OK(cudaGraphLaunch(e, s));                        /* the graph takes it again, */
+    OK(cudaGraphLaunch(e, s));                        /* (not before: a graph with an allocation */
+                                                      /* still unfreed cannot run again) it takes it again, */
     OK(cudaFreeAsync(b, s));                          /* and it is freed again */
     OK(cudaMallocAsync(&c, 4 * MIB * k, s));         /* the pool, as usual */
     OK(cudaFreeAsync(c, s));
     OK(cudaStreamSynchronize(s));
+    if (unreserve(range, 1024 * MIB * k))
+        return __LINE__;
     OK(cudaFree(segment));
     OK(cudaFree(weights));
     /* the stand-in driver counts queries of a stream while it was captured (a real one has no such count) */
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     int (*queries)(void) = driver ? (int (*)(void))dlsym(driver, "fake_cuda_capture_queries") : NULL;
     return queries && queries() ? 98 : 0;
 }
