@@ -4,8 +4,9 @@
  * allocator (its segments), the stream-ordered pool's reservation, each CUDA
  * library's own memory (by the library on the allocating stack), what was
  * allocated while a CUDA graph was captured (a framework's private pools for
- * graphs: graph_calls), the program's other direct allocations, and the CUDA
- * context and driver. The
+ * graphs: graph_calls), the memory the driver holds for graphs' allocation
+ * nodes (read by the shim: graph_memory), the program's other direct
+ * allocations, and the CUDA context and driver. The
  * context bucket is measured on its own, at the first NVML sample (taken by
  * the shim right after the program's first allocation): the process's bytes
  * as NVML reports them then, minus everything the trace shows live at that
@@ -138,6 +139,25 @@ static int64_t pool_reserved_near(struct gt_trace *t, int d, int64_t at, int aft
     return best;
 }
 
+/* The memory the driver held for CUDA graphs' allocation nodes on device d
+ * at time at: the shim's latest reading before it (graph_memory; it reads at
+ * most 100 ms apart, at each NVML sample and at exit); 0 when there is none
+ * (no graph ran yet, or the trace predates the table). */
+static int64_t graph_memory_at(struct gt_trace *t, int d, int64_t at)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    if (gt_trace_prepare_optional(t, "SELECT reserved_bytes FROM graph_memory WHERE device = ?1 AND t_ns <= ?2"
+                                     " ORDER BY t_ns DESC LIMIT 1", &st, "reading graph memory") || !st)
+        return 0;
+    sqlite3_bind_int64(st, 1, d);
+    sqlite3_bind_int64(st, 2, at);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v > 0 ? v : 0;
+}
+
 int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
 {
     return pool_reserved_near(t, d, at, 0);
@@ -205,7 +225,7 @@ static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
             pool += delta;
     }
     int64_t reserved = gt_ledger_pool_reserved(t, d, at);
-    return device + (reserved > pool ? reserved : pool);
+    return device + (reserved > pool ? reserved : pool) + graph_memory_at(t, d, at);
 }
 
 int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
@@ -256,6 +276,7 @@ struct instant {
     const char *name;    /* "exit", "peak" */
     int64_t t;
     int64_t by_cat[NCAT], pool_live, pool_reserved;
+    int64_t graph_memory;   /* held for graphs' allocation nodes (graph_memory) */
     int64_t modules;     /* kernel modules and library start-up, measured after the first iteration; -1 */
     int have_nvml;
     struct sample s;
@@ -263,13 +284,14 @@ struct instant {
 
 static int64_t accounted(const struct instant *x, int64_t context)
 {
-    int64_t sum = (context > 0 ? context : 0) + (x->modules > 0 ? x->modules : 0);
+    int64_t sum = (context > 0 ? context : 0) + (x->modules > 0 ? x->modules : 0) + x->graph_memory;
     for (int k = 0; k < NCAT; k++)
         sum += x->by_cat[k];
     return sum + (x->pool_reserved >= 0 ? x->pool_reserved : x->pool_live);
 }
 
 #define MODULES_NAME "CUDA modules and library start-up"
+#define GRAPH_MEMORY_NAME "CUDA graphs' allocation nodes"
 
 static const char *cat_name(int k)
 {
@@ -306,6 +328,13 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
         gt_json_kint(j, "in_use_bytes", x->pool_live);
         gt_json_key(j, "reservation_known");
         gt_json_bool(j, x->pool_reserved >= 0);
+        gt_json_obj_end(j);
+    }
+    if (x->graph_memory > 0) {
+        gt_json_obj(j);
+        gt_json_kstr(j, "name", GRAPH_MEMORY_NAME);
+        gt_json_kstr(j, "kind", "graph_memory");
+        gt_json_kint(j, "bytes", x->graph_memory);
         gt_json_obj_end(j);
     }
     if (x->modules >= 0) {
@@ -353,6 +382,9 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
             printf("      %-34s %12s in use (its reservation is not in the trace: the pool could not be read)\n",
                    "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
     }
+    if (x->graph_memory > 0)
+        printf("      %-34s %12s (held by the driver for graphs' runs until trimmed)\n", GRAPH_MEMORY_NAME,
+               gt_fmt_bytes(x->graph_memory, b));
     if (x->modules >= 0)
         printf("      %-34s %12s (measured after the first iteration)\n", MODULES_NAME, gt_fmt_bytes(x->modules, b));
     if (context >= 0)
@@ -422,6 +454,7 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     if (code)
         return -code;
     x.pool_reserved = gt_ledger_pool_reserved(t, d, at);
+    x.graph_memory = graph_memory_at(t, d, at);
     int n = 0;
     for (int k = 0; k < NCAT && n < max; k++)
         if (x.by_cat[k])
@@ -429,6 +462,8 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     if ((x.pool_live || x.pool_reserved > 0) && n < max)
         out[n++] = (struct gt_bucket){"stream-ordered pool", "pool", x.pool_reserved > x.pool_live ? x.pool_reserved : x.pool_live,
                                       x.pool_live};
+    if (x.graph_memory > 0 && n < max)
+        out[n++] = (struct gt_bucket){GRAPH_MEMORY_NAME, "graph_memory", x.graph_memory, -1};
     return n;
 }
 
@@ -466,6 +501,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
             start.pool_reserved = gt_ledger_pool_reserved(t, d, first.t);
+            start.graph_memory = graph_memory_at(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
         }
@@ -482,6 +518,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
                 if ((code = live_at(c, d, s.t, cat_of, x.by_cat, &x.pool_live)))
                     break;
                 x.pool_reserved = gt_ledger_pool_reserved(t, d, s.t);
+                x.graph_memory = graph_memory_at(t, d, s.t);
                 modules = s.process - accounted(&x, -1) - context;
                 modules = modules > 0 ? modules : 0;
                 modules_t = s.t;
@@ -498,6 +535,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
             at[k].pool_reserved = gt_ledger_pool_reserved(t, d, at[k].t);
+            at[k].graph_memory = graph_memory_at(t, d, at[k].t);
             at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;
         }
         if (code)

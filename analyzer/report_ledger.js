@@ -6,7 +6,7 @@
  * the process, other processes and what was free. One bar per instant on
  * the device's total; what NVML did not measure at an instant stays
  * unshaded and says so. */
-var GT_LEDGER_COLOR = {framework: '#4e79a7', direct: '#76b7b2', library: '#b07aa1', graph_capture: '#59a14f', pool: '#f28e2b', modules: '#edc948',
+var GT_LEDGER_COLOR = {framework: '#4e79a7', direct: '#76b7b2', library: '#b07aa1', graph_capture: '#59a14f', graph_memory: '#8cd17d', pool: '#f28e2b', modules: '#edc948',
   context: '#9c755f', unaccounted: '#e15759', other: '#bab0ac'};
 function gtLedgerPanel(H, parent, led, id) {
   'use strict';
@@ -23,7 +23,8 @@ function gtLedgerPanel(H, parent, led, id) {
           'in use: its reservation is not in the trace') : b.kind === 'context' ? 'measured at the start' :
           b.kind === 'modules' ? 'measured after the first iteration' : b.kind === 'framework' ? 'segments of the framework\u2019s caching allocator' :
           b.kind === 'library' ? 'allocated by this library (the library on the call stack)' :
-          b.kind === 'graph_capture' ? 'allocated while a CUDA graph was captured (a graph\u2019s private pool)' : b.kind === 'direct' ? 'the program\u2019s own calls' : '';
+          b.kind === 'graph_capture' ? 'allocated while a CUDA graph was captured (a graph\u2019s private pool)' :
+          b.kind === 'graph_memory' ? 'held by the driver for graphs\u2019 allocation nodes, until trimmed' : b.kind === 'direct' ? 'the program\u2019s own calls' : '';
         return {name: b.name, kind: b.kind, bytes: b.bytes, note: note};
       });
       if (typeof x.unaccounted_bytes === 'number' && x.unaccounted_bytes > 0)

@@ -322,6 +322,17 @@ CREATE TABLE memory_pools (
   device            INTEGER,
   correlation_id    INTEGER
 );
+-- The memory the driver holds for CUDA graphs' allocation nodes on a device
+-- (cuDeviceGetGraphMemAttribute), taken when a graph runs and kept until
+-- trimmed, which no call of the program's shows: read by the writer on the
+-- devices where allocation nodes were captured (graph_calls), at most every
+-- 100 ms, at each NVML sample and at exit; a row when it changed.
+CREATE TABLE graph_memory (
+  t_ns           INTEGER NOT NULL,
+  device         INTEGER NOT NULL,
+  reserved_bytes INTEGER NOT NULL,    -- held from the device for graphs (the ledger's figure)
+  used_bytes     INTEGER NOT NULL     -- of that, associated with graphs now
+);
 -- Samples of device memory in use, as nvidia-smi shows it (NVML): one right
 -- after the program's first allocation and one at exit (summary's ledger), and
 -- every GPUTRACE_SAMPLE_MS when set.

@@ -73,5 +73,6 @@ void gt_nvml_after_fork_child(void);
 
 /* pools.c: the stream-ordered pool's reservation, read by the writer. */
 bool gt_pool_read(int device, uint64_t *reserved, uint64_t *used); /* the device's current pool */
+bool gt_graph_memory_read(int device, uint64_t *reserved, uint64_t *used); /* graphs' allocation nodes */
 
 #endif

@@ -57,6 +57,8 @@
 #define GT_P_MEMORY_POOL(P) P(MEMORY_POOL, t_ns) P(MEMORY_POOL, op) P(MEMORY_POOL, pool_type) P(MEMORY_POOL, address) \
     P(MEMORY_POOL, size) P(MEMORY_POOL, utilized_size) P(MEMORY_POOL, release_threshold) \
     P(MEMORY_POOL, min_bytes_to_keep) P(MEMORY_POOL, device) P(MEMORY_POOL, correlation_id)
+#define GT_P_GRAPH_MEMORY(P) P(GRAPH_MEMORY, t_ns) P(GRAPH_MEMORY, device) P(GRAPH_MEMORY, reserved_bytes) \
+    P(GRAPH_MEMORY, used_bytes)
 #define GT_P_WINDOW(P) P(WINDOW, window_ns) P(WINDOW, interval_ns)
 #define GT_P_WINDOW_FROM(P) P(WINDOW_FROM, complete_from_ns)
 #define GT_P_SUMMARY(P) P(SUMMARY, start_ns) P(SUMMARY, end_ns) P(SUMMARY, memory) P(SUMMARY, device) \
@@ -95,6 +97,7 @@
     INSERT(MEMSET, "INSERT", "memsets") \
     INSERT(DRIVER_MEMORY, "INSERT", "driver_memory") \
     INSERT(MEMORY_POOL, "INSERT", "memory_pools") \
+    INSERT(GRAPH_MEMORY, "INSERT", "graph_memory") \
     INSERT(STRING, "INSERT OR IGNORE", "strings") \
     SQL(WINDOW, "INSERT INTO flight_recorder(window_ns, interval_ns, complete_from_ns) " \
                 "VALUES (:window_ns, :interval_ns, 0)") \

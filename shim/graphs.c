@@ -71,10 +71,27 @@ void gt_graph_capture_ended(int result, uint64_t stream)
     }
 }
 
+/* Devices where an allocation node was captured: the writer reads the
+ * memory the driver holds for graphs there (writer_activity.c), and so does
+ * the exit sample, which may run before the writer has seen the node. */
+static _Atomic uint64_t node_devices;
+
+void gt_graph_node_made(int device)
+{
+    if (device >= 0 && device < 64 && !(atomic_load_explicit(&node_devices, memory_order_relaxed) >> device & 1))
+        atomic_fetch_or_explicit(&node_devices, 1ull << device, memory_order_relaxed);
+}
+
+uint64_t gt_graph_node_devices(void)
+{
+    return atomic_load_explicit(&node_devices, memory_order_relaxed);
+}
+
 /* Fork child: its parent's captures are not its own (and CUDA does not
  * survive a fork). */
 void gt_graph_after_fork_child(void)
 {
+    atomic_store_explicit(&node_devices, 0, memory_order_relaxed);
     for (int i = 0; i < MAX_CAPTURING; i++)
         atomic_store_explicit(&capturing[i], 0, memory_order_relaxed);
     atomic_store_explicit(&gt_captures_open, 0, memory_order_relaxed);

@@ -4,7 +4,10 @@
  * every cudaMallocAsync/cudaFreeAsync. Only the devices where the program made
  * pool allocations are read, so CUDA is initialised there; the driver's
  * queries need no context (a device and a pool handle); the runtime's serve
- * only where no libcuda is loaded (a stand-in runtime). */
+ * only where no libcuda is loaded (a stand-in runtime). Likewise the memory
+ * the driver holds for CUDA graphs' allocation nodes (taken when a graph
+ * runs, kept until trimmed): read on an H200 from a thread with no current
+ * context, it answered. */
 #include <pthread.h>
 
 #include <cuda.h>
@@ -18,6 +21,8 @@ static struct {
     CUresult (*attr)(CUmemoryPool, CUmemPool_attribute, void *);
     cudaError_t (*rt_pool)(cudaMemPool_t *, int);
     cudaError_t (*rt_attr)(cudaMemPool_t, enum cudaMemPoolAttr, void *);
+    CUresult (*graph_attr)(CUdevice, CUgraphMem_attribute, void *);
+    cudaError_t (*rt_graph_attr)(int, enum cudaGraphMemAttributeType, void *);
 } P;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -28,12 +33,17 @@ static void resolve(void)
     P.dev_pool = (CUresult(*)(CUmemoryPool *, CUdevice))gt_real_symbol("cuDeviceGetMemPool", "libcuda.so");
     P.attr = (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))gt_real_symbol("cuMemPoolGetAttribute",
                                                                                      "libcuda.so");
+    P.graph_attr = (CUresult(*)(CUdevice, CUgraphMem_attribute, void *))gt_real_symbol("cuDeviceGetGraphMemAttribute",
+                                                                                         "libcuda.so");
     if (P.dev_get && P.dev_pool && P.attr)
         return;
     P.dev_get = NULL;
     P.rt_pool = (cudaError_t(*)(cudaMemPool_t *, int))gt_real_symbol("cudaDeviceGetMemPool", "libcudart.so");
     P.rt_attr = (cudaError_t(*)(cudaMemPool_t, enum cudaMemPoolAttr, void *))gt_real_symbol(
         "cudaMemPoolGetAttribute", "libcudart.so");
+    P.graph_attr = NULL;
+    P.rt_graph_attr = (cudaError_t(*)(int, enum cudaGraphMemAttributeType, void *))gt_real_symbol(
+        "cudaDeviceGetGraphMemAttribute", "libcudart.so");
 }
 
 /* Reads the current pool of device d; false when neither API answers. */
@@ -53,4 +63,20 @@ bool gt_pool_read(int d, uint64_t *reserved, uint64_t *used)
     return P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
            P.rt_attr(pool, cudaMemPoolAttrReservedMemCurrent, &r) == cudaSuccess &&
            P.rt_attr(pool, cudaMemPoolAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
+}
+
+/* The memory held for graphs on device d; false when neither API answers. */
+bool gt_graph_memory_read(int d, uint64_t *reserved, uint64_t *used)
+{
+    pthread_once(&once, resolve);
+    cuuint64_t r = 0, u = 0;
+    if (P.dev_get) {
+        CUdevice dev;
+        return P.graph_attr && P.dev_get(&dev, d) == CUDA_SUCCESS &&
+               P.graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
+               P.graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS &&
+               (*reserved = r, *used = u, true);
+    }
+    return P.rt_graph_attr && P.rt_graph_attr(d, cudaGraphMemAttrReservedMemCurrent, &r) == cudaSuccess &&
+           P.rt_graph_attr(d, cudaGraphMemAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
 }

@@ -85,6 +85,8 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
         device = gt_allocation_device(device, result, result == 0 ? ptr : 0, stream);
         gt_cost_add(GT_COST_DEVICE, t);
     }
+    if (GT_UNLIKELY(flags & GT_CALL_CAPTURED) && result == 0)
+        gt_graph_node_made(device);
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;

@@ -1,7 +1,8 @@
 /* The writer's side of everything that is not an allocation event: ranges,
  * marks and iterations from the queue, notes, device facts, NVML samples and
- * (through writer_cupti.c) CUPTI activity, and the stream-ordered pools'
- * reservation (pools.c) where the program allocates from them. writer.c calls in at each trace's
+ * (through writer_cupti.c) CUPTI activity, the stream-ordered pools'
+ * reservation (pools.c) where the program allocates from them, and the
+ * memory held for CUDA graphs where it captured allocation nodes. writer.c calls in at each trace's
  * start, each round (tick outside SQLite, write inside its transaction) and
  * each range, mark or iteration record. Writer thread only, through db.c. */
 #include <ctype.h>
@@ -15,6 +16,8 @@
 
 #define MAX_SAMPLES 4096
 #define POOL_EVERY_NS (5 * 1000000ull) /* the pools' reservation, at most this often while they change */
+#define GRAPH_EVERY_NS (100 * 1000000ull) /* graphs' memory: a graph's launch makes no call to see */
+#define MAX_GRAPH_ROWS 64
 
 static struct {
     uint64_t start_mono;
@@ -39,6 +42,11 @@ static struct {
     uint64_t pool_reserved[64];          /* last written per device; 0: none yet */
     int npools;
     struct gt_mem_sample pools[64];      /* .used: reserved, .total: in use */
+    uint64_t next_graph;
+    int64_t graph_reserved[64];          /* last written per device; -1: none yet */
+    int ngraphs, nend_graphs;
+    struct gt_mem_sample graphs[MAX_GRAPH_ROWS];   /* as pools */
+    struct gt_mem_sample end_graphs[GT_MAX_DEVICES]; /* read with the exit sample (end_sample) */
 } A;
 
 static const char *const source_names[] = {"nvtx", "marker"};
@@ -51,6 +59,8 @@ static int64_t rel(uint64_t t)
 void gt_activity_begin(uint64_t start_mono)
 {
     A.start_mono = start_mono;
+    for (int d = 0; d < 64; d++)
+        A.graph_reserved[d] = -1;
 }
 
 /* "batch_size=N" or "bs=N" where the key starts a word; -1 if absent. */
@@ -142,6 +152,42 @@ static void pool_sample(uint64_t now, bool force)
     }
 }
 
+/* The memory held for graphs on each device where allocation nodes were
+ * captured, into out (at most max); n readings. Any thread. */
+static int graph_read(struct gt_mem_sample *out, int max)
+{
+    uint64_t devs = gt_graph_node_devices();
+    int n = 0;
+    for (int d = 0; d < 64 && n < max; d++) {
+        uint64_t reserved, used;
+        if ((devs >> d & 1) && gt_graph_memory_read(d, &reserved, &used))
+            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used};
+    }
+    return n;
+}
+
+/* Readings kept when the reservation changed (always: the exit's, which may
+ * be older than the writer's last reading and is the figure at the exit
+ * sample). Writer thread. */
+static void graph_keep(const struct gt_mem_sample *s, int n, bool always)
+{
+    for (int i = 0; i < n && A.ngraphs < MAX_GRAPH_ROWS; i++) {
+        if (!always && (int64_t)s[i].used == A.graph_reserved[s[i].device])
+            continue;
+        A.graph_reserved[s[i].device] = (int64_t)s[i].used;
+        A.graphs[A.ngraphs++] = s[i];
+    }
+}
+
+static void graph_sample(uint64_t now, bool force)
+{
+    if (!gt_graph_node_devices() || (!force && now < A.next_graph))
+        return;
+    A.next_graph = now + GRAPH_EVERY_NS;
+    struct gt_mem_sample s[GT_MAX_DEVICES];
+    graph_keep(s, graph_read(s, GT_MAX_DEVICES), false);
+}
+
 /* Each writer round, outside SQLite: once CUDA is initialised, flush CUPTI,
  * read the devices and start NVML; then sample when due. */
 void gt_activity_tick(void)
@@ -167,6 +213,7 @@ void gt_activity_tick(void)
     if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
         if (A.start_sampled)
             pool_sample(now, true);   /* the pool at the same instant (see the first-iteration sample) */
+        graph_sample(now, true);
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.start_sampled = true;
         /* Every GPUTRACE_SAMPLE_MS when asked for; else every 50 ms for the
@@ -192,17 +239,21 @@ void gt_activity_tick(void)
          * and a pool that grew since its last reading would pass for modules
          * (3.8 GB on an H100 conv net's first iteration) */
         pool_sample(now, true);
+        graph_sample(now, true);
         A.nsamples += gt_nvml_sample(A.samples + A.nsamples, MAX_SAMPLES - A.nsamples);
         A.iteration_sample = 2;
     }
     pool_sample(now, false);
+    graph_sample(now, false);
 }
 
-/* Writer, stopping (before the last drain): the pools' last change. */
+/* Writer, stopping (before the last drain): the pools' and graphs' last change. */
 void gt_activity_stop_pools(void)
 {
-    if (atomic_load_explicit(&gt_cuda_ready, memory_order_acquire))
+    if (atomic_load_explicit(&gt_cuda_ready, memory_order_acquire)) {
         pool_sample(gt_now_ns(), true);
+        graph_sample(gt_now_ns(), true);
+    }
 }
 
 /* The ledger's last sample: at exit before CUDA tears its contexts down (an
@@ -213,6 +264,7 @@ static void end_sample(void)
     int expected = 0;
     if (!atomic_load(&A.nvml_on) || !atomic_compare_exchange_strong(&A.end_taken, &expected, 1))
         return;
+    A.nend_graphs = graph_read(A.end_graphs, GT_MAX_DEVICES);   /* graphs' memory at the same instant */
     A.nend = gt_nvml_sample(A.end, GT_MAX_DEVICES);
     atomic_store(&A.end_taken, 2);
 }
@@ -226,11 +278,13 @@ void gt_activity_stop_sample(void)
     for (int i = 0; i < A.nend && A.nsamples < MAX_SAMPLES; i++)
         A.samples[A.nsamples++] = A.end[i];
     A.nend = 0;
+    graph_keep(A.end_graphs, A.nend_graphs, true);
+    A.nend_graphs = 0;
 }
 
 bool gt_activity_pending(void)
 {
-    return gt_notes_pending() || A.dev_state == DEV_READ || A.nsamples || A.npools || gt_cupti_pending() ||
+    return gt_notes_pending() || A.dev_state == DEV_READ || A.nsamples || A.npools || A.ngraphs || gt_cupti_pending() ||
            gt_cupti_dropped() != A.cupti_dropped_seen;
 }
 
@@ -293,6 +347,15 @@ void gt_activity_write(void)
         gt_db_run(GT_ST_MEMORY_POOL, GT_DROP_NOT_WRITTEN);
     }
     A.npools = 0;
+    for (int i = 0; i < A.ngraphs; i++) {
+        const struct gt_mem_sample *s = &A.graphs[i];
+        GT_BIND_INT(GRAPH_MEMORY, t_ns, rel(s->t_ns));
+        GT_BIND_INT(GRAPH_MEMORY, device, s->device);
+        GT_BIND_INT(GRAPH_MEMORY, reserved_bytes, s->used);
+        GT_BIND_INT(GRAPH_MEMORY, used_bytes, s->total);
+        gt_db_run(GT_ST_GRAPH_MEMORY, GT_DROP_NOT_WRITTEN);
+    }
+    A.ngraphs = 0;
     gt_cupti_write_buffers(A.start_mono);
     /* CUPTI's own count of records it lost: a drop like any other (written
      * with the others at the commit) */

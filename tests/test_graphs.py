@@ -10,6 +10,7 @@ import sqlite3
 
 import analyzer_traces as T
 import test_report
+import gtlib
 from gtlib import prog, query
 
 MiB = 1 << 20
@@ -81,10 +82,25 @@ class GraphCapture(Captured, T.AnalyzerTest):
         peaks = {p['memory']: p['peak_bytes'] for p in d['peaks']}
         self.assertEqual(peaks['pool'], 24 * MiB)   # the nodes counted as the pool's, as traces before it did
 
+    def test_the_memory_the_driver_holds_for_the_graph_is_named_at_exit(self):
+        # a launch takes the nodes' memory from the device (the stand-in: both
+        # nodes, 24 MiB) with no call to trace; the shim reads it where nodes
+        # were captured, and the ledger adds up with it (the stand-in's pool
+        # keeps its reservation on the device, as a real one does)
+        p, db = self.trace([prog('graph_capture'), '1', '300'],
+                           env_extra={'GPUTRACE_CUPTI': 0, 'LD_LIBRARY_PATH': gtlib.WITH_NVML, 'FAKE_CUDA_POOL_KEEPS': 1})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT DISTINCT reserved_bytes FROM graph_memory'), [(24 * MiB,)])
+        x = [i for i in self.json('summary', db)['ledger'][0]['instants'] if i['instant'] == 'exit'][0]
+        buckets = {b['kind']: b['bytes'] for b in x['buckets']}
+        self.assertEqual(buckets['graph_memory'], 24 * MiB)
+        self.assertEqual(x['unaccounted_bytes'], 0)
+
     def test_no_capture_no_rows(self):
         p, db = self.trace([prog('exit_modes'), 'return', '50'])
         self.assertEqual(p.returncode, 7, p.stderr)
         self.assertEqual(query(db, 'SELECT count(*) FROM graph_calls'), [(0,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM graph_memory'), [(0,)])
         self.assertIsNone(self.json('summary', db)['graph_capture'])
 
 

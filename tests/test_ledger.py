@@ -93,6 +93,20 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         self.assertIn('CUDA modules and library start-up', text)
         self.assertIn('(measured after the first iteration)', text)
 
+    def test_the_memory_held_for_graphs_is_its_own_bucket_not_part_of_the_modules(self):
+        # a graph captured and first run in the first step (as torch.cuda.graph
+        # under backend:cudaMallocAsync): the driver takes its allocation
+        # node's memory with no traced call, which the shim reads (graph_memory)
+        graph = 64 * MiB
+        db = self.planted('--steps', '3', '--step-ms', '150', '--lazy-module', str(self.LAZY), '--graph', str(graph))
+        led = self.json('summary', db)['ledger'][0]
+        self.assertEqual((led['context_bytes'], led['modules_bytes']), (self.CONTEXT, self.LAZY))
+        x = {i['instant']: i for i in led['instants']}['exit']
+        buckets = {b['name']: (b['kind'], b['bytes']) for b in x['buckets']}
+        self.assertEqual(buckets["CUDA graphs' allocation nodes"], ('graph_memory', graph))
+        self.assertEqual(x['unaccounted_bytes'], 0)
+        self.assertIn("CUDA graphs' allocation nodes", self.ok('summary', db).stdout)
+
     def test_a_program_without_ranges_or_markers_gets_its_modules_measured_too(self):
         # no iteration is announced: the shim's samples (every 50 ms for the
         # first 16 s) give the analyzer one after the first iteration it finds

@@ -666,13 +666,18 @@ cudaError_t cudaFree(void *devPtr)
  * memory is taken when the graph runs: no graph runs here); a free of such
  * an address, captured or not, releases nothing of the device's. A graph
  * holding an allocation it does not free cannot run again until the program
- * frees it (a real runtime refuses the launch: found on an H200). One graph
- * is modelled; capture mode and cross-stream capture (events) are not. */
+ * frees it (a real runtime refuses the launch: found on an H200). A launch
+ * takes the memory of all its allocation nodes from the device, which the
+ * driver keeps for graphs until trimmed (cuDeviceGetGraphMemAttribute shows
+ * it; a real one rounds it up: 40 MiB took 64 MiB on an H200). One graph is
+ * modelled; capture mode and cross-stream capture (events) are not. */
 #define MAX_CAPTURING 16
 static uint64_t capturing[MAX_CAPTURING];   /* streams being captured; under g_lock */
 static uint64_t graph_va_next = GRAPH_VA_BASE;
 static int graph_unfreed_nodes;   /* allocation nodes the graph does not free; under g_lock */
 static int graph_launch_unfreed;  /* of those, from the last launch, not yet freed; under g_lock */
+static uint64_t graph_node_bytes;  /* of the graph's allocation nodes; under g_lock */
+static uint64_t graph_memory[MAX_DEVICES];   /* held for graphs; under g_lock */
 
 static int capture_slot(uint64_t s)   /* under g_lock */
 {
@@ -710,6 +715,8 @@ static cudaError_t begin_capture(cudaStream_t s)
     int free_slot = capture_slot(0);
     if (capture_slot((uint64_t)(uintptr_t)s) < 0 && free_slot >= 0) {
         capturing[free_slot] = (uint64_t)(uintptr_t)s;
+        graph_node_bytes = 0;
+        graph_unfreed_nodes = 0;
         e = cudaSuccess;
     }
     pthread_mutex_unlock(&g_lock);
@@ -770,6 +777,7 @@ static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream
         pthread_mutex_lock(&g_lock);
         *devPtr = (void *)(uintptr_t)graph_va_next;
         graph_va_next += (size + 0x1fffff) & ~(uint64_t)0x1fffff;
+        graph_node_bytes += (size + 0x1fffff) & ~(uint64_t)0x1fffff;
         graph_unfreed_nodes++;
         pthread_mutex_unlock(&g_lock);
         return cudaSuccess;
@@ -1214,14 +1222,61 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
     (void)stream;
     if (graphExec != (cudaGraphExec_t)(uintptr_t)(STREAM_HANDLE_BASE + 8))
         return ret(cudaErrorInvalidResourceHandle);
-    cudaError_t e = cudaErrorInvalidValue;   /* its last launch's allocation is still held */
+    int dev;
+    cudaError_t e = stream_device(stream, &dev);
+    if (e != cudaSuccess)
+        return ret(e);
+    e = cudaErrorInvalidValue;   /* its last launch's allocation is still held */
     pthread_mutex_lock(&g_lock);
     if (!graph_launch_unfreed) {
-        graph_launch_unfreed = graph_unfreed_nodes;
         e = cudaSuccess;
+        if (graph_node_bytes > graph_memory[dev]) {   /* the driver takes what the graph's nodes need */
+            e = charge_locked(dev, (long long)(graph_node_bytes - graph_memory[dev])) ? cudaErrorMemoryAllocation
+                                                                                       : cudaSuccess;
+            if (e == cudaSuccess)
+                graph_memory[dev] = graph_node_bytes;
+        }
+        if (e == cudaSuccess)
+            graph_launch_unfreed = graph_unfreed_nodes;
     }
     pthread_mutex_unlock(&g_lock);
     return ret(e);
+}
+
+/* Gives the memory held for graphs back, unless a launch's allocation is still held. */
+cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+    NEED_DEVICE();
+    if (device < 0 || device >= g_ndev)
+        return ret(cudaErrorInvalidDevice);
+    pthread_mutex_lock(&g_lock);
+    if (!graph_launch_unfreed && graph_memory[device]) {
+        charge_locked(device, -(long long)graph_memory[device]);
+        graph_memory[device] = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+{
+    NEED_DEVICE();
+    if (device < 0 || device >= g_ndev)
+        return ret(cudaErrorInvalidDevice);
+    if (!value || (attr != cudaGraphMemAttrReservedMemCurrent && attr != cudaGraphMemAttrUsedMemCurrent))
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    *(unsigned long long *)value = graph_memory[device];
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+/* for the stand-in driver's cuDeviceGetGraphMemAttribute */
+unsigned long long fake_cudart_graph_memory(int device);
+unsigned long long fake_cudart_graph_memory(int device)
+{
+    unsigned long long v = 0;
+    return device >= 0 && device < g_ndev && cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrReservedMemCurrent,
+                                                                             &v) == cudaSuccess ? v : 0;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)

@@ -304,6 +304,20 @@ CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
     *status = ask && ask((void *)s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
+/* The memory the runtime stand-in's graph launches hold on device d (its
+ * graphs are the only ones): reserved and used alike. */
+CUresult cuDeviceGetGraphMemAttribute(CUdevice d, CUgraphMem_attribute attr, void *value)
+{
+    static unsigned long long (*held)(int);
+    if (!value || (attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT && attr != CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!held)
+        held = (unsigned long long (*)(int))runtime_sym("fake_cudart_graph_memory");
+    *(cuuint64_t *)value = held ? held(d) : 0;
+    return CUDA_SUCCESS;
+}
 /* Asked of a stream while it was being captured: the shim asks only
  * cuStreamIsCapturing of such a stream (graphs.c), and a test holds it to
  * that through this count. */

@@ -14,8 +14,10 @@
    segments in torch.cuda.memory_snapshot() (figures printed).
 3. PyTorch under backend:cudaMallocAsync: the replays match; the trace holds
    allocation nodes (summary graph_capture); figures: the pool's level at
-   exit against memory_allocated(), the graph memory pool's reserved bytes
-   (cuDeviceGetGraphMemAttribute) against the ledger's unaccounted bytes.
+   exit against memory_allocated(); the ledger's "CUDA graphs' allocation
+   nodes" bucket at exit equals the graph memory the driver reserved
+   (cuDeviceGetGraphMemAttribute, asked by the program at its end) and the
+   buckets still add up to NVML's figure within 1%.
 usage: check_graphs.py --build BUILD --out DIR"""
 import argparse
 import json
@@ -46,9 +48,9 @@ def raw(cudart):
     exe = os.path.join(a.out, 'graph_capture_' + cudart)
     subprocess.run(['nvcc', '-O1', '-cudart', cudart, '-x', 'cu', '-o', exe,
                     os.path.join(root, 'tests', 'progs', 'graph_capture.c'), '-ldl'], check=True)
-    bare = run([exe, str(SCALE)])
+    bare = run([exe, str(SCALE), '300'])
     db = fresh_db(a.out, 'graph_capture_' + cudart)
-    p = run([exe, str(SCALE)], shim=shim, db=db, env_extra={'GPUTRACE_CUPTI': '0'})
+    p = run([exe, str(SCALE), '300'], shim=shim, db=db, env_extra={'GPUTRACE_CUPTI': '0'})
     report(bare.returncode == 0 and p.returncode == 0, 'graph_capture (%s runtime) runs as without the shim' % cudart,
            'rc %d untraced, %d traced %s' % (bare.returncode, p.returncode, (bare.stderr + p.stderr)[-300:]))
     got = rows(db, 'SELECT a.name, g.captured FROM events e JOIN apis a ON a.id = e.api'
@@ -59,6 +61,12 @@ def raw(cudart):
     report(ok, 'graph_capture (%s runtime): the capturing stream\'s calls are nodes, the cudaMalloc made meanwhile '
            'is marked' % cudart, 'marked %s of %d events' % (marked, len(got)))
     d = summary(db)
+    ex = [x for x in ((d.get('ledger') or [{}])[0].get('instants') or []) if x['instant'] == 'exit']
+    bk = {b['kind']: b['bytes'] for b in ex[0]['buckets']} if ex else {}
+    nvml, un = (ex[0].get('nvml_process_bytes'), ex[0].get('unaccounted_bytes')) if ex else (None, None)
+    report(bk.get('graph_memory', 0) >= 24 * MiB * SCALE and nvml and un is not None and abs(un) <= 0.01 * nvml,
+           'graph_capture (%s runtime): the ledger at exit names the memory held for the graph (at least its two '
+           'nodes), and adds up' % cudart, 'buckets %s, NVML %s, unaccounted %s' % (bk, nvml, un))
     pool = {x['memory']: x['peak_bytes'] for x in d.get('peaks', [])}.get('pool')
     report(pool == 4 * MiB * SCALE and (d.get('graph_capture') or {}).get('allocation_nodes') == 2,
            'graph_capture (%s runtime): the pool\'s peak leaves the nodes out' % cudart,
@@ -101,6 +109,13 @@ def async_nodes():
     report(gc.get('allocation_nodes', 0) > 0, 'cudaMallocAsync backend: the capture\'s allocations are graph nodes',
            'graph_capture %s; graph pool reserved %s, used %s; unaccounted at exit %s' % (
                gc, t.get('graph_reserved_bytes'), t.get('graph_used_bytes'), ex.get('unaccounted_bytes')))
+    nvml, un = ex.get('nvml_process_bytes'), ex.get('unaccounted_bytes')
+    led = (d.get('ledger') or [{}])[0]
+    report(t.get('graph_reserved_bytes', 0) > 0 and buckets.get('graph_memory') == t.get('graph_reserved_bytes')
+           and nvml and un is not None and abs(un) <= 0.01 * nvml,
+           'cudaMallocAsync backend: the ledger names the graph memory the driver holds, and still adds up',
+           'bucket %s, driver %s; NVML %s, unaccounted %s; modules %s' % (
+               buckets.get('graph_memory'), t.get('graph_reserved_bytes'), nvml, un, led.get('modules_bytes')))
 
 
 safe('graph_capture shared', lambda: raw('shared'))

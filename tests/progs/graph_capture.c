@@ -11,10 +11,15 @@
  * expandable segments do: addresses, no memory), freed after the capture. Prints nothing;
  * exit code 0 (97: the driver's entry points not found; 98: under the stand-in, something asked the capturing
  * stream more than whether it captures).
- * usage: graph_capture [MIB_SCALE] */
+ * PAUSE_MS: a pause after the first allocation and before the exit, so that
+ * a tracer's first sample and its reading at exit fall while CUDA is up
+ * (without it the whole program may end before the tracer's writer has
+ * looked once).
+ * usage: graph_capture [MIB_SCALE [PAUSE_MS]] */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define MIB ((size_t)1 << 20)
 #define OK(x) do { if ((x) != cudaSuccess) return __LINE__; } while (0)
@@ -22,6 +27,8 @@
 int main(int argc, char **argv)
 {
     size_t k = argc > 1 ? (size_t)atoi(argv[1]) : 1;
+    long pause_ms = argc > 2 ? atol(argv[2]) : 0;
+    struct timespec pause = {pause_ms / 1000, pause_ms % 1000 * 1000000};
     void *weights, *segment, *a, *b, *c;
     cudaStream_t s, other;
     cudaGraph_t g, none;
@@ -37,6 +44,7 @@ int main(int argc, char **argv)
         driver ? (int (*)(unsigned long long, size_t))dlsym(driver, "cuMemAddressFree") : NULL;
     if (!reserve || !unreserve)
         return 97;
+    nanosleep(&pause, NULL);
     OK(cudaStreamCreate(&s));
     OK(cudaStreamCreate(&other));
     OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
@@ -63,6 +71,7 @@ int main(int argc, char **argv)
         return __LINE__;
     OK(cudaFree(segment));
     OK(cudaFree(weights));
+    nanosleep(&pause, NULL);
     /* the stand-in driver counts queries of a stream while it was captured (a real one has no such count) */
     int (*queries)(void) = driver ? (int (*)(void))dlsym(driver, "fake_cuda_capture_queries") : NULL;
     return queries && queries() ? 98 : 0;
