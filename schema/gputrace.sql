@@ -349,7 +349,7 @@ CREATE TABLE memory_samples (
 -- memcpys, memsets, driver_memory, marks, closed ranges, NVML samples,
 -- iterations but the one running then), keeping the alloc row of every
 -- allocation still live at complete_from_ns and every VMM map/unmap row;
--- stacks, frames, strings, notes and memory_pools are kept whole.
+-- stacks, frames, strings, notes, memory_pools and graph_memory are kept whole.
 CREATE TABLE flight_recorder (
   window_ns        INTEGER NOT NULL,   -- the span kept in full, before the end
   interval_ns      INTEGER NOT NULL,   -- of interval_summaries
