@@ -315,6 +315,8 @@ static void print_room(const struct gt_peak *pk)
     }
     if (r->other_levels)
         printf(" - %s traced beside the fitted level (its peak)", gt_fmt_bytes(r->other_levels, b1));
+    if (r->graph_memory)
+        printf(" - %s held for CUDA graphs (the driver's, at its highest)", gt_fmt_bytes(r->graph_memory, b1));
     printf("\n    margin = ");
     const char *sep = "";
     if (pk->safety >= 0) {
@@ -557,6 +559,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint_or_null(j, "held_outside_trace_bytes", pk.room.untraced.bytes);
         gt_json_kint_or_null(j, "other_processes_bytes", pk.room.untraced.others);
         gt_json_kint(j, "beside_level_bytes", pk.room.other_levels);
+        gt_json_kint(j, "graph_memory_bytes", pk.room.graph_memory);
         gt_json_kint_or_null(j, "pool_slack_bytes", pk.room.pool_slack);
         gt_json_kint_or_null(j, "safety_bytes", pk.safety);
         gt_json_kint(j, "device_granularity_bytes", pk.room.granularity);

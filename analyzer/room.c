@@ -2,8 +2,10 @@
  * its largest batch never over-promises: the device's total (NVML's, which is
  * a MIG slice's own), less what NVML shows held outside the trace (the CUDA
  * context and driver, kernel modules, other processes), less the traced
- * memory outside the fitted level (library workspaces beside a pool), less a
- * margin for the allocators' rounding (a pool's slack: margin.c). */
+ * memory outside the fitted level (library workspaces beside a pool), less
+ * what the driver held for CUDA graphs (which NVML shows and the ledger names
+ * apart, so it is not in the first), less a margin for the allocators'
+ * rounding (a pool's slack: margin.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,11 +68,12 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
             r->other_levels += lv[i].peak;
     }
     free(lv);
+    r->graph_memory = gt_ledger_graph_memory_max(t, d);
     /* Without NVML the context and other processes are unmeasured: only a
      * total the user gives (--device-bytes) is taken as what the traced
      * memory may use. */
     if (r->total > 0 && (r->untraced.bytes >= 0 || c->o->device_bytes >= 0))
-        r->available = r->total - (r->untraced.bytes > 0 ? r->untraced.bytes : 0) - r->other_levels;
+        r->available = r->total - (r->untraced.bytes > 0 ? r->untraced.bytes : 0) - r->other_levels - r->graph_memory;
     if (peak_ev == GT_NO_EVENT)
         return GT_EXIT_OK;
 

@@ -147,7 +147,10 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
      * the ledger is held outside); in use where no reading exists, said */
     int pool = (pk.sel.mem_mask & GT_MASK(GT_MEM_POOL)) != 0;
     int64_t reserved = pool ? pool_reserved_max(&c, pk.sel.device) : -1;
-    int64_t peak = reserved > pk.overall_peak ? reserved : pk.overall_peak;
+    /* what the driver held for CUDA graphs' nodes is the run's too (a
+     * captured step's nodes grow with its batch), in no level: added */
+    int64_t peak = (reserved > pk.overall_peak ? reserved : pk.overall_peak) +
+                   gt_ledger_graph_memory_max(&c.t, pk.sel.device);
     if (peak > r->peak || !r->trace) {
         r->peak = peak;
         r->in_use = pool ? pk.overall_peak : -1;

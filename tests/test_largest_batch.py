@@ -98,6 +98,18 @@ class LargestBatch(T.AnalyzerTest):
         self.assertIn('held outside the trace (NVML at exit', text)
         self.assertIn('the exact largest batch\n  size comes from runs at the boundary: gputrace sweep -- CMD', text)
 
+    def test_the_memory_held_for_cuda_graphs_is_taken_from_what_the_process_can_get(self):
+        # a graph captured in the first step holds GRAPH on the device with no
+        # traced call (the driver's graph memory); the ledger names it apart
+        # from what NVML shows outside the trace, so the room must take it out
+        graph = 200 * MiB
+        with_graph = lambda bs_args: sweep_train(bs_args) + ['--graph', str(graph)]
+        d = self.json('peak', self.traced(with_graph(TRACED_BATCHES)))
+        self.assertEqual(d['room']['graph_memory_bytes'], graph)
+        self.assertEqual(d['room']['held_outside_trace_bytes'], CONTEXT + OTHER)
+        self.assertEqual(d['available_bytes'], CAPACITY - CONTEXT - OTHER - WORKSPACE - graph)
+        self.check_never_over(d, self.real_largest(lambda bs: with_graph(['--batch-size', str(bs)])))
+
     def slack_case(self, name, fixed_slack, share):
         """Traces 2..10 and finds the real largest batch with the pool's slack
         planted: fixed_slack bytes held from its first allocation, share % of use."""

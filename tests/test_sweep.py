@@ -70,6 +70,19 @@ class SweepTest(TraceTest):
         self.assertIn('batch size 321 (search): out of memory', lines[4])
         self.assertRegex(lines[0], r'batch size 1 \(model\): fits, peak 67\.00 MiB \(device\), [\d.]+ s; [\d.]+ s in all')
 
+    def test_memory_held_for_cuda_graphs_is_in_each_run_s_peak(self):
+        # a graph captured in the first step holds 100 MiB for its node, with no
+        # traced call: (1024 - 64 - 100) / 3 = 286.7, so 286 fits
+        p, doc, d = self.sweep_json([], self.train('--graph', 100 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size']), (286, 287))
+        self.assertTrue(doc['verified'])
+        fits = [r for r in doc['runs'] if not r['oom']]
+        self.assertTrue(fits)
+        for r in fits:
+            self.assertEqual(r['peak_bytes'], 164 * MIB + 3 * MIB * r['batch_size'], r)
+        self.assertEqual(doc['predicted_max_batch_size'], 286)
+
     def test_text_output_shows_table_fit_prediction_and_proof(self):
         p, d = self.sweep([], self.train())
         self.assertEqual(p.returncode, 0, p.stderr)
