@@ -325,8 +325,9 @@ CREATE TABLE memory_pools (
 -- The memory the driver holds for CUDA graphs' allocation nodes on a device
 -- (cuDeviceGetGraphMemAttribute), taken when a graph runs and kept until
 -- trimmed, which no call of the program's shows: read by the writer on the
--- devices where allocation nodes were captured (graph_calls), at most every
--- 100 ms, at each NVML sample and at exit; a row when it changed.
+-- devices where allocation nodes were captured (graph_calls) and, once any
+-- graph was instantiated or launched, where the program allocated; at most
+-- every 100 ms, at each NVML sample and at exit; a row when it changed.
 CREATE TABLE graph_memory (
   t_ns           INTEGER NOT NULL,
   device         INTEGER NOT NULL,

@@ -73,8 +73,23 @@ void gt_graph_capture_ended(int result, uint64_t stream)
 
 /* Devices where an allocation node was captured: the writer reads the
  * memory the driver holds for graphs there (writer_activity.c), and so does
- * the exit sample, which may run before the writer has seen the node. */
+ * the exit sample, which may run before the writer has seen the node. A
+ * graph built node by node (cudaGraphAddMemAllocNode, as a compiler's
+ * command buffers may be) captures nothing: once any graph is instantiated
+ * or launched, every device the program allocated on is read too. */
 static _Atomic uint64_t node_devices;
+static _Atomic bool graphs_used;
+
+void gt_graph_used(void)
+{
+    if (!atomic_load_explicit(&graphs_used, memory_order_relaxed))
+        atomic_store_explicit(&graphs_used, true, memory_order_relaxed);
+}
+
+bool gt_graph_in_use(void)
+{
+    return atomic_load_explicit(&graphs_used, memory_order_relaxed);
+}
 
 void gt_graph_node_made(int device)
 {
@@ -92,6 +107,7 @@ uint64_t gt_graph_node_devices(void)
 void gt_graph_after_fork_child(void)
 {
     atomic_store_explicit(&node_devices, 0, memory_order_relaxed);
+    atomic_store_explicit(&graphs_used, false, memory_order_relaxed);
     for (int i = 0; i < MAX_CAPTURING; i++)
         atomic_store_explicit(&capturing[i], 0, memory_order_relaxed);
     atomic_store_explicit(&gt_captures_open, 0, memory_order_relaxed);

@@ -58,14 +58,16 @@
         return rc; \
     }
 
-/* A call that captures, instantiates or launches a CUDA graph: nothing is
- * recorded, but from the first one on CUPTI is never detached again
- * (cupti.c says why). The row's other columns are unused. */
+/* A call that instantiates or launches a CUDA graph: nothing is recorded,
+ * but from the first one on CUPTI is never detached again (cupti.c says
+ * why), and the memory held for graphs is read (graphs.c). The row's other
+ * columns are unused. */
 #define GT_HOOK_GRAPH(sym, api, params, args) \
     GT_EXPORT GT_HOOK_RESULT sym params \
     { \
         GT_RESOLVE(sym, params) \
         gt_cupti_program_uses_graphs(); \
+        gt_graph_used(); \
         return real args; \
     }
 

@@ -74,6 +74,8 @@ void gt_graph_after_fork_child(void);
 uint32_t gt_graph_call_flags(uint32_t flags, uint64_t stream);
 void gt_graph_node_made(int device);         /* an allocation node was captured on device */
 uint64_t gt_graph_node_devices(void);        /* those devices, a bit per ordinal < 64; any thread */
+void gt_graph_used(void);                    /* a graph was instantiated or launched */
+bool gt_graph_in_use(void);                  /* since then; any thread */
 static inline uint32_t gt_graph_flags(uint32_t flags, uint64_t stream)
 {
     if (GT_LIKELY(atomic_load_explicit(&gt_captures_open, memory_order_relaxed) == 0))

@@ -153,10 +153,16 @@ static void pool_sample(uint64_t now, bool force)
 }
 
 /* The memory held for graphs on each device where allocation nodes were
- * captured, into out (at most max); n readings. Any thread. */
+ * captured, or, once a graph was instantiated or launched, where the program
+ * allocated (graphs.c), into out (at most max); n readings. Any thread. */
+static uint64_t graph_devices(void)
+{
+    return gt_graph_node_devices() | (gt_graph_in_use() ? gt_events_alloc_devices() : 0);
+}
+
 static int graph_read(struct gt_mem_sample *out, int max)
 {
-    uint64_t devs = gt_graph_node_devices();
+    uint64_t devs = graph_devices();
     int n = 0;
     for (int d = 0; d < 64 && n < max; d++) {
         uint64_t reserved, used;
@@ -181,7 +187,7 @@ static void graph_keep(const struct gt_mem_sample *s, int n, bool always)
 
 static void graph_sample(uint64_t now, bool force)
 {
-    if (!gt_graph_node_devices() || (!force && now < A.next_graph))
+    if (!graph_devices() || (!force && now < A.next_graph))
         return;
     A.next_graph = now + GRAPH_EVERY_NS;
     struct gt_mem_sample s[GT_MAX_DEVICES];

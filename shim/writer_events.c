@@ -27,6 +27,9 @@ static struct {
     int64_t peak_device, peak_pool;
     uint64_t pool_devices, pool_changes; /* for the pool's reservation (writer_activity.c) */
 } E;
+/* devices with device or pool allocations (bit per ordinal < 64): written
+ * here, read by the exit sample's thread too (writer_activity.c) */
+static _Atomic uint64_t alloc_devices;
 
 void gt_events_begin(uint64_t start_mono)
 {
@@ -185,6 +188,9 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
             gt_window_live((int)(old_b >> 32), (int16_t)(uint16_t)(old_b & 0xffff), -(int64_t)old_size, 0);
         }
         u64map_put(m, c->ptr, c->size, (uint32_t)(uint16_t)c->device | (uint64_t)ai->memory << 32);
+        if ((ai->memory == GT_MEM_DEVICE || ai->memory == GT_MEM_POOL) && c->device >= 0 && c->device < 64 &&
+            !(atomic_load_explicit(&alloc_devices, memory_order_relaxed) >> c->device & 1))
+            atomic_fetch_or_explicit(&alloc_devices, 1ull << c->device, memory_order_relaxed);
         E.live_bytes[ai->memory] += (int64_t)c->size;
         gt_window_live(ai->memory, c->device, (int64_t)c->size, 1);
     } else {
@@ -299,6 +305,11 @@ void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_dev
     *peak_pool = (uint64_t)E.peak_pool;
 }
 
+uint64_t gt_events_alloc_devices(void)
+{
+    return atomic_load_explicit(&alloc_devices, memory_order_relaxed);
+}
+
 uint64_t gt_events_pool_devices(uint64_t *changes)
 {
     *changes = E.pool_changes;
@@ -308,6 +319,7 @@ uint64_t gt_events_pool_devices(uint64_t *changes)
 /* Fork child: the parent's maps and counts are the parent's. */
 void gt_events_forget(void)
 {
+    atomic_store_explicit(&alloc_devices, 0, memory_order_relaxed);
     for (int i = 0; i < 4; i++)
         u64map_free(&E.live[i]);
     u64map_free(&E.stack_ids);

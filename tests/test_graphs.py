@@ -96,6 +96,19 @@ class GraphCapture(Captured, T.AnalyzerTest):
         self.assertEqual(buckets['graph_memory'], 24 * MiB)
         self.assertEqual(x['unaccounted_bytes'], 0)
 
+    def test_a_graph_built_node_by_node_has_its_memory_named_too(self):
+        # no stream capture (a compiler's command buffer): nothing marks a
+        # node, so once a graph is instantiated or launched the shim reads the
+        # memory held for graphs on every device the program allocated on
+        p, db = self.trace([prog('graph_alloc_node'), '1', '300'],
+                           env_extra={'GPUTRACE_CUPTI': 0, 'LD_LIBRARY_PATH': gtlib.WITH_NVML, 'FAKE_CUDA_POOL_KEEPS': 1})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM graph_calls'), [(0,)])
+        x = [i for i in self.json('summary', db)['ledger'][0]['instants'] if i['instant'] == 'exit'][0]
+        buckets = {b['kind']: b['bytes'] for b in x['buckets']}
+        self.assertEqual(buckets['graph_memory'], 48 * MiB)
+        self.assertEqual(x['unaccounted_bytes'], 0)
+
     def test_no_capture_no_rows(self):
         p, db = self.trace([prog('exit_modes'), 'return', '50'])
         self.assertEqual(p.returncode, 7, p.stderr)

@@ -1243,6 +1243,55 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
     return ret(e);
 }
 
+/* A graph built node by node: its allocation nodes are the captured ones'
+ * (one graph modelled, as for capture). */
+cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+    NEED_DEVICE();
+    if (!pGraph || flags)
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    graph_node_bytes = 0;
+    graph_unfreed_nodes = 0;
+    pthread_mutex_unlock(&g_lock);
+    *pGraph = (cudaGraph_t)(uintptr_t)(STREAM_HANDLE_BASE + 24);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                     size_t ndeps, struct cudaMemAllocNodeParams *params)
+{
+    NEED_DEVICE();
+    (void)deps;
+    (void)ndeps;
+    if (!node || !params || !params->bytesize || graph != (cudaGraph_t)(uintptr_t)(STREAM_HANDLE_BASE + 24))
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    params->dptr = (void *)(uintptr_t)graph_va_next;
+    graph_va_next += (params->bytesize + 0x1fffff) & ~(uint64_t)0x1fffff;
+    graph_node_bytes += (params->bytesize + 0x1fffff) & ~(uint64_t)0x1fffff;
+    graph_unfreed_nodes++;
+    pthread_mutex_unlock(&g_lock);
+    *node = (cudaGraphNode_t)(uintptr_t)(STREAM_HANDLE_BASE + 32);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                    size_t ndeps, void *dptr)
+{
+    NEED_DEVICE();
+    (void)deps;
+    (void)ndeps;
+    if (!node || !is_graph_addr(dptr) || graph != (cudaGraph_t)(uintptr_t)(STREAM_HANDLE_BASE + 24))
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    if (graph_unfreed_nodes > 0)
+        graph_unfreed_nodes--;
+    pthread_mutex_unlock(&g_lock);
+    *node = (cudaGraphNode_t)(uintptr_t)(STREAM_HANDLE_BASE + 40);
+    return cudaSuccess;
+}
+
 /* Gives the memory held for graphs back, unless a launch's allocation is still held. */
 cudaError_t cudaDeviceGraphMemTrim(int device)
 {

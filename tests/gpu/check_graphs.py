@@ -18,6 +18,10 @@
    nodes" bucket at exit equals the graph memory the driver reserved
    (cuDeviceGetGraphMemAttribute, asked by the program at its end) and the
    buckets still add up to NVML's figure within 1%.
+4. tests/progs/graph_alloc_node.c (a graph built node by node, no capture),
+   nvcc-built shared and static: it runs as without the shim, and the
+   ledger at exit names the memory held for graphs (at least its node) and
+   adds up within 1%.
 usage: check_graphs.py --build BUILD --out DIR"""
 import argparse
 import json
@@ -73,6 +77,25 @@ def raw(cudart):
            'pool peak %s (want %d), graph_capture %s' % (pool, 4 * MiB * SCALE, d.get('graph_capture')))
 
 
+def node_by_node(cudart):
+    exe = os.path.join(a.out, 'graph_alloc_node_' + cudart)
+    subprocess.run(['nvcc', '-O1', '-cudart', cudart, '-x', 'cu', '-o', exe,
+                    os.path.join(root, 'tests', 'progs', 'graph_alloc_node.c')], check=True)
+    bare = run([exe, str(SCALE), '300'])
+    db = fresh_db(a.out, 'graph_alloc_node_' + cudart)
+    p = run([exe, str(SCALE), '300'], shim=shim, db=db, env_extra={'GPUTRACE_CUPTI': '0'})
+    d = summary(db)
+    ex = [x for x in ((d.get('ledger') or [{}])[0].get('instants') or []) if x['instant'] == 'exit']
+    bk = {b['kind']: b['bytes'] for b in ex[0]['buckets']} if ex else {}
+    nvml, un = (ex[0].get('nvml_process_bytes'), ex[0].get('unaccounted_bytes')) if ex else (None, None)
+    report(bare.returncode == 0 and p.returncode == 0 and bk.get('graph_memory', 0) >= 48 * MiB * SCALE and nvml
+           and un is not None and abs(un) <= 0.01 * nvml,
+           'graph_alloc_node (%s runtime): a graph built node by node runs as without the shim, and the ledger at '
+           'exit names its memory and adds up' % cudart,
+           'rc %d/%d, buckets %s, NVML %s, unaccounted %s %s' % (bare.returncode, p.returncode, bk, nvml, un,
+                                                               (bare.stderr + p.stderr)[-300:]))
+
+
 def torch_run(conf):
     env = {'PYTORCH_CUDA_ALLOC_CONF': conf} if conf else {}
     name = 'torch_' + (conf.replace(':', '_') if conf else 'default')
@@ -120,6 +143,8 @@ def async_nodes():
 
 safe('graph_capture shared', lambda: raw('shared'))
 safe('graph_capture static', lambda: raw('static'))
+safe('graph_alloc_node shared', lambda: node_by_node('shared'))
+safe('graph_alloc_node static', lambda: node_by_node('static'))
 safe('torch default', lambda: private_pools(''))
 safe('torch expandable', lambda: private_pools('expandable_segments:True'))
 safe('torch async', async_nodes)
