@@ -146,6 +146,7 @@ struct gt_room {
     struct gt_untraced untraced; /* held outside the trace, per NVML */
     int64_t other_levels;       /* traced memory beside the fitted level (peaks summed) */
     int64_t graph_memory;       /* held for CUDA graphs' allocation nodes, at its highest; 0 none */
+    int graph_memory_grew;      /* and it grew after its first reading (graphs captured per batch size?) */
     int64_t available;          /* total - untraced - other_levels - graph_memory; -1 not known */
     int64_t margin;             /* rounding and fragmentation; -1 no peak */
     int64_t pool_slack;         /* of it: the pool's slack at the batch size predicted (margin.c); -1 none */
@@ -273,7 +274,8 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
 int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at);
 int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at);
 /* The most the driver held for CUDA graphs' allocation nodes on device d
- * (GT_ANY_DEVICE: on any), from the shim's readings; 0 when none. */
-int64_t gt_ledger_graph_memory_max(struct gt_trace *t, int d);
+ * (GT_ANY_DEVICE: on any), from the shim's readings; 0 when none. least
+ * (if not NULL): the smallest reading above 0, 0 when none. */
+int64_t gt_ledger_graph_memory_max(struct gt_trace *t, int d, int64_t *least);
 
 #endif

@@ -158,16 +158,21 @@ static int64_t graph_memory_at(struct gt_trace *t, int d, int64_t at)
     return v > 0 ? v : 0;
 }
 
-int64_t gt_ledger_graph_memory_max(struct gt_trace *t, int d)
+int64_t gt_ledger_graph_memory_max(struct gt_trace *t, int d, int64_t *least)
 {
     sqlite3_stmt *st;
     int64_t v = 0;
-    if (gt_trace_prepare_optional(t, "SELECT MAX(reserved_bytes) FROM graph_memory WHERE ?1 < 0 OR device = ?1", &st,
-                                  "reading graph memory") || !st)
+    if (least)
+        *least = 0;
+    if (gt_trace_prepare_optional(t, "SELECT MAX(reserved_bytes), MIN(NULLIF(reserved_bytes, 0)) FROM graph_memory"
+                                     " WHERE ?1 < 0 OR device = ?1", &st, "reading graph memory") || !st)
         return 0;
     sqlite3_bind_int64(st, 1, d == GT_ANY_DEVICE ? -1 : d);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
         v = sqlite3_column_int64(st, 0);
+        if (least && sqlite3_column_type(st, 1) != SQLITE_NULL)
+            *least = sqlite3_column_int64(st, 1);
+    }
     sqlite3_finalize(st);
     return v > 0 ? v : 0;
 }

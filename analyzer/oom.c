@@ -428,7 +428,7 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
             printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
         else
             printf("     request + live stay %s under the device total: that much was held outside the trace "
-                   "(the CUDA context and driver, other processes) or lost to fragmentation\n",
+                   "(the CUDA context and driver, memory held for CUDA graphs, other processes) or lost to fragmentation\n",
                    gt_fmt_bytes(-needed, b1));
     }
     if (bs >= 0) {

@@ -244,6 +244,10 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
                                           " CUDA context and other processes' memory are not measured)"
                                         : "the device's memory is not known";
         pk->what_to_do = "pass --device-bytes B (what the traced memory may use), or gputrace sweep -- CMD";
+    } else if (r->graph_memory_grew) {
+        pk->withheld_why = "the memory held for CUDA graphs grew during the trace (graphs captured at each batch size?):"
+                           " how it grows with the batch is not in the readings";
+        pk->what_to_do = "gputrace sweep -- CMD (each run's graph memory is in its peak)";
     } else if (sl->read_at_all && !sl->pool_only) {
         pk->withheld_why = "the pool's slack (its reservation beyond the bytes in use) is measured for the pool level"
                            " alone, and the fitted level holds more";

@@ -68,7 +68,9 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
             r->other_levels += lv[i].peak;
     }
     free(lv);
-    r->graph_memory = gt_ledger_graph_memory_max(t, d);
+    int64_t graph_least;
+    r->graph_memory = gt_ledger_graph_memory_max(t, d, &graph_least);
+    r->graph_memory_grew = graph_least > 0 && graph_least < r->graph_memory;
     /* Without NVML the context and other processes are unmeasured: only a
      * total the user gives (--device-bytes) is taken as what the traced
      * memory may use. */

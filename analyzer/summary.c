@@ -66,7 +66,7 @@ static struct capture count_capture(const struct gt_trace *t)
             k.node_bytes += size;
         } else if (e->api & GT_API_GRAPH_NODE) {
             k.free_nodes += a->op == GT_OP_FREE;
-        } else if (a->op == GT_OP_ALLOC && a->memory != GT_MEM_RESERVE) {   /* an address range takes no memory */
+        } else if (a->op == GT_OP_ALLOC && a->memory == GT_MEM_DEVICE) {   /* device memory (an address range takes none) */
             k.during++;
             k.during_bytes += size;
         }

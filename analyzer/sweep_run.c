@@ -150,7 +150,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     /* what the driver held for CUDA graphs' nodes is the run's too (a
      * captured step's nodes grow with its batch), in no level: added */
     int64_t peak = (reserved > pk.overall_peak ? reserved : pk.overall_peak) +
-                   gt_ledger_graph_memory_max(&c.t, pk.sel.device);
+                   gt_ledger_graph_memory_max(&c.t, pk.sel.device, NULL);
     if (peak > r->peak || !r->trace) {
         r->peak = peak;
         r->in_use = pool ? pk.overall_peak : -1;
@@ -177,14 +177,16 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         int64_t pool_held = end.live_pool ? pool_reserved_max(&c, end.device) : -1;
         if (pool_need >= 0 && pool_held > pool_need)
             pool_need = pool_held;
+        /* held for CUDA graphs by then: the run's own, in no level (as its peak) */
+        int64_t graph = gt_ledger_graph_memory_max(&c.t, end.device, NULL);
         if (end.device_total > 0 && pool_need >= 0 && pool_held < 0) {
-            int64_t short_by = end.device_total - pool_need - end.live_device;
+            int64_t short_by = end.device_total - pool_need - end.live_device - graph;
             if (short_by > r->unaccounted)
                 r->unaccounted = short_by;
         }
         if (pool_need >= 0) {
             /* the outside is a sum of peaks: what is left is a lower bound */
-            int64_t need = pool_need + end.live_device - held_outside(&c, &pk.sel);
+            int64_t need = pool_need + end.live_device + graph - held_outside(&c, &pk.sel);
             if (need > r->need_lb)
                 r->need_lb = need;
         }

@@ -177,11 +177,12 @@ static int graph_read(struct gt_mem_sample *out, int max)
  * sample). Writer thread. */
 static void graph_keep(const struct gt_mem_sample *s, int n, bool always)
 {
-    for (int i = 0; i < n && A.ngraphs < MAX_GRAPH_ROWS; i++) {
+    for (int i = 0; i < n; i++) {
         if (!always && (int64_t)s[i].used == A.graph_reserved[s[i].device])
             continue;
         A.graph_reserved[s[i].device] = (int64_t)s[i].used;
-        A.graphs[A.ngraphs++] = s[i];
+        /* rows not yet written (the file locked): the newest takes the last place */
+        A.graphs[A.ngraphs < MAX_GRAPH_ROWS ? A.ngraphs++ : MAX_GRAPH_ROWS - 1] = s[i];
     }
 }
 
@@ -212,8 +213,9 @@ void gt_activity_tick(void)
          * Sampling every GPUTRACE_SAMPLE_MS only when asked for. */
         bool on = gt_nvml_open(&A.devs, gt_config.sample_ms != 0);
         atomic_store(&A.nvml_on, on);
-        if (on)
-            atexit(end_sample); /* after CUDA's own atexit handlers were registered: runs before them */
+        /* after CUDA's own atexit handlers were registered: runs before them
+         * (with NVML or without: the graphs' memory, read while CUDA is up) */
+        atexit(end_sample);
         A.next_sample = now;
     }
     if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
@@ -268,10 +270,10 @@ void gt_activity_stop_pools(void)
 static void end_sample(void)
 {
     int expected = 0;
-    if (!atomic_load(&A.nvml_on) || !atomic_compare_exchange_strong(&A.end_taken, &expected, 1))
+    if (!atomic_compare_exchange_strong(&A.end_taken, &expected, 1))
         return;
     A.nend_graphs = graph_read(A.end_graphs, GT_MAX_DEVICES);   /* graphs' memory at the same instant */
-    A.nend = gt_nvml_sample(A.end, GT_MAX_DEVICES);
+    A.nend = atomic_load(&A.nvml_on) ? gt_nvml_sample(A.end, GT_MAX_DEVICES) : 0;
     atomic_store(&A.end_taken, 2);
 }
 

@@ -110,6 +110,15 @@ class LargestBatch(T.AnalyzerTest):
         self.assertEqual(d['available_bytes'], CAPACITY - CONTEXT - OTHER - WORKSPACE - graph)
         self.check_never_over(d, self.real_largest(lambda bs: with_graph(['--batch-size', str(bs)])))
 
+    def test_memory_for_cuda_graphs_that_grows_with_the_batch_gives_no_number(self):
+        # a graph captured again at each batch size, its node growing with it:
+        # the readings do not say how it grows, so no number
+        d = self.json('peak', self.traced(sweep_train(TRACED_BATCHES) + ['--graph', str(20 * MiB),
+                                                                          '--graph-per-sample', str(4 * MiB)]))
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn('the memory held for CUDA graphs grew during the trace', d['max_batch_size_withheld'])
+        self.assertIn('gputrace sweep', d['what_would_give_one'])
+
     def slack_case(self, name, fixed_slack, share):
         """Traces 2..10 and finds the real largest batch with the pool's slack
         planted: fixed_slack bytes held from its first allocation, share % of use."""

@@ -82,6 +82,12 @@ class SweepTest(TraceTest):
         for r in fits:
             self.assertEqual(r['peak_bytes'], 164 * MIB + 3 * MIB * r['batch_size'], r)
         self.assertEqual(doc['predicted_max_batch_size'], 286)
+        # a run out of memory: the graph's memory is its own need, not memory held outside the trace
+        self.assertEqual(doc['unaccounted_bytes'], 0)
+        failed = [r for r in doc['runs'] if r['oom']]
+        self.assertTrue(failed)
+        for r in failed:
+            self.assertGreaterEqual(r['needed_at_least_bytes'], 164 * MIB + 3 * MIB * r['batch_size'], r)
 
     def test_text_output_shows_table_fit_prediction_and_proof(self):
         p, d = self.sweep([], self.train())

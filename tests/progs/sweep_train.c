@@ -29,6 +29,8 @@
  *            B-byte allocation node (freed inside the graph) and launched
  *            every step: the driver holds B for graphs, with no traced call
  *            (as torch.cuda.graph under backend:cudaMallocAsync)
+ *   --graph-per-sample B: the node holds B more per sample, and the graph is
+ *            captured again at each batch size (--batch-sizes)
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
     size_t try_workspace = (size_t)arg_ll(argc, argv, "--try-workspace", 0);
     long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
     size_t graph_bytes = (size_t)arg_ll(argc, argv, "--graph", 0);
+    size_t graph_per_sample = (size_t)arg_ll(argc, argv, "--graph-per-sample", 0);
     cudaStream_t graph_stream = NULL;
     cudaGraphExec_t graph = NULL;
     use_async = arg_flag(argc, argv, "--async");
@@ -209,12 +212,12 @@ int main(int argc, char **argv)
                 untraced_charge(lazy_module);   /* the first kernel launch loads its module */
             if (late_module && index == steps - 1 && !list)
                 untraced_charge(late_module);
-            if (graph_bytes && !graph) {   /* captured once, then replayed */
+            if (graph_bytes && (!graph || (graph_per_sample && step == 0))) {   /* captured once, then replayed */
                 cudaGraph_t g;
                 void *node;
-                if (cudaStreamCreate(&graph_stream) != cudaSuccess ||
+                if ((!graph_stream && cudaStreamCreate(&graph_stream) != cudaSuccess) ||
                     cudaStreamBeginCapture(graph_stream, cudaStreamCaptureModeGlobal) != cudaSuccess ||
-                    cudaMallocAsync(&node, graph_bytes, graph_stream) != cudaSuccess ||
+                    cudaMallocAsync(&node, graph_bytes + (size_t)bs * graph_per_sample, graph_stream) != cudaSuccess ||
                     cudaFreeAsync(node, graph_stream) != cudaSuccess ||
                     cudaStreamEndCapture(graph_stream, &g) != cudaSuccess || cudaGraphInstantiate(&graph, g, 0) != cudaSuccess)
                     return 4;
