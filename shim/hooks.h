@@ -72,7 +72,8 @@
     }
 
 /* The beginning and the end of a stream capture (graphs.c keeps the open
- * ones), otherwise as GRAPH; the row's second column is the stream (PTSZ(s)
+ * ones); CUPTI stays attached as for GRAPH (a capture alone runs no graph,
+ * so graph memory is not read for it); the row's second column is the stream (PTSZ(s)
  * for a per-thread-default-stream variant). Counted only outside the shim's
  * re-entry guard: the runtime's call runs the driver's. */
 #define GT_HOOK_CAPTURE(sym, stream, params, args, COUNT) \

@@ -2,7 +2,7 @@
  * marks and iterations from the queue, notes, device facts, NVML samples and
  * (through writer_cupti.c) CUPTI activity, the stream-ordered pools'
  * reservation (pools.c) where the program allocates from them, and the
- * memory held for CUDA graphs where it captured allocation nodes. writer.c calls in at each trace's
+ * memory held for CUDA graphs where it uses them. writer.c calls in at each trace's
  * start, each round (tick outside SQLite, write inside its transaction) and
  * each range, mark or iteration record. Writer thread only, through db.c. */
 #include <ctype.h>
@@ -152,14 +152,15 @@ static void pool_sample(uint64_t now, bool force)
     }
 }
 
-/* The memory held for graphs on each device where allocation nodes were
- * captured, or, once a graph was instantiated or launched, where the program
- * allocated (graphs.c), into out (at most max); n readings. Any thread. */
+/* Where the memory held for graphs is read: the devices where allocation
+ * nodes were captured, and, once a graph was instantiated or launched, where
+ * the program allocated (graphs.c). Any thread. */
 static uint64_t graph_devices(void)
 {
     return gt_graph_node_devices() | (gt_graph_in_use() ? gt_events_alloc_devices() : 0);
 }
 
+/* That memory on each of those devices, into out (at most max); n readings. Any thread. */
 static int graph_read(struct gt_mem_sample *out, int max)
 {
     uint64_t devs = graph_devices();
