@@ -126,6 +126,8 @@ struct gt_sweep_plan {
                             * before it (0: no bracket then) */
     int64_t crept_to;      /* the last search step was the model's lo + 1 (it saw no room): that
                             * batch size; 0 none */
+    int64_t band_step;     /* a batch size that had fit failed (an unsteady boundary): the walk's
+                            * next step down from hi, doubling; 0 none */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
  * the default series 1, 2, 4. */

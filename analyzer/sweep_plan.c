@@ -165,6 +165,16 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
     int had_hi = s->hi != GT_SWEEP_NONE;
     int64_t before = had_hi ? s->hi - s->lo : 0;
     s->hi_before = s->hi;
+    /* a batch size that fit before and now failed: the boundary is a band
+     * where fresh processes fit or not by chance (cudaMallocAsync's pool on
+     * an H100: 148..150 of the transformer), and the sizes just below it
+     * are the likely answer, not the middle of what is left below; the
+     * search walks down from it (see search_step). A run that fits ends the
+     * walk. */
+    if (oom && batch_size <= s->hi && gt_sweep_plan_fits_at(s, batch_size))
+        s->band_step = 1;
+    else if (!oom)
+        s->band_step = 0;
     if (oom && batch_size < s->hi)
         s->hi = batch_size;
     /* lo: the largest batch that ran below hi (a batch that ran once and
@@ -387,7 +397,14 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         int64_t w = s->hi - s->lo;
         int renewed = s->creep == 2 && sec && pred >= s->hi - 1 && pred < s->hi + (w / 8 > 1 ? w / 8 : 1);
         int creep = s->creep && !renewed && (pred >= s->hi - 1 || (sec && pred >= s->lo && pred == s->hi - 1));
-        if (creep) {
+        if (s->band_step) {
+            c = s->hi - s->band_step;   /* one below the band's failure, then 2, 4, ... below hi */
+            s->band_step *= 2;
+            if (c <= mid) {
+                c = mid;
+                s->band_step = 0;
+            }
+        } else if (creep) {
             c = mid;
         } else if (sec && pred >= s->lo && (s->trust || !s->last_sec || s->model_fails == 1)) {
             /* the secant from the fitting side; where it points at or past

@@ -6,7 +6,8 @@
  * 10 runs by the secant, the conv net in no more than before, cudaMallocAsync's
  * fuzzy boundary without stepping down by one run after run); the
  * transformer's second H100 runs (default allocator and cudaMallocAsync) in
- * at most 12, the secant back once a bisection fits; a failure whose lower bound is far past the device is
+ * at most 12, the secant back once a bisection fits; session 23's unsteady
+ * band (a repeat that fails walks down from it, not back to the middle); a failure whose lower bound is far past the device is
  * interpolated from; a step in the per-sample cost, memory the trace cannot
  * see, a model that predicts too little, a batch that fails on its second
  * run, a peak that does not grow, batch size 1 failing: each still ends on
@@ -14,6 +15,7 @@
  * SWEEP_DEBUG=1 in the environment prints each simulated run. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sweep.h"
 #include "tap.h"
@@ -34,6 +36,10 @@ struct device {
     int64_t once[4];                  /* replays: these fit on their first run only (past max_fit) */
     int64_t (*bound_fn)(int64_t bs);  /* replays: a failed run's lower bound of its need */
     int keep_available;               /* a failure's shortfall is not memory outside (a pool read) */
+    struct {
+        int64_t bs;
+        const char *runs;             /* its n-th run fits ('f') or not ('o'); past the end, the last */
+    } band[4];                        /* replays: an unsteady boundary, run by run (past max_fit or not) */
     int seen[512];                    /* runs per batch size (fuzzy ones) */
 };
 
@@ -82,6 +88,11 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
                 oom = d->seen[bs]++ > 0;
         if (bs == d->flaky && ph == GT_SWEEP_REPEAT && !d->flaky_runs++)
             oom = 1;
+        for (int i = 0; i < 4; i++)
+            if (d->band[i].runs && bs == d->band[i].bs && bs < 512) {
+                size_t k = (size_t)d->seen[bs]++, len = strlen(d->band[i].runs);
+                oom = d->band[i].runs[k < len ? k : len - 1] == 'o';
+            }
         /* the failed run's trace: the workload allocates its peak in equal
          * parts (256, or chunk x bs each); the one that failed, plus what
          * was live, is a lower bound of the run's need, and fell short of
@@ -446,6 +457,48 @@ static void test_transformer_async_run_takes_the_secant_again_once_a_bisection_f
     }
 }
 
+/* Session 23's H100 run (check_sweep --bisect, gputrace sweep --repeat 3):
+ * the same transformer under cudaMallocAsync, its boundary a band where a
+ * fresh process fits or not by chance. The sweep's runs, in order: 150 fit,
+ * fit, failed; 149 fit, fit, failed; 148 fit, failed; 147 fit three times
+ * (plain runs of the same command: 146..149 3 of 3, 150 2 of 3). */
+static int64_t gpu_band_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 0.91 * GIB_}, {2, 1.44 * GIB_}, {4, 2.50 * GIB_}, {76, 39.72 * GIB_},
+                                   {147, 76.41 * GIB_}, {148, 77.47 * GIB_}, {149, 77.47 * GIB_},
+                                   {150, 77.91 * GIB_}, {151, 78.20 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t gpu_band_bound(int64_t bs)
+{
+    static const double at[][2] = {{148, 73.78 * GIB_}, {149, 74.28 * GIB_}, {150, 74.77 * GIB_},
+                                   {151, 75.27 * GIB_}, {152, 75.77 * GIB_}, {170, 84.57 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle(void)
+{
+    /* that sweep went from 148's failure to 76, the middle of 4..148, and
+     * only then to 147: a run spent far below a band whose sizes had fit.
+     * Now the next run is one below the failure, and 147 is proven by its
+     * three fits */
+    fits_needed = 3;
+    for (int64_t told = 81013; told < 81280; told += 33) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_band_peak, .bound_fn = gpu_band_bound,
+                           .max_fit = 147, .keep_available = 1,
+                           .band = {{150, "ffo"}, {149, "ffo"}, {148, "fo"}}};
+        int64_t lo;
+        int verified;
+        int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+        CHECK_EQ_INT(lo, 147);
+        CHECK(verified);
+        CHECKF(runs <= 17, "%d runs, at most 17 expected", runs);
+        printf("# told %lld MiB: %d runs\n", (long long)told, runs);
+    }
+    fits_needed = 0;
+}
+
 static void test_step_in_per_sample_cost_still_ends_on_the_boundary(void)
 {
     for (int64_t knee = 3; knee < 300; knee += 17) {
@@ -577,6 +630,7 @@ int main(void)
     TAP_RUN(test_a_pools_reservation_saturated_at_the_device_walks_up_further_each_time);
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
+    TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
