@@ -16,12 +16,19 @@ seconds of the whole run (every thread: the writer's and CUPTI's beside the
 program's) against the untraced run's.
 
 Fresh processes cheaply: a process start with torch costs ~16 s on the GPU
-machine, so by default each configuration gets one server process (started
+machine, so by default each configuration gets a server process (started
 with that configuration's environment: LD_PRELOAD, GPUTRACE_*) that imports
-torch once and forks a child per run; the child is the fresh process (CUDA,
+torch once and forks the round's child; the child is the fresh process (CUDA,
 the context, the shim's trace and CUPTI start in it); every server, and so
-every run, is pinned to the same cores (--cpus). --exec runs every
-configuration by plain exec instead. Results are written after every round,
+every run, is pinned to the same cores (--cpus). Every round has new servers:
+a forked child inherits its server's memory layout (where ASLR put the
+libraries, the heap Python and torch built while importing), and a layout is
+worth a few percent of a step by itself (session 23, four H200s: an untraced
+control ran 3.3% slower than the untraced baseline in 17 of 21 rounds with one
+server each for the whole call, 1.8% faster in session 22), a bias that no
+number of rounds averages out while the servers live for the whole call. With
+--concurrent the next round's servers import torch during the round, on the
+cores no slot uses. --exec runs every configuration by plain exec instead. Results are written after every round,
 and no round starts that would end past --budget-s.
 
 --concurrent: a round runs every configuration at once, each on a GPU and a
@@ -67,6 +74,7 @@ if len(sys.argv) > 1 and sys.argv[1] == '--serve':
     sys.path.insert(0, here)
     import importlib
     workload = importlib.import_module(os.environ.pop('BENCH_COST_WORKLOAD', 'transformer_step'))
+    print('ready', flush=True)
     for line in sys.stdin:
         job = json.loads(line)   # {'argv': [...], 'gpu': index or None, 'cpus': [cores] or None}
         sys.stdout.flush()
@@ -209,7 +217,39 @@ def workload_args(cfg, pin_main=None, barrier=''):
     return argv + ['--history', 'python' if cfg == 'history_py' else 'all'] if cfg.startswith('history') else argv
 
 
-servers = {}
+servers = {}        # the round's server of each configuration
+next_servers = {}   # --concurrent: the next round's, importing torch meanwhile
+spare_cpus = ''     # --concurrent: cores no slot uses (the next round's servers import there)
+if a.concurrent:
+    used = {c for _, main, others in slots for c in [main] + list(others)}
+    spare_cpus = ','.join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in used and c != 0)
+
+
+def spawn_servers():
+    """A new server per configuration (see the docstring: a layout per round)."""
+    out = {}
+    for cfg in configs:
+        env = environment(cfg)
+        if a.concurrent and spare_cpus:
+            env['BENCH_COST_CPUS'] = spare_cpus   # (each child moves to its slot's cores)
+        out[cfg] = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--serve'], env=env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return out
+
+
+def wait_ready(group):
+    for cfg, s in group.items():
+        for line in s.stdout:
+            if line.strip() == 'ready':
+                break
+        else:
+            sys.exit('bench_cost: the server of %s ended before it was ready' % cfg)
+
+
+def end_servers(group):
+    for s in group.values():
+        s.stdin.close()
+        s.wait()
 
 
 def run_once(cfg, i):
@@ -224,11 +264,7 @@ def run_once(cfg, i):
 
 def start_run(cfg, job):
     """Has the configuration's server fork a fresh child for the job."""
-    s = servers.get(cfg)
-    if s is None:
-        s = servers[cfg] = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--serve'],
-                                            env=environment(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            text=True)
+    s = servers[cfg]
     s.stdin.write(json.dumps(job) + '\n')
     s.stdin.flush()
 
@@ -509,6 +545,13 @@ for i in range(a.runs):
         print('budget: no time for round %d' % (i + 1), flush=True)
         break
     t_round = time.monotonic()
+    if a.concurrent and spare_cpus:
+        servers = next_servers or spawn_servers()
+        wait_ready(servers)
+        next_servers = spawn_servers() if i + 1 < a.runs else {}
+    elif not a.exec:   # (no spare cores: a server importing torch would compete with the measured runs)
+        servers = spawn_servers()
+        wait_ready(servers)
     by_round.append({})
     norm_by_round.append({})
     if a.concurrent:   # all at once, configuration j in slot (j + round) of the GPUs and cores
@@ -524,11 +567,11 @@ for i in range(a.runs):
         random.shuffle(order)
         for cfg in order:
             record(cfg, i, *run_once(cfg, i))
+    end_servers(servers)
+    servers = {}
     round_s = time.monotonic() - t_round
     print('round %d done at %.0f s (%.1f s per run)' % (i + 1, time.monotonic() - t_start, round_s / len(configs)),
           flush=True)
     print(summarize() + '\n', flush=True)  # after every round: a call cut off by its time limit still has its table
-for s in servers.values():
-    s.stdin.close()
-    s.wait()
+end_servers(next_servers)   # (a round the budget left out)
 print('\nfinal:\n' + summarize())
