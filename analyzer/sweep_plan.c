@@ -226,6 +226,7 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available)
     if (s->available >= 0 && available >= s->available)
         return;
     s->available = available;
+    s->band_step = 0;   /* the failure is memory outside the trace (the device shrank), not a band */
     if (s->creep)
         s->creep_held = 1;   /* the model moved by the failure, not by a run that fit: see search_step */
     if (!s->recalibrations++)
@@ -383,6 +384,8 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         int64_t rf = interpolate(s);
         if (rf && s->dir < 0)
             s->dir = 0;   /* hi's need is known far past the device: the model was not a little off */
+        if (rf)
+            s->band_step = 0;   /* ...and a band's failure then says where the device ends (it shrank) */
         /* a model step one below a failure that failed says no more than
          * the failure did (under cudaMallocAsync a failure's lower bound
          * lies on the in-use line, so each lowers the bytes available by
@@ -398,11 +401,12 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         int renewed = s->creep == 2 && sec && pred >= s->hi - 1 && pred < s->hi + (w / 8 > 1 ? w / 8 : 1);
         int creep = s->creep && !renewed && (pred >= s->hi - 1 || (sec && pred >= s->lo && pred == s->hi - 1));
         if (s->band_step) {
-            c = s->hi - s->band_step;   /* one below the band's failure, then 2, 4, ... below hi */
-            s->band_step *= 2;
+            c = s->hi - s->band_step;   /* one below the band's failure, then 2, 4, ... below each next one */
             if (c <= mid) {
                 c = mid;
                 s->band_step = 0;
+            } else {
+                s->band_step *= 2;
             }
         } else if (creep) {
             c = mid;

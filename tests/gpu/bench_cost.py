@@ -133,7 +133,7 @@ if a.concurrent:
         sys.exit('bench_cost: --concurrent runs forked children; leave out --exec')
     gpus = len([l for l in subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True).stdout.splitlines()
                 if l.startswith('GPU ')])
-    n = len(a.configs.split(','))
+    n = len([c for c in a.configs.split(',') if not (a.alloc == 'async' and c.startswith('history'))])
     if gpus < n:
         sys.exit('bench_cost: --concurrent needs a GPU per configuration: %d configurations, %d GPUs' % (n, gpus))
     have = sorted(os.sched_getaffinity(0))[1:]   # core 0 left to the system
@@ -220,9 +220,28 @@ def workload_args(cfg, pin_main=None, barrier=''):
 servers = {}        # the round's server of each configuration
 next_servers = {}   # --concurrent: the next round's, importing torch meanwhile
 spare_cpus = ''     # --concurrent: cores no slot uses (the next round's servers import there)
-if a.concurrent:
-    used = {c for _, main, others in slots for c in [main] + list(others)}
-    spare_cpus = ','.join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in used and c != 0)
+
+
+def siblings_of(core):
+    """The hyperthreads that share core's physical core (itself included)."""
+    try:
+        with open('/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list' % core) as f:
+            out = set()
+            for part in f.read().strip().split(','):
+                lo, _, hi = part.partition('-')
+                out.update(range(int(lo), int(hi or lo) + 1))
+            return out
+    except (OSError, ValueError):
+        return {core}
+
+
+if a.concurrent:   # not a slot's core, nor a hyperthread of one, nor the core left to the system
+    used = set()
+    for _, main, others in slots:
+        for c in [main] + list(others):
+            used |= siblings_of(c)
+    system_core = sorted(os.sched_getaffinity(0))[0]
+    spare_cpus = ','.join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in used and c != system_core)
 
 
 def spawn_servers():
@@ -250,6 +269,7 @@ def end_servers(group):
     for s in group.values():
         s.stdin.close()
         s.wait()
+        s.stdout.close()
 
 
 def run_once(cfg, i):

@@ -41,6 +41,8 @@ struct device {
         const char *runs;             /* its n-th run fits ('f') or not ('o'); past the end, the last */
     } band[4];                        /* replays: an unsteady boundary, run by run (past max_fit or not) */
     int seen[512];                    /* runs per batch size (fuzzy ones) */
+    int shrink_after;                 /* after this many runs another process holds taken (0: never) */
+    int64_t taken;
 };
 
 static int64_t peak_of(const struct device *d, int64_t bs)
@@ -66,6 +68,7 @@ static int64_t truth(const struct device *d)
 }
 
 static int fits_needed;   /* gputrace sweep --repeat; 0: the plan's default */
+static int64_t ran[128];  /* the last simulate()'s batch sizes, in order (oom: negated) */
 
 /* Runs a sweep the way gputrace sweep drives the plan; returns the runs
  * used and the largest batch it proved (lo), *verified set. */
@@ -80,6 +83,8 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
     int64_t bs;
     enum gt_sweep_phase ph;
     while (runs < max_runs && (bs = gt_sweep_plan_next(&s, &ph, NULL)) > 0) {
+        if (d->shrink_after && runs == d->shrink_after)
+            d->unseen += d->taken;   /* (memory no trace of the sweep sees) */
         runs++;
         int64_t peak = peak_of(d, bs);
         int oom = d->max_fit ? bs > d->max_fit : peak > d->total - d->unseen;
@@ -109,6 +114,8 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
                 asked = d->bound_fn(bs);
         }
         gt_sweep_plan_add(&s, bs, oom, oom ? asked : peak);
+        if (runs <= 128)
+            ran[runs - 1] = oom ? -bs : bs;
         if (getenv("SWEEP_DEBUG"))
             printf("#   run %d: bs %lld phase %d %s lo %lld hi %lld\n", runs, (long long)bs, (int)ph, oom ? "OOM" : "fits",
                    (long long)s.lo, (long long)s.hi);
@@ -494,9 +501,39 @@ static void test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_bac
         CHECK_EQ_INT(lo, 147);
         CHECK(verified);
         CHECKF(runs <= 17, "%d runs, at most 17 expected", runs);
+        /* the run after each failure of a size that had fit is one below it */
+        for (int i = 1; i < runs && i < 128; i++) {
+            int64_t failed = -ran[i - 1];
+            int had_fit = 0;
+            for (int j = 0; j < i - 1; j++)
+                had_fit |= ran[j] == failed;
+            if (failed > 0 && had_fit)
+                CHECKF(ran[i] == failed - 1 || ran[i] == -(failed - 1), "run %d after %lld's failure: %lld", i + 1,
+                       (long long)failed, (long long)ran[i]);
+        }
         printf("# told %lld MiB: %d runs\n", (long long)told, runs);
     }
     fits_needed = 0;
+}
+
+static void test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it(void)
+{
+    /* the largest fit is repeated after another process took half the
+     * device: that repeat fails, a size that had fit, but its failure's
+     * lower bound says where the device now ends, and the search goes
+     * there rather than one, two, four ... below the failure (9 runs
+     * against 20 for the walk: past the default --max-runs 15) */
+    for (int after = 4; after <= 6; after++) {
+        struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .shrink_after = after,
+                           .taken = 512 * MIB};
+        int64_t lo;
+        int verified;
+        int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+        CHECK_EQ_INT(lo, truth(&d));
+        CHECK(verified);
+        CHECKF(runs <= 12, "%d runs, at most 12 expected", runs);
+        printf("# shrank after run %d: truth %lld, %d runs\n", after, (long long)truth(&d), runs);
+    }
 }
 
 static void test_step_in_per_sample_cost_still_ends_on_the_boundary(void)
@@ -631,6 +668,7 @@ int main(void)
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
+    TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
