@@ -234,13 +234,18 @@ class PythonStacksTest(TraceTest):
             f.write(textwrap.dedent('''\
                 import ctypes, threading, time
                 rt = ctypes.CDLL("libcudart.so.13")
+                started = threading.Semaphore(0)
                 def spin():
                     p = ctypes.c_void_p()
+                    rt.cudaMalloc(ctypes.byref(p), 64)
+                    started.release()
                     while True:
-                        rt.cudaMalloc(ctypes.byref(p), 64)
                         rt.cudaFree(p)
+                        rt.cudaMalloc(ctypes.byref(p), 64)
                 for _ in range(4):
                     threading.Thread(target=spin, daemon=True).start()
+                for _ in range(4):   # every thread allocating (a loaded machine may not run them in 50 ms)
+                    started.acquire(timeout=30)
                 time.sleep(0.05)
                 print("main done")
                 '''))
