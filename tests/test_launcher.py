@@ -207,9 +207,12 @@ class ClosingLineTest(TraceTest):
 
     def test_trace_of_a_killed_process_is_listed_as_not_finished(self):
         # killed once its trace has its name (the writer creates it asynchronously,
-        # under a temporary name first): before that there is nothing to list
+        # under a temporary name first): before that there is nothing to list.
+        # The writer names the file, then appends its line to the run log: a
+        # kill between the two (microseconds; seen once in a CI run) leaves a
+        # named file the launcher never heard of, so the kill waits 0.3 s more
         script = ('%s hang 10 > hang.out & while ! [ -s hang.out ] || ! [ -e k.db ]; do sleep 0.02; done; '
-                  'kill -KILL $!; wait' % prog('exit_modes'))
+                  'sleep 0.3; kill -KILL $!; wait' % prog('exit_modes'))
         p = self.launch(['-o', 'k.db', '--', '/bin/sh', '-c', script])
         lines = self.gputrace_lines(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)
