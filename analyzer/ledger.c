@@ -71,7 +71,7 @@ struct sample {
 static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sample *last, int *code)
 {
     struct gt_rows r;
-    int n = 0, more;
+    int n = 0, more = 0;
     *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
     while (!*code && (more = gt_rows_next(&r)) > 0) {
         if (gt_rows_int(&r, 1, -1) != d)

@@ -1471,11 +1471,19 @@ cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
     return cudaDeviceGetDefaultMemPool(memPool, device);
 }
 
+/* Reads of a pool's reservation so far: a test program waits on it to know
+ * the tracer's writer has read the pool (tests/progs/pool_phases.c). */
+static _Atomic unsigned long reserved_reads;
+unsigned long fake_cudart_pool_reads(void);
+unsigned long fake_cudart_pool_reads(void) { return reserved_reads; }
+
 /* Reserved and used bytes: those of all the pools of the pool's device together. */
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
 {
     int dev;
     NEED_DEVICE();
+    if (attr == cudaMemPoolAttrReservedMemCurrent)
+        reserved_reads++;
     cudaError_t e = pool_device(memPool, &dev);
     if (e != cudaSuccess || !value)
         return ret(e != cudaSuccess ? e : cudaErrorInvalidValue);
