@@ -258,18 +258,24 @@ class SelfCost(TraceTest):
     def test_the_trace_says_what_its_hot_path_cost(self):
         # the shim's own time, in a note: every call of a one-thread program counted (the
         # stopping thread adds what it had not yet), the parts no larger than the whole
-        m, db = self.cost_note(20000, 'cost.db')
-        events = query(db, 'SELECT count(*) FROM events')[0][0]
-        self.assertEqual(int(m.group(1)), events)
-        total, unwind, py, bw, clock, queue, stack_set = (float(m.group(k)) for k in (2, 4, 5, 6, 9, 10, 11))
-        self.assertGreater(total, 0)
-        self.assertGreater(unwind, 0)
-        # sampled (a call in 16 timed whole, another part by part, scaled): the parts' sum is near the whole
-        self.assertLessEqual(unwind + py + bw + clock + queue + stack_set, total * 1.5 + 0.1)
+        # sampled (a call in 16 timed whole, another part by part, scaled): the parts' sum is near the
+        # whole. A part timed across a preemption on a busy two-core machine (CI beside a build) once
+        # made the parts 3x the whole: the median of three runs' ratios is what is asserted
+        runs = []
+        for k in range(3):
+            m, db = self.cost_note(20000, 'cost-%d.db' % k)
+            events = query(db, 'SELECT count(*) FROM events')[0][0]
+            self.assertEqual(int(m.group(1)), events)
+            total, unwind, py, bw, clock, queue, stack_set = (float(m.group(k)) for k in (2, 4, 5, 6, 9, 10, 11))
+            self.assertGreater(total, 0)
+            self.assertGreater(unwind, 0)
+            runs.append(((unwind + py + bw + clock + queue + stack_set) / (total * 1.5 + 0.1), m, self.child_cpu_s))
+        ratio, m, child_cpu_s = sorted(runs, key=lambda r: r[0])[1]
+        self.assertLessEqual(ratio, 1.0, m.group(0))
         self.assertEqual((int(m.group(7)), int(m.group(8))), (0, 0))   # no Python, no backward
         # the writer thread's CPU time by the note (before its last drain: here nearly all of its work,
         # the program ends in milliseconds): a part of the traced process's CPU time, in seconds
-        self.assertLessEqual(float(m.group(16)), self.child_cpu_s + 0.01, m.group(0))
+        self.assertLessEqual(float(m.group(16)), child_cpu_s + 0.01, m.group(0))
 
     def test_a_preempted_timed_call_is_left_out_not_scaled(self):
         # a timer holds the thread 2 ms of every 2.5: a timed call it lands in would count
