@@ -28,8 +28,9 @@ control ran 3.3% slower than the untraced baseline in 17 of 21 rounds with one
 server each for the whole call, 1.8% faster in session 22), a bias that no
 number of rounds averages out while the servers live for the whole call. With
 --concurrent the next round's servers import torch during the round, on the
-cores no slot uses. --exec runs every configuration by plain exec instead. Results are written after every round,
-and no round starts that would end past --budget-s.
+cores no slot uses. --exec runs every configuration by plain exec instead.
+Results are written after every round, and no round starts that would end
+past --budget-s.
 
 --concurrent: a round runs every configuration at once, each on a GPU and a
 set of cores of its own (the host's GPUs and cores split in slots; a
@@ -117,6 +118,24 @@ ap.add_argument('--cpus', default='auto',
                 help="cores every run is pinned to (comma list; 'auto': with 10 cores or more, the step's thread "
                      "alone on core 1 once CUDA is up and every other thread on 2..9; 'none': not pinned)")
 a = ap.parse_args()
+configs = a.configs.split(',')
+if a.alloc == 'async':   # PyTorch refuses to record history under cudaMallocAsync
+    configs = [c for c in configs if not c.startswith('history')]
+
+
+def siblings_of(core):
+    """The hyperthreads that share core's physical core (itself included)."""
+    try:
+        with open('/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list' % core) as f:
+            out = set()
+            for part in f.read().strip().split(','):
+                lo, _, hi = part.partition('-')
+                out.update(range(int(lo), int(hi or lo) + 1))
+            return out
+    except (OSError, ValueError):
+        return {core}
+
+
 main_cpu = -1
 slots = []   # --concurrent: per slot (gpu index, the step's core, the other threads' cores)
 try:   # the host's CPU, for reading the figures (a virtual machine may hide which cores share a physical one)
@@ -133,7 +152,7 @@ if a.concurrent:
         sys.exit('bench_cost: --concurrent runs forked children; leave out --exec')
     gpus = len([l for l in subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True).stdout.splitlines()
                 if l.startswith('GPU ')])
-    n = len([c for c in a.configs.split(',') if not (a.alloc == 'async' and c.startswith('history'))])
+    n = len(configs)
     if gpus < n:
         sys.exit('bench_cost: --concurrent needs a GPU per configuration: %d configurations, %d GPUs' % (n, gpus))
     have = sorted(os.sched_getaffinity(0))[1:]   # core 0 left to the system
@@ -149,14 +168,7 @@ elif a.cpus == 'auto':
     have = sorted(os.sched_getaffinity(0))
     if len(have) >= 10:   # core 0 left to the system, 1 to the step's thread, 2..9 to every other thread
         main_cpu = have[1]
-        try:   # a hyperthread sibling of the step's core is not for the tracer's threads (nor is the probe's)
-            with open('/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list' % main_cpu) as f:
-                siblings = set()
-                for part in f.read().strip().split(','):
-                    lo, _, hi = part.partition('-')
-                    siblings.update(range(int(lo), int(hi or lo) + 1))
-        except (OSError, ValueError):
-            siblings = set()
+        siblings = siblings_of(main_cpu)   # not for the tracer's threads (nor the probe's)
         a.cpus = ','.join(str(c) for c in [c for c in have[2:] if c not in siblings][:8])
     else:
         a.cpus = ','.join(str(c) for c in have)
@@ -171,10 +183,7 @@ if any(c.endswith('@base') for c in a.configs.split(',')) and not base_shim:
     sys.exit('bench_cost: a configuration NAME@base needs --base-build')
 os.makedirs(a.out, exist_ok=True)
 dbdir = tempfile.mkdtemp(prefix='bench-cost-')   # traces stay on the machine: only the table comes back
-configs = a.configs.split(',')
 WORKLOAD = {'transformer': 'transformer_step', 'launch': 'launch_step'}[a.workload]
-if a.alloc == 'async':   # PyTorch refuses to record history under cudaMallocAsync
-    configs = [c for c in configs if not c.startswith('history')]
 t_start = time.monotonic()
 
 
@@ -220,19 +229,6 @@ def workload_args(cfg, pin_main=None, barrier=''):
 servers = {}        # the round's server of each configuration
 next_servers = {}   # --concurrent: the next round's, importing torch meanwhile
 spare_cpus = ''     # --concurrent: cores no slot uses (the next round's servers import there)
-
-
-def siblings_of(core):
-    """The hyperthreads that share core's physical core (itself included)."""
-    try:
-        with open('/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list' % core) as f:
-            out = set()
-            for part in f.read().strip().split(','):
-                lo, _, hi = part.partition('-')
-                out.update(range(int(lo), int(hi or lo) + 1))
-            return out
-    except (OSError, ValueError):
-        return {core}
 
 
 if a.concurrent:   # not a slot's core, nor a hyperthread of one, nor the core left to the system

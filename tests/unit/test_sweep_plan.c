@@ -526,13 +526,7 @@ static void test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_i
     for (int after = 4; after <= 6; after++) {
         struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 3 * MIB, .shrink_after = after,
                            .taken = 512 * MIB};
-        int64_t lo;
-        int verified;
-        int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
-        CHECK_EQ_INT(lo, truth(&d));
-        CHECK(verified);
-        CHECKF(runs <= 12, "%d runs, at most 12 expected", runs);
-        printf("# shrank after run %d: truth %lld, %d runs\n", after, (long long)truth(&d), runs);
+        check_sweep(&d, 12);
     }
 }
 
