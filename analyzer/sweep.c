@@ -92,7 +92,7 @@ const char gt_help_sweep[] =
 
 static const char *phase_name(enum gt_sweep_phase p)
 {
-    return p == GT_SWEEP_MODEL ? "model" : p == GT_SWEEP_SEARCH ? "search" : "repeat";
+    return p == GT_SWEEP_MODEL ? "model" : p == GT_SWEEP_SEARCH ? "search" : p == GT_SWEEP_MARGIN ? "margin" : "repeat";
 }
 
 /* Makes the sweep's directory (given, or named after the time) and puts its
@@ -177,6 +177,15 @@ static void proof_text(const struct sweep *s, char *buf, size_t len)
         snprintf(times, sizeof times, " once, not yet repeated");
     else
         snprintf(times, sizeof times, " %d of the %d times asked (--repeat)", fits, p->fits_needed);
+    if (p->settle && p->hi == p->lo + 1) {   /* the margin below a proven lo */
+        int room = gt_sweep_plan_fits_at(p, p->settle);
+        char ran[64];
+        snprintf(ran, sizeof ran, room == 2 ? "twice" : "%d of the %d times needed", room, p->fits_needed);
+        snprintf(buf, len, "%lld (%s with room: %lld ran %s; %lld ran%s, %lld ran out of memory; see margin)",
+                 (long long)p->settle, room >= p->fits_needed ? "proven" : "not proven", (long long)p->settle, ran,
+                 (long long)p->lo, times, (long long)p->hi);
+        return;
+    }
     if (p->lo && p->hi != GT_SWEEP_NONE && p->hi == p->lo + 1)
         snprintf(buf, len, "%lld (%s: %lld ran%s, %lld ran out of memory)", (long long)p->lo,
                  fits >= p->fits_needed ? "proven" : "not proven", (long long)p->lo, times, (long long)p->hi);
@@ -373,6 +382,24 @@ static void print_unsteady_text(const struct sweep *s)
                "  that fit every time it ran, and one that fit only sometimes is not counted as fitting\n");
 }
 
+/* The margin (sweep.h), when one was taken. */
+static void print_margin_text(const struct sweep *s)
+{
+    const struct gt_sweep_plan *p = &s->plan;
+    if (!p->marginal)
+        return;
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    printf("  margin: batch size %lld fit in all %d of its runs, but their peaks differed by %s, %.1f samples of %s:\n"
+           "  whether a fresh run there fits is a matter of chance. ", (long long)p->marginal,
+           gt_sweep_plan_fits_at(p, p->marginal), gt_fmt_bytes(p->spread, b1), (double)p->spread / p->per_sample,
+           gt_fmt_bytes_d(p->per_sample, b2));
+    if (p->settle)
+        printf("The answer is %lld, which leaves that much room\n", (long long)p->settle);
+    else
+        printf("The size that left that much room ran out of memory, and the\n"
+               "  search went on below it\n");
+}
+
 static void print_fit_text(const struct sweep *s)
 {
     const struct gt_sweep_fit *f = &s->model;
@@ -443,7 +470,8 @@ static void print_text(const struct sweep *s, double total_s)
     char proof[300];
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
-    if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan))
+    print_margin_text(s);
+    if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan) && !s->plan.marginal)
         printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (a transformer\n"
                "  on H100s: 148 fit in 3 of 4 fresh runs, 149 in 1 of 3 and 150 in 1 of 2 on one machine; untraced\n"
                "  boundaries 147 to 150 (2%%) on the machines tried): train a little below it\n");
@@ -513,12 +541,26 @@ static void print_json(const struct sweep *s, double total_s)
     gt_json_kint(&j, "unaccounted_bytes", s->unaccounted);
     gt_json_kint_or_null(&j, "available_bytes", available(s));
     gt_json_kint_or_null(&j, "predicted_max_batch_size", s->predicted);
-    gt_json_kint_or_null(&j, "max_batch_size", s->plan.lo ? s->plan.lo : -1);
+    int64_t answer = gt_sweep_plan_answer(&s->plan);
+    gt_json_kint_or_null(&j, "max_batch_size", answer ? answer : -1);
     gt_json_kint_or_null(&j, "min_failing_batch_size", s->plan.hi == GT_SWEEP_NONE ? -1 : s->plan.hi);
     gt_json_key(&j, "verified");
     gt_json_bool(&j, gt_sweep_plan_verified(&s->plan));
     gt_json_kint(&j, "fits_required", s->plan.fits_needed);
-    gt_json_kint(&j, "max_batch_size_fits", s->plan.lo ? gt_sweep_plan_fits_at(&s->plan, s->plan.lo) : 0);
+    gt_json_kint(&j, "max_batch_size_fits", answer ? gt_sweep_plan_fits_at(&s->plan, answer) : 0);
+    gt_json_key(&j, "margin");
+    if (s->plan.marginal) {
+        gt_json_obj(&j);
+        gt_json_kint(&j, "batch_size", s->plan.marginal);   /* fit in every run, its peaks spread */
+        gt_json_kint(&j, "fits", gt_sweep_plan_fits_at(&s->plan, s->plan.marginal));
+        gt_json_kint(&j, "spread_bytes", s->plan.spread);
+        gt_json_kdouble(&j, "per_sample_bytes", s->plan.per_sample);
+        gt_json_key(&j, "taken");   /* false: the margin's size failed and the search went below it */
+        gt_json_bool(&j, s->plan.settle != 0);
+        gt_json_obj_end(&j);
+    } else {
+        gt_json_null(&j);
+    }
     gt_json_key(&j, "unsteady");
     gt_json_arr(&j);
     for (size_t i = 0; i < s->plan.n; i++) {

@@ -47,6 +47,7 @@ enum gt_sweep_phase {
     GT_SWEEP_MODEL,    /* phase 1: the given batch sizes, ascending, to fit the model */
     GT_SWEEP_SEARCH,   /* phase 2: the prediction, then the boundary */
     GT_SWEEP_REPEAT,   /* the largest batch that ran, once more */
+    GT_SWEEP_MARGIN,   /* below a largest whose runs' peaks varied by half a sample or more */
 };
 
 /* The whole plan of a sweep: which batch size to run next, given every
@@ -92,7 +93,15 @@ enum gt_sweep_phase {
  *   be told, or when two model or regula falsi steps running did not halve
  *   the bracket.
  * Once lo and hi are adjacent, lo runs once more; if it fails then, it
- * counts as failed and the search goes on below it. */
+ * counts as failed and the search goes on below it.
+ * Once lo is proven, the margin: when lo's runs' peaks differed by half a
+ * sample or more (the spread; a sample is the fit's slope), whether a fresh
+ * run at lo fits is a matter of chance (a transformer under cudaMallocAsync
+ * on an H100: 150 fit twice with pool peaks 0.57 GiB apart, a sample 0.52
+ * GiB, and plain runs fit at 150 in 4 of 6). The answer is then the batch
+ * size ceil(spread / sample) below lo, which leaves the whole spread as
+ * room, proven by its own runs; if one of them fails, the search goes on
+ * below it as in a band. Once a sweep. */
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
     int64_t model_top;     /* the largest batch size phase 1 ran */
@@ -128,6 +137,10 @@ struct gt_sweep_plan {
                             * batch size; 0 none */
     int64_t band_step;     /* a batch size that had fit failed (an unsteady boundary): the walk's
                             * next step down from hi, doubling; 0 none */
+    int64_t marginal;      /* the lo whose runs' peaks varied by half a sample or more; 0 none */
+    int64_t spread;        /* ...by this many bytes */
+    double per_sample;     /* ...against a sample of this many (the fit's slope) */
+    int64_t settle;        /* the margin's batch size, until one of its runs fails; 0 none */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
  * the default series 1, 2, 4. */
@@ -144,8 +157,12 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available);
  * it), or 0 when the sweep is over: lo and hi adjacent and lo run twice, or
  * nothing left to try below GT_SWEEP_MAX_BS. */
 int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, int *from_model);
-/* Proven: hi is lo + 1 and lo ran twice (or batch size 1 failed). */
+/* Proven: hi is lo + 1 and lo ran twice (or batch size 1 failed), and
+ * the margin's batch size, if one was taken, ran as often. */
 int gt_sweep_plan_verified(const struct gt_sweep_plan *s);
+/* The largest batch size the sweep answers: the margin's once it is
+ * proven, else lo (0: none ran). */
+int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s);
 int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs);   /* runs of bs that fit */
 /* The fit over the runs so far, as gt_sweep_fit_points. */
 void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f);

@@ -171,12 +171,14 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
      * are the likely answer, not the middle of what is left below; the
      * search walks down from it (see search_step). A run that fits ends the
      * walk. */
-    if (oom && batch_size <= s->hi && gt_sweep_plan_fits_at(s, batch_size))
-        s->band_step = 1;
+    if (oom && batch_size <= s->hi && (gt_sweep_plan_fits_at(s, batch_size) || batch_size == s->settle))
+        s->band_step = 1;   /* (the margin's size failing: the band is wider than lo's runs showed) */
     else if (!oom)
         s->band_step = 0;
     if (oom && batch_size < s->hi)
         s->hi = batch_size;
+    if (oom && s->settle && batch_size <= s->settle)
+        s->settle = 0;   /* the search goes on below it; the margin is not taken again */
     /* lo: the largest batch that ran below hi (a batch that ran once and
      * failed on its second run counts as failed) */
     s->lo = 0;
@@ -244,7 +246,41 @@ int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs)
 int gt_sweep_plan_verified(const struct gt_sweep_plan *s)
 {
     return s->hi != GT_SWEEP_NONE && s->hi - s->lo == 1 &&
-           (s->lo == 0 || gt_sweep_plan_fits_at(s, s->lo) >= s->fits_needed);
+           (s->lo == 0 || gt_sweep_plan_fits_at(s, s->lo) >= s->fits_needed) &&
+           (!s->settle || gt_sweep_plan_fits_at(s, s->settle) >= s->fits_needed);
+}
+
+int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s)
+{
+    return s->settle && gt_sweep_plan_fits_at(s, s->settle) >= s->fits_needed ? s->settle : s->lo;
+}
+
+/* lo is proven: did its runs' peaks differ by half a sample or more? Then
+ * the margin's batch size (see sweep.h), once a sweep. */
+static void take_margin(struct gt_sweep_plan *s)
+{
+    if (s->marginal || s->lo < 2)
+        return;
+    int64_t top = -1, bottom = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (p->batch_size != s->lo || p->oom || p->peak < 0)
+            continue;
+        if (top < 0 || p->peak > top)
+            top = p->peak;
+        if (bottom < 0 || p->peak < bottom)
+            bottom = p->peak;
+    }
+    struct gt_sweep_fit f;
+    gt_sweep_plan_fit(s, &f);
+    double sample = f.fit.ok ? f.fit.slope : 0;
+    if (top < 0 || !(sample > 0) || 2.0 * (double)(top - bottom) < sample)
+        return;
+    double sizes = ceil((double)(top - bottom) / sample - 1e-9);
+    s->marginal = s->lo;
+    s->spread = top - bottom;
+    s->per_sample = sample;
+    s->settle = sizes >= (double)s->lo ? 1 : s->lo - (int64_t)sizes;
 }
 
 /* The highest peak (fits) or lower bound (out of memory) recorded at bs, -1 none. */
@@ -468,10 +504,17 @@ int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, 
         if (c > s->model_top)
             s->model_top = c;
     } else if (s->hi != GT_SWEEP_NONE && s->hi - s->lo <= 1) {
-        if (s->lo == 0 || gt_sweep_plan_fits_at(s, s->lo) >= s->fits_needed)
-            return 0;
-        c = s->lo;
-        ph = GT_SWEEP_REPEAT;
+        if (s->lo && gt_sweep_plan_fits_at(s, s->lo) < s->fits_needed) {
+            c = s->lo;
+            ph = GT_SWEEP_REPEAT;
+        } else {
+            if (s->lo)
+                take_margin(s);
+            if (!s->settle || gt_sweep_plan_fits_at(s, s->settle) >= s->fits_needed)
+                return 0;
+            c = s->settle;
+            ph = GT_SWEEP_MARGIN;
+        }
     } else if (s->lo < GT_SWEEP_MAX_BS) {
         c = search_step(s, &model);
         ph = GT_SWEEP_SEARCH;

@@ -118,6 +118,36 @@ class SweepTest(TraceTest):
         p, doc, d = self.sweep_json([], self.train(), dirname='sweep3')
         self.assertEqual(doc['unsteady'], [])
 
+    def test_largest_whose_two_runs_peak_half_a_sample_apart_answers_below_it_with_that_room(self):
+        # 64 MiB + 3 MiB per sample in 1 GiB, and each size's first run holds
+        # 2 MiB more: first runs fit up to 319, a second run at 320 would. 319's
+        # two runs peak 2 MiB apart, two thirds of a sample: a fresh run there
+        # fits or not by chance, and the answer is 318, proven by its own runs
+        flag = os.path.join(self.dir, 'spread')
+        p, doc, d = self.sweep_json([], self.train('--spread', 2 * MIB, '--spread-file', flag))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (318, 320, True))
+        self.assertEqual(doc['max_batch_size_fits'], 2)
+        self.assertEqual(doc['margin'], {'batch_size': 319, 'fits': 2, 'spread_bytes': 2 * MIB,
+                                         'per_sample_bytes': 3 * MIB, 'taken': True})
+        peaks = sorted(r['peak_bytes'] for r in doc['runs'] if r['batch_size'] == 319)
+        self.assertEqual(peaks, [64 * MIB + 319 * 3 * MIB, 64 * MIB + 319 * 3 * MIB + 2 * MIB])
+        self.assertEqual([r['phase'] for r in doc['runs'] if r['batch_size'] == 318], ['margin', 'margin'])
+        for name in os.listdir(self.dir):
+            if name.startswith('spread.'):
+                os.unlink(os.path.join(self.dir, name))
+        p, d = self.sweep([], self.train('--spread', 2 * MIB, '--spread-file', flag), dirname='sweep2')
+        self.assertIn('largest batch size that fits: 318 (proven with room: 318 ran twice; 319 ran twice, 320 ran '
+                      'out of memory; see margin)', p.stdout)
+        self.assertIn('margin: batch size 319 fit in all 2 of its runs, but their peaks differed by 2.00 MiB, '
+                      '0.7 samples of 3.00 MiB', p.stdout)
+        # a spread under half a sample (1 MiB of 3) is no margin: 319 is the answer
+        for name in os.listdir(self.dir):
+            if name.startswith('spread.'):
+                os.unlink(os.path.join(self.dir, name))
+        p, doc, d = self.sweep_json([], self.train('--spread', MIB, '--spread-file', flag), dirname='sweep3')
+        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['margin']), (319, True, None))
+
     def test_repeat_asks_the_largest_to_fit_that_many_times(self):
         # 320 fits in its first two runs and not in its third: the default proof
         # (two fits) takes 320; --repeat 3 runs it a third time and proves 319

@@ -15,7 +15,10 @@ per call, about 4-6 minutes of GPU time:
   two answers to one above the higher is run until it has --repeat plain
   runs (default 3): the truth is the largest size that fit in all of its
   runs while the next one failed at least once, and each size's count of
-  fits is printed (the band where the boundary is unsteady);
+  fits is printed (the band where the boundary is unsteady); when the
+  sweep took a margin (the runs of the largest size M that fit peaked half
+  a sample or more apart, so it answered N below M), the truth must lie in
+  [N, M] instead of equal N (without --bisect: N fits, M+1 does not);
 - side by side on the same model and data, Lightning's BatchSizeFinder
   (Tuner.scale_batch_size, mode binsearch, steps_per_trial 3, init_val 2,
   no margin) in one process (lightning_finder.py): the batch size it finds,
@@ -207,18 +210,29 @@ def check(model, mode):
           'a plain run with --steps 0 %.1f s (Python, torch, CUDA context, model, exit)' % (
               traced_start, len(starts), plain_start))
     n = doc['max_batch_size']
+    margin = doc.get('margin')
+    # with a margin taken (runs of the largest that fit peaked half a sample or
+    # more apart), the sweep answers below that size M on purpose: then the
+    # plain boundary must lie in [N, M] (N fits, M+1 runs out of memory)
+    top = margin['batch_size'] if margin and margin['taken'] else n
+    if margin:
+        print('   margin: %d fit %d times, peaks %.2f GiB apart, a sample %.2f GiB; taken %s' % (
+            margin['batch_size'], margin['fits'], margin['spread_bytes'] / 2**30, margin['per_sample_bytes'] / 2**30,
+            margin['taken']))
     b = Bisection(model, mode)
     counts = None
     try:
-        truth = b.search(n) if a.bisect else (n if b.fits(n) and not b.fits(n + 1) else None)
+        truth = b.search(n) if a.bisect else (n if b.fits(n) and not b.fits(top + 1) else None)
         if a.bisect and truth:
             print('   independent bisection (one run a size): %d' % truth)
             counts, truth = b.band(n, truth, a.repeat)
     except RuntimeError:
         truth = None
-    report(truth == n, '%s: sweep == %s (plain runs, fresh processes)' % (
-               name, 'the largest that fit in all of %d runs, the next failing once or more' % a.repeat
-               if a.bisect else 'N fits, N+1 runs out of memory'),
+    in_range = truth is not None and (truth == n if top == n else n <= truth <= top)
+    report(in_range, '%s: sweep %s (plain runs, fresh processes)' % (
+               name, ('== ' if top == n else '<= the truth <= the margin\'s size, the truth being ') + (
+                   'the largest that fit in all of %d runs, the next failing once or more' % a.repeat
+                   if a.bisect else 'N fits, N+1 runs out of memory' if top == n else 'N if it fits and M+1 does not')),
            'sweep %s, plain runs %s in %d runs, %.1f s: %s%s' % (
                n, truth, len(b.runs), b.seconds,
                b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs),

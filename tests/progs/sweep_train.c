@@ -41,7 +41,11 @@
  *   --unsteady-at N --unsteady-file F [--unsteady-fits K]: batch size N fits
  *     the first K times (default 1; F counts the runs) and needs one sample
  *     more every later time, as a pool's fragmentation near the boundary
- *     differs from run to run */
+ *     differs from run to run
+ *   --spread B --spread-file F: the first run of each batch size (a file
+ *     F.<bs> marks it) holds B bytes more in its input batch through every
+ *     step: two runs of one size peak B apart, as a pool's reservation near
+ *     the device differs between fresh runs */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -163,6 +167,19 @@ int main(int argc, char **argv)
         if ((f = fopen(ran_once, "w"))) {
             fprintf(f, "%lld\n", runs + 1);
             fclose(f);
+        }
+    }
+    const char *spread_file = arg_str(argc, argv, "--spread-file");
+    if (spread_file) {
+        char mark[4096];
+        snprintf(mark, sizeof mark, "%s.%lld", spread_file, bs);
+        FILE *f = fopen(mark, "r");
+        if (f) {
+            fclose(f);
+        } else {
+            unsteady_extra += (size_t)arg_ll(argc, argv, "--spread", 0);
+            if ((f = fopen(mark, "w")))
+                fclose(f);
         }
     }
     if (knee && bs > knee)

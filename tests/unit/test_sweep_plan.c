@@ -43,6 +43,8 @@ struct device {
     int seen[512];                    /* runs per batch size (fuzzy ones) */
     int shrink_after;                 /* after this many runs another process holds taken (0: never) */
     int64_t taken;
+    int64_t wobble;                   /* every second run of a batch size peaks this much lower */
+    int wobbled[512];                 /* runs per batch size, for wobble */
 };
 
 static int64_t peak_of(const struct device *d, int64_t bs)
@@ -69,6 +71,7 @@ static int64_t truth(const struct device *d)
 
 static int fits_needed;   /* gputrace sweep --repeat; 0: the plan's default */
 static int64_t ran[128];  /* the last simulate()'s batch sizes, in order (oom: negated) */
+static int64_t marginal;  /* the last simulate()'s margin: the size whose peaks spread (0 none) */
 
 /* Runs a sweep the way gputrace sweep drives the plan; returns the runs
  * used and the largest batch it proved (lo), *verified set. */
@@ -87,6 +90,8 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
             d->unseen += d->taken;   /* (memory no trace of the sweep sees) */
         runs++;
         int64_t peak = peak_of(d, bs);
+        if (d->wobble && bs < 512 && d->wobbled[bs]++ % 2)
+            peak -= d->wobble;
         int oom = d->max_fit ? bs > d->max_fit : peak > d->total - d->unseen;
         for (int i = 0; i < 4; i++)
             if (bs == d->once[i] && bs < 512)
@@ -122,7 +127,8 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
         if (oom && asked < d->total && !d->keep_available)
             gt_sweep_plan_lower_available(&s, asked);
     }
-    *lo = s.lo;
+    *lo = gt_sweep_plan_answer(&s);   /* lo, or the margin below it */
+    marginal = s.marginal;
     *verified = gt_sweep_plan_verified(&s);
     gt_sweep_plan_free(&s);
     return runs;
@@ -516,6 +522,82 @@ static void test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_bac
     fits_needed = 0;
 }
 
+/* Session 24's H100 run (check_sweep --bisect, the default --repeat 2):
+ * the same transformer under cudaMallocAsync. 150 fit twice, its pool
+ * peaking at 77.91 and 77.34 GiB; 151 and 152 failed; plain runs fit at 150
+ * in 2 of 3 (4 of 6 with session 23's), at 148 and 149 in all. */
+static int64_t gpu_margin_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 0.97 * GIB_}, {2, 1.53 * GIB_}, {4, 2.50 * GIB_}, {83, 43.34 * GIB_},
+                                   {117, 60.47 * GIB_}, {150, 77.91 * GIB_}, {151, 78.43 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t gpu_margin_bound(int64_t bs)
+{
+    static const double at[][2] = {{151, 75.27 * GIB_}, {152, 75.77 * GIB_}, {162, 80.60 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread(void)
+{
+    /* 0.57 GiB apart against a sample of ~0.52 GiB: 150 is where a fresh
+     * run fits or not by chance, and the answer is 148, two samples below,
+     * proven by its own two runs (149 is not run: it is not the answer
+     * whether it fits or not) */
+    for (int64_t told = 80000; told < 80400; told += 50) {
+        struct device d = {.total = told * MIB, .peak_fn = gpu_margin_peak, .bound_fn = gpu_margin_bound,
+                           .max_fit = 150, .keep_available = 1, .wobble = (int64_t)(0.57 * GIB_ * (double)MIB)};
+        int64_t answer;
+        int verified;
+        int runs = simulate(&d, NULL, 0, 100, &answer, &verified);
+        CHECK_EQ_INT(marginal, 150);
+        CHECK_EQ_INT(answer, 148);
+        CHECK(verified);
+        int at_answer = 0, at_149 = 0;
+        for (int i = 0; i < runs && i < 128; i++) {
+            at_answer += ran[i] == 148;
+            at_149 += ran[i] == 149 || ran[i] == -149;
+        }
+        CHECK_EQ_INT(at_answer, 2);
+        CHECK_EQ_INT(at_149, 0);
+        CHECKF(runs <= 15, "%d runs, at most 15 expected", runs);
+        printf("# told %lld MiB: %d runs\n", (long long)told, runs);
+    }
+}
+
+static void test_a_spread_under_half_a_sample_takes_no_margin(void)
+{
+    /* 1 MiB between two runs of a 4 MiB sample: the boundary itself is the answer */
+    struct device d = {.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 4 * MIB, .wobble = MIB};
+    check_sweep(&d, 10);
+    CHECK_EQ_INT(marginal, 0);
+    d = (struct device){.total = 1024 * MIB, .fixed = 64 * MIB, .per_sample = 4 * MIB, .wobble = 2 * MIB};
+    int64_t answer;
+    int verified;
+    simulate(&d, NULL, 0, 100, &answer, &verified);
+    CHECK_EQ_INT(marginal, truth(&d));   /* half a sample: taken, one size below */
+    CHECK_EQ_INT(answer, truth(&d) - 1);
+    CHECK(verified);
+}
+
+static void test_a_margin_whose_size_fails_goes_on_below_it(void)
+{
+    /* 148 fails on its first run: the band is wider than 150's runs showed;
+     * the search walks down from it, and the answer is 147, proven twice,
+     * with no second margin */
+    struct device d = {.total = 80200 * MIB, .peak_fn = gpu_margin_peak, .bound_fn = gpu_margin_bound,
+                       .max_fit = 150, .keep_available = 1, .wobble = (int64_t)(0.57 * GIB_ * (double)MIB),
+                       .band = {{148, "o"}}};
+    int64_t answer;
+    int verified;
+    int runs = simulate(&d, NULL, 0, 100, &answer, &verified);
+    CHECK_EQ_INT(marginal, 150);
+    CHECK_EQ_INT(answer, 147);
+    CHECK(verified);
+    CHECKF(runs <= 17, "%d runs, at most 17 expected", runs);
+}
+
 static void test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it(void)
 {
     /* the largest fit is repeated after another process took half the
@@ -662,6 +744,9 @@ int main(void)
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
+    TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
+    TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
+    TAP_RUN(test_a_margin_whose_size_fails_goes_on_below_it);
     TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
