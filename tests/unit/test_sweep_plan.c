@@ -598,6 +598,42 @@ static void test_a_margin_whose_size_fails_goes_on_below_it(void)
     CHECKF(runs <= 17, "%d runs, at most 17 expected", runs);
 }
 
+static void test_a_margin_is_sized_by_the_median_slope_not_by_a_noisy_line_near_the_device(void)
+{
+    /* session 24's second H100 run, as it went (build 7d16d9a): 147 fit
+     * twice, pool peaks 78.12 and 75.84 GiB, but a line through the
+     * largest sizes that fit (149 once, before it failed; 147's highest)
+     * sloped down, and no margin was taken. The per-sample cost is the
+     * median slope over every run that fit at or below 147 (~0.52 GiB):
+     * 2.28 GiB is 4.4 samples, and the next run is 142 (margin) */
+    static const struct { int64_t bs; int oom; double gib; } runs[] = {
+        {1, 0, 0.97}, {2, 0, 1.53}, {4, 0, 2.50}, {162, 1, 80.60}, {83, 0, 43.56}, {151, 1, 75.27},
+        {150, 1, 74.77}, {116, 0, 60.44}, {149, 0, 76.91}, {149, 1, 74.28}, {148, 1, 73.78}, {146, 0, 75.31},
+        {147, 0, 78.12}, {147, 0, 75.84}};
+    struct gt_sweep_plan s;
+    gt_sweep_plan_init(&s, NULL, 0);
+    s.available = 79 * 1024 * MIB;
+    enum gt_sweep_phase ph = GT_SWEEP_MODEL;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        gt_sweep_plan_next(&s, &ph, NULL);
+        gt_sweep_plan_add(&s, runs[i].bs, runs[i].oom, (int64_t)(runs[i].gib * 1024 * (double)MIB));
+    }
+    int64_t next = gt_sweep_plan_next(&s, &ph, NULL);
+    CHECK_EQ_INT(s.marginal, 147);
+    CHECKF(s.per_sample > 0.50 * 1024 * MIB && s.per_sample < 0.54 * 1024 * MIB, "a sample %.3f GiB",
+           s.per_sample / (1024.0 * MIB));
+    CHECK_EQ_INT(next, 142);
+    CHECK_EQ_INT(ph, GT_SWEEP_MARGIN);
+    CHECK(!gt_sweep_plan_verified(&s));   /* not until 142 ran twice */
+    gt_sweep_plan_add(&s, 142, 0, (int64_t)(73.5 * 1024 * MIB));
+    CHECK_EQ_INT(gt_sweep_plan_next(&s, &ph, NULL), 142);
+    gt_sweep_plan_add(&s, 142, 0, (int64_t)(73.1 * 1024 * MIB));
+    CHECK_EQ_INT(gt_sweep_plan_next(&s, &ph, NULL), 0);
+    CHECK(gt_sweep_plan_verified(&s));
+    CHECK_EQ_INT(gt_sweep_plan_answer(&s), 142);
+    gt_sweep_plan_free(&s);
+}
+
 static void test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it(void)
 {
     /* the largest fit is repeated after another process took half the
@@ -747,6 +783,7 @@ int main(void)
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
     TAP_RUN(test_a_margin_whose_size_fails_goes_on_below_it);
+    TAP_RUN(test_a_margin_is_sized_by_the_median_slope_not_by_a_noisy_line_near_the_device);
     TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
