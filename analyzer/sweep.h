@@ -95,7 +95,8 @@ enum gt_sweep_phase {
  * Once lo and hi are adjacent, lo runs once more; if it fails then, it
  * counts as failed and the search goes on below it.
  * Once lo is proven, the margin: when lo's runs' peaks differed by half a
- * sample or more (the spread; a sample is the fit's slope), whether a fresh
+ * sample or more (the spread; a sample is the median slope between two
+ * runs that fit at or below lo, Theil-Sen), whether a fresh
  * run at lo fits is a matter of chance (a transformer under cudaMallocAsync
  * on an H100: 150 fit twice with pool peaks 0.57 GiB apart, a sample 0.52
  * GiB, and plain runs fit at 150 in 4 of 6). The answer is then the batch
@@ -139,7 +140,7 @@ struct gt_sweep_plan {
                             * next step down from hi, doubling; 0 none */
     int64_t marginal;      /* the lo whose runs' peaks varied by half a sample or more; 0 none */
     int64_t spread;        /* ...by this many bytes */
-    double per_sample;     /* ...against a sample of this many (the fit's slope) */
+    double per_sample;     /* ...against a sample of this many (Theil-Sen over the runs that fit) */
     int64_t settle;        /* the margin's batch size, until one of its runs fails; 0 none */
 };
 /* sizes: phase 1's batch sizes (sorted and made unique here), or NULL for
