@@ -5,7 +5,7 @@
  * peak = fixed + per_sample x batch_size over a few small batch sizes,
  * phase 2 runs the prediction and searches until the largest batch that
  * runs and the smallest that fails are adjacent, then runs the largest
- * again. Out of memory is read from each run's trace, never from its
+ * again (and, when its runs peaked apart, a margin below it). Out of memory is read from each run's trace, never from its
  * output. Progress goes to stderr, the result to stdout (text or --json). */
 #include <dirent.h>
 #include <errno.h>

@@ -155,8 +155,9 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
  * the model gets one more step even if its last one was wrong. */
 void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available);
 /* The next batch size to run and why (*phase; *from_model: the model chose
- * it), or 0 when the sweep is over: lo and hi adjacent and lo run twice, or
- * nothing left to try below GT_SWEEP_MAX_BS. */
+ * it), or 0 when the sweep is over: lo and hi adjacent and lo run twice
+ * (and the margin's batch size too, when one is taken), or nothing left to
+ * try below GT_SWEEP_MAX_BS. */
 int64_t gt_sweep_plan_next(struct gt_sweep_plan *s, enum gt_sweep_phase *phase, int *from_model);
 /* Proven: hi is lo + 1 and lo ran twice (or batch size 1 failed), and
  * the margin's batch size, if one was taken, ran as often. */
