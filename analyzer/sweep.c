@@ -73,7 +73,8 @@ const char gt_help_sweep[] =
     "                       some fresh runs and not in others (cudaMallocAsync);\n"
     "                       when its runs peak half a sample or more apart, the\n"
     "                       answer is that spread below it, proven by its own\n"
-    "                       runs (a margin: README)\n"
+    "                       runs (a margin: README); under a pool, also when\n"
+    "                       another large run held more slack than its runs\n"
     "  --dir DIR            where the runs' traces, stdout and stderr go, one file\n"
     "                       each per run: bsB-runN.db (children that use CUDA:\n"
     "                       bsB-runN.PID.db), bsB-runN.stdout, bsB-runN.stderr.\n"
@@ -241,6 +242,8 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
     if (r->outside > s->outside)
         s->outside = r->outside;
     gt_sweep_plan_add(&s->plan, r->batch_size, 0, r->peak);
+    if (r->in_use > 0 && !r->pool_unread)
+        gt_sweep_plan_set_in_use(&s->plan, r->in_use);   /* the pool's slack: the margin's */
     return 0;
 }
 

@@ -20,6 +20,10 @@ struct gt_sweep_point {
     int64_t peak;       /* bytes at the fitted level; for a run out of memory, a
                          * lower bound of what it needed there (live at the
                          * failure + the request that failed), -1 unknown */
+    int64_t in_use;     /* a run that fit under a stream-ordered pool whose
+                         * reservation was read: its bytes in use at their
+                         * highest (peak less in_use is the pool's slack);
+                         * -1 (or 0) unknown */
 };
 
 /* peak = fixed + per_sample x batch_size, "fitting what fits": least squares
@@ -102,7 +106,17 @@ enum gt_sweep_phase {
  * GiB, and plain runs fit at 150 in 4 of 6). The answer is then the batch
  * size ceil(spread / sample) below lo, which leaves the whole spread as
  * room, proven by its own runs; if one of them fails, the search goes on
- * below it as in a band. Once a sweep. */
+ * below it as in a band. Once a sweep.
+ * Under a pool whose reservation was read, the room is also what lo would
+ * need if its slack (reservation beyond bytes in use and a fixed part, as a
+ * share of them) were the highest seen in any large run that fit (in use at
+ * least a quarter of lo's), and higher than lo's own by as much again (the
+ * same allowance as the spread's), when that is above lo's own: the slack takes
+ * a few values between fresh runs (the transformer at 140 on an H100: 3.4%,
+ * 3.5%, 4.3% and 6.6% of 69.8 GiB in use, in 14 runs, traced or not), and
+ * two runs of lo that drew the same low value say nothing of the others
+ * (session 25: 152 fit twice at 3.4%, 83 had drawn 4.4%; plain runs of 152
+ * failed 3 of 3). */
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
     int64_t model_top;     /* the largest batch size phase 1 ran */
@@ -139,7 +153,15 @@ struct gt_sweep_plan {
     int64_t band_step;     /* a batch size that had fit failed (an unsteady boundary): the walk's
                             * next step down from hi, doubling; 0 none */
     int64_t marginal;      /* the lo whose runs' peaks varied by half a sample or more; 0 none */
-    int64_t spread;        /* ...by this many bytes */
+    int64_t spread;        /* ...by this many bytes (peaks of lo's runs apart) */
+    int64_t room;          /* ...the room the margin leaves above lo's highest peak: the
+                            * spread, or the pool's slack allowance when larger */
+    double slack_min, slack_max;   /* the pool's slack over the large runs that fit, as a
+                            * share of bytes in use beyond its fixed part; -1: not known
+                            * (no pool read) */
+    double slack_own;      /* ...the highest of lo's own runs */
+    int64_t slack_max_bs;  /* ...the batch size of a run that drew slack_max */
+    int slack_runs;        /* ...over this many runs */
     double per_sample;     /* ...against a sample of this many (Theil-Sen over the runs that fit) */
     int64_t settle;        /* the margin's batch size, until one of its runs fails; 0 none */
 };
@@ -150,6 +172,9 @@ void gt_sweep_plan_free(struct gt_sweep_plan *s);
 /* Records the result of the run next() asked for (or of any run): peak as
  * in struct gt_sweep_point. */
 void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int64_t peak);
+/* The last run added fit under a pool whose reservation was read: its bytes
+ * in use at their highest (see struct gt_sweep_point). */
+void gt_sweep_plan_set_in_use(struct gt_sweep_plan *s, int64_t in_use);
 /* Lowers the bytes available to the fitted level after an out-of-memory run
  * showed memory held outside the trace (never raises them); the first time,
  * the model gets one more step even if its last one was wrong. */

@@ -99,10 +99,18 @@ static void print_margin_text(const struct sweep *s)
     if (!p->marginal)
         return;
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
-    printf("  margin: batch size %lld fit in all %d of its runs, but their peaks differed by %s, %.1f samples of %s:\n"
-           "  whether a fresh run there fits is a matter of chance. ", (long long)p->marginal,
-           gt_sweep_plan_fits_at(p, p->marginal), gt_fmt_bytes(p->spread, b1), (double)p->spread / p->per_sample,
-           gt_fmt_bytes_d(p->per_sample, b2));
+    int fits = gt_sweep_plan_fits_at(p, p->marginal);
+    if (p->room > p->spread)   /* the pool's slack asked for more than lo's spread */
+        printf("  margin: batch size %lld fit in all %d of its runs, its pool holding %.1f%% of in use beyond a fixed\n"
+               "  part at most, but a run of %lld held %.1f%%, and a fresh run draws its slack by chance: with that\n"
+               "  much more and as much again, %lld would need %s more than it peaked at, %.1f samples of %s.\n  ",
+               (long long)p->marginal, fits, 100.0 * p->slack_own, (long long)p->slack_max_bs, 100.0 * p->slack_max,
+               (long long)p->marginal, gt_fmt_bytes(p->room, b1), (double)p->room / p->per_sample,
+               gt_fmt_bytes_d(p->per_sample, b2));
+    else
+        printf("  margin: batch size %lld fit in all %d of its runs, but their peaks differed by %s, %.1f samples of %s:\n"
+               "  whether a fresh run there fits is a matter of chance. ", (long long)p->marginal, fits,
+               gt_fmt_bytes(p->spread, b1), (double)p->spread / p->per_sample, gt_fmt_bytes_d(p->per_sample, b2));
     if (p->settle)
         printf("The answer is %lld, which leaves that much room\n", (long long)p->settle);
     else
@@ -264,9 +272,22 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         gt_json_kint(&j, "batch_size", s->plan.marginal);   /* fit in every run, its peaks spread */
         gt_json_kint(&j, "fits", gt_sweep_plan_fits_at(&s->plan, s->plan.marginal));
         gt_json_kint(&j, "spread_bytes", s->plan.spread);
+        gt_json_kint(&j, "room_bytes", s->plan.room);   /* left above its highest peak: spread or slack */
         gt_json_kdouble(&j, "per_sample_bytes", s->plan.per_sample);
         gt_json_key(&j, "taken");   /* false: the margin's size failed and the search went below it */
         gt_json_bool(&j, s->plan.settle != 0);
+        gt_json_obj_end(&j);
+    } else {
+        gt_json_null(&j);
+    }
+    gt_json_key(&j, "pool_slack");   /* over the large runs that fit, once the largest is proven */
+    if (s->plan.slack_runs >= 2) {
+        gt_json_obj(&j);
+        gt_json_kdouble(&j, "min_share", s->plan.slack_min);
+        gt_json_kdouble(&j, "max_share", s->plan.slack_max);
+        gt_json_kint(&j, "max_share_batch_size", s->plan.slack_max_bs);
+        gt_json_kdouble(&j, "largest_share", s->plan.slack_own);   /* the highest of the largest's own runs */
+        gt_json_kint(&j, "runs", s->plan.slack_runs);
         gt_json_obj_end(&j);
     } else {
         gt_json_null(&j);

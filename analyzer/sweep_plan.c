@@ -10,6 +10,7 @@
 #include "sweep.h"
 
 #define MIB (1024.0 * 1024.0)
+#define POOL_PAGE ((int64_t)2 << 20)   /* the stream-ordered pool's page: its smallest growth */
 
 static int by_batch(const void *a, const void *b)
 {
@@ -135,6 +136,7 @@ void gt_sweep_plan_init(struct gt_sweep_plan *s, const int64_t *sizes, size_t n)
     s->trust = 1;
     s->foretold = 1;   /* phase 1's fit holds the runs it fits */
     s->step = 1;
+    s->slack_min = s->slack_max = s->slack_own = -1;
 }
 
 void gt_sweep_plan_free(struct gt_sweep_plan *s)
@@ -161,7 +163,7 @@ void gt_sweep_plan_add(struct gt_sweep_plan *s, int64_t batch_size, int oom, int
         s->cap = s->cap ? 2 * s->cap : 16;
         s->pts = gt_xrealloc(s->pts, s->cap * sizeof *s->pts);
     }
-    s->pts[s->n++] = (struct gt_sweep_point){batch_size, oom != 0, peak};
+    s->pts[s->n++] = (struct gt_sweep_point){batch_size, oom != 0, peak, -1};
     int had_hi = s->hi != GT_SWEEP_NONE;
     int64_t before = had_hi ? s->hi - s->lo : 0;
     s->hi_before = s->hi;
@@ -235,6 +237,12 @@ void gt_sweep_plan_lower_available(struct gt_sweep_plan *s, int64_t available)
         s->recalibrated = 1;
 }
 
+void gt_sweep_plan_set_in_use(struct gt_sweep_plan *s, int64_t in_use)
+{
+    if (s->n && !s->pts[s->n - 1].oom)
+        s->pts[s->n - 1].in_use = in_use;
+}
+
 int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs)
 {
     int fits = 0;
@@ -255,8 +263,59 @@ int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s)
     return s->settle && gt_sweep_plan_fits_at(s, s->settle) >= s->fits_needed ? s->settle : s->lo;
 }
 
-/* lo is proven: did its runs' peaks differ by half a sample or more? Then
- * the margin's batch size (see sweep.h), once a sweep. */
+/* Under a pool whose reservation was read: the room lo needs above its
+ * highest peak (top) if a fresh run of lo drew the highest slack seen in a
+ * large run that fit and as much again (see sweep.h); sets s->slack_*.
+ * 0 when no run drew more than lo's own highest.
+ * A slack is counted beyond a part that does not grow with use: the least
+ * slack of any run that fit (the pool's first chunks; the transformer's
+ * batch 1 held 0.20 GiB beyond 0.77 in use, 83 held 1.84 beyond 41.50),
+ * and a page (a pool maps whole 2 MiB pages). That part is estimated from
+ * a small run, so its shares of smaller runs come out a little lower than
+ * of larger ones with no chance in it: only a share above lo's own counts.
+ * Small runs (in use under a quarter of lo's) are left out: there a page
+ * or two is a large share of little. */
+static double slack_room(struct gt_sweep_plan *s)
+{
+    int64_t lo_use = 0, fixed = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (p->oom || p->in_use <= 0 || p->peak < p->in_use || p->batch_size > s->lo)
+            continue;
+        if (p->batch_size == s->lo && p->in_use > lo_use)
+            lo_use = p->in_use;
+        if (fixed < 0 || p->peak - p->in_use < fixed)
+            fixed = p->peak - p->in_use;
+    }
+    s->slack_min = s->slack_max = s->slack_own = -1;
+    s->slack_runs = 0;
+    s->slack_max_bs = 0;
+    if (lo_use <= 0)
+        return 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (p->oom || p->in_use <= 0 || p->peak < p->in_use || p->batch_size > s->lo || 4 * p->in_use < lo_use)
+            continue;
+        int64_t slack = p->peak - p->in_use - fixed - POOL_PAGE;
+        double r = slack > 0 ? (double)slack / (double)p->in_use : 0.0;
+        if (s->slack_runs == 0 || r < s->slack_min)
+            s->slack_min = r;
+        if (s->slack_runs == 0 || r > s->slack_max) {
+            s->slack_max = r;
+            s->slack_max_bs = p->batch_size;
+        }
+        if (p->batch_size == s->lo && r > s->slack_own)
+            s->slack_own = r;
+        s->slack_runs++;
+    }
+    if (s->slack_runs < 2 || !(s->slack_max > s->slack_own))
+        return 0;
+    return 2.0 * (double)lo_use * (s->slack_max - s->slack_own);
+}
+
+/* lo is proven: did its runs' peaks differ by half a sample or more, or
+ * does the pool's slack seen in the other large runs ask that much room?
+ * Then the margin's batch size (see sweep.h), once a sweep. */
 static void take_margin(struct gt_sweep_plan *s)
 {
     if (s->marginal || s->lo < 2)
@@ -286,11 +345,17 @@ static void take_margin(struct gt_sweep_plan *s)
     double sample = m >= 2 ? gt_theil_sen(x, y, m, 64, NULL) : 0;
     free(x);
     free(y);
-    if (top < 0 || !(sample > 0) || 2.0 * (double)(top - bottom) < sample)
+    if (top < 0 || !(sample > 0))
         return;
-    double sizes = ceil((double)(top - bottom) / sample - 1e-9);
+    double room = (double)(top - bottom), slack = slack_room(s);
+    if (slack > room)
+        room = slack;
+    if (2.0 * room < sample)
+        return;
+    double sizes = ceil(room / sample - 1e-9);
     s->marginal = s->lo;
     s->spread = top - bottom;
+    s->room = (int64_t)ceil(room);
     s->per_sample = sample;
     s->settle = sizes >= (double)s->lo ? 1 : s->lo - (int64_t)sizes;
 }

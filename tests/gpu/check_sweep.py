@@ -15,9 +15,12 @@ per call, about 4-6 minutes of GPU time:
   two answers to one above the higher is run until it has --repeat plain
   runs (default 3): the truth is the largest size that fit in all of its
   runs while the next one failed at least once, and each size's count of
-  fits is printed (the band where the boundary is unsteady); when the
+  fits is printed (the band where the boundary is unsteady), and while no
+  size of the band fit in all its runs, it widens down one size at a time
+  (at most 6); when the
   sweep took a margin (the runs of the largest size M that fit peaked half
-  a sample or more apart, so it answered N below M), the truth must lie in
+  a sample or more apart, or another large run held more of the pool's
+  slack, so it answered N below M), the truth must lie in
   [N, M] instead of equal N (without --bisect: N fits, M+1 does not);
 - side by side on the same model and data, Lightning's BatchSizeFinder
   (Tuner.scale_batch_size, mode binsearch, steps_per_trial 3, init_val 2,
@@ -122,18 +125,25 @@ class Bisection:
 
     def band(self, n, found, k):
         """Every size from one below min(n, found) to one above max(n, found)
-        run until it has k runs; returns ({size: (fits, runs)}, the largest
-        size that fit in all its runs while the next failed at least once, or
-        None)."""
-        sizes = range(max(1, min(n, found) - 1), max(n, found) + 2)
-        for bs in sizes:
-            while sum(1 for b, _ in self.runs if b == bs) < k:
-                self.fits(bs)
-        count = {bs: (sum(ok for b, ok in self.runs if b == bs), sum(1 for b, _ in self.runs if b == bs))
-                 for bs in sizes}
-        steady = [bs for bs in sizes if bs + 1 in count and count[bs][0] == count[bs][1]
-                  and count[bs + 1][0] < count[bs + 1][1]]
-        return count, (max(steady) if steady else None)
+        run until it has k runs, and while none of them fit in all its runs,
+        the band widened down one size at a time (at most 6); returns ({size:
+        (fits, runs)}, the largest size that fit in all its runs while the
+        next failed at least once, or None)."""
+        low, high = max(1, min(n, found) - 1), max(n, found) + 1
+        while True:
+            sizes = range(low, high + 1)
+            for bs in sizes:
+                while sum(1 for b, _ in self.runs if b == bs) < k:
+                    self.fits(bs)
+            count = {bs: (sum(ok for b, ok in self.runs if b == bs), sum(1 for b, _ in self.runs if b == bs))
+                     for bs in sizes}
+            steady = [bs for bs in sizes if bs + 1 in count and count[bs][0] == count[bs][1]
+                      and count[bs + 1][0] < count[bs + 1][1]]
+            # no size in the band fit every time (session 25: 150 to 153): the
+            # band goes on down, one size at a time, at most 6 below it
+            if steady or low <= max(1, min(n, found) - 7):
+                return count, (max(steady) if steady else None)
+            low -= 1
 
 
 def start_costs(doc):
@@ -216,9 +226,14 @@ def check(model, mode):
     # plain boundary must lie in [N, M] (N fits, M+1 runs out of memory)
     top = margin['batch_size'] if margin and margin['taken'] else n
     if margin:
-        print('   margin: %d fit %d times, peaks %.2f GiB apart, a sample %.2f GiB; taken %s' % (
-            margin['batch_size'], margin['fits'], margin['spread_bytes'] / 2**30, margin['per_sample_bytes'] / 2**30,
-            margin['taken']))
+        print('   margin: %d fit %d times, peaks %.2f GiB apart, room %.2f GiB, a sample %.2f GiB; taken %s' % (
+            margin['batch_size'], margin['fits'], margin['spread_bytes'] / 2**30, margin['room_bytes'] / 2**30,
+            margin['per_sample_bytes'] / 2**30, margin['taken']))
+    if doc.get('pool_slack'):
+        ps = doc['pool_slack']
+        print('   pool slack beyond its fixed part (share of in use, %d large runs): %.2f%% to %.2f%% (the most at %d), '
+              'the largest\'s own %.2f%%' % (ps['runs'], 100 * ps['min_share'], 100 * ps['max_share'],
+                                             ps['max_share_batch_size'], 100 * ps['largest_share']))
     b = Bisection(model, mode)
     counts = None
     try:

@@ -9,7 +9,7 @@ real job. Also the LightningModule for Lightning's BatchSizeFinder
 (lightning_finder.py), on the same models and data.
 usage: sweep_models.py --model conv|transformer --batch-size N [--steps 3]
 Prints `batch_size=N`, `steps=N`, `max_allocated=B`, `max_reserved=B`, and
-`steps_seconds=S`: the training loop's own wall time (first step to the last
+`steps_seconds=S` (with --report-free also `device_free=B`, `device_total=B`): the training loop's own wall time (first step to the last
 synchronize), so that a caller timing the whole process can tell what the
 rest (Python, torch, the CUDA context, the model, exit) cost."""
 import argparse
@@ -74,6 +74,8 @@ def main():
     ap.add_argument('--model', choices=('conv', 'transformer'), required=True)
     ap.add_argument('--batch-size', type=int, required=True)
     ap.add_argument('--steps', type=int, default=3)
+    ap.add_argument('--report-free', action='store_true',
+                    help='also print device_free= and device_total= (torch.cuda.mem_get_info) after the loop')
     a = ap.parse_args()
     torch.manual_seed(0)
     model = build(a.model).cuda()
@@ -92,6 +94,9 @@ def main():
     steps_s = time.monotonic() - t0
     print('batch_size=%d\nsteps=%d\nmax_allocated=%d\nmax_reserved=%d\nsteps_seconds=%.3f' % (
         a.batch_size, a.steps, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), steps_s))
+    if a.report_free:
+        free, total = torch.cuda.mem_get_info()
+        print('device_free=%d\ndevice_total=%d' % (free, total))
     sys.stdout.flush()
 
 

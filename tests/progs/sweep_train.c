@@ -45,7 +45,11 @@
  *   --spread B --spread-file F: the first run of each batch size (a file
  *     F.<bs> marks it) holds B bytes more in its input batch through every
  *     step: two runs of one size peak B apart, as a pool's reservation near
- *     the device differs between fresh runs */
+ *     the device differs between fresh runs
+ *   --pool-slack-below N:P: at batch size N or below, the stand-in's pools
+ *     hold P% more than their allocations (FAKE_CUDA_POOL_FRAGMENTATION,
+ *     set here before the first CUDA call), as a fresh run under
+ *     cudaMallocAsync draws a higher slack by chance */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -184,6 +188,10 @@ int main(int argc, char **argv)
     }
     if (knee && bs > knee)
         per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);
+    const char *slack_below = arg_str(argc, argv, "--pool-slack-below");
+    const char *share = slack_below ? strchr(slack_below, ':') : NULL;
+    if (share && bs <= atoll(slack_below))   /* before the first CUDA call: the stand-in reads it there */
+        setenv("FAKE_CUDA_POOL_FRAGMENTATION", share + 1, 1);
     printf("batch size %lld, %lld steps\n", bs, steps);
 
     void *ws = NULL;
