@@ -2,9 +2,10 @@
  * program's threads (clock.c; the writer thread alone adds pairs and maps).
  *
  * Why: the time stamp on the program's thread was clock_gettime through the
- * vDSO, 46 ns a call in the cost note of an H200 host; the counter touches
- * no memory (GPUTRACE_CLOCK=tsc, stamp.c, an experiment until a GPU host
- * measures it).
+ * vDSO, 64 ns a call in the cost note of an H100 host under cudaMallocAsync;
+ * the counter, which touches no memory, took 42 there (session 24, side by
+ * side). The default where the kernel's own clocksource is the counter
+ * (gt_clock_choose below, stamp.c).
  *
  * The map: pairs (tsc, ns) of readings taken together, kept in order, the
  * newest PAIRS of them, and the first one ever taken. A reading between two
@@ -26,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GT_CLOCK_PAIRS 4096 /* at one pair a writer batch (~8,000 a second at most): half a second or more */
 
@@ -101,6 +103,30 @@ static inline uint64_t gt_clock_map_ns(const struct gt_clock_map *m, uint64_t t)
     }
     const struct gt_clock_pair *a = gt_clock_map_at(m, lo), *b = gt_clock_map_at(m, lo + 1);
     return a->ns + gt_clock_scale(t - a->tsc, b->ns - a->ns, b->tsc - a->tsc);
+}
+
+/* How the program's threads stamp: GPUTRACE_CLOCK's value ("", "tsc",
+ * "monotonic"), the kernel's clocksource and whether the processor's counter
+ * is invariant. Unset takes the counter only where the kernel itself chose it
+ * as its clocksource (it found the cores' counters in agreement and watches
+ * them: it would switch away if they drifted); "tsc" takes it on any
+ * invariant counter; a counter that is not invariant is never taken. */
+enum gt_clock_choice {
+    GT_CLOCK_MONOTONIC,            /* clock_gettime: asked for, or unset and the kernel's clocksource is not tsc */
+    GT_CLOCK_TSC,                  /* the counter: unset and the kernel's clocksource is tsc, or asked for */
+    GT_CLOCK_TSC_NOT_INVARIANT,    /* asked for, but this counter's rate is not constant: clock_gettime instead */
+};
+
+static inline enum gt_clock_choice gt_clock_choose(const char *mode, const char *clocksource, bool invariant)
+{
+    bool asked = strcmp(mode, "tsc") == 0;
+    if (strcmp(mode, "monotonic") == 0)
+        return GT_CLOCK_MONOTONIC;
+    if (!invariant)
+        return asked ? GT_CLOCK_TSC_NOT_INVARIANT : GT_CLOCK_MONOTONIC;
+    if (asked)
+        return GT_CLOCK_TSC;
+    return strcmp(clocksource, "tsc") == 0 ? GT_CLOCK_TSC : GT_CLOCK_MONOTONIC;
 }
 
 #endif

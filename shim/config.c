@@ -54,8 +54,9 @@ const struct gt_config_var gt_config_vars[] = {
     {"GPUTRACE_WINDOW_S", GT_CFG_INT, FIELD(window_s), "0", 0, 604800,
      "flight recorder: keep the last this many seconds in full and a summary per interval of the whole run (0: off)"},
     {"GPUTRACE_CLOCK", GT_CFG_STRING, FIELD(clock_mode), "", 0, 0,
-     "tsc: the program's threads stamp allocations with the time-stamp counter (mapped to CLOCK_MONOTONIC by the "
-     "writer); unset or monotonic: clock_gettime"},
+     "how allocations and frees are stamped: unset, the time-stamp counter where the kernel's clocksource is tsc "
+     "(mapped to CLOCK_MONOTONIC by the writer), else clock_gettime; tsc: the counter on any invariant one; "
+     "monotonic: clock_gettime"},
     {"GPUTRACE_DEBUG_HOOKS", GT_CFG_FLAG, FIELD(debug_hooks), "off", 0, 0,
      "1: one stderr line per driver entry-point lookup"},
     {"GPUTRACE_RUN_LOG", GT_CFG_STRING, FIELD(run_log), "", 0, 0,

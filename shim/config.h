@@ -31,7 +31,7 @@ struct gt_config {
     bool free_stacks;          /* GPUTRACE_FREE_STACKS: a stack on every free, not only on failed ones */
     bool unwind_check;         /* GPUTRACE_UNWIND_CHECK: memo stacks checked against libunwind's (unwind_memo.c) */
     bool debug_hooks;          /* GPUTRACE_DEBUG_HOOKS: one stderr line per entry-point lookup */
-    char clock_mode[16];       /* GPUTRACE_CLOCK: "", "tsc" or "monotonic" (clock.c) */
+    char clock_mode[16];       /* GPUTRACE_CLOCK: "", "tsc" or "monotonic" (stamp.c) */
     char run_log[4096];        /* GPUTRACE_RUN_LOG: set by `gputrace run` (runlog.c) */
     uint32_t window_s;         /* GPUTRACE_WINDOW_S, 0 = off: the flight recorder's window (window.c) */
     uint32_t kernels_full_s;   /* GPUTRACE_KERNELS_FULL_S: every kernel for this long (cupti.c) */

@@ -5,8 +5,9 @@ CLOCK_MONOTONIC readings taken just before and just after its call (an
 allocation is stamped after the call returns, a free before the real free
 runs), on two threads at once; the trace's `clock` note says which way.
 GPUTRACE_CLOCK=tsc runs the counter path on any x86-64 processor with an
-invariant counter, whatever the kernel's clocksource (unset: clock_gettime); the
-program's threads and the writer share one core, since whether the counters
+invariant counter, whatever the kernel's clocksource; unset runs it only where
+the kernel's clocksource is tsc (else clock_gettime, said with the clocksource
+in the note); monotonic never does. The program's threads and the writer share one core, since whether the counters
 of two cores agree is what the kernel's choice of clocksource judges.""" 
 import platform
 import sys
@@ -82,9 +83,28 @@ class ClockTest(TraceTest):
         note = self.check_between('monotonic')
         self.assertIn('clock_gettime', note)
 
-    def test_unset_is_clock_gettime(self):
+    def test_unset_follows_the_kernels_clocksource(self):
+        try:
+            with open('/sys/devices/system/clocksource/clocksource0/current_clocksource') as f:
+                source = f.read().strip()
+        except OSError:
+            source = 'unknown'
+        invariant = False
+        try:
+            with open('/proc/cpuinfo') as f:
+                invariant = any(line.startswith('flags') and ' constant_tsc' in line and ' nonstop_tsc' in line
+                                for line in f)
+        except OSError:
+            pass
         note = self.check_between(None)
-        self.assertIn('clock_gettime', note)
+        if platform.machine() == 'x86_64' and source == 'tsc' and invariant:
+            self.assertIn('time-stamp counter', note)
+            self.assertIn('the default where the kernel\'s clocksource is tsc', note)
+        elif platform.machine() == 'x86_64' and source == 'tsc':
+            self.skipTest('clocksource tsc, but /proc/cpuinfo does not say the counter is invariant: ' + note)
+        else:
+            self.assertIn('clock_gettime', note)
+            self.assertIn('the kernel\'s clocksource is %s, not tsc' % source, note)
 
     def test_an_unknown_value_is_said_and_ignored(self):
         p, db = self.trace([sys.executable, '-c', 'import ctypes\nctypes.CDLL("libcudart.so.13").cudaFree(None)\n'

@@ -7,7 +7,10 @@
  *   added (a later writer batch) maps to the same nanoseconds as before;
  * - past the newest pair and before the oldest kept one (the ring full), the
  *   long baseline extends it, continuously, within the drift over the age;
- * - one pair alone, and pairs that do not advance, are handled. */
+ * - one pair alone, and pairs that do not advance, are handled;
+ * - the choice of clock: unset takes the counter only where the kernel's
+ *   clocksource is tsc, "tsc" on any invariant counter, "monotonic" never,
+ *   and a counter that is not invariant never. */
 #include <stdlib.h>
 
 #include "clock_map.h"
@@ -131,11 +134,30 @@ static void test_one_pair_and_pairs_that_do_not_advance(void)
     CHECK(gt_clock_map_ns(&m, 0) == 4600);
 }
 
+static void test_the_choice_of_clock(void)
+{
+    /* unset: the kernel's choice decides */
+    CHECK(gt_clock_choose("", "tsc", true) == GT_CLOCK_TSC);
+    CHECK(gt_clock_choose("", "kvm-clock", true) == GT_CLOCK_MONOTONIC);
+    CHECK(gt_clock_choose("", "hpet", true) == GT_CLOCK_MONOTONIC);
+    CHECK(gt_clock_choose("", "unknown", true) == GT_CLOCK_MONOTONIC);   /* sysfs unreadable */
+    CHECK(gt_clock_choose("", "tsc2", true) == GT_CLOCK_MONOTONIC);
+    CHECK(gt_clock_choose("", "tsc", false) == GT_CLOCK_MONOTONIC);       /* not invariant: quietly not taken */
+    /* asked for: any invariant counter; a counter that is not invariant is refused, and said */
+    CHECK(gt_clock_choose("tsc", "kvm-clock", true) == GT_CLOCK_TSC);
+    CHECK(gt_clock_choose("tsc", "tsc", true) == GT_CLOCK_TSC);
+    CHECK(gt_clock_choose("tsc", "tsc", false) == GT_CLOCK_TSC_NOT_INVARIANT);
+    /* monotonic: never the counter */
+    CHECK(gt_clock_choose("monotonic", "tsc", true) == GT_CLOCK_MONOTONIC);
+    CHECK(gt_clock_choose("monotonic", "kvm-clock", false) == GT_CLOCK_MONOTONIC);
+}
+
 int main(void)
 {
     TAP_RUN(test_between_two_pairs_within_their_jitter);
     TAP_RUN(test_never_decreases_and_later_batches_agree);
     TAP_RUN(test_outside_the_kept_pairs_follows_the_long_baseline);
     TAP_RUN(test_one_pair_and_pairs_that_do_not_advance);
+    TAP_RUN(test_the_choice_of_clock);
     return tap_done();
 }
