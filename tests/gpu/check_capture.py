@@ -77,6 +77,17 @@ for mode, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
            one(db, 'SELECT end_reason FROM processes'))
     report(one(db, 'PRAGMA integrity_check') == 'ok' and one(db, 'SELECT events_dropped FROM processes') == 0,
            '%s: integrity ok, nothing dropped' % mode, '%d events' % one(db, 'SELECT count(*) FROM events'))
+    # the clock the stamps were taken with: unless GPUTRACE_CLOCK says otherwise, the counter exactly where the
+    # kernel's clocksource is tsc (shim/stamp.c)
+    clock_note = one(db, "SELECT message FROM notes WHERE component = 'clock'") or ''
+    if not os.environ.get('GPUTRACE_CLOCK'):
+        with open('/sys/devices/system/clocksource/clocksource0/current_clocksource') as f:
+            source = f.read().strip()
+        report(('time-stamp counter' in clock_note) == (source == 'tsc'),
+               '%s: stamped with the counter exactly where the clocksource is tsc (here %s)' % (mode, source),
+               clock_note)
+    else:
+        print('   %s clock: %s' % (mode, clock_note))
 
 # nvcc -cudart shared program: every call recorded with exact sizes
 exe = os.path.join(a.out, 'runtime_shared')
