@@ -7,6 +7,8 @@ named in the ledger; a capture's end that fails leaves the count alone; a
 trace made before graph_calls existed reads as before."""
 import os
 import sqlite3
+import sys
+import unittest
 
 import analyzer_traces as T
 import test_report
@@ -132,3 +134,65 @@ class GraphCaptureReport(Captured, test_report.ReportTest):
         self.assertIn('20.00 MiB allocated while capturing', item[0].text)
         drawn = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('rect', 'ledger-bucket', 0)}
         self.assertEqual(drawn['CUDA graph capture (private pools)'], 20 * MiB)
+
+
+# torch.compile(mode="reduce-overhead")'s CUDA graph trees, as torch 2.11 fills their pool (seen on an H200):
+# segments taken by a warm-up run inside the trees' pool, with no capture open, from code whose Python stack
+# passes through torch/_inductor/cudagraph_trees.py; the recording reuses them. The trees' manager also calls
+# torch.cuda.graphs' capture_begin, which allocates the generator's state in the default pool first.
+TREES = r'''
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+def segment(size):
+    p = ctypes.c_void_p()
+    assert rt.cudaMalloc(ctypes.byref(p), size) == 0
+    return p.value
+class CUDAWarmupNode:
+    def run(self, sizes):
+        return [segment(s) for s in sizes]
+class CUDAGraphTreeManager:
+    def __init__(self):
+        from torch.cuda import graphs
+        self.state = graphs.CUDAGraph().capture_begin()
+'''
+GRAPHS = r'''
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+class CUDAGraph:
+    def capture_begin(self):   # the generator's graph state, in the default pool, before the capture opens
+        p = ctypes.c_void_p()
+        assert rt.cudaMalloc(ctypes.byref(p), 2 << 20) == 0
+        return p.value
+'''
+PROGRAM = r'''
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+rt = ctypes.CDLL("libcudart.so.13")
+weights = ctypes.c_void_p()
+assert rt.cudaMalloc(ctypes.byref(weights), 64 << 20) == 0    # the model, outside the trees
+from torch._inductor import cudagraph_trees
+manager = cudagraph_trees.CUDAGraphTreeManager()   # 2 MiB through torch.cuda.graphs: not the trees' pool
+kept = cudagraph_trees.CUDAWarmupNode().run([2 << 20, 20 << 20, 32 << 20])
+'''
+
+
+@unittest.skipIf(gtlib.SANITIZER == 'thread', 'no Python program under the thread stage')
+class CompiledGraphTrees(T.AnalyzerTest):
+    def test_the_trees_pool_is_named_as_graph_memory_though_no_capture_was_open(self):
+        torch = os.path.join(self.dir, 'site', 'torch')
+        for sub, name, text in (('_inductor', 'cudagraph_trees.py', TREES), ('cuda', 'graphs.py', GRAPHS)):
+            os.makedirs(os.path.join(torch, sub))
+            open(os.path.join(torch, sub, '__init__.py'), 'w').close()
+            with open(os.path.join(torch, sub, name), 'w') as f:
+                f.write(text)
+        open(os.path.join(torch, '__init__.py'), 'w').close()
+        p, db = self.trace([sys.executable, '-c', PROGRAM, os.path.join(self.dir, 'site')],
+                           env_extra={'GPUTRACE_CUPTI': 0})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = self.json('summary', db)
+        self.assertIsNone(d['graph_capture'])   # nothing was captured or allocated while capturing
+        ex = [x for x in d['ledger'][0]['instants'] if x['instant'] == 'exit'][0]
+        buckets = {b['name']: (b['kind'], b['bytes']) for b in ex['buckets']}
+        self.assertEqual(buckets['CUDA graph capture (private pools)'], ('graph_capture', 54 * MiB))
+        # the model and the generator's state (the stand-in's segments are no framework allocator's)
+        self.assertEqual(buckets["program's direct allocations"], ('direct', 66 * MiB))

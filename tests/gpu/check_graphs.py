@@ -22,7 +22,13 @@
    nvcc-built shared and static: it runs as without the shim, and the
    ledger at exit names the memory held for graphs (at least its node) and
    adds up within 1%.
-usage: check_graphs.py --build BUILD --out DIR"""
+5. torch.compile(mode="reduce-overhead") (graph_torch.py --compile: Inductor's
+   CUDA graph trees, recorded in the trees' own private pool) under the
+   default allocator and expandable segments: the compiled outputs within
+   rounding of the eager ones; the ledger's private-pool bucket equals the
+   trees' pool segments, though nothing is allocated while capturing (the
+   trees fill their pool in a warm-up run first).
+usage: check_graphs.py --build BUILD --out DIR [--only NAME]..."""
 import argparse
 import json
 import os
@@ -33,6 +39,7 @@ from gpucheck import counters, finish, fresh_db, report, rows, run, safe
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
 ap.add_argument('--out', required=True)
+ap.add_argument('--only', action='append', help='run the parts whose names hold this (repeatable)')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
@@ -96,12 +103,12 @@ def node_by_node(cudart):
                                                                (bare.stderr + p.stderr)[-300:]))
 
 
-def torch_run(conf):
+def torch_run(conf, args=()):
     env = {'PYTORCH_CUDA_ALLOC_CONF': conf} if conf else {}
-    name = 'torch_' + (conf.replace(':', '_') if conf else 'default')
-    bare = run(['python3', os.path.join(here, 'graph_torch.py')], env_extra=env)
+    name = 'torch_' + (conf.replace(':', '_') if conf else 'default') + ''.join(x.replace('-', '_') for x in args)
+    bare = run(['python3', os.path.join(here, 'graph_torch.py')] + list(args), env_extra=env)
     db = fresh_db(a.out, name)
-    p = run(['python3', os.path.join(here, 'graph_torch.py')], shim=shim, db=db, env_extra=env)
+    p = run(['python3', os.path.join(here, 'graph_torch.py')] + list(args), shim=shim, db=db, env_extra=env)
     b, t = counters(bare.stdout), counters(p.stdout)
     report(bare.returncode == 0 and p.returncode == 0 and b.get('replays_match') == 1 and t.get('replays_match') == 1,
            '%s: the graph replays match, untraced and traced' % name,
@@ -115,13 +122,16 @@ def torch_run(conf):
     return t, d, buckets, ex[0] if ex else {}
 
 
-def private_pools(conf):
-    t, d, buckets, _ = torch_run(conf)
+def private_pools(conf, args=()):
+    t, d, buckets, _ = torch_run(conf, args)
     during = (d.get('graph_capture') or {}).get('bytes_allocated_during_capture')
+    # torch.compile's graph trees fill their pool before the recording (a warm-up run in it): nothing is
+    # allocated while capturing, and the ledger names the pool by the trees' frames on its stacks
+    want_during = None if '--compile' in args else t.get('private_pool_bytes')
     report(t.get('private_pool_bytes', 0) > 0 and buckets.get('graph_capture') == t.get('private_pool_bytes')
-           and during == t.get('private_pool_bytes'),
-           '%s: the ledger\'s private-pool bucket and the bytes allocated while capturing (address ranges '
-           'apart) equal the graph pool\'s segments' % (conf or 'default allocator'),
+           and during == want_during,
+           '%s%s: the ledger\'s private-pool bucket and the bytes allocated while capturing (address ranges '
+           'apart) equal the graph pool\'s segments' % (conf or 'default allocator', ' '.join(('',) + tuple(args))),
            'bucket %s, allocated while capturing %s, torch %s' % (buckets.get('graph_capture'), during,
                                                                   t.get('private_pool_bytes')))
 
@@ -141,11 +151,16 @@ def async_nodes():
                buckets.get('graph_memory'), t.get('graph_reserved_bytes'), nvml, un, led.get('modules_bytes')))
 
 
-safe('graph_capture shared', lambda: raw('shared'))
-safe('graph_capture static', lambda: raw('static'))
-safe('graph_alloc_node shared', lambda: node_by_node('shared'))
-safe('graph_alloc_node static', lambda: node_by_node('static'))
-safe('torch default', lambda: private_pools(''))
-safe('torch expandable', lambda: private_pools('expandable_segments:True'))
-safe('torch async', async_nodes)
+PARTS = [('graph_capture shared', lambda: raw('shared')),
+         ('graph_capture static', lambda: raw('static')),
+         ('graph_alloc_node shared', lambda: node_by_node('shared')),
+         ('graph_alloc_node static', lambda: node_by_node('static')),
+         ('torch default', lambda: private_pools('')),
+         ('torch expandable', lambda: private_pools('expandable_segments:True')),
+         ('torch async', async_nodes),
+         ('torch compile reduce-overhead default', lambda: private_pools('', ('--compile',))),
+         ('torch compile reduce-overhead expandable', lambda: private_pools('expandable_segments:True', ('--compile',)))]
+for name, fn in PARTS:
+    if not a.only or any(o in name for o in a.only):
+        safe(name, fn)
 finish()
