@@ -1,3 +1,7 @@
+"""Every allocation of a trace with its Python stack (innermost first), then
+the trace's graph_calls count and its calls by API: what session 27 read to
+find where torch.compile's CUDA graph trees fill their private pool.
+usage: probe_alloc_stacks.py TRACE.db"""
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 q = """SELECT e.id, e.api, e.size, e.result,
