@@ -1,5 +1,5 @@
 /* sweep.h - gputrace sweep's model and search, apart from running anything
- * (sweep_plan.c; unit-tested in tests/unit/test_sweep_plan.c): the fit of
+ * (sweep_fit.c and sweep_plan.c; unit-tested in tests/unit/test_sweep_plan.c): the fit of
  * peak = fixed + per_sample x batch_size over the runs that fit, the largest
  * batch it predicts, and the choice of the next batch size to run until the
  * largest that runs and the smallest that fails are adjacent. */
