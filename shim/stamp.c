@@ -90,7 +90,8 @@ void gt_clock_start(void)
     char source[32];
     kernel_clocksource(source, sizeof source);
     const char *mode = gt_config.clock_mode;
-    switch (gt_clock_choose(mode, source, invariant_tsc())) {
+    bool invariant = invariant_tsc();
+    switch (gt_clock_choose(mode, source, invariant)) {
     case GT_CLOCK_TSC: {
         uint64_t gap;
         gt_clock_map_reset(&map, take_pair(&gap));
@@ -114,7 +115,7 @@ void gt_clock_start(void)
         if (!mode[0]) {
             gt_note("clock", false, "clock_gettime(CLOCK_MONOTONIC) on the program's threads (the kernel's "
                                     "clocksource is %s, not tsc%s)", source,
-                    invariant_tsc() ? "; GPUTRACE_CLOCK=tsc takes the counter anyway" : "");
+                    invariant ? "; GPUTRACE_CLOCK=tsc takes the counter anyway" : "");
             return;
         }
         break;
