@@ -241,6 +241,8 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
     }
     if (r->outside > s->outside)
         s->outside = r->outside;
+    if (r->untraced > s->untraced)
+        s->untraced = r->untraced;
     gt_sweep_plan_add(&s->plan, r->batch_size, 0, r->peak);
     if (r->in_use > 0 && !r->pool_unread)
         gt_sweep_plan_set_in_use(&s->plan, r->in_use);   /* the pool's slack: the margin's */
@@ -293,6 +295,7 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
     s.a = a;
     s.max_runs = a->max_runs ? a->max_runs : DEFAULT_MAX_RUNS;
     s.total = -1;
+    s.untraced = -1;
     s.predicted = s.available_predicted = -1;
     if (gt_preload_shim("gputrace sweep") != 0)
         return GT_RUN_EXIT_FAILED;

@@ -191,6 +191,9 @@ int gt_sweep_plan_verified(const struct gt_sweep_plan *s);
  * proven, else lo (0: none ran). */
 int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s);
 int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs);   /* runs of bs that fit */
+/* A sample's bytes: the median slope between every two runs that fit at or
+ * below batch size upto (Theil-Sen); 0 when fewer than two did. */
+double gt_sweep_plan_sample(const struct gt_sweep_plan *s, int64_t upto);
 /* The fit over the runs so far, as gt_sweep_fit_points. */
 void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f);
 

@@ -22,6 +22,7 @@ struct sweep {
     int64_t total;          /* the device's total bytes; -1 unknown */
     int64_t outside;        /* the most any run held outside the fitted level */
     int64_t unaccounted;    /* the most a failed run's request + live fell short of the total */
+    int64_t untraced;       /* the most NVML showed held outside a run's trace that fit; -1 unknown */
     struct gt_sweep_fit model;   /* phase 1's fit, which made the prediction */
     int modelled;
     int64_t predicted, available_predicted;   /* -1: none */

@@ -1,6 +1,7 @@
 /* sweep_out.c - gputrace sweep's result: the table of runs, the fit, the
  * prediction, the proof (with the margin and the unsteady sizes) in words,
  * or the same as JSON (README: the sweep's JSON). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +11,10 @@
 
 int64_t gt_sweep_available(const struct sweep *s)
 {
-    return s->total > 0 ? s->total - s->outside - s->unaccounted : -1;
+    /* a failure's shortfall and NVML's figure measure the same memory
+     * (the context, modules, other processes): the larger of the two */
+    int64_t beyond = s->untraced > s->unaccounted ? s->untraced : s->unaccounted;
+    return s->total > 0 ? s->total - s->outside - beyond : -1;
 }
 
 const char *gt_sweep_phase_name(enum gt_sweep_phase p)
@@ -118,6 +122,61 @@ static void print_margin_text(const struct sweep *s)
                "  search went on below it\n");
 }
 
+/* What the answer's runs left of the device at their peaks: the least of
+ * them (-1 unknown), a sample's bytes at or below the answer (0 unknown),
+ * and the batch size that would leave a sample at least, by that slope
+ * (0: the answer already does, or none would). */
+struct headroom {
+    int64_t answer, bytes, below;
+    double sample;
+};
+
+static void headroom_of(const struct sweep *s, struct headroom *h)
+{
+    memset(h, 0, sizeof *h);
+    h->bytes = -1;
+    h->answer = gt_sweep_plan_answer(&s->plan);
+    if (!h->answer)
+        return;
+    for (size_t i = 0; i < s->nruns; i++) {
+        const struct gt_sweep_run *r = &s->runs[i];
+        if (r->batch_size != h->answer || r->oom || r->exit_status || r->headroom < 0)
+            continue;
+        if (h->bytes < 0 || r->headroom < h->bytes)
+            h->bytes = r->headroom;
+    }
+    h->sample = gt_sweep_plan_sample(&s->plan, h->answer);
+    if (h->bytes < 0 || !(h->sample > 0) || (double)h->bytes >= h->sample)
+        return;
+    int64_t k = (int64_t)ceil((h->sample - (double)h->bytes) / h->sample - 1e-9);
+    h->below = h->answer - k >= 1 ? h->answer - k : 0;
+}
+
+static void print_headroom_text(const struct sweep *s, const struct headroom *h)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
+    int pool = !strcmp(s->level, "pool");
+    if (h->bytes < 0) {
+        if (pool && gt_sweep_plan_verified(&s->plan) && !s->plan.marginal)
+            printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (a transformer\n"
+                   "  on H100s: 148 fit in 3 of 4 fresh runs, 149 in 1 of 3 and 150 in 1 of 2 on one machine; untraced\n"
+                   "  boundaries 147 to 150 (2%%) on the machines tried): train a little below it\n");
+        return;
+    }
+    printf("  headroom: at its peak, the tightest run of %lld left %s of the device unused (NVML's total less\n"
+           "  what the trace and NVML show held)", (long long)h->answer, gt_fmt_bytes(h->bytes, b1));
+    if (h->sample > 0)
+        printf(", %.1f of a sample (%s)", (double)h->bytes / h->sample, gt_fmt_bytes_d(h->sample, b2));
+    printf("\n");
+    if (!pool || !h->below)
+        return;
+    printf("  less than a sample: under a stream-ordered pool the driver can place the same calls differently\n"
+           "  in a fresh run (a transformer on an H200: identical runs' pools reserved 1.0 GiB apart, and its\n"
+           "  largest, 0.15 GiB from the end, fit 10 of 11 fresh runs), so a run of %lld may fail; %lld leaves\n"
+           "  %s by the sample's slope\n", (long long)h->answer, (long long)h->below,
+           gt_fmt_bytes_d((double)h->bytes + (double)(h->answer - h->below) * h->sample, b3));
+}
+
 static void print_fit_text(const struct sweep *s)
 {
     const struct gt_sweep_fit *f = &s->model;
@@ -173,10 +232,18 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
     if (s->total > 0) {
         printf("  device: %s (devices table); held outside the fitted level: %s", gt_fmt_bytes(s->total, b1),
                gt_fmt_bytes(s->outside, b2));
-        if (s->unaccounted)
-            printf("; held outside the trace when a run failed: %s", gt_fmt_bytes(s->unaccounted, b3));
-        printf("\n  available to the fitted level: %s (the CUDA context and other processes are not in a trace: only\n"
-               "  what a failed run shows of them is counted)\n", gt_fmt_bytes(gt_sweep_available(s), b1));
+        if (s->untraced >= 0 || s->unaccounted) {
+            printf("\n  held outside the trace (the CUDA context, modules, other processes):");
+            if (s->untraced >= 0)
+                printf(" %s by NVML's readings%s", gt_fmt_bytes(s->untraced, b3), s->unaccounted ? ";" : "");
+            if (s->unaccounted)
+                printf(" %s when a run failed", gt_fmt_bytes(s->unaccounted, b3));
+        }
+        printf("\n  available to the fitted level: %s", gt_fmt_bytes(gt_sweep_available(s), b1));
+        if (s->untraced < 0)
+            printf(" (the CUDA context and other processes are not in a trace, and NVML\n"
+                   "  could not be read: only what a failed run shows of them is counted)");
+        printf("\n");
     } else {
         printf("  device size unknown (no devices row): no prediction, the search doubles and bisects\n");
     }
@@ -189,10 +256,9 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
     print_margin_text(s);
-    if (!strcmp(s->level, "pool") && gt_sweep_plan_verified(&s->plan) && !s->plan.marginal)
-        printf("  under a stream-ordered pool the boundary can move between fresh runs and machines (a transformer\n"
-               "  on H100s: 148 fit in 3 of 4 fresh runs, 149 in 1 of 3 and 150 in 1 of 2 on one machine; untraced\n"
-               "  boundaries 147 to 150 (2%%) on the machines tried): train a little below it\n");
+    struct headroom h;
+    headroom_of(s, &h);
+    print_headroom_text(s, &h);
     printf("  runs: %zu, %.1f s in all\n", s->nruns, total_s);
     if (s->stopped)
         printf("  stopped: %s\n", s->why);
@@ -257,6 +323,7 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
     gt_json_kint_or_null(&j, "device_total_bytes", s->total);
     gt_json_kint(&j, "outside_bytes", s->outside);
     gt_json_kint(&j, "unaccounted_bytes", s->unaccounted);
+    gt_json_kint_or_null(&j, "untraced_bytes", s->untraced);
     gt_json_kint_or_null(&j, "available_bytes", gt_sweep_available(s));
     gt_json_kint_or_null(&j, "predicted_max_batch_size", s->predicted);
     int64_t answer = gt_sweep_plan_answer(&s->plan);
@@ -276,6 +343,25 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         gt_json_kdouble(&j, "per_sample_bytes", s->plan.per_sample);
         gt_json_key(&j, "taken");   /* false: the margin's size failed and the search went below it */
         gt_json_bool(&j, s->plan.settle != 0);
+        gt_json_obj_end(&j);
+    } else {
+        gt_json_null(&j);
+    }
+    struct headroom h;
+    headroom_of(s, &h);
+    gt_json_key(&j, "headroom");   /* what the answer's tightest run left of the device at its peak */
+    if (h.bytes >= 0) {
+        gt_json_obj(&j);
+        gt_json_kint(&j, "batch_size", h.answer);
+        gt_json_kint(&j, "bytes", h.bytes);
+        if (h.sample > 0) {
+            gt_json_kdouble(&j, "sample_bytes", h.sample);
+            gt_json_kdouble(&j, "samples", (double)h.bytes / h.sample);
+        } else {
+            gt_json_kint_or_null(&j, "sample_bytes", -1);
+            gt_json_kint_or_null(&j, "samples", -1);
+        }
+        gt_json_kint_or_null(&j, "one_sample_batch_size", h.below ? h.below : -1);
         gt_json_obj_end(&j);
     } else {
         gt_json_null(&j);

@@ -222,6 +222,30 @@ static double slack_room(struct gt_sweep_plan *s)
     return 2.0 * (double)lo_use * (s->slack_max - s->slack_own);
 }
 
+/* A sample: the median slope between every two runs that fit at or below
+ * upto (Theil-Sen), not the sweep's fit. Near the device the peaks are as
+ * noisy as the spread itself (session 24: 147 peaked at 78.12 and 75.84
+ * GiB, 146 at 75.31, and a run of 149 that fit before failing at 76.91),
+ * and a line through the largest sizes sloped down; the median over the
+ * whole range is the per-sample cost (0.52 GiB). 0 when fewer than two
+ * runs fit. */
+double gt_sweep_plan_sample(const struct gt_sweep_plan *s, int64_t upto)
+{
+    double *x = gt_xmalloc((s->n + 1) * sizeof *x), *y = gt_xmalloc((s->n + 1) * sizeof *y);
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (p->oom || p->peak < 0 || p->batch_size > upto)
+            continue;
+        x[m] = (double)p->batch_size;
+        y[m++] = (double)p->peak;
+    }
+    double sample = m >= 2 ? gt_theil_sen(x, y, m, 64, NULL) : 0;
+    free(x);
+    free(y);
+    return sample;
+}
+
 /* lo is proven: did its runs' peaks differ by half a sample or more, or
  * does the pool's slack seen in the other large runs ask that much room?
  * Then the margin's batch size (see sweep.h), once a sweep. */
@@ -230,30 +254,16 @@ static void take_margin(struct gt_sweep_plan *s)
     if (s->marginal || s->lo < 2)
         return;
     int64_t top = -1, bottom = -1;
-    double *x = gt_xmalloc((s->n + 1) * sizeof *x), *y = gt_xmalloc((s->n + 1) * sizeof *y);
-    size_t m = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct gt_sweep_point *p = &s->pts[i];
-        if (p->oom || p->peak < 0 || p->batch_size > s->lo)
-            continue;
-        x[m] = (double)p->batch_size;
-        y[m++] = (double)p->peak;
-        if (p->batch_size != s->lo)
+        if (p->oom || p->peak < 0 || p->batch_size != s->lo)
             continue;
         if (top < 0 || p->peak > top)
             top = p->peak;
         if (bottom < 0 || p->peak < bottom)
             bottom = p->peak;
     }
-    /* a sample: the median slope between every two runs that fit at or
-     * below lo (Theil-Sen), not the sweep's fit. Near the device the peaks
-     * are as noisy as the spread itself (session 24: 147 peaked at 78.12 and
-     * 75.84 GiB, 146 at 75.31, and a run of 149 that fit before failing at
-     * 76.91), and a line through the largest sizes sloped down; the median
-     * over the whole range is the per-sample cost (0.52 GiB) */
-    double sample = m >= 2 ? gt_theil_sen(x, y, m, 64, NULL) : 0;
-    free(x);
-    free(y);
+    double sample = gt_sweep_plan_sample(s, s->lo);
     if (top < 0 || !(sample > 0))
         return;
     double room = (double)(top - bottom), slack = slack_room(s);

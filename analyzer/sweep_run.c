@@ -149,10 +149,14 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     int64_t reserved = pool ? pool_reserved_max(&c, pk.sel.device) : -1;
     /* what the driver held for CUDA graphs' nodes is the run's too (a
      * captured step's nodes grow with its batch), in no level: added */
-    int64_t peak = (reserved > pk.overall_peak ? reserved : pk.overall_peak) +
-                   gt_ledger_graph_memory_max(&c.t, pk.sel.device, NULL);
+    int64_t level_peak = reserved > pk.overall_peak ? reserved : pk.overall_peak;
+    int64_t peak = level_peak + gt_ledger_graph_memory_max(&c.t, pk.sel.device, NULL);
     if (peak > r->peak || !r->trace) {
         r->peak = peak;
+        /* the room: the device less what NVML showed held outside the
+         * trace, the other levels and the graphs' memory */
+        r->headroom = pk.room.available >= 0 ? pk.room.available - level_peak : -1;
+        r->untraced = pk.room.untraced.bytes;
         r->in_use = pool ? pk.overall_peak : -1;
         r->pool_unread = pool && reserved < 0;
         free(r->trace);
@@ -259,6 +263,8 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     r->stderr_path = gt_xstrdup(err);
     r->peak = -1;
     r->device_total = -1;
+    r->headroom = -1;
+    r->untraced = -1;
     r->need_lb = -1;
     r->in_use = -1;
 

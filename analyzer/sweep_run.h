@@ -31,6 +31,12 @@ struct gt_sweep_run {
                                   * (peak is then the pool's highest reservation read); -1 none */
     int pool_unread;             /* the fitted level is a pool the trace holds no reading of:
                                   * peak is bytes in use, without the pool's slack */
+    int64_t untraced;            /* held on the device outside the trace by NVML's readings (the
+                                  * CUDA context, kernel modules, other processes); -1 unknown */
+    int64_t headroom;            /* a run that fit: the device's bytes it left unused at its peak
+                                  * (room.c's available less its peak at the fitted level; a
+                                  * lower bound, the other levels counted at their peaks); -1
+                                  * unknown (no NVML readings) */
     char error[700];             /* a trace that could not be read */
 };
 

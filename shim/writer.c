@@ -352,13 +352,16 @@ static void *writer_main(void *arg)
     }
     /* At a fatal signal the signalled thread may hold any lock of CUDA,
      * CUPTI or NVML: none of them is called; their last records are lost. */
-    if (!atomic_load(&W.signal_name)) {
-        gt_activity_tick(); /* devices of a program that ended before the first round */
-        gt_activity_stop_sample();
-    }
-    drain_for_stop(buf, &in_txn, &txn_start);
     if (!atomic_load(&W.signal_name))
-        gt_activity_stop_pools(); /* after the last events were counted: the pools' last change */
+        gt_activity_tick(); /* devices of a program that ended before the first round */
+    drain_for_stop(buf, &in_txn, &txn_start);
+    if (!atomic_load(&W.signal_name)) {
+        /* after the last events were counted: the exit sample (unless the
+         * program's atexit took it) reads the pools of every device they
+         * allocated from, and then the pools' last change */
+        gt_activity_stop_sample();
+        gt_activity_stop_pools();
+    }
     pthread_mutex_lock(&W.sql_mu);
     for (uint64_t t0 = gt_now_ns(); !in_txn && !gt_db_failed();) {
         int b = gt_db_begin();

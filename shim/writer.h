@@ -24,6 +24,7 @@ void gt_events_forget(void);                      /* fork child */
 uint64_t gt_events_alloc_devices(void);            /* devices with device or pool allocations; any thread */
 uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
                                                      allocations; *changes counts pool events */
+uint64_t gt_events_pool_devices_any(void);         /* the same devices; any thread */
 
 /* writer_activity.c */
 void gt_activity_begin(uint64_t start_mono);

@@ -47,6 +47,8 @@ static struct {
     int ngraphs, nend_graphs;
     struct gt_mem_sample graphs[MAX_GRAPH_ROWS];   /* as pools */
     struct gt_mem_sample end_graphs[GT_MAX_DEVICES]; /* read with the exit sample (end_sample) */
+    int nend_pools;
+    struct gt_mem_sample end_pools[GT_MAX_DEVICES];  /* likewise the pools' reservation */
 } A;
 
 static const char *const source_names[] = {"nvtx", "marker"};
@@ -150,6 +152,20 @@ static void pool_sample(uint64_t now, bool force)
         A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved,
                                                      .total = used};
     }
+}
+
+/* The reservation of the pools of each device the program allocated from,
+ * into out (at most max); n readings. Any thread. */
+static int pool_read_all(struct gt_mem_sample *out, int max)
+{
+    uint64_t devs = gt_events_pool_devices_any();
+    int n = 0;
+    for (int d = 0; d < 64 && n < max; d++) {
+        uint64_t reserved, used;
+        if ((devs >> d & 1) && gt_pool_read(d, &reserved, &used))
+            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used};
+    }
+    return n;
 }
 
 /* Where the memory held for graphs is read: the devices where allocation
@@ -274,6 +290,8 @@ static void end_sample(void)
     if (!atomic_compare_exchange_strong(&A.end_taken, &expected, 1))
         return;
     A.nend_graphs = graph_read(A.end_graphs, GT_MAX_DEVICES);   /* graphs' memory at the same instant */
+    A.nend_pools = pool_read_all(A.end_pools, GT_MAX_DEVICES);   /* and the pools': the writer's last
+                                                                     * reading may be older than the sample */
     A.nend = atomic_load(&A.nvml_on) ? gt_nvml_sample(A.end, GT_MAX_DEVICES) : 0;
     atomic_store(&A.end_taken, 2);
 }
@@ -289,6 +307,13 @@ void gt_activity_stop_sample(void)
     A.nend = 0;
     graph_keep(A.end_graphs, A.nend_graphs, true);
     A.nend_graphs = 0;
+    for (int i = 0; i < A.nend_pools; i++) {   /* (a reservation as last written needs no row) */
+        if (A.pool_reserved[A.end_pools[i].device] == A.end_pools[i].used)
+            continue;
+        A.pool_reserved[A.end_pools[i].device] = A.end_pools[i].used;
+        A.pools[A.npools < 64 ? A.npools++ : 63] = A.end_pools[i];   /* (the newest takes the last place) */
+    }
+    A.nend_pools = 0;
 }
 
 bool gt_activity_pending(void)

@@ -30,6 +30,7 @@ static struct {
 /* devices with device or pool allocations (bit per ordinal < 64): written
  * here, read by the exit sample's thread too (writer_activity.c) */
 static _Atomic uint64_t alloc_devices;
+static _Atomic uint64_t pool_devices;   /* E.pool_devices, for any thread */
 
 void gt_events_begin(uint64_t start_mono)
 {
@@ -206,6 +207,8 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         gt_window_live((int)(b >> 32), (int16_t)(uint16_t)(b & 0xffff), -(int64_t)sz, -1);
     }
     if (ai->memory == GT_MEM_POOL && *device >= 0 && *device < 64) {
+        if (!(E.pool_devices >> *device & 1))
+            atomic_fetch_or_explicit(&pool_devices, 1ull << *device, memory_order_relaxed);
         E.pool_devices |= 1ull << *device;
         E.pool_changes++;
     }
@@ -310,6 +313,11 @@ uint64_t gt_events_alloc_devices(void)
     return atomic_load_explicit(&alloc_devices, memory_order_relaxed);
 }
 
+uint64_t gt_events_pool_devices_any(void)
+{
+    return atomic_load_explicit(&pool_devices, memory_order_relaxed);
+}
+
 uint64_t gt_events_pool_devices(uint64_t *changes)
 {
     *changes = E.pool_changes;
@@ -320,6 +328,7 @@ uint64_t gt_events_pool_devices(uint64_t *changes)
 void gt_events_forget(void)
 {
     atomic_store_explicit(&alloc_devices, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool_devices, 0, memory_order_relaxed);
     for (int i = 0; i < 4; i++)
         u64map_free(&E.live[i]);
     u64map_free(&E.stack_ids);

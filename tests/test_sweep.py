@@ -10,6 +10,7 @@ import math
 import os
 import re
 
+import gtlib
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
 
 MIB = 1 << 20
@@ -299,6 +300,55 @@ class SweepTest(TraceTest):
                 self.assertEqual(r['peak_bytes'], r['pool_in_use_bytes'] + 100 * MIB, r)
                 self.assertTrue(r['pool_read'], r)
         self.assertRegex(p.stderr, r'batch size 1 \(model\): fits, peak 172\.00 MiB \(pool reserved; 72\.00 MiB in use\)')
+
+    def nvml_sweep(self, name, *train_args, **planted):
+        """A sweep with the NVML stand-in and a 40 MiB CUDA context (in no trace)."""
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, FAKE_CUDA_CONTEXT_BYTES=40 * MIB,
+                       LD_LIBRARY_PATH=gtlib.WITH_NVML, **planted)
+        out = {}
+        for fmt in ('--json', '--text'):
+            d = os.path.join(self.dir, name + fmt)
+            p = run([GPUTRACE, 'sweep'] + ([fmt] if fmt == '--json' else []) + ['--dir', d, '--'] +
+                    self.train(*train_args), preload=False, env=env, cwd=self.dir)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out[fmt] = json.loads(p.stdout) if fmt == '--json' else p.stdout
+        return out['--json'], out['--text']
+
+    def test_nvml_s_context_is_not_available_and_the_answer_s_headroom_is_measured(self):
+        # 64 MiB + 3 MiB per sample; the context's 40 MiB leave 984 MiB:
+        # 306 fits (982 MiB), 2 MiB from the end, two thirds of a sample
+        doc, text = self.nvml_sweep('ctx')
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (306, 307, True))
+        self.assertEqual(doc['untraced_bytes'], 40 * MIB)
+        self.assertEqual(doc['available_bytes'], DEVICE - 40 * MIB)
+        # NVML's figure before any failure: the first prediction is the boundary
+        self.assertEqual(doc['predicted_max_batch_size'], 306)
+        self.assertEqual([r['batch_size'] for r in doc['runs']], [1, 2, 4, 306, 307, 306])
+        h = doc['headroom']
+        self.assertEqual((h['batch_size'], h['bytes']), (306, DEVICE - 40 * MIB - (64 + 3 * 306) * MIB))
+        self.assertAlmostEqual(h['sample_bytes'], 3 * MIB, delta=1)
+        self.assertAlmostEqual(h['samples'], 2 / 3, places=3)
+        self.assertEqual(h['one_sample_batch_size'], 305)
+        self.assertIn('headroom: at its peak, the tightest run of 306 left 2.00 MiB of the device unused', text)
+        self.assertIn('0.7 of a sample (3.00 MiB)', text)
+        self.assertNotIn('less than a sample', text)   # (said under a pool only)
+        # without NVML the headroom is not known, and not guessed
+        p, doc, d = self.sweep_json([], self.train(), dirname='no-nvml')
+        self.assertIsNone(doc['headroom'])
+        self.assertIsNone(doc['untraced_bytes'])
+
+    def test_a_pool_s_answer_with_less_than_a_sample_of_headroom_names_the_size_that_leaves_one(self):
+        # the pool reserves 100 MiB beyond its use, 128 MiB workspace beside it
+        # and the 40 MiB context: 164 + 8 x bs <= 856 MiB, 86 fits with 4 MiB left
+        doc, text = self.nvml_sweep('pool', '--async', '--workspace', 128 * MIB, '--per-sample', 8 * MIB,
+                                    FAKE_CUDA_POOL_SLACK_BYTES=100 * MIB)
+        self.assertEqual((doc['memory'], doc['max_batch_size'], doc['verified']), ('pool', 86, True))
+        self.assertEqual(doc['available_bytes'], DEVICE - 40 * MIB - 128 * MIB)
+        h = doc['headroom']
+        self.assertEqual(h['bytes'], DEVICE - 40 * MIB - 128 * MIB - (164 + 8 * 86) * MIB)
+        self.assertEqual(h['one_sample_batch_size'], 85)
+        self.assertIn('less than a sample: under a stream-ordered pool', text)
+        self.assertIn('so a run of 86 may fail; 85 leaves\n  12.00 MiB by the sample\'s slope', text)
 
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
