@@ -68,9 +68,9 @@ MODES = {'default': None, 'async': 'backend:cudaMallocAsync'}
 ROWS = []
 
 
-def command(model, bs, steps=3):
+def command(model, bs, steps=3, free=False):
     return [sys.executable, os.path.join(here, 'sweep_models.py'), '--model', model, '--batch-size', str(bs),
-            '--steps', str(steps)]
+            '--steps', str(steps)] + (['--report-free'] if free else [])
 
 
 def env_of(mode):
@@ -164,11 +164,42 @@ def start_costs(doc):
     return out
 
 
+def check_headroom(name, doc):
+    """The sweep's headroom (what the answer's tightest run left of the device
+    at its peak, by NVML) against what those runs saw free after their loop
+    (torch.cuda.mem_get_info; the allocator keeps what it reserved, so the
+    same memory): never more, and less by under a sample."""
+    h = doc.get('headroom')
+    free = []
+    for r in doc['runs']:
+        if r['batch_size'] != doc['max_batch_size'] or r['oom'] or r['exit_status']:
+            continue
+        path = os.path.join(doc['dir'], 'bs%d-run%d.stdout' % (r['batch_size'], r['run']))
+        try:
+            with open(path) as f:
+                v = counters(f.read()).get('device_free')
+        except OSError:
+            v = None
+        if v is not None:
+            free.append(int(v))
+    if not h or not free:
+        report(False, '%s: the sweep says the answer\'s headroom' % name,
+               'headroom %s; device_free printed by the runs %s' % (h, free))
+        return
+    least = min(free)
+    ok = h['bytes'] <= least + 2 * 2**20 and least - h['bytes'] < (h['sample_bytes'] or 0)
+    report(ok, '%s: the headroom the sweep says is at most what the answer\'s runs saw free after their loop, '
+               'and short of it by under a sample' % name,
+           'headroom %.3f GiB (%.2f of a sample of %.3f GiB; one sample at %s), free after the loop %s GiB' % (
+               h['bytes'] / 2**30, h['samples'] or 0, (h['sample_bytes'] or 0) / 2**30, h['one_sample_batch_size'],
+               ', '.join('%.3f' % (f / 2**30) for f in free)))
+
+
 def sweep(model, mode):
     d = os.path.join(a.out, 'sweep-%s-%s' % (model, mode))
     shutil.rmtree(d, ignore_errors=True)
     argv = [gputrace, 'sweep', '--json', '--dir', d] + (
-        ['--repeat', str(a.sweep_repeat)] if a.sweep_repeat else []) + ['--'] + command(model, '{bs}')
+        ['--repeat', str(a.sweep_repeat)] if a.sweep_repeat else []) + ['--'] + command(model, '{bs}', free=True)
     p = run(argv, env_extra=env_of(mode), timeout=420)
     try:
         doc = json.loads(p.stdout)
@@ -234,6 +265,7 @@ def check(model, mode):
         print('   pool slack beyond its fixed part (share of in use, %d large runs): %.2f%% to %.2f%% (the most at %d), '
               'the largest\'s own %.2f%%' % (ps['runs'], 100 * ps['min_share'], 100 * ps['max_share'],
                                              ps['max_share_batch_size'], 100 * ps['largest_share']))
+    check_headroom(name, doc)
     b = Bisection(model, mode)
     counts = None
     try:
