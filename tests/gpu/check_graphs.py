@@ -28,6 +28,10 @@
    rounding of the eager ones; the ledger's private-pool bucket equals the
    trees' pool segments, though nothing is allocated while capturing (the
    trees fill their pool in a warm-up run first).
+6. JAX (graph_jax.py: XLA's command buffers, graphs XLA builds itself), with
+   its preallocating allocator and with the platform allocator: the steps
+   give the same parameters untraced and traced; the trace shows graphs in
+   use; the ledger at exit adds up to NVML's figure within 1%.
 usage: check_graphs.py --build BUILD --out DIR [--only NAME]..."""
 import argparse
 import json
@@ -151,6 +155,33 @@ def async_nodes():
                buckets.get('graph_memory'), t.get('graph_reserved_bytes'), nvml, un, led.get('modules_bytes')))
 
 
+def jax_command_buffers(env):
+    """XLA's command buffers (graph_jax.py): runs as without the shim, the
+    trace shows graphs in use (the shim reads the driver's graph memory once
+    a graph is instantiated or launched: graph_memory rows), and the ledger
+    at exit adds up to NVML's figure within 1%."""
+    name = 'jax_' + ('preallocate' if not env else 'platform')
+    bare = run(['python3', os.path.join(here, 'graph_jax.py')], env_extra=env)
+    db = fresh_db(a.out, name)
+    p = run(['python3', os.path.join(here, 'graph_jax.py')], shim=shim, db=db, env_extra=env)
+    b, t = counters(bare.stdout), counters(p.stdout)
+    report(bare.returncode == 0 and p.returncode == 0 and b.get('checksum') is not None and
+           abs(b['checksum'] - t.get('checksum', float('nan'))) <= 1e-6 * max(1.0, abs(b['checksum'])),
+           '%s: the jitted steps give the same parameters, untraced and traced' % name,
+           'rc %d/%d, checksum %s/%s %s' % (bare.returncode, p.returncode, b.get('checksum'), t.get('checksum'),
+                                            (bare.stderr + p.stderr)[-400:]))
+    graphs = rows(db, 'SELECT count(*), max(reserved_bytes) FROM graph_memory')[0]
+    report(graphs[0] > 0, '%s: the trace shows XLA\'s command buffers in use' % name,
+           'graph_memory rows %d, the most held for graphs %s' % graphs)
+    d = summary(db)
+    ex = [x for x in ((d.get('ledger') or [{}])[0].get('instants') or []) if x['instant'] == 'exit']
+    bk = {bb['kind']: bb['bytes'] for bb in ex[0]['buckets']} if ex else {}
+    nvml, un = (ex[0].get('nvml_process_bytes'), ex[0].get('unaccounted_bytes')) if ex else (None, None)
+    report(nvml and un is not None and abs(un) <= 0.01 * nvml,
+           '%s: the ledger at exit adds up to NVML\'s figure within 1%%' % name,
+           'buckets %s, NVML %s, unaccounted %s; JAX: %s' % (bk, nvml, un, t))
+
+
 PARTS = [('graph_capture shared', lambda: raw('shared')),
          ('graph_capture static', lambda: raw('static')),
          ('graph_alloc_node shared', lambda: node_by_node('shared')),
@@ -159,7 +190,10 @@ PARTS = [('graph_capture shared', lambda: raw('shared')),
          ('torch expandable', lambda: private_pools('expandable_segments:True')),
          ('torch async', async_nodes),
          ('torch compile reduce-overhead default', lambda: private_pools('', ('--compile',))),
-         ('torch compile reduce-overhead expandable', lambda: private_pools('expandable_segments:True', ('--compile',)))]
+         ('torch compile reduce-overhead expandable', lambda: private_pools('expandable_segments:True', ('--compile',))),
+         ('jax command buffers preallocate', lambda: jax_command_buffers({})),
+         ('jax command buffers platform', lambda: jax_command_buffers({'XLA_PYTHON_CLIENT_PREALLOCATE': 'false',
+                                                                       'XLA_PYTHON_CLIENT_ALLOCATOR': 'platform'}))]
 for name, fn in PARTS:
     if not a.only or any(o in name for o in a.only):
         safe(name, fn)
