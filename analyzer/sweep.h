@@ -60,7 +60,8 @@ enum gt_sweep_phase {
  * searches: lo is the largest batch size that ran (0: none yet), hi the
  * smallest that ran out of memory (GT_SWEEP_NONE: none yet; a batch size
  * seen both fitting and failing counts as failed). Once a search run fits
- * with a peak below 15/16 of the available bytes, the model is the secant
+ * with a peak (under a pool read, bytes in use) below 15/16 of the
+ * available bytes, the model is the secant
  * through lo and the largest batch size that fit below it (the local slope
  * tells how far the boundary is; a fit the small batches dominate does
  * not); the first secant is followed even when the fit got lo's peak wrong.
@@ -116,7 +117,8 @@ enum gt_sweep_phase {
  * 3.5%, 4.3% and 6.6% of 69.8 GiB in use, in 14 runs, traced or not), and
  * two runs of lo that drew the same low value say nothing of the others
  * (session 25: 152 fit twice at 3.4%, 83 had drawn 4.4%; plain runs of 152
- * failed 3 of 3). */
+ * failed 3 of 3). A smaller run that reserved as much as lo is no draw:
+ * the pool held all the device gave it. */
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
     int64_t model_top;     /* the largest batch size phase 1 ran */

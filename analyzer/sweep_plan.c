@@ -183,10 +183,19 @@ int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s)
  * a small run, so its shares of smaller runs come out a little lower than
  * of larger ones with no chance in it: only a share above lo's own counts.
  * Small runs (in use under a quarter of lo's) are left out: there a page
- * or two is a large share of little. */
+ * or two is a large share of little. So are smaller runs that reserved as
+ * much as lo at its lowest: the pool then held all the device would give
+ * it, and its slack shrank as its use grew by no chance (the conv net on an
+ * H100: 80224 MiB reserved at 157, 158 and 166, in use 448.75 MiB more a
+ * sample; 157's slack taken for a draw asked for 20 samples of room). */
 static double slack_room(struct gt_sweep_plan *s)
 {
-    int64_t lo_use = 0, fixed = -1;
+    int64_t lo_use = 0, fixed = -1, lo_least = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gt_sweep_point *p = &s->pts[i];
+        if (!p->oom && p->batch_size == s->lo && p->in_use > 0 && (lo_least < 0 || p->peak < lo_least))
+            lo_least = p->peak;
+    }
     for (size_t i = 0; i < s->n; i++) {
         const struct gt_sweep_point *p = &s->pts[i];
         if (p->oom || p->in_use <= 0 || p->peak < p->in_use || p->batch_size > s->lo)
@@ -203,7 +212,8 @@ static double slack_room(struct gt_sweep_plan *s)
         return 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct gt_sweep_point *p = &s->pts[i];
-        if (p->oom || p->in_use <= 0 || p->peak < p->in_use || p->batch_size > s->lo || 4 * p->in_use < lo_use)
+        if (p->oom || p->in_use <= 0 || p->peak < p->in_use || p->batch_size > s->lo || 4 * p->in_use < lo_use ||
+            (p->batch_size < s->lo && p->peak + POOL_PAGE > lo_least))
             continue;
         int64_t slack = p->peak - p->in_use - fixed - POOL_PAGE;
         double r = slack > 0 ? (double)slack / (double)p->in_use : 0.0;
@@ -348,8 +358,18 @@ static int secant(const struct gt_sweep_plan *s, struct gt_linfit *line)
     /* a peak within 1/16 of the bytes available shows what a caching
      * allocator kept (and what workspaces cuDNN chose with the memory left),
      * not the batch's need: today's conv net on an H100 peaked at 75.23 GiB
-     * at 133 and 78.36 at 178, a line that foretold nothing */
-    if (y0 < 0 || y1 <= y0 || y1 > s->available - s->available / 16)
+     * at 133 and 78.36 at 178, a line that foretold nothing. Under a pool
+     * read, the bytes in use say whether lo's run was held back by the end
+     * of the device: its reservation is in use and a few percent of slack
+     * (a transformer on an H200: 252 reserved 130.56 GiB, 94.3% of the 138.4
+     * available, with 125.43 in use; the line through 4 and 252 pointed at
+     * 268, where 269 was the end, and without it the sweep spent four
+     * failures finding a bracket) */
+    int64_t use = y1;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->pts[i].oom && s->pts[i].batch_size == s->lo && s->pts[i].in_use > 0 && s->pts[i].in_use < use)
+            use = s->pts[i].in_use;
+    if (y0 < 0 || y1 <= y0 || use > s->available - s->available / 16)
         return 0;
     memset(line, 0, sizeof *line);
     line->ok = 1;

@@ -35,6 +35,7 @@ struct device {
     int64_t max_fit;                  /* replays: the largest batch that fits (0: by the peak) */
     int64_t once[4];                  /* replays: these fit on their first run only (past max_fit) */
     int64_t (*bound_fn)(int64_t bs);  /* replays: a failed run's lower bound of its need */
+    int64_t (*in_use_fn)(int64_t bs); /* replays under a pool read: a run's bytes in use (peak_fn its reservation) */
     int keep_available;               /* a failure's shortfall is not memory outside (a pool read) */
     struct {
         int64_t bs;
@@ -119,6 +120,8 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
                 asked = d->bound_fn(bs);
         }
         gt_sweep_plan_add(&s, bs, oom, oom ? asked : peak);
+        if (!oom && d->in_use_fn)
+            gt_sweep_plan_set_in_use(&s, d->in_use_fn(bs));
         if (runs <= 128)
             ran[runs - 1] = oom ? -bs : bs;
         if (getenv("SWEEP_DEBUG"))
@@ -378,6 +381,11 @@ static void test_todays_conv_async_run_at_the_pools_reservation_replayed_is_prov
                        .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .once = {170, 175},
                        .keep_available = 1};
     check_sweep(&d, 12);
+    /* with the bytes in use beside each reservation, as the sweep reads them */
+    struct device e = {.total = 81090 * MIB, .peak_fn = gpu_conv_async_reserved, .in_use_fn = gpu_conv_async_in_use,
+                       .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .once = {170, 175},
+                       .keep_available = 1};
+    check_sweep(&e, 12);
 }
 
 /* Session 13's H100 run of the conv net under cudaMallocAsync, at the
@@ -399,7 +407,12 @@ static void test_a_pools_reservation_saturated_at_the_device_walks_up_further_ea
 {
     struct device d = {.total = 81090 * MIB, .peak_fn = gpu_conv_async_saturated,
                        .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .keep_available = 1};
-    check_sweep(&d, 12);   /* 157, 158, then 162 and 178 (walking 4, 16 past lo), then bisection */
+    check_sweep(&d, 12);
+    /* with the bytes in use beside each reservation, as the sweep reads them
+     * (448.75 MiB a sample, 73.95 GB at 157) */
+    struct device e = {.total = 81090 * MIB, .peak_fn = gpu_conv_async_saturated, .in_use_fn = gpu_conv_async_in_use,
+                       .bound_fn = gpu_conv_async_reserved_bound, .max_fit = 166, .keep_available = 1};
+    check_sweep(&e, 12);   /* 157, 158, then 162 and 178 (walking 4, 16 past lo), then bisection */
 }
 
 /* The transformer's second H100 run, default allocator, with the secant
@@ -467,6 +480,54 @@ static void test_transformer_async_run_takes_the_secant_again_once_a_bisection_f
                            .bound_fn = gpu_transformer_async_bound, .max_fit = 150, .once = {151},
                            .keep_available = 1};
         check_sweep(&d, 12);
+    }
+}
+
+/* Session 28's H200 run of the transformer under cudaMallocAsync
+ * (tests/gpu/RESULTS.md, session 28, call 2): 1, 2, 4, 252 fit (the fit over
+ * 2..4, 448 MiB + 560 MiB x bs, foretold 138.3 GiB for it; it reserved
+ * 130.56), then 378, 350, 287 and 274 failed (each failure's lower bound far
+ * below its need: a pool fails where its reservation cannot grow), 263,
+ * 268, 269 fit, 270 failed, 269 again, and the margin's 265 twice: 15 runs,
+ * as many as Lightning's binsearch. Reservations, bytes in use and lower
+ * bounds are the log's; between them interpolated (made up). The bytes told
+ * are made up within what the first prediction allows (252 from the fit:
+ * 141568..142127 MiB). */
+static int64_t h200_transformer_async_reserved(int64_t bs)
+{
+    static const double at[][2] = {{1, 928}, {2, 1568}, {4, 2688}, {252, 130.56 * GIB_}, {263, 135.28 * GIB_},
+                                   {265, 136.31 * GIB_}, {268, 137.84 * GIB_}, {269, 138.38 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t h200_transformer_async_in_use(int64_t bs)
+{
+    static const double at[][2] = {{1, 785.98}, {2, 1.27 * GIB_}, {4, 2.26 * GIB_}, {252, 125.43 * GIB_},
+                                   {263, 130.90 * GIB_}, {265, 131.89 * GIB_}, {268, 133.38 * GIB_},
+                                   {269, 133.88 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t h200_transformer_async_bound(int64_t bs)
+{
+    static const double at[][2] = {{270, 134.37 * GIB_}, {274, 136.36 * GIB_}, {287, 142.68 * GIB_},
+                                   {350, 152.09 * GIB_}, {378, 140.62 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run(void)
+{
+    for (int64_t told = 141568; told < 142128; told += 70) {
+        struct device d = {.total = told * MIB, .peak_fn = h200_transformer_async_reserved,
+                           .in_use_fn = h200_transformer_async_in_use, .bound_fn = h200_transformer_async_bound,
+                           .max_fit = 269, .keep_available = 1};
+        int64_t lo;
+        int verified;
+        int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+        CHECKF(ran[3] == 252, "the first prediction %lld (252 on the GPU)", (long long)ran[3]);
+        CHECKF(verified && marginal == 269, "margin below %lld, verified %d", (long long)marginal, verified);
+        CHECKF(runs <= 11, "told %lld MiB: %d runs (15 on the GPU)", (long long)told, runs);
+        printf("# told %lld MiB: %d runs, answer %lld\n", (long long)told, runs, (long long)lo);
     }
 }
 
@@ -855,6 +916,7 @@ int main(void)
     TAP_RUN(test_a_pools_reservation_saturated_at_the_device_walks_up_further_each_time);
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
+    TAP_RUN(test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
