@@ -165,9 +165,32 @@ static void print_headroom_text(const struct sweep *s, const struct headroom *h)
     }
     printf("  headroom: at its peak, the tightest run of %lld left %s of the device unused (NVML's total less\n"
            "  what the trace and NVML show held)", (long long)h->answer, gt_fmt_bytes(h->bytes, b1));
-    if (h->sample > 0)
+    if (h->sample > 0 && (double)h->bytes < h->sample)
         printf(", %.1f of a sample (%s)", (double)h->bytes / h->sample, gt_fmt_bytes_d(h->sample, b2));
+    else if (h->sample > 0)
+        printf(", %.1f samples of %s", (double)h->bytes / h->sample, gt_fmt_bytes_d(h->sample, b2));
     printf("\n");
+    const struct gt_sweep_plan *p = &s->plan;
+    if (h->sample > 0 && (double)h->bytes >= h->sample && !p->marginal && p->hi == h->answer + 1) {
+        /* a sample's room, and the next size still failed: say what its trace showed */
+        int64_t need = -1, top = -1;
+        for (size_t i = 0; i < s->nruns; i++) {
+            const struct gt_sweep_run *r = &s->runs[i];
+            if (r->batch_size == p->hi && r->oom && r->need_lb > need)
+                need = r->need_lb;
+            if (r->batch_size == h->answer && !r->oom && r->peak > top)
+                top = r->peak;
+        }
+        if (need > top && top >= 0)
+            printf("  yet %lld ran out of memory: its trace showed it needed at least %s, %s more than %lld's peak\n"
+                   "  (%.1f samples): one more sample costs more than a sample there (a library's larger workspace or\n"
+                   "  another algorithm for the larger batch, or the allocator's new segment)\n",
+                   (long long)p->hi, gt_fmt_bytes(need, b1), gt_fmt_bytes(need - top, b2), (long long)h->answer,
+                   (double)(need - top) / h->sample);
+        else
+            printf("  yet %lld ran out of memory: what was left at the peak is no room for one more sample here\n",
+                   (long long)p->hi);
+    }
     if (!pool || !h->below)
         return;
     printf("  less than a sample: under a stream-ordered pool the driver can place the same calls differently\n"

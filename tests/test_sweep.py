@@ -350,6 +350,21 @@ class SweepTest(TraceTest):
         self.assertIn('less than a sample: under a stream-ordered pool', text)
         self.assertIn('so a run of 86 may fail; 85 leaves\n  12.00 MiB by the sample\'s slope', text)
 
+    def test_a_next_size_that_needs_far_more_than_a_sample_is_said_with_what_its_trace_showed(self):
+        # above 250 each step takes a 200 MiB workspace after its forward (as
+        # cuDNN may choose another algorithm): 250 fits with 170 MiB left,
+        # 56.7 samples, and 251 needs 48 + 3 x 251 + 200 = 1001 MiB of the 984
+        doc, text = self.nvml_sweep('jump', '--workspace-above', '250:%d' % (200 * MIB))
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (250, 251, True))
+        self.assertEqual(doc['headroom']['bytes'], (984 - 64 - 3 * 250) * MIB)
+        self.assertIsNone(doc['headroom']['one_sample_batch_size'])
+        self.assertIn('56.7 samples of 3.00 MiB', text)
+        self.assertIn('yet 251 ran out of memory: its trace showed it needed at least 1001.00 MiB, 187.00 MiB more '
+                      'than 250\'s peak\n  (62.3 samples)', text)
+        # a plain boundary says nothing of the kind
+        doc, text = self.nvml_sweep('plain')
+        self.assertNotIn('yet 307', text)
+
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
         self.assertEqual(p.returncode, 12, p.stderr)

@@ -46,6 +46,9 @@
  *     F.<bs> marks it) holds B bytes more in its input batch through every
  *     step: two runs of one size peak B apart, as a pool's reservation near
  *     the device differs between fresh runs
+ *   --workspace-above N:B: above batch size N each step also takes a B-byte
+ *     workspace after its forward, freed at once, as a library choosing
+ *     another algorithm for a larger batch does: memory jumps by B there
  *   --pool-slack-below N:P: at batch size N or below, the stand-in's pools
  *     hold P% more than their allocations (FAKE_CUDA_POOL_FRAGMENTATION,
  *     set here before the first CUDA call), as a fresh run under
@@ -188,6 +191,9 @@ int main(int argc, char **argv)
     }
     if (knee && bs > knee)
         per_sample = (size_t)arg_ll(argc, argv, "--per-sample-above", (long long)per_sample);
+    const char *ws_above = arg_str(argc, argv, "--workspace-above");
+    size_t ws_above_bytes = ws_above && strchr(ws_above, ':') && bs > atoll(ws_above)
+                                ? (size_t)atoll(strchr(ws_above, ':') + 1) : 0;
     const char *slack_below = arg_str(argc, argv, "--pool-slack-below");
     const char *share = slack_below ? strchr(slack_below, ':') : NULL;
     if (share && bs <= atoll(slack_below))   /* before the first CUDA call: the stand-in reads it there */
@@ -228,6 +234,8 @@ int main(int argc, char **argv)
                 release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
             void *x = tensor(half + unsteady_extra);   /* the input batch */
             void *act = tensor(half);        /* forward */
+            if (ws_above_bytes)
+                release(tensor(ws_above_bytes), ws_above_bytes);
             void *big;
             if (try_workspace && cudaMalloc(&big, try_workspace) == cudaSuccess)
                 cudaFree(big);
