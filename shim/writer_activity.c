@@ -154,18 +154,24 @@ static void pool_sample(uint64_t now, bool force)
     }
 }
 
-/* The reservation of the pools of each device the program allocated from,
- * into out (at most max); n readings. Any thread. */
-static int pool_read_all(struct gt_mem_sample *out, int max)
+/* reader's reading (reserved, used) on each device of devs, into out (at
+ * most max); n readings. Any thread. */
+static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t *), struct gt_mem_sample *out,
+                        int max)
 {
-    uint64_t devs = gt_events_pool_devices_any();
     int n = 0;
     for (int d = 0; d < 64 && n < max; d++) {
         uint64_t reserved, used;
-        if ((devs >> d & 1) && gt_pool_read(d, &reserved, &used))
+        if ((devs >> d & 1) && reader(d, &reserved, &used))
             out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used};
     }
     return n;
+}
+
+/* The reservation of the pools of each device the program allocated from. */
+static int pool_read_all(struct gt_mem_sample *out, int max)
+{
+    return read_devices(gt_events_pool_devices_any(), gt_pool_read, out, max);
 }
 
 /* Where the memory held for graphs is read: the devices where allocation
@@ -176,17 +182,10 @@ static uint64_t graph_devices(void)
     return gt_graph_node_devices() | (gt_graph_in_use() ? gt_events_alloc_devices() : 0);
 }
 
-/* That memory on each of those devices, into out (at most max); n readings. Any thread. */
+/* That memory on each of those devices. */
 static int graph_read(struct gt_mem_sample *out, int max)
 {
-    uint64_t devs = graph_devices();
-    int n = 0;
-    for (int d = 0; d < 64 && n < max; d++) {
-        uint64_t reserved, used;
-        if ((devs >> d & 1) && gt_graph_memory_read(d, &reserved, &used))
-            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used};
-    }
-    return n;
+    return read_devices(graph_devices(), gt_graph_memory_read, out, max);
 }
 
 /* Readings kept when the reservation changed (always: the exit's, which may

@@ -146,19 +146,21 @@ class Bisection:
             low -= 1
 
 
+def printed(doc, r, key):
+    """What a run of the sweep printed as key=value on its stdout (bsB-runN.stdout, kept by the sweep); None."""
+    path = os.path.join(doc['dir'], 'bs%d-run%d.stdout' % (r['batch_size'], r['run']))
+    try:
+        with open(path) as f:
+            return counters(f.read()).get(key)
+    except OSError:
+        return None
+
+
 def start_costs(doc):
-    """Per traced run that fit: its wall time less its training loop's, from
-    the stdout the sweep kept (bsB-runN.stdout)."""
+    """Per traced run that fit: its wall time less its training loop's."""
     out = []
     for r in doc['runs']:
-        if r['oom'] or r['exit_status']:
-            continue
-        path = os.path.join(doc['dir'], 'bs%d-run%d.stdout' % (r['batch_size'], r['run']))
-        try:
-            with open(path) as f:
-                steps_s = counters(f.read()).get('steps_seconds')
-        except OSError:
-            steps_s = None
+        steps_s = None if r['oom'] or r['exit_status'] else printed(doc, r, 'steps_seconds')
         if steps_s is not None:
             out.append(r['seconds'] - steps_s)
     return out
@@ -170,18 +172,9 @@ def check_headroom(name, doc):
     (torch.cuda.mem_get_info; the allocator keeps what it reserved, so the
     same memory): never more, and less by under a sample."""
     h = doc.get('headroom')
-    free = []
-    for r in doc['runs']:
-        if r['batch_size'] != doc['max_batch_size'] or r['oom'] or r['exit_status']:
-            continue
-        path = os.path.join(doc['dir'], 'bs%d-run%d.stdout' % (r['batch_size'], r['run']))
-        try:
-            with open(path) as f:
-                v = counters(f.read()).get('device_free')
-        except OSError:
-            v = None
-        if v is not None:
-            free.append(int(v))
+    free = [printed(doc, r, 'device_free') for r in doc['runs']
+            if r['batch_size'] == doc['max_batch_size'] and not r['oom'] and not r['exit_status']]
+    free = [int(v) for v in free if v is not None]
     if not h or not free:
         report(False, '%s: the sweep says the answer\'s headroom' % name,
                'headroom %s; device_free printed by the runs %s' % (h, free))
