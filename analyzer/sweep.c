@@ -245,7 +245,8 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
         s->untraced = r->untraced;
     gt_sweep_plan_add(&s->plan, r->batch_size, 0, r->peak);
     if (r->in_use > 0 && !r->pool_unread)
-        gt_sweep_plan_set_in_use(&s->plan, r->in_use);   /* the pool's slack: the margin's */
+        gt_sweep_plan_set_in_use(&s->plan, r->in_use + r->graph);   /* the pool's slack: the margin's
+                                                                       * (the graphs' memory is in the peak) */
     return 0;
 }
 

@@ -156,7 +156,18 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         /* the room: the device less what NVML showed held outside the
          * trace, the other levels and the graphs' memory */
         r->headroom = pk.room.available >= 0 ? pk.room.available - level_peak : -1;
+        if (r->headroom < 0 && pk.room.available >= 0)
+            r->headroom = 0;   /* (a lower bound that fell below nothing: still known) */
+        /* NVML's figure is against NVML's total; the sweep's bytes available
+         * are against the devices table's: held outside it by their difference */
         r->untraced = pk.room.untraced.bytes;
+        if (r->untraced >= 0 && pk.room.total > 0 && pk.device_total > 0 && pk.room.total_from &&
+            !strcmp(pk.room.total_from, "NVML")) {
+            r->untraced += pk.device_total - pk.room.total;
+            if (r->untraced < 0)
+                r->untraced = 0;
+        }
+        r->graph = peak - level_peak;
         r->in_use = pool ? pk.overall_peak : -1;
         r->pool_unread = pool && reserved < 0;
         free(r->trace);

@@ -35,8 +35,10 @@ struct gt_sweep_run {
                                   * CUDA context, kernel modules, other processes); -1 unknown */
     int64_t headroom;            /* a run that fit: the device's bytes it left unused at its peak
                                   * (room.c's available less its peak at the fitted level; a
-                                  * lower bound, the other levels counted at their peaks); -1
-                                  * unknown (no NVML readings) */
+                                  * lower bound, the other levels counted at their peaks, 0
+                                  * where that falls below nothing); -1 unknown (no NVML
+                                  * readings) */
+    int64_t graph;               /* of peak: what the driver held for CUDA graphs */
     char error[700];             /* a trace that could not be read */
 };
 

@@ -40,6 +40,7 @@ static struct {
     struct gt_mem_sample samples[MAX_SAMPLES];
     uint64_t pool_changes_seen, next_pool;
     uint64_t pool_reserved[64];          /* last written per device; 0: none yet */
+    uint64_t pool_read_t[64];            /* ...read at this time */
     int npools;
     struct gt_mem_sample pools[64];      /* .used: reserved, .total: in use */
     uint64_t next_graph;
@@ -149,6 +150,7 @@ static void pool_sample(uint64_t now, bool force)
         if (!(devs >> d & 1) || !gt_pool_read(d, &reserved, &used) || reserved == A.pool_reserved[d])
             continue;
         A.pool_reserved[d] = reserved;
+        A.pool_read_t[d] = gt_now_ns();
         A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved,
                                                      .total = used};
     }
@@ -271,7 +273,7 @@ void gt_activity_tick(void)
     graph_sample(now, false);
 }
 
-/* Writer, stopping (before the last drain): the pools' and graphs' last change. */
+/* Writer, stopping (after the last drain and the exit sample): the pools' and graphs' last change. */
 void gt_activity_stop_pools(void)
 {
     if (atomic_load_explicit(&gt_cuda_ready, memory_order_acquire)) {
@@ -306,10 +308,18 @@ void gt_activity_stop_sample(void)
     A.nend = 0;
     graph_keep(A.end_graphs, A.nend_graphs, true);
     A.nend_graphs = 0;
-    for (int i = 0; i < A.nend_pools; i++) {   /* (a reservation as last written needs no row) */
-        if (A.pool_reserved[A.end_pools[i].device] == A.end_pools[i].used)
+    /* a reservation as last written, and read before the exit sample, needs no
+     * row; one the writer read again after it (the program's last pool calls
+     * drained between its atexit and the stop) does: the ledger takes the
+     * reading at or before the sample */
+    for (int i = 0; i < A.nend_pools; i++) {
+        int d = A.end_pools[i].device;
+        if (A.pool_reserved[d] == A.end_pools[i].used && A.pool_read_t[d] <= A.end_pools[i].t_ns)
             continue;
-        A.pool_reserved[A.end_pools[i].device] = A.end_pools[i].used;
+        if (A.pool_read_t[d] <= A.end_pools[i].t_ns) {   /* (a later reading stays the last written) */
+            A.pool_reserved[d] = A.end_pools[i].used;
+            A.pool_read_t[d] = A.end_pools[i].t_ns;
+        }
         A.pools[A.npools < 64 ? A.npools++ : 63] = A.end_pools[i];   /* (the newest takes the last place) */
     }
     A.nend_pools = 0;
