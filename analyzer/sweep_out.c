@@ -258,9 +258,9 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
         if (s->untraced >= 0 || s->unaccounted) {
             printf("\n  held outside the trace (the CUDA context, modules, other processes):");
             if (s->untraced >= 0)
-                printf(" %s by NVML's readings%s", gt_fmt_bytes(s->untraced, b3), s->unaccounted ? ";" : "");
+                printf(" %s by NVML's readings%s", gt_fmt_bytes(s->untraced, b3), s->unaccounted ? "," : "");
             if (s->unaccounted)
-                printf(" %s when a run failed", gt_fmt_bytes(s->unaccounted, b3));
+                printf("%s%s when a run failed", s->untraced >= 0 ? "\n  " : " ", gt_fmt_bytes(s->unaccounted, b3));
         }
         printf("\n  available to the fitted level: %s", gt_fmt_bytes(gt_sweep_available(s), b1));
         if (s->untraced < 0)
