@@ -11,6 +11,7 @@ import os
 import re
 import resource
 
+import gtlib
 from gtlib import BUILD, GPUTRACE, TraceTest, base_env, prog, query, run
 from test_nvtx import FAKE_CUPTI
 
@@ -39,6 +40,24 @@ class PoolReservation(TraceTest):
         at = {x['instant']: x for x in led['instants']}
         pool = [b for b in at['exit']['buckets'] if b['kind'] == 'pool'][0]
         self.assertEqual((pool['bytes'], pool['reservation_known']), (14 * MiB, True))
+
+    def test_the_pools_reservation_is_read_with_the_exit_sample(self):
+        # a program over before the writer's first round: the ledger measures
+        # what NVML shows outside the trace at the exit sample against the
+        # pool's reservation then, so a reading must lie at or before it (the
+        # pool reserves 100 MiB beyond its 752 MiB in use; a 40 MiB context)
+        p, db = self.trace([prog('sweep_train'), '--batch-size', '86', '--async', '--per-sample', str(8 * MiB)],
+                           env_extra={'LD_LIBRARY_PATH': gtlib.WITH_NVML, 'FAKE_CUDA_DEVICE_BYTES': 1024 * MiB,
+                                      'FAKE_CUDA_CONTEXT_BYTES': 40 * MiB, 'FAKE_CUDA_POOL_SLACK_BYTES': 100 * MiB,
+                                      'GPUTRACE_CUPTI': 0})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t_exit = query(db, 'SELECT max(t_ns) FROM memory_samples')[0][0]
+        rows = query(db, "SELECT size FROM memory_pools WHERE op = 'sampled' AND t_ns <= ? ORDER BY t_ns DESC LIMIT 1",
+                     (t_exit,))
+        self.assertEqual(rows, [(852 * MiB,)])
+        out = run([GPUTRACE, 'peak', '--json', db], preload=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)['room']['held_outside_trace_bytes'], 40 * MiB)
 
     def test_default_cupti_kinds_leave_out_the_drivers_allocation_and_pool_records(self):
         db = os.path.join(self.dir, 'kinds.db')
