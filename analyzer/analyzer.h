@@ -152,10 +152,14 @@ struct gt_room {
     int64_t pool_slack;         /* of it: the pool's slack at the batch size predicted (margin.c); -1 none */
     int device;                 /* the device measured */
     int pool_read;              /* the trace holds readings of the pool's reservation on the device */
+    int64_t pool_reserved_max;  /* the fitted level is a pool: its reservation at its highest; -1 */
     int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
     int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
 };
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
+/* The highest reading of the stream-ordered pool's reservation on device d
+ * (GT_ANY_DEVICE: any), -1 when the trace holds none. */
+int64_t gt_room_pool_reserved_max(struct gt_ctx *c, int d);
 
 /* ---- margin.c: the pool's slack per traced batch size, fitted like the peak */
 struct gt_slack_bs {

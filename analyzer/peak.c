@@ -123,7 +123,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     }
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
     pk->device_total = gt_ctx_device_total(c, &pk->sel);
-    pk->room.available = pk->room.margin = -1;
+    pk->room.available = pk->room.margin = pk->room.pool_reserved_max = -1;
     const struct gt_iterations *its;
     int code = gt_ctx_iterations(c, &its);
     if (code)
@@ -564,6 +564,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint_or_null(j, "other_processes_bytes", pk.room.untraced.others);
         gt_json_kint(j, "beside_level_bytes", pk.room.other_levels);
         gt_json_kint(j, "graph_memory_bytes", pk.room.graph_memory);
+        gt_json_kint_or_null(j, "pool_reserved_max_bytes", pk.room.pool_reserved_max);
         gt_json_kint_or_null(j, "pool_slack_bytes", pk.room.pool_slack);
         gt_json_kint_or_null(j, "safety_bytes", pk.safety);
         gt_json_kint(j, "device_granularity_bytes", pk.room.granularity);

@@ -535,7 +535,14 @@
       if ((bs === undefined || bs === null) && sizes.length === 1) bs = sizes[0];
       if (bs === undefined || bs === null) return;
       var f = ((tr.oom && !tr.oom.error && tr.oom.failures) || []).filter(function (x) { return x.ended_program; })[0];
-      runs.push({n: n, file: tr.file, bs: bs, peak: tr.peak.peak_bytes, oom: !!f,
+      /* the peak as gputrace sweep counts it: under a pool its reservation at
+       * its highest, and what the driver held for CUDA graphs */
+      var room = tr.peak.room || {}, level = tr.peak.peak_bytes, reserved = room.pool_reserved_max_bytes;
+      if (reserved !== null && reserved !== undefined && reserved > level) level = reserved;
+      var avail = tr.peak.available_bytes;
+      runs.push({n: n, file: tr.file, bs: bs, peak: level + (room.graph_memory_bytes || 0), oom: !!f,
+        pooled: reserved !== null && reserved !== undefined,
+        headroom: avail === null || avail === undefined ? null : Math.max(0, avail - level),
         needed: f ? f.live_bytes + (f.requested_bytes || 0) : null, limit: tr.peak.device_total_bytes});
     });
     var distinct = runs.map(function (r) { return r.bs; }).filter(function (b, i, a) { return a.indexOf(b) === i; });
@@ -565,7 +572,8 @@
           r.file + ': batch size ' + r.bs + ', out of memory' + (r.needed ? ' (needed at least ' + fmtBytes(r.needed) + ')' : ''));
       } else {
         tip(sv('circle', {cx: p.x(r.bs), cy: p.y(r.peak || 0), r: 5, 'class': 'dot sweep-fit', fill: '#2e86c1',
-          'data-batch-size': r.bs, 'data-bytes': r.peak}, p.body), r.file + ': batch size ' + r.bs + ', peak ' + fmtBytes(r.peak));
+          'data-batch-size': r.bs, 'data-bytes': r.peak}, p.body), r.file + ': batch size ' + r.bs + ', peak ' + fmtBytes(r.peak) +
+          (r.pooled ? ' (pool reserved)' : ''));
       }
     });
     var ran = runs.filter(function (r) { return !r.oom; }).map(function (r) { return r.bs; });
@@ -574,6 +582,13 @@
     var t = hi === null ? 'No run fitted.' : 'Largest batch size that ran: ' + hi + (lo === null ? '; none ran out of memory.' :
       '; smallest that ran out of memory: ' + lo + (lo === hi + 1 ? ' (adjacent: the boundary is proven).' : '.'));
     el('p', {'class': 'note sweep-text'}, box, t);
+    /* what the largest that ran left of the device at its peak, its tightest run (NVML's readings) */
+    var left = runs.filter(function (r) { return !r.oom && r.bs === hi && r.headroom !== null; })
+      .map(function (r) { return r.headroom; });
+    if (left.length)
+      el('p', {'class': 'note sweep-headroom', 'data-bytes': Math.min.apply(null, left)}, box, 'At its peak the tightest run of ' +
+        hi + ' left ' + fmtBytes(Math.min.apply(null, left)) + ' of the device unused (NVML\u2019s total less what the trace and ' +
+        'NVML show held).');
     table(box, 'sweep-runs', ['batch size', 'peak', 'result', 'trace'], runs.slice().sort(function (a, b) { return a.bs - b.bs; })
       .map(function (r) {
         return [String(r.bs), r.oom ? (r.needed ? '\u2265 ' + fmtBytes(r.needed) : '') : fmtBytes(r.peak), r.oom ? 'out of memory' : 'fits', r.file];

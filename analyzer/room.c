@@ -36,6 +36,32 @@ static int64_t granularity(const struct gt_trace *t, int m, int d)
     return seen ? (int64_t)g : 1;
 }
 
+/* The highest reading of the stream-ordered pool's reservation on device d
+ * (GT_ANY_DEVICE: any): the writer's (memory_pools) or CUPTI's driver
+ * records; -1 when the trace holds none. Under cudaMallocAsync the device
+ * gives the pool what it reserves, not what it uses: a fresh process on an
+ * H100 held 80224 MiB reserved for 74563 MiB in use (7.6% more), so a fit
+ * of bytes in use predicted every batch too large. */
+int64_t gt_room_pool_reserved_max(struct gt_ctx *c, int d)
+{
+    static const char *const sql[] = {
+        "SELECT MAX(size) FROM memory_pools WHERE (?1 < 0 OR device = ?1) AND size IS NOT NULL",
+        "SELECT MAX(pool_size) FROM driver_memory WHERE (?1 < 0 OR device = ?1) AND pool_size IS NOT NULL",
+    };
+    int64_t best = -1;
+    for (int q = 0; q < 2; q++) {
+        sqlite3_stmt *st;
+        if (gt_trace_prepare_optional(&c->t, sql[q], &st, "reading the pool's reservation") || !st)
+            continue;   /* (a trace from before the table) */
+        sqlite3_bind_int64(st, 1, d == GT_ANY_DEVICE ? -1 : d);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+            sqlite3_column_int64(st, 0) > best)
+            best = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return best;
+}
+
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r)
 {
     struct gt_trace *t = &c->t;
@@ -44,6 +70,7 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
     int d = sel->device != GT_ANY_DEVICE ? sel->device
             : peak_ev != GT_NO_EVENT && t->ev[peak_ev].device >= 0 ? t->ev[peak_ev].device : 0;
     r->device = d;
+    r->pool_reserved_max = sel->mem_mask & GT_MASK(GT_MEM_POOL) ? gt_room_pool_reserved_max(c, d) : -1;
     int code = gt_ledger_untraced(c, d, &r->untraced);
     if (code)
         return code;

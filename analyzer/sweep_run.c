@@ -96,32 +96,6 @@ static int64_t largest_before_loop(struct gt_ctx *c)
     return big;
 }
 
-/* The highest reading of the stream-ordered pool's reservation on device d
- * (GT_ANY_DEVICE: any): the writer's (memory_pools) or CUPTI's driver
- * records; -1 when the trace holds none. Under cudaMallocAsync the device
- * gives the pool what it reserves, not what it uses: a fresh process on an
- * H100 held 80224 MiB reserved for 74563 MiB in use (7.6% more), so a fit
- * of bytes in use predicted every batch too large. */
-static int64_t pool_reserved_max(struct gt_ctx *c, int d)
-{
-    static const char *const sql[] = {
-        "SELECT MAX(size) FROM memory_pools WHERE (?1 < 0 OR device = ?1) AND size IS NOT NULL",
-        "SELECT MAX(pool_size) FROM driver_memory WHERE (?1 < 0 OR device = ?1) AND pool_size IS NOT NULL",
-    };
-    int64_t best = -1;
-    for (int q = 0; q < 2; q++) {
-        sqlite3_stmt *st;
-        if (gt_trace_prepare_optional(&c->t, sql[q], &st, "reading the pool's reservation") || !st)
-            continue;   /* (a trace from before the table) */
-        sqlite3_bind_int64(st, 1, d == GT_ANY_DEVICE ? -1 : d);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
-            sqlite3_column_int64(st, 0) > best)
-            best = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    return best;
-}
-
 /* Reads one trace of the run into r (the one with the highest peak wins). */
 static int measure_trace(struct gt_sweep_run *r, const char *path, const struct gt_opts *o)
 {
@@ -146,7 +120,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     /* under a pool, the peak is its reservation at its highest (the rest of
      * the ledger is held outside); in use where no reading exists, said */
     int pool = (pk.sel.mem_mask & GT_MASK(GT_MEM_POOL)) != 0;
-    int64_t reserved = pool ? pool_reserved_max(&c, pk.sel.device) : -1;
+    int64_t reserved = pool ? gt_room_pool_reserved_max(&c, pk.sel.device) : -1;
     /* what the driver held for CUDA graphs' nodes is the run's too (a
      * captured step's nodes grow with its batch), in no level: added */
     int64_t level_peak = reserved > pk.overall_peak ? reserved : pk.overall_peak;
@@ -189,7 +163,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
          * (on an H100 the model then stepped down by one batch size per
          * failure, 20 runs without an end) */
         int64_t pool_need = end.requested >= 0 ? end.live_pool + end.requested : -1;
-        int64_t pool_held = end.live_pool ? pool_reserved_max(&c, end.device) : -1;
+        int64_t pool_held = end.live_pool ? gt_room_pool_reserved_max(&c, end.device) : -1;
         if (pool_need >= 0 && pool_held > pool_need)
             pool_need = pool_held;
         /* held for CUDA graphs by then: the run's own, in no level (as its peak) */

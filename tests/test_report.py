@@ -323,6 +323,29 @@ class Layout(ReportTest):
         dom, _, _ = self.report(dbs[0])
         self.assertEqual(dom.find('section', 'sweep'), [])
 
+    def test_a_pool_sweeps_report_draws_the_peaks_the_sweep_counted_and_the_largest_s_headroom(self):
+        # a real sweep of the stand-in under a pool (100 MiB of slack beyond use,
+        # a 128 MiB workspace beside it, a 40 MiB context that NVML shows): the
+        # report's dots are the pool's reservations the sweep fitted, not the
+        # bytes in use, and the largest that ran, 86, left 4 MiB
+        from gtlib import GPUTRACE, WITH_NVML, base_env, prog, run
+        d = os.path.join(self.dir, 'sweep')
+        p = run([GPUTRACE, 'sweep', '--json', '--dir', d, '--', prog('sweep_train'), '--batch-size', '{bs}', '--async',
+                 '--workspace', str(128 * T.MiB), '--per-sample', str(8 * T.MiB)], preload=False,
+                env=base_env(FAKE_CUDA_DEVICE_BYTES=1024 * T.MiB, FAKE_CUDA_CONTEXT_BYTES=40 * T.MiB,
+                             FAKE_CUDA_POOL_SLACK_BYTES=100 * T.MiB, LD_LIBRARY_PATH=WITH_NVML), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc['max_batch_size'], 86)
+        dom, _, _ = self.report(*sorted(r['trace'] for r in doc['runs']))
+        dots = sorted((int(e.attrs['data-batch-size']), int(e.attrs['data-bytes'])) for e in dom.find('circle', 'sweep-fit'))
+        self.assertEqual(dots, sorted((r['batch_size'], r['peak_bytes']) for r in doc['runs'] if not r['oom']))
+        self.assertEqual(dots[0], (1, (164 + 8) * T.MiB))
+        left = dom.find('p', 'sweep-headroom')
+        self.assertEqual(int(left[0].attrs['data-bytes']), doc['headroom']['bytes'])
+        self.assertEqual(doc['headroom']['bytes'], 4 * T.MiB)
+        self.assertIn('the tightest run of 86 left 4.00 MiB of the device unused', left[0].text)
+
     def test_ledger_draws_who_held_the_memory_at_peak_and_exit_beside_nvml(self):
         db = T.ledger_job(self.dir)
         dom, data, _ = self.report(db)
