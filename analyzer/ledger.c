@@ -250,15 +250,29 @@ static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
 {
     struct gt_trace *t = &c->t;
     int64_t device = 0, pool = 0;
-    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
+    int pool_before = 0, pool_later = 0;   /* pool calls on d before at, at or after it */
+    for (size_t i = 0; i < t->nev; i++) {
         int m, slot;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
-        if (delta && slot == d && m == GT_MEM_DEVICE)
+        if (!delta || slot != d)
+            continue;
+        if (t->ev[i].t >= at) {
+            pool_later |= m == GT_MEM_POOL;
+            continue;
+        }
+        if (m == GT_MEM_DEVICE)
             device += delta;
-        else if (delta && slot == d && m == GT_MEM_POOL)
+        else if (m == GT_MEM_POOL) {
             pool += delta;
+            pool_before = 1;
+        }
     }
     int64_t reserved = gt_ledger_pool_reserved(t, d, at);
+    /* no reading before at, and no pool call after it: the next reading is the
+     * reservation at at (a device whose first pool call the writer saw only
+     * in its last drain is read after the exit sample) */
+    if (reserved < 0 && pool_before && !pool_later)
+        reserved = gt_ledger_pool_reserved_after(t, d, at);
     return device + (reserved > pool ? reserved : pool) + graph_memory_at(t, d, at);
 }
 

@@ -62,6 +62,38 @@ class Ledger(T.AnalyzerTest):
         self.assertIn('no NVML samples', self.ok('summary', self.job(samples=False)).stdout)
 
 
+class PoolReadAfterTheExitSample(T.AnalyzerTest):
+    """A device whose pool calls the shim's writer first saw in its last drain
+    has its pool read only after the exit sample: with no pool call after the
+    sample, that reading is the reservation at it, not memory outside the
+    trace."""
+
+    def trace(self, later_call=False):
+        t = T.Trace(os.path.join(self.dir, 'late%d.db' % later_call), device_total=80 * GiB)
+        ptrs = [t.alloc(100 * MiB, ['forward', 'main'], api='cudaMallocAsync') for _ in range(3)]
+        for ptr in ptrs:
+            t.free(ptr)
+        exit_t = t.now() + 10
+        if later_call:   # a pool call after the sample: the later reading is no figure for it
+            t.free(t.alloc(50 * MiB, ['forward', 'main'], api='cudaMallocAsync'))
+        db = t.close()
+        with sqlite3.connect(db) as con:
+            # the exit sample: the context and the pool's 400 MiB reservation (nothing traced is live)
+            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+                        (exit_t, CONTEXT + 400 * MiB, 80 * GiB, CONTEXT + 400 * MiB))
+            con.execute("INSERT INTO memory_pools (t_ns, op, size, utilized_size, device) VALUES (?, 'sampled', ?, 0, 0)",
+                        (exit_t + 10 ** 6, 400 * MiB))
+        return db
+
+    def test_the_reading_after_the_exit_sample_is_the_pool_at_it(self):
+        room = self.json('peak', self.trace())['room']
+        self.assertEqual(room['held_outside_trace_bytes'], CONTEXT)
+
+    def test_a_pool_call_between_them_leaves_the_later_reading_out(self):
+        room = self.json('peak', self.trace(later_call=True))['room']
+        self.assertEqual(room['held_outside_trace_bytes'], CONTEXT + 400 * MiB)
+
+
 class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
     """Issue 11 part 1: the memory the driver takes with no traced call after
     the start (kernel modules loaded lazily at a kernel's first launch, a
