@@ -244,35 +244,43 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
     return GT_EXIT_OK;
 }
 
+/* The pool's reservation on device d at time at (gt_ledger_pool_reserved);
+ * with no reading before at, the next one when no pool call on d lies
+ * between: a device whose pool calls the shim's writer first saw in its
+ * last drain is read only after the exit sample. -1 when neither. */
+static int64_t pool_reserved_at(struct gt_ctx *c, int d, int64_t at)
+{
+    struct gt_trace *t = &c->t;
+    int64_t reserved = gt_ledger_pool_reserved(t, d, at);
+    if (reserved >= 0)
+        return reserved;
+    int before = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        int m, slot;
+        if (!gt_slot_delta(t, &c->p, i, &m, &slot) || slot != d || m != GT_MEM_POOL)
+            continue;
+        if (t->ev[i].t >= at)
+            return -1;
+        before = 1;
+    }
+    return before ? gt_ledger_pool_reserved_after(t, d, at) : -1;
+}
+
 /* All the trace holds on device d just before time at: device level plus
  * the pool at its reservation (in use, when the reservation is unknown). */
 static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
 {
     struct gt_trace *t = &c->t;
     int64_t device = 0, pool = 0;
-    int pool_before = 0, pool_later = 0;   /* pool calls on d before at, at or after it */
-    for (size_t i = 0; i < t->nev; i++) {
+    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
         int m, slot;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
-        if (!delta || slot != d)
-            continue;
-        if (t->ev[i].t >= at) {
-            pool_later |= m == GT_MEM_POOL;
-            continue;
-        }
-        if (m == GT_MEM_DEVICE)
+        if (delta && slot == d && m == GT_MEM_DEVICE)
             device += delta;
-        else if (m == GT_MEM_POOL) {
+        else if (delta && slot == d && m == GT_MEM_POOL)
             pool += delta;
-            pool_before = 1;
-        }
     }
-    int64_t reserved = gt_ledger_pool_reserved(t, d, at);
-    /* no reading before at, and no pool call after it: the next reading is the
-     * reservation at at (a device whose first pool call the writer saw only
-     * in its last drain is read after the exit sample) */
-    if (reserved < 0 && pool_before && !pool_later)
-        reserved = gt_ledger_pool_reserved_after(t, d, at);
+    int64_t reserved = pool_reserved_at(c, d, at);
     return device + (reserved > pool ? reserved : pool) + graph_memory_at(t, d, at);
 }
 
@@ -501,7 +509,7 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     free(cat_of);
     if (code)
         return -code;
-    x.pool_reserved = gt_ledger_pool_reserved(t, d, at);
+    x.pool_reserved = pool_reserved_at(c, d, at);
     x.graph_memory = graph_memory_at(t, d, at);
     int n = 0;
     for (int k = 0; k < NCAT && n < max; k++)
@@ -548,7 +556,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (per_process && !cut) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
-            start.pool_reserved = gt_ledger_pool_reserved(t, d, first.t);
+            start.pool_reserved = pool_reserved_at(c, d, first.t);
             start.graph_memory = graph_memory_at(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
@@ -565,7 +573,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
                 struct instant x = {.t = s.t};
                 if ((code = live_at(c, d, s.t, cat_of, x.by_cat, &x.pool_live)))
                     break;
-                x.pool_reserved = gt_ledger_pool_reserved(t, d, s.t);
+                x.pool_reserved = pool_reserved_at(c, d, s.t);
                 x.graph_memory = graph_memory_at(t, d, s.t);
                 modules = s.process - accounted(&x, -1) - context;
                 modules = modules > 0 ? modules : 0;
@@ -582,7 +590,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[1].t = peak_instant(c, d, &peak);
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
-            at[k].pool_reserved = gt_ledger_pool_reserved(t, d, at[k].t);
+            at[k].pool_reserved = pool_reserved_at(c, d, at[k].t);
             at[k].graph_memory = graph_memory_at(t, d, at[k].t);
             at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;
         }

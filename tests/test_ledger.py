@@ -86,8 +86,14 @@ class PoolReadAfterTheExitSample(T.AnalyzerTest):
         return db
 
     def test_the_reading_after_the_exit_sample_is_the_pool_at_it(self):
-        room = self.json('peak', self.trace())['room']
+        db = self.trace()
+        room = self.json('peak', db)['room']
         self.assertEqual(room['held_outside_trace_bytes'], CONTEXT)
+        led = self.json('summary', db)['ledger'][0]
+        x = {i['instant']: i for i in led['instants']}['exit']
+        pool = [b for b in x['buckets'] if b['kind'] == 'pool'][0]
+        self.assertEqual((pool['bytes'], pool['reservation_known']), (400 * MiB, True))
+        self.assertEqual((led['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 0))
 
     def test_a_pool_call_between_them_leaves_the_later_reading_out(self):
         room = self.json('peak', self.trace(later_call=True))['room']
