@@ -26,6 +26,7 @@
 
 #include "analyzer.h"
 #include "format.h"
+#include "ledger.h"
 #include "trace_rows.h"
 
 /* Libraries named by a module on the allocating stack (the innermost one
@@ -78,133 +79,6 @@ static int site_category(struct gt_trace *t, int32_t site, int *code)
     return CAT_DIRECT;
 }
 
-struct sample {
-    int64_t t, used, process, total;   /* process -1: NVML cannot tell */
-};
-
-/* The first and last NVML samples of device d; 0 if it has none. */
-static int samples_of(struct gt_trace *t, int d, struct sample *first, struct sample *last, int *code)
-{
-    struct gt_rows r;
-    int n = 0, more = 0;
-    *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
-    while (!*code && (more = gt_rows_next(&r)) > 0) {
-        if (gt_rows_int(&r, 1, -1) != d)
-            continue;
-        struct sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
-        if (!n++)
-            *first = s;
-        *last = s;
-    }
-    if (!*code && more < 0)
-        *code = -more;
-    gt_rows_close(&r);
-    return n;
-}
-
-/* The first sample of device d at or after time at and before time before
- * (the sample the shim takes when the first iteration has ended); 0 if none. */
-static int sample_between(struct gt_trace *t, int d, int64_t at, int64_t before, struct sample *out, int *code)
-{
-    struct gt_rows r;
-    int found = 0, more;
-    *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
-    while (!*code && !found && (more = gt_rows_next(&r)) > 0) {
-        struct sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
-        if (gt_rows_int(&r, 1, -1) == d && s.t >= at && s.t < before) {
-            *out = s;
-            found = 1;
-        }
-    }
-    if (!*code && !found && more < 0)
-        *code = -more;
-    gt_rows_close(&r);
-    return found;
-}
-
-/* The stream-ordered pool's reservation on device d at time at: the latest
- * record before it, the writer's readings of the pool (memory_pools, op
- * 'sampled') or CUPTI's driver-memory and memory-pool records where they were
- * asked for; -1 when the trace holds none. */
-static int64_t pool_reserved_near(struct gt_trace *t, int d, int64_t at, int after)
-{
-    static const char *const sql[] = {
-        "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND t_ns <= ?2 AND pool_size IS NOT NULL"
-        " ORDER BY t_ns DESC LIMIT 1",
-        "SELECT size, t_ns FROM memory_pools WHERE device = ?1 AND t_ns <= ?2 AND size IS NOT NULL"
-        " ORDER BY t_ns DESC LIMIT 1",
-        "SELECT pool_size, -t_ns FROM driver_memory WHERE device = ?1 AND t_ns >= ?2 AND pool_size IS NOT NULL"
-        " ORDER BY t_ns LIMIT 1",
-        "SELECT size, -t_ns FROM memory_pools WHERE device = ?1 AND t_ns >= ?2 AND size IS NOT NULL"
-        " ORDER BY t_ns LIMIT 1",
-    };
-    int64_t best = -1, best_t = INT64_MIN;
-    for (int q = after ? 2 : 0; q < (after ? 4 : 2); q++) {   /* after: the nearest later record wins */
-        sqlite3_stmt *st;
-        if (gt_trace_prepare_optional(t, sql[q], &st, "reading pool records") || !st)
-            continue;
-        sqlite3_bind_int64(st, 1, d);
-        sqlite3_bind_int64(st, 2, at);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 1) > best_t) {
-            best = sqlite3_column_int64(st, 0);
-            best_t = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_finalize(st);
-    }
-    return best;
-}
-
-/* The memory the driver held for CUDA graphs' allocation nodes on device d
- * at time at: the shim's latest reading before it (graph_memory; it reads at
- * most 100 ms apart, at each NVML sample and at exit); 0 when there is none
- * (no graph ran yet, or the trace predates the table). */
-static int64_t graph_memory_at(struct gt_trace *t, int d, int64_t at)
-{
-    sqlite3_stmt *st;
-    int64_t v = 0;
-    if (gt_trace_prepare_optional(t, "SELECT reserved_bytes FROM graph_memory WHERE device = ?1 AND t_ns <= ?2"
-                                     " ORDER BY t_ns DESC LIMIT 1", &st, "reading graph memory") || !st)
-        return 0;
-    sqlite3_bind_int64(st, 1, d);
-    sqlite3_bind_int64(st, 2, at);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v > 0 ? v : 0;
-}
-
-int64_t gt_ledger_graph_memory_max(struct gt_trace *t, int d, int64_t *least)
-{
-    sqlite3_stmt *st;
-    int64_t v = 0;
-    if (least)
-        *least = 0;
-    if (gt_trace_prepare_optional(t, "SELECT MAX(reserved_bytes), MIN(NULLIF(reserved_bytes, 0)) FROM graph_memory"
-                                     " WHERE ?1 < 0 OR device = ?1", &st, "reading graph memory") || !st)
-        return 0;
-    sqlite3_bind_int64(st, 1, d == GT_ANY_DEVICE ? -1 : d);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        v = sqlite3_column_int64(st, 0);
-        if (least && sqlite3_column_type(st, 1) != SQLITE_NULL)
-            *least = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    return v > 0 ? v : 0;
-}
-
-int64_t gt_ledger_pool_reserved(struct gt_trace *t, int d, int64_t at)
-{
-    return pool_reserved_near(t, d, at, 0);
-}
-
-/* The first reading of the pool's reservation at or after time at; -1 none.
- * A pool that never gives memory back (PyTorch's) holds then at least what it
- * held at at: an upper bound, for a margin that must not be too small. */
-int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
-{
-    return pool_reserved_near(t, d, at, 1);
-}
-
 /* Live bytes on device d just before the first event at or after time at:
  * device-level by category, and pool bytes in use. */
 static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_cat[NCAT], int64_t *pool_live)
@@ -244,70 +118,6 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
     return GT_EXIT_OK;
 }
 
-/* The pool's reservation on device d at time at (gt_ledger_pool_reserved);
- * with no reading before at, the next one when no pool call on d lies
- * between: a device whose pool calls the shim's writer first saw in its
- * last drain is read only after the exit sample. -1 when neither. */
-static int64_t pool_reserved_at(struct gt_ctx *c, int d, int64_t at)
-{
-    struct gt_trace *t = &c->t;
-    int64_t reserved = gt_ledger_pool_reserved(t, d, at);
-    if (reserved >= 0)
-        return reserved;
-    int before = 0;
-    for (size_t i = 0; i < t->nev; i++) {
-        int m, slot;
-        if (!gt_slot_delta(t, &c->p, i, &m, &slot) || slot != d || m != GT_MEM_POOL)
-            continue;
-        if (t->ev[i].t >= at)
-            return -1;
-        before = 1;
-    }
-    return before ? gt_ledger_pool_reserved_after(t, d, at) : -1;
-}
-
-/* All the trace holds on device d just before time at: device level plus
- * the pool at its reservation (in use, when the reservation is unknown). */
-static int64_t traced_at(struct gt_ctx *c, int d, int64_t at)
-{
-    struct gt_trace *t = &c->t;
-    int64_t device = 0, pool = 0;
-    for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
-        int m, slot;
-        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
-        if (delta && slot == d && m == GT_MEM_DEVICE)
-            device += delta;
-        else if (delta && slot == d && m == GT_MEM_POOL)
-            pool += delta;
-    }
-    int64_t reserved = pool_reserved_at(c, d, at);
-    return device + (reserved > pool ? reserved : pool) + graph_memory_at(t, d, at);
-}
-
-int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
-{
-    struct gt_trace *t = &c->t;
-    struct sample first = {0}, last = {0};
-    int code;
-    memset(u, 0, sizeof *u);
-    u->bytes = u->others = u->total = -1;
-    if (!samples_of(t, d, &first, &last, &code) || !t->nev)
-        return code;
-    /* modules loaded and workspaces taken late make the last sample the
-     * fullest; it is taken at exit, when nothing is being allocated */
-    int at_end = last.t >= t->ev[t->nev - 1].t;
-    int64_t held = last.used - traced_at(c, d, last.t);
-    if (!at_end) {
-        int64_t h = first.used - traced_at(c, d, first.t);
-        held = h > held ? h : held;
-    }
-    u->bytes = held > 0 ? held : 0;
-    u->others = last.process >= 0 ? last.used - last.process : -1;
-    u->total = last.total > 0 ? last.total : -1;
-    u->t = last.t;
-    return GT_EXIT_OK;
-}
-
 /* The instant device d's memory in use (device + pool level) peaked. */
 static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
 {
@@ -335,7 +145,7 @@ struct instant {
     int64_t graph_memory;   /* held for graphs' allocation nodes (graph_memory) */
     int64_t modules;     /* kernel modules and library start-up, measured after the first iteration; -1 */
     int have_nvml;
-    struct sample s;
+    struct gt_nvml_sample s;
 };
 
 static int64_t accounted(const struct instant *x, int64_t context)
@@ -509,8 +319,8 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     free(cat_of);
     if (code)
         return -code;
-    x.pool_reserved = pool_reserved_at(c, d, at);
-    x.graph_memory = graph_memory_at(t, d, at);
+    x.pool_reserved = gt_ledger_pool_reserved_at(c, d, at);
+    x.graph_memory = gt_ledger_graph_memory_at(t, d, at);
     int n = 0;
     for (int k = 0; k < NCAT && n < max; k++)
         if (x.by_cat[k])
@@ -543,8 +353,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (d < 0 || d >= GT_HOST_SLOT || seen[d] || (lv[l].memory != GT_MEM_DEVICE && lv[l].memory != GT_MEM_POOL))
             continue;
         seen[d] = 1;
-        struct sample first = {0}, last = {0};
-        int ns = samples_of(t, d, &first, &last, &code);
+        struct gt_nvml_sample first = {0}, last = {0};
+        int ns = gt_ledger_samples(t, d, &first, &last, &code);
         if (code)
             break;
         /* context: the process's bytes at the first sample minus all the trace shows live then */
@@ -556,8 +366,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (per_process && !cut) {
             if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
                 break;
-            start.pool_reserved = pool_reserved_at(c, d, first.t);
-            start.graph_memory = graph_memory_at(t, d, first.t);
+            start.pool_reserved = gt_ledger_pool_reserved_at(c, d, first.t);
+            start.graph_memory = gt_ledger_graph_memory_at(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
         }
@@ -568,13 +378,13 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         int64_t modules = -1, modules_t = -1;
         const struct gt_iterations *its;
         if (context >= 0 && !(code = gt_ctx_iterations(c, &its)) && its->n) {   /* (a remainder over the context) */
-            struct sample s;
-            if (sample_between(t, d, its->it[0].end > first.t ? its->it[0].end : first.t + 1, last.t, &s, &code)) {
+            struct gt_nvml_sample s;
+            if (gt_ledger_sample_between(t, d, its->it[0].end > first.t ? its->it[0].end : first.t + 1, last.t, &s, &code)) {
                 struct instant x = {.t = s.t};
                 if ((code = live_at(c, d, s.t, cat_of, x.by_cat, &x.pool_live)))
                     break;
-                x.pool_reserved = pool_reserved_at(c, d, s.t);
-                x.graph_memory = graph_memory_at(t, d, s.t);
+                x.pool_reserved = gt_ledger_pool_reserved_at(c, d, s.t);
+                x.graph_memory = gt_ledger_graph_memory_at(t, d, s.t);
                 modules = s.process - accounted(&x, -1) - context;
                 modules = modules > 0 ? modules : 0;
                 modules_t = s.t;
@@ -590,8 +400,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[1].t = peak_instant(c, d, &peak);
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
-            at[k].pool_reserved = pool_reserved_at(c, d, at[k].t);
-            at[k].graph_memory = graph_memory_at(t, d, at[k].t);
+            at[k].pool_reserved = gt_ledger_pool_reserved_at(c, d, at[k].t);
+            at[k].graph_memory = gt_ledger_graph_memory_at(t, d, at[k].t);
             at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;
         }
         if (code)

@@ -1,0 +1,25 @@
+/* ledger.h - what the ledger (ledger.c) reads beside the trace's events
+ * (ledger_readings.c): NVML's samples, the pools' reservation and the memory
+ * held for graphs at a given time, and what NVML shows held outside the
+ * trace. Internal to the analyzer. */
+#ifndef GT_LEDGER_H
+#define GT_LEDGER_H
+#include <stdint.h>
+
+#include "analyzer.h"
+
+struct gt_nvml_sample {
+    int64_t t, used, process, total;   /* process -1: NVML cannot tell */
+};
+
+/* The first and last NVML samples of device d; 0 if it has none. */
+int gt_ledger_samples(struct gt_trace *t, int d, struct gt_nvml_sample *first, struct gt_nvml_sample *last, int *code);
+/* The first sample of device d at or after time at and before time before; 0 if none. */
+int gt_ledger_sample_between(struct gt_trace *t, int d, int64_t at, int64_t before, struct gt_nvml_sample *out,
+                             int *code);
+/* The memory the driver held for graphs' allocation nodes on device d at time at; 0 none. */
+int64_t gt_ledger_graph_memory_at(struct gt_trace *t, int d, int64_t at);
+/* The pool's reservation on device d at time at (see ledger_readings.c); -1 none. */
+int64_t gt_ledger_pool_reserved_at(struct gt_ctx *c, int d, int64_t at);
+
+#endif
