@@ -233,6 +233,9 @@ struct gt_peak {
     int64_t overall_peak;
     uint32_t overall_ev;
 };
+/* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
+ * and a prediction from the fit is not worth acting on. */
+#define GT_FIT_RELIABLE_R2 0.9
 int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk);
 void gt_peak_free(struct gt_peak *pk);
 int gt_report_peak(struct gt_ctx *c, struct gt_json *j);
