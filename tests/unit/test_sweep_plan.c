@@ -531,6 +531,51 @@ static void test_h200_transformer_async_run_replayed_takes_the_secant_from_its_f
     }
 }
 
+/* Session 28's second H200 run of that transformer (call 6): its phase 1
+ * drew another slack (the fit 544 MiB + 512 MiB x bs, 275 predicted); 275,
+ * 274 and 270 failed, 254 fit, the secant's 269 failed, 261, 265, 267 and
+ * 268 fit, 268 failed on its repeat, 267 fit again: 267 in 14 runs. The
+ * figures are the log's, between them interpolated (made up); 268 fits on
+ * its first run only. Told within what the first prediction allows
+ * (141344..141855 MiB). */
+static int64_t h200_transformer_async2_reserved(int64_t bs)
+{
+    static const double at[][2] = {{1, 992}, {2, 1568}, {4, 2592}, {254, 130.66 * GIB_}, {261, 135.22 * GIB_},
+                                   {265, 137.31 * GIB_}, {267, 138.34 * GIB_}, {268, 138.84 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t h200_transformer_async2_in_use(int64_t bs)
+{
+    static const double at[][2] = {{1, 785.98}, {2, 1.27 * GIB_}, {4, 2.26 * GIB_}, {254, 126.43 * GIB_},
+                                   {261, 129.90 * GIB_}, {265, 131.89 * GIB_}, {267, 132.88 * GIB_},
+                                   {268, 133.38 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t h200_transformer_async2_bound(int64_t bs)
+{
+    static const double at[][2] = {{268, 133.38 * GIB_}, {269, 133.88 * GIB_}, {270, 134.37 * GIB_},
+                                   {274, 136.36 * GIB_}, {275, 136.86 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit(void)
+{
+    for (int64_t told = 141344; told < 141856; told += 64) {
+        struct device d = {.total = told * MIB, .peak_fn = h200_transformer_async2_reserved,
+                           .in_use_fn = h200_transformer_async2_in_use, .bound_fn = h200_transformer_async2_bound,
+                           .max_fit = 267, .once = {268}, .keep_available = 1};
+        int64_t lo;
+        int verified;
+        int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+        CHECKF(ran[3] == -275, "the first prediction %lld (275 failed on the GPU)", (long long)ran[3]);
+        CHECKF(verified && lo <= 267, "proved %lld, verified %d (267 on the GPU)", (long long)lo, verified);
+        CHECKF(runs <= 14, "told %lld MiB: %d runs (14 on the GPU)", (long long)told, runs);
+        printf("# told %lld MiB: %d runs, answer %lld\n", (long long)told, runs, (long long)lo);
+    }
+}
+
 /* Session 23's H100 run (check_sweep --bisect, gputrace sweep --repeat 3):
  * the same transformer under cudaMallocAsync, its boundary a band where a
  * fresh process fits or not by chance. The sweep's runs, in order: 150 fit,
@@ -917,6 +962,7 @@ int main(void)
     TAP_RUN(test_transformer_second_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run);
+    TAP_RUN(test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
