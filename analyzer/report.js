@@ -582,13 +582,17 @@
     var t = hi === null ? 'No run fitted.' : 'Largest batch size that ran: ' + hi + (lo === null ? '; none ran out of memory.' :
       '; smallest that ran out of memory: ' + lo + (lo === hi + 1 ? ' (adjacent: the boundary is proven).' : '.'));
     el('p', {'class': 'note sweep-text'}, box, t);
-    /* what the largest that ran left of the device at its peak, its tightest run (NVML's readings) */
-    var left = runs.filter(function (r) { return !r.oom && r.bs === hi && r.headroom !== null; })
+    /* what the largest that fit every time it ran left of the device at its
+     * peak, its tightest run (NVML's readings): the sweep's answer, unless it
+     * took a margin below it */
+    var steady = ran.filter(function (b) { return failed.indexOf(b) < 0; });
+    var top = steady.length ? Math.max.apply(null, steady) : null;
+    var left = runs.filter(function (r) { return !r.oom && r.bs === top && r.headroom !== null; })
       .map(function (r) { return r.headroom; });
     if (left.length)
       el('p', {'class': 'note sweep-headroom', 'data-bytes': Math.min.apply(null, left)}, box, 'At its peak the tightest run of ' +
-        hi + ' left ' + fmtBytes(Math.min.apply(null, left)) + ' of the device unused (NVML\u2019s total less what the trace and ' +
-        'NVML show held).');
+        top + ', the largest that fit every time it ran, left ' + fmtBytes(Math.min.apply(null, left)) +
+        ' of the device unused (NVML\u2019s total less what the trace and NVML show held).');
     table(box, 'sweep-runs', ['batch size', 'peak', 'result', 'trace'], runs.slice().sort(function (a, b) { return a.bs - b.bs; })
       .map(function (r) {
         return [String(r.bs), r.oom ? (r.needed ? '\u2265 ' + fmtBytes(r.needed) : '') : fmtBytes(r.peak), r.oom ? 'out of memory' : 'fits', r.file];

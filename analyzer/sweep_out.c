@@ -181,12 +181,16 @@ static void print_headroom_text(const struct sweep *s, const struct headroom *h)
             if (r->batch_size == h->answer && !r->oom && r->peak > top)
                 top = r->peak;
         }
-        if (need > top && top >= 0)
+        if (top >= 0 && need - top > h->bytes)
             printf("  yet %lld ran out of memory: its trace showed it needed at least %s, %s more than %lld's peak\n"
                    "  (%.1f samples): one more sample costs more than a sample there (a library's larger workspace or\n"
                    "  another algorithm for the larger batch, or the allocator's new segment)\n",
                    (long long)p->hi, gt_fmt_bytes(need, b1), gt_fmt_bytes(need - top, b2), (long long)h->answer,
                    (double)(need - top) / h->sample);
+        else if (top >= 0 && need > top)
+            printf("  yet %lld ran out of memory: its trace showed it needed at least %s more than %lld's peak, within\n"
+                   "  the room left; the rest of what failed it is not in its trace\n",
+                   (long long)p->hi, gt_fmt_bytes(need - top, b1), (long long)h->answer);
         else
             printf("  yet %lld ran out of memory: what was left at the peak is no room for one more sample here\n",
                    (long long)p->hi);

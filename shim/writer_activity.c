@@ -150,8 +150,8 @@ static void pool_sample(uint64_t now, bool force)
         if (!(devs >> d & 1) || !gt_pool_read(d, &reserved, &used) || reserved == A.pool_reserved[d])
             continue;
         A.pool_reserved[d] = reserved;
-        A.pool_read_t[d] = gt_now_ns();
-        A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved,
+        A.pool_read_t[d] = gt_now_ns();   /* (one stamp for both: the exit's reading is ordered by it) */
+        A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = A.pool_read_t[d], .device = d, .used = reserved,
                                                      .total = used};
     }
 }

@@ -344,7 +344,7 @@ class Layout(ReportTest):
         left = dom.find('p', 'sweep-headroom')
         self.assertEqual(int(left[0].attrs['data-bytes']), doc['headroom']['bytes'])
         self.assertEqual(doc['headroom']['bytes'], 4 * T.MiB)
-        self.assertIn('the tightest run of 86 left 4.00 MiB of the device unused', left[0].text)
+        self.assertIn('the tightest run of 86, the largest that fit every time it ran, left 4.00 MiB of the device', left[0].text)
 
     def test_ledger_draws_who_held_the_memory_at_peak_and_exit_beside_nvml(self):
         db = T.ledger_job(self.dir)

@@ -365,6 +365,19 @@ class SweepTest(TraceTest):
         doc, text = self.nvml_sweep('plain')
         self.assertNotIn('yet 307', text)
 
+    def test_a_next_size_failed_by_memory_its_trace_does_not_hold_is_not_explained_by_it(self):
+        # above 250 the stand-in driver takes 175 MiB at the start with no
+        # traced call: 251 fails at its gradients, needing 3 MiB more than
+        # 250's peak by its trace, well within the 170 MiB 250 left
+        env = dict(FAKE_CUDA_DEVICE_BYTES=DEVICE, FAKE_CUDA_CONTEXT_BYTES=40 * MIB, LD_LIBRARY_PATH=gtlib.WITH_NVML)
+        p = run([GPUTRACE, 'sweep', '--batch-sizes', '248,250,251', '--dir', os.path.join(self.dir, 'outside'), '--'] +
+                self.train('--untraced-above', '250:%d' % (175 * MIB)), preload=False, env=base_env(**env), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('largest batch size that fits: 250 (proven', p.stdout)
+        self.assertIn('yet 251 ran out of memory: its trace showed it needed at least 3.00 MiB more than 250\'s peak, '
+                      'within\n  the room left; the rest of what failed it is not in its trace', p.stdout)
+        self.assertNotIn('one more sample costs more than a sample', p.stdout)
+
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
         self.assertEqual(p.returncode, 12, p.stderr)

@@ -49,6 +49,9 @@
  *   --workspace-above N:B: above batch size N each step also takes a B-byte
  *     workspace after its forward, freed at once, as a library choosing
  *     another algorithm for a larger batch does: memory jumps by B there
+ *   --untraced-above N:B: above batch size N the stand-in driver takes B
+ *     bytes at the start that no traced call made (another process, or a
+ *     library's memory the trace does not see)
  *   --pool-slack-below N:P: at batch size N or below, the stand-in's pools
  *     hold P% more than their allocations (FAKE_CUDA_POOL_FRAGMENTATION,
  *     set here before the first CUDA call), as a fresh run under
@@ -213,6 +216,9 @@ int main(int argc, char **argv)
         arena = want;
     }
     void *model = tensor(fixed / 2);
+    const char *untraced_above = arg_str(argc, argv, "--untraced-above");
+    if (untraced_above && strchr(untraced_above, ':') && bs > atoll(untraced_above))
+        untraced_charge(atoll(strchr(untraced_above, ':') + 1));
     if (lazy_module || start_ms) {   /* quiet while the tracer takes its first NVML sample */
         long long ms = start_ms > 200 ? start_ms : 200;
         struct timespec pause = {ms / 1000, ms % 1000 * 1000000};
