@@ -120,7 +120,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     /* under a pool, the peak is its reservation at its highest (the rest of
      * the ledger is held outside); in use where no reading exists, said */
     int pool = (pk.sel.mem_mask & GT_MASK(GT_MEM_POOL)) != 0;
-    int64_t reserved = pool ? gt_room_pool_reserved_max(&c, pk.sel.device) : -1;
+    int64_t reserved = pool ? pk.room.pool_reserved_max : -1;   /* (room.c read it, as report.js takes it) */
     /* what the driver held for CUDA graphs' nodes is the run's too (a
      * captured step's nodes grow with its batch), in no level: added */
     int64_t level_peak = reserved > pk.overall_peak ? reserved : pk.overall_peak;
@@ -129,9 +129,8 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         r->peak = peak;
         /* the room: the device less what NVML showed held outside the
          * trace, the other levels and the graphs' memory */
-        r->headroom = pk.room.available >= 0 ? pk.room.available - level_peak : -1;
-        if (r->headroom < 0 && pk.room.available >= 0)
-            r->headroom = 0;   /* (a lower bound that fell below nothing: still known) */
+        r->headroom = pk.room.available < 0 ? -1   /* (a lower bound below nothing is 0: still known) */
+                      : pk.room.available > level_peak ? pk.room.available - level_peak : 0;
         /* NVML's figure is against NVML's total; the sweep's bytes available
          * are against the devices table's: held outside it by their difference */
         r->untraced = pk.room.untraced.bytes;

@@ -23,8 +23,8 @@ void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_dev
 void gt_events_forget(void);                      /* fork child */
 uint64_t gt_events_alloc_devices(void);            /* devices with device or pool allocations; any thread */
 uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool
-                                                     allocations; *changes counts pool events */
-uint64_t gt_events_pool_devices_any(void);         /* the same devices; any thread */
+                                                     allocations, any thread; *changes (writer
+                                                     thread only; NULL elsewhere) counts pool events */
 
 /* writer_activity.c */
 void gt_activity_begin(uint64_t start_mono);

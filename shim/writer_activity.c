@@ -173,7 +173,7 @@ static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t 
 /* The reservation of the pools of each device the program allocated from. */
 static int pool_read_all(struct gt_mem_sample *out, int max)
 {
-    return read_devices(gt_events_pool_devices_any(), gt_pool_read, out, max);
+    return read_devices(gt_events_pool_devices(NULL), gt_pool_read, out, max);
 }
 
 /* Where the memory held for graphs is read: the devices where allocation

@@ -25,12 +25,12 @@ static struct {
     uint64_t recorded;
     int64_t live_bytes[GT_MEM_IMPORTED + 1];   /* per apis.memory */
     int64_t peak_device, peak_pool;
-    uint64_t pool_devices, pool_changes; /* for the pool's reservation (writer_activity.c) */
+    uint64_t pool_changes; /* for the pool's reservation (writer_activity.c) */
 } E;
 /* devices with device or pool allocations (bit per ordinal < 64): written
  * here, read by the exit sample's thread too (writer_activity.c) */
 static _Atomic uint64_t alloc_devices;
-static _Atomic uint64_t pool_devices;   /* E.pool_devices, for any thread */
+static _Atomic uint64_t pool_devices;   /* devices with pool calls: the writer sets, any thread reads */
 
 void gt_events_begin(uint64_t start_mono)
 {
@@ -207,9 +207,8 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         gt_window_live((int)(b >> 32), (int16_t)(uint16_t)(b & 0xffff), -(int64_t)sz, -1);
     }
     if (ai->memory == GT_MEM_POOL && *device >= 0 && *device < 64) {
-        if (!(E.pool_devices >> *device & 1))
+        if (!(atomic_load_explicit(&pool_devices, memory_order_relaxed) >> *device & 1))
             atomic_fetch_or_explicit(&pool_devices, 1ull << *device, memory_order_relaxed);
-        E.pool_devices |= 1ull << *device;
         E.pool_changes++;
     }
     if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
@@ -313,15 +312,11 @@ uint64_t gt_events_alloc_devices(void)
     return atomic_load_explicit(&alloc_devices, memory_order_relaxed);
 }
 
-uint64_t gt_events_pool_devices_any(void)
-{
-    return atomic_load_explicit(&pool_devices, memory_order_relaxed);
-}
-
 uint64_t gt_events_pool_devices(uint64_t *changes)
 {
-    *changes = E.pool_changes;
-    return E.pool_devices;
+    if (changes)
+        *changes = E.pool_changes;
+    return atomic_load_explicit(&pool_devices, memory_order_relaxed);
 }
 
 /* Fork child: the parent's maps and counts are the parent's. */
