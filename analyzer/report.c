@@ -11,6 +11,7 @@
 #include "ranks.h"
 #include "report.h"
 #include "report_assets.h"
+#include "sweep.h"
 #include "viz.h"
 
 /* gputrace report --help (the command table is in commands.c) */
@@ -144,7 +145,10 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
     char *data = NULL;
     size_t len = 0;
     FILE *mem = gt_xmemstream(&data, &len);
-    fprintf(mem, "{\"generator\": \"gputrace %s\", \"traces\": [", GPUTRACE_VERSION);
+    /* pool_draw: the share of bytes in use a fresh run's pool reservation
+     * may vary by (sweep.h), for the sweep panel */
+    fprintf(mem, "{\"generator\": \"gputrace %s\", \"pool_draw\": %.4f, \"traces\": [", GPUTRACE_VERSION,
+            GT_SWEEP_POOL_DRAW);
     for (int i = 0; i < o->nfiles; i++) {
         struct gt_ctx c;
         char *one = NULL;

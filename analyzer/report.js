@@ -526,7 +526,7 @@
    * boundary when the largest that ran and the smallest that failed are
    * adjacent. Traces without a sweep's note count when all their iterations
    * carry one batch size. */
-  function sweepPanel(app, traces) {
+  function sweepPanel(app, traces, poolDraw) {
     var runs = [];
     traces.forEach(function (tr, n) {
       if (tr.error !== undefined || !tr.peak || tr.peak.error) return;
@@ -541,7 +541,7 @@
       if (reserved !== null && reserved !== undefined && reserved > level) level = reserved;
       var avail = tr.peak.available_bytes;
       runs.push({n: n, file: tr.file, bs: bs, peak: level + (room.graph_memory_bytes || 0), oom: !!f,
-        pooled: reserved !== null && reserved !== undefined,
+        pooled: reserved !== null && reserved !== undefined, inUse: tr.peak.peak_bytes,
         headroom: avail === null || avail === undefined ? null : Math.max(0, avail - level),
         needed: f ? f.live_bytes + (f.requested_bytes || 0) : null, limit: tr.peak.device_total_bytes});
     });
@@ -589,10 +589,22 @@
     var top = steady.length ? Math.max.apply(null, steady) : null;
     var left = runs.filter(function (r) { return !r.oom && r.bs === top && r.headroom !== null; })
       .map(function (r) { return r.headroom; });
-    if (left.length)
-      el('p', {'class': 'note sweep-headroom', 'data-bytes': Math.min.apply(null, left)}, box, 'At its peak the tightest run of ' +
-        top + ', the largest that fit every time it ran, left ' + fmtBytes(Math.min.apply(null, left)) +
+    if (left.length) {
+      var least = Math.min.apply(null, left);
+      var p = el('p', {'class': 'note sweep-headroom', 'data-bytes': least}, box, 'At its peak the tightest run of ' +
+        top + ', the largest that fit every time it ran, left ' + fmtBytes(least) +
         ' of the device unused (NVML\u2019s total less what the trace and NVML show held).');
+      /* under a pool, a fresh run's reservation varies by chance (sweep.h):
+       * say when the largest left less than that, as gputrace sweep's margin does */
+      var use = Math.max.apply(null, runs.filter(function (r) { return !r.oom && r.bs === top && r.pooled; })
+        .map(function (r) { return r.inUse || 0; }).concat([0]));
+      if (use > 0 && poolDraw > 0 && least < poolDraw * use) {
+        p.setAttribute('data-draw-bytes', Math.round(poolDraw * use));
+        p.appendChild(document.createTextNode(' Under a stream-ordered pool a fresh run\u2019s reservation varies by chance, by up to ' +
+          (100 * poolDraw).toFixed(1) + '% of its bytes in use as measured (' + fmtBytes(poolDraw * use) + ' here): a run of ' + top +
+          ' may fail; gputrace sweep answers a size that leaves that much room.'));
+      }
+    }
     table(box, 'sweep-runs', ['batch size', 'peak', 'result', 'trace'], runs.slice().sort(function (a, b) { return a.bs - b.bs; })
       .map(function (r) {
         return [String(r.bs), r.oom ? (r.needed ? '\u2265 ' + fmtBytes(r.needed) : '') : fmtBytes(r.peak), r.oom ? 'out of memory' : 'fits', r.file];
@@ -635,7 +647,7 @@
     var render = function () {
       app.textContent = '';
       try { ranksPanel(app, data.ranks); } catch (e) { fail('ranks: ' + (e && e.stack ? e.stack : e)); }
-      try { sweepPanel(app, data.traces); } catch (e) { fail('sweep: ' + (e && e.stack ? e.stack : e)); }
+      try { sweepPanel(app, data.traces, data.pool_draw); } catch (e) { fail('sweep: ' + (e && e.stack ? e.stack : e)); }
       data.traces.forEach(function (tr, n) { section(app, tr, n); });
     };
     render();

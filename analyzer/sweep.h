@@ -118,7 +118,24 @@ enum gt_sweep_phase {
  * two runs of lo that drew the same low value say nothing of the others
  * (session 25: 152 fit twice at 3.4%, 83 had drawn 4.4%; plain runs of 152
  * failed 3 of 3). A smaller run that reserved as much as lo is no draw:
- * the pool held all the device gave it. */
+ * the pool held all the device gave it.
+ * And under a pool whose reservation was read, the room is at least
+ * GT_SWEEP_POOL_DRAW of lo's bytes in use, less what lo's runs left of the
+ * bytes available at their peak: a sweep's few runs cannot show a draw that
+ * comes once in ten (the H200 below), so the least room is the widest
+ * spread measured between fresh runs of one batch size. */
+#define GT_SWEEP_POOL_DRAW 0.032   /* of bytes in use: the transformer at 140 on an H100 reserved
+                                    * 3.41% to 6.59% beyond them in 14 fresh runs (session 26); on
+                                    * an H200, 268 reserved 138.844 GiB in 7 runs and 137.844 in 1
+                                    * for 133.379 in use, 269 reserved 138.38 in 4 runs, 0.62 GiB
+                                    * short of the end, and ran out of memory in the 5th (session 29) */
+
+/* Why the margin leaves the room it does (struct gt_sweep_plan's room). */
+enum gt_sweep_room {
+    GT_SWEEP_ROOM_SPREAD,   /* lo's runs' peaks differed */
+    GT_SWEEP_ROOM_SLACK,    /* another large run drew more of the pool's slack */
+    GT_SWEEP_ROOM_DRAW,     /* the least room a pool's draw asks (GT_SWEEP_POOL_DRAW) */
+};
 struct gt_sweep_plan {
     int64_t *model_bs;     /* phase 1's batch sizes, ascending */
     int64_t model_top;     /* the largest batch size phase 1 ran */
@@ -164,6 +181,9 @@ struct gt_sweep_plan {
     double slack_own;      /* ...the highest of lo's own runs */
     int64_t slack_max_bs;  /* ...the batch size of a run that drew slack_max */
     int slack_runs;        /* ...over this many runs */
+    enum gt_sweep_room room_why;   /* ...and why that much */
+    int64_t draw;          /* ...GT_SWEEP_POOL_DRAW of lo's bytes in use (0: no pool read) */
+    int64_t left;          /* ...what lo's highest peak left of the bytes available (-1 unknown) */
     double per_sample;     /* ...against a sample of this many (Theil-Sen over the runs that fit) */
     int64_t settle;        /* the margin's batch size, until one of its runs fails; 0 none */
 };

@@ -104,7 +104,22 @@ static void print_margin_text(const struct sweep *s)
         return;
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
     int fits = gt_sweep_plan_fits_at(p, p->marginal);
-    if (p->room > p->spread)   /* the pool's slack asked for more than lo's spread */
+    if (p->room_why == GT_SWEEP_ROOM_DRAW) {
+        char b3[GT_FMT_LEN], where[GT_FMT_LEN + 48];
+        if (p->left >= 0)
+            snprintf(where, sizeof where, "%s short of the end of what was available", gt_fmt_bytes(p->left, b3));
+        else
+            snprintf(where, sizeof where, "how far from the end not known");
+        printf("  margin: batch size %lld fit in all %d of its runs, %s at its\n"
+               "  peak. Under a stream-ordered pool the driver places the same calls differently from one fresh run\n"
+               "  to the next, and a pool's reservation at one batch size has varied by up to %.1f%% of its bytes in\n"
+               "  use (a transformer on an H100: 3.4%% to 6.6%% in 14 runs; on an H200 a size that fit 4 times failed\n"
+               "  the 5th), a draw a sweep's few runs seldom show. For %s more, %lld would need %s more than it\n"
+               "  peaked at, %.1f samples of %s.\n  ",
+               (long long)p->marginal, fits, where, 100.0 * GT_SWEEP_POOL_DRAW, gt_fmt_bytes(p->draw, b1),
+               (long long)p->marginal, gt_fmt_bytes(p->room, b2), (double)p->room / p->per_sample,
+               gt_fmt_bytes_d(p->per_sample, b3));
+    } else if (p->room_why == GT_SWEEP_ROOM_SLACK)   /* the pool's slack asked for more than lo's spread */
         printf("  margin: batch size %lld fit in all %d of its runs, its pool holding %.1f%% of in use beyond a fixed\n"
                "  part at most, but a run of %lld held %.1f%%, and a fresh run draws its slack by chance: with that\n"
                "  much more and as much again, %lld would need %s more than it peaked at, %.1f samples of %s.\n  ",
@@ -366,7 +381,12 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         gt_json_kint(&j, "batch_size", s->plan.marginal);   /* fit in every run, its peaks spread */
         gt_json_kint(&j, "fits", gt_sweep_plan_fits_at(&s->plan, s->plan.marginal));
         gt_json_kint(&j, "spread_bytes", s->plan.spread);
-        gt_json_kint(&j, "room_bytes", s->plan.room);   /* left above its highest peak: spread or slack */
+        gt_json_kint(&j, "room_bytes", s->plan.room);   /* left above its highest peak: spread, slack or draw */
+        gt_json_kstr(&j, "room_for", s->plan.room_why == GT_SWEEP_ROOM_DRAW    ? "pool_draw"
+                                     : s->plan.room_why == GT_SWEEP_ROOM_SLACK ? "pool_slack"
+                                                                               : "spread");
+        gt_json_kint_or_null(&j, "pool_draw_bytes", s->plan.draw > 0 ? s->plan.draw : -1);
+        gt_json_kint_or_null(&j, "left_bytes", s->plan.left);
         gt_json_kdouble(&j, "per_sample_bytes", s->plan.per_sample);
         gt_json_key(&j, "taken");   /* false: the margin's size failed and the search went below it */
         gt_json_bool(&j, s->plan.settle != 0);

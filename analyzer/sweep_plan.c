@@ -257,7 +257,8 @@ double gt_sweep_plan_sample(const struct gt_sweep_plan *s, int64_t upto)
 }
 
 /* lo is proven: did its runs' peaks differ by half a sample or more, or
- * does the pool's slack seen in the other large runs ask that much room?
+ * does the pool's slack seen in the other large runs, or the least room
+ * for a pool's draw beyond what lo left, ask that much room?
  * Then the margin's batch size (see sweep.h), once a sweep. */
 static void take_margin(struct gt_sweep_plan *s)
 {
@@ -277,11 +278,26 @@ static void take_margin(struct gt_sweep_plan *s)
     if (top < 0 || !(sample > 0))
         return;
     double room = (double)(top - bottom), slack = slack_room(s);
-    if (slack > room)
+    enum gt_sweep_room why = GT_SWEEP_ROOM_SPREAD;
+    if (slack > room) {
         room = slack;
+        why = GT_SWEEP_ROOM_SLACK;
+    }
+    int64_t lo_use = 0, left = s->available > 0 ? (s->available > top ? s->available - top : 0) : -1;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->pts[i].oom && s->pts[i].batch_size == s->lo && s->pts[i].in_use > lo_use)
+            lo_use = s->pts[i].in_use;
+    double draw = GT_SWEEP_POOL_DRAW * (double)lo_use;   /* 0 without a pool read */
+    if (draw - (double)(left > 0 ? left : 0) > room) {
+        room = draw - (double)(left > 0 ? left : 0);
+        why = GT_SWEEP_ROOM_DRAW;
+    }
     if (2.0 * room < sample)
         return;
     double sizes = ceil(room / sample - 1e-9);
+    s->room_why = why;
+    s->draw = (int64_t)draw;
+    s->left = left;
     s->marginal = s->lo;
     s->spread = top - bottom;
     s->room = (int64_t)ceil(room);

@@ -130,8 +130,10 @@ class SweepTest(TraceTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (318, 320, True))
         self.assertEqual(doc['max_batch_size_fits'], 2)
+        # (no pool: no draw's room; 319's higher peak left 1 MiB of the 1 GiB)
         self.assertEqual(doc['margin'], {'batch_size': 319, 'fits': 2, 'spread_bytes': 2 * MIB,
-                                         'room_bytes': 2 * MIB, 'per_sample_bytes': 3 * MIB, 'taken': True})
+                                         'room_bytes': 2 * MIB, 'room_for': 'spread', 'pool_draw_bytes': None,
+                                         'left_bytes': MIB, 'per_sample_bytes': 3 * MIB, 'taken': True})
         peaks = sorted(r['peak_bytes'] for r in doc['runs'] if r['batch_size'] == 319)
         self.assertEqual(peaks, [64 * MIB + 319 * 3 * MIB, 64 * MIB + 319 * 3 * MIB + 2 * MIB])
         self.assertEqual([r['phase'] for r in doc['runs'] if r['batch_size'] == 318], ['margin', 'margin'])
@@ -219,14 +221,30 @@ class SweepTest(TraceTest):
 
     def test_pool_memory_is_fitted_and_device_memory_beside_it_is_held_outside(self):
         # cudaMallocAsync tensors, a 128 MiB cudaMalloc workspace: (1024 - 128 - 64) / 3 = 277
+        # fits, its 895 MiB in use reserving all 896 (the pool maps 2 MiB
+        # pages); a fresh run's pool may draw 3.2% of them more, 28.64 MiB,
+        # 9.5 samples of 3 MiB, so the answer is 267
         p, doc, d = self.sweep_json([], self.train('--async', '--workspace', 128 * MIB))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual((doc['memory'], doc['outside_bytes'], doc['available_bytes']), ('pool', 128 * MIB, 896 * MIB))
-        self.assertEqual((doc['max_batch_size'], doc['verified']), (277, True))
-        self.assertLessEqual(doc['runs_used'], 10)
-        # the text says a pool's boundary moves; a device-level sweep does not say it
+        self.assertEqual((doc['min_failing_batch_size'], doc['verified']), (278, True))
+        m = doc['margin']
+        self.assertEqual((m['batch_size'], m['fits'], m['room_for'], m['left_bytes'], m['taken']),
+                         (277, 2, 'pool_draw', 0, True))
+        self.assertEqual(m['pool_draw_bytes'], int(0.032 * 895 * MIB))
+        self.assertEqual(m['room_bytes'], math.ceil(0.032 * 895 * MIB))
+        self.assertEqual(doc['max_batch_size'], 267)
+        self.assertEqual(doc['max_batch_size_fits'], 2)
+        self.assertLessEqual(doc['runs_used'], 12)
+        # the text says why; a device-level sweep says nothing of a pool
         p, d = self.sweep([], self.train('--async', '--workspace', 128 * MIB), dirname='sweep2')
-        self.assertIn('under a stream-ordered pool the boundary can move between fresh runs and machines', p.stdout)
+        self.assertIn('largest batch size that fits: 267 (proven with room: 267 ran twice; 277 ran twice, 278 ran out '
+                      'of memory; see margin)', p.stdout)
+        self.assertIn("margin: batch size 277 fit in all 2 of its runs, 0 B short of the end of what was "
+                      "available at its\n  peak. Under a stream-ordered pool", p.stdout)
+        self.assertIn("varied by up to 3.2% of its bytes in\n  use", p.stdout)
+        self.assertIn('For 28.64 MiB more, 277 would need 28.64 MiB more than it\n  peaked at, 9.5 samples of 3.00 MiB.\n'
+                      '  The answer is 267, which leaves that much room', p.stdout)
         p, d = self.sweep([], self.train(), dirname='sweep3')
         self.assertNotIn('stream-ordered pool', p.stdout)
 
@@ -251,14 +269,22 @@ class SweepTest(TraceTest):
             doc = json.loads(p.stdout)
             self.assertTrue(doc['verified'])
             self.assertEqual(doc['min_failing_batch_size'], 311)
-            if name == 'even':
-                self.assertEqual((doc['max_batch_size'], doc['margin']), (310, None))
-                # no run drew more than the largest's own (the fixed part is
-                # taken from batch size 1, so smaller runs' shares come out lower)
-                self.assertEqual(doc['pool_slack']['max_share'], doc['pool_slack']['largest_share'])
-                self.assertEqual(doc['pool_slack']['max_share_batch_size'], 310)
-                continue
             m, slack = doc['margin'], doc['pool_slack']
+            if name == 'even':
+                # no run drew more than the largest's own (the fixed part is
+                # taken from batch size 1, so smaller runs' shares come out
+                # lower): the room is the draw's, 3.2% of 310's in use less
+                # what its highest reservation left of the device
+                self.assertEqual(slack['max_share'], slack['largest_share'])
+                self.assertEqual(slack['max_share_batch_size'], 310)
+                top = max(r['peak_bytes'] for r in doc['runs'] if r['batch_size'] == 310)
+                self.assertEqual((m['batch_size'], m['room_for'], m['left_bytes']), (310, 'pool_draw', DEVICE - top))
+                self.assertEqual(m['pool_draw_bytes'], int(0.032 * inuse(310)))
+                self.assertEqual(m['room_bytes'], math.ceil(0.032 * inuse(310) - (DEVICE - top)))
+                self.assertEqual(doc['max_batch_size'], 310 - math.ceil(m['room_bytes'] / m['per_sample_bytes']))
+                self.assertAlmostEqual(m['per_sample_bytes'], 3.09 * MIB, delta=0.01 * MIB)   # (3 MiB and 3%)
+                continue
+            self.assertEqual(m['room_for'], 'pool_slack')   # (more than the draw's)
             self.assertEqual((m['batch_size'], m['fits'], m['spread_bytes'], m['taken']), (310, 2, 0, True))
             # shares beyond the least slack (batch size 1's) and a page: 150's
             # 6% less ~7 MiB of 514, 310's 3% less that of 994
@@ -277,12 +303,14 @@ class SweepTest(TraceTest):
         self.assertRegex(p.stdout, r"margin: batch size 310 fit in all 2 of its runs, its pool holding 2\.\d% of in use "
                                    r"beyond a fixed\n  part at most, but a run of 1[05]0 held [45]\.\d%")
 
-    def test_pool_slack_is_in_the_peak_and_the_exact_largest_batch_is_found_in_at_most_10_runs(self):
+    def test_pool_slack_is_in_the_peak_and_the_exact_boundary_is_found_in_at_most_10_runs(self):
         # the pool reserves 100 MiB beyond what it uses (FAKE_CUDA_POOL_SLACK_BYTES,
         # charged to the device); 128 MiB workspace beside it: the pool may
         # reserve 896 MiB, 164 MiB + 8 MiB x bs: 91 fits, 92 does not. Fitted
         # at bytes in use (64 + 8 x bs) the model asked for 104, and each
-        # failure's shortfall (the pool's slack) lowered the bytes available
+        # failure's shortfall (the pool's slack) lowered the bytes available.
+        # The answer leaves the draw's room: 3.2% of 91's 792 MiB in use,
+        # 25.34 MiB, less the 4 MiB it left, 2.7 samples: 88
         env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, FAKE_CUDA_POOL_SLACK_BYTES=100 * MIB)
         d = os.path.join(self.dir, 'slack')
         p = run([GPUTRACE, 'sweep', '--json', '--dir', d, '--'] + self.train('--async', '--workspace', 128 * MIB,
@@ -290,9 +318,10 @@ class SweepTest(TraceTest):
                 preload=False, env=env, cwd=self.dir)
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = json.loads(p.stdout)
-        self.assertEqual((doc['memory'], doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']),
+        self.assertEqual((doc['memory'], doc['margin']['batch_size'], doc['min_failing_batch_size'], doc['verified']),
                          ('pool', 91, 92, True))
-        self.assertLessEqual(doc['runs_used'], 10)
+        self.assertEqual((doc['max_batch_size'], doc['margin']['left_bytes']), (88, 4 * MIB))
+        self.assertLessEqual(len([r for r in doc['runs'] if r['phase'] != 'margin']), 10)
         self.assertEqual(doc['available_bytes'], 896 * MIB)
         for r in doc['runs']:
             if not r['oom']:
@@ -339,16 +368,19 @@ class SweepTest(TraceTest):
 
     def test_a_pool_s_answer_with_less_than_a_sample_of_headroom_names_the_size_that_leaves_one(self):
         # the pool reserves 100 MiB beyond its use, 128 MiB workspace beside it
-        # and the 40 MiB context: 164 + 8 x bs <= 856 MiB, 86 fits with 4 MiB left
-        doc, text = self.nvml_sweep('pool', '--async', '--workspace', 128 * MIB, '--per-sample', 8 * MIB,
+        # and the 40 MiB context: 164 + 32 x bs <= 856 MiB, 21 fits with 20
+        # MiB left. A sample (32 MiB) is more than the draw's room (3.2% of
+        # 736 MiB in use, 23.55 MiB, less those 20): no margin, but the line
+        doc, text = self.nvml_sweep('pool', '--async', '--workspace', 128 * MIB, '--per-sample', 32 * MIB,
                                     FAKE_CUDA_POOL_SLACK_BYTES=100 * MIB)
-        self.assertEqual((doc['memory'], doc['max_batch_size'], doc['verified']), ('pool', 86, True))
+        self.assertEqual((doc['memory'], doc['max_batch_size'], doc['verified'], doc['margin']),
+                         ('pool', 21, True, None))
         self.assertEqual(doc['available_bytes'], DEVICE - 40 * MIB - 128 * MIB)
         h = doc['headroom']
-        self.assertEqual(h['bytes'], DEVICE - 40 * MIB - 128 * MIB - (164 + 8 * 86) * MIB)
-        self.assertEqual(h['one_sample_batch_size'], 85)
+        self.assertEqual(h['bytes'], DEVICE - 40 * MIB - 128 * MIB - (164 + 32 * 21) * MIB)
+        self.assertEqual(h['one_sample_batch_size'], 20)
         self.assertIn('less than a sample: under a stream-ordered pool', text)
-        self.assertIn('so a run of 86 may fail; 85 leaves\n  12.00 MiB by the sample\'s slope', text)
+        self.assertIn('so a run of 21 may fail; 20 leaves\n  52.00 MiB by the sample\'s slope', text)
 
     def test_a_next_size_that_needs_far_more_than_a_sample_is_said_with_what_its_trace_showed(self):
         # above 250 each step takes a 200 MiB workspace after its forward (as

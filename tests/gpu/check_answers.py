@@ -29,7 +29,7 @@ import math
 import os
 import sys
 
-from gpucheck import counters, finish, report, run
+from gpucheck import counters, finish, out_of_memory, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -84,7 +84,7 @@ def fits(bs):
     p = run([sys.executable, os.path.join(here, 'sweep_models.py'), '--model', a.model, '--batch-size', str(bs),
              '--steps', '3'], env_extra=ALLOC[a.alloc], timeout=300)
     ok = p.returncode == 0
-    if not ok and 'out of memory' not in p.stderr.lower():
+    if not ok and not out_of_memory(p.stderr):
         raise RuntimeError('batch size %d: exit status %d: %s' % (bs, p.returncode, p.stderr.strip()[-400:]))
     RUNS.append('%d%s (%.0f s)' % (bs, '' if ok else ' OOM', p.wall))
     if ok:

@@ -48,7 +48,7 @@ import statistics
 import sys
 import time
 
-from gpucheck import counters, finish, report, run
+from gpucheck import counters, finish, out_of_memory, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -90,7 +90,7 @@ class Bisection:
         ok = p.returncode == 0
         # each run as it ends: a call cut by the device's time limit still shows what ran
         print('     plain run: batch size %d %s (%.1f s)' % (bs, 'fits' if ok else 'OOM or failed', p.wall), flush=True)
-        if not ok and 'out of memory' not in p.stderr.lower():
+        if not ok and not out_of_memory(p.stderr):
             self.failed = 'batch size %d: exit status %d: %s' % (bs, p.returncode, p.stderr.strip()[-500:])
             raise RuntimeError(self.failed)
         self.runs.append((bs, ok))
@@ -216,9 +216,12 @@ def plain_boundary(b, n, top, unsteady):
     """Without --bisect: n when n fits in a plain run and top + 1 does not.
     A top + 1 that the sweep saw both fit and fail is in the band where fresh
     runs differ (session 28: 268 fit 1 of 2 sweep runs and a plain run): it
-    must fail in one of --repeat plain runs."""
-    if not b.fits(n):
-        return None
+    must fail in one of --repeat plain runs. An answer n below a margin
+    (top > n: the pool's draw, a spread) must fit in each of --repeat plain
+    runs: that room is what it is for."""
+    for _ in range(a.repeat if top > n else 1):
+        if not b.fits(n):
+            return None
     for _ in range(a.repeat if top + 1 in unsteady else 1):
         if not b.fits(top + 1):
             return n
@@ -264,9 +267,13 @@ def check(model, mode):
     # plain boundary must lie in [N, M] (N fits, M+1 runs out of memory)
     top = margin['batch_size'] if margin and margin['taken'] else n
     if margin:
-        print('   margin: %d fit %d times, peaks %.2f GiB apart, room %.2f GiB, a sample %.2f GiB; taken %s' % (
-            margin['batch_size'], margin['fits'], margin['spread_bytes'] / 2**30, margin['room_bytes'] / 2**30,
-            margin['per_sample_bytes'] / 2**30, margin['taken']))
+        print('   margin: %d fit %d times, peaks %.2f GiB apart, room %.2f GiB for %s (a pool\'s draw %s GiB, '
+              'left %s GiB), a sample %.2f GiB; taken %s' % (
+                  margin['batch_size'], margin['fits'], margin['spread_bytes'] / 2**30, margin['room_bytes'] / 2**30,
+                  margin.get('room_for'), '%.2f' % (margin['pool_draw_bytes'] / 2**30)
+                  if margin.get('pool_draw_bytes') is not None else '-',
+                  '%.3f' % (margin['left_bytes'] / 2**30) if margin.get('left_bytes') is not None else '-',
+                  margin['per_sample_bytes'] / 2**30, margin['taken']))
     if doc.get('pool_slack'):
         ps = doc['pool_slack']
         print('   pool slack beyond its fixed part (share of in use, %d large runs): %.2f%% to %.2f%% (the most at %d), '
@@ -287,7 +294,7 @@ def check(model, mode):
                name, ('== ' if top == n else '<= the truth <= the margin\'s size, the truth being ') + (
                    'the largest that fit in all of %d runs, the next failing once or more' % a.repeat
                    if a.bisect else 'N fits, N+1 runs out of memory (once in %d runs, if the sweep saw it unsteady)'
-                   % a.repeat if top == n else 'N if it fits and M+1 does not')),
+                   % a.repeat if top == n else 'N if it fits in each of %d runs and M+1 does not' % a.repeat)),
            'sweep %s, plain runs %s in %d runs, %.1f s: %s%s' % (
                n, truth, len(b.runs), b.seconds,
                b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs),

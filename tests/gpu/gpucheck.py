@@ -40,6 +40,15 @@ def one(db, sql, args=()):
     return rows(db, sql, args)[0][0]
 
 
+def out_of_memory(stderr):
+    """A plain run that ended out of memory: PyTorch's message, or a library
+    that could not allocate its handle or workspace (cublasCreate under a
+    full device: CUBLAS_STATUS_ALLOC_FAILED; on the H200 the conv net at 266
+    under cudaMallocAsync, session 29)."""
+    s = stderr.lower()
+    return 'out of memory' in s or 'status_alloc_failed' in s
+
+
 def counters(stdout):
     """key=value lines printed by the workload."""
     out = {}
