@@ -96,7 +96,10 @@ enum gt_sweep_phase {
  *   failures agree on it (a request that failed just past the device's end
  *   says nothing of how far past its batch was); bisection when it cannot
  *   be told, or when two model or regula falsi steps running did not halve
- *   the bracket.
+ *   the bracket; and under a pool read, when lo's reservation lies in the
+ *   last sixteenth of the bytes available, more than a point above the
+ *   share of in use the run below it held, and the model sees no room past
+ *   lo (the pool held what the device had left, not what lo needed).
  * Once lo and hi are adjacent, lo runs once more; if it fails then, it
  * counts as failed and the search goes on below it.
  * Once lo is proven, the margin: when lo's runs' peaks differed by half a

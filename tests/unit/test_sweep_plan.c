@@ -604,6 +604,60 @@ static void test_h200_transformer_async_second_run_replayed_proves_the_largest_t
     }
 }
 
+/* Session 29's H200 run of the conv net under cudaMallocAsync (check_sweep,
+ * tests/gpu/RESULTS.md, call 3): the fit over 1..4, 176 MiB + 523.43 MiB x
+ * bs; 271 and 270 failed, each failure's lower bound the device's end
+ * (139.09 GiB); 137, 203 and 269 fit, 269 failed on its repeat, 268
+ * failed; 235, 251, 259, 260, 261, 262, 263 and 265 fit, 266 failed, 265 fit
+ * again: 20 runs, --max-runs reached before the margin. The reservations
+ * near the end are the pool's, by size: some at the device's end (259, 261,
+ * 262, 265: 137.7 to 138.8 GiB), some at 14.3% beyond in use (260, 263);
+ * between them interpolated (made up). In use 0.52 GiB + 0.4382 GiB x bs
+ * (the log's 116.20 at 265). Told 138.98 GiB: 265's highest left 0.171. */
+static int64_t h200_conv_async_reserved(int64_t bs)
+{
+    static const double at[][2] = {{1, 0.69 * GIB_}, {2, 1.19 * GIB_}, {4, 2.22 * GIB_}, {137, 68.72 * GIB_},
+                                   {203, 101.75 * GIB_}, {235, 117.78 * GIB_}, {251, 125.81 * GIB_},
+                                   {259, 137.84 * GIB_}, {260, 130.44 * GIB_}, {261, 137.69 * GIB_},
+                                   {262, 137.97 * GIB_}, {263, 131.94 * GIB_}, {265, 138.81 * GIB_},
+                                   {269, 134.94 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t h200_conv_async_in_use(int64_t bs)
+{
+    return (int64_t)((0.52 + 0.4382 * (double)bs) * GIB_ * (double)MIB);
+}
+
+static int64_t h200_conv_async_bound(int64_t bs)
+{
+    (void)bs;
+    return (int64_t)(139.09 * GIB_ * (double)MIB);
+}
+
+static void test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end(void)
+{
+    struct device d = {.total = (int64_t)(138.98 * GIB_) * MIB, .peak_fn = h200_conv_async_reserved,
+                       .in_use_fn = h200_conv_async_in_use, .bound_fn = h200_conv_async_bound, .max_fit = 265,
+                       .once = {269}, .keep_available = 1};
+    int64_t lo;
+    int verified;
+    int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+    printf("# runs:");
+    for (int i = 0; i < runs && i < 128; i++)
+        printf(" %lld", (long long)ran[i]);
+    printf("\n");
+    /* past 259 (at the device's end, the secant seeing no room) bisection:
+     * 263, 265, 266 fails, 265 again; then the margin for the pool's draw,
+     * 3.2% of 265's 116.64 GiB in use less the 0.17 it left, 3.56 GiB, 8 or
+     * 9 samples of 0.40 to 0.50 GiB (the median slope over the runs that fit) */
+    CHECK_EQ_INT(ran[13], 263);
+    CHECKF(verified && marginal == 265 && lo >= 256 && lo <= 257, "answer %lld below %lld, verified %d",
+           (long long)lo, (long long)marginal, verified);
+    CHECKF(runs <= 19, "%d runs (20 on the GPU, the margin's runs not reached)", runs);
+    printf("# %d runs, answer %lld\n", runs, (long long)lo);
+}
+
 /* Session 23's H100 run (check_sweep --bisect, gputrace sweep --repeat 3):
  * the same transformer under cudaMallocAsync, its boundary a band where a
  * fresh process fits or not by chance. The sweep's runs, in order: 150 fit,
@@ -1016,6 +1070,7 @@ int main(void)
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run);
     TAP_RUN(test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit);
+    TAP_RUN(test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
