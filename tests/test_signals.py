@@ -27,6 +27,11 @@ ASAN_FAULTS_WHY = 'under ASan+UBSan a fault is stopped by the sanitizer\'s own h
 
 def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # the tests' programs start with default dispositions, whatever the
+    # runner handed down (under nohup SIGHUP arrives ignored, and the
+    # untraced program would not die by it)
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
 
 
 def ignore_term():
