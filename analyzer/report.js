@@ -591,7 +591,7 @@
       .map(function (r) { return r.headroom; });
     if (left.length) {
       var least = Math.min.apply(null, left);
-      var p = el('p', {'class': 'note sweep-headroom', 'data-bytes': least}, box, 'At its peak the tightest run of ' +
+      var para = el('p', {'class': 'note sweep-headroom', 'data-bytes': least}, box, 'At its peak the tightest run of ' +
         top + ', the largest that fit every time it ran, left ' + fmtBytes(least) +
         ' of the device unused (NVML\u2019s total less what the trace and NVML show held).');
       /* under a pool, a fresh run's reservation varies by chance (sweep.h):
@@ -599,10 +599,10 @@
       var use = Math.max.apply(null, runs.filter(function (r) { return !r.oom && r.bs === top && r.pooled; })
         .map(function (r) { return r.inUse || 0; }).concat([0]));
       if (use > 0 && poolDraw > 0 && least < poolDraw * use) {
-        p.setAttribute('data-draw-bytes', Math.round(poolDraw * use));
-        p.appendChild(document.createTextNode(' Under a stream-ordered pool a fresh run\u2019s reservation varies by chance, by up to ' +
-          (100 * poolDraw).toFixed(1) + '% of its bytes in use as measured (' + fmtBytes(poolDraw * use) + ' here): a run of ' + top +
-          ' may fail; gputrace sweep answers a size that leaves that much room.'));
+        para.setAttribute('data-draw-bytes', Math.round(poolDraw * use));
+        para.appendChild(document.createTextNode(' Under a stream-ordered pool a fresh run\u2019s reservation varies by chance, by up to ' +
+          (100 * poolDraw).toFixed(1) + '% of its bytes in use as measured (' + fmtBytes(poolDraw * use) + ' here, more than was left):' +
+          ' a fresh run of ' + top + ' may fail.'));
       }
     }
     table(box, 'sweep-runs', ['batch size', 'peak', 'result', 'trace'], runs.slice().sort(function (a, b) { return a.bs - b.bs; })

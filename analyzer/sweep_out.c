@@ -105,17 +105,20 @@ static void print_margin_text(const struct sweep *s)
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
     int fits = gt_sweep_plan_fits_at(p, p->marginal);
     if (p->room_why == GT_SWEEP_ROOM_DRAW) {
-        char b3[GT_FMT_LEN], where[GT_FMT_LEN + 48];
-        if (p->left >= 0)
-            snprintf(where, sizeof where, "%s short of the end of what was available", gt_fmt_bytes(p->left, b3));
+        char b3[GT_FMT_LEN], where[GT_FMT_LEN + 64];
+        if (p->left > 0)
+            snprintf(where, sizeof where, "%s short of the end of what was available at its peak",
+                     gt_fmt_bytes(p->left, b3));
+        else if (p->left == 0)
+            snprintf(where, sizeof where, "at the end of what was available at its peak");
         else
-            snprintf(where, sizeof where, "how far from the end not known");
-        printf("  margin: batch size %lld fit in all %d of its runs, %s at its\n"
-               "  peak. Under a stream-ordered pool the driver places the same calls differently from one fresh run\n"
-               "  to the next, and a pool's reservation at one batch size has varied by up to %.1f%% of its bytes in\n"
+            snprintf(where, sizeof where, "how far from the end at its peak not known");
+        printf("  margin: batch size %lld fit in all %d of its runs, %s.\n"
+               "  Under a stream-ordered pool the driver places the same calls differently from one fresh run to\n"
+               "  the next, and a pool's reservation at one batch size has varied by up to %.1f%% of its bytes in\n"
                "  use (a transformer on an H100: 3.4%% to 6.6%% in 14 runs; on an H200 a size that fit 4 times failed\n"
-               "  the 5th), a draw a sweep's few runs seldom show. For %s more, %lld would need %s more than it\n"
-               "  peaked at, %.1f samples of %s.\n  ",
+               "  the 5th), a draw a sweep's few runs seldom show. Drawing %s more, %lld would pass the end by\n"
+               "  %s, %.1f samples of %s.\n  ",
                (long long)p->marginal, fits, where, 100.0 * GT_SWEEP_POOL_DRAW, gt_fmt_bytes(p->draw, b1),
                (long long)p->marginal, gt_fmt_bytes(p->room, b2), (double)p->room / p->per_sample,
                gt_fmt_bytes_d(p->per_sample, b3));

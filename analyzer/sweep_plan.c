@@ -517,7 +517,7 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             } else {
                 s->band_step *= 2;
             }
-        } else if (creep || (pred <= s->lo + 1 && pool_end(s, at_lo))) {
+        } else if (creep || (pred >= 0 && pred <= s->lo + 1 && pool_end(s, at_lo))) {
             c = mid;
         } else if (sec && pred >= s->lo && (s->trust || !s->last_sec || s->model_fails == 1)) {
             /* the secant from the fitting side; where it points at or past

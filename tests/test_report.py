@@ -349,7 +349,8 @@ class Layout(ReportTest):
         self.assertIn('the tightest run of 86, the largest that fit every time it ran, left 4.00 MiB of the device', left[0].text)
         # 4 MiB is less than a fresh run's pool may draw, 3.2% of 86's 752 MiB in use: said, as the sweep's margin
         self.assertEqual(int(left[0].attrs['data-draw-bytes']), round(0.032 * 752 * T.MiB))
-        self.assertIn('by up to 3.2% of its bytes in use as measured (24.06 MiB here): a run of 86 may fail', left[0].text)
+        self.assertIn('by up to 3.2% of its bytes in use as measured (24.06 MiB here, more than was left): a fresh run of 86 '
+                      'may fail', left[0].text)
 
     def test_ledger_draws_who_held_the_memory_at_peak_and_exit_beside_nvml(self):
         db = T.ledger_job(self.dir)

@@ -240,10 +240,10 @@ class SweepTest(TraceTest):
         p, d = self.sweep([], self.train('--async', '--workspace', 128 * MIB), dirname='sweep2')
         self.assertIn('largest batch size that fits: 267 (proven with room: 267 ran twice; 277 ran twice, 278 ran out '
                       'of memory; see margin)', p.stdout)
-        self.assertIn("margin: batch size 277 fit in all 2 of its runs, 0 B short of the end of what was "
-                      "available at its\n  peak. Under a stream-ordered pool", p.stdout)
+        self.assertIn("margin: batch size 277 fit in all 2 of its runs, at the end of what was available at its "
+                      "peak.\n  Under a stream-ordered pool", p.stdout)
         self.assertIn("varied by up to 3.2% of its bytes in\n  use", p.stdout)
-        self.assertIn('For 28.64 MiB more, 277 would need 28.64 MiB more than it\n  peaked at, 9.5 samples of 3.00 MiB.\n'
+        self.assertIn('Drawing 28.64 MiB more, 277 would pass the end by\n  28.64 MiB, 9.5 samples of 3.00 MiB.\n'
                       '  The answer is 267, which leaves that much room', p.stdout)
         p, d = self.sweep([], self.train(), dirname='sweep3')
         self.assertNotIn('stream-ordered pool', p.stdout)
@@ -329,6 +329,13 @@ class SweepTest(TraceTest):
                 self.assertEqual(r['peak_bytes'], r['pool_in_use_bytes'] + 100 * MIB, r)
                 self.assertTrue(r['pool_read'], r)
         self.assertRegex(p.stderr, r'batch size 1 \(model\): fits, peak 172\.00 MiB \(pool reserved; 72\.00 MiB in use\)')
+        # a draw of 3.2% of 792 MiB, 25.34 MiB: the 4 MiB left take the first of it
+        p = run([GPUTRACE, 'sweep', '--dir', d + '-text', '--'] + self.train('--async', '--workspace', 128 * MIB,
+                                                                             '--per-sample', 8 * MIB),
+                preload=False, env=env, cwd=self.dir)
+        self.assertIn('margin: batch size 91 fit in all 2 of its runs, 4.00 MiB short of the end of what was available '
+                      'at its peak.', p.stdout)
+        self.assertIn('Drawing 25.34 MiB more, 91 would pass the end by\n  21.34 MiB, 2.7 samples of 8.00 MiB.', p.stdout)
 
     def nvml_sweep(self, name, *train_args, **planted):
         """A sweep with the NVML stand-in and a 40 MiB CUDA context (in no trace)."""

@@ -658,6 +658,49 @@ static void test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_
     printf("# %d runs, answer %lld\n", runs, (long long)lo);
 }
 
+/* A pool read, 1000 MiB available, in use 4 + 2 MiB a sample, reserving
+ * 10% beyond it: 1, 2 and 4 fit, 450 failed, 300 fit; then the runs of
+ * rest[] (batch size, reservation, in use; MiB). Returns the next batch size. */
+static int64_t pool_end_case(const double (*rest)[3], size_t n)
+{
+    static const double head[][3] = {{1, 6.6, 6}, {2, 8.8, 8}, {4, 13.2, 12}, {450, -1, 0}, {300, 664.4, 604}};
+    struct gt_sweep_plan s;
+    enum gt_sweep_phase ph;
+    gt_sweep_plan_init(&s, NULL, 0);
+    s.available = 1000 * MIB;
+    for (size_t i = 0; i < 5 + n; i++) {
+        const double *r = i < 5 ? head[i] : rest[i - 5];
+        gt_sweep_plan_next(&s, &ph, NULL);
+        int oom = r[1] < 0;
+        gt_sweep_plan_add(&s, (int64_t)r[0], oom, oom ? 1001 * MIB : (int64_t)(r[1] * (double)MIB));
+        if (!oom)
+            gt_sweep_plan_set_in_use(&s, (int64_t)(r[2] * (double)MIB));
+    }
+    int64_t next = gt_sweep_plan_next(&s, &ph, NULL);
+    gt_sweep_plan_free(&s);
+    return next;
+}
+
+static void test_a_pool_at_the_device_s_end_is_bisected_only_where_its_reservation_tells_nothing(void)
+{
+    /* 420 reserved 998 of the 1000 (18.2% beyond its 844 in use, 300 held
+     * 10%): the secant through 300 and 420 sees no room past it, and one
+     * past it would be a step the pool's end chose: bisection, 435 */
+    static const double full[][3] = {{420, 998, 844}};
+    CHECK_EQ_INT(pool_end_case(full, 1), 435);
+    /* at 990 (17.3%) the secant sees room, 423: followed */
+    static const double room[][3] = {{420, 990, 844}};
+    CHECK_EQ_INT(pool_end_case(room, 1), 423);
+    /* 380 (the run below) at 17.6%: the pool holds its usual share, and one
+     * past 420 is where its line ends: 421 */
+    static const double usual[][3] = {{380, 898.6, 764}, {420, 998, 844}};
+    CHECK_EQ_INT(pool_end_case(usual, 2), 421);
+    /* 420 at 937, short of the last sixteenth, with 419 at 880 (the secant
+     * steep, one past 420): not the device's end, 421 */
+    static const double short_of_end[][3] = {{419, 880, 842}, {420, 937, 844}};
+    CHECK_EQ_INT(pool_end_case(short_of_end, 2), 421);
+}
+
 /* Session 23's H100 run (check_sweep --bisect, gputrace sweep --repeat 3):
  * the same transformer under cudaMallocAsync, its boundary a band where a
  * fresh process fits or not by chance. The sweep's runs, in order: 150 fit,
@@ -1071,6 +1114,7 @@ int main(void)
     TAP_RUN(test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run);
     TAP_RUN(test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit);
     TAP_RUN(test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end);
+    TAP_RUN(test_a_pool_at_the_device_s_end_is_bisected_only_where_its_reservation_tells_nothing);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
