@@ -23,6 +23,11 @@ per call, about 4-6 minutes of GPU time:
   a sample or more apart, or another large run held more of the pool's
   slack, so it answered N below M), the truth must lie in
   [N, M] instead of equal N (without --bisect: N fits, M+1 does not);
+- issue 11's rule where the boundary is a band (cudaMallocAsync): the answer
+  N fits in each of --repeat plain runs (never over), and some size in
+  (N, floor(N / 0.97)] ran out of memory in a run, the sweep's or a plain
+  one (so N is at least 97% of the largest size that fits every time); a
+  plain run of floor(N / 0.97) up to --repeat times where none had;
 - side by side on the same model and data, Lightning's BatchSizeFinder
   (Tuner.scale_batch_size, mode binsearch, steps_per_trial 3, init_val 2,
   no margin) in one process (lightning_finder.py): the batch size it finds,
@@ -42,6 +47,7 @@ usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer]
 (--models and --alloc take comma lists too; each pair costs its minutes.)"""
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -228,6 +234,30 @@ def plain_boundary(b, n, top, unsteady):
     return None
 
 
+def check_within(name, doc, b, n):
+    """Issue 11's rule for a boundary that is a band: never over (n fits in
+    each of --repeat plain runs) and at least 97% of the truth, the largest
+    size that fits every time: shown by a failure, in any run (the sweep's or
+    a plain one), of a size s with n < s <= floor(n / 0.97), since then the
+    truth is below s. Without one, floor(n / 0.97) runs plain until it fails,
+    --repeat times at most."""
+    while sum(1 for bs, _ in b.runs if bs == n) < a.repeat:
+        b.fits(n)
+    n_runs = [f for bs, f in b.runs if bs == n]
+    top = int(math.floor(n / 0.97))
+    failed = sorted({r['batch_size'] for r in doc['runs'] if r['oom'] and n < r['batch_size'] <= top} |
+                    {bs for bs, f in b.runs if not f and n < bs <= top})
+    while not failed and sum(1 for bs, _ in b.runs if bs == top) < a.repeat:
+        if not b.fits(top):
+            failed = [top]
+    ok = all(n_runs) and bool(failed)
+    report(ok, '%s: never over and within 3%% of the truth (%d fits in each of %d plain runs; a size in (%d, %d] '
+               'ran out of memory in some run, so the largest that always fits is below it)' % (
+                   name, n, a.repeat, n, top),
+           '%d: %d of %d plain runs fit; failed in (%d, %d]: %s' % (
+               n, sum(n_runs), len(n_runs), n, top, ', '.join(map(str, failed)) or 'none'))
+
+
 def check(model, mode):
     name = '%s/%s' % (model, mode)
     t0 = time.monotonic()
@@ -300,6 +330,11 @@ def check(model, mode):
                b.failed or ', '.join('%d%s' % (bs, '' if f else ' OOM') for bs, f in b.runs),
                '; fits by size: ' + ', '.join('%d %d/%d' % (bs, f, r) for bs, (f, r) in sorted(counts.items()))
                if counts else ''))
+    if not b.failed:
+        try:
+            check_within(name, doc, b, n)
+        except RuntimeError:
+            pass
     if a.no_lightning:
         print('   %s done in %.0f s (Lightning not run)' % (name, time.monotonic() - t0))
         return
