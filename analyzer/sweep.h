@@ -1,5 +1,6 @@
 /* sweep.h - gputrace sweep's model and search, apart from running anything
- * (sweep_fit.c and sweep_plan.c; unit-tested in tests/unit/test_sweep_plan.c): the fit of
+ * (sweep_fit.c, sweep_plan.c and sweep_margin.c; unit-tested in
+ * tests/unit/test_sweep_plan.c): the fit of
  * peak = fixed + per_sample x batch_size over the runs that fit, the largest
  * batch it predicts, and the choice of the next batch size to run until the
  * largest that runs and the smallest that fails are adjacent. */
@@ -216,6 +217,9 @@ int gt_sweep_plan_verified(const struct gt_sweep_plan *s);
  * proven, else lo (0: none ran). */
 int64_t gt_sweep_plan_answer(const struct gt_sweep_plan *s);
 int gt_sweep_plan_fits_at(const struct gt_sweep_plan *s, int64_t bs);   /* runs of bs that fit */
+/* lo is proven (and lo >= 2): takes the margin below it when its runs ask
+ * for room (see struct gt_sweep_plan), once a sweep (sweep_margin.c). */
+void gt_sweep_plan_take_margin(struct gt_sweep_plan *s);
 /* A sample's bytes: the median slope between every two runs that fit at or
  * below batch size upto (Theil-Sen); 0 when fewer than two did. */
 double gt_sweep_plan_sample(const struct gt_sweep_plan *s, int64_t upto);
