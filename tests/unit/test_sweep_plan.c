@@ -658,6 +658,41 @@ static void test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_
     printf("# %d runs, answer %lld\n", runs, (long long)lo);
 }
 
+/* Session 29's second H200 sweep of that conv net (call 6): 271 fit, 277
+ * failed, 276 fit and failed on its repeat, 275 fit twice; the margin for the
+ * pool's draw asked for 269, which failed, as did 268 and 267; then 135 and
+ * 266, twice: 266 in 15 runs (plain runs: 266 fit 3 of 3, 267 fit once). The
+ * reservations are the log's (137.94 GiB at 275), between them interpolated
+ * (made up); in use as above. Told 138.98 GiB, within what the first
+ * prediction (271 from the fit over 1..4) allows. */
+static int64_t h200_conv_async2_reserved(int64_t bs)
+{
+    static const double at[][2] = {{1, 0.69 * GIB_}, {2, 1.19 * GIB_}, {4, 2.22 * GIB_}, {135, 67.72 * GIB_},
+                                   {266, 133.44 * GIB_}, {271, 135.94 * GIB_}, {275, 137.94 * GIB_},
+                                   {276, 138.44 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_h200_conv_async_second_run_replayed_goes_below_a_margin_that_failed(void)
+{
+    struct device d = {.total = (int64_t)(138.98 * GIB_) * MIB, .peak_fn = h200_conv_async2_reserved,
+                       .in_use_fn = h200_conv_async_in_use, .bound_fn = h200_conv_async_bound, .max_fit = 275,
+                       .band = {{276, "fo"}, {269, "o"}, {268, "o"}, {267, "o"}}, .keep_available = 1};
+    int64_t lo;
+    int verified;
+    int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+    printf("# runs:");
+    for (int i = 0; i < runs && i < 128; i++)
+        printf(" %lld", (long long)ran[i]);
+    printf("\n");
+    /* the margin's 269: 3.2% of 275's 121.0 GiB in use, 3.87 GiB, less the
+     * 1.04 GiB its 137.94 left, 5.7 samples of 0.50 GiB; it failed, and the
+     * answer is the largest below it that fit every time: 266 */
+    CHECK_EQ_INT(ran[9], -269);
+    CHECKF(verified && lo == 266, "answer %lld, verified %d", (long long)lo, verified);
+    CHECKF(runs <= 15, "%d runs (15 on the GPU)", runs);
+}
+
 /* A pool read, 1000 MiB available, in use 4 + 2 MiB a sample, reserving
  * 10% beyond it: 1, 2 and 4 fit, 450 failed, 300 fit; then the runs of
  * rest[] (batch size, reservation, in use; MiB). Returns the next batch size. */
@@ -1115,6 +1150,7 @@ int main(void)
     TAP_RUN(test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit);
     TAP_RUN(test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end);
     TAP_RUN(test_a_pool_at_the_device_s_end_is_bisected_only_where_its_reservation_tells_nothing);
+    TAP_RUN(test_h200_conv_async_second_run_replayed_goes_below_a_margin_that_failed);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
     TAP_RUN(test_a_largest_whose_runs_peaks_spread_by_a_sample_answers_below_it_by_that_spread);
     TAP_RUN(test_a_spread_under_half_a_sample_takes_no_margin);
