@@ -174,11 +174,12 @@ struct gt_sweep_plan {
     int64_t crept_to;      /* the last search step was the model's lo + 1 (it saw no room): that
                             * batch size; 0 none */
     int64_t band_step;     /* a batch size that had fit failed (an unsteady boundary): the walk's
-                            * next step down from hi, doubling; 0 none */
+                            * next step down from hi, doubling; 0 none (ended by a failure whose
+                            * trace places the boundary below hi - 1: the device shrank) */
     int64_t marginal;      /* the lo whose runs' peaks varied by half a sample or more; 0 none */
     int64_t spread;        /* ...by this many bytes (peaks of lo's runs apart) */
     int64_t room;          /* ...the room the margin leaves above lo's highest peak: the
-                            * spread, or the pool's slack allowance when larger */
+                            * spread, the pool's slack allowance or the draw's, the largest */
     double slack_min, slack_max;   /* the pool's slack over the large runs that fit, as a
                             * share of bytes in use beyond its fixed part; -1: not known
                             * (no pool read) */

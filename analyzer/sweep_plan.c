@@ -360,8 +360,11 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
         int64_t rf = interpolate(s);
         if (rf && s->dir < 0)
             s->dir = 0;   /* hi's need is known far past the device: the model was not a little off */
-        if (rf)
-            s->band_step = 0;   /* ...and a band's failure then says where the device ends (it shrank) */
+        if (rf && rf < s->hi - 1)
+            s->band_step = 0;   /* ...and a band's failure then says where the device ends (it shrank);
+                                 * one that says only "just below hi" does not: the walk goes on (the
+                                 * conv net on an H200: after the margin's 269 failed, 268 and 267 by
+                                 * regula falsi, then 135 from lo = 4, before 266) */
         /* a model step one below a failure that failed says no more than
          * the failure did (under cudaMallocAsync a failure's lower bound
          * lies on the in-use line, so each lowers the bytes available by

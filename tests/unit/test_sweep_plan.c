@@ -635,7 +635,7 @@ static int64_t h200_conv_async_bound(int64_t bs)
     return (int64_t)(139.09 * GIB_ * (double)MIB);
 }
 
-static void test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end(void)
+static void test_h200_conv_async_run_replayed_walks_down_a_band_and_is_proven_in_17_runs(void)
 {
     struct device d = {.total = (int64_t)(138.98 * GIB_) * MIB, .peak_fn = h200_conv_async_reserved,
                        .in_use_fn = h200_conv_async_in_use, .bound_fn = h200_conv_async_bound, .max_fit = 265,
@@ -647,14 +647,15 @@ static void test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_
     for (int i = 0; i < runs && i < 128; i++)
         printf(" %lld", (long long)ran[i]);
     printf("\n");
-    /* past 259 (at the device's end, the secant seeing no room) bisection:
-     * 263, 265, 266 fails, 265 again; then the margin for the pool's draw,
-     * 3.2% of 265's 116.64 GiB in use less the 0.17 it left, 3.56 GiB, 8 or
-     * 9 samples of 0.40 to 0.50 GiB (the median slope over the runs that fit) */
-    CHECK_EQ_INT(ran[13], 263);
-    CHECKF(verified && marginal == 265 && lo >= 256 && lo <= 257, "answer %lld below %lld, verified %d",
+    /* after 268 failed, regula falsi said no more than "just below it": the
+     * band's walk down, 266 fails, then bisection 262, 264, 265, 265 again;
+     * then the margin for the pool's draw, 3.2% of 265's 116.64 GiB in use
+     * less the 0.17 it left, 3.56 GiB, 7 to 9 samples of 0.40 to 0.51 GiB
+     * (the median slope over the runs that fit) */
+    CHECK_EQ_INT(ran[10], -266);
+    CHECKF(verified && marginal == 265 && lo >= 256 && lo <= 258, "answer %lld below %lld, verified %d",
            (long long)lo, (long long)marginal, verified);
-    CHECKF(runs <= 19, "%d runs (20 on the GPU, the margin's runs not reached)", runs);
+    CHECKF(runs <= 17, "%d runs (20 on the GPU, the margin's runs not reached)", runs);
     printf("# %d runs, answer %lld\n", runs, (long long)lo);
 }
 
@@ -690,7 +691,9 @@ static void test_h200_conv_async_second_run_replayed_goes_below_a_margin_that_fa
      * answer is the largest below it that fit every time: 266 */
     CHECK_EQ_INT(ran[9], -269);
     CHECKF(verified && lo == 266, "answer %lld, verified %d", (long long)lo, verified);
-    CHECKF(runs <= 15, "%d runs (15 on the GPU)", runs);
+    /* 268 failed, then the band's walk: 266 (not 135 from lo = 4) */
+    CHECK_EQ_INT(ran[11], 266);
+    CHECKF(runs <= 14, "%d runs (15 on the GPU)", runs);
 }
 
 /* A pool read, 1000 MiB available, in use 4 + 2 MiB a sample, reserving
@@ -1148,7 +1151,7 @@ int main(void)
     TAP_RUN(test_transformer_async_run_takes_the_secant_again_once_a_bisection_fits);
     TAP_RUN(test_h200_transformer_async_run_replayed_takes_the_secant_from_its_first_large_run);
     TAP_RUN(test_h200_transformer_async_second_run_replayed_proves_the_largest_that_always_fit);
-    TAP_RUN(test_h200_conv_async_run_replayed_bisects_past_a_reservation_at_the_device_s_end);
+    TAP_RUN(test_h200_conv_async_run_replayed_walks_down_a_band_and_is_proven_in_17_runs);
     TAP_RUN(test_a_pool_at_the_device_s_end_is_bisected_only_where_its_reservation_tells_nothing);
     TAP_RUN(test_h200_conv_async_second_run_replayed_goes_below_a_margin_that_failed);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
