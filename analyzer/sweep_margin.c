@@ -127,8 +127,9 @@ void gt_sweep_plan_take_margin(struct gt_sweep_plan *s)
         if (!s->pts[i].oom && s->pts[i].batch_size == s->lo && s->pts[i].in_use > lo_use)
             lo_use = s->pts[i].in_use;
     double draw = GT_SWEEP_POOL_DRAW * (double)lo_use;   /* 0 without a pool read */
-    if (draw - (double)(left > 0 ? left : 0) > room) {
-        room = draw - (double)(left > 0 ? left : 0);
+    double past_end = draw - (double)(left > 0 ? left : 0);   /* (left unknown: the whole draw) */
+    if (past_end > room) {
+        room = past_end;
         why = GT_SWEEP_ROOM_DRAW;
     }
     if (2.0 * room < sample)

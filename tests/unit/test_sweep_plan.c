@@ -137,6 +137,15 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
     return runs;
 }
 
+/* The last simulate()'s runs, in order (out of memory: negated), as a comment. */
+static void print_ran(int runs)
+{
+    printf("# runs:");
+    for (int i = 0; i < runs && i < 128; i++)
+        printf(" %lld", (long long)ran[i]);
+    printf("\n");
+}
+
 static void check_sweep(struct device *d, int max_runs_allowed)
 {
     int64_t lo;
@@ -643,10 +652,7 @@ static void test_h200_conv_async_run_replayed_walks_down_a_band_and_is_proven_in
     int64_t lo;
     int verified;
     int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
-    printf("# runs:");
-    for (int i = 0; i < runs && i < 128; i++)
-        printf(" %lld", (long long)ran[i]);
-    printf("\n");
+    print_ran(runs);
     /* after 268 failed, regula falsi said no more than "just below it": the
      * band's walk down, 266 fails, then bisection 262, 264, 265, 265 again;
      * then the margin for the pool's draw, 3.2% of 265's 116.64 GiB in use
@@ -682,10 +688,7 @@ static void test_h200_conv_async_second_run_replayed_goes_below_a_margin_that_fa
     int64_t lo;
     int verified;
     int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
-    printf("# runs:");
-    for (int i = 0; i < runs && i < 128; i++)
-        printf(" %lld", (long long)ran[i]);
-    printf("\n");
+    print_ran(runs);
     /* the margin's 269: 3.2% of 275's 121.0 GiB in use, 3.87 GiB, less the
      * 1.04 GiB its 137.94 left, 5.7 samples of 0.50 GiB; it failed, and the
      * answer is the largest below it that fit every time: 266 */
