@@ -71,7 +71,7 @@ a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
 os.makedirs(a.out, exist_ok=True)
-MODES = {'default': None, 'async': 'backend:cudaMallocAsync'}
+MODES = {'default': None, 'async': 'backend:cudaMallocAsync', 'expandable': 'expandable_segments:True'}
 ROWS = []
 
 
