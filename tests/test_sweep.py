@@ -131,7 +131,7 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (318, 320, True))
         self.assertEqual(doc['max_batch_size_fits'], 2)
         # (no pool: no draw's room; 319's higher peak left 1 MiB of the 1 GiB)
-        self.assertEqual(doc['margin'], {'batch_size': 319, 'fits': 2, 'spread_bytes': 2 * MIB,
+        self.assertEqual(doc['margin'], {'batch_size': 319, 'fits': 2, 'spread_bytes': 2 * MIB, 'runs_at_end': 0,
                                          'room_bytes': 2 * MIB, 'room_for': 'spread', 'pool_draw_bytes': None,
                                          'left_bytes': MIB, 'per_sample_bytes': 3 * MIB, 'taken': True})
         peaks = sorted(r['peak_bytes'] for r in doc['runs'] if r['batch_size'] == 319)
@@ -247,6 +247,36 @@ class SweepTest(TraceTest):
                       '  The answer is 267, which leaves that much room', p.stdout)
         p, d = self.sweep([], self.train(), dirname='sweep3')
         self.assertNotIn('stream-ordered pool', p.stdout)
+
+    def test_a_reservation_that_met_the_device_s_end_is_not_taken_for_spread(self):
+        # cudaMallocAsync tensors, 64 MiB + 3 MiB x bs in use; above 200 the
+        # device holds 700 MiB more (untraced), so 200 is the largest. Every
+        # run of a size but its first, the stand-in's pool reserves all the
+        # device has but 1 MiB (as a fresh run's pool on an H200 reserved
+        # 138.81 GiB where another held 132.94 for the same 116.20 in use).
+        # 200's runs reserve 664 MiB and 1022 MiB: that 358 MiB is not room a
+        # run needs (119 samples: the answer would be 80); the draw's room is,
+        # 3.2% of 664 MiB less the 2 MiB left
+        flag = os.path.join(self.dir, 'runs')
+        cmd = self.train('--async', '--untraced-above', '200:%d' % (700 * MIB), '--grab-leave', MIB,
+                         '--spread-file', flag)
+        p, doc, d = self.sweep_json(['--max-runs', '30'], cmd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['memory'], doc['min_failing_batch_size'], doc['verified']), ('pool', 201, True))
+        peaks = sorted(r['peak_bytes'] for r in doc['runs'] if r['batch_size'] == 200 and not r['oom'])
+        self.assertEqual(peaks, [664 * MIB, DEVICE - 2 * MIB])
+        m = doc['margin']
+        self.assertEqual((m['batch_size'], m['fits'], m['spread_bytes'], m['runs_at_end']), (200, 2, 358 * MIB, 1))
+        self.assertEqual((m['room_for'], m['left_bytes'], m['taken']), ('pool_draw', 2 * MIB, True))
+        self.assertEqual(m['room_bytes'], math.ceil(0.032 * 664 * MIB - 2 * MIB))
+        self.assertEqual(doc['max_batch_size'], 200 - math.ceil(m['room_bytes'] / m['per_sample_bytes']))
+        self.assertGreaterEqual(doc['max_batch_size'], 190)
+        # the text says why the reservations' spread was set aside
+        cmd[-1] = flag + '2'   # (each size's first run again)
+        p, d = self.sweep(['--max-runs', '30'], cmd, dirname='sweep2')
+        self.assertIn('Its runs\' reservations differed by 358.00 MiB, but one met the end of what was available:\n'
+                      '  the pool took what the device had, not what the run needed', p.stdout)
+        self.assertIn('The answer is %d, which leaves that much room' % doc['max_batch_size'], p.stdout)
 
     def test_a_pool_slack_drawn_higher_in_another_run_gets_room_below_the_largest(self):
         # the stand-in's pool holds 3% beyond its allocations, 64 MiB + 3 MiB

@@ -60,6 +60,13 @@ static uint64_t g_pool_frag;
 static uint64_t g_pool_fixed;
 /* FAKE_CUDA_POOL_KEEPS=1: the device holds the pools' reservation (below). */
 static uint64_t g_pool_keeps;
+/* FAKE_CUDA_POOL_GRAB_LEAVE=B: at a device's first pool allocation its pools
+ * reserve all the device has but B bytes, kept (implies KEEPS): a pool that
+ * drew more than it needed while the device had it, as a fresh run under
+ * cudaMallocAsync sometimes reserves up to the device's end; later pool
+ * allocations are placed in it, and fail only past it. */
+static uint64_t g_pool_grab_leave;
+static int g_pool_grab;
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -111,6 +118,12 @@ static void env_init(void)
     if ((s = getenv("FAKE_CUDA_POOL_KEEPS")) != NULL && parse_u64(s, &g_pool_keeps) != 0) {
         fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_KEEPS=%s\n", s);
         g_pool_keeps = 0;
+    }
+    if ((s = getenv("FAKE_CUDA_POOL_GRAB_LEAVE")) != NULL) {
+        if (parse_u64(s, &g_pool_grab_leave) != 0)
+            fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_GRAB_LEAVE=%s\n", s);
+        else
+            g_pool_grab = 1;
     }
     if ((s = getenv("FAKE_CUDA_DEVICE_BYTES")) != NULL) {
         if (parse_u64(s, &v) != 0)
@@ -284,6 +297,7 @@ struct devstate {
     size_t live;   /* live device + pool allocations */
     uint64_t pool_used, pool_reserved; /* stream-ordered: live bytes; what the pools hold (never released) */
     int pool_fixed_in;                 /* FAKE_CUDA_POOL_SLACK_BYTES charged (in pool_used for good) */
+    int pool_grabbed;                  /* FAKE_CUDA_POOL_GRAB_LEAVE's reservation made */
 };
 static struct devstate devs[MAX_DEVICES];
 static uint64_t stream_counter, pool_counter;
@@ -300,6 +314,7 @@ static void dev_reset_ranges(int d)
     ds->live = 0;
     ds->pool_used = ds->pool_reserved = 0;
     ds->pool_fixed_in = 0;
+    ds->pool_grabbed = 0;
 }
 
 #define POOL_GRANULE (2ULL << 20) /* a pool grows by whole 2 MiB pages, like the real one */
@@ -367,7 +382,21 @@ static int charge_locked(int d, long long delta)
  * reservation: a device no real driver gives (NVML's figure for the process
  * then falls below what the trace says its pool holds, and a sweep reads no
  * memory outside the trace). Tests that read NVML beside a pool keep. */
-static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps; }
+static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps || g_pool_grab; }
+
+/* FAKE_CUDA_POOL_GRAB_LEAVE: the pools take all of device d but the bytes
+ * left, once; what cannot be charged is not taken. Locked. */
+static void pool_grab_locked(int d)
+{
+    struct devstate *ds = &devs[d];
+    ds->pool_grabbed = 1;
+    uint64_t used = drv.used ? drv.used(d) : ds->used;
+    if (g_cap <= used + g_pool_grab_leave)
+        return;
+    uint64_t grab = ds->pool_reserved + ((g_cap - used - g_pool_grab_leave) & ~(POOL_GRANULE - 1));
+    if (grab > ds->pool_reserved && charge_locked(d, (long long)(grab - ds->pool_reserved)) == 0)
+        ds->pool_reserved = grab;
+}
 
 static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t *out)
 {
@@ -375,6 +404,8 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     uint64_t fixed = kind == K_POOLALLOC && !ds->pool_fixed_in ? g_pool_fixed : 0;
     uint64_t extra = pool_extra(kind, sz) + fixed;   /* free gives back pool_extra's part only */
     uint64_t charge = sz;
+    if (kind == K_POOLALLOC && g_pool_grab && !ds->pool_grabbed && dev_reserve(d) == 0)
+        pool_grab_locked(d);
     if (kind == K_POOLALLOC && pool_keeps()) {
         uint64_t need = (ds->pool_used + sz + extra + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1);
         charge = need > ds->pool_reserved ? need - ds->pool_reserved : 0;

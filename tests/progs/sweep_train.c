@@ -46,6 +46,11 @@
  *     F.<bs> marks it) holds B bytes more in its input batch through every
  *     step: two runs of one size peak B apart, as a pool's reservation near
  *     the device differs between fresh runs
+ *   --grab-leave B --spread-file F: every run of a batch size but its first,
+ *     the stand-in's pools reserve all the device has but B bytes at their
+ *     first allocation (FAKE_CUDA_POOL_GRAB_LEAVE): the same bytes in use,
+ *     a reservation at the device's end, as a fresh cudaMallocAsync run's
+ *     pool sometimes takes what the device has
  *   --workspace-above N:B: above batch size N each step also takes a B-byte
  *     workspace after its forward, freed at once, as a library choosing
  *     another algorithm for a larger batch does: memory jumps by B there
@@ -184,8 +189,11 @@ int main(int argc, char **argv)
         char mark[4096];
         snprintf(mark, sizeof mark, "%s.%lld", spread_file, bs);
         FILE *f = fopen(mark, "r");
+        const char *grab = arg_str(argc, argv, "--grab-leave");
         if (f) {
             fclose(f);
+            if (grab)   /* before the first CUDA call: the stand-in reads it there */
+                setenv("FAKE_CUDA_POOL_GRAB_LEAVE", grab, 1);
         } else {
             unsteady_extra += (size_t)arg_ll(argc, argv, "--spread", 0);
             if ((f = fopen(mark, "w")))
