@@ -127,16 +127,18 @@ enum gt_sweep_phase {
  * GT_SWEEP_POOL_DRAW of lo's bytes in use, less what lo's runs left of the
  * bytes available at their peak: a sweep's few runs cannot show a draw that
  * comes once in ten (the H200 below), so the least room is the widest
- * spread measured between fresh runs of one batch size. A run of lo whose
- * reservation came within that draw of the bytes available met the
- * device's end: the pool took what the device had, not what the run
- * needed, so its reservation is not counted in the spread (its bytes in
- * use are), and the draw's room is what it asks. */
-#define GT_SWEEP_POOL_DRAW 0.032   /* of bytes in use: the transformer at 140 on an H100 reserved
-                                    * 3.41% to 6.59% beyond them in 14 fresh runs (session 26); on
-                                    * an H200, 268 reserved 138.844 GiB in 7 runs and 137.844 in 1
-                                    * for 133.379 in use, 269 reserved 138.38 in 4 runs, 0.62 GiB
-                                    * short of the end, and ran out of memory in the 5th (session 29) */
+ * spread measured between fresh runs of one batch size. A run that
+ * reserved up to the device's end counts in that spread: the pool's draw
+ * there is at least what it took (the conv net below). */
+#define GT_SWEEP_POOL_DRAW 0.051   /* of bytes in use: the conv net at 265 on an H200 reserved
+                                    * 132.94 and 138.81 GiB (0.17 short of the end) for the same
+                                    * 116.20 GiB in use, 5.05% apart, in two fresh runs of two
+                                    * sweeps (sessions 29 and 30); with 3.2% (the widest before: the
+                                    * transformer at 140 on an H100, 3.41% to 6.59% in 14 runs) a
+                                    * sweep answered 269, which 4 of 8 runs on three hosts failed
+                                    * while 265 fit every run (session 30). On an H200 the
+                                    * transformer's 268 reserved 137.84 to 138.84 GiB for 133.38 in
+                                    * use, and its 269 fit 4 runs and failed the 5th (session 29) */
 
 /* Why the margin leaves the room it does (struct gt_sweep_plan's room). */
 enum gt_sweep_room {
@@ -182,8 +184,6 @@ struct gt_sweep_plan {
                             * trace places the boundary below hi - 1: the device shrank) */
     int64_t marginal;      /* the lo whose runs' peaks varied by half a sample or more; 0 none */
     int64_t spread;        /* ...by this many bytes (peaks of lo's runs apart) */
-    int spread_reached_end;/* ...of which this many runs' reservations met the end of the bytes
-                            * available: their spread was not counted as room (sweep_margin.c) */
     int64_t room;          /* ...the room the margin leaves above lo's highest peak: the
                             * spread, the pool's slack allowance or the draw's, the largest */
     double slack_min, slack_max;   /* the pool's slack over the large runs that fit, as a

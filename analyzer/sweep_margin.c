@@ -71,46 +71,6 @@ static double slack_room(struct gt_sweep_plan *s)
     return 2.0 * (double)lo_use * (s->slack_max - s->slack_own);
 }
 
-/* The spread of lo's runs that counts for room. Without a pool read, their
- * peaks apart. Under one, a run whose reservation came within the draw
- * (GT_SWEEP_POOL_DRAW of its bytes in use) of the bytes available met the
- * device's end: the pool took what the device had, not what the run needed,
- * and such a run's reservation is left out of the spread; its bytes in use
- * still count (the H200 conv net at 265, session 30: two runs that fit with
- * 116.20 GiB in use reserved 132.94 and 138.81 GiB, the second 0.17 short of
- * the end, the same two figures as in session 29; a margin of that 5.88 GiB
- * answered 253 where 260 fit 3 of 3 plain runs and 265 had fit 11 of 11).
- * The draw's room (take_margin) is what such a run asks. *reached: how many
- * of lo's runs met the end. */
-static double counted_spread(const struct gt_sweep_plan *s, int *reached)
-{
-    int64_t top = -1, bottom = -1, use_top = -1, use_bottom = -1;
-    *reached = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const struct gt_sweep_point *p = &s->pts[i];
-        if (p->oom || p->peak < 0 || p->batch_size != s->lo)
-            continue;
-        if (p->in_use > 0 && s->available > 0) {
-            if (use_top < 0 || p->in_use > use_top)
-                use_top = p->in_use;
-            if (use_bottom < 0 || p->in_use < use_bottom)
-                use_bottom = p->in_use;
-            if ((double)(s->available - p->peak) < GT_SWEEP_POOL_DRAW * (double)p->in_use) {
-                (*reached)++;
-                continue;
-            }
-        }
-        if (top < 0 || p->peak > top)
-            top = p->peak;
-        if (bottom < 0 || p->peak < bottom)
-            bottom = p->peak;
-    }
-    double spread = top >= 0 ? (double)(top - bottom) : 0.0;
-    if (*reached && use_top >= 0 && (double)(use_top - use_bottom) > spread)
-        spread = (double)(use_top - use_bottom);
-    return spread;
-}
-
 /* A sample: the median slope between every two runs that fit at or below
  * upto (Theil-Sen), not the sweep's fit. Near the device the peaks are as
  * noisy as the spread itself (session 24: 147 peaked at 78.12 and 75.84
@@ -156,8 +116,7 @@ void gt_sweep_plan_take_margin(struct gt_sweep_plan *s)
     double sample = gt_sweep_plan_sample(s, s->lo);
     if (top < 0 || !(sample > 0))
         return;
-    int reached = 0;
-    double room = counted_spread(s, &reached), slack = slack_room(s);
+    double room = (double)(top - bottom), slack = slack_room(s);
     enum gt_sweep_room why = GT_SWEEP_ROOM_SPREAD;
     if (slack > room) {
         room = slack;
@@ -177,7 +136,6 @@ void gt_sweep_plan_take_margin(struct gt_sweep_plan *s)
         return;
     double sizes = ceil(room / sample - 1e-9);
     s->room_why = why;
-    s->spread_reached_end = reached;
     s->draw = (int64_t)draw;
     s->left = left;
     s->marginal = s->lo;
