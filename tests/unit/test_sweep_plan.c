@@ -76,6 +76,10 @@ static int64_t truth(const struct device *d)
 static int fits_needed;   /* gputrace sweep --repeat; 0: the plan's default */
 static int64_t ran[128];  /* the last simulate()'s batch sizes, in order (oom: negated) */
 static int64_t marginal;  /* the last simulate()'s margin: the size whose peaks spread (0 none) */
+static struct {
+    enum gt_sweep_room why;
+    int64_t spread, room;
+} margin_room;            /* ...and its room, why, and lo's runs' peaks apart */
 
 /* Runs a sweep the way gputrace sweep drives the plan; returns the runs
  * used and the largest batch it proved (lo), *verified set. */
@@ -139,6 +143,9 @@ static int simulate(struct device *d, const int64_t *sizes, size_t n, int max_ru
     }
     *lo = gt_sweep_plan_answer(&s);   /* lo, or the margin below it */
     marginal = s.marginal;
+    margin_room.why = s.room_why;
+    margin_room.spread = s.spread;
+    margin_room.room = s.room;
     *verified = gt_sweep_plan_verified(&s);
     gt_sweep_plan_free(&s);
     return runs;
@@ -707,13 +714,34 @@ static void test_h200_conv_async_second_run_replayed_answers_below_the_band_its_
     CHECK_EQ_INT(runs, 11);
 }
 
+/* The same sweep on a device whose band reaches below the margin's size:
+ * 264 and 263 fail too (as 269, 268 and 267 did on the GPU under the old
+ * draw). The margin's failure starts the band's walk down from it, one
+ * size, then two, four: 263, 261 (not 135, the middle down to lo = 4) */
+static void test_a_margin_that_fails_in_a_band_walks_down_from_it(void)
+{
+    struct device d = {.total = (int64_t)(138.98 * GIB_) * MIB, .peak_fn = h200_conv_async2_reserved,
+                       .in_use_fn = h200_conv_async_in_use, .bound_fn = h200_conv_async_bound, .max_fit = 275,
+                       .band = {{276, "fo"}, {264, "o"}, {263, "o"}}, .keep_available = 1};
+    int64_t lo;
+    int verified;
+    int runs = simulate(&d, NULL, 0, 100, &lo, &verified);
+    print_ran(runs);
+    CHECK_EQ_INT(ran[9], -264);
+    CHECK_EQ_INT(ran[10], -263);
+    CHECK_EQ_INT(ran[11], 261);
+    CHECKF(verified && lo == 262 && marginal == 275, "answer %lld below %lld, verified %d", (long long)lo,
+           (long long)marginal, verified);
+    CHECKF(runs <= 16, "%d runs", runs);
+}
+
 /* Session 30's H200 sweep of that conv net (tests/gpu/RESULTS.md, call 2):
  * 271 and 270 failed; 137, 203 fit; 269, 268 and 267 each fit once and
  * failed on the repeat; 266 failed; 264, then 265 twice: 265's two runs, 116.20
  * GiB in use each, reserved 132.94 and 138.81 GiB, the second 0.17 GiB short
  * of the end (told 138.98). The reservations and bytes in use are the log's,
  * by size, between them interpolated (made up). The GPU's margin took that
- * 5.88 GiB for spread and answered 253, which fit its runs and 3 of 3 plain
+ * 5.88 GiB (5.87 by the log's rounded figures) for spread and answered 253, which fit its runs and 3 of 3 plain
  * runs. */
 static int64_t h200_conv_async3_reserved(int64_t bs)
 {
@@ -758,6 +786,11 @@ static void test_h200_conv_async_third_run_replayed_counts_a_reservation_at_the_
     CHECKF(verified && marginal == 265 && lo == 253, "answer %lld below %lld, verified %d", (long long)lo,
            (long long)marginal, verified);
     CHECK_EQ_INT(runs, 19);
+    /* the spread is the room, not the draw (which would answer 253 too) */
+    CHECK_EQ_INT(margin_room.why, GT_SWEEP_ROOM_SPREAD);
+    CHECKF(margin_room.spread == margin_room.room && margin_room.spread > (int64_t)(5.86 * GIB_) * MIB &&
+               margin_room.spread < (int64_t)(5.88 * GIB_) * MIB,
+           "spread %lld MiB, room %lld MiB", (long long)(margin_room.spread / MIB), (long long)(margin_room.room / MIB));
 }
 
 /* Session 30's fifth H200 sweep of that conv net (tests/gpu/RESULTS.md,
@@ -1250,6 +1283,7 @@ int main(void)
     TAP_RUN(test_h200_conv_async_run_replayed_walks_down_a_band_and_is_proven_in_17_runs);
     TAP_RUN(test_a_pool_at_the_device_s_end_is_bisected_only_where_its_reservation_tells_nothing);
     TAP_RUN(test_h200_conv_async_second_run_replayed_answers_below_the_band_its_old_margin_failed_in);
+    TAP_RUN(test_a_margin_that_fails_in_a_band_walks_down_from_it);
     TAP_RUN(test_h200_conv_async_third_run_replayed_counts_a_reservation_at_the_end_as_spread);
     TAP_RUN(test_h200_conv_async_fifth_run_replayed_answers_below_the_band);
     TAP_RUN(test_a_repeat_failing_in_an_unsteady_band_steps_down_from_it_not_back_to_the_middle);
