@@ -192,6 +192,31 @@ class SweepTest(TraceTest):
         self.assertEqual([r['traces'] for r in doc['runs']], [2, 2])
         self.assertEqual([r['peak_bytes'] for r in doc['runs']], [67 * MIB, 70 * MIB])
 
+    def test_a_margin_whose_size_runs_out_of_memory_goes_on_just_below_it(self):
+        # as above, 319's runs peak 2 MiB apart and the margin asks for 318;
+        # but 318 fails (--oom-at: its forward asks for 1 MiB more than the
+        # device has free, as a shape near the boundary a pool cannot place
+        # while a larger one fits). The search goes on below it, one size
+        # down at once (its trace puts the boundary just below it), and 317
+        # is the answer, proven twice (the walk that follows further failures
+        # is test_sweep_plan's a_margin_that_fails_in_a_band_walks_down_from_it)
+        flag = os.path.join(self.dir, 'spread')
+        cmd = self.train('--spread', 2 * MIB, '--spread-file', flag, '--oom-at', 318)
+        p, doc, d = self.sweep_json([], cmd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        runs = [(r['batch_size'], r['oom'], r['phase']) for r in doc['runs']]
+        self.assertEqual(runs[-3:], [(318, True, 'margin'), (317, False, 'search'), (317, False, 'repeat')])
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (317, 318, True))
+        self.assertEqual((doc['margin']['batch_size'], doc['margin']['taken']), (319, False))
+        self.assertEqual(doc['max_batch_size_fits'], 2)
+        # its trace: 1 MiB past the device's end
+        failed = [r for r in doc['runs'] if r['batch_size'] == 318][0]
+        self.assertEqual(failed['needed_at_least_bytes'], DEVICE + MIB)
+        cmd[cmd.index(flag)] = flag + '-text'   # (each size's first run again)
+        p, d = self.sweep([], cmd, dirname='sweep-text')
+        self.assertIn('largest batch size that fits: 317 (proven: 317 ran twice, 318 ran out of memory)', p.stdout)
+        self.assertIn('The size that left that much room ran out of memory, and the\n  search went on below it', p.stdout)
+
     def test_step_in_per_sample_cost_still_ends_on_the_proven_boundary_in_at_most_10_runs(self):
         # 2 MiB per sample up to batch 100, 6 MiB above: the line through
         # 1, 2, 4 predicts 480; the truth is (1024 - 64) / 6 = 160. 480's

@@ -8,13 +8,18 @@
  * torch.OutOfMemoryError (a message, exit 1).
  * usage: sweep_train [--batch-size N] [--steps N] [--fixed B] [--per-sample B]
  *          [--knee N --per-sample-above B] [--async --workspace B]
- *          [--fail-above N] [--crash-above N] [--prealloc PERCENT] [--batch-sizes A,B,...]
+ *          [--fail-above N] [--crash-above N] [--oom-at N] [--prealloc PERCENT] [--batch-sizes A,B,...]
  *   --batch-size: else GPUTRACE_BATCH_SIZE (as gputrace sweep sets it)
  *   --knee: above this batch size each sample costs --per-sample-above
  *   --async: tensors through cudaMallocAsync (pool memory), beside a
  *            cudaMalloc'ed library workspace of --workspace bytes
  *   --fail-above N: above batch size N, fail as a shape error would (exit 3)
  *   --crash-above N: above batch size N, abort (SIGABRT)
+ *   --oom-at N: at batch size N (one size, not those above it) each step's
+ *            forward also asks for 1 MiB more than the device has free,
+ *            which fails just past its end, as a shape near the boundary
+ *            that a pool cannot place (the conv net on an H200 fit at 277
+ *            while 266-269 failed, their traces at the device's end)
  *   --prealloc P: take P% of the device in one allocation first and carve
  *            every tensor from it, as JAX does by default
  *   --batch-sizes A,B,...: --steps steps of each batch size in turn in one
@@ -94,6 +99,13 @@ static void *tensor(size_t n)
     return p;
 }
 
+/* The current device's free bytes. */
+static size_t free_bytes(void)
+{
+    size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : (size_t)1 << 40;
+}
+
 /* The stand-in driver takes n bytes on device 0 that no traced call made. */
 static void untraced_charge(long long n)
 {
@@ -148,6 +160,7 @@ int main(int argc, char **argv)
     size_t per_sample = (size_t)arg_ll(argc, argv, "--per-sample", 3 << 20);
     long long knee = arg_ll(argc, argv, "--knee", 0);
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
+    long long oom_at = arg_ll(argc, argv, "--oom-at", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
     size_t try_workspace = (size_t)arg_ll(argc, argv, "--try-workspace", 0);
@@ -278,6 +291,8 @@ int main(int argc, char **argv)
             }
             if (crash_above && bs > crash_above)
                 abort();
+            if (oom_at && bs == oom_at)
+                release(tensor(free_bytes() + ((size_t)1 << 20)), 0);   /* (exits: the device cannot hold it) */
             grads = tensor(fixed / 4);       /* backward */
             release(act, half);
             release(x, half + unsteady_extra);
