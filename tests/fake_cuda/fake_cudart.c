@@ -384,13 +384,20 @@ static int charge_locked(int d, long long delta)
  * memory outside the trace). Tests that read NVML beside a pool keep. */
 static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps || g_pool_grab; }
 
+/* What device d holds (the driver's figure, when it is loaded: one
+ * capacity for both), as cudaMemGetInfo reports it. Locked. */
+static uint64_t device_used_locked(int d)
+{
+    return drv.used ? drv.used(d) : devs[d].used;
+}
+
 /* FAKE_CUDA_POOL_GRAB_LEAVE: the pools take all of device d but the bytes
  * left, once; what cannot be charged is not taken. Locked. */
 static void pool_grab_locked(int d)
 {
     struct devstate *ds = &devs[d];
     ds->pool_grabbed = 1;
-    uint64_t used = drv.used ? drv.used(d) : ds->used;
+    uint64_t used = device_used_locked(d);
     if (g_cap <= used + g_pool_grab_leave)
         return;
     uint64_t grab = ds->pool_reserved + ((g_cap - used - g_pool_grab_leave) & ~(POOL_GRANULE - 1));
@@ -404,6 +411,7 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     uint64_t fixed = kind == K_POOLALLOC && !ds->pool_fixed_in ? g_pool_fixed : 0;
     uint64_t extra = pool_extra(kind, sz) + fixed;   /* free gives back pool_extra's part only */
     uint64_t charge = sz;
+    /* (dev_reserve first: a device's first allocation starts its state over) */
     if (kind == K_POOLALLOC && g_pool_grab && !ds->pool_grabbed && dev_reserve(d) == 0)
         pool_grab_locked(d);
     if (kind == K_POOLALLOC && pool_keeps()) {
@@ -1017,7 +1025,7 @@ cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes)
     if (!freeBytes || !totalBytes)
         return ret(cudaErrorInvalidValue);
     pthread_mutex_lock(&g_lock);
-    uint64_t used = drv.used ? drv.used(tl_dev) : devs[tl_dev].used;
+    uint64_t used = device_used_locked(tl_dev);
     pthread_mutex_unlock(&g_lock);
     *freeBytes = (size_t)(g_cap - used);
     *totalBytes = (size_t)g_cap;
