@@ -42,7 +42,7 @@ per call, about 4-6 minutes of GPU time:
   run with --steps 0, without the tracer.
 The GPU must be otherwise idle (other processes' memory moves the boundary
 between runs).
-usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer]
+usage: check_sweep.py --build BUILD --out DIR [--models conv|transformer|gpt2]
                       [--alloc default|async|expandable] [--bisect [--repeat K]]
                       [--sweep-repeat K] [--no-lightning]
 (--models and --alloc take comma lists too; each pair costs its minutes.)"""

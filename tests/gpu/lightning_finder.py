@@ -50,12 +50,12 @@ class Module(pl.LightningModule):
         return sm.loss_of(self.name, self.net, x, y)
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=1e-3, momentum=0.9)
+        return sm.optimizer(self.name, self)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--model', choices=('conv', 'transformer'), required=True)
+    ap.add_argument('--model', choices=('conv', 'transformer', 'gpt2'), required=True)
     ap.add_argument('--init-val', type=int, default=2)
     ap.add_argument('--max-trials', type=int, default=25)
     a = ap.parse_args()

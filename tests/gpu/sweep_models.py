@@ -3,11 +3,14 @@ activations are large per sample (about 0.45 and 0.5 GiB), so their largest
 batch on an 80 GB H100 is small (Lightning's finder: 178 for the conv net
 under the default allocator) and a batch-size search ends in minutes. The memory is
 bounded by the models, not by torch.cuda.set_per_process_memory_fraction,
-which no trace could see. Trains --steps steps (SGD with momentum) on random
+which no trace could see. Trains --steps steps (SGD with momentum; gpt2: AdamW) on random
 data made on the GPU; a torch.OutOfMemoryError ends the run (exit 1), as in a
 real job. Also the LightningModule for Lightning's BatchSizeFinder
 (lightning_finder.py), on the same models and data.
-usage: sweep_models.py --model conv|transformer --batch-size N [--steps 3]
+The gpt2 model is a workload none of the sweep's rules were tuned on: Hugging
+Face's GPT2LMHeadModel (124M parameters, built from its config, no download),
+sequence 1024, AdamW (its state made at the first step) under bf16 autocast.
+usage: sweep_models.py --model conv|transformer|gpt2 --batch-size N [--steps 3]
 Prints `batch_size=N`, `steps=N`, `max_allocated=B`, `max_reserved=B`, and
 `steps_seconds=S` (with --report-free also `device_free=B`, `device_total=B`): the training loop's own wall time (first step to the last
 synchronize), so that a caller timing the whole process can tell what the
@@ -50,19 +53,39 @@ class TinyLM(nn.Module):
         return self.head(self.enc(self.emb(tokens) + self.pos))
 
 
+GPT2_SEQ = 1024
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+    return GPT2LMHeadModel(GPT2Config(n_positions=GPT2_SEQ))
+
+
 def build(name):
-    return conv_net() if name == 'conv' else TinyLM()
+    return {'conv': conv_net, 'transformer': TinyLM, 'gpt2': gpt2}[name]()
+
+
+def optimizer(name, model):
+    if name == 'gpt2':
+        return torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 
 
 def batch(name, bs, device='cuda'):
     """Random inputs and targets of bs samples, made on the GPU."""
     if name == 'conv':
         return torch.randn(bs, 3, IMAGE, IMAGE, device=device), torch.randint(0, 10, (bs,), device=device)
+    if name == 'gpt2':
+        t = torch.randint(0, 50257, (bs, GPT2_SEQ), device=device)
+        return t, t
     t = torch.randint(0, VOCAB, (bs, SEQ), device=device)
     return t, t
 
 
 def loss_of(name, model, x, y):
+    if name == 'gpt2':
+        with torch.autocast('cuda', dtype=torch.bfloat16):
+            return model(input_ids=x, labels=y).loss
     out = model(x)
     if name == 'conv':
         return nn.functional.cross_entropy(out, y)
@@ -71,7 +94,7 @@ def loss_of(name, model, x, y):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--model', choices=('conv', 'transformer'), required=True)
+    ap.add_argument('--model', choices=('conv', 'transformer', 'gpt2'), required=True)
     ap.add_argument('--batch-size', type=int, required=True)
     ap.add_argument('--steps', type=int, default=3)
     ap.add_argument('--report-free', action='store_true',
@@ -79,7 +102,7 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     model = build(a.model).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    opt = optimizer(a.model, model)
     torch.cuda.synchronize()
     t0 = time.monotonic()
     for step in range(a.steps):
