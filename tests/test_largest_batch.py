@@ -195,7 +195,12 @@ class LargestBatch(T.AnalyzerTest):
         self.assertNotIn('largest batch size predicted', text)
 
     def test_preallocating_program_gets_no_fit_and_how_to_trace_at_tensor_level(self):
-        db = self.traced([prog('sweep_train'), '--prealloc', '75', '--batch-sizes', '2,4,8', '--steps', '2'])
+        for how in ('--prealloc', '--prealloc-vmm'):   # cudaMalloc; cuMemCreate as JAX 0.11.2 on CUDA 13
+            with self.subTest(how=how):
+                self.preallocated_gets_no_fit(how)
+
+    def preallocated_gets_no_fit(self, how):
+        db = self.traced([prog('sweep_train'), how, '75', '--batch-sizes', '2,4,8', '--steps', '2'], name=how[2:] + '.db')
         d = self.json('peak', db)
         self.assertIs(d['preallocated'], True)
         self.assertIsNone(d['fit'])

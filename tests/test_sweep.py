@@ -567,6 +567,16 @@ class SweepTest(TraceTest):
         self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
         self.assertIn('768.00 MiB of the device', p.stderr)
 
+    def test_preallocation_through_the_virtual_memory_api_is_detected(self):
+        # JAX 0.11.2 on CUDA 13 preallocates with one cuMemCreate mapped into a
+        # reserved range, through the driver reached by dlsym (tests/gpu/RESULTS.md,
+        # session 28), not with cudaMalloc
+        p, doc, d = self.sweep_json([], self.train('--prealloc-vmm', 75))
+        self.assertEqual(p.returncode, 13, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
+        self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
+        self.assertIn('768.00 MiB of the device', p.stderr)
+
     def test_batch_size_one_out_of_memory_proves_none_fits(self):
         p, doc, d = self.sweep_json([], self.train('--fixed', 2048 * MIB))
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -8,7 +8,7 @@
  * torch.OutOfMemoryError (a message, exit 1).
  * usage: sweep_train [--batch-size N] [--steps N] [--fixed B] [--per-sample B]
  *          [--knee N --per-sample-above B] [--async --workspace B]
- *          [--fail-above N] [--crash-above N] [--oom-at N] [--prealloc PERCENT] [--batch-sizes A,B,...]
+ *          [--fail-above N] [--crash-above N] [--oom-at N] [--prealloc[-vmm] PERCENT] [--batch-sizes A,B,...]
  *   --batch-size: else GPUTRACE_BATCH_SIZE (as gputrace sweep sets it)
  *   --knee: above this batch size each sample costs --per-sample-above
  *   --async: tensors through cudaMallocAsync (pool memory), beside a
@@ -22,6 +22,9 @@
  *            while 266-269 failed, their traces at the device's end)
  *   --prealloc P: take P% of the device in one allocation first and carve
  *            every tensor from it, as JAX does by default
+ *   --prealloc-vmm P: the same through the driver's virtual-memory API
+ *            (one cuMemCreate of P%, mapped into a reserved range), reached
+ *            by dlopen/dlsym, as JAX 0.11.2 on CUDA 13 preallocates
  *   --batch-sizes A,B,...: --steps steps of each batch size in turn in one
  *            process (iterations numbered on), as a batch-size finder runs
  *   --lazy-module B, --late-module B: the stand-in driver takes B bytes with
@@ -66,6 +69,7 @@
  *     hold P% more than their allocations (FAKE_CUDA_POOL_FRAGMENTATION,
  *     set here before the first CUDA call), as a fresh run under
  *     cudaMallocAsync draws a higher slack by chance */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -119,6 +123,38 @@ static void untraced_charge(long long n)
     }
 }
 
+/* One cuMemCreate of want bytes (rounded up to the granularity) mapped into a
+ * reserved range, the driver reached through dlsym as XLA reaches it: the
+ * arena's size, or 0 when any step failed. */
+static size_t vmm_arena(size_t want)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h)
+        return 0;
+    CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags) =
+        (CUresult(*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))dlsym(h, "cuMemGetAllocationGranularity");
+    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long) =
+        (CUresult(*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))dlsym(h, "cuMemAddressReserve");
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long) =
+        (CUresult(*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long))dlsym(h, "cuMemCreate");
+    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
+        (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))dlsym(h, "cuMemMap");
+    CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t) =
+        (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))dlsym(h, "cuMemSetAccess");
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED, .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    size_t g = 0;
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle mem;
+    if (!gran || !reserve || !create || !map || !access || gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) || !g)
+        return 0;
+    want = (want + g - 1) / g * g;
+    if (reserve(&va, want, 0, 0, 0) || create(&mem, want, &prop, 0) || map(va, want, 0, mem, 0) ||
+        access(va, want, &rw, 1))
+        return 0;
+    return want;
+}
+
 static void release(void *p, size_t n)
 {
     if (arena)
@@ -162,6 +198,7 @@ int main(int argc, char **argv)
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
     long long oom_at = arg_ll(argc, argv, "--oom-at", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
+    long long prealloc_vmm = arg_ll(argc, argv, "--prealloc-vmm", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
     size_t try_workspace = (size_t)arg_ll(argc, argv, "--try-workspace", 0);
     long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
@@ -235,6 +272,12 @@ int main(int argc, char **argv)
         if (cudaMalloc(&p, want) != cudaSuccess)
             return 1;
         arena = want;
+    }
+    if (prealloc_vmm) {
+        struct cudaDeviceProp prop;
+        cudaGetDeviceProperties(&prop, 0);   /* (the runtime makes the context the driver calls need) */
+        if (!(arena = vmm_arena(prop.totalGlobalMem / 100 * (size_t)prealloc_vmm)))
+            return 1;
     }
     void *model = tensor(fixed / 2);
     const char *untraced_above = arg_str(argc, argv, "--untraced-above");
