@@ -223,7 +223,9 @@ struct gt_peak {
     int64_t withheld_max_batch_size;        /* >= 0: what a poor fit would have said; not given */
     const char *withheld_why;   /* why no largest batch is given (NULL: given, or no fit at all) */
     const char *what_to_do;     /* with it: what would give one */
-    int history;                /* a smaller batch after a larger one peaked as high: peaks follow history */
+    int history;                /* peaks follow history: a smaller batch after a larger one peaked as high, */
+    int64_t carried_bytes;      /* or a peak held this much that other batch sizes allocated (-1: none), */
+    int64_t carried_batch_size; /* at this batch size's peak */
     int preallocated;           /* one allocation holds most of the device: no fit at all */
     struct gt_room room;
     struct gt_slack slack;      /* the pool's slack per batch size (a pool level only) */

@@ -335,6 +335,8 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, pk.preallocated);
         gt_json_key(j, "peaks_follow_history");
         gt_json_bool(j, pk.history);
+        gt_json_kint_or_null(j, "carried_bytes", pk.carried_bytes);
+        gt_json_kint_or_null(j, "carried_batch_size", pk.carried_batch_size);
         gt_json_key(j, "new_highs");
         gt_json_arr(j);
         int64_t failed = 0;

@@ -268,6 +268,36 @@ class CachingAllocatorSaysWhatItCan(T.AnalyzerTest):
         self.assertNotIn('fit: peak', text)
         self.assertIsNone(d['fit'])
 
+    def test_ascending_batch_sizes_still_carry_the_cache_and_give_no_number(self):
+        # In ascending order no smaller batch follows a larger one, yet every
+        # peak holds the segments the batch sizes before it reserved: a line
+        # through them is the cache's growth, not the batch's (issue 11 part 3:
+        # a fit over several batch sizes in one process under a caching
+        # allocator is wrong by construction).
+        self.BATCHES = [2, 4, 6, 8, 10]
+        p, db = self.trace([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES],
+                           env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, GPUTRACE_CUPTI=0))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        steps = self.replay()
+        start = (3 << 20) + ((5 << 20) + self.ROUND - 1) // self.ROUND * self.ROUND   # vocabulary table + weights
+        worst = None
+        for k in range(1, len(steps)):   # the first batch size's segments are what a job keeps
+            bs, _, reserved = steps[k]
+            held = sum(sum(added) for _, added, _ in steps[1:k])
+            share = held / (reserved - start)
+            if held and (worst is None or share > worst[0]):
+                worst = (share, bs, held)
+        self.assertGreaterEqual(worst[0], 0.125)   # the planted cache is well past the rule's share
+        d = self.json('peak', db)
+        self.assertIs(d['peaks_follow_history'], True)
+        self.assertEqual((d['carried_batch_size'], d['carried_bytes']), worst[1:])
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIsNone(d['fit'])
+        text = self.ok('peak', db).stdout
+        self.assertIn("batch size %d's peak still held" % worst[1], text)
+        self.assertIn('gputrace sweep', text)
+        self.assertNotIn('largest batch size predicted', text)
+
 
 class PoolSlackReadings(T.AnalyzerTest):
     """The pool's slack per batch size comes from the readings of its

@@ -15,6 +15,8 @@
   with free memory). PASS: P <= R and P >= 97% of R;
 - --mixed (default allocator): batch sizes 8, 2, 6, 4, 10 in one process give
   no number and list the new highs (8 and 10 on the H100), nothing else;
+  in ascending order (without --mixed) no number either: each peak holds the
+  segments the batch sizes before it reserved (carried_bytes);
 - PyTorch's own counters of a plain run at P and at R (max_reserved -
   max_allocated: the slack in a fresh process) beside the slack line there;
 - the ledger of the traced run beside NVML (summary --json).
@@ -163,6 +165,14 @@ if pk:
     if a.alloc == 'async':
         report(P is not None, '%s: peak prints a largest batch' % TAG,
                'P = %s%s' % (P, '' if P is not None else ': ' + str(pk['max_batch_size_withheld'])))
+    if a.alloc == 'default':
+        # issue 11 part 3: a fit over batch sizes in one process under the
+        # caching allocator models its history, in ascending order too (the
+        # segments earlier batch sizes reserved stay in its cache)
+        report(P is None and pk['peaks_follow_history'] and pk['fit'] is None,
+               '%s: no number from batch sizes in one process under the caching allocator' % TAG,
+               'P = %s; carried %s at batch size %s; %s' % (P, mib(pk.get('carried_bytes')), pk.get('carried_batch_size'),
+                                                           pk['max_batch_size_withheld']))
     try:
         if P is None:
             R = None
