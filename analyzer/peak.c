@@ -80,10 +80,11 @@ static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt
  * ascending order too, and a line through them is steeper than the batch's
  * own memory (the stand-in, batch sizes 2..10 in one process: 4.5 MiB a
  * sample for 1.65). A tensor-level trace frees what a batch allocated within
- * its iterations. A VMM handle is left out: an expandable segment maps pages
- * of one range, which the next batch size reuses as the range grows. */
+ * its iterations; memory it kept from them (a leak) makes the peaks follow
+ * the run's length as much. A VMM handle is left out: an expandable segment
+ * maps pages of one range, which the next batch size reuses as it grows. */
 #define CARRIED_SHARE 0.125   /* of the peak above the live memory before the first iteration */
-#define CARRIED_RUNS 64       /* runs of one batch size checked (a pass over the trace each) */
+#define CARRIED_RUNS 16       /* runs of one batch size checked (a pass over the trace's start each) */
 
 static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
 {
@@ -245,7 +246,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
         char b1[GT_FMT_LEN];
         snprintf(pk->why_buf, sizeof pk->why_buf,
                  "peaks follow the allocator's history, not the batch size: batch size %lld's peak still held %s"
-                 " allocated at earlier batch sizes (a caching allocator keeps the segments they reserved)",
+                 " allocated at earlier batch sizes (a caching allocator's segments, or memory the program kept)",
                  (long long)pk->carried_batch_size, gt_fmt_bytes(pk->carried_bytes, b1));
         pk->withheld_why = pk->why_buf;
         pk->what_to_do = "gputrace sweep -- CMD (one batch size per process), or trace at tensor level"
