@@ -561,21 +561,16 @@ class SweepTest(TraceTest):
         self.assertIn('320 (not proven: 320 ran once, not yet repeated, 321 ran out of memory)', p.stdout)
 
     def test_preallocating_program_is_detected_and_told_how_to_run(self):
-        p, doc, d = self.sweep_json([], self.train('--prealloc', 75))
-        self.assertEqual(p.returncode, 13, p.stderr)
-        self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
-        self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
-        self.assertIn('768.00 MiB of the device', p.stderr)
-
-    def test_preallocation_through_the_virtual_memory_api_is_detected(self):
-        # JAX 0.11.2 on CUDA 13 preallocates with one cuMemCreate mapped into a
-        # reserved range, through the driver reached by dlsym (tests/gpu/RESULTS.md,
-        # session 28), not with cudaMalloc
-        p, doc, d = self.sweep_json([], self.train('--prealloc-vmm', 75))
-        self.assertEqual(p.returncode, 13, p.stderr)
-        self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
-        self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
-        self.assertIn('768.00 MiB of the device', p.stderr)
+        # --prealloc-vmm: one cuMemCreate mapped into a reserved range, through
+        # the driver reached by dlsym, as JAX 0.11.2 preallocates on CUDA 13
+        # (tests/gpu/RESULTS.md, session 28), not with cudaMalloc
+        for how in ('--prealloc', '--prealloc-vmm'):
+            with self.subTest(how=how):
+                p, doc, d = self.sweep_json([], self.train(how, 75), dirname='sweep' + how)
+                self.assertEqual(p.returncode, 13, p.stderr)
+                self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
+                self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
+                self.assertIn('768.00 MiB of the device', p.stderr)
 
     def test_batch_size_one_out_of_memory_proves_none_fits(self):
         p, doc, d = self.sweep_json([], self.train('--fixed', 2048 * MIB))
