@@ -247,6 +247,9 @@ struct at_failure {
     int64_t free;            /* -1 unknown (no total) */
     int64_t short_by;        /* >= 0; -1 unknown */
     long sites_to_free;      /* -1: none named */
+    int64_t pool_unused;     /* a request outside the pool, short by less than the pool's reservation beyond
+                              * its bytes in use: that much; -1 otherwise */
+    const char *call;        /* the failed call's name */
 };
 
 /* NVML's figures per device, read once for all the requests on it. */
@@ -259,7 +262,7 @@ static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
                      struct untraced_cache *uc, struct at_failure *f)
 {
     memset(f, 0, sizeof *f);
-    f->outside = f->free = f->short_by = f->sites_to_free = -1;
+    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = -1;
     if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
         return GT_EXIT_OK;
     int n = gt_ledger_buckets(c, q->device, c->t.ev[q->last].t, f->b, MAX_BUCKETS);
@@ -287,6 +290,16 @@ static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     if (q->requested < 0)
         return GT_EXIT_OK;
     f->short_by = q->requested > f->free ? q->requested - f->free : 0;   /* never a negative need */
+    /* A stream-ordered pool keeps what its frees return (PyTorch's
+     * backend:cudaMallocAsync sets no release threshold) and gives none of it
+     * to an allocation made outside it (a library's handle or workspace: on
+     * an H200 a plain run of a conv net under cudaMallocAsync failed in
+     * cublasCreate, CUBLAS_STATUS_ALLOC_FAILED, tests/gpu/RESULTS.md session 29). */
+    const struct gt_api_attr *a = gt_attr(&c->t, &c->t.ev[q->last]);
+    f->call = a->name;
+    for (int k = 0; k < n && f->short_by > 0 && a->memory != GT_MEM_POOL; k++)
+        if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use >= f->short_by)
+            f->pool_unused = f->b[k].bytes - f->b[k].in_use;
     int64_t sum = 0;
     for (size_t k = 0; f->short_by > 0 && k < ns; k++)
         if ((sum += s[k].bytes) >= f->short_by) {
@@ -315,6 +328,7 @@ static void json_ledger(struct gt_json *j, const struct at_failure *f)
     gt_json_key(j, "free_is_upper_bound");
     gt_json_bool(j, f->free >= 0 && f->outside < 0);
     gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
+    gt_json_kint_or_null(j, "pool_unused_bytes", f->pool_unused);
     gt_json_kint_or_null(j, "sites_to_free", f->sites_to_free);
 }
 
@@ -341,6 +355,15 @@ static void text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
         return;
     }
     printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
+    if (f->pool_unused >= 0) {
+        printf("     the pool held %s more than its bytes in use, which would have covered it: a stream-ordered\n"
+               "     pool keeps what is freed in it and gives none to an allocation outside it, as this %s was.\n"
+               "     To fit: make that allocation before the pool grows (libraries' handles and workspaces: PyTorch's\n"
+               "     cuBLAS and cuDNN ones come at the first matmul and convolution, so run one small step first),\n"
+               "     or trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo)\n",
+               gt_fmt_bytes(f->pool_unused, b1), f->call);
+        return;
+    }
     if (reduction > 0)
         return;   /* the batch-size line says what would have fit */
     if (f->sites_to_free > 0) {

@@ -102,3 +102,54 @@ class OomLedger(T.AnalyzerTest):
         self.assertEqual(f['needed_bytes'], 0)
         self.assertIsNone(f['sites_to_free'])
         self.assertIn('by the ledger it fitted', self.ok('oom', os.path.join(self.dir, 'frag.db')).stdout)
+
+
+class PoolKeptTheDevice(T.AnalyzerTest):
+    """A stream-ordered pool keeps what is freed in it and gives none of it to
+    an allocation made outside it (on an H200 a plain run of a conv net under
+    cudaMallocAsync failed in cublasCreate: tests/gpu/RESULTS.md, session
+    29). The stand-in's pools reserve all the
+    device but 1 MiB at their first allocation (FAKE_CUDA_POOL_GRAB_LEAVE);
+    sweep_train --lib-alloc then asks cudaMalloc for 4 MiB after each forward."""
+    LIB = 4 << 20
+
+    def run_train(self, *args, grab=True, **planted):
+        env = dict(FAKE_CUDA_DEVICE_BYTES=1 << 30, GPUTRACE_CUPTI=0, LD_LIBRARY_PATH=gtlib.WITH_NVML, **planted)
+        if grab:
+            env['FAKE_CUDA_POOL_GRAB_LEAVE'] = 1 << 20
+        env = {k: str(v) for k, v in env.items()}
+        p, db = self.trace([prog('sweep_train'), '--async', '--batch-size', '8'] + [str(a) for a in args], env_extra=env)
+        return p, db
+
+    def test_an_allocation_outside_the_pool_short_by_less_than_its_unused_reserve_names_the_pool(self):
+        p, db = self.run_train('--lib-alloc', self.LIB)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn('CUBLAS_STATUS_ALLOC_FAILED', p.stderr)
+        f = self.json('oom', db)['failures'][0]
+        self.assertEqual(f['requested_bytes'], self.LIB)
+        pool = [b for b in f['ledger'] if b['kind'] == 'pool']
+        self.assertEqual(len(pool), 1, f['ledger'])
+        self.assertEqual(pool[0]['in_use_bytes'], f['live_pool_bytes'])
+        self.assertGreater(f['short_by_bytes'], 0)
+        self.assertEqual(f['pool_unused_bytes'], pool[0]['bytes'] - pool[0]['in_use_bytes'])
+        self.assertGreaterEqual(f['pool_unused_bytes'], f['short_by_bytes'])
+        text = self.ok('oom', db).stdout
+        self.assertIn('more than its bytes in use, which would have covered it', text)
+        self.assertIn('gives none to an allocation outside it, as this cudaMalloc was', text)
+        self.assertIn('torch.cuda.empty_cache()', text)
+        self.assertNotIn('to fit: the 1 largest call site', text)   # freeing tensors is not what it needed
+        # without the pool's grab the same allocation fits
+        p, db = self.run_train('--lib-alloc', self.LIB, grab=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_a_request_of_the_pool_itself_is_not_told_the_pool_kept_it(self):
+        # the pool's own request placed past the device's end, while the pool
+        # held half as much again as its bytes in use (fragmentation): its
+        # reserve was its own to use, so the shortfall is not its keeping
+        p, db = self.run_train('--oom-at', 8, grab=False, FAKE_CUDA_POOL_FRAGMENTATION=50)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        f = self.json('oom', db)['failures'][0]
+        pool = [b for b in f['ledger'] if b['kind'] == 'pool']
+        self.assertGreaterEqual(pool[0]['bytes'] - pool[0]['in_use_bytes'], f['short_by_bytes'])   # the case it is
+        self.assertIsNone(f['pool_unused_bytes'])
+        self.assertNotIn('which would have covered it', self.ok('oom', db).stdout)

@@ -59,6 +59,11 @@
  *     first allocation (FAKE_CUDA_POOL_GRAB_LEAVE): the same bytes in use,
  *     a reservation at the device's end, as a fresh cudaMallocAsync run's
  *     pool sometimes takes what the device has
+ *   --lib-alloc B: each step's forward ends with a B-byte cudaMalloc, freed
+ *            at once, as a library's own allocation outside the pool
+ *            (cublasCreate's); when it fails the run ends as cuBLAS's does
+ *            (CUBLAS_STATUS_ALLOC_FAILED, exit 1): with --async and
+ *            FAKE_CUDA_POOL_GRAB_LEAVE, a pool that kept the device
  *   --workspace-above N:B: above batch size N each step also takes a B-byte
  *     workspace after its forward, freed at once, as a library choosing
  *     another algorithm for a larger batch does: memory jumps by B there
@@ -201,6 +206,7 @@ int main(int argc, char **argv)
     long long prealloc_vmm = arg_ll(argc, argv, "--prealloc-vmm", 0);
     size_t workspace = (size_t)arg_ll(argc, argv, "--workspace", 0);
     size_t try_workspace = (size_t)arg_ll(argc, argv, "--try-workspace", 0);
+    size_t lib_alloc = (size_t)arg_ll(argc, argv, "--lib-alloc", 0);
     long long lazy_module = arg_ll(argc, argv, "--lazy-module", 0), late_module = arg_ll(argc, argv, "--late-module", 0);
     size_t graph_bytes = (size_t)arg_ll(argc, argv, "--graph", 0);
     size_t graph_per_sample = (size_t)arg_ll(argc, argv, "--graph-per-sample", 0);
@@ -307,6 +313,12 @@ int main(int argc, char **argv)
             if (ws_above_bytes)
                 release(tensor(ws_above_bytes), ws_above_bytes);
             void *big;
+            if (lib_alloc && cudaMalloc(&big, lib_alloc) != cudaSuccess) {
+                fprintf(stderr, "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n");
+                return 1;
+            } else if (lib_alloc) {
+                cudaFree(big);
+            }
             if (try_workspace && cudaMalloc(&big, try_workspace) == cudaSuccess)
                 cudaFree(big);
             else if (try_workspace)
