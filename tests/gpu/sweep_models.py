@@ -97,12 +97,19 @@ def main():
     ap.add_argument('--model', choices=('conv', 'transformer', 'gpt2'), required=True)
     ap.add_argument('--batch-size', type=int, required=True)
     ap.add_argument('--steps', type=int, default=3)
+    ap.add_argument('--warm-libs', action='store_true',
+                    help='one step at batch size 1 before the loop: cuBLAS and cuDNN make their handles before the pool grows')
     ap.add_argument('--report-free', action='store_true',
                     help='also print device_free= and device_total= (torch.cuda.mem_get_info) after the loop')
     a = ap.parse_args()
     torch.manual_seed(0)
     model = build(a.model).cuda()
     opt = optimizer(a.model, model)
+    if a.warm_libs:
+        x, y = batch(a.model, 1)
+        loss_of(a.model, model, x, y).backward()
+        opt.zero_grad(set_to_none=True)
+        del x, y
     torch.cuda.synchronize()
     t0 = time.monotonic()
     for step in range(a.steps):
