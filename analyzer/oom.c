@@ -258,11 +258,17 @@ struct untraced_cache {
     struct gt_untraced u[GT_HOST_SLOT];
 };
 
-static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
-                     struct untraced_cache *uc, struct at_failure *f)
+/* Nothing known yet (a request past MAX_DETAILED stays so). */
+static void failure_unknown(struct at_failure *f)
 {
     memset(f, 0, sizeof *f);
     f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = -1;
+}
+
+static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
+                     struct untraced_cache *uc, struct at_failure *f)
+{
+    failure_unknown(f);
     if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
         return GT_EXIT_OK;
     int n = gt_ledger_buckets(c, q->device, c->t.ev[q->last].t, f->b, MAX_BUCKETS);
@@ -290,9 +296,10 @@ static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     if (q->requested < 0)
         return GT_EXIT_OK;
     f->short_by = q->requested > f->free ? q->requested - f->free : 0;   /* never a negative need */
-    /* A stream-ordered pool keeps what its frees return (PyTorch's
-     * backend:cudaMallocAsync sets no release threshold) and gives none of it
-     * to an allocation made outside it (a library's handle or workspace: on
+    /* A stream-ordered pool that keeps what its frees return (PyTorch's
+     * backend:cudaMallocAsync sets its release threshold to UINT64_MAX; CUDA's
+     * default, 0, releases at each synchronization) gives none of it to an
+     * allocation made outside it (a library's handle or workspace: on
      * an H200 a plain run of a conv net under cudaMallocAsync failed in
      * cublasCreate, CUBLAS_STATUS_ALLOC_FAILED, tests/gpu/RESULTS.md session 29). */
     const struct gt_api_attr *a = gt_attr(&c->t, &c->t.ev[q->last]);
@@ -356,8 +363,9 @@ static void text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
     }
     printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
     if (f->pool_unused >= 0) {
-        printf("     the pool held %s more than its bytes in use, which would have covered it: a stream-ordered\n"
-               "     pool keeps what is freed in it and gives none to an allocation outside it, as this %s was.\n"
+        printf("     the pool held up to %s more than its bytes in use (as last read), which would have covered\n"
+               "     it: a pool that keeps what is freed in it (PyTorch's backend:cudaMallocAsync keeps it all) gives\n"
+               "     none to an allocation outside it, as this %s was.\n"
                "     To fit: make that allocation before the pool grows (libraries' handles and workspaces: PyTorch's\n"
                "     cuBLAS and cuDNN ones come at the first matmul and convolution, so run one small step first),\n"
                "     or trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo)\n",
@@ -532,8 +540,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         struct gt_site_sum *sites = NULL;
         size_t ns = 0;
         struct at_failure f;
-        memset(&f, 0, sizeof f);
-        f.outside = f.free = f.short_by = f.sites_to_free = -1;
+        failure_unknown(&f);
         if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
             code = ledger_at(c, q, total, sites, ns, uc, &f);

@@ -72,8 +72,8 @@ static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt
     free(lowest);
 }
 
-/* Memory held at a batch size's highest peak that was allocated at other
- * batch sizes, those of the first aside (where a job makes what it keeps for
+/* Memory held through the iteration of a batch size's highest peak that was
+ * allocated at other batch sizes, those of the first aside (where a job makes what it keeps for
  * its whole life: parameters, optimizer state, workspaces). Under a caching
  * allocator (PyTorch's default) it is the segments earlier batch sizes
  * reserved, kept in its cache: the peaks follow the allocator's history in
@@ -89,36 +89,41 @@ static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt
 static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
 {
     const struct gt_trace *t = &c->t;
-    size_t first_run = 0;
-    while (first_run < its->n && its->it[first_run].batch_size == its->it[0].batch_size)
+    size_t first_run = 0;   /* past iterations of no batch size, then the first batch size's */
+    while (first_run < its->n && its->it[first_run].batch_size < 0)
+        first_run++;
+    int64_t first_bs = first_run < its->n ? its->it[first_run].batch_size : -1;
+    while (first_run < its->n && its->it[first_run].batch_size == first_bs)
         first_run++;
     double worst = 0;
     size_t checked = 0;
-    for (size_t r = first_run; r < its->n && checked < CARRIED_RUNS; checked++) {
-        size_t end = r, top = its->n;
-        while (end < its->n && its->it[end].batch_size == its->it[r].batch_size) {
-            if (!pk->incomplete[end] && pk->w[end].peak_ev != GT_NO_EVENT && (top == its->n || pk->w[end].peak > pk->w[top].peak))
+    for (size_t r = first_run, end; r < its->n && checked < CARRIED_RUNS; r = end) {
+        size_t top = its->n;   /* the run's highest complete peak, the later on a tie */
+        for (end = r; end < its->n && its->it[end].batch_size == its->it[r].batch_size; end++)
+            if (!pk->incomplete[end] && pk->w[end].peak_ev != GT_NO_EVENT && (top == its->n || pk->w[end].peak >= pk->w[top].peak))
                 top = end;
-            end++;
+        /* the run right after the first can carry nothing: only the first's came before it */
+        if (r == first_run || its->it[r].batch_size < 0 || top == its->n)
+            continue;
+        checked++;
+        /* held through the whole top iteration, not only at its peak: memory
+         * the iteration before left and this one frees later (gradients that
+         * a zero_grad after the forward releases) is no history */
+        size_t kept_past = its->it[top].end_ev;
+        int64_t held = 0, growth = pk->w[top].peak - pk->w[0].start_live;
+        for (size_t i = its->it[first_run].first_ev; i < its->it[r].first_ev; i++) {
+            const struct gt_event *e = &t->ev[i];
+            const struct gt_api_attr *a = gt_attr(t, e);
+            uint32_t f = c->p.partner[i];
+            if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(t, &pk->sel, e) &&
+                strcmp(a->name, "cuMemCreate") && (f == GT_NO_EVENT || f >= kept_past))
+                held += e->size;
         }
-        if (its->it[r].batch_size >= 0 && top < its->n) {
-            uint32_t at = pk->w[top].peak_ev;
-            int64_t held = 0, growth = pk->w[top].peak - pk->w[0].start_live;
-            for (size_t i = its->it[first_run].first_ev; i < its->it[r].first_ev; i++) {
-                const struct gt_event *e = &t->ev[i];
-                const struct gt_api_attr *a = gt_attr(t, e);
-                uint32_t f = c->p.partner[i];
-                if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(t, &pk->sel, e) &&
-                    strcmp(a->name, "cuMemCreate") && (f == GT_NO_EVENT || f > at))
-                    held += e->size;
-            }
-            if (growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
-                worst = (double)held / (double)growth;
-                pk->carried_bytes = held;
-                pk->carried_batch_size = its->it[r].batch_size;
-            }
+        if (growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
+            worst = (double)held / (double)growth;
+            pk->carried_bytes = held;
+            pk->carried_batch_size = its->it[r].batch_size;
         }
-        r = end;
     }
     if (pk->carried_bytes >= 0)
         pk->history = 1;

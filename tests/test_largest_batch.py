@@ -98,6 +98,25 @@ class LargestBatch(T.AnalyzerTest):
         self.assertIn('held outside the trace (NVML at exit', text)
         self.assertIn('the exact largest batch\n  size comes from runs at the boundary: gputrace sweep -- CMD', text)
 
+    def test_gradients_freed_after_the_next_forward_are_no_history(self):
+        # zero_grad() between the forward and backward (PyTorch's quickstart
+        # loop): each step's peak still holds the gradients the step before
+        # made, at the previous batch size, and frees them before it ends. A
+        # tensor-level trace of that gives a number; only what is held through
+        # a whole step (a cache's segments) makes the peaks follow history.
+        # One step a batch size: each step's peak is first reached at its
+        # forward's end, where the gradients of the step before (the batch
+        # size before) are still live.
+        one_step = [a if a != '2' else '1' for a in POOL_ARGS]
+        assert one_step[-2:] == ['--steps', '1']
+        db = self.traced([prog('sweep_train')] + one_step + TRACED_BATCHES + ['--zero-grad-late'])
+        d = self.json('peak', db)
+        self.assertIs(d['peaks_follow_history'], False)
+        self.assertIsNone(d['carried_bytes'])
+        self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
+        real = self.real_largest(lambda bs: [prog('sweep_train')] + one_step + ['--batch-size', str(bs), '--zero-grad-late'])
+        self.check_never_over(d, real)
+
     def test_the_memory_held_for_cuda_graphs_is_taken_from_what_the_process_can_get(self):
         # a graph captured in the first step holds GRAPH on the device with no
         # traced call (the driver's graph memory); the ledger names it apart

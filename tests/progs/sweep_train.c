@@ -39,6 +39,10 @@
  *            (as torch.cuda.graph under backend:cudaMallocAsync)
  *   --graph-per-sample B: the node holds B more per sample, and the graph is
  *            captured again at each batch size (--batch-sizes)
+ *   --zero-grad-late: the gradients are released after the forward instead
+ *            of before it (optimizer.zero_grad() between forward and
+ *            backward, as PyTorch's quickstart loop has it), so the previous
+ *            step's gradients are live at the forward's end
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
@@ -214,6 +218,7 @@ int main(int argc, char **argv)
     cudaGraphExec_t graph = NULL;
     use_async = arg_flag(argc, argv, "--async");
     int unmarked = arg_flag(argc, argv, "--unmarked");
+    int zero_grad_late = arg_flag(argc, argv, "--zero-grad-late");
     long long step_ms = arg_ll(argc, argv, "--step-ms", 0);
     long long start_ms = arg_ll(argc, argv, "--start-ms", 0);
     char *list = arg_str(argc, argv, "--batch-sizes");
@@ -306,10 +311,12 @@ int main(int argc, char **argv)
         for (long long step = 0; step < steps; step++, index++) {
             if (!unmarked)
                 gputrace_iteration(index, bs);
-            if (grads)
+            if (grads && !zero_grad_late)
                 release(grads, fixed / 4);   /* zero_grad(set_to_none=True) */
             void *x = tensor(half + unsteady_extra);   /* the input batch */
             void *act = tensor(half);        /* forward */
+            if (grads && zero_grad_late)
+                release(grads, fixed / 4);
             if (ws_above_bytes)
                 release(tensor(ws_above_bytes), ws_above_bytes);
             void *big;
