@@ -120,6 +120,10 @@ struct gt_growth {
     int64_t *end_live;     /* live bytes at the end of each iteration (n) */
     double slope, intercept, noise;
     const char *verdict;   /* growing | stable | unknown */
+    /* how the fitted points grew: the iterations whose end held more than the
+     * point before (steps), how many of those peaked highest yet, and how
+     * many points at the end held what the last did (steady_tail) */
+    size_t steps, steps_at_new_highs, steady_tail;
     struct gt_growth_site *sites;
     size_t nsites;
 };

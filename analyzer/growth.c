@@ -145,10 +145,22 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     g->end_live = gt_xmalloc(its->n * sizeof *g->end_live);
     double *x = gt_xmalloc(its->n * sizeof *x), *y = gt_xmalloc(its->n * sizeof *y);
     size_t *ends = gt_xmalloc(its->n * sizeof *ends);
+    int64_t high = INT64_MIN, prev = 0;   /* the highest peak so far; the last fitted point's end */
     for (size_t k = 0; k < its->n; k++) {
         g->end_live[k] = w[k].end_live;
+        int new_high = w[k].peak > high;
+        if (w[k].peak > high)
+            high = w[k].peak;
         if (k < g->warmup || !its->it[k].closed)
             continue;   /* warm-up, or an iteration whose end is only the trace's end */
+        if (g->used && w[k].end_live > prev) {
+            g->steps++;
+            g->steps_at_new_highs += (size_t)new_high;
+        }
+        if (g->used && w[k].end_live != prev)
+            g->steady_tail = 0;
+        g->steady_tail++;
+        prev = w[k].end_live;
         x[g->used] = (double)k;
         y[g->used] = (double)w[k].end_live;
         ends[g->used] = w[k].end_ev;
@@ -217,6 +229,10 @@ static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
     return gt_site_in_caching_allocator(c, g->sites[0].site, code);
 }
 
+/* Iterations at the end holding the same bytes, from which a step pattern
+ * is worth a word under a caching allocator. */
+#define STEADY_TAIL 3
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
@@ -235,6 +251,14 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     }
     printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
            gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    if (!strcmp(g->verdict, "growing")) {
+        printf("  how it grew: at %zu of %zu iterations (", g->steps, g->used - 1);
+        if (g->steps_at_new_highs == g->steps)
+            printf("each one whose peak was the highest yet");
+        else
+            printf("%zu of them with the highest peak yet", g->steps_at_new_highs);
+        printf("); the last %zu ended holding the same bytes\n", g->steady_tail);
+    }
     if (!g->nsites) {
         printf("  no call site holds more memory at the end of later iterations\n");
         return GT_EXIT_OK;
@@ -257,6 +281,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  (device memory of a caching allocator: a site above is the request that needed a new segment,\n"
                "   which can be another tensor than the one kept; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
                "   the trace sees every tensor, and the site that grows is the one that keeps it)\n");
+    if (in_cache && g->steps && g->steps_at_new_highs == g->steps && g->steady_tail >= STEADY_TAIL)
+        printf("  (growth in steps, each at an iteration that peaked highest yet, then steady: a caching allocator\n"
+               "   reserving for the largest batch or shape yet grows so, and so does a leak that fills its cached\n"
+               "   segments before it needs a new one; only a tensor-level trace tells them apart)\n");
     return code;
 }
 
@@ -285,6 +313,9 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         gt_json_kdouble(j, "scatter_bytes", g.noise);
         gt_json_kstr(j, "verdict", g.verdict);
+        gt_json_kint(j, "growth_steps", (int64_t)g.steps);
+        gt_json_kint(j, "growth_steps_at_new_highs", (int64_t)g.steps_at_new_highs);
+        gt_json_kint(j, "steady_tail_iterations", (int64_t)g.steady_tail);
         gt_json_key(j, "live_bytes_at_iteration_end");
         gt_json_arr_inline(j);
         for (size_t k = 0; k < g.n; k++)

@@ -370,6 +370,38 @@ class AllocatedVersusReserved(SeedTest):
         self.assertIs(d['sites_are_segments'], True)
         self.assertIn('the request that needed a new segment', self.ok('growth', db).stdout)
 
+    def test_a_cache_growing_to_the_largest_batch_yet_is_told_how_it_grew(self):
+        # batch sizes that vary from step to step (as sequence lengths do with
+        # dynamic padding): the cache grows in steps, each when a step needs
+        # more than any before, then holds; at device level a leak that fills
+        # its segments first looks the same, and growth says so
+        self.BATCHES = [4, 6, 5, 8, 7, 9, 6, 10, 8, 11, 9, 7, 12, 10, 8, 13, 9, 11, 12, 10]
+        self.PER_SAMPLE = 1100 * 1000
+        db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES])
+        _, reserved, _ = self.simulate()
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'growing')
+        fitted = reserved[d['warmup']:]   # every step closes its range: all after warm-up are fitted
+        steps = sum(1 for a, b in zip(fitted, fitted[1:]) if b > a)
+        tail = len(fitted) - max(k for k in range(len(fitted)) if k == 0 or fitted[k] != fitted[k - 1])
+        self.assertEqual((d['growth_steps'], d['growth_steps_at_new_highs'], d['steady_tail_iterations']),
+                         (steps, steps, tail))
+        self.assertGreaterEqual(tail, 3)   # the workload is the case
+        text = self.ok('growth', db).stdout
+        self.assertIn('how it grew: at %d of %d iterations (each one whose peak was the highest yet); the last %d'
+                      % (steps, len(fitted) - 1, tail), text)
+        self.assertIn('a caching allocator\n   reserving for the largest batch or shape yet grows so', text)
+        # batch sizes rising every step: a step at every iteration, no steady end, no such word
+        self.BATCHES = list(range(8, 80, 8))
+        db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES],
+                             name='rising.db')
+        _, reserved, _ = self.simulate()
+        d = self.json('growth', db)
+        fitted = reserved[d['warmup']:]
+        self.assertTrue(all(b > a for a, b in zip(fitted, fitted[1:])))
+        self.assertEqual((d['growth_steps'], d['steady_tail_iterations']), (len(fitted) - 1, 1))
+        self.assertNotIn('reserving for the largest batch', self.ok('growth', db).stdout)
+
     def test_a_direct_allocation_that_grows_is_not_called_a_segment(self):
         db = self.run_traced([prog('seed_leak'), 'leak', 'marker', str(30)])
         d = self.json('growth', db)
