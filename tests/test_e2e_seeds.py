@@ -391,6 +391,7 @@ class AllocatedVersusReserved(SeedTest):
         self.assertIn('how it grew: at %d of %d iterations (each one whose peak was the highest yet); the last %d'
                       % (steps, len(fitted) - 1, tail), text)
         self.assertIn('a caching allocator\n   reserving for the largest batch or shape yet grows so', text)
+        self.assertIn('in %d steps, then the same for the last %d iterations' % (steps, tail), self.ok('summary', db).stdout)
         # batch sizes rising every step: a step at every iteration, no steady end, no such word
         self.BATCHES = list(range(8, 80, 8))
         db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES],
