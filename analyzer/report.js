@@ -357,6 +357,16 @@
     el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       g.iterations_fitted + ' of ' + g.iterations + ' iterations (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
+    if (g.verdict === 'growing' && typeof g.growth_steps === 'number') {
+      var cache = g.sites_are_segments && g.growth_steps && g.growth_steps_at_new_highs === g.growth_steps &&
+        g.steady_tail_iterations >= 3;
+      el('p', {'class': 'growth-steps', 'data-steps': g.growth_steps, 'data-steady': g.steady_tail_iterations}, box,
+        'How it grew: at ' + g.growth_steps + ' of ' + (g.iterations_fitted - 1) + ' iterations (' +
+        (g.growth_steps_at_new_highs === g.growth_steps ? 'each one whose peak was the highest yet' :
+          g.growth_steps_at_new_highs + ' of them with the highest peak yet') + '); the last ' + g.steady_tail_iterations +
+        ' ended holding the same bytes.' + (cache ? ' A caching allocator reserving for the largest batch or shape yet grows so,' +
+          ' and so does a leak that fills its cached segments first: only a tensor-level trace tells them apart.' : ''));
+    }
     if ((g.sites || []).length)
       table(box, 'growth-sites', ['bytes / iteration', 'call site (innermost first)'],
         g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s)]; }));

@@ -139,6 +139,10 @@ class Render(ReportTest):
         # leak_retained.db: growing, the planting function first among growing sites and leaks
         self.assertEqual(dom.find('span', 'verdict', 1)[0].attrs['data-verdict'], 'growing')
         self.assertIn(T.LEAK_PLANTING_FUNCTION, dom.find('table', 'growth-sites', 1)[0].text)
+        # a leak grows at every iteration and never holds: how it grew, with no word of a cache
+        steps = dom.find('p', 'growth-steps', 1)[0]
+        self.assertEqual((int(steps.attrs['data-steps']), int(steps.attrs['data-steady'])), (T.LEAK_ITERATIONS - 2, 1))
+        self.assertNotIn('caching allocator', steps.text)
         leak_rows = [e for e in dom.find('tr', 'row', 1) if T.LEAK_PLANTING_FUNCTION in e.text and 'MiB' in e.text]
         self.assertTrue(leak_rows)
         self.assertIn('5.00 MiB', ' '.join(e.text for e in dom.find('tr', 'row', 1)))
