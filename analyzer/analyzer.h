@@ -255,6 +255,9 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j);
 struct gt_oom_end {
     int64_t requested, live_device, live_pool, device_total;
     int device;
+    const char *call;       /* the failed call's name (the trace's, alive with it) */
+    int64_t pool_unused;    /* a request outside the pool that the pool's reservation beyond its bytes in
+                             * use (as last read) would have covered alone: that reserve; -1 otherwise */
 };
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */

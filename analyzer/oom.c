@@ -19,6 +19,7 @@
 #include "analyzer.h"
 #include "cli.h"
 #include "format.h"
+#include "ledger.h"
 
 /* gputrace oom --help (the command table is in commands.c) */
 const char gt_help_oom[] =
@@ -212,6 +213,14 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         end->live_pool = q->live_pool;
         end->device = q->device;
         end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
+        const struct gt_event *e = &c->t.ev[q->last];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        end->call = a->name;
+        end->pool_unused = -1;
+        int64_t reserved = a->memory == GT_MEM_POOL || q->device < 0 || q->requested < 0 ? -1
+                           : gt_ledger_pool_reserved_at(c, q->device, e->t);
+        if (reserved >= 0 && reserved - q->live_pool >= q->requested)
+            end->pool_unused = reserved - q->live_pool;
     }
     free(others);
     free(r);

@@ -144,8 +144,11 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
 {
     if (s->a->quiet)
         return;
-    char b1[GT_FMT_LEN], what[64 + GT_FMT_LEN];
-    if (r->oom && r->need_lb >= 0)
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], what[160 + 2 * GT_FMT_LEN];
+    if (r->oom && r->need_lb >= 0 && r->pool_kept >= 0)
+        snprintf(what, sizeof what, "out of memory (needed at least %s; a %s outside the pool, which held %s unused)",
+                 gt_fmt_bytes(r->need_lb, b1), r->kept_call, gt_fmt_bytes(r->pool_kept, b2));
+    else if (r->oom && r->need_lb >= 0)
         snprintf(what, sizeof what, "out of memory (needed at least %s)", gt_fmt_bytes(r->need_lb, b1));
     else if (r->oom)
         snprintf(what, sizeof what, "out of memory");
@@ -153,7 +156,7 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
         snprintf(what, sizeof what, "failed (exit status %d)", r->exit_status);
     else
         snprintf(what, sizeof what, "fits");
-    char peak[2 * GT_FMT_LEN + 80] = "", b2[GT_FMT_LEN];
+    char peak[2 * GT_FMT_LEN + 80] = "";
     if (r->peak >= 0 && !r->oom && r->in_use >= 0)
         snprintf(peak, sizeof peak, ", peak %s (%s %s; %s in use)", gt_fmt_bytes(r->peak, b1),
                  r->level[0] ? r->level : "pool", r->pool_unread ? "not read" : "reserved", gt_fmt_bytes(r->in_use, b2));

@@ -96,6 +96,34 @@ static void print_unsteady_text(const struct sweep *s)
                "  that fit every time it ran, and one that fit only sometimes is not counted as fitting\n");
 }
 
+/* Runs that failed in an allocation outside a stream-ordered pool which held,
+ * beyond its bytes in use, enough for it (gputrace oom's pool_unused_bytes):
+ * the pool's keeping, not the batch's size, failed them. */
+static void print_pool_kept_text(const struct sweep *s)
+{
+    char b1[GT_FMT_LEN];
+    int n = 0;
+    int64_t most = 0;
+    const char *call = NULL, *trace = NULL;
+    for (size_t i = 0; i < s->nruns; i++) {
+        const struct gt_sweep_run *r = &s->runs[i];
+        if (!r->oom || r->pool_kept < 0)
+            continue;
+        printf("%s%d (batch size %lld)", n++ ? ", " : "  failed outside the pool: run ", r->number, (long long)r->batch_size);
+        if (r->pool_kept > most || !call) {
+            most = r->pool_kept > most ? r->pool_kept : most;
+            call = r->kept_call;
+            trace = r->trace;
+        }
+    }
+    if (n)
+        printf("\n  (a %s, while the pool held up to %s beyond its bytes in use, as last read: a pool that keeps what is\n"
+               "  freed in it, as PyTorch's backend:cudaMallocAsync does, gives none of it to an allocation outside it,\n"
+               "  such as a library's handle or workspace made after the pool grew; one small step before the first\n"
+               "  large batch, or torch.cuda.empty_cache() before it, may let such a size fit: gputrace oom %s)\n",
+               call, gt_fmt_bytes(most, b1), trace ? trace : "TRACE");
+}
+
 /* The margin (sweep.h), when one was taken. */
 static void print_margin_text(const struct sweep *s)
 {
@@ -297,6 +325,7 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
     else if (s->modelled)
         printf("  predicted largest batch size: none (needs a fit whose peak grows, and the device size)\n");
     print_unsteady_text(s);
+    print_pool_kept_text(s);
     char proof[300];
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
@@ -339,6 +368,7 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         else
             gt_json_null(&j);
         gt_json_kint_or_null(&j, "needed_at_least_bytes", r->oom ? r->need_lb : -1);
+        gt_json_kint_or_null(&j, "pool_unused_bytes", r->oom ? r->pool_kept : -1);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);
         gt_json_kint(&j, "exit_status", r->exit_status);

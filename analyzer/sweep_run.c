@@ -153,6 +153,10 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     struct gt_oom_end end;
     if (gt_oom_ended_program(&c, &end)) {
         r->oom = 1;
+        if (end.pool_unused > r->pool_kept) {
+            r->pool_kept = end.pool_unused;
+            snprintf(r->kept_call, sizeof r->kept_call, "%s", end.call ? end.call : "?");
+        }
         /* the pool's part of the need: in use plus the request, or what the
          * pool had reserved when it could not grow, the more. Where the pool
          * was read, what that falls short of the device is no memory held
@@ -249,7 +253,7 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     r->device_total = -1;
     r->headroom = -1;
     r->untraced = -1;
-    r->need_lb = -1;
+    r->need_lb = r->pool_kept = -1;
     r->in_use = -1;
 
     size_t argc = 0;

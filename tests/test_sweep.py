@@ -300,6 +300,32 @@ class SweepTest(TraceTest):
         self.assertEqual(doc['max_batch_size'], 200 - math.ceil(358 * MIB / m['per_sample_bytes']))
         self.assertEqual(doc['max_batch_size'], 80)
 
+    def test_runs_failed_outside_a_pool_that_kept_the_device_are_named(self):
+        # each size's first run fits; every later one, the stand-in's pool
+        # reserves all but 1 MiB at its first allocation and the step's own
+        # 4 MiB cudaMalloc (a library's, outside the pool) fails: the band of
+        # a pool that keeps the device. The runs that failed so are named, with
+        # what the pool held beyond its use, and gputrace oom agrees on each.
+        flag = os.path.join(self.dir, 'runs')
+        cmd = self.train('--async', '--lib-alloc', 4 * MIB, '--grab-leave', MIB, '--spread-file', flag)
+        p, doc, d = self.sweep_json(['--max-runs', '14'], cmd)
+        kept = [r for r in doc['runs'] if r['pool_unused_bytes'] is not None]
+        self.assertTrue(kept, doc['runs'])
+        for r in doc['runs']:
+            o = json.loads(run([GPUTRACE, 'oom', '--json', r['trace']], preload=False).stdout)
+            f = o['failures'][0] if o['failures'] else None
+            self.assertEqual(r['pool_unused_bytes'] is not None, bool(f and f['pool_unused_bytes'] is not None),
+                             (r, f))
+            if r['pool_unused_bytes'] is not None:
+                self.assertTrue(r['oom'])
+                self.assertEqual(f['api'], 'cudaMalloc')
+                self.assertEqual(r['pool_unused_bytes'], f['pool_unused_bytes'])
+        cmd = self.train('--async', '--lib-alloc', 4 * MIB, '--grab-leave', MIB, '--spread-file', flag + '2')
+        text = self.sweep(['--max-runs', '14'], cmd, dirname='sweep2')[0]   # the same runs, in text
+        self.assertIn('failed outside the pool: run %d (batch size %d)' % (kept[0]['run'], kept[0]['batch_size']),
+                      text.stdout)
+        self.assertIn("a cudaMalloc outside the pool, which held", text.stderr)
+
     def test_a_pool_slack_drawn_higher_in_another_run_gets_room_below_the_largest(self):
         # the stand-in's pool holds 3% beyond its allocations, 64 MiB + 3 MiB
         # x bs in use: 310 fits (1023.8 MiB), 311 does not. With the same 3% in
