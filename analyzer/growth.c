@@ -257,7 +257,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("each one whose peak was the highest yet");
         else
             printf("%zu of them with the highest peak yet", g->steps_at_new_highs);
-        printf("); the last %zu ended holding the same bytes\n", g->steady_tail);
+        if (g->steady_tail >= 2)
+            printf("); the last %zu ended holding the same bytes", g->steady_tail);
+        else
+            printf(")");
+        printf("\n");
     }
     if (!g->nsites) {
         printf("  no call site holds more memory at the end of later iterations\n");
@@ -281,7 +285,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  (device memory of a caching allocator: a site above is the request that needed a new segment,\n"
                "   which can be another tensor than the one kept; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
                "   the trace sees every tensor, and the site that grows is the one that keeps it)\n");
-    if (in_cache && g->steps && g->steps_at_new_highs == g->steps && g->steady_tail >= STEADY_TAIL)
+    if (in_cache && !strcmp(g->verdict, "growing") && g->steps && g->steps_at_new_highs == g->steps &&
+        g->steady_tail >= STEADY_TAIL)
         printf("  (growth in steps, each at an iteration that peaked highest yet, then steady: a caching allocator\n"
                "   reserving for the largest batch or shape yet grows so, and so does a leak that fills its cached\n"
                "   segments before it needs a new one; only a tensor-level trace tells them apart)\n");

@@ -200,33 +200,6 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
     return n;
 }
 
-int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
-{
-    struct request *r;
-    size_t *others, nothers;
-    size_t n = collect(c, &r, &others, &nothers);
-    int ended = n && !r[n - 1].recovered;
-    if (ended && end) {
-        const struct request *q = &r[n - 1];
-        end->requested = q->requested;
-        end->live_device = q->live_device;
-        end->live_pool = q->live_pool;
-        end->device = q->device;
-        end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
-        const struct gt_event *e = &c->t.ev[q->last];
-        const struct gt_api_attr *a = gt_attr(&c->t, e);
-        end->call = a->name;
-        end->pool_unused = -1;
-        int64_t reserved = a->memory == GT_MEM_POOL || q->device < 0 || q->requested < 0 ? -1
-                           : gt_ledger_pool_reserved_at(c, q->device, e->t);
-        if (reserved >= 0 && reserved - q->live_pool >= q->requested)
-            end->pool_unused = reserved - q->live_pool;
-    }
-    free(others);
-    free(r);
-    return ended;
-}
-
 size_t gt_oom_requests(struct gt_ctx *c, int *ended)
 {
     struct request *r;
@@ -313,7 +286,7 @@ static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
      * cublasCreate, CUBLAS_STATUS_ALLOC_FAILED, tests/gpu/RESULTS.md session 29). */
     const struct gt_api_attr *a = gt_attr(&c->t, &c->t.ev[q->last]);
     f->call = a->name;
-    for (int k = 0; k < n && f->short_by > 0 && a->memory != GT_MEM_POOL; k++)
+    for (int k = 0; k < n && f->short_by > 0 && a->memory == GT_MEM_DEVICE; k++)
         if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use >= f->short_by)
             f->pool_unused = f->b[k].bytes - f->b[k].in_use;
     int64_t sum = 0;
@@ -323,6 +296,31 @@ static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
             break;
         }
     return GT_EXIT_OK;
+}
+
+int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
+{
+    struct request *r;
+    size_t *others, nothers;
+    size_t n = collect(c, &r, &others, &nothers);
+    int ended = n && !r[n - 1].recovered;
+    if (ended && end) {
+        const struct request *q = &r[n - 1];
+        end->requested = q->requested;
+        end->live_device = q->live_device;
+        end->live_pool = q->live_pool;
+        end->device = q->device;
+        end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
+        end->call = gt_attr(&c->t, &c->t.ev[q->last])->name;
+        /* the pool's keeping, judged as gputrace oom judges it (ledger_at) */
+        struct untraced_cache uc;
+        struct at_failure f;
+        memset(&uc, 0, sizeof uc);
+        end->pool_unused = ledger_at(c, q, end->device_total, NULL, 0, &uc, &f) ? -1 : f.pool_unused;
+    }
+    free(others);
+    free(r);
+    return ended;
 }
 
 static void json_ledger(struct gt_json *j, const struct at_failure *f)

@@ -363,8 +363,9 @@
       el('p', {'class': 'growth-steps', 'data-steps': g.growth_steps, 'data-steady': g.steady_tail_iterations}, box,
         'How it grew: at ' + g.growth_steps + ' of ' + (g.iterations_fitted - 1) + ' iterations (' +
         (g.growth_steps_at_new_highs === g.growth_steps ? 'each one whose peak was the highest yet' :
-          g.growth_steps_at_new_highs + ' of them with the highest peak yet') + '); the last ' + g.steady_tail_iterations +
-        ' ended holding the same bytes.' + (cache ? ' A caching allocator reserving for the largest batch or shape yet grows so,' +
+          g.growth_steps_at_new_highs + ' of them with the highest peak yet') + ')' +
+        (g.steady_tail_iterations >= 2 ? '; the last ' + g.steady_tail_iterations + ' ended holding the same bytes' : '') +
+        '.' + (cache ? ' A caching allocator reserving for the largest batch or shape yet grows so,' +
           ' and so does a leak that fills its cached segments first: only a tensor-level trace tells them apart.' : ''));
     }
     if ((g.sites || []).length)

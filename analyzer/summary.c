@@ -261,9 +261,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         printf("; %s held until exit by a caching allocator or a library handle (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
     printf("\n");
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
-        printf("  growth: %s, %s per iteration of %s memory, in %zu step%s, then the same for the last %zu iterations"
-               " (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps, gt_s((long long)g.steps),
-               g.steady_tail);
+        printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu iterations ended holding the"
+               " same bytes (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
+               gt_s((long long)g.steps), g.steady_tail);
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name);
     else

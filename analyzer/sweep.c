@@ -150,6 +150,9 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
                  gt_fmt_bytes(r->need_lb, b1), r->kept_call, gt_fmt_bytes(r->pool_kept, b2));
     else if (r->oom && r->need_lb >= 0)
         snprintf(what, sizeof what, "out of memory (needed at least %s)", gt_fmt_bytes(r->need_lb, b1));
+    else if (r->oom && r->pool_kept >= 0)
+        snprintf(what, sizeof what, "out of memory (a %s outside the pool, which held %s unused)", r->kept_call,
+                 gt_fmt_bytes(r->pool_kept, b2));
     else if (r->oom)
         snprintf(what, sizeof what, "out of memory");
     else if (r->exit_status)

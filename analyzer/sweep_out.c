@@ -103,25 +103,23 @@ static void print_pool_kept_text(const struct sweep *s)
 {
     char b1[GT_FMT_LEN];
     int n = 0;
-    int64_t most = 0;
-    const char *call = NULL, *trace = NULL;
+    const struct gt_sweep_run *most = NULL;
     for (size_t i = 0; i < s->nruns; i++) {
         const struct gt_sweep_run *r = &s->runs[i];
         if (!r->oom || r->pool_kept < 0)
             continue;
-        printf("%s%d (batch size %lld)", n++ ? ", " : "  failed outside the pool: run ", r->number, (long long)r->batch_size);
-        if (r->pool_kept > most || !call) {
-            most = r->pool_kept > most ? r->pool_kept : most;
-            call = r->kept_call;
-            trace = r->trace;
-        }
+        printf("%s%d (batch size %lld, %s)", n++ ? ", " : "  failed outside the pool: run ", r->number,
+               (long long)r->batch_size, r->kept_call);
+        if (!most || r->pool_kept > most->pool_kept)
+            most = r;
     }
     if (n)
-        printf("\n  (a %s, while the pool held up to %s beyond its bytes in use, as last read: a pool that keeps what is\n"
-               "  freed in it, as PyTorch's backend:cudaMallocAsync does, gives none of it to an allocation outside it,\n"
-               "  such as a library's handle or workspace made after the pool grew; one small step before the first\n"
-               "  large batch, or torch.cuda.empty_cache() before it, may let such a size fit: gputrace oom %s)\n",
-               call, gt_fmt_bytes(most, b1), trace ? trace : "TRACE");
+        printf("\n  (each while the pool held beyond its bytes in use, as last read, more than it was short by: up to\n"
+               "  %s in run %d. A pool that keeps what is freed in it, as PyTorch's backend:cudaMallocAsync does, gives none\n"
+               "  of it to an allocation outside it, such as a library's handle or workspace made after the pool grew;\n"
+               "  one small step before the first large batch, or torch.cuda.empty_cache() before it, may let such a\n"
+               "  size fit: gputrace oom %s)\n",
+               gt_fmt_bytes(most->pool_kept, b1), most->number, most->kept_trace ? most->kept_trace : most->trace);
 }
 
 /* The margin (sweep.h), when one was taken. */

@@ -156,6 +156,8 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         if (end.pool_unused > r->pool_kept) {
             r->pool_kept = end.pool_unused;
             snprintf(r->kept_call, sizeof r->kept_call, "%s", end.call ? end.call : "?");
+            free(r->kept_trace);
+            r->kept_trace = gt_xstrdup(path);
         }
         /* the pool's part of the need: in use plus the request, or what the
          * pool had reserved when it could not grow, the more. Where the pool
@@ -277,7 +279,8 @@ void gt_sweep_run_free(struct gt_sweep_run *r)
 {
     free(r->trace);
     free(r->stderr_path);
-    r->trace = r->stderr_path = NULL;
+    free(r->kept_trace);
+    r->trace = r->stderr_path = r->kept_trace = NULL;
 }
 
 void gt_sweep_print_tail(FILE *f, const char *path, int lines)

@@ -28,7 +28,8 @@ struct gt_sweep_run {
                                   * fitted level: the least the run needed there; -1 unknown */
     int64_t pool_kept;           /* it failed outside the pool while the pool's reserve beyond its
                                   * bytes in use would have covered it: that reserve; -1 not so */
-    char kept_call[48];          /* then the call that failed */
+    char kept_call[48];          /* then the call that failed, */
+    char *kept_trace;            /* in this trace (malloc'ed) */
     int64_t largest_before_loop; /* the largest allocation before the first iteration */
     int64_t in_use;              /* under a stream-ordered pool: its bytes in use at their peak
                                   * (peak is then the pool's highest reservation read); -1 none */

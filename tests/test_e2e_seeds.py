@@ -391,7 +391,13 @@ class AllocatedVersusReserved(SeedTest):
         self.assertIn('how it grew: at %d of %d iterations (each one whose peak was the highest yet); the last %d'
                       % (steps, len(fitted) - 1, tail), text)
         self.assertIn('a caching allocator\n   reserving for the largest batch or shape yet grows so', text)
-        self.assertIn('in %d steps, then the same for the last %d iterations' % (steps, tail), self.ok('summary', db).stdout)
+        self.assertIn('in %d steps; the last %d iterations ended holding the same bytes' % (steps, tail),
+                      self.ok('summary', db).stdout)
+        # a verdict of stable (a threshold above the growth) gets no word of how it grew
+        out = self.ok('growth', '--threshold', str(100 << 20), db).stdout
+        self.assertIn('-> stable', out)
+        self.assertNotIn('how it grew', out)
+        self.assertNotIn('reserving for the largest batch', out)
         # batch sizes rising every step: a step at every iteration, no steady end, no such word
         self.BATCHES = list(range(8, 80, 8))
         db = self.run_traced([prog('caching_allocator'), str(self.PER_SAMPLE)] + [str(b) for b in self.BATCHES],

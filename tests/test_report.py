@@ -143,6 +143,7 @@ class Render(ReportTest):
         steps = dom.find('p', 'growth-steps', 1)[0]
         self.assertEqual((int(steps.attrs['data-steps']), int(steps.attrs['data-steady'])), (T.LEAK_ITERATIONS - 2, 1))
         self.assertNotIn('caching allocator', steps.text)
+        self.assertNotIn('ended holding the same bytes', steps.text)   # only the last one: nothing held
         leak_rows = [e for e in dom.find('tr', 'row', 1) if T.LEAK_PLANTING_FUNCTION in e.text and 'MiB' in e.text]
         self.assertTrue(leak_rows)
         self.assertIn('5.00 MiB', ' '.join(e.text for e in dom.find('tr', 'row', 1)))

@@ -302,12 +302,14 @@ class SweepTest(TraceTest):
 
     def test_runs_failed_outside_a_pool_that_kept_the_device_are_named(self):
         # each size's first run fits; every later one, the stand-in's pool
-        # reserves all but 1 MiB at its first allocation and the step's own
-        # 4 MiB cudaMalloc (a library's, outside the pool) fails: the band of
-        # a pool that keeps the device. The runs that failed so are named, with
-        # what the pool held beyond its use, and gputrace oom agrees on each.
+        # reserves all but 6 MiB at its first allocation and the step's own
+        # 14 MiB cudaMalloc (a library's, outside the pool) fails: the band of
+        # a pool that keeps the device. The pool's reserve beyond its use (10
+        # to 13 MiB) covers what the request was short by, not the whole one.
+        # The runs that failed so are named, with that reserve, and gputrace
+        # oom agrees on each.
         flag = os.path.join(self.dir, 'runs')
-        cmd = self.train('--async', '--lib-alloc', 4 * MIB, '--grab-leave', MIB, '--spread-file', flag)
+        cmd = self.train('--async', '--lib-alloc', 14 * MIB, '--grab-leave', 6 * MIB, '--spread-file', flag)
         p, doc, d = self.sweep_json(['--max-runs', '14'], cmd)
         kept = [r for r in doc['runs'] if r['pool_unused_bytes'] is not None]
         self.assertTrue(kept, doc['runs'])
@@ -320,9 +322,11 @@ class SweepTest(TraceTest):
                 self.assertTrue(r['oom'])
                 self.assertEqual(f['api'], 'cudaMalloc')
                 self.assertEqual(r['pool_unused_bytes'], f['pool_unused_bytes'])
-        cmd = self.train('--async', '--lib-alloc', 4 * MIB, '--grab-leave', MIB, '--spread-file', flag + '2')
+        # the case: some failed with a reserve short of the whole request
+        self.assertTrue([r for r in kept if r['pool_unused_bytes'] < 14 * MIB], [r['pool_unused_bytes'] for r in kept])
+        cmd = self.train('--async', '--lib-alloc', 14 * MIB, '--grab-leave', 6 * MIB, '--spread-file', flag + '2')
         text = self.sweep(['--max-runs', '14'], cmd, dirname='sweep2')[0]   # the same runs, in text
-        self.assertIn('failed outside the pool: run %d (batch size %d)' % (kept[0]['run'], kept[0]['batch_size']),
+        self.assertIn('failed outside the pool: run %d (batch size %d, cudaMalloc)' % (kept[0]['run'], kept[0]['batch_size']),
                       text.stdout)
         self.assertIn("a cudaMalloc outside the pool, which held", text.stderr)
 
