@@ -256,8 +256,8 @@ struct gt_oom_end {
     int64_t requested, live_device, live_pool, device_total;
     int device;
     const char *call;       /* the failed call's name (the trace's, alive with it) */
-    int64_t pool_unused;    /* a request outside the pool that the pool's reservation beyond its bytes in
-                             * use (as last read) would have covered alone: that reserve; -1 otherwise */
+    int64_t pool_unused;    /* a device request short by no more than the pool's reservation beyond its
+                             * bytes in use (as last read; oom's pool_unused_bytes): that reserve; -1 */
 };
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */

@@ -149,7 +149,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     for (size_t k = 0; k < its->n; k++) {
         g->end_live[k] = w[k].end_live;
         int new_high = w[k].peak > high;
-        if (w[k].peak > high)
+        if (new_high)
             high = w[k].peak;
         if (k < g->warmup || !its->it[k].closed)
             continue;   /* warm-up, or an iteration whose end is only the trace's end */

@@ -27,7 +27,7 @@ struct gt_sweep_run {
     int64_t need_lb;             /* that request + what was live, less what was held outside the
                                   * fitted level: the least the run needed there; -1 unknown */
     int64_t pool_kept;           /* it failed outside the pool while the pool's reserve beyond its
-                                  * bytes in use would have covered it: that reserve; -1 not so */
+                                  * bytes in use covered the shortfall: that reserve; -1 not so */
     char kept_call[48];          /* then the call that failed, */
     char *kept_trace;            /* in this trace (malloc'ed) */
     int64_t largest_before_loop; /* the largest allocation before the first iteration */

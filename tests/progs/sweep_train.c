@@ -140,16 +140,11 @@ static size_t vmm_arena(size_t want)
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h)
         return 0;
-    CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags) =
-        (CUresult(*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))dlsym(h, "cuMemGetAllocationGranularity");
-    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long) =
-        (CUresult(*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))dlsym(h, "cuMemAddressReserve");
-    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long) =
-        (CUresult(*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long))dlsym(h, "cuMemCreate");
-    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
-        (CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))dlsym(h, "cuMemMap");
-    CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t) =
-        (CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))dlsym(h, "cuMemSetAccess");
+    __typeof__(&cuMemGetAllocationGranularity) gran = (__typeof__(gran))dlsym(h, "cuMemGetAllocationGranularity");
+    __typeof__(&cuMemAddressReserve) reserve = (__typeof__(reserve))dlsym(h, "cuMemAddressReserve");
+    __typeof__(&cuMemCreate) create = (__typeof__(create))dlsym(h, "cuMemCreate");
+    __typeof__(&cuMemMap) map = (__typeof__(map))dlsym(h, "cuMemMap");
+    __typeof__(&cuMemSetAccess) access = (__typeof__(access))dlsym(h, "cuMemSetAccess");
     CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED, .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
     CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     size_t g = 0;
