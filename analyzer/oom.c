@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "format.h"
 #include "ledger.h"
+#include "oom.h"
 
 /* gputrace oom --help (the command table is in commands.c) */
 const char gt_help_oom[] =
@@ -64,17 +65,6 @@ static const char *result_name(int64_t r)
     }
 }
 
-struct request {
-    size_t first, last;      /* event indices of its first and last failed attempt */
-    int attempts;
-    int64_t requested;       /* bytes asked for; -1 unknown */
-    int lower_bound;         /* requested is a lower bound: a rolled-back growth of chunks */
-    int64_t chunk;           /* that growth's chunk size */
-    int chunks;              /* chunks mapped before the failed one */
-    int recovered;           /* the program went on: allocated again, or made another request */
-    int device;
-    int64_t live_sel, live_device, live_pool;   /* at the last attempt, on its device */
-};
 
 static int is_memory(const struct gt_api_attr *a)
 {
@@ -217,86 +207,6 @@ struct oom_ctx {
     const struct gt_iterations *its;
 };
 
-#define MAX_BUCKETS 24
-
-/* The ledger at one failure: who held the device, what was free, how much
- * the request was short by, and how many of the largest live call sites
- * would have covered that. */
-struct at_failure {
-    struct gt_bucket b[MAX_BUCKETS];
-    int nb;                  /* 0: device unknown, no ledger */
-    int64_t outside;         /* held outside the trace (NVML); -1 not measured */
-    int64_t free;            /* -1 unknown (no total) */
-    int64_t short_by;        /* >= 0; -1 unknown */
-    long sites_to_free;      /* -1: none named */
-    int64_t pool_unused;     /* a request outside the pool, short by less than the pool's reservation beyond
-                              * its bytes in use: that much; -1 otherwise */
-    const char *call;        /* the failed call's name */
-};
-
-/* NVML's figures per device, read once for all the requests on it. */
-struct untraced_cache {
-    unsigned char have[GT_HOST_SLOT];
-    struct gt_untraced u[GT_HOST_SLOT];
-};
-
-/* Nothing known yet (a request past MAX_DETAILED stays so). */
-static void failure_unknown(struct at_failure *f)
-{
-    memset(f, 0, sizeof *f);
-    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = -1;
-}
-
-static int ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
-                     struct untraced_cache *uc, struct at_failure *f)
-{
-    failure_unknown(f);
-    if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
-        return GT_EXIT_OK;
-    int n = gt_ledger_buckets(c, q->device, c->t.ev[q->last].t, f->b, MAX_BUCKETS);
-    if (n < 0)
-        return -n;
-    f->nb = n;
-    if (!uc->have[q->device]) {
-        int code = gt_ledger_untraced(c, q->device, &uc->u[q->device]);
-        if (code)
-            return code;
-        uc->have[q->device] = 1;
-    }
-    const struct gt_untraced u = uc->u[q->device];
-    f->outside = u.bytes;
-    int64_t held = 0;
-    for (int k = 0; k < n; k++)
-        held += f->b[k].bytes;
-    if (q->lower_bound)
-        held -= q->chunk * q->chunks;   /* the growth's own chunks are in the request */
-    if (total <= 0)
-        return GT_EXIT_OK;
-    f->free = total - held - (u.bytes > 0 ? u.bytes : 0);
-    if (f->free < 0)
-        f->free = 0;
-    if (q->requested < 0)
-        return GT_EXIT_OK;
-    f->short_by = q->requested > f->free ? q->requested - f->free : 0;   /* never a negative need */
-    /* A stream-ordered pool that keeps what its frees return (PyTorch's
-     * backend:cudaMallocAsync sets its release threshold to UINT64_MAX; CUDA's
-     * default, 0, releases at each synchronization) gives none of it to an
-     * allocation made outside it (a library's handle or workspace: on
-     * an H200 a plain run of a conv net under cudaMallocAsync failed in
-     * cublasCreate, CUBLAS_STATUS_ALLOC_FAILED, tests/gpu/RESULTS.md session 29). */
-    const struct gt_api_attr *a = gt_attr(&c->t, &c->t.ev[q->last]);
-    f->call = a->name;
-    for (int k = 0; k < n && f->short_by > 0 && a->memory == GT_MEM_DEVICE; k++)
-        if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use >= f->short_by)
-            f->pool_unused = f->b[k].bytes - f->b[k].in_use;
-    int64_t sum = 0;
-    for (size_t k = 0; f->short_by > 0 && k < ns; k++)
-        if ((sum += s[k].bytes) >= f->short_by) {
-            f->sites_to_free = (long)k + 1;
-            break;
-        }
-    return GT_EXIT_OK;
-}
 
 int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
 {
@@ -316,80 +226,11 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         struct untraced_cache uc;
         struct at_failure f;
         memset(&uc, 0, sizeof uc);
-        end->pool_unused = ledger_at(c, q, end->device_total, NULL, 0, &uc, &f) ? -1 : f.pool_unused;
+        end->pool_unused = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &uc, &f) ? -1 : f.pool_unused;
     }
     free(others);
     free(r);
     return ended;
-}
-
-static void json_ledger(struct gt_json *j, const struct at_failure *f)
-{
-    gt_json_key(j, "ledger");
-    gt_json_arr(j);
-    for (int k = 0; k < f->nb; k++) {
-        gt_json_obj(j);
-        gt_json_kstr(j, "name", f->b[k].name);
-        gt_json_kstr(j, "kind", f->b[k].kind);
-        gt_json_kint(j, "bytes", f->b[k].bytes);
-        if (f->b[k].in_use >= 0)
-            gt_json_kint(j, "in_use_bytes", f->b[k].in_use);
-        gt_json_obj_end(j);
-    }
-    gt_json_arr_end(j);
-    gt_json_kint_or_null(j, "held_outside_trace_bytes", f->outside);
-    gt_json_kint_or_null(j, "free_bytes", f->free);
-    gt_json_key(j, "free_is_upper_bound");
-    gt_json_bool(j, f->free >= 0 && f->outside < 0);
-    gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
-    gt_json_kint_or_null(j, "pool_unused_bytes", f->pool_unused);
-    gt_json_kint_or_null(j, "sites_to_free", f->sites_to_free);
-}
-
-static void text_ledger(const struct at_failure *f, int64_t reduction, int64_t requested, const struct gt_site_sum *s)
-{
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
-    if (!f->nb && f->free < 0)
-        return;
-    printf("     held then:");
-    for (int k = 0; k < f->nb; k++)
-        printf("%s %s %s", k ? "," : "", f->b[k].name, gt_fmt_bytes(f->b[k].bytes, b1));
-    if (f->outside >= 0)
-        printf("%s outside the trace %s (NVML at exit: the CUDA context and driver,\n"
-               "     kernel modules, rounding of what was live, other processes)\n", f->nb ? ";" : "", gt_fmt_bytes(f->outside, b1));
-    else
-        printf("%s outside the trace: not measured (no NVML samples)\n", f->nb ? ";" : "");
-    if (f->free < 0 || f->short_by < 0)
-        return;
-    printf("     free then: %s%s; requested %s: ", f->outside < 0 ? "at most " : "", gt_fmt_bytes(f->free, b1),
-           gt_fmt_bytes(requested, b2));
-    if (f->short_by == 0) {
-        printf("by the ledger it fitted: the failure came from fragmentation or memory the trace and NVML's last sample\n"
-               "     do not show (no shortfall to name)\n");
-        return;
-    }
-    printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
-    if (f->pool_unused >= 0) {
-        printf("     the pool held up to %s more than its bytes in use (as last read), which would have covered\n"
-               "     it: a pool that keeps what is freed in it (PyTorch's backend:cudaMallocAsync keeps it all) gives\n"
-               "     none to an allocation outside it, as this %s was.\n"
-               "     To fit: make that allocation before the pool grows (libraries' handles and workspaces: PyTorch's\n"
-               "     cuBLAS and cuDNN ones come at the first matmul and convolution, so run one small step first),\n"
-               "     or trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo)\n",
-               gt_fmt_bytes(f->pool_unused, b1), f->call);
-        return;
-    }
-    if (reduction > 0)
-        return;   /* the batch-size line says what would have fit */
-    if (f->sites_to_free > 0) {
-        int64_t sum = 0;
-        for (long k = 0; k < f->sites_to_free; k++)
-            sum += s[k].bytes;
-        printf("     to fit: the %ld largest call site%s live then (below) held %s, enough to cover it\n", f->sites_to_free,
-               f->sites_to_free == 1 ? "" : "s", gt_fmt_bytes(sum, b1));
-    } else {
-        printf("     to fit: more than all the traced memory live then would have had to go\n");
-    }
 }
 
 static void json_request(struct oom_ctx *o, struct gt_json *j, const struct request *q, int64_t total, int64_t needed,
@@ -547,21 +388,21 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         struct gt_site_sum *sites = NULL;
         size_t ns = 0;
         struct at_failure f;
-        failure_unknown(&f);
+        gt_oom_failure_unknown(&f);
         if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
-            code = ledger_at(c, q, total, sites, ns, uc, &f);
+            code = gt_oom_ledger_at(c, q, total, sites, ns, uc, &f);
         }
         if (j && !code) {
             gt_json_obj(j);
             json_request(&o, j, q, total, needed, bs, index, in_it, reduction);
-            json_ledger(j, &f);
+            gt_oom_json_ledger(j, &f);
             gt_json_key(j, "sites");
             code = gt_json_sites(c, j, sites, ns, ns);
             gt_json_obj_end(j);
         } else if (!code) {
             text_request(&o, k, q, total, needed, bs, index, reduction);
-            text_ledger(&f, reduction, q->requested, sites);
+            gt_oom_text_ledger(&f, reduction, q->requested, sites);
             if (ns) {
                 printf("     largest live allocations by call site:\n");
                 code = gt_text_sites(c, sites, ns, (size_t)c->o->top, 6);
