@@ -258,6 +258,8 @@ struct gt_oom_end {
     const char *call;       /* the failed call's name (the trace's, alive with it) */
     int64_t pool_unused;    /* a device request short by no more than the pool's reservation beyond its
                              * bytes in use (as last read; oom's pool_unused_bytes): that reserve; -1 */
+    int64_t pool_split;     /* the pool's own request failed with at least as much unused in the pool
+                             * (oom's pool_split_bytes): that unused; -1 */
 };
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */

@@ -133,6 +133,40 @@ int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
     return pool_reserved_near(t, d, at, 1);
 }
 
+/* Did device d's pool give memory back at any reading up to the first one at
+ * or after time at? A pool that never did (PyTorch's backend:cudaMallocAsync
+ * sets its release threshold to UINT64_MAX; CUDA's default, 0, releases at
+ * each synchronization) held at time at at least its last reading before it,
+ * so its reservation then, less its bytes in use, is a lower bound on what it
+ * held unused. 1 when a reading fell, 0 when none did. */
+int gt_ledger_pool_gave_back(struct gt_trace *t, int d, int64_t at)
+{
+    static const char *const sql[] = {
+        "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND pool_size IS NOT NULL ORDER BY t_ns",
+        "SELECT size, t_ns FROM memory_pools WHERE device = ?1 AND size IS NOT NULL ORDER BY t_ns",
+    };
+    int fell = 0;
+    for (int q = 0; q < 2 && !fell; q++) {
+        sqlite3_stmt *st;
+        if (gt_trace_prepare_optional(t, sql[q], &st, "reading pool records") || !st)
+            continue;
+        sqlite3_bind_int64(st, 1, d);
+        int64_t prev = -1;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t v = sqlite3_column_int64(st, 0);
+            if (v < prev) {
+                fell = 1;
+                break;
+            }
+            prev = v;
+            if (sqlite3_column_int64(st, 1) >= at)
+                break;
+        }
+        sqlite3_finalize(st);
+    }
+    return fell;
+}
+
 /* The pool's reservation on device d at time at (gt_ledger_pool_reserved);
  * with no reading before at, the next one when no pool call on d lies
  * between: a device whose pool calls the shim's writer first saw in its

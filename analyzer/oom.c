@@ -226,7 +226,9 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         struct untraced_cache uc;
         struct at_failure f;
         memset(&uc, 0, sizeof uc);
-        end->pool_unused = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &uc, &f) ? -1 : f.pool_unused;
+        int failed = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &uc, &f);
+        end->pool_unused = failed ? -1 : f.pool_unused;
+        end->pool_split = failed ? -1 : f.pool_split;
     }
     free(others);
     free(r);

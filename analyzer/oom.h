@@ -35,6 +35,8 @@ struct at_failure {
     long sites_to_free;      /* -1: none named */
     int64_t pool_unused;     /* a request outside the pool, short by less than the pool's reservation beyond
                               * its bytes in use: that much; -1 otherwise */
+    int64_t pool_split;      /* the pool's own request, failed with at least as much unused in the pool (its
+                              * free memory in pieces, none large enough): that unused; -1 otherwise */
     const char *call;        /* the failed call's name */
 };
 

@@ -11,10 +11,44 @@
 #include "ledger.h"
 #include "oom.h"
 
+#define POOL_PAGE (2 << 20)
+
 void gt_oom_failure_unknown(struct at_failure *f)
 {
     memset(f, 0, sizeof *f);
-    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = -1;
+    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = f->pool_split = -1;
+}
+
+/* The pool's own request failed while the pool held at least as much unused:
+ * its reservation then less its bytes in use and
+ * less 2 MiB for each live allocation (the driver maps the pool in 2 MiB
+ * pages: what its rounding could have taken), at least the request. Its
+ * reservation then, for a pool that never gave memory back
+ * (gt_ledger_pool_gave_back): the first reading after the failure when the
+ * program allocated nothing more (the reservation cannot have moved), else
+ * the last before it (a lower bound). On an
+ * H200 under cudaMallocAsync 16 of 17 failures near a conv net's limit were
+ * this: 8.34 GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
+ * (tests/gpu/RESULTS.md, session 32). That unused, or -1. */
+static int64_t pool_split(struct gt_ctx *c, const struct request *q)
+{
+    struct gt_trace *t = &c->t;
+    int64_t at = t->ev[q->last].t;
+    int64_t reserved = q->recovered ? gt_ledger_pool_reserved(t, q->device, at)
+                                    : gt_ledger_pool_reserved_after(t, q->device, at);
+    if (reserved < 0 || q->requested <= 0 || gt_ledger_pool_gave_back(t, q->device, at))
+        return -1;
+    int64_t live = 0, count = 0;
+    for (size_t i = 0; i < q->last; i++) {
+        int m, slot;
+        int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
+        if (!delta || m != GT_MEM_POOL || slot != q->device)
+            continue;
+        live += delta;
+        count += delta > 0 ? 1 : -1;
+    }
+    int64_t unused = reserved - live;
+    return unused - count * POOL_PAGE >= q->requested ? unused : -1;
 }
 
 int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
@@ -59,6 +93,8 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     for (int k = 0; k < n && f->short_by > 0 && a->memory == GT_MEM_DEVICE; k++)
         if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use >= f->short_by)
             f->pool_unused = f->b[k].bytes - f->b[k].in_use;
+    if (f->short_by > 0 && a->memory == GT_MEM_POOL)
+        f->pool_split = pool_split(c, q);
     int64_t sum = 0;
     for (size_t k = 0; f->short_by > 0 && k < ns; k++)
         if ((sum += s[k].bytes) >= f->short_by) {
@@ -88,6 +124,7 @@ void gt_oom_json_ledger(struct gt_json *j, const struct at_failure *f)
     gt_json_bool(j, f->free >= 0 && f->outside < 0);
     gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
     gt_json_kint_or_null(j, "pool_unused_bytes", f->pool_unused);
+    gt_json_kint_or_null(j, "pool_split_bytes", f->pool_split);
     gt_json_kint_or_null(j, "sites_to_free", f->sites_to_free);
 }
 
@@ -114,13 +151,21 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
         return;
     }
     printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
+    if (f->pool_split >= 0) {
+        printf("     the pool held %s unused (its reservation less its bytes in use), more than the request,\n"
+               "     and did not serve it from that: its unused memory was in pieces none large enough (or\n"
+               "     freed on a stream this one did not wait for), so it asked the device for more.\n"
+               "     How a pool's memory splits varies from run to run: a size this near the limit fits in some runs\n"
+               "     and not in others. To fit in every run, leave room (gputrace sweep proves a size that does)\n",
+               gt_fmt_bytes(f->pool_split, b1));
+        return;
+    }
     if (f->pool_unused >= 0) {
         printf("     the pool held up to %s more than its bytes in use (as last read), which would have covered\n"
                "     it: a pool that keeps what is freed in it (PyTorch's backend:cudaMallocAsync keeps it all) gives\n"
                "     none to an allocation outside it, as this %s was.\n"
-               "     To fit: make that allocation before the pool grows (libraries' handles and workspaces: PyTorch's\n"
-               "     cuBLAS and cuDNN ones come at the first matmul and convolution, so run one small step first),\n"
-               "     or trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo)\n",
+               "     To fit: trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo: the pool gives the\n"
+               "     device back what no allocation holds), or leave room\n",
                gt_fmt_bytes(f->pool_unused, b1), f->call);
         return;
     }

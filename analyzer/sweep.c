@@ -144,21 +144,31 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
 {
     if (s->a->quiet)
         return;
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], what[160 + 2 * GT_FMT_LEN];
-    if (r->oom && r->need_lb >= 0 && r->pool_kept >= 0)
-        snprintf(what, sizeof what, "out of memory (needed at least %s; a %s outside the pool, which held %s unused)",
-                 gt_fmt_bytes(r->need_lb, b1), r->kept_call, gt_fmt_bytes(r->pool_kept, b2));
-    else if (r->oom && r->need_lb >= 0)
-        snprintf(what, sizeof what, "out of memory (needed at least %s)", gt_fmt_bytes(r->need_lb, b1));
-    else if (r->oom && r->pool_kept >= 0)
-        snprintf(what, sizeof what, "out of memory (a %s outside the pool, which held %s unused)", r->kept_call,
-                 gt_fmt_bytes(r->pool_kept, b2));
-    else if (r->oom)
-        snprintf(what, sizeof what, "out of memory");
-    else if (r->exit_status)
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], what[240 + 3 * GT_FMT_LEN];
+    if (r->oom) {
+        /* what the trace says of the failure, in parentheses, parts joined by "; " */
+        int n = snprintf(what, sizeof what, "out of memory");
+        const char *sep = " (";
+        if (r->need_lb >= 0) {
+            n += snprintf(what + n, sizeof what - n, "%sneeded at least %s", sep, gt_fmt_bytes(r->need_lb, b1));
+            sep = "; ";
+        }
+        if (r->pool_kept >= 0) {
+            n += snprintf(what + n, sizeof what - n, "%sa %s outside the pool, which held %s unused", sep, r->kept_call,
+                          gt_fmt_bytes(r->pool_kept, b2));
+            sep = "; ";
+        } else if (r->pool_split >= 0) {
+            n += snprintf(what + n, sizeof what - n, "%sin the pool, which held %s unused, none in one piece large enough",
+                          sep, gt_fmt_bytes(r->pool_split, b2));
+            sep = "; ";
+        }
+        if (*sep == ';')
+            snprintf(what + n, sizeof what - n, ")");
+    } else if (r->exit_status) {
         snprintf(what, sizeof what, "failed (exit status %d)", r->exit_status);
-    else
+    } else {
         snprintf(what, sizeof what, "fits");
+    }
     char peak[2 * GT_FMT_LEN + 80] = "";
     if (r->peak >= 0 && !r->oom && r->in_use >= 0)
         snprintf(peak, sizeof peak, ", peak %s (%s %s; %s in use)", gt_fmt_bytes(r->peak, b1),

@@ -117,9 +117,37 @@ static void print_pool_kept_text(const struct sweep *s)
         printf("\n  (each while the pool held beyond its bytes in use, as last read, more than it was short by: up to\n"
                "  %s in run %d. A pool that keeps what is freed in it, as PyTorch's backend:cudaMallocAsync does, gives none\n"
                "  of it to an allocation outside it, such as a library's handle or workspace made after the pool grew;\n"
-               "  one small step before the first large batch, or torch.cuda.empty_cache() before it, may let such a\n"
-               "  size fit: gputrace oom %s)\n",
+               "  torch.cuda.empty_cache() before it gives the device back what no allocation holds: gputrace oom %s)\n",
                gt_fmt_bytes(most->pool_kept, b1), most->number, most->kept_trace ? most->kept_trace : most->trace);
+}
+
+/* Runs whose pool's own request failed while the pool held at least as much
+ * unused (gputrace oom's pool_split_bytes): how the pool's memory split, not
+ * only the batch's size, failed them (16 of 17 such failures of a conv net
+ * near its limit on an H200, tests/gpu/RESULTS.md session 32). */
+static void print_pool_split_text(const struct sweep *s)
+{
+    char b1[GT_FMT_LEN];
+    int n = 0;
+    const struct gt_sweep_run *most = NULL;
+    for (size_t i = 0; i < s->nruns; i++) {
+        const struct gt_sweep_run *r = &s->runs[i];
+        if (!r->oom || r->pool_split < 0 || r->pool_kept >= 0)
+            continue;
+        if (n < 6)
+            printf("%s%d (batch size %lld)", n ? ", " : "  failed in the pool with more unused than asked for: run ",
+                   r->number, (long long)r->batch_size);
+        n++;
+        if (!most || r->pool_split > most->pool_split)
+            most = r;
+    }
+    if (n > 6)
+        printf(" and %d more", n - 6);
+    if (n)
+        printf("\n  (up to %s unused in run %d: the pool's free memory lay in pieces none large enough for the\n"
+               "  request, and the device had too little left to grow it. How a pool's memory splits varies from run\n"
+               "  to run, so a size this near the limit fits in some runs and not in others: gputrace oom %s)\n",
+               gt_fmt_bytes(most->pool_split, b1), most->number, most->split_trace ? most->split_trace : most->trace);
 }
 
 /* The margin (sweep.h), when one was taken. */
@@ -324,6 +352,7 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
         printf("  predicted largest batch size: none (needs a fit whose peak grows, and the device size)\n");
     print_unsteady_text(s);
     print_pool_kept_text(s);
+    print_pool_split_text(s);
     char proof[300];
     proof_text(s, proof, sizeof proof);
     printf("  largest batch size that fits: %s\n", proof);
@@ -367,6 +396,7 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
             gt_json_null(&j);
         gt_json_kint_or_null(&j, "needed_at_least_bytes", r->oom ? r->need_lb : -1);
         gt_json_kint_or_null(&j, "pool_unused_bytes", r->oom ? r->pool_kept : -1);
+        gt_json_kint_or_null(&j, "pool_split_bytes", r->oom ? r->pool_split : -1);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);
         gt_json_kint(&j, "exit_status", r->exit_status);

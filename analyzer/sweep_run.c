@@ -153,6 +153,11 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
     struct gt_oom_end end;
     if (gt_oom_ended_program(&c, &end)) {
         r->oom = 1;
+        if (end.pool_split > r->pool_split) {
+            r->pool_split = end.pool_split;
+            free(r->split_trace);
+            r->split_trace = gt_xstrdup(path);
+        }
         if (end.pool_unused > r->pool_kept) {
             r->pool_kept = end.pool_unused;
             snprintf(r->kept_call, sizeof r->kept_call, "%s", end.call ? end.call : "?");
@@ -255,7 +260,7 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     r->device_total = -1;
     r->headroom = -1;
     r->untraced = -1;
-    r->need_lb = r->pool_kept = -1;
+    r->need_lb = r->pool_kept = r->pool_split = -1;
     r->in_use = -1;
 
     size_t argc = 0;
@@ -280,7 +285,8 @@ void gt_sweep_run_free(struct gt_sweep_run *r)
     free(r->trace);
     free(r->stderr_path);
     free(r->kept_trace);
-    r->trace = r->stderr_path = r->kept_trace = NULL;
+    free(r->split_trace);
+    r->trace = r->stderr_path = r->kept_trace = r->split_trace = NULL;
 }
 
 void gt_sweep_print_tail(FILE *f, const char *path, int lines)

@@ -330,6 +330,40 @@ class SweepTest(TraceTest):
                       text.stdout)
         self.assertIn("a cudaMalloc outside the pool, which held", text.stderr)
 
+    def test_runs_failed_in_a_pool_that_held_more_unused_than_asked_for_are_named(self):
+        # the stand-in's pools keep their unused reserve in pieces of at most
+        # 1 MiB (FAKE_CUDA_POOL_PIECE): each step's batch, activation and
+        # gradients grow the pool anew, so a run fails in its later steps with
+        # its pool mostly unused, as 16 of 17 failures of a conv net near its
+        # limit under cudaMallocAsync did on an H200. The runs that failed so
+        # are named, and gputrace oom agrees on each.
+        cmd = self.train('--async')
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, FAKE_CUDA_POOL_PIECE=MIB)
+        out = {}
+        for form in ('json', 'text'):
+            d = os.path.join(self.dir, form)
+            p = run([GPUTRACE, 'sweep', '--dir', d] + (['--json'] if form == 'json' else []) + ['--'] + cmd,
+                    preload=False, env=env, cwd=self.dir)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out[form] = p
+        doc = json.loads(out['json'].stdout)
+        self.assertTrue(doc['verified'])
+        split = [r for r in doc['runs'] if r['pool_split_bytes'] is not None]
+        self.assertTrue(split, doc['runs'])
+        for r in doc['runs']:
+            o = json.loads(run([GPUTRACE, 'oom', '--json', r['trace']], preload=False).stdout)
+            f = o['failures'][0] if o['failures'] else None
+            self.assertEqual(r['pool_split_bytes'], f and f['pool_split_bytes'], (r, f))
+            if f and f['pool_split_bytes'] is not None:
+                self.assertTrue(r['oom'])
+                self.assertEqual(f['api'], 'cudaMallocAsync')
+                self.assertGreaterEqual(f['pool_split_bytes'], f['requested_bytes'])
+                self.assertIsNone(r['pool_unused_bytes'])
+        first = split[0]
+        self.assertIn('failed in the pool with more unused than asked for: run %d (batch size %d)'
+                      % (first['run'], first['batch_size']), out['text'].stdout)
+        self.assertIn('in the pool, which held', out['text'].stderr)
+
     def test_a_pool_slack_drawn_higher_in_another_run_gets_room_below_the_largest(self):
         # the stand-in's pool holds 3% beyond its allocations, 64 MiB + 3 MiB
         # x bs in use: 310 fits (1023.8 MiB), 311 does not. With the same 3% in

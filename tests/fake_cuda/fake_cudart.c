@@ -67,6 +67,12 @@ static uint64_t g_pool_keeps;
  * allocations are placed in it, and fail only past it. */
 static uint64_t g_pool_grab_leave;
 static int g_pool_grab;
+/* FAKE_CUDA_POOL_PIECE=B: a pool's unused reserve lies in pieces of at most
+ * B bytes (implies KEEPS): a larger allocation is never placed in it; the
+ * pools grow by all of it (whole 2 MiB pages), as a real pool whose free
+ * memory is split does (on an H200 a request of 8.34 GiB grew the pool while
+ * 30.7 GiB of it lay unused). */
+static uint64_t g_pool_piece;
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -124,6 +130,10 @@ static void env_init(void)
             fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_GRAB_LEAVE=%s\n", s);
         else
             g_pool_grab = 1;
+    }
+    if ((s = getenv("FAKE_CUDA_POOL_PIECE")) != NULL && parse_u64(s, &g_pool_piece) != 0) {
+        fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_POOL_PIECE=%s\n", s);
+        g_pool_piece = 0;
     }
     if ((s = getenv("FAKE_CUDA_DEVICE_BYTES")) != NULL) {
         if (parse_u64(s, &v) != 0)
@@ -382,7 +392,7 @@ static int charge_locked(int d, long long delta)
  * reservation: a device no real driver gives (NVML's figure for the process
  * then falls below what the trace says its pool holds, and a sweep reads no
  * memory outside the trace). Tests that read NVML beside a pool keep. */
-static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps || g_pool_grab; }
+static int pool_keeps(void) { return g_pool_frag || g_pool_fixed || g_pool_keeps || g_pool_grab || g_pool_piece; }
 
 /* What device d holds (the driver's figure, when it is loaded: one
  * capacity for both), as cudaMemGetInfo reports it. Locked. */
@@ -417,6 +427,8 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     if (kind == K_POOLALLOC && pool_keeps()) {
         uint64_t need = (ds->pool_used + sz + extra + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1);
         charge = need > ds->pool_reserved ? need - ds->pool_reserved : 0;
+        if (g_pool_piece && sz > g_pool_piece)   /* no unused piece holds it: the pool grows by all of it */
+            charge = (sz + extra + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1);
     }
     /* the ranges first: the device's first one starts its state over */
     if (dev_reserve(d) != 0 || tab_reserve() != 0 || (charge && charge_locked(d, (long long)charge) != 0))
@@ -436,6 +448,8 @@ static cudaError_t dev_alloc_locked(int d, uint64_t sz, enum kind kind, uint64_t
     }
     ds->live++;
     tab_put((struct rec){ .key = addr, .size = sz, .dev = d, .kind = kind });
+    if (kind == K_POOLALLOC && g_pool_piece && sz > g_pool_piece)
+        ds->pool_reserved += charge;   /* before the accounting, which only raises it to what is in use */
     if (kind == K_POOLALLOC)
         pool_account_locked(d, (int64_t)(sz + extra));
     if (fixed)

@@ -99,6 +99,9 @@ def main():
     ap.add_argument('--steps', type=int, default=3)
     ap.add_argument('--warm-libs', action='store_true',
                     help='one step at batch size 1 before the loop: cuBLAS and cuDNN make their handles before the pool grows')
+    ap.add_argument('--empty-cache', action='store_true',
+                    help='torch.cuda.empty_cache() after each step: under backend:cudaMallocAsync the pool gives the '
+                         'device back what no allocation holds (cudaMemPoolTrimTo)')
     ap.add_argument('--report-free', action='store_true',
                     help='also print device_free= and device_total= (torch.cuda.mem_get_info) after the loop')
     a = ap.parse_args()
@@ -119,6 +122,8 @@ def main():
         loss_of(a.model, model, x, y).backward()
         opt.step()
         del x, y
+        if a.empty_cache:
+            torch.cuda.empty_cache()
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     steps_s = time.monotonic() - t0
