@@ -41,7 +41,11 @@ const char gt_help_oom[] =
     "peak --help; only from a fit it gives a number for). With the memory ledger:\n"
     "who held the device then, what was held outside the trace (NVML), what was\n"
     "free, how much the request was short by (never negative), and when no batch\n"
-    "reduction can be given, how many of the largest call sites held enough.\n";
+    "reduction can be given, how many of the largest call sites held enough.\n"
+    "Under a stream-ordered pool, when the failed request was made outside it\n"
+    "and the pool held unused enough to cover the shortfall (pool_unused_bytes),\n"
+    "or was the pool's own and the pool held unused more than the request\n"
+    "(pool_split_bytes: its free memory in pieces none large enough), says so.\n";
 
 #define MAX_DETAILED 32      /* requests with call sites; later ones get totals */
 #define RESULT_OUT_OF_MEMORY 2   /* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */

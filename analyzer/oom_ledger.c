@@ -20,23 +20,29 @@ void gt_oom_failure_unknown(struct at_failure *f)
 }
 
 /* The pool's own request failed while the pool held at least as much unused:
- * its reservation then less its bytes in use and
- * less 2 MiB for each live allocation (the driver maps the pool in 2 MiB
- * pages: what its rounding could have taken), at least the request. Its
- * reservation then, for a pool that never gave memory back
- * (gt_ledger_pool_gave_back): the first reading after the failure when the
- * program allocated nothing more (the reservation cannot have moved), else
- * the last before it (a lower bound). On an
- * H200 under cudaMallocAsync 16 of 17 failures near a conv net's limit were
- * this: 8.34 GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
- * (tests/gpu/RESULTS.md, session 32). That unused, or -1. */
+ * its reservation when the call began, less its bytes in use, less 2 MiB for
+ * each live allocation (the driver maps the pool in 2 MiB pages: what its
+ * rounding could have taken), at least the request. On an H200 under
+ * cudaMallocAsync 16 of 17 failures near a conv net's limit were this: 8.34
+ * GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
+ * (tests/gpu/RESULTS.md, session 32). The reservation then, as a lower bound,
+ * for a pool that never gave memory back (gt_ledger_pool_gave_back): the last
+ * reading before the failure, or, when the program allocated nothing more,
+ * the first after it less the request (the failed call may have grown the
+ * pool before it failed: on that H200 the reading at exit was 8.4 GB above
+ * the last before the failure of an 8.99 GB request); the larger. That
+ * unused, or -1. */
 static int64_t pool_split(struct gt_ctx *c, const struct request *q)
 {
     struct gt_trace *t = &c->t;
     int64_t at = t->ev[q->last].t;
-    int64_t reserved = q->recovered ? gt_ledger_pool_reserved(t, q->device, at)
-                                    : gt_ledger_pool_reserved_after(t, q->device, at);
-    if (reserved < 0 || q->requested <= 0 || gt_ledger_pool_gave_back(t, q->device, at))
+    if (q->requested <= 0 || gt_ledger_pool_gave_back(t, q->device, at))
+        return -1;
+    int64_t reserved = gt_ledger_pool_reserved(t, q->device, at);
+    int64_t after = q->recovered ? -1 : gt_ledger_pool_reserved_after(t, q->device, at);
+    if (after >= 0 && after - q->requested > reserved)
+        reserved = after - q->requested;
+    if (reserved < 0)
         return -1;
     int64_t live = 0, count = 0;
     for (size_t i = 0; i < q->last; i++) {

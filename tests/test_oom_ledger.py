@@ -223,11 +223,13 @@ class PoolSplit(T.AnalyzerTest):
         self.assertEqual(f['api'], 'cudaMallocAsync')
         self.assertEqual(f['requested_bytes'], requested)
         self.assertEqual(f['live_pool_bytes'], live)
-        self.assertEqual(f['pool_split_bytes'], reserved - live)
+        # its only reading of the pool is at exit: the failed call may have
+        # grown the pool by up to the request before failing, so that is not counted
+        self.assertEqual(f['pool_split_bytes'], reserved - live - requested)
         self.assertGreater(f['pool_split_bytes'], requested)   # the case it is: more unused than asked for
         self.assertIsNone(f['pool_unused_bytes'])              # not an allocation outside the pool
         text = self.ok('oom', db).stdout
-        self.assertIn('the pool held %.2f MiB unused' % ((reserved - live) / (1 << 20)), text)
+        self.assertIn('the pool held %.2f MiB unused' % ((reserved - live - requested) / (1 << 20)), text)
         self.assertIn('did not serve it from that', text)
         self.assertNotIn('largest call site', text.split('largest live allocations')[0])
 
@@ -242,7 +244,7 @@ class PoolSplit(T.AnalyzerTest):
         self.assertIsNone(f['pool_split_bytes'])
         self.assertNotIn('did not serve it', self.ok('oom', db).stdout)
 
-    def split_trace(self, name, extra, readings_after=(), recovered=False):
+    def split_trace(self, name, extra, readings_after=(), recovered=False, reading_at_exit=None):
         """Ten live 100 MiB pool tensors, a reading of the pool's reservation of
         their bytes + 200 MiB + `extra` (then `readings_after` more), and a
         200 MiB cudaMallocAsync that fails with the device 1 GiB short."""
@@ -260,6 +262,9 @@ class PoolSplit(T.AnalyzerTest):
         if recovered:
             t.free(live.pop())
             live.append(t.alloc(50 * MiB, ['forward', 'main'], api='cudaMallocAsync'))
+        if reading_at_exit is not None:
+            t.con.execute("INSERT INTO memory_pools(t_ns, op, size, utilized_size, device) VALUES (?, 'sampled', ?, ?, 0)",
+                          (t.now(), reserved + reading_at_exit, 1000 * MiB))
         return self.json('oom', t.close())['failures'][0]
 
     def test_the_pools_rounding_counts_against_it(self):
@@ -277,3 +282,14 @@ class PoolSplit(T.AnalyzerTest):
         f = self.split_trace('fell.db', 500 * MiB, readings_after=[2500 * MiB, 1700 * MiB], recovered=True)
         self.assertIsNone(f['pool_split_bytes'])
         self.assertIsNotNone(self.split_trace('kept.db', 500 * MiB, recovered=True)['pool_split_bytes'])
+
+    def test_a_reading_after_the_failure_counts_less_what_the_failed_call_may_have_grown(self):
+        # the program ended on the failure; the pool read at exit 1000 MiB
+        # above its last reading before: up to the request's 200 MiB of that
+        # may be the failed call's own growth, the rest was there when it began
+        MiB = T.MiB
+        self.assertEqual(self.split_trace('exit.db', 20 * MiB, reading_at_exit=1000 * MiB)['pool_split_bytes'],
+                         220 * MiB + 800 * MiB)
+        # read at exit no higher than the request's growth: the reading before decides
+        self.assertEqual(self.split_trace('exit2.db', 20 * MiB, reading_at_exit=150 * MiB)['pool_split_bytes'],
+                         220 * MiB)
