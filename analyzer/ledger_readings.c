@@ -133,20 +133,22 @@ int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
     return pool_reserved_near(t, d, at, 1);
 }
 
-/* Did device d's pool give memory back at any reading up to the first one at
- * or after time at? A pool that never did (PyTorch's backend:cudaMallocAsync
- * sets its release threshold to UINT64_MAX; CUDA's default, 0, releases at
- * each synchronization) held at time at at least its last reading before it,
- * so its reservation then, less its bytes in use, is a lower bound on what it
- * held unused. 1 when a reading fell, 0 when none did. */
-int gt_ledger_pool_gave_back(struct gt_trace *t, int d, int64_t at)
+/* Does device d's pool keep what is freed in it, by its readings up to the
+ * first one at or after time at: at least one reading that carries the pool's
+ * release threshold, every threshold read at least the reservation read with
+ * it (PyTorch's backend:cudaMallocAsync sets UINT64_MAX; CUDA's default, 0,
+ * gives back at each synchronization), and no reading below an earlier one.
+ * Such a pool held at time at at least its last reading before it, so a
+ * reading less its bytes in use bounds what it held unused from below. 1 when
+ * it keeps, 0 when it gave back or nothing says. */
+int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
-        "SELECT pool_size, t_ns FROM driver_memory WHERE device = ?1 AND pool_size IS NOT NULL ORDER BY t_ns",
-        "SELECT size, t_ns FROM memory_pools WHERE device = ?1 AND size IS NOT NULL ORDER BY t_ns",
+        "SELECT size, t_ns, release_threshold FROM memory_pools WHERE device = ?1 AND size IS NOT NULL ORDER BY t_ns",
+        "SELECT pool_size, t_ns, NULL FROM driver_memory WHERE device = ?1 AND pool_size IS NOT NULL ORDER BY t_ns",
     };
-    int fell = 0;
-    for (int q = 0; q < 2 && !fell; q++) {
+    int keeps = 1, threshold_read = 0;
+    for (int q = 0; q < 2 && keeps; q++) {
         sqlite3_stmt *st;
         if (gt_trace_prepare_optional(t, sql[q], &st, "reading pool records") || !st)
             continue;
@@ -154,17 +156,18 @@ int gt_ledger_pool_gave_back(struct gt_trace *t, int d, int64_t at)
         int64_t prev = -1;
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t v = sqlite3_column_int64(st, 0);
-            if (v < prev) {
-                fell = 1;
+            if (v < prev || (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) < v)) {
+                keeps = 0;
                 break;
             }
+            threshold_read |= sqlite3_column_type(st, 2) != SQLITE_NULL;
             prev = v;
             if (sqlite3_column_int64(st, 1) >= at)
                 break;
         }
         sqlite3_finalize(st);
     }
-    return fell;
+    return keeps && threshold_read;
 }
 
 /* The pool's reservation on device d at time at (gt_ledger_pool_reserved);

@@ -138,6 +138,8 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
                 (*others)[(*nothers)++] = i;
                 continue;
             }
+            if (c->o->device != GT_ANY_DEVICE && e->device != c->o->device)
+                continue;   /* another device's failure: --device names the one to explain */
             struct request *x = n ? &r[n - 1] : NULL;
             int retry = x && last_success <= x->last && gt_api_base(t->ev[x->last].api) == gt_api_base(e->api) &&
                         t->ev[x->last].size == e->size;

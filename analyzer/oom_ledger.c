@@ -19,29 +19,32 @@ void gt_oom_failure_unknown(struct at_failure *f)
     f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = f->pool_split = -1;
 }
 
-/* The pool's own request failed while the pool held at least as much unused:
- * its reservation when the call began, less its bytes in use, less 2 MiB for
- * each live allocation (the driver maps the pool in 2 MiB pages: what its
- * rounding could have taken), at least the request. On an H200 under
- * cudaMallocAsync 16 of 17 failures near a conv net's limit were this: 8.34
- * GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
- * (tests/gpu/RESULTS.md, session 32). The reservation then, as a lower bound,
- * for a pool that never gave memory back (gt_ledger_pool_gave_back): the last
- * reading before the failure, or, when the program allocated nothing more,
- * the first after it less the request (the failed call may have grown the
- * pool before it failed: on that H200 the reading at exit was 8.4 GB above
- * the last before the failure of an 8.99 GB request); the larger. That
- * unused, or -1. */
+/* The pool's own request (cudaMallocAsync, cuMemAllocAsync: the device's
+ * current pool, the one the shim reads; not a FromPool call's) failed while
+ * the pool held at least as much unused, as a lower bound: its reservation,
+ * less its bytes in use, less 2 MiB for each live allocation (the driver maps
+ * the pool in 2 MiB pages: what its rounding could have taken), less the
+ * request rounded up to those pages (the failed call may have grown the pool
+ * before it failed, and a reading stamped while it ran holds that: on an H200
+ * the reading at exit was 8.4 GB above the last before an 8.99 GB request
+ * that failed). The reservation: for a pool that keeps what is freed in it
+ * (gt_ledger_pool_keeps), the last reading before the failure or, when the
+ * program allocated nothing more, the first after it, the larger. On that
+ * H200 under cudaMallocAsync 16 of 17 failures near a conv net's limit were
+ * this: 8.34 GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
+ * (tests/gpu/RESULTS.md, session 32). That bound, or -1. */
 static int64_t pool_split(struct gt_ctx *c, const struct request *q)
 {
     struct gt_trace *t = &c->t;
     int64_t at = t->ev[q->last].t;
-    if (q->requested <= 0 || gt_ledger_pool_gave_back(t, q->device, at))
+    const char *call = gt_attr(t, &t->ev[q->last])->name;
+    if (q->requested <= 0 || (strncmp(call, "cudaMallocAsync", 15) && strncmp(call, "cuMemAllocAsync", 15)) ||
+        !gt_ledger_pool_keeps(t, q->device, at))
         return -1;
     int64_t reserved = gt_ledger_pool_reserved(t, q->device, at);
     int64_t after = q->recovered ? -1 : gt_ledger_pool_reserved_after(t, q->device, at);
-    if (after >= 0 && after - q->requested > reserved)
-        reserved = after - q->requested;
+    if (after > reserved)
+        reserved = after;
     if (reserved < 0)
         return -1;
     int64_t live = 0, count = 0;
@@ -53,8 +56,9 @@ static int64_t pool_split(struct gt_ctx *c, const struct request *q)
         live += delta;
         count += delta > 0 ? 1 : -1;
     }
-    int64_t unused = reserved - live;
-    return unused - count * POOL_PAGE >= q->requested ? unused : -1;
+    int64_t own = (q->requested + POOL_PAGE - 1) / POOL_PAGE * POOL_PAGE;
+    int64_t unused = reserved - live - count * POOL_PAGE - own;
+    return unused >= q->requested ? unused : -1;
 }
 
 int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
@@ -158,11 +162,13 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
     }
     printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
     if (f->pool_split >= 0) {
-        printf("     the pool held %s unused (its reservation less its bytes in use), more than the request,\n"
-               "     and did not serve it from that: its unused memory was in pieces none large enough (or\n"
-               "     freed on a stream this one did not wait for), so it asked the device for more.\n"
-               "     How a pool's memory splits varies from run to run: a size this near the limit fits in some runs\n"
-               "     and not in others. To fit in every run, leave room (gputrace sweep proves a size that does)\n",
+        printf("     the pool held at least %s unused (its reservation less its bytes in use, their rounding and\n"
+               "     what the failed call may have grown it by), at least the request, and did not serve it from\n"
+               "     that: its unused memory was in pieces none large enough, or freed on a stream this one did not\n"
+               "     wait for; so it asked the device for more. How a pool's memory splits is not in the trace and\n"
+               "     can differ between runs of the same program (on an H200 a conv net's batch sizes near its limit\n"
+               "     fit in about half their fresh runs). To fit, leave room: gputrace sweep finds a size that fit\n"
+               "     repeatedly with room\n",
                gt_fmt_bytes(f->pool_split, b1));
         return;
     }

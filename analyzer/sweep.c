@@ -157,9 +157,10 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
             n += snprintf(what + n, sizeof what - n, "%sa %s outside the pool, which held %s unused", sep, r->kept_call,
                           gt_fmt_bytes(r->pool_kept, b2));
             sep = "; ";
-        } else if (r->pool_split >= 0) {
-            n += snprintf(what + n, sizeof what - n, "%sin the pool, which held %s unused, none in one piece large enough",
-                          sep, gt_fmt_bytes(r->pool_split, b2));
+        }
+        if (r->pool_split >= 0) {   /* (a run of several processes may show both) */
+            n += snprintf(what + n, sizeof what - n, "%sin the pool, which held at least %s unused, not in one piece "
+                          "it could serve", sep, gt_fmt_bytes(r->pool_split, b2));
             sep = "; ";
         }
         if (*sep == ';')

@@ -132,10 +132,10 @@ static void print_pool_split_text(const struct sweep *s)
     const struct gt_sweep_run *most = NULL;
     for (size_t i = 0; i < s->nruns; i++) {
         const struct gt_sweep_run *r = &s->runs[i];
-        if (!r->oom || r->pool_split < 0 || r->pool_kept >= 0)
+        if (!r->oom || r->pool_split < 0)
             continue;
         if (n < 6)
-            printf("%s%d (batch size %lld)", n ? ", " : "  failed in the pool with more unused than asked for: run ",
+            printf("%s%d (batch size %lld)", n ? ", " : "  failed in the pool while it held enough unused: run ",
                    r->number, (long long)r->batch_size);
         n++;
         if (!most || r->pool_split > most->pool_split)
@@ -144,9 +144,9 @@ static void print_pool_split_text(const struct sweep *s)
     if (n > 6)
         printf(" and %d more", n - 6);
     if (n)
-        printf("\n  (up to %s unused in run %d: the pool's free memory lay in pieces none large enough for the\n"
-               "  request, and the device had too little left to grow it. How a pool's memory splits varies from run\n"
-               "  to run, so a size this near the limit fits in some runs and not in others: gputrace oom %s)\n",
+        printf("\n  (at least %s unused in run %d: the pool's free memory lay in pieces none large enough for the\n"
+               "  request, or was freed on a stream the request did not wait for, and the device had too little left\n"
+               "  to grow it. How a pool's memory splits is in no trace and can differ between runs: gputrace oom %s)\n",
                gt_fmt_bytes(most->pool_split, b1), most->number, most->split_trace ? most->split_trace : most->trace);
 }
 

@@ -66,13 +66,20 @@ struct gt_devices {
 bool gt_devices_read(struct gt_devices *out);
 
 /* nvml.c: sampling of used memory, GPUTRACE_SAMPLE_MS. */
-struct gt_mem_sample { uint64_t t_ns; int device; uint64_t used, total; int64_t process; /* < 0: unknown */ };
+struct gt_mem_sample {
+    uint64_t t_ns;
+    int device;
+    uint64_t used, total;
+    int64_t process;     /* < 0: unknown */
+    int64_t threshold;   /* a pool's release threshold (INT64_MAX for more); < 0 unknown */
+};
 bool gt_nvml_open(const struct gt_devices *devs, bool asked); /* false: unavailable (noted; on stderr if asked) */
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */
 void gt_nvml_after_fork_child(void);
 
 /* pools.c: the stream-ordered pool's reservation, read by the writer. */
 bool gt_pool_read(int device, uint64_t *reserved, uint64_t *used); /* the device's current pool */
+bool gt_pool_threshold(int device, uint64_t *threshold);           /* its release threshold */
 bool gt_graph_memory_read(int device, uint64_t *reserved, uint64_t *used); /* graphs' allocation nodes */
 
 #endif

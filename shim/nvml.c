@@ -95,7 +95,7 @@ int gt_nvml_sample(struct gt_mem_sample *out, int max)
         nvmlMemory_t m;
         if (N.memory(N.dev[i], &m) != NVML_SUCCESS)
             continue;
-        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total)};
+        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total), -1};
         k++;
     }
     return k;

@@ -65,6 +65,24 @@ bool gt_pool_read(int d, uint64_t *reserved, uint64_t *used)
            P.rt_attr(pool, cudaMemPoolAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
 }
 
+/* The release threshold of device d's current pool (what it keeps of freed
+ * memory past a synchronization: PyTorch's cudaMallocAsync backend sets
+ * UINT64_MAX, CUDA's default is 0); false when neither API answers. */
+bool gt_pool_threshold(int d, uint64_t *threshold)
+{
+    pthread_once(&once, resolve);
+    cuuint64_t v = 0;
+    if (P.dev_get) {
+        CUdevice dev;
+        CUmemoryPool pool;
+        return P.dev_get(&dev, d) == CUDA_SUCCESS && P.dev_pool(&pool, dev) == CUDA_SUCCESS &&
+               P.attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v) == CUDA_SUCCESS && (*threshold = v, true);
+    }
+    cudaMemPool_t pool;
+    return P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
+           P.rt_attr(pool, cudaMemPoolAttrReleaseThreshold, &v) == cudaSuccess && (*threshold = v, true);
+}
+
 /* The memory held for graphs on device d; false when neither API answers. */
 bool gt_graph_memory_read(int d, uint64_t *reserved, uint64_t *used)
 {

@@ -135,6 +135,15 @@ void gt_activity_record(struct gt_rec *rec)
 
 static void end_sample(void);
 
+/* The release threshold of device d's pool, for its reading's row (the ledger
+ * trusts a reading as a floor on what the pool held later only for a pool that
+ * keeps what is freed in it); -1 unread. */
+static int64_t threshold_of(int d)
+{
+    uint64_t v;
+    return gt_pool_threshold(d, &v) ? (v > INT64_MAX ? INT64_MAX : (int64_t)v) : -1;
+}
+
 /* The reservation of the pools of each device the program allocates from,
  * read when pool allocations happened since the last read (or at stop: force),
  * kept only when it changed: a pool that holds its memory costs no rows. */
@@ -152,7 +161,7 @@ static void pool_sample(uint64_t now, bool force)
         A.pool_reserved[d] = reserved;
         A.pool_read_t[d] = gt_now_ns();   /* (one stamp for both: the exit's reading is ordered by it) */
         A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = A.pool_read_t[d], .device = d, .used = reserved,
-                                                     .total = used};
+                                                     .total = used, .threshold = threshold_of(d)};
     }
 }
 
@@ -165,7 +174,8 @@ static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t 
     for (int d = 0; d < 64 && n < max; d++) {
         uint64_t reserved, used;
         if ((devs >> d & 1) && reader(d, &reserved, &used))
-            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used};
+            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used,
+                                              .threshold = -1};
     }
     return n;
 }
@@ -173,7 +183,10 @@ static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t 
 /* The reservation of the pools of each device the program allocated from. */
 static int pool_read_all(struct gt_mem_sample *out, int max)
 {
-    return read_devices(gt_events_pool_devices(NULL), gt_pool_read, out, max);
+    int n = read_devices(gt_events_pool_devices(NULL), gt_pool_read, out, max);
+    for (int i = 0; i < n; i++)
+        out[i].threshold = threshold_of(out[i].device);
+    return n;
 }
 
 /* Where the memory held for graphs is read: the devices where allocation
@@ -383,7 +396,7 @@ void gt_activity_write(void)
         GT_BIND_OPT(MEMORY_POOL, address, false, 0);
         GT_BIND_INT(MEMORY_POOL, size, s->used);
         GT_BIND_INT(MEMORY_POOL, utilized_size, s->total);
-        GT_BIND_OPT(MEMORY_POOL, release_threshold, false, 0);
+        GT_BIND_OPT(MEMORY_POOL, release_threshold, s->threshold >= 0, s->threshold);
         GT_BIND_OPT(MEMORY_POOL, min_bytes_to_keep, false, 0);
         GT_BIND_INT(MEMORY_POOL, device, s->device);
         GT_BIND_OPT(MEMORY_POOL, correlation_id, false, 0);

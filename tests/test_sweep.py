@@ -360,7 +360,7 @@ class SweepTest(TraceTest):
                 self.assertGreaterEqual(f['pool_split_bytes'], f['requested_bytes'])
                 self.assertIsNone(r['pool_unused_bytes'])
         first = split[0]
-        self.assertIn('failed in the pool with more unused than asked for: run %d (batch size %d)'
+        self.assertIn('failed in the pool while it held enough unused: run %d (batch size %d)'
                       % (first['run'], first['batch_size']), out['text'].stdout)
         self.assertIn('in the pool, which held', out['text'].stderr)
 

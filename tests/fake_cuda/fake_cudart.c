@@ -1544,6 +1544,14 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
     cudaError_t e = pool_device(memPool, &dev);
     if (e != cudaSuccess || !value)
         return ret(e != cudaSuccess ? e : cudaErrorInvalidValue);
+    /* the release threshold: a pool that keeps its reservation keeps all
+     * (PyTorch sets UINT64_MAX); one charged per allocation gives back at
+     * once (CUDA's default, 0) */
+    if (attr == cudaMemPoolAttrReleaseThreshold) {
+        uint64_t keeps = pool_keeps() ? UINT64_MAX : 0;
+        memcpy(value, &keeps, sizeof keeps);
+        return cudaSuccess;
+    }
     pthread_mutex_lock(&g_lock);
     uint64_t v = attr == cudaMemPoolAttrReservedMemCurrent ? devs[dev].pool_reserved
                : attr == cudaMemPoolAttrUsedMemCurrent ? devs[dev].pool_used : UINT64_MAX;
