@@ -81,6 +81,10 @@ static int parse_time(const char *s, int64_t *ns)
         mult = 1e3;
     else if (!strcmp(end, "ms"))
         mult = 1e6;
+    else if (!strcmp(end, "m"))
+        mult = 60e9;
+    else if (!strcmp(end, "h"))
+        mult = 3600e9;
     else if (*end && strcmp(end, "s"))
         return -1;
     if (v * mult > 9e18)

@@ -29,6 +29,7 @@ struct gt_args {
     int nbatch_sizes;
     int max_runs;              /* sweep --max-runs; 0: its default */
     int repeat;                /* sweep --repeat: runs the largest must fit in; 0: its default (2) */
+    int64_t run_timeout;       /* sweep --run-timeout, ns; 0: none */
     const char *dir;           /* sweep --dir; NULL: gputrace-sweep-<time> */
     char **files;              /* operands: trace files, or run's CMD [ARG...]; NULL-terminated */
     int nfiles;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exitcodes.h"
@@ -68,6 +69,44 @@ static int open_output(const char *path, const char *who)
     return fd;
 }
 
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define KILL_GRACE_S 10.0   /* between SIGTERM and SIGKILL: time for the shim to close its trace */
+
+/* Waits for pid; past timeout_s (> 0) sends it SIGTERM, then SIGKILL after
+ * KILL_GRACE_S, setting *timed_out. Polls every 20 ms: a run lasts seconds. */
+static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out)
+{
+    pid_t w;
+    if (timeout_s <= 0) {
+        while ((w = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+            ;
+        return w;
+    }
+    double deadline = monotonic_s() + timeout_s;
+    int sent = 0;
+    for (;;) {
+        w = waitpid(pid, status, WNOHANG);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w != 0)
+            return w;
+        if (monotonic_s() >= deadline && sent < 2) {
+            kill(pid, sent ? SIGKILL : SIGTERM);
+            *timed_out = 1;
+            deadline = monotonic_s() + KILL_GRACE_S;
+            sent++;
+        }
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who)
 {
     int out = -1, err = -1;
@@ -104,10 +143,10 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
     /* Like a shell: the child gets ^C, we wait for it and report its status. */
     void (*old_int)(int) = signal(SIGINT, SIG_IGN);
     void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
-    int status = 0, code;
-    pid_t w;
-    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-        ;
+    int status = 0, code, late = 0;
+    pid_t w = wait_child(pid, &status, how ? how->timeout_s : 0, &late);
+    if (late && how->timed_out)
+        *how->timed_out = 1;
     if (w < 0)
         code = GT_RUN_EXIT_FAILED;
     else if (WIFSIGNALED(status))

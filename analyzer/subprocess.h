@@ -16,10 +16,13 @@ struct gt_spawn {
     const char *const *env;    /* "NAME=VALUE" strings set in the child only; NULL-terminated, or NULL */
     const char *stdout_path;   /* the child's stdout (created or truncated); NULL: ours */
     const char *stderr_path;   /* the child's stderr; NULL: ours */
+    double timeout_s;          /* > 0: past it the child gets SIGTERM, and SIGKILL 10 s later */
+    int *timed_out;            /* set to 1 when it did (not NULL with timeout_s) */
 };
 
 /* Runs argv[0] (searched in PATH) with argv, in a child process, and waits
- * for it; like a shell, ^C and ^\ go to the child while we wait. Returns its
+ * for it (or stops it past how->timeout_s); like a shell, ^C and ^\ go to the
+ * child while we wait. Returns its
  * exit status: 128+N when killed by signal N, 127 when not found, 126 when
  * it could not be executed (after one line on the child's stderr, starting
  * with who), GT_RUN_EXIT_FAILED when no child could be started. how may be

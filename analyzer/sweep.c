@@ -32,7 +32,7 @@
 /* gputrace sweep --help (the command table is in commands.c) */
 const char gt_help_sweep[] =
     "usage: gputrace sweep [--batch-sizes A,B,C] [--max-runs N] [--repeat K] [--dir DIR]\n"
-    "                      [--json] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
+    "                      [--run-timeout T] [--json] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
     "\n"
     "The largest batch size that fits, proven by real runs. Each run is CMD in a\n"
     "fresh process, traced, with every {bs} in its arguments replaced by the batch\n"
@@ -66,6 +66,9 @@ const char gt_help_sweep[] =
     "\n"
     "  --batch-sizes A,B,C  phase 1's batch sizes (default 1,2,4; it stops at the\n"
     "                       first that runs out of memory)\n"
+    "  --run-timeout T      a run still going after T (600, 10m, 1.5h) is stopped\n"
+    "                       (SIGTERM, SIGKILL 10 s later) and stops the sweep\n"
+    "                       (exit 12); default none\n"
     "  --max-runs N         at most N runs in all (default 20); when reached, the\n"
     "                       sweep says what is proven and exits 14\n"
     "  --repeat K           the largest batch size is proven once it fit in K runs\n"
@@ -145,7 +148,9 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
     if (s->a->quiet)
         return;
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], what[240 + 3 * GT_FMT_LEN];
-    if (r->oom) {
+    if (r->timed_out) {
+        snprintf(what, sizeof what, "stopped: it ran past --run-timeout");
+    } else if (r->oom) {
         /* what the trace says of the failure, in parentheses, parts joined by "; " */
         int n = snprintf(what, sizeof what, "out of memory");
         const char *sep = " (";
@@ -205,6 +210,14 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
         s->total = r->device_total;
     if (!s->level[0] && r->level[0])
         snprintf(s->level, sizeof s->level, "%s", r->level);
+    if (r->timed_out) {   /* whatever its trace says: it was stopped, not ended by the program */
+        s->stopped = "run-timeout";
+        snprintf(s->why, sizeof s->why, "run %d (batch size %lld) did not end within --run-timeout %g s and was stopped "
+                 "(SIGTERM; SIGKILL 10 s later if still running): raise --run-timeout if the runs need longer; its last "
+                 "lines on stderr (%s):", r->number, (long long)r->batch_size, (double)s->a->run_timeout / 1e9,
+                 r->stderr_path);
+        return -1;
+    }
     if (measured != GT_EXIT_OK && r->exit_status == 0) {
         s->stopped = "failed";
         snprintf(s->why, sizeof s->why, "run %d (batch size %lld): its trace cannot be read: %.450s", r->number,
@@ -298,7 +311,7 @@ static void run_sweep(struct sweep *s)
          * with the program's timing (on an H100 a transformer traced with stacks
          * fit at batch 152 twice where untraced runs failed at 149 and 150) */
         int depth = s->a->stack_depth >= 0 ? s->a->stack_depth : getenv("GPUTRACE_STACK_DEPTH") ? -1 : 0;
-        int measured = gt_sweep_run(r, argv, s->dir, depth, &s->a->base);
+        int measured = gt_sweep_run(r, argv, s->dir, depth, (double)s->a->run_timeout / 1e9, &s->a->base);
         progress(s, r);
         if (take(s, r, measured) != 0)
             return;
@@ -335,7 +348,8 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
     if (s.stopped && strcmp(s.stopped, "max-runs")) {
         fprintf(stderr, "gputrace sweep: stopped: %s\n", s.why);
         const struct gt_sweep_run *r = s.nruns ? &s.runs[s.nruns - 1] : NULL;
-        if (r && ((!strcmp(s.stopped, "failed") && r->exit_status) || !strcmp(s.stopped, "no-trace")))
+        if (r && ((!strcmp(s.stopped, "failed") && r->exit_status) || !strcmp(s.stopped, "no-trace") ||
+                  !strcmp(s.stopped, "run-timeout")))
             gt_sweep_print_tail(stderr, r->stderr_path, TAIL_LINES);
     }
     if (a->base.json)

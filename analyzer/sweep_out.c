@@ -312,7 +312,7 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
         snprintf(ex, sizeof ex, "%d", r->exit_status);
         snprintf(sec, sizeof sec, "%.2f", r->seconds);
         gt_table_row(&tb, num, bs, gt_sweep_phase_name(r->phase), r->peak >= 0 && !r->oom ? gt_fmt_bytes(r->peak, b1) : "-",
-                     r->oom ? "OOM" : r->exit_status || !r->ntraces ? "failed" : "fits", ex, sec);
+                     r->timed_out ? "timeout" : r->oom ? "OOM" : r->exit_status || !r->ntraces ? "failed" : "fits", ex, sec);
     }
     gt_table_print(&tb, stdout, 2);
     printf("  peaks are %s bytes, the level the program's allocator shows\n", s->level[0] ? s->level : "device");
@@ -397,6 +397,8 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         gt_json_kint_or_null(&j, "needed_at_least_bytes", r->oom ? r->need_lb : -1);
         gt_json_kint_or_null(&j, "pool_unused_bytes", r->oom ? r->pool_kept : -1);
         gt_json_kint_or_null(&j, "pool_split_bytes", r->oom ? r->pool_split : -1);
+        gt_json_key(&j, "timed_out");
+        gt_json_bool(&j, r->timed_out);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);
         gt_json_kint(&j, "exit_status", r->exit_status);

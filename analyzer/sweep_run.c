@@ -231,7 +231,8 @@ static void measure(struct gt_sweep_run *r, const char *dir, const char *stem, c
     free(names);
 }
 
-int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, const struct gt_opts *o)
+int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, double timeout_s,
+                 const struct gt_opts *o)
 {
     char stem[64], out[PATH_MAX + 96], err[PATH_MAX + 96], env_out[2 * PATH_MAX + 128], env_bs[64], env_depth[48];
     snprintf(stem, sizeof stem, "bs%lld-run%d", (long long)r->batch_size, r->number);
@@ -269,7 +270,8 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
     char **args = gt_xcalloc(argc + 1, sizeof *args);
     for (size_t i = 0; i < argc; i++)
         args[i] = substitute(argv[i], r->batch_size);
-    struct gt_spawn how = {.env = env, .stdout_path = out, .stderr_path = err};
+    struct gt_spawn how = {.env = env, .stdout_path = out, .stderr_path = err, .timeout_s = timeout_s,
+                           .timed_out = &r->timed_out};
     double t0 = gt_now();
     r->exit_status = gt_spawn_wait(args, &how, "gputrace sweep");
     r->seconds = gt_now() - t0;

@@ -23,6 +23,7 @@ struct gt_sweep_run {
     int64_t device_total;        /* the device's total bytes; -1 unknown */
     int64_t outside;             /* bytes held at other levels that count against the device */
     int oom;                     /* a trace ended on an out-of-memory request */
+    int timed_out;               /* it ran past --run-timeout and was stopped */
     int64_t unaccounted;         /* that request + what was live fell short of the total by this */
     int64_t need_lb;             /* that request + what was live, less what was held outside the
                                   * fitted level: the least the run needed there; -1 unknown */
@@ -52,7 +53,8 @@ struct gt_sweep_run {
 /* Runs argv at r->batch_size (r->number set) with its files in dir (an
  * absolute path) and measures it. Returns GT_EXIT_OK, or
  * GT_EXIT_SWEEP_FAILED when a trace could not be read (r->error says). */
-int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, const struct gt_opts *o);
+int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, double timeout_s,
+                 const struct gt_opts *o);
 void gt_sweep_run_free(struct gt_sweep_run *r);
 /* Does some argument hold "{bs}"? */
 int gt_sweep_has_placeholder(char *const *argv);

@@ -559,6 +559,30 @@ class SweepTest(TraceTest):
         self.assertEqual(p.returncode, 12, p.stderr)
         self.assertIn("cannot run '/nonexistent/train'", p.stderr)
 
+    def test_a_run_past_the_run_timeout_is_stopped_and_stops_the_sweep(self):
+        # each step lasts 3 s: the first run would take 9 s; past --run-timeout
+        # 1.5s it gets SIGTERM, and the sweep stops with its stderr's last lines
+        import time
+        t0 = time.monotonic()
+        p, doc, d = self.sweep_json(['--run-timeout', '1.5s'], self.train('--step-ms', 3000))
+        elapsed = time.monotonic() - t0
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('run-timeout', 1))
+        r = doc['runs'][0]
+        self.assertTrue(r['timed_out'])
+        self.assertEqual(r['exit_status'], 128 + 15)   # SIGTERM: the shim closed its trace and re-raised it
+        self.assertFalse(r['oom'])
+        self.assertLess(elapsed, 6, 'stopped at 1.5 s, not at the run\'s end (9 s)')
+        self.assertIn('run 1 (batch size 1) did not end within --run-timeout 1.5 s', p.stderr)
+        self.assertIn('stopped: it ran past --run-timeout', p.stderr)
+        # runs that end in time are not touched by it
+        p, doc, d = self.sweep_json(['--run-timeout', '10m'], self.train(), dirname='sweep2')
+        self.assertEqual((p.returncode, doc['max_batch_size'], doc['verified']), (0, 320, True), p.stderr)
+        self.assertFalse(any(r['timed_out'] for r in doc['runs']))
+        p, d = self.sweep(['--run-timeout', 'soon'], self.train(), dirname='sweep3')
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('--run-timeout needs a time (e.g. 600, 10m, 1.5h), not "soon"', p.stderr)
+
     def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
         # every step first asks for 2 GiB of the 1 GiB device (a larger
         # workspace tried first) and goes on without it: each run's trace
