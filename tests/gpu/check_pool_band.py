@@ -18,6 +18,9 @@ PASS lines:
     its shortfall is named so by oom (pool_unused_bytes set);
   - every failure of the pool's own request with its unused reserve at least
     the request plus 2 MiB per live tensor is named so (pool_split_bytes);
+  - the shim read the pool's release threshold with its readings: PyTorch's
+    backend sets UINT64_MAX, stored capped at INT64_MAX (what oom's
+    pool_split_bytes needs to call the pool one that keeps what is freed);
   - (findings, reported either way) how many runs of each variant fit.
 usage: check_pool_band.py --build BUILD --out DIR [--model conv] [--sizes 266,267,268,269] [--runs 3]
        [--variants plain,warm,trim]"""
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,6 +98,15 @@ report(all(f['pool_unused'] is not None for f in outside),
        '%d such failures of %d, named %d' % (len(outside), len(failures),
                                            sum(f['pool_unused'] is not None for f in outside)))
 # (not under trim: a pool that gave memory back has no reading that bounds its reservation below)
+thresholds = set()
+for bs, variant, k in plan:
+    db = os.path.join(a.out, 'bs%d-%s-%d.db' % (bs, variant, k))
+    if os.path.exists(db):
+        con = sqlite3.connect(db)
+        thresholds |= {r[0] for r in con.execute("SELECT DISTINCT release_threshold FROM memory_pools WHERE op = 'sampled'")}
+        con.close()
+report(thresholds == {2 ** 63 - 1}, 'the pool\'s readings carry its release threshold, UINT64_MAX as PyTorch sets it',
+       'thresholds read: %s' % sorted(thresholds, key=lambda v: (v is None, v)))
 split = [f for f in failures if f['variant'] != 'trim' and f['call'] and 'Async' in f['call'] and f['requested'] and f['short_by'] and
          f['reserved'] is not None and f['in_use'] is not None and
          f['reserved'] - f['in_use'] >= f['requested'] + f['live_count'] * 2 * 2 ** 20]
