@@ -140,7 +140,11 @@ int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
  * gives back at each synchronization), and no reading below an earlier one.
  * Such a pool held at time at at least its last reading before it, so a
  * reading less its bytes in use bounds what it held unused from below. 1 when
- * it keeps, 0 when it gave back or nothing says. */
+ * it keeps, 0 when it gave back or nothing says. Not seen: an explicit trim
+ * (cudaMemPoolTrimTo, torch.cuda.empty_cache()) that the pool regrew from
+ * before the next reading, in a program that went on after the failure: the
+ * shim does not hook the trim (the readings, at most every 5 ms while the pool
+ * changes, show most). */
 int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
