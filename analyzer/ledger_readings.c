@@ -143,7 +143,7 @@ int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
  * it keeps, 0 when it gave back or nothing says. Not seen: an explicit trim
  * (cudaMemPoolTrimTo, torch.cuda.empty_cache()) that the pool regrew from
  * before the next reading, in a program that went on after the failure: the
- * shim does not hook the trim (the readings, at most every 5 ms while the pool
+ * shim does not hook the trim (the readings, about 10 ms apart at most while the pool
  * changes, show most). */
 int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at)
 {
