@@ -3,6 +3,7 @@
  * (commands.c), stores each value where its row says, and turns every
  * mistake into one line on stderr and exit status 2, with the nearest
  * command or option suggested for a typo. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,7 +73,7 @@ static int parse_time(const char *s, int64_t *ns)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || v < 0)
+    if (end == s || !(v >= 0) || !isfinite(v))   /* (NaN fails v >= 0) */
         return -1;
     double mult = 1e9;
     if (!strcmp(end, "ns"))
@@ -155,8 +156,8 @@ static const char *set_value(const struct gt_option *opt, const struct gt_comman
             return opt->bad;
         *(int64_t *)field = v;
         return NULL;
-    case GT_OPT_TIME:
-        return parse_time(val, (int64_t *)field) ? opt->bad : NULL;
+    case GT_OPT_TIME:   /* min: the least time it takes (--run-timeout: more than none) */
+        return parse_time(val, (int64_t *)field) || *(int64_t *)field < opt->min ? opt->bad : NULL;
     case GT_OPT_STRING:
         if ((int64_t)strlen(val) < opt->min)
             return opt->bad;

@@ -168,7 +168,7 @@ const struct gt_option gt_options[] = {
      "--max-runs takes 1 to 1000 runs, not \"%s\"", NULL},
     {"--repeat", NULL, "K", GT_OPTS_SWEEP, GT_OPT_INT, AT(repeat), 2, 10, NULL,
      "--repeat takes 2 to 10 runs, not \"%s\"", NULL},
-    {"--run-timeout", NULL, "T", GT_OPTS_SWEEP, GT_OPT_TIME, AT(run_timeout), 0, 0, NULL,
+    {"--run-timeout", NULL, "T", GT_OPTS_SWEEP, GT_OPT_TIME, AT(run_timeout), 1000000, 0, NULL,
      "--run-timeout needs a time (e.g. 600, 10m, 1.5h), not \"%s\"", NULL},
     {"--dir", NULL, "DIR", GT_OPTS_SWEEP, GT_OPT_STRING, AT(dir), 1, 0, NULL, "--dir needs a directory%.0s", NULL},
 };

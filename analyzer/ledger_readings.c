@@ -148,7 +148,10 @@ int64_t gt_ledger_pool_reserved_after(struct gt_trace *t, int d, int64_t at)
 int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at)
 {
     static const char *const sql[] = {
-        "SELECT size, t_ns, release_threshold FROM memory_pools WHERE device = ?1 AND size IS NOT NULL ORDER BY t_ns",
+        /* the threshold only of the writer's readings: CUPTI's pool records
+         * describe any pool (one the program made, not the device's current) */
+        "SELECT size, t_ns, CASE op WHEN 'sampled' THEN release_threshold END FROM memory_pools"
+        " WHERE device = ?1 AND size IS NOT NULL ORDER BY t_ns",
         "SELECT pool_size, t_ns, NULL FROM driver_memory WHERE device = ?1 AND pool_size IS NOT NULL ORDER BY t_ns",
     };
     int keeps = 1, threshold_read = 0;
@@ -160,7 +163,9 @@ int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at)
         int64_t prev = -1;
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t v = sqlite3_column_int64(st, 0);
-            if (v < prev || (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) < v)) {
+            /* (unsigned: a threshold of UINT64_MAX written as -1 by an older shim) */
+            if (v < prev ||
+                (sqlite3_column_type(st, 2) != SQLITE_NULL && (uint64_t)sqlite3_column_int64(st, 2) < (uint64_t)v)) {
                 keeps = 0;
                 break;
             }

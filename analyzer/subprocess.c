@@ -76,10 +76,23 @@ static double monotonic_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-#define KILL_GRACE_S 10.0   /* between SIGTERM and SIGKILL: time for the shim to close its trace */
+#define KILL_GRACE_S 10.0     /* between SIGTERM and SIGKILL: time for the shim to close its trace */
+#define REAP_GRACE_S 30.0     /* after SIGKILL: a process stuck in the driver may never be reaped */
 
-/* Waits for pid; past timeout_s (> 0) sends it SIGTERM, then SIGKILL after
- * KILL_GRACE_S, setting *timed_out. Polls every 20 ms: a run lasts seconds. */
+/* With a timeout the child leads its own process group, so that a wrapper's
+ * children (a shell script, a launcher) are stopped with it; the terminal's
+ * ^C and ^\ then reach that group through us. */
+static volatile sig_atomic_t group;   /* the child's group while we wait; 0 none */
+
+static void pass_on(int sig)
+{
+    if (group > 0)
+        kill(-group, sig);
+}
+
+/* Waits for pid; past timeout_s (> 0) sends its group SIGTERM, then SIGKILL
+ * after KILL_GRACE_S, setting *timed_out, and gives up REAP_GRACE_S after
+ * that (-2: not reaped). Polls every 20 ms: a run lasts seconds. */
 static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out)
 {
     pid_t w;
@@ -96,10 +109,12 @@ static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out
             continue;
         if (w != 0)
             return w;
-        if (monotonic_s() >= deadline && sent < 2) {
-            kill(pid, sent ? SIGKILL : SIGTERM);
+        if (monotonic_s() >= deadline) {
+            if (sent == 2)
+                return -2;
+            kill(-pid, sent ? SIGKILL : SIGTERM);
             *timed_out = 1;
-            deadline = monotonic_s() + KILL_GRACE_S;
+            deadline = monotonic_s() + (sent ? REAP_GRACE_S : KILL_GRACE_S);
             sent++;
         }
         struct timespec pause = {0, 20 * 1000 * 1000};
@@ -127,7 +142,10 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
             close(err);
         return GT_RUN_EXIT_FAILED;
     }
+    double timeout_s = how ? how->timeout_s : 0;
     if (pid == 0) {
+        if (timeout_s > 0)
+            setpgid(0, 0);
         if ((out >= 0 && dup2(out, STDOUT_FILENO) < 0) || (err >= 0 && dup2(err, STDERR_FILENO) < 0))
             _exit(GT_RUN_EXIT_FAILED);
         for (const char *const *e = how ? how->env : NULL; e && *e; e++)
@@ -140,19 +158,30 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
         close(out);
     if (err >= 0)
         close(err);
-    /* Like a shell: the child gets ^C, we wait for it and report its status. */
-    void (*old_int)(int) = signal(SIGINT, SIG_IGN);
-    void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
+    /* Like a shell: the child gets ^C, we wait for it and report its status
+     * (in its own group, the child gets it from us). */
+    if (timeout_s > 0) {
+        setpgid(pid, pid);   /* (either side may run first) */
+        group = pid;
+    }
+    void (*old_int)(int) = signal(SIGINT, timeout_s > 0 ? pass_on : SIG_IGN);
+    void (*old_quit)(int) = signal(SIGQUIT, timeout_s > 0 ? pass_on : SIG_IGN);
     int status = 0, code, late = 0;
-    pid_t w = wait_child(pid, &status, how ? how->timeout_s : 0, &late);
+    pid_t w = wait_child(pid, &status, timeout_s, &late);
+    group = 0;
     if (late && how->timed_out)
         *how->timed_out = 1;
-    if (w < 0)
+    if (w == -2) {
+        fprintf(stderr, "%s: process %d did not end %.0f s after SIGKILL (stuck in the driver?): left behind\n", who,
+                (int)pid, REAP_GRACE_S);
+        code = 128 + SIGKILL;
+    } else if (w < 0) {
         code = GT_RUN_EXIT_FAILED;
-    else if (WIFSIGNALED(status))
+    } else if (WIFSIGNALED(status)) {
         code = 128 + WTERMSIG(status);
-    else
+    } else {
         code = WEXITSTATUS(status);
+    }
     signal(SIGINT, old_int);
     signal(SIGQUIT, old_quit);
     return code;

@@ -279,6 +279,10 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
         free(args[i]);
     free(args);
     measure(r, dir, stem, o);
+    if (r->timed_out) {   /* stopped, not ended by the program: what its trace shows is partial */
+        r->oom = 0;
+        r->peak = r->in_use = r->need_lb = r->pool_kept = r->pool_split = -1;
+    }
     return r->error[0] ? GT_EXIT_SWEEP_FAILED : GT_EXIT_OK;
 }
 

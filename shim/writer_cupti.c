@@ -146,7 +146,8 @@ static void pool(const CUpti_ActivityMemoryPool3 *p)
     GT_BIND_INT(MEMORY_POOL, address, p->address);
     GT_BIND_INT(MEMORY_POOL, size, p->size);
     GT_BIND_INT(MEMORY_POOL, utilized_size, p->utilizedSize);
-    GT_BIND_INT(MEMORY_POOL, release_threshold, p->releaseThreshold);
+    GT_BIND_INT(MEMORY_POOL, release_threshold,   /* UINT64_MAX (PyTorch's) capped, as the writer's readings are */
+                p->releaseThreshold > INT64_MAX ? INT64_MAX : (int64_t)p->releaseThreshold);
     GT_BIND_OPT(MEMORY_POOL, min_bytes_to_keep,
                 p->memoryPoolOperationType == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, p->minBytesToKeep);
     GT_BIND_INT(MEMORY_POOL, device, p->deviceId);

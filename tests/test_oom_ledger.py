@@ -253,7 +253,7 @@ class PoolSplit(T.AnalyzerTest):
         self.assertNotIn('did not serve it', self.ok('oom', db).stdout)
 
     def split_trace(self, name, extra, readings_after=(), recovered=False, reading_at_exit=None, threshold=2**63 - 1,
-                    api='cudaMallocAsync', device=0):
+                    api='cudaMallocAsync', device=0, cupti_pool=None):
         """Ten live 100 MiB pool tensors, a reading of the pool's reservation of
         their bytes + 200 MiB + `extra` (then `readings_after` more), and a
         200 MiB request (`api`) that fails with the device 1 GiB short. The
@@ -265,6 +265,9 @@ class PoolSplit(T.AnalyzerTest):
         t.nvml_sample(16 * T.GiB - 1000 * MiB + 1 * T.GiB - 200 * MiB)   # whatever leaves the device 1 GiB short
         reading = ("INSERT INTO memory_pools(t_ns, op, size, utilized_size, device, release_threshold)"
                    " VALUES (?, 'sampled', ?, ?, ?, ?)")
+        if cupti_pool:   # (threshold, size): CUPTI's record of a pool made at the start
+            t.con.execute("INSERT INTO memory_pools(t_ns, op, size, device, release_threshold)"
+                          " VALUES (?, 'created', ?, ?, ?)", (1, cupti_pool[1], device, cupti_pool[0]))
         for r in (reserved,) + tuple(readings_after):
             t.con.execute(reading, (t.now(), r, 1000 * MiB, device, threshold))
         t.alloc(200 * MiB, ['forward', 'main'], api=api, device=device, result=T.CUDA_ERROR_MEMORY_ALLOCATION)
@@ -296,6 +299,9 @@ class PoolSplit(T.AnalyzerTest):
         self.assertIsNone(self.split_trace('zero.db', 500 * MiB, threshold=0, recovered=True)['pool_split_bytes'])
         # no threshold read (a trace from before it was): nothing says it keeps
         self.assertIsNone(self.split_trace('unread.db', 500 * MiB, threshold=None, recovered=True)['pool_split_bytes'])
+        # a threshold of UINT64_MAX as an older shim wrote it (-1): it keeps
+        self.assertEqual(self.split_trace('minus1.db', 500 * MiB, threshold=-1, recovered=True)['pool_split_bytes'],
+                         480 * MiB)
         # a fall only in the first reading after the failure counts too
         self.assertIsNone(self.split_trace('fell_after.db', 500 * MiB, reading_at_exit=-100 * MiB)['pool_split_bytes'])
 
@@ -306,6 +312,17 @@ class PoolSplit(T.AnalyzerTest):
         MiB = T.MiB
         self.assertEqual(self.split_trace('exit.db', 220 * MiB, reading_at_exit=1000 * MiB)['pool_split_bytes'],
                          1200 * MiB)
+
+    def test_cuptis_records_of_other_pools_do_not_decide_the_threshold(self):
+        # a CUPTI record of a pool the program made, with CUDA's default
+        # threshold 0, says nothing of the device's current pool, which the
+        # writer's readings describe
+        MiB = T.MiB
+        f = self.split_trace('cupti.db', 500 * MiB, recovered=True, cupti_pool=(0, 64 * MiB))
+        self.assertEqual(f['pool_split_bytes'], 480 * MiB)
+        # nor does it stand for a threshold the readings lack
+        f = self.split_trace('cupti2.db', 500 * MiB, recovered=True, threshold=None, cupti_pool=(2 ** 63 - 1, 64 * MiB))
+        self.assertIsNone(f['pool_split_bytes'])
 
     def test_a_request_from_another_pool_is_not_judged_by_the_current_one(self):
         # the readings are of the device's current pool; a FromPool request's

@@ -572,6 +572,7 @@ class SweepTest(TraceTest):
         self.assertTrue(r['timed_out'])
         self.assertEqual(r['exit_status'], 128 + 15)   # SIGTERM: the shim closed its trace and re-raised it
         self.assertFalse(r['oom'])
+        self.assertIsNone(r['peak_bytes'])   # stopped, not ended: its trace's figures are partial
         self.assertLess(elapsed, 6, 'stopped at 1.5 s, not at the run\'s end (9 s)')
         self.assertIn('run 1 (batch size 1) did not end within --run-timeout 1.5 s', p.stderr)
         self.assertIn('stopped: it ran past --run-timeout', p.stderr)
@@ -579,9 +580,25 @@ class SweepTest(TraceTest):
         p, doc, d = self.sweep_json(['--run-timeout', '10m'], self.train(), dirname='sweep2')
         self.assertEqual((p.returncode, doc['max_batch_size'], doc['verified']), (0, 320, True), p.stderr)
         self.assertFalse(any(r['timed_out'] for r in doc['runs']))
-        p, d = self.sweep(['--run-timeout', 'soon'], self.train(), dirname='sweep3')
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn('--run-timeout needs a time (e.g. 600, 10m, 1.5h), not "soon"', p.stderr)
+        for bad in ('soon', 'nan', 'inf', '0', '1e-12'):   # none of them a time to wait
+            p, d = self.sweep(['--run-timeout', bad], self.train(), dirname='sweep-' + bad)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn('--run-timeout needs a time (e.g. 600, 10m, 1.5h), not "%s"' % bad, p.stderr)
+
+    def test_the_run_timeout_stops_what_a_wrapper_started_too(self):
+        # the command is a shell that starts the training and waits for it
+        # (a launcher, a wrapper script): past the timeout both are stopped,
+        # not only the shell, which would leave the run holding the device
+        import time
+        pidfile = os.path.join(self.dir, 'inner.pid')
+        wrapper = ['sh', '-c', '"$@" & echo $! > %s; wait' % pidfile, 'wrapper'] + self.train('--step-ms', 3000)
+        p, doc, d = self.sweep_json(['--run-timeout', '1s'], wrapper)
+        self.assertEqual((p.returncode, doc['stopped']), (12, 'run-timeout'), p.stderr)
+        inner = int(open(pidfile).read())
+        deadline = time.monotonic() + 5
+        while os.path.exists('/proc/%d' % inner) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists('/proc/%d' % inner), 'the wrapped run outlived the sweep')
 
     def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
         # every step first asks for 2 GiB of the 1 GiB device (a larger
