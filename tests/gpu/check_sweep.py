@@ -279,8 +279,13 @@ def check(model, mode):
                if doc else p.stderr[-800:]))
     if not doc or not doc.get('max_batch_size'):
         return
-    print('   runs: ' + ', '.join('%d%s%s' % (r['batch_size'], (' OOM outside the pool' if r.get('pool_unused_bytes')
-                                                               is not None else ' OOM') if r['oom'] else '',
+    def failed(r):   # how the run failed, as the sweep read its trace
+        if r.get('pool_unused_bytes') is not None:
+            return ' OOM outside the pool'
+        if r.get('pool_split_bytes') is not None:
+            return ' OOM in the pool with %.2f GiB unused' % (r['pool_split_bytes'] / 2**30)
+        return ' OOM'
+    print('   runs: ' + ', '.join('%d%s%s' % (r['batch_size'], failed(r) if r['oom'] else '',
                                              ' (model)' if r['from_model'] else '') for r in doc['runs']))
     print('   peaks (GiB): ' + ', '.join('%d: %s' % (r['batch_size'], '%.2f' % (r['peak_bytes'] / 2**30) if not r['oom']
                                                    else '>= %.2f' % (r['needed_at_least_bytes'] / 2**30)
