@@ -56,8 +56,10 @@ static int64_t pool_split(struct gt_ctx *c, const struct request *q)
         live += delta;
         count += delta > 0 ? 1 : -1;
     }
+    if (live < 0 || live > ((int64_t)1 << 62) || count < 0 || q->requested > ((int64_t)1 << 52))   /* fuzzed */
+        return -1;
     int64_t own = (q->requested + POOL_PAGE - 1) / POOL_PAGE * POOL_PAGE;
-    int64_t unused = reserved - live - count * POOL_PAGE - own;
+    int64_t unused = reserved - live - count * POOL_PAGE - own;   /* no term past 2^62: no overflow */
     return unused >= q->requested ? unused : -1;
 }
 
