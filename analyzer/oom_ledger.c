@@ -179,7 +179,7 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
                "     it: a pool that keeps what is freed in it (PyTorch's backend:cudaMallocAsync keeps it all) gives\n"
                "     none to an allocation outside it, as this %s was.\n"
                "     To fit: trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo: the pool gives the\n"
-               "     device back what no allocation holds), or leave room\n",
+               "     device back the chunks no allocation holds), or leave room\n",
                gt_fmt_bytes(f->pool_unused, b1), f->call);
         return;
     }

@@ -117,7 +117,7 @@ static void print_pool_kept_text(const struct sweep *s)
         printf("\n  (each while the pool held beyond its bytes in use, as last read, more than it was short by: up to\n"
                "  %s in run %d. A pool that keeps what is freed in it, as PyTorch's backend:cudaMallocAsync does, gives none\n"
                "  of it to an allocation outside it, such as a library's handle or workspace made after the pool grew;\n"
-               "  torch.cuda.empty_cache() before it gives the device back what no allocation holds: gputrace oom %s)\n",
+               "  torch.cuda.empty_cache() before it gives the device back the chunks no allocation holds: gputrace oom %s)\n",
                gt_fmt_bytes(most->pool_kept, b1), most->number, most->kept_trace ? most->kept_trace : most->trace);
 }
 

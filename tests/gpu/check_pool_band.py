@@ -6,7 +6,7 @@ Every size of --sizes runs --runs times traced (CUPTI off, stacks on) in fresh
 processes, in shuffled order, in each of --variants: plain; warm (`--warm-libs`:
 one step at batch size 1 first, cuBLAS and cuDNN make their handles before
 the pool grows); trim (`--empty-cache`: torch.cuda.empty_cache() after each
-step, the pool gives back what no allocation holds). A plain run of 266 once
+step, the pool gives back the chunks no allocation holds). A plain run of 266 once
 failed in cublasCreate: a library's own cudaMalloc, outside the pool, which
 PyTorch's backend never trims; session 32 found 16 of 17 failures in the
 pool's own request with its unused reserve 3.7 times the request.

@@ -101,7 +101,7 @@ def main():
                     help='one step at batch size 1 before the loop: cuBLAS and cuDNN make their handles before the pool grows')
     ap.add_argument('--empty-cache', action='store_true',
                     help='torch.cuda.empty_cache() after each step: under backend:cudaMallocAsync the pool gives the '
-                         'device back what no allocation holds (cudaMemPoolTrimTo)')
+                         'device back the chunks no allocation holds (cudaMemPoolTrimTo)')
     ap.add_argument('--report-free', action='store_true',
                     help='also print device_free= and device_total= (torch.cuda.mem_get_info) after the loop')
     a = ap.parse_args()
