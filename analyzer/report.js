@@ -397,12 +397,23 @@
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Out-of-memory events');
     if (!o || o.error) { el('p', {'class': 'note'}, box, o ? o.error : 'not computed'); return; }
-    table(box, 'oom', ['time', 'requested', 'live then', 'device total', 'batch size', 'had to be smaller by', 'largest holder'],
+    // what the ledger says of the failure, as gputrace oom's text does
+    function why(x) {
+      if (typeof x.pool_unused_bytes === 'number')
+        return 'outside the pool, which held ' + fmtBytes(x.pool_unused_bytes) + ' unused';
+      if (typeof x.pool_split_bytes === 'number')
+        return 'in the pool, which held at least ' + fmtBytes(x.pool_split_bytes) + ' unused, not in one piece it could serve';
+      if (typeof x.short_by_bytes === 'number')
+        return x.short_by_bytes > 0 ? 'short by ' + fmtBytes(x.short_by_bytes) : 'fitted by the ledger';
+      return '';
+    }
+    table(box, 'oom', ['time', 'requested', 'live then', 'device total', 'batch size', 'had to be smaller by', 'why',
+                       'largest holder'],
       f.map(function (x) {
         var top = (x.sites || [])[0];
         return [fmtNs(x.time_ns), fmtBytes(x.requested_bytes), fmtBytes(x.live_bytes), fmtBytes(x.device_total_bytes),
           x.batch_size === null ? '' : String(x.batch_size), x.batch_size_reduction === null ? '' : String(x.batch_size_reduction),
-          top ? fmtBytes(top.bytes) + ' at ' + frames(top) : ''];
+          why(x), top ? fmtBytes(top.bytes) + ' at ' + frames(top) : ''];
       }));
   }
 

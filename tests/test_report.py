@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 import analyzer_traces as T
+import gtlib
 import viz_traces as V
 
 BUCKETS = 1500   # GT_REPORT_BUCKETS in analyzer/report.h
@@ -438,6 +439,22 @@ class Layout(ReportTest):
         self.assertEqual(len(failures), 1)
         marks = dom.find('g', 'oom-mark', 0)
         self.assertEqual([int(m.attrs['data-time-ns']) for m in marks], [f['time_ns'] for f in failures])
+
+    def test_out_of_memory_rows_say_what_the_ledger_says_of_each_failure(self):
+        # a pool's own request failed while it held enough unused (the
+        # stand-in's split pool, tests/test_oom_ledger.py's PoolSplit)
+        db = os.path.join(self.dir, 'split.db')
+        env = dict(os.environ, GPUTRACE_OUTPUT=db, GPUTRACE_QUIET='1', FAKE_CUDA_DEVICE_BYTES=str(1 << 30),
+                   GPUTRACE_CUPTI='0', FAKE_CUDA_POOL_PIECE=str(1 << 20),
+                   LD_LIBRARY_PATH=gtlib.WITH_NVML, LD_PRELOAD=gtlib.SHIM)
+        subprocess.run([gtlib.prog('sweep_train'), '--async', '--batch-size', '8', '--steps', '100'], env=env,
+                       capture_output=True, timeout=60)
+        f = self.json('oom', db)['failures'][0]
+        self.assertIsNotNone(f['pool_split_bytes'])
+        dom, data, _ = self.report(db)
+        rows = [r for r in dom.find('tr', 'row', 0) if r.inside(dom.find('table', 'oom', 0)[0])]
+        self.assertEqual(len(rows), 1)
+        self.assertIn('in the pool, which held at least %.2f MiB unused' % (f['pool_split_bytes'] / (1 << 20)), rows[0].text)
 
     def test_peak_chart_labels_each_bar_once(self):
         dom, _, _ = self.report(self.late_start())
