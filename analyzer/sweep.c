@@ -31,8 +31,9 @@
 
 /* gputrace sweep --help (the command table is in commands.c) */
 const char gt_help_sweep[] =
-    "usage: gputrace sweep [--batch-sizes A,B,C] [--max-runs N] [--repeat K] [--dir DIR]\n"
-    "                      [--run-timeout T] [--json] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
+    "usage: gputrace sweep [--batch-sizes A,B,C] [--max-runs N] [--repeat K]\n"
+    "                      [--dir DIR] [--run-timeout T] [--json] [--stack-depth N]\n"
+    "                      [--quiet] -- CMD [ARG...]\n"
     "\n"
     "The largest batch size that fits, proven by real runs. Each run is CMD in a\n"
     "fresh process, traced, with every {bs} in its arguments replaced by the batch\n"
