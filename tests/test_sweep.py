@@ -585,6 +585,27 @@ class SweepTest(TraceTest):
             self.assertEqual(p.returncode, 2, (bad, p.stderr))
             self.assertIn('--run-timeout needs a time (e.g. 600, 10m, 1.5h), not "%s"' % bad, p.stderr)
 
+    def test_under_a_run_timeout_interrupt_still_reaches_the_run(self):
+        # with a timeout each run leads its own process group, which the
+        # terminal's ^C does not reach: the sweep passes it on
+        import signal
+        import subprocess
+        import time
+        d = os.path.join(self.dir, 'sweep')
+        argv = [GPUTRACE, 'sweep', '--json', '--run-timeout', '60', '--dir', d, '--'] + self.train('--step-ms', 3000)
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE)
+        p = subprocess.Popen(argv, env=env, cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20   # the first run started (its files made just before), on a slow machine too
+        while not os.path.exists(os.path.join(d, 'bs1-run1.stderr')) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 12, err)
+        doc = json.loads(out)
+        self.assertEqual((doc['stopped'], doc['runs'][0]['exit_status'], doc['runs'][0]['timed_out']),
+                         ('failed', 128 + signal.SIGINT, False), err)
+
     def test_the_run_timeout_stops_what_a_wrapper_started_too(self):
         # the command is a shell that starts the training and waits for it
         # (a launcher, a wrapper script): past the timeout both are stopped,
