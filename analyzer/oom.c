@@ -314,9 +314,10 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
         if (needed > 0)
             printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
         else
-            printf("     request + live stay %s under the device total: that much was held outside the trace "
-                   "(the CUDA context and driver, memory held for CUDA graphs, other processes) or lost to fragmentation\n",
-                   gt_fmt_bytes(-needed, b1));
+            printf("     request + live stay %s under the device total: that much was held beside the live bytes "
+                   "(%sthe CUDA context and driver, memory held for CUDA graphs, other processes) or lost to "
+                   "fragmentation\n", gt_fmt_bytes(-needed, b1),
+                   q->live_pool > 0 ? "a pool's reservation beyond its use, " : "");
     }
     if (bs >= 0) {
         printf("     batch size %lld (iteration %lld)", (long long)bs, (long long)index);

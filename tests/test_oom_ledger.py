@@ -239,6 +239,8 @@ class PoolSplit(T.AnalyzerTest):
         text = self.ok('oom', db).stdout
         self.assertIn('the pool held at least %.2f MiB unused' % (bound / (1 << 20)), text)
         self.assertIn('and did not serve it from', text)
+        # the gap below the device's total is named the pool's first, not only memory outside the trace
+        self.assertIn("held beside the live bytes (a pool's reservation beyond its use, the CUDA context", text)
         self.assertNotIn('largest call site', text.split('largest live allocations')[0])
 
     def test_a_pool_that_reused_its_reserve_is_not_called_split(self):
