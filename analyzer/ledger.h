@@ -21,6 +21,7 @@ int gt_ledger_sample_between(struct gt_trace *t, int d, int64_t at, int64_t befo
 int64_t gt_ledger_graph_memory_at(struct gt_trace *t, int d, int64_t at);
 /* The pool's reservation on device d at time at (see ledger_readings.c); -1 none. */
 int64_t gt_ledger_pool_reserved_at(struct gt_ctx *c, int d, int64_t at);
+/* Does device d's pool keep what is freed in it, by its readings up to time at? 1 or 0. */
 int gt_ledger_pool_keeps(struct gt_trace *t, int d, int64_t at);
 
 #endif

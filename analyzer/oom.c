@@ -69,7 +69,6 @@ static const char *result_name(int64_t r)
     }
 }
 
-
 static int is_memory(const struct gt_api_attr *a)
 {
     return a->memory == GT_MEM_DEVICE || a->memory == GT_MEM_POOL || a->memory == GT_MEM_MANAGED ||
@@ -213,7 +212,6 @@ struct oom_ctx {
     const struct gt_iterations *its;
 };
 
-
 int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
 {
     struct request *r;
@@ -228,7 +226,7 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         end->device = q->device;
         end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
         end->call = gt_attr(&c->t, &c->t.ev[q->last])->name;
-        /* the pool's keeping, judged as gputrace oom judges it (ledger_at) */
+        /* the pool's part, judged as gputrace oom judges it (gt_oom_ledger_at) */
         struct untraced_cache uc;
         struct at_failure f;
         memset(&uc, 0, sizeof uc);

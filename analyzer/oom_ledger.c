@@ -47,14 +47,12 @@ static int64_t pool_split(struct gt_ctx *c, const struct request *q)
         reserved = after;
     if (reserved < 0)
         return -1;
-    int64_t live = 0, count = 0;
+    int64_t live = q->live_pool, count = 0;   /* (collect's bytes; the allocations' count here) */
     for (size_t i = 0; i < q->last; i++) {
         int m, slot;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
-        if (!delta || m != GT_MEM_POOL || slot != q->device)
-            continue;
-        live += delta;
-        count += delta > 0 ? 1 : -1;
+        if (delta && m == GT_MEM_POOL && slot == q->device)
+            count += delta > 0 ? 1 : -1;
     }
     if (live < 0 || live > ((int64_t)1 << 62) || count < 0 || q->requested > ((int64_t)1 << 52))   /* fuzzed */
         return -1;

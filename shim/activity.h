@@ -78,8 +78,8 @@ int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per devic
 void gt_nvml_after_fork_child(void);
 
 /* pools.c: the stream-ordered pool's reservation, read by the writer. */
-bool gt_pool_read(int device, uint64_t *reserved, uint64_t *used); /* the device's current pool */
-bool gt_pool_threshold(int device, uint64_t *threshold);           /* its release threshold */
-bool gt_graph_memory_read(int device, uint64_t *reserved, uint64_t *used); /* graphs' allocation nodes */
+/* Each fills out's used (reserved), total (in use) and threshold; t_ns and device are the caller's. */
+bool gt_pool_read(int device, struct gt_mem_sample *out);         /* the device's current pool */
+bool gt_graph_memory_read(int device, struct gt_mem_sample *out); /* graphs' allocation nodes */
 
 #endif

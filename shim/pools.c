@@ -46,55 +46,64 @@ static void resolve(void)
         "cudaDeviceGetGraphMemAttribute", "libcudart.so");
 }
 
-/* Reads the current pool of device d; false when neither API answers. */
-bool gt_pool_read(int d, uint64_t *reserved, uint64_t *used)
+/* Capped as the trace stores it: SQLite's integers are signed. */
+static int64_t capped(cuuint64_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+/* Reads the current pool of device d, in one lookup of it: reserved into
+ * out->used, in use into out->total (the memory_pools row's size and
+ * utilized_size), and its release threshold (what it keeps of freed memory
+ * past a synchronization: PyTorch's cudaMallocAsync backend sets UINT64_MAX,
+ * CUDA's default is 0; -1 when unanswered). false when neither API answers. */
+bool gt_pool_read(int d, struct gt_mem_sample *out)
 {
     pthread_once(&once, resolve);
-    cuuint64_t r = 0, u = 0;
+    cuuint64_t r = 0, u = 0, th = 0;
+    bool ok, have_th;
     if (P.dev_get) {
         CUdevice dev;
         CUmemoryPool pool;
-        return P.dev_get(&dev, d) == CUDA_SUCCESS && P.dev_pool(&pool, dev) == CUDA_SUCCESS &&
-               P.attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
-               P.attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS &&
-               (*reserved = r, *used = u, true);
+        ok = P.dev_get(&dev, d) == CUDA_SUCCESS && P.dev_pool(&pool, dev) == CUDA_SUCCESS &&
+             P.attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
+             P.attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS;
+        have_th = ok && P.attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &th) == CUDA_SUCCESS;
+    } else {
+        cudaMemPool_t pool;
+        ok = P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
+             P.rt_attr(pool, cudaMemPoolAttrReservedMemCurrent, &r) == cudaSuccess &&
+             P.rt_attr(pool, cudaMemPoolAttrUsedMemCurrent, &u) == cudaSuccess;
+        have_th = ok && P.rt_attr(pool, cudaMemPoolAttrReleaseThreshold, &th) == cudaSuccess;
     }
-    cudaMemPool_t pool;
-    return P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
-           P.rt_attr(pool, cudaMemPoolAttrReservedMemCurrent, &r) == cudaSuccess &&
-           P.rt_attr(pool, cudaMemPoolAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
+    if (ok) {
+        out->used = r;
+        out->total = u;
+        out->threshold = have_th ? capped(th) : -1;
+    }
+    return ok;
 }
 
-/* The release threshold of device d's current pool (what it keeps of freed
- * memory past a synchronization: PyTorch's cudaMallocAsync backend sets
- * UINT64_MAX, CUDA's default is 0); false when neither API answers. */
-bool gt_pool_threshold(int d, uint64_t *threshold)
-{
-    pthread_once(&once, resolve);
-    cuuint64_t v = 0;
-    if (P.dev_get) {
-        CUdevice dev;
-        CUmemoryPool pool;
-        return P.dev_get(&dev, d) == CUDA_SUCCESS && P.dev_pool(&pool, dev) == CUDA_SUCCESS &&
-               P.attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v) == CUDA_SUCCESS && (*threshold = v, true);
-    }
-    cudaMemPool_t pool;
-    return P.rt_pool && P.rt_attr && P.rt_pool(&pool, d) == cudaSuccess &&
-           P.rt_attr(pool, cudaMemPoolAttrReleaseThreshold, &v) == cudaSuccess && (*threshold = v, true);
-}
-
-/* The memory held for graphs on device d; false when neither API answers. */
-bool gt_graph_memory_read(int d, uint64_t *reserved, uint64_t *used)
+/* The memory held for graphs on device d: reserved into out->used, in use
+ * into out->total; false when neither API answers. */
+bool gt_graph_memory_read(int d, struct gt_mem_sample *out)
 {
     pthread_once(&once, resolve);
     cuuint64_t r = 0, u = 0;
+    bool ok;
     if (P.dev_get) {
         CUdevice dev;
-        return P.graph_attr && P.dev_get(&dev, d) == CUDA_SUCCESS &&
-               P.graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
-               P.graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS &&
-               (*reserved = r, *used = u, true);
+        ok = P.graph_attr && P.dev_get(&dev, d) == CUDA_SUCCESS &&
+             P.graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
+             P.graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS;
+    } else {
+        ok = P.rt_graph_attr && P.rt_graph_attr(d, cudaGraphMemAttrReservedMemCurrent, &r) == cudaSuccess &&
+             P.rt_graph_attr(d, cudaGraphMemAttrUsedMemCurrent, &u) == cudaSuccess;
     }
-    return P.rt_graph_attr && P.rt_graph_attr(d, cudaGraphMemAttrReservedMemCurrent, &r) == cudaSuccess &&
-           P.rt_graph_attr(d, cudaGraphMemAttrUsedMemCurrent, &u) == cudaSuccess && (*reserved = r, *used = u, true);
+    if (ok) {
+        out->used = r;
+        out->total = u;
+        out->threshold = -1;
+    }
+    return ok;
 }

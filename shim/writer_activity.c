@@ -135,15 +135,6 @@ void gt_activity_record(struct gt_rec *rec)
 
 static void end_sample(void);
 
-/* The release threshold of device d's pool, for its reading's row (the ledger
- * trusts a reading as a floor on what the pool held later only for a pool that
- * keeps what is freed in it); -1 unread. */
-static int64_t threshold_of(int d)
-{
-    uint64_t v;
-    return gt_pool_threshold(d, &v) ? (v > INT64_MAX ? INT64_MAX : (int64_t)v) : -1;
-}
-
 /* The reservation of the pools of each device the program allocates from,
  * read when pool allocations happened since the last read (or at stop: force),
  * kept only when it changed: a pool that holds its memory costs no rows. */
@@ -155,27 +146,27 @@ static void pool_sample(uint64_t now, bool force)
     A.pool_changes_seen = changes;
     A.next_pool = now + POOL_EVERY_NS;
     for (int d = 0; d < 64 && A.npools < 64; d++) {
-        uint64_t reserved, used;
-        if (!(devs >> d & 1) || !gt_pool_read(d, &reserved, &used) || reserved == A.pool_reserved[d])
+        struct gt_mem_sample s = {.device = d};
+        if (!(devs >> d & 1) || !gt_pool_read(d, &s) || s.used == A.pool_reserved[d])
             continue;
-        A.pool_reserved[d] = reserved;
-        A.pool_read_t[d] = gt_now_ns();   /* (one stamp for both: the exit's reading is ordered by it) */
-        A.pools[A.npools++] = (struct gt_mem_sample){.t_ns = A.pool_read_t[d], .device = d, .used = reserved,
-                                                     .total = used, .threshold = threshold_of(d)};
+        A.pool_reserved[d] = s.used;
+        A.pool_read_t[d] = s.t_ns = gt_now_ns();   /* (one stamp for both: the exit's reading is ordered by it) */
+        A.pools[A.npools++] = s;
     }
 }
 
-/* reader's reading (reserved, used) on each device of devs, into out (at
- * most max); n readings. Any thread. */
-static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t *), struct gt_mem_sample *out,
+/* reader's reading on each device of devs, into out (at most max); n
+ * readings. Any thread. */
+static int read_devices(uint64_t devs, bool (*reader)(int, struct gt_mem_sample *), struct gt_mem_sample *out,
                         int max)
 {
     int n = 0;
     for (int d = 0; d < 64 && n < max; d++) {
-        uint64_t reserved, used;
-        if ((devs >> d & 1) && reader(d, &reserved, &used))
-            out[n++] = (struct gt_mem_sample){.t_ns = gt_now_ns(), .device = d, .used = reserved, .total = used,
-                                              .threshold = -1};
+        struct gt_mem_sample s = {.device = d};
+        if ((devs >> d & 1) && reader(d, &s)) {
+            s.t_ns = gt_now_ns();
+            out[n++] = s;
+        }
     }
     return n;
 }
@@ -183,10 +174,7 @@ static int read_devices(uint64_t devs, bool (*reader)(int, uint64_t *, uint64_t 
 /* The reservation of the pools of each device the program allocated from. */
 static int pool_read_all(struct gt_mem_sample *out, int max)
 {
-    int n = read_devices(gt_events_pool_devices(NULL), gt_pool_read, out, max);
-    for (int i = 0; i < n; i++)
-        out[i].threshold = threshold_of(out[i].device);
-    return n;
+    return read_devices(gt_events_pool_devices(NULL), gt_pool_read, out, max);
 }
 
 /* Where the memory held for graphs is read: the devices where allocation
