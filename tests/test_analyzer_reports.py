@@ -571,6 +571,22 @@ class OutOfMemoryRequests(T.AnalyzerTest):
         self.assertEqual((f['needed_bytes'], f['unaccounted_bytes']), (0, 20 * T.GiB - 80 * T.MiB))
         self.assertTrue(f['ended_program'])
 
+    def test_a_tensor_that_fits_then_one_of_its_size_that_fails_are_not_one_growth(self):
+        # the H200 under cudaMallocAsync (session 33): an 8.38 GiB tensor, a
+        # second of that size fails, the first freed as the exception unwinds
+        for api in ('cudaMallocAsync', 'cudaMalloc'):
+            t = T.Trace(os.path.join(self.dir, 'twice-%s.db' % api), device_total=80 * T.GiB)
+            held = t.alloc(30 * T.GiB, ['weights', 'main'], api=api)
+            first = t.alloc(9 * T.GiB, ['conv_forward', 'main'], api=api)
+            t.alloc(9 * T.GiB, ['conv_forward', 'main'], api=api, result=2)
+            t.free(first, ['exception_unwinding', 'main'])
+            t.free(held, ['exit', 'main'])
+            f = self.json('oom', t.close())['failures']
+            self.assertEqual([(x['requested_bytes'], x['requested_is_lower_bound'], x['chunks_rolled_back']) for x in f],
+                             [(9 * T.GiB, False, 0)], api)
+            live = f[0]['live_pool_bytes' if api == 'cudaMallocAsync' else 'live_device_bytes']
+            self.assertEqual(live, 39 * T.GiB, api)   # the first tensor was live at the failure
+
     def test_failures_that_are_not_out_of_memory_are_listed_apart(self):
         db, _ = self.expandable()
         d = self.json('oom', db)
