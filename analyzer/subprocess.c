@@ -90,9 +90,20 @@ static void pass_on(int sig)
         kill(-group, sig);
 }
 
+/* Whether any process of group g is left (a zombie an init that does not
+ * reap leaves counts too: REAP_GRACE_S bounds that wait). */
+static int group_left(pid_t g)
+{
+    return kill(-g, 0) == 0 || errno != ESRCH;
+}
+
 /* Waits for pid; past timeout_s (> 0) sends its group SIGTERM, then SIGKILL
  * after KILL_GRACE_S, setting *timed_out, and gives up REAP_GRACE_S after
- * that (-2: not reaped). Polls every 20 ms: a run lasts seconds. */
+ * that (-2: not all reaped). A stopped run has ended when its whole group
+ * has, not its leader: a wrapper shell dies of SIGTERM at once while the job
+ * it started may ignore it and hold the GPU on (on an H200 a PyTorch job that
+ * ignored SIGTERM outlived a sweep that had stopped at its wrapper's end,
+ * tests/gpu/RESULTS.md session 33). Polls every 20 ms: a run lasts seconds. */
 static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out)
 {
     pid_t w;
@@ -103,12 +114,20 @@ static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out
     }
     double deadline = monotonic_s() + timeout_s;
     int sent = 0;
+    pid_t leader = 0;   /* the child, once reaped */
     for (;;) {
-        w = waitpid(pid, status, WNOHANG);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w != 0)
-            return w;
+        if (!leader) {
+            w = waitpid(pid, status, WNOHANG);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w != 0 && !sent)
+                return w;   /* ended on its own: what its group does after is the program's */
+            if (w < 0)
+                return w;
+            leader = w;
+        }
+        if (leader && !group_left(pid))
+            return leader;
         if (monotonic_s() >= deadline) {
             if (sent == 2)
                 return -2;
@@ -172,8 +191,8 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
     if (late && how->timed_out)
         *how->timed_out = 1;
     if (w == -2) {
-        fprintf(stderr, "%s: process %d did not end %.0f s after SIGKILL (stuck in the driver?): left behind\n", who,
-                (int)pid, REAP_GRACE_S);
+        fprintf(stderr, "%s: processes of group %d did not end %.0f s after SIGKILL (stuck in the driver?): left behind\n",
+                who, (int)pid, REAP_GRACE_S);
         code = 128 + SIGKILL;
     } else if (w < 0) {
         code = GT_RUN_EXIT_FAILED;

@@ -621,6 +621,25 @@ class SweepTest(TraceTest):
             time.sleep(0.05)
         self.assertFalse(os.path.exists('/proc/%d' % inner), 'the wrapped run outlived the sweep')
 
+    def test_a_run_that_ignores_sigterm_behind_a_wrapper_is_killed_before_the_sweep_ends(self):
+        # the wrapper dies of SIGTERM at once; the job it started ignores it
+        # (on an H200 such a PyTorch job outlived the sweep holding the GPU):
+        # the run has ended only when its whole group has, SIGKILL after 10 s
+        import time
+        pidfile = os.path.join(self.dir, 'inner.pid')
+        wrapper = ['sh', '-c', '(trap "" TERM; exec "$@") & echo $! > %s; wait' % pidfile, 'wrapper'] + \
+            self.train('--step-ms', 3000)
+        t0 = time.monotonic()
+        p, doc, d = self.sweep_json(['--run-timeout', '1s'], wrapper)
+        elapsed = time.monotonic() - t0
+        self.assertEqual((p.returncode, doc['stopped'], doc['runs'][0]['timed_out']), (12, 'run-timeout', True),
+                         p.stderr)
+        inner = int(open(pidfile).read())
+        alive = os.path.exists('/proc/%d' % inner) and 'Z' not in open('/proc/%d/stat' % inner).read().split()[2]
+        self.assertFalse(alive, 'the job that ignored SIGTERM outlived the sweep')
+        self.assertGreater(elapsed, 10, 'the job was not left its 10 s between SIGTERM and SIGKILL')
+        self.assertLess(elapsed, 30)
+
     def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
         # every step first asks for 2 GiB of the 1 GiB device (a larger
         # workspace tried first) and goes on without it: each run's trace

@@ -46,7 +46,10 @@ def command(framework, bs):
 def sweep(case, framework, env, extra=()):
     d = os.path.join(a.out, 'sweep-' + case)
     shutil.rmtree(d, ignore_errors=True)   # the sweep's --dir must be empty
-    p = run([gputrace, 'sweep', '--json', '--dir', d] + list(extra) + ['--'] + command(framework, '{bs}'),
+    # (a run past 120 s is stopped, and the sweep says so with its last lines:
+    # the JAX platform-allocator run that never ended, session 32)
+    p = run([gputrace, 'sweep', '--json', '--dir', d, '--run-timeout', '120'] + list(extra) + ['--'] +
+            command(framework, '{bs}'),
             env_extra=env, timeout=560)
     for line in p.stderr.splitlines():
         print('     ' + line, flush=True)
