@@ -286,6 +286,12 @@ static void run_sweep(struct sweep *s)
     char **argv = s->a->files;
     for (;;) {
         s->plan.available = gt_sweep_available(s);
+        if (!s->modelled && s->plan.next_model >= s->plan.n_model && s->plan.hi == GT_SWEEP_NONE) {
+            struct gt_sweep_fit flat;   /* phase 1's peaks did not grow: a larger size before "ignored" */
+            gt_sweep_plan_fit(&s->plan, &flat);
+            if (flat.fit.ok && !(flat.fit.slope > 0))
+                gt_sweep_plan_widen(&s->plan);
+        }
         enum gt_sweep_phase ph;
         int model;
         int64_t bs = gt_sweep_plan_next(&s->plan, &ph, &model);

@@ -13,6 +13,12 @@
 
 #define GT_SWEEP_NONE INT64_MAX   /* hi before any run failed */
 #define GT_SWEEP_MAX_BS ((int64_t)1 << 31)   /* no batch size is tried beyond this */
+/* Times phase 1 may go 16 times larger when its peaks were flat: a model's
+ * bytes per sample can hide under what a step holds apart from them (an MLP
+ * of 32 layers of 1024 in JAX on an H200 peaked at 340.17 MiB at batch sizes
+ * 2 and 4 alike, at its update, session 33); a command that ignores the batch
+ * size costs 3 runs more. */
+#define GT_SWEEP_WIDEN 3
 
 /* One run's result. */
 struct gt_sweep_point {
@@ -156,6 +162,7 @@ struct gt_sweep_plan {
     int creep_held;        /* ...and a failure since lowered the bytes available: 2 is not given */
     int64_t hi_before;     /* hi before the last run */
     size_t n_model, next_model;
+    int widened;           /* sizes phase 1 added because its peaks were flat (gt_sweep_plan_widen) */
     struct gt_sweep_point *pts;
     size_t n, cap;
     int64_t lo, hi;
@@ -230,6 +237,10 @@ void gt_sweep_plan_take_margin(struct gt_sweep_plan *s);
 /* A sample's bytes: the median slope between every two runs that fit at or
  * below batch size upto (Theil-Sen); 0 when fewer than two did. */
 double gt_sweep_plan_sample(const struct gt_sweep_plan *s, int64_t upto);
+/* Phase 1 ran its sizes and their peaks did not grow: adds one 16 times
+ * the largest (at most GT_SWEEP_WIDEN times, none past GT_SWEEP_MAX_BS) and
+ * returns 1; 0 when none is added. */
+int gt_sweep_plan_widen(struct gt_sweep_plan *s);
 /* The fit over the runs so far, as gt_sweep_fit_points. */
 void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f);
 

@@ -55,6 +55,18 @@ void gt_sweep_plan_free(struct gt_sweep_plan *s)
     memset(s, 0, sizeof *s);
 }
 
+int gt_sweep_plan_widen(struct gt_sweep_plan *s)
+{
+    if (s->widened >= GT_SWEEP_WIDEN || s->hi != GT_SWEEP_NONE || s->next_model < s->n_model || !s->n_model ||
+        s->model_bs[s->n_model - 1] > GT_SWEEP_MAX_BS / 16)
+        return 0;
+    s->model_bs = gt_xrealloc(s->model_bs, (s->n_model + 1) * sizeof *s->model_bs);
+    s->model_bs[s->n_model] = s->model_bs[s->n_model - 1] * 16;
+    s->n_model++;
+    s->widened++;
+    return 1;
+}
+
 void gt_sweep_plan_fit(const struct gt_sweep_plan *s, struct gt_sweep_fit *f)
 {
     gt_sweep_fit_points(s->pts, s->n, f);

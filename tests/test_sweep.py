@@ -724,10 +724,23 @@ class SweepTest(TraceTest):
         self.assertEqual(doc['runs_used'], 1)
 
     def test_command_that_ignores_the_batch_size_stops_the_sweep(self):
+        # after 1, 2, 4 and three sizes each 16 times larger: 64, 1024, 16384
         p, doc, d = self.sweep_json([], [prog('sweep_train'), '--batch-size', '5'])
         self.assertEqual(p.returncode, 12, p.stderr)
-        self.assertEqual((doc['stopped'], doc['runs_used']), ('batch-size-ignored', 3))
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('batch-size-ignored', 6))
+        self.assertEqual([r['batch_size'] for r in doc['runs']], [1, 2, 4, 64, 1024, 16384])
         self.assertIn('the peak does not grow with the batch size', p.stderr)
+
+    def test_samples_hidden_under_the_fixed_peak_at_small_sizes_are_found_at_a_larger_one(self):
+        # up to batch size 8 the peak is the fixed part alone (an MLP in JAX on
+        # an H200 peaked at its update, 340.17 MiB at 2 and 4 alike): the
+        # sweep runs a larger size before calling the batch size ignored;
+        # above 8, 64 MiB + 3 MiB a sample: 320 in 1 GiB
+        p, doc, d = self.sweep_json([], self.train('--per-sample', 0, '--knee', 8, '--per-sample-above', 3 * MIB))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['stopped']), (320, True, None))
+        self.assertEqual([r['batch_size'] for r in doc['runs'][:4]], [1, 2, 4, 64])
+        self.assertEqual(doc['runs'][3]['phase'], 'model')
 
     def test_default_dir_is_named_after_the_time(self):
         env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE)

@@ -1156,6 +1156,36 @@ static void test_step_in_per_sample_cost_still_ends_on_the_boundary(void)
     }
 }
 
+static void test_widening_adds_sizes_16_times_larger_at_most_three_times_and_not_once_one_failed(void)
+{
+    struct gt_sweep_plan p;
+    gt_sweep_plan_init(&p, NULL, 0);
+    CHECK(!gt_sweep_plan_widen(&p));   /* phase 1 has sizes left to run */
+    for (int k = 0; k < 3; k++)   /* 1, 2, 4, all peaking alike */
+        gt_sweep_plan_add(&p, gt_sweep_plan_next(&p, NULL, NULL), 0, 100 * MIB);
+    int64_t want[] = {64, 1024, 16384};
+    for (int k = 0; k < 3; k++) {
+        CHECK(gt_sweep_plan_widen(&p));
+        CHECK(!gt_sweep_plan_widen(&p));   /* not again before the added size ran */
+        int64_t bs = gt_sweep_plan_next(&p, NULL, NULL);
+        CHECK(bs == want[k]);
+        gt_sweep_plan_add(&p, bs, 0, 100 * MIB);
+    }
+    CHECK(!gt_sweep_plan_widen(&p));   /* three times at most */
+    gt_sweep_plan_free(&p);
+
+    gt_sweep_plan_init(&p, (int64_t[]){1, 2, 4}, 3);
+    for (int k = 0; k < 3; k++)
+        gt_sweep_plan_add(&p, gt_sweep_plan_next(&p, NULL, NULL), k == 2, 100 * MIB);
+    CHECK(!gt_sweep_plan_widen(&p));   /* a size failed: the search has a bracket */
+    gt_sweep_plan_free(&p);
+
+    gt_sweep_plan_init(&p, (int64_t[]){GT_SWEEP_MAX_BS / 8}, 1);
+    gt_sweep_plan_add(&p, gt_sweep_plan_next(&p, NULL, NULL), 0, 100 * MIB);
+    CHECK(!gt_sweep_plan_widen(&p));   /* 16 times larger is past the largest tried */
+    gt_sweep_plan_free(&p);
+}
+
 static void test_memory_the_trace_cannot_see_is_learned_from_the_failed_run(void)
 {
     /* 500 MiB of 80 GiB held by the CUDA context: the first prediction
@@ -1295,6 +1325,7 @@ int main(void)
     TAP_RUN(test_a_pool_whose_largest_left_room_for_the_draw_takes_no_margin);
     TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
+    TAP_RUN(test_widening_adds_sizes_16_times_larger_at_most_three_times_and_not_once_one_failed);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
     TAP_RUN(test_a_device_larger_than_told_is_walked_up_further_each_time);
