@@ -59,9 +59,10 @@ const char gt_help_sweep[] =
     "neither can place a step.\n"
     "\n"
     "A run is out of memory when its trace ends on an out-of-memory request\n"
-    "(gputrace oom: the program allocated nothing after it). A run that fails\n"
-    "otherwise (non-zero exit, a crash) stops the sweep with its last lines on\n"
-    "stderr. A program that allocates half the device or more before its first\n"
+    "(gputrace oom: the program allocated nothing after it), or when it exits\n"
+    "non-zero on its framework's own out-of-memory error (XLA refuses a buffer\n"
+    "past the device before calling CUDA). A run that fails otherwise (non-zero\n"
+    "exit, a crash) stops the sweep with its last lines on stderr. A program that allocates half the device or more before its first\n"
     "iteration (JAX's default preallocation) is detected, and the sweep says how\n"
     "to run it instead.\n"
     "\n"
@@ -162,6 +163,10 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
         if (r->pool_kept >= 0) {
             n += snprintf(what + n, sizeof what - n, "%sa %s outside the pool, which held %s unused", sep, r->kept_call,
                           gt_fmt_bytes(r->pool_kept, b2));
+            sep = "; ";
+        }
+        if (r->oom_said) {
+            n += snprintf(what + n, sizeof what - n, "%sthe program's own error: no CUDA call failed", sep);
             sep = "; ";
         }
         if (r->pool_split >= 0) {   /* (a run of several processes may show both) */

@@ -401,6 +401,7 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
         gt_json_bool(&j, r->timed_out);
         gt_json_key(&j, "oom");
         gt_json_bool(&j, r->oom);
+        gt_json_kstr(&j, "oom_from", !r->oom ? NULL : r->oom_said ? "message" : "trace");
         gt_json_kint(&j, "exit_status", r->exit_status);
         gt_json_kdouble(&j, "seconds", r->seconds);
         gt_json_kstr(&j, "trace", r->trace);

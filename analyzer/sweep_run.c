@@ -231,6 +231,48 @@ static void measure(struct gt_sweep_run *r, const char *dir, const char *stem, c
     free(names);
 }
 
+/* The last size - 1 bytes of path into buf, NUL-terminated (NULs within
+ * read as newlines); their length, or -1 when it cannot be read. */
+static long read_tail(const char *path, char *buf, size_t size)
+{
+    FILE *in = fopen(path, "rb");
+    if (!in)
+        return -1;
+    fseek(in, 0, SEEK_END);
+    long end = ftell(in);
+    long from = end > (long)size - 1 ? end - (long)size + 1 : 0;
+    fseek(in, from, SEEK_SET);
+    size_t n = fread(buf, 1, size - 1, in);
+    fclose(in);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!buf[i])
+            buf[i] = '\n';
+    return (long)n;
+}
+
+/* Did the run's stderr end on a framework's own out-of-memory error? XLA
+ * refuses a buffer larger than the device before any CUDA call (on an H200,
+ * JAX under its platform allocator: "RESOURCE_EXHAUSTED: Out of memory while
+ * trying to allocate 203.03GiB", session 33), as PyTorch does past
+ * set_per_process_memory_fraction: no failed call in the trace, yet the
+ * framework says the batch does not fit. Messages of device memory only. */
+static int said_out_of_memory(const char *path)
+{
+    static const char *const said[] = {
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate",   /* XLA */
+        "torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "CUDA out of memory",   /* PyTorch */
+        "cupy.cuda.memory.OutOfMemoryError",   /* CuPy */
+    };
+    char buf[16384];
+    if (read_tail(path, buf, sizeof buf) <= 0)
+        return 0;
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
+        if (strstr(buf, said[k]))
+            return 1;
+    return 0;
+}
+
 int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, double timeout_s,
                  const struct gt_opts *o)
 {
@@ -279,6 +321,8 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
         free(args[i]);
     free(args);
     measure(r, dir, stem, o);
+    if (!r->oom && r->exit_status != 0 && !r->timed_out && !r->error[0] && said_out_of_memory(err))
+        r->oom = r->oom_said = 1;   /* what it needed is not in the trace: need_lb stays unknown */
     if (r->timed_out) {   /* stopped, not ended by the program: what its trace shows is partial */
         r->oom = 0;
         r->peak = r->in_use = r->need_lb = r->pool_kept = r->pool_split = -1;
@@ -297,18 +341,12 @@ void gt_sweep_run_free(struct gt_sweep_run *r)
 
 void gt_sweep_print_tail(FILE *f, const char *path, int lines)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in)
-        return;
     /* the last 64 KiB is plenty for the last lines */
     char buf[65536];
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    long from = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
-    fseek(in, from, SEEK_SET);
-    size_t n = fread(buf, 1, sizeof buf - 1, in);
-    fclose(in);
-    buf[n] = 0;
+    long got = read_tail(path, buf, sizeof buf);
+    if (got < 0)
+        return;
+    size_t n = (size_t)got;
     while (n && buf[n - 1] == '\n')
         buf[--n] = 0;
     size_t start = n;

@@ -22,7 +22,9 @@ struct gt_sweep_run {
     int64_t peak;                /* bytes at that level; -1: no trace */
     int64_t device_total;        /* the device's total bytes; -1 unknown */
     int64_t outside;             /* bytes held at other levels that count against the device */
-    int oom;                     /* a trace ended on an out-of-memory request */
+    int oom;                     /* a trace ended on an out-of-memory request, or (oom_said) */
+    int oom_said;                /* no trace did, but the run's stderr ended on the framework's own
+                                  * out-of-memory error (XLA refuses a buffer past the device) */
     int timed_out;               /* it ran past --run-timeout and was stopped */
     int64_t unaccounted;         /* that request + what was live fell short of the total by this */
     int64_t need_lb;             /* that request + what was live, less what was held outside the

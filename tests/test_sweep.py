@@ -640,6 +640,23 @@ class SweepTest(TraceTest):
         self.assertGreater(elapsed, 10, 'the job was not left its 10 s between SIGTERM and SIGKILL')
         self.assertLess(elapsed, 30)
 
+    def test_a_framework_that_refuses_a_buffer_past_the_device_is_out_of_memory_by_its_own_error(self):
+        # batch size 1000 asks one tensor of 1.5 GB of the 1 GiB device: XLA
+        # says RESOURCE_EXHAUSTED before any CUDA call (on an H200, JAX under
+        # its platform allocator); the sweep takes it as out of memory, not
+        # as a failed run, and proves 320 below it
+        p, doc, d = self.sweep_json(['--batch-sizes', '1,2,4,1000'], self.train('--refuse-past-device'))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['verified'], doc['stopped']), (320, True, None))
+        r = [x for x in doc['runs'] if x['batch_size'] == 1000][0]
+        self.assertEqual((r['oom'], r['oom_from'], r['exit_status'], r['needed_at_least_bytes']),
+                         (True, 'message', 1, None))
+        self.assertEqual(query(r['trace'], 'SELECT count(*) FROM failures')[0][0], 0)   # no CUDA call failed
+        self.assertIn("run 4, batch size 1000 (model): out of memory (the program's own error: no CUDA call failed)",
+                      p.stderr)
+        self.assertEqual({x['oom_from'] for x in doc['runs'] if x['oom'] and x['batch_size'] != 1000}, {'trace'})
+        self.assertTrue(all(x['oom_from'] is None for x in doc['runs'] if not x['oom']))
+
     def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
         # every step first asks for 2 GiB of the 1 GiB device (a larger
         # workspace tried first) and goes on without it: each run's trace

@@ -43,6 +43,9 @@
  *            of before it (optimizer.zero_grad() between forward and
  *            backward, as PyTorch's quickstart loop has it), so the previous
  *            step's gradients are live at the forward's end
+ *   --refuse-past-device: a tensor larger than the device fails with XLA's
+ *            own out-of-memory error, before any CUDA call (as JAX under its
+ *            platform allocator refused 203 GiB on an H200)
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
@@ -91,6 +94,7 @@
 
 static int use_async;
 static size_t arena, arena_used;   /* --prealloc */
+static size_t refuse_past;         /* --refuse-past-device: the device's total bytes */
 
 static void *tensor(size_t n)
 {
@@ -103,6 +107,11 @@ static void *tensor(size_t n)
         }
         arena_used += n;
         return (void *)(uintptr_t)arena_used;
+    }
+    if (refuse_past && n > refuse_past) {   /* XLA's words; no CUDA call made */
+        fprintf(stderr, "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate %zu "
+                "bytes with allocator SE_0_space_0 on device 0.\n", n);
+        exit(1);
     }
     e = use_async ? cudaMallocAsync(&p, n, 0) : cudaMalloc(&p, n);
     if (e != cudaSuccess) {
@@ -212,6 +221,11 @@ int main(int argc, char **argv)
     cudaStream_t graph_stream = NULL;
     cudaGraphExec_t graph = NULL;
     use_async = arg_flag(argc, argv, "--async");
+    if (arg_flag(argc, argv, "--refuse-past-device")) {
+        size_t free = 0, total = 0;
+        if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+            refuse_past = total;
+    }
     int unmarked = arg_flag(argc, argv, "--unmarked");
     int zero_grad_late = arg_flag(argc, argv, "--zero-grad-late");
     long long step_ms = arg_ll(argc, argv, "--step-ms", 0);
