@@ -90,8 +90,8 @@ static void pass_on(int sig)
         kill(-group, sig);
 }
 
-/* Whether any process of group g is left (a zombie an init that does not
- * reap leaves counts too: REAP_GRACE_S bounds that wait). */
+/* Whether any process of group g is left (a zombie that another init does
+ * not reap counts too: REAP_GRACE_S bounds that wait). */
 static int group_left(pid_t g)
 {
     return kill(-g, 0) == 0 || errno != ESRCH;
@@ -126,8 +126,14 @@ static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out
                 return w;
             leader = w;
         }
-        if (leader && !group_left(pid))
-            return leader;
+        if (leader) {
+            /* members re-parented to us (we are PID 1 in a container, or a
+             * subreaper) are ours to reap, else they stay zombies in the group */
+            while (waitpid(-pid, NULL, WNOHANG) > 0)
+                ;
+            if (!group_left(pid))
+                return leader;
+        }
         if (monotonic_s() >= deadline) {
             if (sent == 2)
                 return -2;
