@@ -62,9 +62,10 @@ const char gt_help_sweep[] =
     "(gputrace oom: the program allocated nothing after it), or when it exits\n"
     "non-zero on its framework's own out-of-memory error (XLA refuses a buffer\n"
     "past the device before calling CUDA). A run that fails otherwise (non-zero\n"
-    "exit, a crash) stops the sweep with its last lines on stderr. A program that allocates half the device or more before its first\n"
-    "iteration (JAX's default preallocation) is detected, and the sweep says how\n"
-    "to run it instead.\n"
+    "exit, a crash) stops the sweep with its last lines on stderr. A program\n"
+    "that allocates half the device or more before its first iteration (JAX's\n"
+    "default preallocation) is detected, and the sweep says how to run it\n"
+    "instead.\n"
     "\n"
     "  --batch-sizes A,B,C  phase 1's batch sizes (default 1,2,4; it stops at the\n"
     "                       first that runs out of memory)\n"
@@ -231,9 +232,10 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
         return -1;
     }
     /* a run that ran out of memory at the CUDA level is not one a preallocating
-     * framework makes: it fails inside its own arena (and a model of one huge
-     * tensor that fails at batch size 1 is no preallocation) */
-    if (r->number == 1 && !r->oom && r->device_total > 0 &&
+     * framework makes: it fails inside its own arena, and says so only in its
+     * own words (oom_said); a model of one huge tensor that fails at batch
+     * size 1 is no preallocation */
+    if (r->number == 1 && (!r->oom || r->oom_said) && r->device_total > 0 &&
         (double)r->largest_before_loop >= PREALLOC_SHARE * (double)r->device_total) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
         s->stopped = "preallocation";
@@ -305,6 +307,9 @@ static void run_sweep(struct sweep *s)
         if (ph != GT_SWEEP_MODEL && !s->modelled && keep_model(s) != 0)
             return;
         if ((int)s->nruns >= s->max_runs) {
+            /* phase 1 ran its sizes flat and was widening: the batch size is ignored */
+            if (!s->modelled && s->plan.widened && keep_model(s) != 0)
+                return;
             s->stopped = "max-runs";
             snprintf(s->why, sizeof s->why, "--max-runs %d reached", s->max_runs);
             return;

@@ -246,8 +246,10 @@ static void print_headroom_text(const struct sweep *s, const struct headroom *h)
     if (h->sample > 0 && (double)h->bytes >= h->sample && !p->marginal && p->hi == h->answer + 1) {
         /* a sample's room, and the next size still failed: say what its trace showed */
         int64_t need = -1, top = -1;
+        int said = 0;   /* a run of hi ended on the framework's own error */
         for (size_t i = 0; i < s->nruns; i++) {
             const struct gt_sweep_run *r = &s->runs[i];
+            said |= r->batch_size == p->hi && r->oom_said;
             if (r->batch_size == p->hi && r->oom && r->need_lb > need)
                 need = r->need_lb;
             if (r->batch_size == h->answer && !r->oom && r->peak > top)
@@ -263,6 +265,10 @@ static void print_headroom_text(const struct sweep *s, const struct headroom *h)
             printf("  yet %lld ran out of memory: its trace showed it needed at least %s more than %lld's peak, within\n"
                    "  the room left; the rest of what failed it is not in its trace\n",
                    (long long)p->hi, gt_fmt_bytes(need - top, b1), (long long)h->answer);
+        else if (need < 0 && said)
+            printf("  yet %lld ran out of memory by the program's own error, with no CUDA call failed: the framework\n"
+                   "  refused it (a limit of its own, such as a memory fraction); its trace shows no need\n",
+                   (long long)p->hi);
         else
             printf("  yet %lld ran out of memory: what was left at the peak is no room for one more sample here\n",
                    (long long)p->hi);

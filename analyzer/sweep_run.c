@@ -251,12 +251,17 @@ static long read_tail(const char *path, char *buf, size_t size)
     return (long)n;
 }
 
-/* Did the run's stderr end on a framework's own out-of-memory error? XLA
- * refuses a buffer larger than the device before any CUDA call (on an H200,
- * JAX under its platform allocator: "RESOURCE_EXHAUSTED: Out of memory while
- * trying to allocate 203.03GiB", session 33), as PyTorch does past
+#define SAID_LINES 8   /* the run's last error: a traceback's exception line is its last */
+
+/* Did the run end on a framework's own out-of-memory error, in the last
+ * SAID_LINES non-empty lines of its stderr? XLA refuses a buffer larger
+ * than the device before any CUDA call (on an H200, JAX under its platform
+ * allocator: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate
+ * 203.03GiB", session 33), as PyTorch does past
  * set_per_process_memory_fraction: no failed call in the trace, yet the
- * framework says the batch does not fit. Messages of device memory only. */
+ * framework says the batch does not fit. Only its last lines: a warning of
+ * memory early in a run that then fails otherwise is no such end. Messages
+ * of device memory only. */
 static int said_out_of_memory(const char *path)
 {
     static const char *const said[] = {
@@ -265,10 +270,23 @@ static int said_out_of_memory(const char *path)
         "cupy.cuda.memory.OutOfMemoryError",   /* CuPy */
     };
     char buf[16384];
-    if (read_tail(path, buf, sizeof buf) <= 0)
+    long n = read_tail(path, buf, sizeof buf);
+    if (n <= 0)
         return 0;
+    char *from = buf + n;   /* back to the start of the SAID_LINES-th non-empty line from the end */
+    for (int lines = 0; from > buf && lines < SAID_LINES;) {
+        char *end = from;
+        while (end > buf && end[-1] == '\n')
+            end--;
+        if (end == buf)
+            break;
+        from = end;
+        while (from > buf && from[-1] != '\n')
+            from--;
+        lines++;
+    }
     for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
-        if (strstr(buf, said[k]))
+        if (strstr(from, said[k]))
             return 1;
     return 0;
 }
@@ -321,7 +339,7 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
         free(args[i]);
     free(args);
     measure(r, dir, stem, o);
-    if (!r->oom && r->exit_status != 0 && !r->timed_out && !r->error[0] && said_out_of_memory(err))
+    if (!r->oom && r->exit_status != 0 && !r->timed_out && !r->error[0] && r->ntraces > 0 && said_out_of_memory(err))
         r->oom = r->oom_said = 1;   /* what it needed is not in the trace: need_lb stays unknown */
     if (r->timed_out) {   /* stopped, not ended by the program: what its trace shows is partial */
         r->oom = 0;

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import sys
 
 import gtlib
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
@@ -525,6 +526,15 @@ class SweepTest(TraceTest):
         doc, text = self.nvml_sweep('plain')
         self.assertNotIn('yet 307', text)
 
+    def test_a_next_size_refused_by_the_framework_is_said_so_not_explained_by_the_device(self):
+        # above 250 the framework refuses in its own words before any CUDA
+        # call (PyTorch past its memory fraction): the device had room
+        doc, text = self.nvml_sweep('refused', '--refuse-above', 250)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (250, 251, True))
+        self.assertEqual([r['oom_from'] for r in doc['runs'] if r['batch_size'] == 251], ['message'])
+        self.assertIn("yet 251 ran out of memory by the program's own error, with no CUDA call failed", text)
+        self.assertNotIn('no room for one more sample', text)
+
     def test_a_next_size_failed_by_memory_its_trace_does_not_hold_is_not_explained_by_it(self):
         # above 250 the stand-in driver takes 175 MiB at the start with no
         # traced call: 251 fails at its gradients, needing 3 MiB more than
@@ -628,7 +638,7 @@ class SweepTest(TraceTest):
         import time
         pidfile = os.path.join(self.dir, 'inner.pid')
         wrapper = ['sh', '-c', '(trap "" TERM; exec "$@") & echo $! > %s; wait' % pidfile, 'wrapper'] + \
-            self.train('--step-ms', 3000)
+            self.train('--step-ms', 3000, '--steps', 100)   # 300 s: only SIGKILL ends it
         t0 = time.monotonic()
         p, doc, d = self.sweep_json(['--run-timeout', '1s'], wrapper)
         elapsed = time.monotonic() - t0
@@ -638,7 +648,7 @@ class SweepTest(TraceTest):
         alive = os.path.exists('/proc/%d' % inner) and 'Z' not in open('/proc/%d/stat' % inner).read().split()[2]
         self.assertFalse(alive, 'the job that ignored SIGTERM outlived the sweep')
         self.assertGreater(elapsed, 10, 'the job was not left its 10 s between SIGTERM and SIGKILL')
-        self.assertLess(elapsed, 30)
+        self.assertLess(elapsed, 25, 'the sweep waited past SIGKILL\'s grace')
 
     def test_a_framework_that_refuses_a_buffer_past_the_device_is_out_of_memory_by_its_own_error(self):
         # batch size 1000 asks one tensor of 1.5 GB of the 1 GiB device: XLA
@@ -656,6 +666,42 @@ class SweepTest(TraceTest):
                       p.stderr)
         self.assertEqual({x['oom_from'] for x in doc['runs'] if x['oom'] and x['batch_size'] != 1000}, {'trace'})
         self.assertTrue(all(x['oom_from'] is None for x in doc['runs'] if not x['oom']))
+
+    def test_an_out_of_memory_message_that_is_not_the_runs_last_error_is_a_failed_run(self):
+        # a warning of memory early in the run, then a shape error above 100:
+        # the sweep stops as failed, as it would without the warning
+        warn = ['sh', '-c', 'echo "torch.OutOfMemoryError: CUDA out of memory (a warning)" >&2; '
+                'for i in 1 2 3 4 5 6 7 8 9; do echo "log line $i" >&2; done; exec "$@"', 'warn']
+        p, doc, d = self.sweep_json([], warn + self.train('--fail-above', 100))
+        self.assertEqual((p.returncode, doc['stopped']), (12, 'failed'), p.stderr)
+        self.assertFalse(doc['runs'][-1]['oom'])
+        # the words alone, with no trace: no CUDA was used, the run failed
+        say = ['sh', '-c', 'echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" >&2; exit 1',
+               'say', '{bs}']
+        p, doc, d = self.sweep_json([], say, dirname='sweep2')
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertFalse(doc['runs'][0]['oom'])
+        self.assertIsNone(doc['max_batch_size'])
+
+    def test_a_sweep_that_inherits_orphans_reaps_them(self):
+        # as PID 1 of a container, or a subreaper, the sweep inherits the
+        # job its killed wrapper left: it must reap it, or the zombie keeps
+        # the group alive and the sweep waits 30 s and says it was left
+        import time
+        launcher = ('import ctypes, os, sys\n'
+                    'ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER\n'
+                    'os.execv(sys.argv[1], sys.argv[1:])\n')
+        wrapper = ['sh', '-c', '(trap "" TERM; exec "$@") & wait', 'wrapper'] + \
+            self.train('--step-ms', 3000, '--steps', 100)
+        d = os.path.join(self.dir, 'sweep')
+        env = base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE)
+        t0 = time.monotonic()
+        p = run([sys.executable, '-c', launcher, GPUTRACE, 'sweep', '--json', '--run-timeout', '1s', '--dir', d, '--'] +
+                wrapper, preload=False, env=env, cwd=self.dir)
+        elapsed = time.monotonic() - t0
+        self.assertEqual((p.returncode, json.loads(p.stdout)['stopped']), (12, 'run-timeout'), p.stderr)
+        self.assertNotIn('left behind', p.stderr)
+        self.assertLess(elapsed, 25, 'the sweep waited on a zombie of its own')
 
     def test_out_of_memory_the_program_recovers_from_is_not_a_failed_run(self):
         # every step first asks for 2 GiB of the 1 GiB device (a larger
@@ -733,6 +779,11 @@ class SweepTest(TraceTest):
                 self.assertEqual((doc['stopped'], doc['runs_used']), ('preallocation', 1))
                 self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', p.stderr)
                 self.assertIn('768.00 MiB of the device', p.stderr)
+        # its first run fails inside the arena, in XLA's own words: still
+        # the preallocation, not a batch size out of memory
+        p, doc, d = self.sweep_json(['--batch-sizes', '400,800'], self.train('--prealloc', 75), dirname='sweep-arena')
+        self.assertEqual(p.returncode, 13, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used'], doc['runs'][0]['oom_from']), ('preallocation', 1, 'message'))
 
     def test_batch_size_one_out_of_memory_proves_none_fits(self):
         p, doc, d = self.sweep_json([], self.train('--fixed', 2048 * MIB))
@@ -747,6 +798,14 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['stopped'], doc['runs_used']), ('batch-size-ignored', 6))
         self.assertEqual([r['batch_size'] for r in doc['runs']], [1, 2, 4, 64, 1024, 16384])
         self.assertIn('the peak does not grow with the batch size', p.stderr)
+        # --max-runs within the widening: the verdict is still that the
+        # command ignores it, not a largest batch size cut short
+        p, doc, d = self.sweep_json(['--max-runs', '2'], [prog('sweep_train'), '--batch-size', '5'], dirname='sweep-max2')
+        self.assertEqual((p.returncode, doc['stopped']), (14, 'max-runs'), p.stderr)   # 1 and 2 alike say nothing yet
+        for runs in (3, 4, 5):
+            p, doc, d = self.sweep_json(['--max-runs', str(runs)], [prog('sweep_train'), '--batch-size', '5'],
+                                        dirname='sweep-max%d' % runs)
+            self.assertEqual((p.returncode, doc['stopped'], doc['runs_used']), (12, 'batch-size-ignored', runs), p.stderr)
 
     def test_samples_hidden_under_the_fixed_peak_at_small_sizes_are_found_at_a_larger_one(self):
         # up to batch size 8 the peak is the fixed part alone (an MLP in JAX on

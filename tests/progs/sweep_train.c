@@ -46,6 +46,9 @@
  *   --refuse-past-device: a tensor larger than the device fails with XLA's
  *            own out-of-memory error, before any CUDA call (as JAX under its
  *            platform allocator refused 203 GiB on an H200)
+ *   --refuse-above N: above batch size N, the first tensor of a step fails with
+ *            PyTorch's own out-of-memory error before any CUDA call (as past
+ *            torch.cuda.set_per_process_memory_fraction)
  *   --unmarked: no gputrace_iteration (the analyzer finds the steps itself)
  *   --step-ms N: each step lasts at least N ms (a pause at its end)
  *   --start-ms N: a pause of N ms between the model and the first step (a
@@ -95,6 +98,7 @@
 static int use_async;
 static size_t arena, arena_used;   /* --prealloc */
 static size_t refuse_past;         /* --refuse-past-device: the device's total bytes */
+static int refuse_all;             /* --refuse-above: this batch size is refused */
 
 static void *tensor(size_t n)
 {
@@ -102,7 +106,8 @@ static void *tensor(size_t n)
     cudaError_t e;
     if (arena) {
         if (arena_used + n > arena) {
-            fprintf(stderr, "RESOURCE_EXHAUSTED: out of memory while trying to allocate %zu bytes\n", n);
+            fprintf(stderr, "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate %zu "
+                    "bytes with allocator GPU_0_bfc\n", n);
             exit(1);
         }
         arena_used += n;
@@ -111,6 +116,11 @@ static void *tensor(size_t n)
     if (refuse_past && n > refuse_past) {   /* XLA's words; no CUDA call made */
         fprintf(stderr, "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate %zu "
                 "bytes with allocator SE_0_space_0 on device 0.\n", n);
+        exit(1);
+    }
+    if (refuse_all) {   /* PyTorch's words past its memory fraction; no CUDA call made */
+        fprintf(stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %zu bytes. This process is "
+                "allowed to use no more of the device (set_per_process_memory_fraction)\n", n);
         exit(1);
     }
     e = use_async ? cudaMallocAsync(&p, n, 0) : cudaMalloc(&p, n);
@@ -221,6 +231,7 @@ int main(int argc, char **argv)
     cudaStream_t graph_stream = NULL;
     cudaGraphExec_t graph = NULL;
     use_async = arg_flag(argc, argv, "--async");
+    long long refuse_above = arg_ll(argc, argv, "--refuse-above", 0);
     if (arg_flag(argc, argv, "--refuse-past-device")) {
         size_t free = 0, total = 0;
         if (cudaMemGetInfo(&free, &total) == cudaSuccess)
@@ -317,6 +328,7 @@ int main(int argc, char **argv)
             list = *end == ',' ? end + 1 : NULL;
         }
         size_t half = (size_t)bs * (per_sample / 2);
+        refuse_all = refuse_above && bs > refuse_above;   /* (the model is on the device by now) */
         for (long long step = 0; step < steps; step++, index++) {
             if (!unmarked)
                 gputrace_iteration(index, bs);
