@@ -23,6 +23,19 @@ FFT_SIDE = 4096
 MLP_WIDTH, MLP_DEPTH = 1024, 32
 
 
+def jax_loop(step, data, params, key, steps):
+    """steps jitted steps on fresh data; the loop's wall time."""
+    import jax
+    jax.block_until_ready(params)
+    t0 = time.monotonic()
+    for i in range(steps):
+        x, y = data(jax.random.fold_in(key, i))
+        params, value = step(params, x, y)
+        del x, y
+    jax.block_until_ready((params, value))
+    return time.monotonic() - t0
+
+
 def jax_steps(bs, steps):
     import jax
     import jax.numpy as jnp
@@ -51,14 +64,7 @@ def jax_steps(bs, steps):
 
     key = jax.random.PRNGKey(0)
     params = init(key)
-    jax.block_until_ready(params)
-    t0 = time.monotonic()
-    for i in range(steps):
-        x, y = data(jax.random.fold_in(key, i))
-        params, value = step(params, x, y)
-        del x, y
-    jax.block_until_ready((params, value))
-    return time.monotonic() - t0
+    return jax_loop(step, data, params, key, steps)
 
 
 def jax_mlp_steps(bs, steps):
@@ -89,14 +95,7 @@ def jax_mlp_steps(bs, steps):
     keys = jax.random.split(key, MLP_DEPTH + 1)
     params = [jax.random.normal(keys[i], (MLP_WIDTH, MLP_WIDTH)) * MLP_WIDTH ** -0.5 for i in range(MLP_DEPTH)]
     params.append(jax.random.normal(keys[-1], (MLP_WIDTH, CLASSES)) * MLP_WIDTH ** -0.5)
-    jax.block_until_ready(params)
-    t0 = time.monotonic()
-    for i in range(steps):
-        x, y = data(jax.random.fold_in(key, i))
-        params, value = step(params, x, y)
-        del x, y
-    jax.block_until_ready((params, value))
-    return time.monotonic() - t0
+    return jax_loop(step, data, params, key, steps)
 
 
 def cupy_steps(bs, steps):
