@@ -5,8 +5,9 @@ rules were tuned on PyTorch, and these allocate otherwise.
         operation (on CUDA 13, one cuMemCreate), and with
         XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
         every buffer is its own allocation, freed when it dies.
-  jax-mlp: 32 dense layers of 1024 (for the platform allocator's sweep:
-        many runs at large batch sizes, each must end in seconds).
+  jax-mlp: 32 dense layers of 1024 over 256 vectors a sample (for the
+        platform allocator's sweep: many runs at large batch sizes, each
+        must end in seconds).
   cupy: a filter in the frequency domain on 4096x4096 float32 images
         (rfft2, a product, irfft2, an update), through CuPy's memory pool
         (cudaMalloc, cached) and cuFFT's plans and work areas.
@@ -20,7 +21,7 @@ import time
 
 IMAGE, CHANNELS, LAYERS, CLASSES = 256, 128, 6, 10
 FFT_SIDE = 4096
-MLP_WIDTH, MLP_DEPTH = 1024, 32
+MLP_WIDTH, MLP_DEPTH, MLP_SEQ = 1024, 32, 256   # a sample: 256 vectors, ~64 MiB of activations
 
 
 def jax_loop(step, data, params, key, steps):
@@ -68,8 +69,10 @@ def jax_steps(bs, steps):
 
 
 def jax_mlp_steps(bs, steps):
-    """MLP_DEPTH dense layers of MLP_WIDTH: its matmuls are cuBLAS's, fast
-    without XLA's autotuning; the conv net's convolutions with autotuning off
+    """MLP_DEPTH dense layers of MLP_WIDTH over MLP_SEQ vectors a sample
+    (with one vector a sample the largest batch was past 1.4 million, a
+    bisection of 20 runs of a minute each; session 33): its matmuls are
+    cuBLAS's, fast without XLA's autotuning; the conv net's convolutions with autotuning off
     ran at about 0.25 TFLOP/s on an H200 (batch size 370 past 75 s at 100%
     utilization, session 33) and with it on spent minutes autotuning."""
     import jax
@@ -78,7 +81,7 @@ def jax_mlp_steps(bs, steps):
     def loss(params, x, y):
         for w in params[:-1]:
             x = jax.nn.relu(x @ w)
-        logits = x @ params[-1]
+        logits = (x @ params[-1]).mean(axis=1)   # over the sequence
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
     @jax.jit
@@ -89,7 +92,7 @@ def jax_mlp_steps(bs, steps):
     @jax.jit
     def data(key):
         kx, ky = jax.random.split(key)
-        return jax.random.normal(kx, (bs, MLP_WIDTH)), jax.random.randint(ky, (bs,), 0, CLASSES)
+        return jax.random.normal(kx, (bs, MLP_SEQ, MLP_WIDTH)), jax.random.randint(ky, (bs,), 0, CLASSES)
 
     key = jax.random.PRNGKey(0)
     keys = jax.random.split(key, MLP_DEPTH + 1)
