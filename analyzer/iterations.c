@@ -196,7 +196,8 @@ static int rcand_cmp(const void *a, const void *b)
 
 /* Iterations from ranges: with a name, the matching ranges (any depth, any
  * domain) on the thread that has most of them; else the outermost kind of
- * range that repeats at least 3 times on one thread, from the program's own
+ * range that repeats at least 3 times on one thread (or, with none, a
+ * numbered kind that repeats twice), from the program's own
  * ranges: the default NVTX domain and marker ranges first, then domains the
  * program registered; never a CUDA library's domain (the shallowest such; among
  * equals the most repeated, then the first). want_marker: -1 any source, 0
@@ -234,24 +235,36 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
         nc++;
     }
     gt_qsort(c, nc, sizeof *c, rcand_cmp);
+    /* A kind of range that repeats 3 times; failing that, a numbered one
+     * ("step 0", "step 1") twice: a run that died in its second step (on an
+     * H200, out of memory) has only two, and the allocation pattern found
+     * instead was a conv net's layers inside one step, which then read as 92
+     * GiB of leaks (tests/gpu/RESULTS.md, session 33) */
     size_t best = 0, best_n = 0, min_n = name ? 1 : 3;
-    for (size_t g = 0; g < nc;) {
-        size_t h = g + 1;
-        while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth && !domain_cmp(c[h].domain, c[g].domain) &&
-               (name || !strcmp(c[h].norm, c[g].norm)))
-            h++;
-        size_t cnt = h - g;
-        const struct rcand *x = &c[g], *b = &c[best];
-        int better = cnt >= min_n &&
-                     (!best_n || x->tier < b->tier ||
-                      (x->tier == b->tier &&
-                       (x->depth < b->depth ||
-                        (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
-        if (better) {
-            best = g;
-            best_n = cnt;
+    for (int numbered = 0; numbered < 2 && !best_n; numbered++) {
+        if (numbered) {
+            if (name)
+                break;
+            min_n = 2;
         }
-        g = h;
+        for (size_t g = 0; g < nc;) {
+            size_t h = g + 1;
+            while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth &&
+                   !domain_cmp(c[h].domain, c[g].domain) && (name || !strcmp(c[h].norm, c[g].norm)))
+                h++;
+            size_t cnt = h - g;
+            const struct rcand *x = &c[g], *b = &c[best];
+            int better = cnt >= min_n && (!numbered || strchr(x->norm, '#')) &&
+                         (!best_n || x->tier < b->tier ||
+                          (x->tier == b->tier &&
+                           (x->depth < b->depth ||
+                            (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
+            if (better) {
+                best = g;
+                best_n = cnt;
+            }
+            g = h;
+        }
     }
     if (best_n >= min_n) {
         int64_t end = gt_iter_trace_end(t, r, nr);

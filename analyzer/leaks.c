@@ -35,6 +35,9 @@ const char gt_help_leaks[] =
     "backend makes one allocation per tensor, and the cache there is the\n"
     "driver's pool, which is not a traced allocation.\n"
     "\n"
+    "With 2 iterations, what was allocated before the loop or in the first and\n"
+    "kept is held for the run, the rest in use when the process ended, and what\n"
+    "accumulates is not told (accumulation_told false in --json).\n"
     "With 3 or more iterations, the rest is split by when it was allocated: in a\n"
     "later iteration than the first and never freed is the leak (every live\n"
     "allocation of such a call site); before the loop or in its first iteration\n"
@@ -173,6 +176,12 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             last_it[site] = k;
         }
     }
+    for (size_t site = 0; site < ns && it->n == 2; site++) {   /* no middle: after the first is the end */
+        struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
+        end->bytes += loop->bytes;
+        end->count += loop->count;
+        loop->bytes = loop->count = 0;
+    }
     for (size_t site = 0; site < ns && it->n >= 4; site++)   /* (with 3, iteration 2 is the whole loop) */
         if (iters[site] == 1 && last_it[site] == it->n - 2) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
@@ -215,7 +224,10 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     struct gt_site_sum *ph = NULL;
     if (n) {
         code = gt_ctx_iterations(c, &it);
-        if (!code && it->n >= 3) {   /* a first, a middle and a last iteration */
+        /* a first, a middle and a last iteration tell what accumulates; a
+         * first and a last at least what was held for the run from what the
+         * last still used (a run that died in its second step) */
+        if (!code && it->n >= 2) {
             ph = live_by_phase(c, &s, it);
             l->classified = 1;
             l->iterations = it->n;
@@ -297,6 +309,9 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         }
         gt_json_key(j, "classified_by_iterations");
         gt_json_bool(j, l.classified);
+        gt_json_key(j, "accumulation_told");   /* 3 or more iterations: total_bytes is what accumulated */
+        gt_json_bool(j, l.classified && l.iterations >= 3);
+        gt_json_kint(j, "iterations", (int64_t)l.iterations);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
         gt_json_obj_end(j);
@@ -304,7 +319,10 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         char b[GT_FMT_LEN];
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
-        if (l.nsites == 0) {
+        if (l.nsites == 0 && l.classified && l.iterations == 2) {
+            printf("Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on (run or "
+                   "mark more steps). What was live at process end is below.\n");
+        } else if (l.nsites == 0) {
             if (l.classified)
                 printf("No leaks: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
                        l.iterations - 1, l.iterations,
@@ -330,8 +348,9 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             code = gt_text_sites(c, l.held, l.nheld, (size_t)c->o->top, 2);
         }
         if (!code && l.nat_end) {
-            printf("In use when the process ended (allocated in the last iteration or after the loop): %s in %lld "
-                   "allocation%s at %zu call site%s:\n", gt_fmt_bytes(l.at_end_bytes, b), (long long)l.at_end_count,
+            printf("In use when the process ended (allocated %s): %s in %lld allocation%s at %zu call site%s:\n",
+                   l.iterations == 2 ? "after the first of 2 iterations" : "in the last iteration or after the loop",
+                   gt_fmt_bytes(l.at_end_bytes, b), (long long)l.at_end_count,
                    l.at_end_count == 1 ? "" : "s", l.nat_end, l.nat_end == 1 ? "" : "s");
             code = gt_text_sites(c, l.at_end, l.nat_end, (size_t)c->o->top, 2);
         }

@@ -478,6 +478,8 @@
       (typeof g.iterations_fitted === 'number' && g.iterations_fitted !== g.iterations ? g.iterations_fitted + ' of ' : '') +
       g.iterations + ' iterations (' + g.memory + ' memory)', ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
+    else if (l.classified_by_iterations && l.accumulation_told === false && !l.total_bytes)
+      item('leaks', 'Leaks', '', 'not told: ' + l.iterations + ' iterations; what accumulates shows from 3', ids.leaks);
     else if (typeof l.total_bytes === 'number')
       item('leaks', 'Leaks', l.total_bytes, l.total_bytes ? fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocation' +
         (l.total_count === 1 ? '' : 's') + (l.classified_by_iterations ? ' allocated during the loop and never freed' : ' live at exit') :

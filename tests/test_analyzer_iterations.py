@@ -82,6 +82,30 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 5))
         self.assertIn('train_step', d['iteration_detection'])
 
+    def test_two_numbered_ranges_are_iterations_and_three_of_a_kind_still_win(self):
+        # a run that died in its second step has two ("step 0", "step 1");
+        # two unnumbered ranges ("warmup" twice) are not a loop, and two
+        # epochs around steps that repeat 3 times give the steps
+        def trace(name, outer, inner):
+            t = T.Trace(self.dir + '/%s.db' % name)
+            for o in outer:
+                if o:
+                    t.push(o)
+                for i in inner:
+                    t.push(i)
+                    t.free(t.alloc(T.MiB, ['fwd', 'main']))
+                    t.pop()
+                if o:
+                    t.pop()
+            return t.close()
+        d = self.json('summary', trace('died', [None], ['step 0', 'step 1']))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 2))
+        self.assertIn('"step 0"', d['iteration_detection'])
+        self.assertNotEqual(self.json('summary', trace('warm', [None], ['warmup', 'warmup']))['iteration_source'], 'nvtx')
+        d = self.json('summary', trace('epochs', ['epoch 0', 'epoch 1'], ['step %d' % k for k in range(3)]))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 6))
+        self.assertIn('"step 0"', d['iteration_detection'])
+
     def test_iteration_option_names_the_range(self):
         db = T.batch_sequence(self.dir)
         d = self.json('peak', '--iteration', 'train_step', db)

@@ -186,6 +186,38 @@ class HeldForTheRun(T.AnalyzerTest):
         d = self.json('leaks', db)
         self.assertEqual((d['total_bytes'], d['total_count']), (len(history) * T.MiB, len(history)))
 
+    def test_a_job_that_died_in_its_second_step_splits_held_from_in_use_and_does_not_tell_leaks(self):
+        # an H200 conv net out of memory in step 1 (session 33): its ranges
+        # "step 0" and "step 1", the second open; the step's activations live
+        # at the end are in use, the parameters and step 0's state held, and
+        # what accumulates cannot be told from two iterations
+        t = T.Trace(os.path.join(self.dir, 'died.db'), command_line='python train.py')
+        a = lambda n, where: t.alloc(n, self.POOL + [where, 'main'], api='cudaMallocAsync')
+        [a(4 * T.MiB, 'init_model') for _ in range(3)]
+        t.push('step 0 bs=268')
+        t.free(a(8 * T.MiB, 'forward'))
+        [a(8 * T.MiB, 'optimizer_step') for _ in range(2)]
+        t.pop()
+        t.push('step 1 bs=268')
+        for layer in range(6):   # a forward's layers repeat: no pattern to take for the loop
+            a(50 * T.MiB, 'conv_forward')
+            t.free(a(T.MiB, 'workspace'))
+        db = t.close(end_reason='exit')
+        d = self.json('leaks', db)
+        self.assertTrue(d['classified_by_iterations'])
+        self.assertEqual((d['iterations'], d['accumulation_told'], d['total_bytes']), (2, False, 0))
+        self.assertEqual((d['held_for_run_bytes'], d['at_end_bytes']), (12 * T.MiB + 16 * T.MiB, 300 * T.MiB))
+        text = self.ok('leaks', db).stdout
+        self.assertIn('Leaks: not told: 2 iterations, a first and a last', text)
+        self.assertIn('In use when the process ended (allocated after the first of 2 iterations): 300.00 MiB', text)
+        self.assertNotIn('No leaks', text)
+        s = self.json('summary', db)
+        self.assertEqual((s['iteration_source'], s['iterations'], s['leaks_told']), ('nvtx', 2, False))
+        self.assertIn('leaks: not told (2 iterations', self.ok('summary', db).stdout)
+        # with 3 iterations or more the figures are told
+        self.assertTrue(self.json('summary', self.job()[0])['leaks_told'])
+        self.assertTrue(self.json('leaks', self.job()[0])['accumulation_told'])
+
     def test_without_iterations_everything_live_is_reported_and_the_reason_given(self):
         db, params, state, history = self.job(steps=10)
         d = self.json('leaks', '--iterations', 'none', db)
