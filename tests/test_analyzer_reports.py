@@ -217,6 +217,10 @@ class HeldForTheRun(T.AnalyzerTest):
         # with 3 iterations or more the figures are told
         self.assertTrue(self.json('summary', self.job()[0])['leaks_told'])
         self.assertTrue(self.json('leaks', self.job()[0])['accumulation_told'])
+        db = self.job()[0]
+        self.assertFalse(self.json('summary', '--iterations', 'none', db)['leaks_told'])
+        self.assertIn('live at exit, not told from memory held for the run (no iterations)',
+                      self.ok('summary', '--iterations', 'none', db).stdout)
 
     def test_without_iterations_everything_live_is_reported_and_the_reason_given(self):
         db, params, state, history = self.job(steps=10)
