@@ -93,14 +93,16 @@ void gt_phase(const char *what, double since);
  * freed: every live allocation of such a site); held = allocated before the
  * loop or in its first iteration and kept (parameters, optimizer state);
  * at_end = allocated in the last iteration or after the loop (what the
- * program was using when it ended). With fewer iterations everything that is
- * not cached is in sites (classified 0). */
+ * program was using when it ended). With 2, held and at_end (after the
+ * first), and what accumulates is not told (told 0). With fewer everything
+ * that is not cached is in sites (classified 0). */
 struct gt_leaks {
     struct gt_site_sum *sites, *cached, *held, *at_end;
     size_t nsites, ncached, nheld, nat_end;
     int64_t bytes, count, cached_bytes, cached_count, held_bytes, held_count, at_end_bytes, at_end_count;
-    int classified;        /* 1: split by iterations */
-    size_t iterations;
+    int classified;        /* 1: split by iterations (2 or more) */
+    int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
+    size_t iterations;     /* the trace's iterations */
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);

@@ -196,13 +196,13 @@ static int rcand_cmp(const void *a, const void *b)
 
 /* Iterations from ranges: with a name, the matching ranges (any depth, any
  * domain) on the thread that has most of them; else the outermost kind of
- * range that repeats at least 3 times on one thread (or, with none, a
- * numbered kind that repeats twice), from the program's own
+ * range that repeats at least 3 times on one thread (numbered: a kind with a
+ * number in its name, "step 0", that repeats at least twice), from the program's own
  * ranges: the default NVTX domain and marker ranges first, then domains the
  * program registered; never a CUDA library's domain (the shallowest such; among
  * equals the most repeated, then the first). want_marker: -1 any source, 0
  * NVTX only, 1 marker ranges only. */
-static int from_ranges(struct gt_trace *t, const char *name, int want_marker, struct gt_iterations *out)
+static int from_ranges(struct gt_trace *t, const char *name, int want_marker, int numbered, struct gt_iterations *out)
 {
     struct gt_range *r;
     size_t nr, cap = 0;
@@ -235,18 +235,8 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
         nc++;
     }
     gt_qsort(c, nc, sizeof *c, rcand_cmp);
-    /* A kind of range that repeats 3 times; failing that, a numbered one
-     * ("step 0", "step 1") twice: a run that died in its second step (on an
-     * H200, out of memory) has only two, and the allocation pattern found
-     * instead was a conv net's layers inside one step, which then read as 92
-     * GiB of leaks (tests/gpu/RESULTS.md, session 33) */
-    size_t best = 0, best_n = 0, min_n = name ? 1 : 3;
-    for (int numbered = 0; numbered < 2 && !best_n; numbered++) {
-        if (numbered) {
-            if (name)
-                break;
-            min_n = 2;
-        }
+    size_t best = 0, best_n = 0, min_n = name ? 1 : numbered ? 2 : 3;
+    {
         for (size_t g = 0; g < nc;) {
             size_t h = g + 1;
             while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth &&
@@ -305,6 +295,46 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, st
     return GT_EXIT_OK;
 }
 
+/* Does one iteration of pair hold every iteration of a? */
+static int inside_one(const struct gt_iterations *a, const struct gt_iterations *pair)
+{
+    for (size_t j = 0; j < pair->n; j++) {
+        size_t k = 0;
+        while (k < a->n && a->it[k].first_ev >= pair->it[j].first_ev && a->it[k].end_ev <= pair->it[j].end_ev)
+            k++;
+        if (k == a->n)
+            return 1;
+    }
+    return 0;
+}
+
+/* A numbered kind of the program's ranges that repeats only twice ("step 0",
+ * "step 1": a run that died in its second step) is the loop when no pattern
+ * was found (out empty), or when the pattern lies inside one of the two: on
+ * an H200 a conv net out of memory in step 1 gave a pattern of its layers
+ * inside that step, 6 "iterations" whose activations read as 92 GiB of leaks
+ * (tests/gpu/RESULTS.md, session 33). A pattern that spans both (steps
+ * inside "epoch 0" and "epoch 1") is the loop, and stays. */
+static int numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterations *out)
+{
+    struct gt_iterations pair;
+    memset(&pair, 0, sizeof pair);
+    int code = from_ranges(t, NULL, want_marker, 1, &pair);
+    if (code || !pair.n || (out->n && !inside_one(out, &pair))) {
+        gt_iterations_free(&pair);
+        return code;
+    }
+    if (out->n) {
+        size_t n = strlen(pair.how);
+        snprintf(pair.how + n, sizeof pair.how - n, " (a repeating pattern of %zu found inside one of them is that "
+                 "step's own, not the loop)", out->n);
+    }
+    memcpy(pair.lib_note, out->lib_note, sizeof pair.lib_note);
+    gt_iterations_free(out);
+    *out = pair;
+    return GT_EXIT_OK;
+}
+
 static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel, const struct gt_iter_opts *o,
                 struct gt_iterations *out)
 {
@@ -315,25 +345,30 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
         return GT_EXIT_OK;
     }
     if (o->name) {
-        code = from_ranges(t, o->name, m == GT_ITERMODE_NVTX ? 0 : m == GT_ITERMODE_MARKER ? 1 : -1, out);
+        code = from_ranges(t, o->name, m == GT_ITERMODE_NVTX ? 0 : m == GT_ITERMODE_MARKER ? 1 : -1, 0, out);
         if (!code && !out->n)
             snprintf(out->how, sizeof out->how, "no range named \"%.200s\" in the trace", o->name);
         return code;
     }
+    int want = m == GT_ITERMODE_NVTX ? 0 : m == GT_ITERMODE_MARKER ? 1 : -1;
     if (m == GT_ITERMODE_BEST || m == GT_ITERMODE_MARKER) {
         if ((code = from_marker_table(t, out)) || out->n)
             return code;
-        if ((code = from_ranges(t, NULL, m == GT_ITERMODE_MARKER ? 1 : -1, out)) || out->n)
+        if ((code = from_ranges(t, NULL, want, 0, out)) || out->n)
             return code;
     }
-    if (m == GT_ITERMODE_NVTX && ((code = from_ranges(t, NULL, 0, out)) || out->n))
+    if (m == GT_ITERMODE_NVTX && ((code = from_ranges(t, NULL, 0, 0, out)) || out->n))
         return code;
     if (m == GT_ITERMODE_BEST || m == GT_ITERMODE_AUTO) {
-        if ((code = gt_iter_from_alloc_pattern(t, p, sel, out)) || out->n)
-            return code;
-        if ((code = gt_iter_from_kernel_pattern(t, out)) || out->n)
+        if (!(code = gt_iter_from_alloc_pattern(t, p, sel, out)) && !out->n)
+            code = gt_iter_from_kernel_pattern(t, out);
+        if (code)
             return code;
     }
+    if (m != GT_ITERMODE_AUTO && (code = numbered_pair(t, want, out)))
+        return code;
+    if (out->n)
+        return GT_EXIT_OK;
     snprintf(out->how, sizeof out->how, "no iterations found (%s)",
              m == GT_ITERMODE_NVTX ? "no repeated NVTX range" : m == GT_ITERMODE_MARKER ? "no marker API iterations or ranges"
              : m == GT_ITERMODE_AUTO ? "no repeating pattern of allocations or kernels"

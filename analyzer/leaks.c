@@ -222,17 +222,17 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     int pattern = -1, code = GT_EXIT_OK;
     const struct gt_iterations *it = NULL;
     struct gt_site_sum *ph = NULL;
-    if (n) {
-        code = gt_ctx_iterations(c, &it);
-        /* a first, a middle and a last iteration tell what accumulates; a
-         * first and a last at least what was held for the run from what the
-         * last still used (a run that died in its second step) */
-        if (!code && it->n >= 2) {
-            ph = live_by_phase(c, &s, it);
-            l->classified = 1;
-            l->iterations = it->n;
-        }
+    code = gt_ctx_iterations(c, &it);
+    if (!code)
+        l->iterations = it->n;
+    /* a first, a middle and a last iteration tell what accumulates; a first
+     * and a last at least what was held for the run from what the last still
+     * used (a run that died in its second step) */
+    if (!code && n && it->n >= 2) {
+        ph = live_by_phase(c, &s, it);
+        l->classified = 1;
     }
+    l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
@@ -309,8 +309,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         }
         gt_json_key(j, "classified_by_iterations");
         gt_json_bool(j, l.classified);
-        gt_json_key(j, "accumulation_told");   /* 3 or more iterations: total_bytes is what accumulated */
-        gt_json_bool(j, l.classified && l.iterations >= 3);
+        gt_json_key(j, "accumulation_told");   /* total_bytes is what accumulated (3 or more iterations) */
+        gt_json_bool(j, l.told);
         gt_json_kint(j, "iterations", (int64_t)l.iterations);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
@@ -342,7 +342,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         }
         if (!code && l.nheld) {
             printf("Held for the run (allocated before the loop or in its first iteration and kept: parameters, "
-                   "optimizer state and the like; not a leak): %s in %lld allocation%s at %zu call site%s:\n",
+                   "optimizer state and the like; %s): %s in %lld allocation%s at %zu call site%s:\n",
+                   l.iterations == 2 ? "with 2 iterations not told from a leak" : "not a leak",
                    gt_fmt_bytes(l.held_bytes, b), (long long)l.held_count, l.held_count == 1 ? "" : "s", l.nheld,
                    l.nheld == 1 ? "" : "s");
             code = gt_text_sites(c, l.held, l.nheld, (size_t)c->o->top, 2);

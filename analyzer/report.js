@@ -377,10 +377,14 @@
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
-    el('p', {}, box, fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
-      (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '') +
-      (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; not a leak)' : '') +
-      (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use by the last iteration when the process ended' : '') +
+    var untold = l.classified_by_iterations && l.accumulation_told === false;   /* 2 iterations: a first and a last */
+    el('p', {}, box, (untold ? 'What accumulates is not told: ' + l.iterations + ' iterations, a first and a last (it shows from 3)' :
+      fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
+      (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '')) +
+      (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; ' +
+        (untold ? 'not told from a leak)' : 'not a leak)') : '') +
+      (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use when the process ended (allocated ' +
+        (untold ? 'after the first iteration)' : 'in the last iteration or after the loop)') : '') +
       (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held until exit by a caching allocator or a library handle (not a leak)' : ''));
     var row = function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; };
     if ((l.sites || []).length)

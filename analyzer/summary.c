@@ -203,7 +203,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "leak_count", l.count);
         gt_json_kint(j, "leak_sites", (int64_t)l.nsites);
         gt_json_key(j, "leaks_told");   /* false: under 3 iterations leak_bytes says nothing of accumulation */
-        gt_json_bool(j, l.classified && l.iterations >= 3);
+        gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kstr(j, "growth_verdict", g.verdict);
         gt_json_key(j, "slope_bytes_per_iteration");
@@ -257,7 +257,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     if (l.nsites)
         printf("  leaks: %s in %lld allocation%s at %zu call site%s%s (gputrace leaks)", gt_fmt_bytes(l.bytes, b1),
                (long long)l.count, gt_s(l.count), l.nsites, gt_s((long long)l.nsites),
-               l.classified ? "" : " live at exit, not told from memory held for the run (no iterations)");
+               l.classified ? "" : " live at exit, not told from memory held for the run (fewer than 2 iterations to "
+                                   "split it by)");
     else if (l.classified && l.iterations == 2)
         printf("  leaks: not told (2 iterations: what accumulates shows from 3; gputrace leaks)");
     else

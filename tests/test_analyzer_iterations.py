@@ -106,6 +106,38 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 6))
         self.assertIn('"step 0"', d['iteration_detection'])
 
+    def test_an_allocation_pattern_across_two_numbered_ranges_is_the_loop_and_inside_one_is_not(self):
+        # 2 epochs of 20 unmarked steps, each keeping 1 MiB: the pattern spans
+        # both epochs, so it is the loop (and the leak is told); a pattern
+        # inside the second of "step 0", "step 1" is that step's layers
+        t = T.Trace(self.dir + '/epochs.db')
+        for e in range(2):
+            t.push('epoch %d' % e)
+            for k in range(20):
+                t.alloc(T.MiB, ['keep_history', 'main'])
+                t.free(t.alloc(8 * T.MiB, ['forward', 'main']))
+                t.free(t.alloc(4 * T.MiB, ['backward', 'main']))
+            t.pop()
+        db = t.close()
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations'], d['leaks_told']), ('auto', 40, True), d['iteration_detection'])
+        self.assertGreater(d['leak_bytes'], 30 * T.MiB)
+        t = T.Trace(self.dir + '/died.db')
+        t.push('step 0')
+        t.free(t.alloc(8 * T.MiB, ['forward', 'main']))
+        t.pop()
+        t.push('step 1')   # dies inside: its layers repeat, each keeping its output
+        for layer in range(8):
+            t.alloc(8 * T.MiB, ['conv', 'main'])
+            t.free(t.alloc(T.MiB, ['workspace', 'main']))
+            t.free(t.alloc(2 * T.MiB, ['bn_tmp', 'main']))
+        db = t.close()
+        auto = self.json('summary', '--iterations', 'auto', db)
+        self.assertGreater(auto['iterations'], 2, 'no pattern inside the step: the test proves nothing')
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 2))
+        self.assertIn('found inside one of them is that step\'s own, not the loop', d['iteration_detection'])
+
     def test_iteration_option_names_the_range(self):
         db = T.batch_sequence(self.dir)
         d = self.json('peak', '--iteration', 'train_step', db)

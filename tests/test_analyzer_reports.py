@@ -151,6 +151,18 @@ class HeldForTheRun(T.AnalyzerTest):
         self.assertEqual(d['total_bytes'], 0)
         self.assertIn('No leaks: nothing allocated during the loop', self.ok('leaks', db).stdout)
 
+    def test_a_run_that_freed_everything_tells_its_leaks_whatever_its_iterations(self):
+        for steps in (10, 2):
+            t = T.Trace(os.path.join(self.dir, 'freed%d.db' % steps), command_line='python train.py')
+            for step in range(steps):
+                t.push('step %d' % step)
+                t.free(t.alloc(8 * T.MiB, self.POOL + ['forward', 'main'], api='cudaMallocAsync'))
+                t.pop()
+            db = t.close()
+            d = self.json('leaks', db)
+            self.assertEqual((d['total_bytes'], d['iterations'], d['accumulation_told']), (0, steps, True), steps)
+            self.assertTrue(self.json('summary', db)['leaks_told'], steps)
+
     def test_what_only_the_iteration_before_the_last_left_live_is_in_use_not_a_leak(self):
         # a step that fetches the next step's batch at its end (or an automatic iteration that
         # begins inside the step): the last step's batch was allocated in the iteration before
@@ -217,9 +229,10 @@ class HeldForTheRun(T.AnalyzerTest):
         # with 3 iterations or more the figures are told
         self.assertTrue(self.json('summary', self.job()[0])['leaks_told'])
         self.assertTrue(self.json('leaks', self.job()[0])['accumulation_told'])
+        self.assertIn('optimizer state and the like; with 2 iterations not told from a leak', text)
         db = self.job()[0]
         self.assertFalse(self.json('summary', '--iterations', 'none', db)['leaks_told'])
-        self.assertIn('live at exit, not told from memory held for the run (no iterations)',
+        self.assertIn('live at exit, not told from memory held for the run (fewer than 2 iterations',
                       self.ok('summary', '--iterations', 'none', db).stdout)
 
     def test_without_iterations_everything_live_is_reported_and_the_reason_given(self):

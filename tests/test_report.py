@@ -297,6 +297,22 @@ class Layout(ReportTest):
         self.assertIn('no batch sizes in the trace', self.item(dom, 1, 'batch')[0].text)
         self.assertEqual(int(self.item(dom, 1, 'leaks')[0].attrs['data-value']), 5 * T.MiB)
 
+    def test_a_run_of_two_iterations_reads_leaks_not_told_in_overview_and_panel(self):
+        # a run that died in its second step: 0 B of leaks is no answer
+        t = T.Trace(os.path.join(self.dir, 'died.db'))
+        t.alloc(4 * T.MiB, ['init_model', 'main'], api='cudaMallocAsync')
+        for step in range(2):
+            t.push('step %d' % step)
+            t.alloc(8 * T.MiB, ['forward', 'main'], api='cudaMallocAsync')
+            t.pop()
+        dom, data, _ = self.report(t.close())
+        self.assertFalse(data['traces'][0]['leaks']['accumulation_told'])
+        self.assertIn('not told: 2 iterations', self.item(dom, 0, 'leaks')[0].text)
+        panel = [e for e in dom.find('div', 'panel', 0) if e.text.startswith('Leaks: live at process end')]
+        self.assertTrue(panel)
+        self.assertIn('What accumulates is not told: 2 iterations', panel[0].text)
+        self.assertNotIn('0 B in 0 allocations', panel[0].text)
+
     def test_a_sweeps_traces_draw_peak_by_batch_size_and_the_proven_boundary(self):
         # gputrace sweep's runs: one process per batch size, each noting GPUTRACE_BATCH_SIZE (the
         # shim's "sweep" note); batch size 4 ran out of memory and ended there
