@@ -373,8 +373,9 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr(j);
     } else if (!code) {
         if (n == 0)
-            printf("No %s: the process never ran out of memory while traced.\n",
-                   nothers ? "out-of-memory failures" : "failed allocations");
+            printf("No %s: no CUDA allocation call failed while traced. (A framework may refuse before it calls\n"
+                   "CUDA, as XLA does a buffer past the device and PyTorch past its memory fraction: its own error\n"
+                   "then names the request.)\n", nothers ? "out-of-memory failures" : "failed allocations");
         else
             printf("Out of memory: %zu request%s failed (%s%zu recovered from)\n", n, n == 1 ? "" : "s",
                    n > nrec ? "1 ended the program, " : "", nrec);
