@@ -18,6 +18,8 @@ PASS lines:
     its shortfall is named so by oom (pool_unused_bytes set);
   - every failure of the pool's own request with its unused reserve at least
     the request plus 2 MiB per live tensor is named so (pool_split_bytes);
+  - every failure of the pool's own request is read as that request (no
+    rolled-back growth: session 33's 8.38 GiB read as 16.75);
   - the shim read the pool's release threshold with its readings: PyTorch's
     backend sets UINT64_MAX, stored capped at INT64_MAX (what oom's
     pool_split_bytes needs to call the pool one that keeps what is freed);
@@ -77,6 +79,7 @@ for bs, variant, k in plan:
         failures.append(dict(bs=bs, variant=variant, call=end.get('api'), requested=end.get('requested_bytes'),
                              short_by=end.get('short_by_bytes'), pool_unused=end.get('pool_unused_bytes'),
                              pool_split=end.get('pool_split_bytes'), iteration=end.get('iteration'),
+                             lower_bound=end.get('requested_is_lower_bound'), rolled=end.get('chunks_rolled_back'),
                              live_count=sum(x.get('count', 0) for x in end.get('sites', []) if x.get('memory') == 'pool'),
                              reserved=pool[0]['bytes'] if pool else None,
                              in_use=pool[0].get('in_use_bytes') if pool else None, said=last))
@@ -113,6 +116,12 @@ split = [f for f in failures if f['variant'] != 'trim' and f['call'] and 'Async'
 report(all(f['pool_split'] is not None for f in split),
        'oom names the pool\'s unused reserve for every failure of its own request that the reserve would have held',
        '%d such failures of %d, named %d' % (len(split), len(failures), sum(f['pool_split'] is not None for f in split)))
+# under cudaMallocAsync nothing rolls back: a tensor of the pool that failed after one
+# of its size fitted is its own request (session 33: oom read 8.38 GiB as a growth of 16.75)
+own = [f for f in failures if f['call'] and 'Async' in f['call']]
+report(all(not f['lower_bound'] and not f['rolled'] for f in own),
+       'oom reads every failure of the pool\'s own request as the request itself, no rolled-back growth',
+       '%d such failures; requests %s' % (len(own), sorted({f['requested'] for f in own})))
 for v in VARIANTS:
     got = [x for (bs, w), xs in results.items() if w == v for x in xs]
     print('   finding: %s fit %d of %d runs' % (v, sum(got), len(got)))
