@@ -236,25 +236,23 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
     }
     gt_qsort(c, nc, sizeof *c, rcand_cmp);
     size_t best = 0, best_n = 0, min_n = name ? 1 : numbered ? 2 : 3;
-    {
-        for (size_t g = 0; g < nc;) {
-            size_t h = g + 1;
-            while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth &&
-                   !domain_cmp(c[h].domain, c[g].domain) && (name || !strcmp(c[h].norm, c[g].norm)))
-                h++;
-            size_t cnt = h - g;
-            const struct rcand *x = &c[g], *b = &c[best];
-            int better = cnt >= min_n && (!numbered || strchr(x->norm, '#')) &&
-                         (!best_n || x->tier < b->tier ||
-                          (x->tier == b->tier &&
-                           (x->depth < b->depth ||
-                            (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
-            if (better) {
-                best = g;
-                best_n = cnt;
-            }
-            g = h;
+    for (size_t g = 0; g < nc;) {
+        size_t h = g + 1;
+        while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth &&
+               !domain_cmp(c[h].domain, c[g].domain) && (name || !strcmp(c[h].norm, c[g].norm)))
+            h++;
+        size_t cnt = h - g;
+        const struct rcand *x = &c[g], *b = &c[best];
+        int better = cnt >= min_n && (!numbered || strchr(x->norm, '#')) &&
+                     (!best_n || x->tier < b->tier ||
+                      (x->tier == b->tier &&
+                       (x->depth < b->depth ||
+                        (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
+        if (better) {
+            best = g;
+            best_n = cnt;
         }
+        g = h;
     }
     if (best_n >= min_n) {
         int64_t end = gt_iter_trace_end(t, r, nr);

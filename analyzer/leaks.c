@@ -176,14 +176,10 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             last_it[site] = k;
         }
     }
-    for (size_t site = 0; site < ns && it->n == 2; site++) {   /* no middle: after the first is the end */
-        struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
-        end->bytes += loop->bytes;
-        end->count += loop->count;
-        loop->bytes = loop->count = 0;
-    }
-    for (size_t site = 0; site < ns && it->n >= 4; site++)   /* (with 3, iteration 2 is the whole loop) */
-        if (iters[site] == 1 && last_it[site] == it->n - 2) {
+    for (size_t site = 0; site < ns; site++)
+        /* with 2 iterations there is no middle: after the first is the end;
+         * with 3, iteration 2 is the whole loop and the rule is off */
+        if (it->n == 2 || (it->n >= 4 && iters[site] == 1 && last_it[site] == it->n - 2)) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
             end->bytes += loop->bytes;
             end->count += loop->count;

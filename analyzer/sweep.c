@@ -192,6 +192,12 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
             (long long)r->batch_size, gt_sweep_phase_name(r->phase), what, peak, r->seconds, gt_now() - s->t0);
 }
 
+/* A fit whose peak does not grow with the batch size. */
+static int flat(const struct gt_sweep_fit *f)
+{
+    return f->fit.ok && !(f->fit.slope > 0);
+}
+
 /* Phase 1 is over: keep its fit and prediction. Returns 0, or -1 when the
  * peak does not change with the batch size (the sweep stops). */
 static int keep_model(struct sweep *s)
@@ -200,7 +206,7 @@ static int keep_model(struct sweep *s)
     gt_sweep_plan_fit(&s->plan, &s->model);
     s->available_predicted = gt_sweep_available(s);
     s->predicted = gt_sweep_predict(&s->model, s->available_predicted);
-    if (s->model.fit.ok && !(s->model.fit.slope > 0) && s->plan.hi == GT_SWEEP_NONE) {
+    if (flat(&s->model) && s->plan.hi == GT_SWEEP_NONE) {
         s->stopped = "batch-size-ignored";
         snprintf(s->why, sizeof s->why, "the peak does not grow with the batch size (%lld to %lld): does the command take "
                  "it? Put {bs} in its arguments, or read GPUTRACE_BATCH_SIZE", (long long)s->model.from_bs,
@@ -294,9 +300,9 @@ static void run_sweep(struct sweep *s)
     for (;;) {
         s->plan.available = gt_sweep_available(s);
         if (!s->modelled && s->plan.next_model >= s->plan.n_model && s->plan.hi == GT_SWEEP_NONE) {
-            struct gt_sweep_fit flat;   /* phase 1's peaks did not grow: a larger size before "ignored" */
-            gt_sweep_plan_fit(&s->plan, &flat);
-            if (flat.fit.ok && !(flat.fit.slope > 0))
+            struct gt_sweep_fit f;   /* phase 1's peaks did not grow: a larger size before "ignored" */
+            gt_sweep_plan_fit(&s->plan, &f);
+            if (flat(&f))
                 gt_sweep_plan_widen(&s->plan);
         }
         enum gt_sweep_phase ph;
