@@ -198,12 +198,80 @@ static int windows_release_memory(const struct gt_trace *t, const struct gt_pair
     return n && releasing * 2 >= n;
 }
 
+/* The first step often does more than the rest, or a little else: the
+ * optimizer makes its state there, libraries choose workspaces. The exact
+ * pattern then begins at the second step (on an H200, BERT's first step made
+ * 1,459 allocations: its pattern of 1,048 and 411 more; a ResNet-50's first
+ * step ran other AdamW kernels for 26 of its 744, and the kernel pattern
+ * repeated 29 times for 30 steps). When at least 9/10 of the pattern occurs
+ * in order among the (at most 2p) symbols just before its first repetition
+ * at `first`, that stretch is a step too: a forward pass alone, or set-up
+ * code, holds far less of a training step. Returns the step's start (the
+ * latest one holding the most of the pattern; how much in *held), or `first` when there is
+ * none (not enough of it, nothing above `floor`, or a pattern too short,
+ * under 16, for a match to mean anything, or too long, over 8192, for the
+ * quadratic match). */
+static size_t first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held)
+{
+    *held = 0;
+    if (p < 16 || first <= floor)
+        return first;
+    size_t w = first - floor > 2 * p ? 2 * p : first - floor;
+    /* the whole pattern, each symbol at its latest place: linear */
+    size_t j = p, i = first;
+    while (j > 0 && i > first - w)
+        if (s[--i] == s[first + j - 1])
+            j--;
+    if (j == 0) {
+        *held = p;
+        return i;
+    }
+    if (p > 8192)
+        return first;
+    /* the longest common subsequence of the pattern and the window, both
+     * read backwards from `first` (row by row over the pattern): row[k] is
+     * how much of the pattern the k symbols before `first` hold */
+    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
+    for (size_t q = 0; q < p; q++) {
+        uint32_t sym = s[first + p - 1 - q], diag = 0, left = 0;
+        for (size_t k = 1; k <= w; k++) {
+            uint32_t up = row[k];
+            row[k] = s[first - k] == sym ? diag + 1 : up > left ? up : left;
+            diag = up;
+            left = row[k];
+        }
+    }
+    size_t k = 1;
+    while (k < w && row[k] < row[w])
+        k++;
+    size_t start = first;
+    if ((size_t)row[w] * 10 >= p * 9) {
+        start = first - k;
+        *held = row[w];
+    }
+    free(row);
+    return start;
+}
+
+/* ", after a first step of N <what> that holds the pattern (with M more)"
+ * or "... that holds H of its P in order" into buf. */
+static void say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what)
+{
+    if (held == p)
+        snprintf(buf, len, ", after a first step of %zu %s that holds the pattern and %zu more", first_len, what,
+                 first_len - p);
+    else
+        snprintf(buf, len, ", after a first step of %zu %s that holds %zu of the pattern's %zu in order", first_len,
+                 what, held, p);
+}
+
 /* Places the iterations of period c: the phase where live memory is lowest
  * on average (an iteration boundary is where its temporaries are all freed),
  * then whole repetitions from there. Fills out (emptied first). */
 static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
-                             const uint32_t *seq_ev, size_t n, const struct period *c, struct gt_iterations *out,
-                             size_t *skipped, size_t *partial)
+                             const uint32_t *seq, const uint32_t *seq_ev, size_t n, const struct period *c,
+                             struct gt_iterations *out, size_t *skipped, size_t *partial, size_t *first_len,
+                             size_t *first_held)
 {
     size_t p = c->p, a = c->a, reps = c->cover / p;
     double *sum = gt_xcalloc(p, sizeof *sum);
@@ -233,10 +301,22 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
         *partial = tail;
     }
     out->n = 0;
+    size_t held = 0, first = count ? first_step_start(seq, 0, a + o, p, &held) : a + o;
+    *first_len = first < a + o ? a + o - first : 0;
+    *first_held = held;
+    if (*first_len) {
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->batch_size = -1;
+        it->first_ev = seq_ev[first];
+        it->start = t->ev[it->first_ev].t;
+        it->end_ev = seq_ev[a + o];
+        it->end = t->ev[it->end_ev].t;
+        it->closed = 1;
+    }
     for (size_t k = 0; k < count; k++) {
         size_t b = a + o + k * p;
         struct gt_iteration *it = gt_iter_push(out, &cap);
-        it->index = (int64_t)k;
+        it->index = (int64_t)out->n - 1;
         it->batch_size = -1;
         it->first_ev = seq_ev[b];
         it->start = t->ev[it->first_ev].t;
@@ -249,7 +329,7 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
             it->end = t->ev[t->nev - 1].t;
         }
     }
-    *skipped = a + o;
+    *skipped = a + o - *first_len;
 }
 
 /* Is gap g regular against median gap m? Steps differ by a few allocations
@@ -380,19 +460,22 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     size_t exact_cover = 0;
     size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
-        size_t before, partial;
-        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before, &partial);
+        size_t before, partial, first_len, first_held;
+        place_iterations(t, pr, sel, seq, seq_ev, n, &c[k], out, &before, &partial, &first_len, &first_held);
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
-            size_t covered = (partial ? out->n - 1 : out->n) * c[k].p + partial;
+            size_t reps = out->n - (first_len != 0);
+            size_t covered = first_len + (partial ? reps - 1 : reps) * c[k].p + partial;
             exact_cover = covered;
-            char cut[96] = "";
+            char cut[96] = "", first[128] = "";
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
+            if (first_len)
+                say_first_step(first, sizeof first, first_len, first_held, c[k].p, "allocations");
             snprintf(out->how, sizeof out->how,
-                     "automatic: a pattern of %zu allocation%s repeats %zu times%s (%zu allocation%s before it, %zu after)",
-                     c[k].p, gt_s((long long)c[k].p), out->n, cut, before, gt_s((long long)before),
-                     n > before + covered ? n - (before + covered) : 0);
+                     "automatic: a pattern of %zu allocation%s repeats %zu times%s%s (%zu allocation%s before %s, %zu after)",
+                     c[k].p, gt_s((long long)c[k].p), reps, first, cut, before, gt_s((long long)before),
+                     first_len ? "them" : "it", n > before + covered ? n - (before + covered) : 0);
             break;
         }
         out->n = 0;
@@ -477,10 +560,20 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         lo = hi;
     }
     size_t p = best_p, cap = 0;
+    size_t held = 0, first = p ? first_step_start(seq, best_lo, best_lo + best_a, p, &held) : 0;
+    if (p && first < best_lo + best_a) {
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->batch_size = -1;
+        it->start = k[first].start;
+        it->first_ev = gt_iter_bound(t, it->start, 0);
+        it->end = k[best_lo + best_a].start;
+        it->end_ev = gt_iter_bound(t, it->end, 0);
+        it->closed = 1;
+    }
     for (size_t r = 0; p && r < best_reps; r++) {
         size_t b = best_lo + best_a + r * p;
         struct gt_iteration *it = gt_iter_push(out, &cap);
-        it->index = (int64_t)r;
+        it->index = (int64_t)out->n - 1;
         it->batch_size = -1;
         it->start = k[b].start;
         it->first_ev = gt_iter_bound(t, it->start, 0);
@@ -498,14 +591,17 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     }
     if (p) {
         out->source = GT_ITER_AUTO;
+        char extra[128] = "";
+        if (first < best_lo + best_a)
+            say_first_step(extra, sizeof extra, best_lo + best_a - first, held, p, "launches");
         if (best_end >= 0) {
             char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
             snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times in the "
-                     "span of recorded kernels from %s to %s (kernels sampled)", p, p == 1 ? "" : "es", best_reps,
-                     gt_fmt_ns(k[best_lo + best_a].start, b1), gt_fmt_ns(best_end, b2));
+                     "span of recorded kernels from %s to %s (kernels sampled)%s", p, p == 1 ? "" : "es", best_reps,
+                     gt_fmt_ns(k[first].start, b1), gt_fmt_ns(best_end, b2), extra);
         } else {
-            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times", p,
-                     p == 1 ? "" : "es", best_reps);
+            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times%s", p,
+                     p == 1 ? "" : "es", best_reps, extra);
         }
     }
     free(in.keys);

@@ -280,6 +280,91 @@ static void test_identical_allocations_freed_each_time_are_a_loop(void)
     loop_done(&l, &it);
 }
 
+/* A step of n allocations (sites 10.., sizes 1..n MiB), all freed at its
+ * end; where `state` is set, it also keeps one allocation after every
+ * second of them (an optimizer's first step making its state); `other`
+ * sites >= 0 replace the allocations at those places with others (a first
+ * step that runs other kernels for a few of its layers). */
+static void big_step(struct loop *l, int n, int state, int other_from, int other_n)
+{
+    uint64_t p[64], kept;
+    for (int k = 0; k < n; k++) {
+        int32_t site = k >= other_from && k < other_from + other_n ? 300 + k : 10 + k;
+        size_t ev = alloc(l, (int64_t)(k + 1) * MIB, site, &p[k]);
+        if (k == 0)
+            l->starts[l->nstarts++] = ev;
+        if (state && k % 2)
+            alloc(l, 7 * MIB, 400 + k, &kept);
+    }
+    for (int k = 0; k < n; k++)
+        synth_free(&l->s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB);
+}
+
+/* The first step makes the optimizer's state between its allocations: the
+ * exact pattern begins at the second step, and the first, which holds the
+ * whole pattern with more, is an iteration too. */
+static void test_a_first_step_with_more_allocations_is_an_iteration(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t w;
+    alloc(&l, 64 * MIB, 0, &w);   /* the weights, before the loop */
+    big_step(&l, 24, 1, -1, 0);
+    for (int i = 0; i < 9; i++)
+        big_step(&l, 24, 0, -1, 0);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, 0);
+    CHECKF(strstr(it.how, "pattern of 24 allocations repeats 9 times, after a first step of 36 allocations that holds "
+                          "the pattern and 12 more (1 allocation before them, 0 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* A first step whose two allocations of 24 differ (other sizes: a workspace
+ * chosen on the first step) still holds 22 of them in order: an iteration. */
+static void test_a_first_step_that_differs_in_a_tenth_is_an_iteration(void)
+{
+    struct loop l;
+    loop_init(&l);
+    big_step(&l, 24, 0, 20, 2);
+    for (int i = 0; i < 9; i++)
+        big_step(&l, 24, 0, -1, 0);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, 0);
+    CHECKF(strstr(it.how, "after a first step of 24 allocations that holds 22 of the pattern's 24 in order"), "how: %s",
+           it.how);
+    loop_done(&l, &it);
+}
+
+/* What holds less of a step is no step: a forward pass alone (the first
+ * half of a step's allocations) before the loop, or the end of a step the
+ * trace began inside (20 of its 24 allocations, under 9/10), stay before
+ * the iterations. */
+static void test_a_forward_pass_or_most_of_a_step_is_no_iteration(void)
+{
+    struct loop l;
+    loop_init(&l);
+    big_step(&l, 12, 0, -1, 0);
+    l.nstarts = 0;
+    for (int i = 0; i < 9; i++)
+        big_step(&l, 24, 0, -1, 0);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 9, 0);
+    CHECKF(!strstr(it.how, "first step"), "how: %s", it.how);
+    loop_done(&l, &it);
+    loop_init(&l);
+    uint64_t p[24];
+    for (int k = 4; k < 24; k++)
+        alloc(&l, (int64_t)(k + 1) * MIB, 10 + k, &p[k]);
+    for (int k = 4; k < 24; k++)
+        synth_free(&l.s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB);
+    for (int i = 0; i < 9; i++)
+        big_step(&l, 24, 0, -1, 0);
+    it = detect(&l);
+    check_steps(&l, &it, 0, 9, 0);
+    CHECKF(!strstr(it.how, "first step"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 int main(void)
 {
     TAP_RUN(test_clean_period_after_a_warm_up);
@@ -292,5 +377,8 @@ int main(void)
     TAP_RUN(test_two_repetitions_or_a_short_trace_are_not_a_loop);
     TAP_RUN(test_identical_kept_allocations_are_not_a_loop);
     TAP_RUN(test_identical_allocations_freed_each_time_are_a_loop);
+    TAP_RUN(test_a_first_step_with_more_allocations_is_an_iteration);
+    TAP_RUN(test_a_first_step_that_differs_in_a_tenth_is_an_iteration);
+    TAP_RUN(test_a_forward_pass_or_most_of_a_step_is_no_iteration);
     return tap_done();
 }
