@@ -5,9 +5,11 @@ rules were tuned on PyTorch, and these allocate otherwise.
         operation (on CUDA 13, one cuMemCreate), and with
         XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
         every buffer is its own allocation, freed when it dies.
-  jax-mlp: 32 dense layers of 1024 over 256 vectors a sample (for the
+  jax-mlp: 32 dense layers of 256 over 256 vectors a sample (for the
         platform allocator's sweep: many runs at large batch sizes, each
-        must end in seconds).
+        must end in seconds; at a width of 1024 a run near the boundary
+        took 71 s on an H200, 9.4 ms a sample, and 20 runs took 464 s:
+        the time at the boundary grows with the width, session 34).
   cupy: a filter in the frequency domain on 4096x4096 float32 images
         (rfft2, a product, irfft2, an update), through CuPy's memory pool
         (cudaMalloc, cached) and cuFFT's plans and work areas.
@@ -21,7 +23,7 @@ import time
 
 IMAGE, CHANNELS, LAYERS, CLASSES = 256, 128, 6, 10
 FFT_SIDE = 4096
-MLP_WIDTH, MLP_DEPTH, MLP_SEQ = 1024, 32, 256   # a sample: 256 vectors, ~64 MiB of activations
+MLP_WIDTH, MLP_DEPTH, MLP_SEQ = 256, 32, 256   # a sample: 256 vectors, ~8 MiB of activations
 
 
 def jax_loop(step, data, params, key, steps):

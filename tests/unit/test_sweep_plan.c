@@ -1294,6 +1294,49 @@ static void test_fit_drops_the_smallest_batches_when_one_line_does_not_hold(void
     CHECK_EQ_INT(gt_sweep_predict(&f, 7 * MIB), 0);
 }
 
+/* Session 34's H200 sweep of a JAX MLP under XLA's platform allocator
+ * (check_sweep_frameworks.py, jax-platform): XLA plans its buffers against
+ * the device, so the peak is no line of the batch size (100.63 GiB at 3944,
+ * 101.99 at 5472, 119.84 at 6788, 138.69 at 7446, 132.86 at 7528), and a
+ * size past the device is refused by XLA itself, before any CUDA call: the
+ * failures tell no need. Phase 1 was widened to 64 (1, 2 and 4 peaked alike).
+ * That sweep: 1, 2, 4, 64, 3944, 5472, then 47601 (the secant through 3944
+ * and 5472, after two peaks the model had got wrong) and 47600 (one below
+ * it), then bisection; 20 runs (--max-runs) ended unproven between 7548
+ * (fit) and 7569. Figures are the log's, between them interpolated (made
+ * up); 7548 is taken for the boundary. Told what the first prediction
+ * (3944) allows. */
+static int64_t h200_jax_mlp_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 470.17}, {2, 542.17}, {4, 478.17}, {64, 2.58 * GIB_}, {3944, 100.63 * GIB_},
+                                   {5472, 101.99 * GIB_}, {6788, 119.84 * GIB_}, {7446, 138.69 * GIB_},
+                                   {7528, 132.86 * GIB_}, {7548, 133.21 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static int64_t no_need(int64_t bs)
+{
+    (void)bs;
+    return -1;   /* the framework's own error: no CUDA call failed */
+}
+
+static void test_h200_jax_mlp_run_replayed_is_not_led_far_past_the_fits_by_a_model_that_missed_twice(void)
+{
+    int64_t sizes[] = {1, 2, 4, 64};
+    struct device d = {.total = 142580 * MIB, .peak_fn = h200_jax_mlp_peak, .bound_fn = no_need, .max_fit = 7548,
+                       .keep_available = 1};
+    int64_t lo;
+    int verified;
+    int runs = simulate(&d, sizes, 4, 100, &lo, &verified);
+    print_ran(runs);
+    CHECKF(ran[4] == 3944, "the first prediction %lld (3944 on the GPU)", (long long)ran[4]);
+    CHECKF(verified && lo == 7548, "proved %lld, verified %d", (long long)lo, verified);
+    /* no run past twice the largest that fit, once the model missed twice */
+    for (int i = 6; i < runs && i < 128; i++)
+        CHECKF(-ran[i] <= 2 * 5472, "run %d: %lld", i + 1, (long long)-ran[i]);
+    CHECKF(runs <= 20, "%d runs (20 on the GPU, unproven)", runs);
+}
+
 int main(void)
 {
     TAP_RUN(test_exactly_linear_peak_is_proven_in_six_runs);
@@ -1325,6 +1368,7 @@ int main(void)
     TAP_RUN(test_a_pool_whose_largest_left_room_for_the_draw_takes_no_margin);
     TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
+    TAP_RUN(test_h200_jax_mlp_run_replayed_is_not_led_far_past_the_fits_by_a_model_that_missed_twice);
     TAP_RUN(test_widening_adds_sizes_16_times_larger_at_most_three_times_and_not_once_one_failed);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
