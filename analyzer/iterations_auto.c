@@ -206,32 +206,26 @@ static int windows_release_memory(const struct gt_trace *t, const struct gt_pair
  * repeated 29 times for 30 steps). When at least 9/10 of the pattern occurs
  * in order among the (at most 2p) symbols just before its first repetition
  * at `first`, that stretch is a step too: a forward pass alone, or set-up
- * code, holds far less of a training step. Returns the step's start (the
- * latest one holding the most of the pattern; how much in *held), or `first` when there is
- * none (not enough of it, nothing above `floor`, or a pattern too short,
- * under 16, for a match to mean anything, or too long, over 8192, for the
- * quadratic match). */
+ * code, holds far less of a training step. Of the stretches that hold
+ * enough, the one with the most matched less unmatched symbols: reaching
+ * back into set-up code for one more symbol of the pattern costs more than
+ * it gains. Returns the step's start (how much of the pattern it holds in
+ * *held), or `first` when there is none (not enough, nothing above
+ * `floor`, or a pattern under 16, too short for a match to mean anything,
+ * or over 16384, too long for the quadratic match: half a second). */
 static size_t first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held)
 {
     *held = 0;
-    if (p < 16 || first <= floor)
+    if (p < 16 || p > 16384 || first <= floor)
         return first;
-    size_t w = first - floor > 2 * p ? 2 * p : first - floor;
-    /* the whole pattern, each symbol at its latest place: linear */
-    size_t j = p, i = first;
-    while (j > 0 && i > first - w)
-        if (s[--i] == s[first + j - 1])
-            j--;
-    if (j == 0) {
-        *held = p;
-        return i;
-    }
-    if (p > 8192)
+    size_t w = first - floor > 2 * p ? 2 * p : first - floor, need = (9 * p + 9) / 10;
+    if (w < need)
         return first;
     /* the longest common subsequence of the pattern and the window, both
      * read backwards from `first` (row by row over the pattern): row[k] is
      * how much of the pattern the k symbols before `first` hold */
     uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
+    size_t start = first;
     for (size_t q = 0; q < p; q++) {
         uint32_t sym = s[first + p - 1 - q], diag = 0, left = 0;
         for (size_t k = 1; k <= w; k++) {
@@ -240,38 +234,60 @@ static size_t first_step_start(const uint32_t *s, size_t floor, size_t first, si
             diag = up;
             left = row[k];
         }
+        if (row[w] + (p - 1 - q) < need)
+            goto done;   /* the rest of the pattern cannot bring it to 9/10 */
     }
-    size_t k = 1;
-    while (k < w && row[k] < row[w])
-        k++;
-    size_t start = first;
-    if ((size_t)row[w] * 10 >= p * 9) {
-        start = first - k;
-        *held = row[w];
+    long best = 0;
+    for (size_t k = need; k <= w; k++) {
+        long score = 2 * (long)row[k] - (long)k;
+        if (row[k] >= need && (start == first || score > best)) {
+            best = score;
+            start = first - k;
+            *held = row[k];
+        }
     }
+done:
     free(row);
     return start;
 }
 
-/* ", after a first step of N <what> that holds the pattern (with M more)"
+/* ", and before them a step of N <what> that holds the pattern and M more"
  * or "... that holds H of its P in order" into buf. */
 static void say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what)
 {
     if (held == p)
-        snprintf(buf, len, ", after a first step of %zu %s that holds the pattern and %zu more", first_len, what,
+        snprintf(buf, len, ", and before them a step of %zu %s that holds the pattern and %zu more", first_len, what,
                  first_len - p);
     else
-        snprintf(buf, len, ", after a first step of %zu %s that holds %zu of the pattern's %zu in order", first_len,
-                 what, held, p);
+        snprintf(buf, len, ", and before them a step of %zu %s that holds %zu of the pattern's %zu in order",
+                 first_len, what, held, p);
+}
+
+/* Puts a step before out's iterations: [from, to) in events, closed; the
+ * others' indexes move up by one. */
+static void prepend_step(struct gt_iterations *out, const struct gt_trace *t, uint32_t from, uint32_t to)
+{
+    size_t cap = out->n;   /* (gt_iter_push grows it) */
+    gt_iter_push(out, &cap);
+    memmove(out->it + 1, out->it, (out->n - 1) * sizeof *out->it);
+    struct gt_iteration *it = &out->it[0];
+    memset(it, 0, sizeof *it);
+    it->batch_size = -1;
+    it->first_ev = from;
+    it->start = t->ev[from].t;
+    it->end_ev = to;
+    it->end = t->ev[to].t;
+    it->closed = 1;
+    for (size_t k = 0; k < out->n; k++)
+        out->it[k].index = (int64_t)k;
 }
 
 /* Places the iterations of period c: the phase where live memory is lowest
  * on average (an iteration boundary is where its temporaries are all freed),
  * then whole repetitions from there. Fills out (emptied first). */
 static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
-                             const uint32_t *seq, const uint32_t *seq_ev, size_t n, const struct period *c,
-                             struct gt_iterations *out, size_t *skipped, size_t *partial, size_t *first_len,
-                             size_t *first_held)
+                             const uint32_t *seq_ev, size_t n, const struct period *c,
+                             struct gt_iterations *out, size_t *skipped, size_t *partial)
 {
     size_t p = c->p, a = c->a, reps = c->cover / p;
     double *sum = gt_xcalloc(p, sizeof *sum);
@@ -301,22 +317,10 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
         *partial = tail;
     }
     out->n = 0;
-    size_t held = 0, first = count ? first_step_start(seq, 0, a + o, p, &held) : a + o;
-    *first_len = first < a + o ? a + o - first : 0;
-    *first_held = held;
-    if (*first_len) {
-        struct gt_iteration *it = gt_iter_push(out, &cap);
-        it->batch_size = -1;
-        it->first_ev = seq_ev[first];
-        it->start = t->ev[it->first_ev].t;
-        it->end_ev = seq_ev[a + o];
-        it->end = t->ev[it->end_ev].t;
-        it->closed = 1;
-    }
     for (size_t k = 0; k < count; k++) {
         size_t b = a + o + k * p;
         struct gt_iteration *it = gt_iter_push(out, &cap);
-        it->index = (int64_t)out->n - 1;
+        it->index = (int64_t)k;
         it->batch_size = -1;
         it->first_ev = seq_ev[b];
         it->start = t->ev[it->first_ev].t;
@@ -329,7 +333,7 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
             it->end = t->ev[t->nev - 1].t;
         }
     }
-    *skipped = a + o - *first_len;
+    *skipped = a + o;
 }
 
 /* Is gap g regular against median gap m? Steps differ by a few allocations
@@ -460,22 +464,27 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     size_t exact_cover = 0;
     size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
-        size_t before, partial, first_len, first_held;
-        place_iterations(t, pr, sel, seq, seq_ev, n, &c[k], out, &before, &partial, &first_len, &first_held);
+        size_t before, partial;
+        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before, &partial);
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
-            size_t reps = out->n - (first_len != 0);
-            size_t covered = first_len + (partial ? reps - 1 : reps) * c[k].p + partial;
-            exact_cover = covered;
+            size_t covered = (partial ? out->n - 1 : out->n) * c[k].p + partial;
             char cut[96] = "", first[128] = "";
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
-            if (first_len)
-                say_first_step(first, sizeof first, first_len, first_held, c[k].p, "allocations");
+            size_t held, step = first_step_start(seq, 0, before, c[k].p, &held);
+            if (step < before) {
+                prepend_step(out, t, seq_ev[step], seq_ev[before]);
+                say_first_step(first, sizeof first, before - step, held, c[k].p, "allocations");
+                covered += before - step;
+                before = step;
+            }
+            exact_cover = covered;
             snprintf(out->how, sizeof out->how,
                      "automatic: a pattern of %zu allocation%s repeats %zu times%s%s (%zu allocation%s before %s, %zu after)",
-                     c[k].p, gt_s((long long)c[k].p), reps, first, cut, before, gt_s((long long)before),
-                     first_len ? "them" : "it", n > before + covered ? n - (before + covered) : 0);
+                     c[k].p, gt_s((long long)c[k].p), out->n - (first[0] != 0), cut, first, before,
+                     gt_s((long long)before), first[0] ? "that step" : "it",
+                     n > before + covered ? n - (before + covered) : 0);
             break;
         }
         out->n = 0;
@@ -560,7 +569,9 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         lo = hi;
     }
     size_t p = best_p, cap = 0;
-    size_t held = 0, first = p ? first_step_start(seq, best_lo, best_lo + best_a, p, &held) : 0;
+    /* (a span of sampled kernels after the first begins inside some later
+     * step: what precedes its pattern is no first step) */
+    size_t held = 0, first = p && best_lo == 0 ? first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
     if (p && first < best_lo + best_a) {
         struct gt_iteration *it = gt_iter_push(out, &cap);
         it->batch_size = -1;

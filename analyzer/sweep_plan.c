@@ -275,7 +275,9 @@ static int secant(const struct gt_sweep_plan *s, struct gt_linfit *line)
     for (size_t i = 0; i < s->n; i++)
         if (!s->pts[i].oom && s->pts[i].batch_size < below && s->pts[i].batch_size > below2)
             below2 = s->pts[i].batch_size;
-    if (below2 > s->model_top) {
+    if (below2 > s->model_top && below - below2 >= s->lo / 16 && s->lo - below >= s->lo / 16) {
+        /* (runs close together near the boundary differ by an allocator's
+         * rounding: their slope is noise) */
         double now = (double)(y1 - y0) / (double)(s->lo - below),
                before = (double)(y0 - value_at(s, below2, 0)) / (double)(below - below2);
         if (before > 2 * now || now > 2 * before)
@@ -329,6 +331,20 @@ static int pool_end(const struct gt_sweep_plan *s, int64_t at_lo)
     return share_below >= 0 && share > share_below + 0.01;
 }
 
+/* Did lo's last run come after hi's failure (a line through lo that hi's
+ * failure has not tested)? */
+static int newer_than_hi(const struct gt_sweep_plan *s)
+{
+    size_t at_lo = 0, at_hi = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->pts[i].oom && s->pts[i].batch_size == s->lo)
+            at_lo = i + 1;
+        if (s->pts[i].oom && s->pts[i].batch_size == s->hi)
+            at_hi = i + 1;
+    }
+    return at_lo > at_hi;
+}
+
 /* Phase 2's next batch size (see sweep.h), or 0. */
 static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
 {
@@ -366,8 +382,12 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             if (s->step < GT_SWEEP_MAX_BS)
                 s->step *= 4;
         } else if (!s->searched || s->foretold || (sec && !s->last_sec)) {
-            /* the model has been right, or the secant is new: follow it */
+            /* the model has been right, or the secant is new: follow it
+             * (after two peaks it got wrong, no further than the reach
+             * below) */
             c = pred > s->lo ? pred : s->lo + 1;
+            if (s->blind >= 2 && c - s->lo > s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30))
+                c = s->lo + (s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30));
             kind = 1;
             if (c == s->lo + 1)
                 s->crept_to = c;
@@ -420,12 +440,14 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
             }
         } else if (creep || (pred >= 0 && pred <= s->lo + 1 && pool_end(s, at_lo))) {
             c = mid;
-        } else if (sec && pred >= s->lo && pred < s->hi + (w / 8 > 1 ? w / 8 : 1) &&
+        } else if (sec && pred >= s->lo && (pred < s->hi + (w / 8 > 1 ? w / 8 : 1) || newer_than_hi(s)) &&
                    (s->trust || !s->last_sec || s->model_fails == 1)) {
             /* the secant from the fitting side; where it points at or past
-             * hi, one below hi (not where it points far past hi, which
-             * hi's failure refuted: after XLA refused 47601, the secant
-             * that had chosen it made 47600 the next run) */
+             * hi, one below hi (not where it points far past hi and hi's
+             * failure came after lo's run, refuting the line: after XLA
+             * refused 47601, the secant that had chosen it made 47600 the
+             * next run; a line through a newer lo is worth one run below
+             * hi) */
             c = pred == s->lo ? s->lo + 1 : pred >= s->hi ? s->hi - 1 : pred;
             kind = 1;
         } else if (model) {
