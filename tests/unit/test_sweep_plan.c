@@ -1337,6 +1337,36 @@ static void test_h200_jax_mlp_run_replayed_is_not_led_far_past_the_fits_by_a_mod
     CHECKF(runs <= 20, "%d runs (20 on the GPU, unproven)", runs);
 }
 
+/* Session 34's second H200 sweep of that MLP, 256 wide (call 4): 1, 2, 4,
+ * 64, 17859 (105.08 GiB), 23689 (110.16), 47378 OOM, 35533 OOM, 29611
+ * (137.91), 32572, 31091, 30351, 29981 OOM, 29796 (138.77), 29897, 29898
+ * (139.24), 29899 OOM, 29898 again: 18 runs; plain runs agreed (29898 fit
+ * twice, 29899 out of memory). Told what the first prediction allows. */
+static int64_t h200_jax_mlp256_peak(int64_t bs)
+{
+    static const double at[][2] = {{1, 310.17}, {2, 358.17}, {4, 342.17}, {64, 820.17}, {17859, 105.08 * GIB_},
+                                   {23689, 110.16 * GIB_}, {29611, 137.91 * GIB_}, {29796, 138.77 * GIB_},
+                                   {29897, 139.24 * GIB_}, {29898, 139.24 * GIB_}};
+    return interp(at, sizeof at / sizeof at[0], bs);
+}
+
+static void test_h200_jax_mlp256_run_replayed_is_proven_in_the_runs_it_took(void)
+{
+    int64_t sizes[] = {1, 2, 4, 64};
+    for (int64_t told = 142588; told < 142595; told += 2) {
+        struct device d = {.total = told * MIB, .peak_fn = h200_jax_mlp256_peak, .bound_fn = no_need,
+                           .max_fit = 29898, .keep_available = 1};
+        int64_t lo;
+        int verified;
+        int runs = simulate(&d, sizes, 4, 100, &lo, &verified);
+        print_ran(runs);
+        CHECKF(ran[4] == 17859, "the first prediction %lld (17859 on the GPU)", (long long)ran[4]);
+        CHECKF(verified && lo == 29898, "proved %lld, verified %d", (long long)lo, verified);
+        /* (told its lowest, the secant near the end steps 29896 first: 19) */
+        CHECKF(runs <= 19, "told %lld MiB: %d runs (18 on the GPU)", (long long)told, runs);
+    }
+}
+
 int main(void)
 {
     TAP_RUN(test_exactly_linear_peak_is_proven_in_six_runs);
@@ -1369,6 +1399,7 @@ int main(void)
     TAP_RUN(test_a_device_that_shrank_after_a_size_fit_is_not_walked_down_from_it);
     TAP_RUN(test_step_in_per_sample_cost_still_ends_on_the_boundary);
     TAP_RUN(test_h200_jax_mlp_run_replayed_is_not_led_far_past_the_fits_by_a_model_that_missed_twice);
+    TAP_RUN(test_h200_jax_mlp256_run_replayed_is_proven_in_the_runs_it_took);
     TAP_RUN(test_widening_adds_sizes_16_times_larger_at_most_three_times_and_not_once_one_failed);
     TAP_RUN(test_memory_the_trace_cannot_see_is_learned_from_the_failed_run);
     TAP_RUN(test_a_model_that_predicts_too_little_steps_up);
