@@ -9,171 +9,7 @@
 
 #include "format.h"
 #include "iterations.h"
-
-/* Interns (api, size, site) triples as small integers. */
-struct key3 {
-    int64_t size;
-    int32_t site;
-    uint32_t api;
-};
-struct interner {
-    struct key3 *keys;
-    size_t nkeys, kcap;
-    uint32_t *slots;   /* key id + 1, 0 empty */
-    size_t cap;
-};
-
-static uint64_t key_hash(const struct key3 *k)
-{
-    uint64_t h = (uint64_t)k->size * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)k->site << 8 | k->api) * 0xc2b2ae3d27d4eb4full;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
-}
-
-static uint32_t intern(struct interner *in, const struct key3 *k)
-{
-    if ((in->nkeys + 1) * 2 > in->cap) {
-        size_t ncap = in->cap ? in->cap * 2 : 1024;
-        uint32_t *ns = gt_xcalloc(ncap, sizeof *ns);
-        for (size_t i = 0; i < in->cap; i++)
-            if (in->slots[i]) {
-                size_t j = key_hash(&in->keys[in->slots[i] - 1]) & (ncap - 1);
-                while (ns[j])
-                    j = (j + 1) & (ncap - 1);
-                ns[j] = in->slots[i];
-            }
-        free(in->slots);
-        in->slots = ns;
-        in->cap = ncap;
-    }
-    size_t j = key_hash(k) & (in->cap - 1);
-    for (; in->slots[j]; j = (j + 1) & (in->cap - 1)) {
-        const struct key3 *o = &in->keys[in->slots[j] - 1];
-        if (o->size == k->size && o->site == k->site && o->api == k->api)
-            return in->slots[j] - 1;
-    }
-    if (in->nkeys == in->kcap) {
-        in->kcap = in->kcap ? in->kcap * 2 : 1024;
-        in->keys = gt_xrealloc(in->keys, in->kcap * sizeof *in->keys);
-    }
-    in->keys[in->nkeys] = *k;
-    in->slots[j] = (uint32_t)++in->nkeys;
-    return (uint32_t)(in->nkeys - 1);
-}
-
-/* Longest run of i with s[i] == s[i+p]; its start in *start. */
-static size_t match_run(const uint32_t *s, size_t n, size_t p, size_t *start)
-{
-    size_t best = 0, run = 0;
-    *start = 0;
-    for (size_t i = 0; i + p < n; i++) {
-        if (s[i] == s[i + p]) {
-            if (++run > best) {
-                best = run;
-                *start = i + 1 - run;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    return best;
-}
-
-static void add_cand(size_t *cand, size_t *nc, size_t max, size_t p)
-{
-    for (size_t i = 0; i < *nc; i++)
-        if (cand[i] == p)
-            return;
-    if (*nc < max)
-        cand[(*nc)++] = p;
-}
-
-/* A periodic stretch: s[a .. a+cover) repeats with period p. */
-struct period {
-    size_t p, a, cover;
-};
-
-static int period_cmp(const void *x, const void *y)
-{
-    const struct period *u = x, *v = y;
-    if (u->cover != v->cover)
-        return u->cover > v->cover ? -1 : 1;
-    return (u->p > v->p) - (u->p < v->p);
-}
-
-/* Periods p such that a stretch s[a .. a+cover) is p-periodic with at least
- * 3 repetitions (it may follow a warm-up prefix and precede a tail), best
- * first: largest cover, then smallest p. Candidates: every p up to 64, and
- * the gaps between occurrences of the rarest repeated symbols (a symbol seen
- * once per iteration recurs exactly every p). Returns how many (<= max). */
-static size_t find_periods(const uint32_t *s, size_t n, size_t nsym, struct period *out, size_t max)
-{
-    if (n < 6)
-        return 0;
-    enum { MAXC = 512 };
-    size_t cand[MAXC], nc = 0;
-    for (size_t p = 1; p <= 64 && p * 3 <= n; p++)
-        add_cand(cand, &nc, MAXC, p);
-    uint32_t *count = gt_xcalloc(nsym, sizeof *count);
-    for (size_t i = 0; i < n; i++)
-        count[s[i]]++;
-    /* the 16 rarest symbols that occur at least 3 times */
-    uint32_t rare[16];
-    size_t nrare = 0;
-    for (uint32_t id = 0; id < nsym; id++) {
-        if (count[id] < 3)
-            continue;
-        if (nrare < 16) {
-            rare[nrare++] = id;
-            continue;
-        }
-        size_t worst = 0;
-        for (size_t k = 1; k < nrare; k++)
-            if (count[rare[k]] > count[rare[worst]])
-                worst = k;
-        if (count[id] < count[rare[worst]])
-            rare[worst] = id;
-    }
-    for (size_t k = 0; k < nrare; k++) {
-        size_t *pos = gt_xmalloc(count[rare[k]] * sizeof *pos), np = 0;
-        for (size_t i = 0; i < n; i++)
-            if (s[i] == rare[k])
-                pos[np++] = i;
-        /* gaps spanning 1..4 occurrences, at a few places through the run */
-        for (size_t q = 0; q < 8 && np > 1; q++) {
-            size_t j = q * (np - 1) / 8;
-            for (size_t d = 1; d <= 4 && j + d < np; d++)
-                if ((pos[j + d] - pos[j]) * 3 <= n)
-                    add_cand(cand, &nc, MAXC, pos[j + d] - pos[j]);
-        }
-        free(pos);
-    }
-    free(count);
-    struct period all[MAXC];
-    size_t nall = 0;
-    for (size_t k = 0; k < nc; k++) {
-        size_t a, run = match_run(s, n, cand[k], &a);
-        if (run >= 2 * cand[k])
-            all[nall++] = (struct period){cand[k], a, run + cand[k]};
-    }
-    gt_qsort(all, nall, sizeof *all, period_cmp);
-    if (nall > max)
-        nall = max;
-    memcpy(out, all, nall * sizeof *out);
-    return nall;
-}
-
-/* The kernel pattern's single best period, or 0. */
-static size_t find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, size_t *cover_out)
-{
-    struct period best;
-    if (!find_periods(s, n, nsym, &best, 1))
-        return 0;
-    *a_out = best.a;
-    *cover_out = best.cover;
-    return best.p;
-}
+#include "periods.h"
 
 /* Does a candidate look like a loop's iterations? A training step frees
  * temporaries it allocated (activations, gradients' scratch) before the next
@@ -196,71 +32,6 @@ static int windows_release_memory(const struct gt_trace *t, const struct gt_pair
         }
     }
     return n && releasing * 2 >= n;
-}
-
-/* The first step often does more than the rest, or a little else: the
- * optimizer makes its state there, libraries choose workspaces. The exact
- * pattern then begins at the second step (on an H200, BERT's first step made
- * 1,459 allocations: its pattern of 1,048 and 411 more; a ResNet-50's first
- * step ran other AdamW kernels for 26 of its 744, and the kernel pattern
- * repeated 29 times for 30 steps). When at least 9/10 of the pattern occurs
- * in order among the (at most 2p) symbols just before its first repetition
- * at `first`, that stretch is a step too: a forward pass alone, or set-up
- * code, holds far less of a training step. Of the stretches that hold
- * enough, the one with the most matched less unmatched symbols: reaching
- * back into set-up code for one more symbol of the pattern costs more than
- * it gains. Returns the step's start (how much of the pattern it holds in
- * *held), or `first` when there is none (not enough, nothing above
- * `floor`, or a pattern under 16, too short for a match to mean anything,
- * or over 16384, too long for the quadratic match: half a second). */
-static size_t first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held)
-{
-    *held = 0;
-    if (p < 16 || p > 16384 || first <= floor)
-        return first;
-    size_t w = first - floor > 2 * p ? 2 * p : first - floor, need = (9 * p + 9) / 10;
-    if (w < need)
-        return first;
-    /* the longest common subsequence of the pattern and the window, both
-     * read backwards from `first` (row by row over the pattern): row[k] is
-     * how much of the pattern the k symbols before `first` hold */
-    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
-    size_t start = first;
-    for (size_t q = 0; q < p; q++) {
-        uint32_t sym = s[first + p - 1 - q], diag = 0, left = 0;
-        for (size_t k = 1; k <= w; k++) {
-            uint32_t up = row[k];
-            row[k] = s[first - k] == sym ? diag + 1 : up > left ? up : left;
-            diag = up;
-            left = row[k];
-        }
-        if (row[w] + (p - 1 - q) < need)
-            goto done;   /* the rest of the pattern cannot bring it to 9/10 */
-    }
-    long best = 0;
-    for (size_t k = need; k <= w; k++) {
-        long score = 2 * (long)row[k] - (long)k;
-        if (row[k] >= need && (start == first || score > best)) {
-            best = score;
-            start = first - k;
-            *held = row[k];
-        }
-    }
-done:
-    free(row);
-    return start;
-}
-
-/* ", and before them a step of N <what> that holds the pattern and M more"
- * or "... that holds H of its P in order" into buf. */
-static void say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what)
-{
-    if (held == p)
-        snprintf(buf, len, ", and before them a step of %zu %s that holds the pattern and %zu more", first_len, what,
-                 first_len - p);
-    else
-        snprintf(buf, len, ", and before them a step of %zu %s that holds %zu of the pattern's %zu in order",
-                 first_len, what, held, p);
 }
 
 /* Puts a step before out's iterations: [from, to) in events, closed; the
@@ -286,7 +57,7 @@ static void prepend_step(struct gt_iterations *out, const struct gt_trace *t, ui
  * on average (an iteration boundary is where its temporaries are all freed),
  * then whole repetitions from there. Fills out (emptied first). */
 static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
-                             const uint32_t *seq_ev, size_t n, const struct period *c,
+                             const uint32_t *seq_ev, size_t n, const struct gt_period *c,
                              struct gt_iterations *out, size_t *skipped, size_t *partial)
 {
     size_t p = c->p, a = c->a, reps = c->cover / p;
@@ -446,7 +217,7 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
  * periodic pattern whose repetitions look like iterations. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
 {
-    struct interner in = {0};
+    struct gt_interner in = {0};
     uint32_t *seq = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq);
     uint32_t *seq_ev = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq_ev);
     size_t n = 0;
@@ -455,14 +226,14 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         const struct gt_api_attr *a = &t->api[e->api];
         if (e->failed || !a->known || a->op != GT_OP_ALLOC || !(GT_MASK_ALL & GT_MASK(a->memory)))
             continue;
-        struct key3 k = {e->size, e->site, e->api & ~GT_API_GRAPH_IN_CAPTURE};   /* made during a capture or not: one call */
-        seq[n] = intern(&in, &k);
+        struct gt_key3 k = {e->size, e->site, e->api & ~GT_API_GRAPH_IN_CAPTURE};   /* made during a capture or not: one call */
+        seq[n] = gt_intern(&in, &k);
         seq_ev[n++] = (uint32_t)i;
     }
     enum { TRIES = 8 };   /* each try walks the trace once */
-    struct period c[TRIES];
+    struct gt_period c[TRIES];
     size_t exact_cover = 0;
-    size_t nc = find_periods(seq, n, in.nkeys, c, TRIES);
+    size_t nc = gt_find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
         size_t before, partial;
         place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before, &partial);
@@ -472,10 +243,10 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
             char cut[96] = "", first[128] = "";
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
-            size_t held, step = first_step_start(seq, 0, before, c[k].p, &held);
+            size_t held, step = gt_first_step_start(seq, 0, before, c[k].p, &held);
             if (step < before) {
                 prepend_step(out, t, seq_ev[step], seq_ev[before]);
-                say_first_step(first, sizeof first, before - step, held, c[k].p, "allocations");
+                gt_say_first_step(first, sizeof first, before - step, held, c[k].p, "allocations");
                 covered += before - step;
                 before = step;
             }
@@ -502,7 +273,7 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         out->n = an.n;
         an.it = NULL;
         out->source = GT_ITER_AUTO;
-        const struct key3 *k = &in.keys[sym - 1];
+        const struct gt_key3 *k = &in.keys[sym - 1];
         char b[GT_FMT_LEN];
         snprintf(out->how, sizeof out->how,
                  "automatic: one allocation (%s, %s) recurs once per step, %zu times (%zu allocation%s before it;"
@@ -539,11 +310,11 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         free(k);
         return code;
     }
-    struct interner in = {0};
+    struct gt_interner in = {0};
     uint32_t *seq = gt_xmalloc(nk * sizeof *seq);
     for (size_t i = 0; i < nk; i++) {
-        struct key3 key = {k[i].name_id, 0, 0};
-        seq[i] = intern(&in, &key);
+        struct gt_key3 key = {k[i].name_id, 0, 0};
+        seq[i] = gt_intern(&in, &key);
     }
     const struct gt_kernel_sampling *ks = &t->kernels;
     bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
@@ -562,7 +333,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
                 ;
             end = ks->spans[s][1];
         }
-        size_t a, cover, p = hi - lo >= 6 ? find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
+        size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
         if (p && cover / p > best_reps) {
             best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
         }
@@ -571,7 +342,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     size_t p = best_p, cap = 0;
     /* (a span of sampled kernels after the first begins inside some later
      * step: what precedes its pattern is no first step) */
-    size_t held = 0, first = p && best_lo == 0 ? first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
+    size_t held = 0, first = p && best_lo == 0 ? gt_first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
     if (p && first < best_lo + best_a) {
         struct gt_iteration *it = gt_iter_push(out, &cap);
         it->batch_size = -1;
@@ -604,7 +375,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         out->source = GT_ITER_AUTO;
         char extra[128] = "";
         if (first < best_lo + best_a)
-            say_first_step(extra, sizeof extra, best_lo + best_a - first, held, p, "launches");
+            gt_say_first_step(extra, sizeof extra, best_lo + best_a - first, held, p, "launches");
         if (best_end >= 0) {
             char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
             snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times in the "

@@ -1,0 +1,222 @@
+/* periods.c - repeating patterns in a sequence of symbols (periods.h): the
+ * periods a stretch repeats with, found from every small period and the
+ * gaps between the rarest symbols, and the first step before a pattern. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "periods.h"
+
+static uint64_t key_hash(const struct gt_key3 *k)
+{
+    uint64_t h = (uint64_t)k->size * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)k->site << 8 | k->api) * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+uint32_t gt_intern(struct gt_interner *in, const struct gt_key3 *k)
+{
+    if ((in->nkeys + 1) * 2 > in->cap) {
+        size_t ncap = in->cap ? in->cap * 2 : 1024;
+        uint32_t *ns = gt_xcalloc(ncap, sizeof *ns);
+        for (size_t i = 0; i < in->cap; i++)
+            if (in->slots[i]) {
+                size_t j = key_hash(&in->keys[in->slots[i] - 1]) & (ncap - 1);
+                while (ns[j])
+                    j = (j + 1) & (ncap - 1);
+                ns[j] = in->slots[i];
+            }
+        free(in->slots);
+        in->slots = ns;
+        in->cap = ncap;
+    }
+    size_t j = key_hash(k) & (in->cap - 1);
+    for (; in->slots[j]; j = (j + 1) & (in->cap - 1)) {
+        const struct gt_key3 *o = &in->keys[in->slots[j] - 1];
+        if (o->size == k->size && o->site == k->site && o->api == k->api)
+            return in->slots[j] - 1;
+    }
+    if (in->nkeys == in->kcap) {
+        in->kcap = in->kcap ? in->kcap * 2 : 1024;
+        in->keys = gt_xrealloc(in->keys, in->kcap * sizeof *in->keys);
+    }
+    in->keys[in->nkeys] = *k;
+    in->slots[j] = (uint32_t)++in->nkeys;
+    return (uint32_t)(in->nkeys - 1);
+}
+
+/* Longest run of i with s[i] == s[i+p]; its start in *start. */
+static size_t match_run(const uint32_t *s, size_t n, size_t p, size_t *start)
+{
+    size_t best = 0, run = 0;
+    *start = 0;
+    for (size_t i = 0; i + p < n; i++) {
+        if (s[i] == s[i + p]) {
+            if (++run > best) {
+                best = run;
+                *start = i + 1 - run;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    return best;
+}
+
+static void add_cand(size_t *cand, size_t *nc, size_t max, size_t p)
+{
+    for (size_t i = 0; i < *nc; i++)
+        if (cand[i] == p)
+            return;
+    if (*nc < max)
+        cand[(*nc)++] = p;
+}
+
+
+static int period_cmp(const void *x, const void *y)
+{
+    const struct gt_period *u = x, *v = y;
+    if (u->cover != v->cover)
+        return u->cover > v->cover ? -1 : 1;
+    return (u->p > v->p) - (u->p < v->p);
+}
+
+/* Periods p such that a stretch s[a .. a+cover) is p-periodic with at least
+ * 3 repetitions (it may follow a warm-up prefix and precede a tail), best
+ * first: largest cover, then smallest p. Candidates: every p up to 64, and
+ * the gaps between occurrences of the rarest repeated symbols (a symbol seen
+ * once per iteration recurs exactly every p). Returns how many (<= max). */
+size_t gt_find_periods(const uint32_t *s, size_t n, size_t nsym, struct gt_period *out, size_t max)
+{
+    if (n < 6)
+        return 0;
+    enum { MAXC = 512 };
+    size_t cand[MAXC], nc = 0;
+    for (size_t p = 1; p <= 64 && p * 3 <= n; p++)
+        add_cand(cand, &nc, MAXC, p);
+    uint32_t *count = gt_xcalloc(nsym, sizeof *count);
+    for (size_t i = 0; i < n; i++)
+        count[s[i]]++;
+    /* the 16 rarest symbols that occur at least 3 times */
+    uint32_t rare[16];
+    size_t nrare = 0;
+    for (uint32_t id = 0; id < nsym; id++) {
+        if (count[id] < 3)
+            continue;
+        if (nrare < 16) {
+            rare[nrare++] = id;
+            continue;
+        }
+        size_t worst = 0;
+        for (size_t k = 1; k < nrare; k++)
+            if (count[rare[k]] > count[rare[worst]])
+                worst = k;
+        if (count[id] < count[rare[worst]])
+            rare[worst] = id;
+    }
+    for (size_t k = 0; k < nrare; k++) {
+        size_t *pos = gt_xmalloc(count[rare[k]] * sizeof *pos), np = 0;
+        for (size_t i = 0; i < n; i++)
+            if (s[i] == rare[k])
+                pos[np++] = i;
+        /* gaps spanning 1..4 occurrences, at a few places through the run */
+        for (size_t q = 0; q < 8 && np > 1; q++) {
+            size_t j = q * (np - 1) / 8;
+            for (size_t d = 1; d <= 4 && j + d < np; d++)
+                if ((pos[j + d] - pos[j]) * 3 <= n)
+                    add_cand(cand, &nc, MAXC, pos[j + d] - pos[j]);
+        }
+        free(pos);
+    }
+    free(count);
+    struct gt_period all[MAXC];
+    size_t nall = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t a, run = match_run(s, n, cand[k], &a);
+        if (run >= 2 * cand[k])
+            all[nall++] = (struct gt_period){cand[k], a, run + cand[k]};
+    }
+    gt_qsort(all, nall, sizeof *all, period_cmp);
+    if (nall > max)
+        nall = max;
+    memcpy(out, all, nall * sizeof *out);
+    return nall;
+}
+
+/* The kernel pattern's single best period, or 0. */
+size_t gt_find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, size_t *cover_out)
+{
+    struct gt_period best;
+    if (!gt_find_periods(s, n, nsym, &best, 1))
+        return 0;
+    *a_out = best.a;
+    *cover_out = best.cover;
+    return best.p;
+}
+
+/* The first step often does more than the rest, or a little else: the
+ * optimizer makes its state there, libraries choose workspaces. The exact
+ * pattern then begins at the second step (on an H200, BERT's first step made
+ * 1,459 allocations: its pattern of 1,048 and 411 more; a ResNet-50's first
+ * step ran other AdamW kernels for 26 of its 744, and the kernel pattern
+ * repeated 29 times for 30 steps). When at least 9/10 of the pattern occurs
+ * in order among the (at most 2p) symbols just before its first repetition
+ * at `first`, that stretch is a step too: a forward pass alone, or set-up
+ * code, holds far less of a training step. Of the stretches that hold
+ * enough, the one with the most matched less unmatched symbols: reaching
+ * back into set-up code for one more symbol of the pattern costs more than
+ * it gains. Returns the step's start (how much of the pattern it holds in
+ * *held), or `first` when there is none (not enough, nothing above
+ * `floor`, or a pattern under 16, too short for a match to mean anything,
+ * or over 16384, too long for the quadratic match: half a second). */
+size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held)
+{
+    *held = 0;
+    if (p < 16 || p > 16384 || first <= floor)
+        return first;
+    size_t w = first - floor > 2 * p ? 2 * p : first - floor, need = (9 * p + 9) / 10;
+    if (w < need)
+        return first;
+    /* the longest common subsequence of the pattern and the window, both
+     * read backwards from `first` (row by row over the pattern): row[k] is
+     * how much of the pattern the k symbols before `first` hold */
+    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
+    size_t start = first;
+    for (size_t q = 0; q < p; q++) {
+        uint32_t sym = s[first + p - 1 - q], diag = 0, left = 0;
+        for (size_t k = 1; k <= w; k++) {
+            uint32_t up = row[k];
+            row[k] = s[first - k] == sym ? diag + 1 : up > left ? up : left;
+            diag = up;
+            left = row[k];
+        }
+        if (row[w] + (p - 1 - q) < need)
+            goto done;   /* the rest of the pattern cannot bring it to 9/10 */
+    }
+    long best = 0;
+    for (size_t k = need; k <= w; k++) {
+        long score = 2 * (long)row[k] - (long)k;
+        if (row[k] >= need && (start == first || score > best)) {
+            best = score;
+            start = first - k;
+            *held = row[k];
+        }
+    }
+done:
+    free(row);
+    return start;
+}
+
+/* ", and before them a step of N <what> that holds the pattern and M more"
+ * or "... that holds H of its P in order" into buf. */
+void gt_say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what)
+{
+    if (held == p)
+        snprintf(buf, len, ", and before them a step of %zu %s that holds the pattern and %zu more", first_len, what,
+                 first_len - p);
+    else
+        snprintf(buf, len, ", and before them a step of %zu %s that holds %zu of the pattern's %zu in order",
+                 first_len, what, held, p);
+}
