@@ -165,6 +165,16 @@ const char *gt_nvtx_library_domain(const char *domain)
     return NULL;
 }
 
+/* PyTorch's operator ranges: under torch.autograd.profiler.emit_nvtx every
+ * operator call pushes one in the default domain ("aten::addmm, seq = 12,
+ * op_id = 40"; its record_function scopes "Optimizer.step#AdamW.step, op_id
+ * = 41"), so the most repeated outermost kind would be an operator, not the
+ * loop. Shown on the timeline; iterations only when --iteration names them. */
+static int torch_op_range(const char *msg)
+{
+    return msg && (!strncmp(msg, "aten::", 6) || strstr(msg, ", op_id = ") || strstr(msg, ", seq = "));
+}
+
 struct rcand {
     char *norm;
     const char *domain;   /* NULL: default domain or marker */
@@ -212,13 +222,17 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
     struct rcand *c = gt_xmalloc(nr * sizeof *c);
     size_t nc = 0;
     char *norm_name = name ? normalize(name) : NULL;
-    size_t lib_ranges = 0;
+    size_t lib_ranges = 0, op_ranges = 0;
     char lib_names[128] = "";
     for (size_t i = 0; i < nr; i++) {
         if (want_marker >= 0 && r[i].is_marker != want_marker)
             continue;
         if (name && !name_matches(r[i].message, name, norm_name))
             continue;
+        if (!name && !r[i].is_marker && torch_op_range(r[i].message)) {
+            op_ranges++;
+            continue;
+        }
         const char *lib = name ? NULL : gt_nvtx_library_domain(r[i].domain);
         if (lib) {
             if (!lib_ranges++ || !strstr(lib_names, r[i].domain))
@@ -282,9 +296,16 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
                  first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n,
                  gt_s((long long)best_n));
     }
-    if (lib_ranges && !out->n)  /* said where the search goes on (pattern): the library's ranges were seen */
-        snprintf(out->lib_note, sizeof out->lib_note, "%zu range%s of library NVTX domains (%s) %s not iterations",
-                 lib_ranges, gt_s((long long)lib_ranges), lib_names, lib_ranges == 1 ? "is" : "are");
+    if ((lib_ranges || op_ranges) && !out->n) {  /* said where the search goes on (pattern): they were seen */
+        int n = 0;
+        if (lib_ranges)
+            n = snprintf(out->lib_note, sizeof out->lib_note, "%zu range%s of library NVTX domains (%s) %s not "
+                         "iterations", lib_ranges, gt_s((long long)lib_ranges), lib_names, lib_ranges == 1 ? "is" : "are");
+        if (op_ranges && n >= 0 && (size_t)n < sizeof out->lib_note)
+            snprintf(out->lib_note + n, sizeof out->lib_note - (size_t)n, "%s%zu range%s of PyTorch's operators "
+                     "(emit_nvtx: \"aten::...\") %s not iterations", n ? "; " : "", op_ranges,
+                     gt_s((long long)op_ranges), op_ranges == 1 ? "is" : "are");
+    }
     for (size_t i = 0; i < nc; i++)
         free(c[i].norm);
     free(c);

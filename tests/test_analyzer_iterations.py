@@ -206,6 +206,42 @@ class LibraryDomains(T.AnalyzerTest):
         d = self.json('growth', '--iteration', 'cub::DeviceRadixSort::SortPairs', self.trace_lib_domains('none'))
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 23))
 
+    def emit_nvtx_trace(self, step_ranges):
+        # torch.autograd.profiler.emit_nvtx: a range per operator call in the
+        # default domain, "aten::linear, seq = 12, op_id = 40", and per
+        # record_function scope, "Optimizer.step#AdamW.step, op_id = 41"
+        t = T.Trace(self.dir + '/emit-nvtx-%d.db' % step_ranges)
+        op_id = 0
+        for i in range(10):
+            if step_ranges:
+                t.push('step %d' % i)
+            ptrs = []
+            for k, size in enumerate((4 * T.MiB, 2 * T.MiB, T.MiB)):
+                op_id += 1
+                t.push('aten::linear, seq = %d, op_id = %d' % (3 * i + k, op_id))
+                ptrs.append(t.alloc(size, ['linear', 'train_step', 'main']))
+                t.pop()
+            op_id += 1
+            t.push('Optimizer.step#AdamW.step, op_id = %d' % op_id)
+            for p in ptrs:
+                t.free(p)
+            t.pop()
+            if step_ranges:
+                t.pop()
+        return t.close()
+
+    def test_pytorch_operator_ranges_never_become_iterations(self):
+        d = self.json('growth', self.emit_nvtx_trace(False))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 10))
+        self.assertIn("40 ranges of PyTorch's operators (emit_nvtx", d['iteration_detection'])
+        # the program's own step ranges around them are its loop
+        d = self.json('growth', self.emit_nvtx_trace(True))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 10))
+        self.assertIn('"step 0"', d['iteration_detection'])
+        # and --iteration may still name an operator
+        d = self.json('growth', '--iteration', 'aten::linear', self.emit_nvtx_trace(False))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 30))
+
     def test_a_domain_the_program_registered_is_its_own(self):
         t = T.Trace(self.dir + '/own-domain.db')
         for i in range(5):

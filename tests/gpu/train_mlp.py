@@ -1,6 +1,8 @@
 """A small PyTorch training loop (MLP + Adam, as in the seeds) that prints its
 own memory counters at the end, so a trace of it can be checked against them.
-usage: train_mlp.py [--steps N] [--batch B] [--hidden H] [--nvtx] [--hard-exit]
+usage: train_mlp.py [--steps N] [--batch B] [--hidden H] [--nvtx] [--emit-nvtx] [--hard-exit]
+--emit-nvtx: the loop inside torch.autograd.profiler.emit_nvtx() (a range per
+operator call).
 Prints: loss per 10 steps, then `reserved=`, `max_reserved=`, `allocated=`,
 `max_allocated=` and `step_ms=` (median step time) on the last lines."""
 import argparse
@@ -14,6 +16,7 @@ ap.add_argument('--steps', type=int, default=60)
 ap.add_argument('--batch', type=int, default=256)
 ap.add_argument('--hidden', type=int, default=2048)
 ap.add_argument('--nvtx', action='store_true')
+ap.add_argument('--emit-nvtx', action='store_true')
 ap.add_argument('--hard-exit', action='store_true', help='os._exit right after printing: no teardown frees')
 args = ap.parse_args()
 
@@ -29,6 +32,9 @@ g = torch.Generator().manual_seed(1)
 data = [(torch.randn(args.batch, 1024, generator=g), torch.randint(0, 10, (args.batch,), generator=g))
         for _ in range(8)]
 times = []
+emit = torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else None
+if emit:
+    emit.__enter__()
 for step in range(args.steps):
     t0 = time.perf_counter()
     if args.nvtx:
@@ -45,6 +51,8 @@ for step in range(args.steps):
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     times.append((time.perf_counter() - t0) * 1e3)
+if emit:
+    emit.__exit__(None, None, None)
 torch.cuda.synchronize()
 print('total_memory=%d' % torch.cuda.get_device_properties(0).total_memory)
 print('reserved=%d' % torch.cuda.memory_reserved())

@@ -1,0 +1,63 @@
+"""GPU check: PyTorch's operator ranges are not iterations (issue 11 part 4).
+Under torch.autograd.profiler.emit_nvtx every operator call pushes an NVTX
+range in the default domain ("aten::addmm, seq = 12, op_id = 40"); the most
+repeated outermost kind of range would be an operator. train_mlp.py's loop
+of --steps steps under the default allocator and cudaMallocAsync:
+- without ranges of its own: the iterations do not come from NVTX, and the
+  detection line says the operators' ranges were passed over; found
+  automatically, they are the steps run;
+- with its own "step N" ranges (--nvtx) around them: those are the loop.
+About 1 minute.
+usage: check_emit_nvtx.py --build BUILD --out DIR [--steps 20]"""
+import argparse
+import json
+import os
+import subprocess
+
+from gpucheck import finish, fresh_db, one, report, run
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--build', required=True)
+ap.add_argument('--out', required=True)
+ap.add_argument('--steps', type=int, default=20)
+a = ap.parse_args()
+here = os.path.dirname(os.path.abspath(__file__))
+shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
+gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
+os.makedirs(a.out, exist_ok=True)
+
+
+def summary(db):
+    p = subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True)
+    d = json.loads(p.stdout)
+    return d['traces'][0] if 'traces' in d else d
+
+
+for alloc, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
+    for own in (False, True):
+        name = '%s-%s' % (alloc, 'steps' if own else 'ops-only')
+        db = fresh_db(a.out, name)
+        env = {'GPUTRACE_QUIET': '1'}
+        if conf:
+            env['PYTORCH_CUDA_ALLOC_CONF'] = conf
+        argv = ['python3', os.path.join(here, 'train_mlp.py'), '--steps', str(a.steps), '--emit-nvtx']
+        p = run(argv + (['--nvtx'] if own else []), shim=shim, db=db, env_extra=env)
+        if p.returncode != 0 or not os.path.exists(db):
+            report(False, '%s: runs' % name, 'rc %d: %s' % (p.returncode, p.stderr[-300:]))
+            continue
+        ops = one(db, "SELECT count(*) FROM ranges WHERE message LIKE 'aten::%'")
+        s = summary(db)
+        how = s.get('iteration_detection') or ''
+        print('   %s: %d aten:: ranges; iterations %s from %s (%s)' % (name, ops, s.get('iterations'),
+                                                                      s.get('iteration_source'), how[:240]), flush=True)
+        if own:
+            report(s.get('iteration_source') == 'nvtx' and s.get('iterations') == a.steps and '"step 0' in how,
+                   '%s: the program\'s step ranges are the loop' % name, '%s from %s' % (
+                       s.get('iterations'), s.get('iteration_source')))
+        else:
+            report(ops > 0 and s.get('iteration_source') != 'nvtx' and "PyTorch's operators" in how,
+                   '%s: operator ranges are not iterations, and the report says they were passed over' % name,
+                   '%d aten:: ranges; source %s' % (ops, s.get('iteration_source')))
+            report(s.get('iterations') == a.steps, '%s: found automatically, the iterations are the '
+                   'steps run' % name, 'found %s for %d steps' % (s.get('iterations'), a.steps))
+finish()
