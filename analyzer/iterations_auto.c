@@ -293,6 +293,25 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     return GT_EXIT_OK;
 }
 
+/* Where a step begins inside the kernel pattern s[base .. base+p): the
+ * pattern is found where its exact repetition starts, which is where the
+ * first step stopped differing, not where the steps begin (a ResNet-50 on an
+ * H200: 26 kernels before each step's end, AdamW's last, which its first
+ * step ran too). The first step, found before it (first < base), begins at
+ * a kernel the steps begin with: where that kernel stands in the pattern,
+ * when it stands there once, is the steps' phase. Returns it (0: the
+ * pattern begins with it, or nothing tells). */
+static size_t phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p)
+{
+    if (first >= base)
+        return 0;
+    size_t at = 0, seen = 0;
+    for (size_t r = 0; r < p; r++)
+        if (s[base + r] == s[first] && !seen++)
+            at = r;
+    return seen == 1 ? at : 0;
+}
+
 /* Automatic iterations from CUPTI kernel names, when allocations repeat no
  * pattern (for example a caching allocator that stopped calling cudaMalloc).
  * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
@@ -319,7 +338,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     const struct gt_kernel_sampling *ks = &t->kernels;
     bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
     size_t nseg = sampled ? ks->nspans : 1;
-    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
+    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0, best_cover = 0;
     int64_t best_end = -1;
     for (size_t s = 0, lo = 0; s < nseg; s++) {
         size_t hi = nk;
@@ -336,6 +355,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
         if (p && cover / p > best_reps) {
             best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
+            best_cover = cover;
         }
         lo = hi;
     }
@@ -343,17 +363,20 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     /* (a span of sampled kernels after the first begins inside some later
      * step: what precedes its pattern is no first step) */
     size_t held = 0, first = p && best_lo == 0 ? gt_first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
+    size_t base = best_lo + best_a, shift = p ? phase_of_first_step(seq, first, base, p) : 0;
+    if (shift && (best_cover - shift) / p >= best_reps)
+        base += shift;   /* (the repetitions keep their count: the stretch runs on past the last by shift) */
     if (p && first < best_lo + best_a) {
         struct gt_iteration *it = gt_iter_push(out, &cap);
         it->batch_size = -1;
         it->start = k[first].start;
         it->first_ev = gt_iter_bound(t, it->start, 0);
-        it->end = k[best_lo + best_a].start;
+        it->end = k[base].start;
         it->end_ev = gt_iter_bound(t, it->end, 0);
         it->closed = 1;
     }
     for (size_t r = 0; p && r < best_reps; r++) {
-        size_t b = best_lo + best_a + r * p;
+        size_t b = base + r * p;
         struct gt_iteration *it = gt_iter_push(out, &cap);
         it->index = (int64_t)out->n - 1;
         it->batch_size = -1;
@@ -375,7 +398,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         out->source = GT_ITER_AUTO;
         char extra[128] = "";
         if (first < best_lo + best_a)
-            gt_say_first_step(extra, sizeof extra, best_lo + best_a - first, held, p, "launches");
+            gt_say_first_step(extra, sizeof extra, base - first, held, p, "launches");
         if (best_end >= 0) {
             char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
             snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times in the "

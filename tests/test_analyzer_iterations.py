@@ -4,6 +4,11 @@ reads batch sizes from range messages."""
 import analyzer_traces as T
 
 
+def gtlib_query(db, sql):
+    import gtlib
+    return gtlib.query(db, sql)
+
+
 class Iterations(T.AnalyzerTest):
 
     def test_auto_detection_counts_unmarked_loop_exactly(self):
@@ -66,6 +71,20 @@ class Iterations(T.AnalyzerTest):
         d = self.json('summary', T.kernels_first_step(self.dir, first_other=3))
         self.assertEqual(d['iterations'], T.KERNEL_ITERATIONS - 1)
         self.assertNotIn('before them a step', d['iteration_detection'])
+
+    def test_kernel_iterations_begin_where_the_first_step_begins(self):
+        # the exact repetition begins 2 kernels before the first step's end:
+        # the steps' phase is where the first step's first kernel (the batch's
+        # randn) stands in the pattern, and every iteration begins with it
+        db = T.kernels_first_step_rotated(self.dir)
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS))
+        self.assertIn('and before them a step of 49 launches that holds 41 of the pattern\'s 45 in order',
+                      d['iteration_detection'])
+        starts = [it['start_ns'] for it in self.json('peak', db)['iterations']]
+        randn = [r[0] for r in gtlib_query(db, "SELECT k.start_ns FROM kernels k JOIN strings s ON s.id = k.name_id "
+                                                 "WHERE s.text = 'randn_kernel' ORDER BY k.start_ns")]
+        self.assertEqual(starts, randn)
 
     def test_marker_api_iterations_carry_index_and_batch_size(self):
         db = T.memory_equation(self.dir)
