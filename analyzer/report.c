@@ -212,7 +212,8 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
               "<script type=\"application/json\" id=\"gt-data\">\n", f);
         put_script_json(f, data, len);
         fputs("\n</script>\n<script>\n", f);
-        fputs(gt_report_ledger_js, f);   /* a panel report.js calls */
+        fputs(gt_report_ledger_js, f);   /* panels report.js calls */
+        fputs(gt_report_timeline_js, f);
         fputs(gt_report_js, f);
         fputs("</script>\n</body>\n</html>\n", f);
         code = gt_outfile_commit(&of);
