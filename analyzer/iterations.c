@@ -167,12 +167,27 @@ const char *gt_nvtx_library_domain(const char *domain)
 
 /* PyTorch's operator ranges: under torch.autograd.profiler.emit_nvtx every
  * operator call pushes one in the default domain ("aten::addmm, seq = 12,
- * op_id = 40"; its record_function scopes "Optimizer.step#AdamW.step, op_id
- * = 41"), so the most repeated outermost kind would be an operator, not the
- * loop. Shown on the timeline; iterations only when --iteration names them. */
+ * op_id = 40"; autograd's "autograd::engine::evaluate_function: ...";
+ * record_function scopes of PyTorch's own, "Optimizer.step#AdamW.step,
+ * op_id = 41"), so the most repeated outermost kind would be an operator,
+ * not the loop. A name of the program's own keeps its place even with
+ * emit_nvtx's suffix ("train_step, op_id = 7": a record_function scope of
+ * the program's, which reaches NVTX only this way). Shown on the timeline;
+ * iterations only when --iteration names them. */
 static int torch_op_range(const char *msg)
 {
-    return msg && (!strncmp(msg, "aten::", 6) || strstr(msg, ", op_id = ") || strstr(msg, ", seq = "));
+    static const char *const ns[] = {"aten::", "autograd::", "prim::", "c10d::", "profiler::"};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+        if (!strncmp(msg, ns[i], strlen(ns[i])))
+            return 1;
+    size_t name = strcspn(msg, ",");   /* emit_nvtx's suffix follows the name: ", seq = N", ", op_id = N" */
+    if (strncmp(msg + name, ", seq = ", 8) && strncmp(msg + name, ", op_id = ", 10))
+        return 0;
+    for (size_t i = 0; i + 1 < name; i++)   /* a C++ scope, or PyTorch's "Class.method#Impl.method" */
+        if ((msg[i] == ':' && msg[i + 1] == ':') ||
+            (msg[i] == '#' && (isalpha((unsigned char)msg[i + 1]) || msg[i + 1] == '_')))
+            return 1;
+    return 0;
 }
 
 struct rcand {
@@ -229,7 +244,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
             continue;
         if (name && !name_matches(r[i].message, name, norm_name))
             continue;
-        if (!name && !r[i].is_marker && torch_op_range(r[i].message)) {
+        if (!name && !r[i].is_marker && !r[i].domain && torch_op_range(r[i].message)) {
             op_ranges++;
             continue;
         }
@@ -302,9 +317,9 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
             n = snprintf(out->lib_note, sizeof out->lib_note, "%zu range%s of library NVTX domains (%s) %s not "
                          "iterations", lib_ranges, gt_s((long long)lib_ranges), lib_names, lib_ranges == 1 ? "is" : "are");
         if (op_ranges && n >= 0 && (size_t)n < sizeof out->lib_note)
-            snprintf(out->lib_note + n, sizeof out->lib_note - (size_t)n, "%s%zu range%s of PyTorch's operators "
-                     "(emit_nvtx: \"aten::...\") %s not iterations", n ? "; " : "", op_ranges,
-                     gt_s((long long)op_ranges), op_ranges == 1 ? "is" : "are");
+            snprintf(out->lib_note + n, sizeof out->lib_note - (size_t)n, "%s%zu PyTorch operator range%s "
+                     "(emit_nvtx) %s not iterations", n ? "; " : "", op_ranges, gt_s((long long)op_ranges),
+                     op_ranges == 1 ? "is" : "are");
     }
     for (size_t i = 0; i < nc; i++)
         free(c[i].norm);

@@ -338,7 +338,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     const struct gt_kernel_sampling *ks = &t->kernels;
     bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
     size_t nseg = sampled ? ks->nspans : 1;
-    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0, best_cover = 0;
+    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
     int64_t best_end = -1;
     for (size_t s = 0, lo = 0; s < nseg; s++) {
         size_t hi = nk;
@@ -355,7 +355,6 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
         if (p && cover / p > best_reps) {
             best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
-            best_cover = cover;
         }
         lo = hi;
     }
@@ -364,8 +363,17 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
      * step: what precedes its pattern is no first step) */
     size_t held = 0, first = p && best_lo == 0 ? gt_first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
     size_t base = best_lo + best_a, shift = p ? phase_of_first_step(seq, first, base, p) : 0;
-    if (shift && (best_cover - shift) / p >= best_reps)
-        base += shift;   /* (the repetitions keep their count: the stretch runs on past the last by shift) */
+    if (shift) {
+        /* taken when the first step then holds no less of the pattern (its
+         * first kernel may be one set-up code also launched). Every shifted
+         * repetition still begins inside the stretch (shift < p), and the
+         * last one runs to the end, cut short or not */
+        size_t held2, first2 = gt_first_step_start(seq, 0, base + shift, p, &held2);
+        if (first2 == first && held2 >= held) {
+            base += shift;
+            held = held2;
+        }
+    }
     if (p && first < best_lo + best_a) {
         struct gt_iteration *it = gt_iter_push(out, &cap);
         it->batch_size = -1;

@@ -471,19 +471,22 @@ ROTATED_STEP = ['randn_kernel'] + ['layer_fwd_%d' % i for i in range(20)] + ['la
     ['adam_exp_avg', 'adam_exp_avg_sq', 'adam_update', 'adam_step_count']
 
 
-def kernels_first_step_rotated(dirpath, iterations=KERNEL_ITERATIONS):
+def kernels_first_step_rotated(dirpath, iterations=KERNEL_ITERATIONS, cut_last=0):
     """Steps of 45 kernels, beginning with the batch's randn_kernel; the
     first step (AdamW's first) runs 6 kernels of its own in place of the
     update's first two, then the update's last two as every step does: the
     exact repetition begins 2 kernels before the first step's end, so the
-    pattern's phase is not the steps' (as a ResNet-50's on an H200)."""
-    t = Trace(os.path.join(dirpath, 'kernels_rotated.db'), command_line='python train.py')
+    pattern's phase is not the steps' (as a ResNet-50's on an H200).
+    cut_last: the last step lacks its last cut_last kernels (the job died)."""
+    t = Trace(os.path.join(dirpath, 'kernels_rotated-%d.db' % cut_last), command_line='python train.py')
     t.alloc(512 * MiB, CACHING_FRAMES)
     t.kernel('init_weights_kernel')
     for i in range(iterations):
         step = list(ROTATED_STEP)
         if i == 0:
             step[-4:-2] = ['adam_first_%d' % k for k in range(6)]
+        if i == iterations - 1 and cut_last:
+            step = step[:-cut_last]
         for name in step:
             t.kernel(name)
     return t.close()
