@@ -222,7 +222,25 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         printf(" on %s", p->host);
     if (p->rank >= 0)
         printf(", rank %lld", (long long)p->rank);
-    printf(": %s\n", p->command_line ? p->command_line : p->exe ? p->exe : "(command line unknown)");
+    const char *cmd = p->command_line ? p->command_line : p->exe ? p->exe : "(command line unknown)";
+    /* a program given inline (python -c "...") is its whole text: the command
+     * and the program's first line say which, the rest is in the trace's
+     * processes table */
+    size_t head = strcspn(cmd, "\n");
+    if (!cmd[head]) {
+        printf(": %s\n", cmd);
+    } else {
+        const char *line = cmd + head;
+        while (*line == '\n')
+            line++;
+        size_t len = strcspn(line, "\n"), more = 0;
+        for (const char *q = line + len; *q; q++)
+            more += *q == '\n' && q[1] && q[1] != '\n';
+        printf(": %.*s %.*s%s", (int)head, cmd, (int)len, line, more ? " ..." : "");
+        if (more)
+            printf(" (%zu more line%s)", more, gt_s((long long)more));
+        printf("\n");
+    }
     printf("  trace: schema %lld, libgputrace %s, %s after %s\n", (long long)t->schema_version,
            p->library_version ? p->library_version : "?",
            p->end_reason ? p->end_reason : "not closed (process killed?)", gt_fmt_ns(duration, b1));

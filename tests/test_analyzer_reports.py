@@ -688,6 +688,18 @@ class TopAndSummary(T.AnalyzerTest):
         self.assertIn('growth: growing, 256.00 KiB per iteration of device memory', out)
         self.assertIn('iterations: NVTX range "train_step"', out)
 
+    def test_a_program_given_inline_is_named_by_its_first_line(self):
+        # python3 -c "<script>": the command line is the whole script; the
+        # summary's first line names the command and the script's first line
+        t = T.Trace(self.dir + '/inline.db', command_line='python3 -c \nimport torch\nx = 1\n\ny = 2\n')
+        t.free(t.alloc(T.MiB, ['main']))
+        first = self.ok('summary', t.close()).stdout.splitlines()[0]
+        self.assertTrue(first.endswith(': python3 -c  import torch ... (2 more lines)'), first)
+        # a one-line command line is printed whole
+        t = T.Trace(self.dir + '/one.db', command_line='python train.py --steps 3')
+        t.free(t.alloc(T.MiB, ['main']))
+        self.assertTrue(self.ok('summary', t.close()).stdout.splitlines()[0].endswith(': python train.py --steps 3'))
+
 
 class SeveralFiles(T.AnalyzerTest):
 
