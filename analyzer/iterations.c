@@ -304,6 +304,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
         }
         const struct gt_range *first = &r[c[best].idx];
         out->source = first->is_marker ? GT_ITER_MARKER : GT_ITER_NVTX;
+        snprintf(out->range, sizeof out->range, "%s", first->message);
         char dom[80] = "";
         if (first->domain && !first->is_marker)
             snprintf(dom, sizeof dom, " (domain %.60s)", first->domain);
@@ -342,31 +343,106 @@ static int inside_one(const struct gt_iterations *a, const struct gt_iterations 
     return 0;
 }
 
+static int step_named(const char *msg);
+
 /* A numbered kind of the program's ranges that repeats only twice ("step 0",
  * "step 1": a run that died in its second step) is the loop when no pattern
- * was found (out empty), or when the pattern lies inside one of the two: on
- * an H200 a conv net out of memory in step 1 gave a pattern of its layers
- * inside that step, 6 "iterations" whose activations read as 92 GiB of leaks
- * (tests/gpu/RESULTS.md, session 33). A pattern that spans both (steps
- * inside "epoch 0" and "epoch 1") is the loop, and stays. */
+ * was found (out empty), when the pattern lies inside one of the two (on an
+ * H200 a conv net out of memory in step 1 gave a pattern of its layers
+ * inside that step, 6 "iterations" whose activations read as 92 GiB of
+ * leaks; tests/gpu/RESULTS.md, session 33), or when their name says they
+ * are steps (a pattern of layers that repeats on from one step into the
+ * next). A pattern that spans both ranges named otherwise (steps inside
+ * "epoch 0" and "epoch 1") is the loop, and stays. */
 static int numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterations *out)
 {
     struct gt_iterations pair;
     memset(&pair, 0, sizeof pair);
     int code = from_ranges(t, NULL, want_marker, 1, &pair);
-    if (code || !pair.n || (out->n && !inside_one(out, &pair))) {
+    if (code || !pair.n || (out->n && !inside_one(out, &pair) && !step_named(pair.range))) {
         gt_iterations_free(&pair);
         return code;
     }
     if (out->n) {
         size_t n = strlen(pair.how);
-        snprintf(pair.how + n, sizeof pair.how - n, " (a repeating pattern of %zu found inside one of them is that "
-                 "step's own, not the loop)", out->n);
+        snprintf(pair.how + n, sizeof pair.how - n, " (a repeating pattern of %zu found %s is %s, not the loop)",
+                 out->n, inside_one(out, &pair) ? "inside one of them" : "across them",
+                 inside_one(out, &pair) ? "that step's own" : "the steps' own");
     }
     memcpy(pair.lib_note, out->lib_note, sizeof pair.lib_note);
     gt_iterations_free(out);
     *out = pair;
     return GT_EXIT_OK;
+}
+
+/* Does a range's name say it is one step ("step 0", "train_step",
+ * "iteration 3"), not an outer loop ("epoch 0")? */
+static int step_named(const char *msg)
+{
+    char low[96];
+    size_t n = 0;
+    for (; msg[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)msg[n]);
+    low[n] = 0;
+    return (strstr(low, "step") || strstr(low, "iter")) && !strstr(low, "epoch");
+}
+
+/* One range of the program's, named as a step and the only one of its kind
+ * ("step 0": a run that died in its first step), around a whole pattern
+ * found inside it: the pattern is that step's own (its layers), and the
+ * step the one iteration (a conv net's layers read as iterations called its
+ * activations leaks; session 33). A range named otherwise ("epoch 0",
+ * "train") around the pattern is an outer loop's, and the pattern stays. */
+static int one_step_range(struct gt_trace *t, int want_marker, struct gt_iterations *out)
+{
+    if (!out->n)
+        return GT_EXIT_OK;
+    struct gt_range *r;
+    size_t nr;
+    int code = gt_trace_ranges(t, &r, &nr);
+    if (code || !nr)
+        return code;
+    /* the step-named ranges, by kind (thread, domain, name with its numbers
+     * as '#'), to find the kinds seen once */
+    struct rcand *c = gt_xmalloc(nr * sizeof *c);
+    size_t nc = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if ((want_marker >= 0 && r[i].is_marker != want_marker) || gt_nvtx_library_domain(r[i].domain) ||
+            (!r[i].is_marker && !r[i].domain && torch_op_range(r[i].message)) || !step_named(r[i].message))
+            continue;
+        c[nc] = (struct rcand){normalize(r[i].message), r[i].domain, 0, r[i].tid, 0, i};
+        nc++;
+    }
+    gt_qsort(c, nc, sizeof *c, rcand_cmp);
+    const struct gt_range *step = NULL;
+    size_t singles = 0;
+    for (size_t g = 0; g < nc;) {
+        size_t h = g + 1;
+        while (h < nc && c[h].tid == c[g].tid && !domain_cmp(c[h].domain, c[g].domain) && !strcmp(c[h].norm, c[g].norm))
+            h++;
+        if (h - g == 1 && !singles++)
+            step = &r[c[g].idx];
+        g = h;
+    }
+    struct gt_iterations one;
+    memset(&one, 0, sizeof one);
+    if (singles == 1)
+        code = from_ranges(t, step->message, want_marker, 0, &one);
+    if (!code && one.n == 1 && inside_one(out, &one)) {
+        size_t n = strlen(one.how);
+        snprintf(one.how + n, sizeof one.how - n, " (a repeating pattern of %zu found inside it is that step's own, "
+                 "not the loop)", out->n);
+        memcpy(one.lib_note, out->lib_note, sizeof one.lib_note);
+        gt_iterations_free(out);
+        *out = one;
+    } else {
+        gt_iterations_free(&one);
+    }
+    for (size_t i = 0; i < nc; i++)
+        free(c[i].norm);
+    free(c);
+    gt_ranges_free(r, nr);
+    return code;
 }
 
 static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel, const struct gt_iter_opts *o,
@@ -400,6 +476,8 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
             return code;
     }
     if (m != GT_ITERMODE_AUTO && (code = numbered_pair(t, want, out)))
+        return code;
+    if (m != GT_ITERMODE_AUTO && out->source == GT_ITER_AUTO && (code = one_step_range(t, want, out)))
         return code;
     if (out->n)
         return GT_EXIT_OK;

@@ -31,6 +31,7 @@ struct gt_iterations {
     enum gt_iter_source source;
     char how[512];        /* one line for people: what was found and how */
     char lib_note[256];   /* "" or: library NVTX ranges were seen and passed over */
+    char range[96];       /* ranges: the first one's message (cut), else "" */
     struct gt_iteration *it;
     size_t n;
 };

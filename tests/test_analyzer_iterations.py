@@ -91,6 +91,48 @@ class Iterations(T.AnalyzerTest):
             # (a last step that ran 15 of its 45 kernels is no repetition of the pattern)
             self.assertEqual(starts, randn if cut < 30 else randn[:-1], 'last step cut by %d' % cut)
 
+    def died_in_first_step(self, outer, steps=1):
+        """The model's parameters, then `outer` ranges: steps-1 whole steps, and
+        a last one whose forward keeps each of 8 layers' activation (a
+        workspace freed between) until an allocation fails."""
+        t = T.Trace(self.dir + '/died-%s-%d.db' % (outer.split()[0], steps))
+        for _ in range(3):
+            t.alloc(40 * T.MiB, ['init_params', 'main'])
+        for s in range(steps):
+            t.push(outer.replace('#', str(s)))
+            acts = []
+            for layer in range(8):
+                acts.append(t.alloc(512 * T.MiB, ['conv_forward', 'forward', 'main']))
+                t.free(t.alloc(64 * T.MiB, ['cudnn_workspace', 'conv_forward', 'forward', 'main']))
+            if s + 1 < steps:
+                for a in reversed(acts):
+                    t.free(a)
+                t.pop()
+        t.alloc(80 * 1024 * T.MiB, ['conv_forward', 'forward', 'main'], result=2)
+        return t.close(end_reason='exit 1')
+
+    def test_a_run_that_died_in_its_one_step_range_is_one_iteration_not_its_layers(self):
+        # out of memory in the first step's forward: the layers repeat, inside
+        # the program's one "step 0"; they are not iterations, and their
+        # activations are no leak
+        db = self.died_in_first_step('step #')
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 1))
+        self.assertIn('a repeating pattern of 8 found inside it is that step\'s own', d['iteration_detection'])
+        self.assertFalse(d['leaks_told'])
+        self.assertIn('not told from memory held for the run', self.ok('summary', db).stdout)
+        self.assertEqual(self.json('growth', db)['verdict'], 'unknown')
+
+    def test_one_range_named_otherwise_keeps_the_pattern_inside_it(self):
+        # "epoch 0" around the steps is an outer loop; "forward" says nothing:
+        # the pattern inside stays the iterations
+        for outer in ('epoch #', 'forward'):
+            d = self.json('summary', self.died_in_first_step(outer))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 8), outer)
+        # two "step" ranges: the pair's rule (both steps) as before
+        d = self.json('summary', self.died_in_first_step('step #', steps=2))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 2))
+
     def test_marker_api_iterations_carry_index_and_batch_size(self):
         db = T.memory_equation(self.dir)
         d = self.json('peak', db)
