@@ -344,30 +344,46 @@ static int inside_one(const struct gt_iterations *a, const struct gt_iterations 
 }
 
 static int step_named(const char *msg);
+static int ended_inside(const struct gt_trace *t, const struct gt_range *r);
+
+/* Are the pair's ranges steps around the whole pattern a, the run ending in
+ * the second: named as steps, a from within the first's start to within the
+ * second's end, and the second never closed or holding a failed allocation
+ * (a pattern of layers that runs on from one step into the next, out of
+ * memory in the second)? */
+static int steps_around(const struct gt_trace *t, const struct gt_iterations *a, const struct gt_iterations *pair)
+{
+    if (pair->n != 2 || !step_named(pair->range) || a->it[0].first_ev < pair->it[0].first_ev ||
+        a->it[a->n - 1].end_ev > pair->it[1].end_ev)
+        return 0;
+    struct gt_range second = {.start = pair->it[1].start, .end = pair->it[1].closed ? pair->it[1].end : -1};
+    return ended_inside(t, &second);
+}
 
 /* A numbered kind of the program's ranges that repeats only twice ("step 0",
  * "step 1": a run that died in its second step) is the loop when no pattern
  * was found (out empty), when the pattern lies inside one of the two (on an
  * H200 a conv net out of memory in step 1 gave a pattern of its layers
  * inside that step, 6 "iterations" whose activations read as 92 GiB of
- * leaks; tests/gpu/RESULTS.md, session 33), or when their name says they
- * are steps (a pattern of layers that repeats on from one step into the
- * next). A pattern that spans both ranges named otherwise (steps inside
- * "epoch 0" and "epoch 1") is the loop, and stays. */
+ * leaks; tests/gpu/RESULTS.md, session 33), or when they are steps around
+ * the whole pattern, the run ending in the second (steps_around: a pattern
+ * of layers that runs on from one step into the next). A pattern that spans
+ * both ranges otherwise (steps inside "epoch 0" and "epoch 1") is the loop,
+ * and stays. */
 static int numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterations *out)
 {
     struct gt_iterations pair;
     memset(&pair, 0, sizeof pair);
     int code = from_ranges(t, NULL, want_marker, 1, &pair);
-    if (code || !pair.n || (out->n && !inside_one(out, &pair) && !step_named(pair.range))) {
+    if (code || !pair.n || (out->n && !inside_one(out, &pair) && !steps_around(t, out, &pair))) {
         gt_iterations_free(&pair);
         return code;
     }
     if (out->n) {
         size_t n = strlen(pair.how);
+        int in_one = inside_one(out, &pair);
         snprintf(pair.how + n, sizeof pair.how - n, " (a repeating pattern of %zu found %s is %s, not the loop)",
-                 out->n, inside_one(out, &pair) ? "inside one of them" : "across them",
-                 inside_one(out, &pair) ? "that step's own" : "the steps' own");
+                 out->n, in_one ? "inside one of them" : "across them", in_one ? "that step's own" : "the steps' own");
     }
     memcpy(pair.lib_note, out->lib_note, sizeof pair.lib_note);
     gt_iterations_free(out);
@@ -375,24 +391,49 @@ static int numbered_pair(struct gt_trace *t, int want_marker, struct gt_iteratio
     return GT_EXIT_OK;
 }
 
-/* Does a range's name say it is one step ("step 0", "train_step",
- * "iteration 3"), not an outer loop ("epoch 0")? */
+/* Does a range's name say it is one step: a number, and a word "step",
+ * "iter" or "iteration" ("step 0", "train_step 3", "Iteration 4"; not
+ * "train_steps", "epoch 0", "DataLoaderIter", "SummaryWriter")? */
 static int step_named(const char *msg)
 {
-    char low[96];
-    size_t n = 0;
-    for (; msg[n] && n + 1 < sizeof low; n++)
-        low[n] = (char)tolower((unsigned char)msg[n]);
-    low[n] = 0;
-    return (strstr(low, "step") || strstr(low, "iter")) && !strstr(low, "epoch");
+    int word = 0, number = 0;
+    for (const char *q = msg; *q;) {
+        if (isdigit((unsigned char)*q))
+            number = 1;
+        if (!isalpha((unsigned char)*q)) {
+            q++;
+            continue;
+        }
+        const char *w = q;
+        while (isalpha((unsigned char)*q))
+            q++;
+        size_t n = (size_t)(q - w);
+        word |= (n == 4 && !strncasecmp(w, "step", 4)) || (n == 4 && !strncasecmp(w, "iter", 4)) ||
+                (n == 9 && !strncasecmp(w, "iteration", 9));
+    }
+    return word && number;
+}
+
+/* Did the run end inside range r: r never closed, or an allocation failed
+ * within it (the run's out-of-memory error)? */
+static int ended_inside(const struct gt_trace *t, const struct gt_range *r)
+{
+    if (r->end < 0)
+        return 1;
+    for (size_t i = gt_iter_bound(t, r->start, 0); i < t->nev && t->ev[i].t <= r->end; i++)
+        if (t->ev[i].failed && t->api[t->ev[i].api].known && t->api[t->ev[i].api].op == GT_OP_ALLOC)
+            return 1;
+    return 0;
 }
 
 /* One range of the program's, named as a step and the only one of its kind
- * ("step 0": a run that died in its first step), around a whole pattern
- * found inside it: the pattern is that step's own (its layers), and the
- * step the one iteration (a conv net's layers read as iterations called its
- * activations leaks; session 33). A range named otherwise ("epoch 0",
- * "train") around the pattern is an outer loop's, and the pattern stays. */
+ * ("step 0"), in which the run ended (never closed, or an allocation failed
+ * in it: a run out of memory in its first step), around a whole pattern:
+ * the pattern is that step's own (its layers), and the step the one
+ * iteration (a conv net's layers read as iterations called its activations
+ * leaks; session 33). A range named otherwise ("epoch 0", "train_steps")
+ * around the pattern is an outer loop's, and so is one the run went on
+ * after: the pattern stays (a leak found over its iterations stays told). */
 static int one_step_range(struct gt_trace *t, int want_marker, struct gt_iterations *out)
 {
     if (!out->n)
@@ -426,7 +467,7 @@ static int one_step_range(struct gt_trace *t, int want_marker, struct gt_iterati
     }
     struct gt_iterations one;
     memset(&one, 0, sizeof one);
-    if (singles == 1)
+    if (singles == 1 && ended_inside(t, step))
         code = from_ranges(t, step->message, want_marker, 0, &one);
     if (!code && one.n == 1 && inside_one(out, &one)) {
         size_t n = strlen(one.how);

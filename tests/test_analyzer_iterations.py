@@ -133,6 +133,43 @@ class Iterations(T.AnalyzerTest):
         d = self.json('summary', self.died_in_first_step('step #', steps=2))
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 2))
 
+    def leaking_loop(self, name, outer=None, pair_before=None, oom=False, steps=20):
+        """steps unmarked steps, each keeping 256 KiB (a leak) and freeing its
+        temporaries; around them one range `outer` (closed unless oom ends the
+        run in it), or before them a pair of ranges `pair_before` % 0, 1."""
+        t = T.Trace(self.dir + '/%s.db' % name)
+        t.alloc(40 * T.MiB, ['init_params', 'main'])
+        for k in range(2 if pair_before else 0):
+            t.push(pair_before % k)
+            t.free(t.alloc(3 * T.MiB, ['warmup', 'main']))
+            t.pop()
+        if outer:
+            t.push(outer)
+        for _ in range(steps):
+            a = t.alloc(8 * T.MiB, ['forward', 'train_step', 'main'])
+            t.alloc(256 * T.KiB, ['append_output', 'train_step', 'main'])
+            b = t.alloc(4 * T.MiB, ['backward', 'train_step', 'main'])
+            t.free(b)
+            t.free(a)
+        if oom:
+            t.alloc(80 * 1024 * T.MiB, ['forward', 'train_step', 'main'], result=2)
+            return t.close(end_reason='exit 1')
+        if outer:
+            t.pop()
+        return t.close()
+
+    def test_a_range_around_a_leaking_loop_keeps_the_loop_and_its_leak(self):
+        # a range around the whole loop is no step unless it is named as one,
+        # numbered, and the run ended in it: the leak stays told
+        for name, kw in (('plural', dict(outer='train_steps')), ('unnumbered', dict(outer='train_step')),
+                         ('closed', dict(outer='step 0')), ('writer', dict(outer='SummaryWriter 1', oom=True)),
+                         ('loader', dict(outer='_MultiProcessingDataLoaderIter 1', oom=True)),
+                         ('warmup', dict(pair_before='warmup step %d')), ('oom', dict(outer='train_steps', oom=True))):
+            db = self.leaking_loop(name, **kw)
+            d = self.json('growth', db)
+            self.assertEqual((d['iteration_source'], d['iterations'], d['verdict']), ('auto', 20, 'growing'), name)
+            self.assertTrue(self.json('summary', db)['leaks_told'], name)
+
     def test_marker_api_iterations_carry_index_and_batch_size(self):
         db = T.memory_equation(self.dir)
         d = self.json('peak', db)
