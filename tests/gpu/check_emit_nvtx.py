@@ -55,7 +55,7 @@ for alloc, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
                    '%s: the program\'s step ranges are the loop' % name, '%s from %s' % (
                        s.get('iterations'), s.get('iteration_source')))
         else:
-            report(ops > 0 and s.get('iteration_source') != 'nvtx' and "PyTorch's operators" in how,
+            report(ops > 0 and s.get('iteration_source') != 'nvtx' and 'PyTorch operator ranges (emit_nvtx)' in how,
                    '%s: operator ranges are not iterations, and the report says they were passed over' % name,
                    '%d aten:: ranges; source %s' % (ops, s.get('iteration_source')))
             report(s.get('iterations') == a.steps, '%s: found automatically, the iterations are the '
