@@ -286,8 +286,7 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
         free(out->it);
         out->it = NULL;
     }
-    free(in.keys);
-    free(in.slots);
+    gt_interner_free(&in);
     free(seq);
     free(seq_ev);
     return GT_EXIT_OK;
@@ -417,8 +416,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
                      p == 1 ? "" : "es", best_reps, extra);
         }
     }
-    free(in.keys);
-    free(in.slots);
+    gt_interner_free(&in);
     free(seq);
     free(k);
     return GT_EXIT_OK;

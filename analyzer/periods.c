@@ -47,6 +47,13 @@ uint32_t gt_intern(struct gt_interner *in, const struct gt_key3 *k)
     return (uint32_t)(in->nkeys - 1);
 }
 
+void gt_interner_free(struct gt_interner *in)
+{
+    free(in->keys);
+    free(in->slots);
+    memset(in, 0, sizeof *in);
+}
+
 /* Longest run of i with s[i] == s[i+p]; its start in *start. */
 static size_t match_run(const uint32_t *s, size_t n, size_t p, size_t *start)
 {

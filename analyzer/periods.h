@@ -23,6 +23,7 @@ struct gt_interner {
 };
 
 uint32_t gt_intern(struct gt_interner *in, const struct gt_key3 *k);
+void gt_interner_free(struct gt_interner *in);
 
 /* A periodic stretch: s[a .. a+cover) repeats with period p. */
 struct gt_period {

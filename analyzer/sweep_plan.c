@@ -345,6 +345,13 @@ static int newer_than_hi(const struct gt_sweep_plan *s)
     return at_lo > at_hi;
 }
 
+/* How far past lo a search with no failure yet reaches once the model got
+ * a peak wrong: half of lo after one miss, then lo, 2 lo, 4 lo, ... */
+static int64_t reach(const struct gt_sweep_plan *s)
+{
+    return s->blind <= 1 ? s->lo / 2 : s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30);
+}
+
 /* Phase 2's next batch size (see sweep.h), or 0. */
 static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
 {
@@ -386,16 +393,16 @@ static int64_t search_step(struct gt_sweep_plan *s, int *from_model)
              * (after two peaks it got wrong, no further than the reach
              * below) */
             c = pred > s->lo ? pred : s->lo + 1;
-            if (s->blind >= 2 && c - s->lo > s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30))
-                c = s->lo + (s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30));
+            if (s->blind >= 2 && c - s->lo > reach(s))
+                c = s->lo + reach(s);
             kind = 1;
             if (c == s->lo + 1)
                 s->crept_to = c;
         } else {
             /* the model got the last peak wrong: reach well past lo, further
              * each time, to find a failure that brackets the boundary */
-            int64_t reach = s->blind <= 1 ? s->lo / 2 : s->lo << (s->blind - 2 < 30 ? s->blind - 2 : 30);
-            c = s->lo + (reach > 1 ? reach : 1);
+            int64_t far = reach(s);
+            c = s->lo + (far > 1 ? far : 1);
             /* a model that got two peaks wrong is not followed past the
              * reach: XLA plans its buffers against the device, and the
              * secant through 3944 and 5472 (100.63 and 101.99 GiB) pointed
