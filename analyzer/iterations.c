@@ -165,9 +165,29 @@ const char *gt_nvtx_library_domain(const char *domain)
     return NULL;
 }
 
+/* ", seq = N, op_id = M": PyTorch gives a sequence number only to what
+ * autograd records, operators and backward nodes ("AddmmBackward0, seq = 7,
+ * op_id = 50" on the autograd thread, where it is outermost); a scope of the
+ * program's has none ("train_step, op_id = 7"), and a range of its own that
+ * says "seq = 512" carries no op_id. */
+static int seq_and_op_id(const char *s)
+{
+    if (strncmp(s, ", seq = ", 8))
+        return 0;
+    s += 8;
+    if (*s == '-')
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    while (isdigit((unsigned char)*s))
+        s++;
+    return !strncmp(s, ", op_id = ", 10) && isdigit((unsigned char)s[10]);
+}
+
 /* PyTorch's operator ranges: under torch.autograd.profiler.emit_nvtx every
  * operator call pushes one in the default domain ("aten::addmm, seq = 12,
- * op_id = 40"; autograd's "autograd::engine::evaluate_function: ...";
+ * op_id = 40"; autograd's "autograd::engine::evaluate_function: ..." and
+ * its backward nodes, "AddmmBackward0, seq = 7, op_id = 50";
  * record_function scopes of PyTorch's own, "Optimizer.step#AdamW.step,
  * op_id = 41"), so the most repeated outermost kind would be an operator,
  * not the loop. A name of the program's own keeps its place even with
@@ -181,6 +201,8 @@ static int torch_op_range(const char *msg)
         if (!strncmp(msg, ns[i], strlen(ns[i])))
             return 1;
     size_t name = strcspn(msg, ",");   /* emit_nvtx's suffix follows the name: ", seq = N", ", op_id = N" */
+    if (seq_and_op_id(msg + name))
+        return 1;
     if (strncmp(msg + name, ", seq = ", 8) && strncmp(msg + name, ", op_id = ", 10))
         return 0;
     for (size_t i = 0; i + 1 < name; i++)   /* a C++ scope, or PyTorch's "Class.method#Impl.method" */

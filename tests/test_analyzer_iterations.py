@@ -313,6 +313,7 @@ class LibraryDomains(T.AnalyzerTest):
         # torch.autograd.profiler.emit_nvtx: a range per operator call in the
         # default domain, "aten::linear, seq = 12, op_id = 40", and per
         # record_function scope, "Optimizer.step#AdamW.step, op_id = 41"
+        # (PyTorch's own), on the program's thread and on autograd's
         t = T.Trace(self.dir + '/emit-nvtx-%d.db' % step_ranges)
         op_id = 0
         for i in range(10):
@@ -324,6 +325,15 @@ class LibraryDomains(T.AnalyzerTest):
                 t.push('aten::linear, seq = %d, op_id = %d' % (3 * i + k, op_id))
                 ptrs.append(t.alloc(size, ['linear', 'train_step', 'main']))
                 t.pop()
+            # backward nodes run on autograd's own thread, where they are
+            # outermost: "AddmmBackward0, seq = 5, op_id = 43"
+            main_tid, t.tid = t.tid, t.tid + 1
+            for k in range(3):
+                op_id += 1
+                t.push('AddmmBackward0, seq = %d, op_id = %d' % (3 * i + 2 - k, op_id))
+                t.free(t.alloc(size, ['AddmmBackward0', 'backward']))
+                t.pop()
+            t.tid = main_tid
             op_id += 1
             t.push('Optimizer.step#AdamW.step, op_id = %d' % op_id)
             for p in ptrs:
@@ -336,7 +346,7 @@ class LibraryDomains(T.AnalyzerTest):
     def test_pytorch_operator_ranges_never_become_iterations(self):
         d = self.json('growth', self.emit_nvtx_trace(False))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 10))
-        self.assertIn("40 PyTorch operator ranges (emit_nvtx) are not iterations", d['iteration_detection'])
+        self.assertIn("70 PyTorch operator ranges (emit_nvtx) are not iterations", d['iteration_detection'])
         # the program's own step ranges around them are its loop
         d = self.json('growth', self.emit_nvtx_trace(True))
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 10))
