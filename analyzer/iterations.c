@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "format.h"
+#include "hmap.h"
 #include "iterations.h"
 
 const char *gt_iter_source_name(enum gt_iter_source s)
@@ -145,7 +146,8 @@ static int name_matches(const char *msg, const char *name, const char *norm_name
 
 /* NVTX domains that CUDA libraries register for themselves once NVTX
  * injection is on (CCCL's are compiled into whatever uses CUB or Thrust, such
- * as libtorch_cuda). Their ranges are the library's calls, not the program's
+ * as libtorch_cuda; XLA, in JAX and TensorFlow, creates "TSL" for its
+ * executables and annotations). Their ranges are the library's calls, not the program's
  * loop: they are shown on the timeline, and become iterations only when
  * --iteration names them. Matched without case, as the whole name or its
  * first word ("NCCL", "cuDNN", "cuBLASLt API"). Returns the library's name
@@ -155,7 +157,7 @@ const char *gt_nvtx_library_domain(const char *domain)
     static const char *const libs[] = {"CCCL", "CUB", "Thrust", "libcu++", "cuDNN", "cuBLAS", "cuBLASLt", "NCCL",
                                        "cuFFT", "cuSPARSE", "cuSPARSELt", "cuSOLVER", "cuRAND", "cuTENSOR", "nvJPEG",
                                        "NPP", "nvCOMP", "TensorRT", "cuDSS", "NVSHMEM", "CUTLASS", "cuDF", "RMM",
-                                       "DALI", "UCX", "UCC"};
+                                       "DALI", "UCX", "UCC", "TSL", "XLA"};
     if (!domain)
         return NULL;
     size_t n = strcspn(domain, " :_-/.");
@@ -212,6 +214,40 @@ static int torch_op_range(const char *msg)
     return 0;
 }
 
+/* Which default-domain ranges are PyTorch's operators or lie inside one
+ * (PyTorch's own scopes recorded by name inside an operator's range,
+ * "detach_, op_id = 140" inside "aten::detach_"; a loop is never inside an
+ * operator). r is in start order; a range's parent is the last range before
+ * it on its thread one level up. Returns a flag per range. */
+static unsigned char *torch_op_flags(const struct gt_range *r, size_t nr)
+{
+    unsigned char *op = gt_xcalloc(nr ? nr : 1, 1);
+    struct gt_hmap slot;   /* tid -> its mask's index */
+    gt_hmap_init(&slot);
+    uint64_t *mask = NULL;   /* bit d: the open range at depth d is (inside) an operator */
+    size_t nmask = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (r[i].is_marker || r[i].domain || r[i].depth < 0)
+            continue;
+        uint32_t k = gt_hmap_get(&slot, (uint64_t)r[i].tid);
+        if (k == GT_HMAP_NONE) {
+            if (gt_hmap_put(&slot, (uint64_t)r[i].tid, (uint32_t)nmask) == GT_HMAP_OOM) {
+                fprintf(stderr, "gputrace: out of memory\n");
+                exit(GT_EXIT_NOMEM);
+            }
+            mask = gt_xrealloc(mask, (nmask + 1) * sizeof *mask);
+            mask[nmask] = 0;
+            k = (uint32_t)nmask++;
+        }
+        unsigned d = r[i].depth < 63 ? (unsigned)r[i].depth : 63;
+        op[i] = torch_op_range(r[i].message) || (d > 0 && (mask[k] >> (d - 1) & 1));
+        mask[k] = (mask[k] & ~(UINT64_C(1) << d)) | ((uint64_t)op[i] << d);
+    }
+    gt_hmap_free(&slot);
+    free(mask);
+    return op;
+}
+
 struct rcand {
     char *norm;
     const char *domain;   /* NULL: default domain or marker */
@@ -259,6 +295,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
     struct rcand *c = gt_xmalloc(nr * sizeof *c);
     size_t nc = 0;
     char *norm_name = name ? normalize(name) : NULL;
+    unsigned char *op = torch_op_flags(r, nr);
     size_t lib_ranges = 0, op_ranges = 0;
     char lib_names[128] = "";
     for (size_t i = 0; i < nr; i++) {
@@ -266,7 +303,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
             continue;
         if (name && !name_matches(r[i].message, name, norm_name))
             continue;
-        if (!name && !r[i].is_marker && !r[i].domain && torch_op_range(r[i].message)) {
+        if (!name && op[i]) {
             op_ranges++;
             continue;
         }
@@ -348,6 +385,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
         free(c[i].norm);
     free(c);
     free(norm_name);
+    free(op);
     gt_ranges_free(r, nr);
     return GT_EXIT_OK;
 }

@@ -311,6 +311,52 @@ static size_t phase_of_first_step(const uint32_t *s, size_t first, size_t base, 
     return seen == 1 ? at : 0;
 }
 
+/* When no first step stands before the pattern at the phase where its exact
+ * repetition begins, that repetition may have begun inside the first step:
+ * at a stretch all steps end with, after where the first one differed (a
+ * PyTorch MLP's first step on an H200 ran Adam's 12 zero fills between its
+ * backward pass and its update, with the fill kernel the loss's backward
+ * launches too; the pattern began at the update, 7 kernels before the first
+ * step's end). Tried: each phase `at` where a kernel of the 2p before the
+ * pattern stands in it, earliest kernels first, within a budget of work. A
+ * phase is taken when the stretch before it holds 9/10 of the pattern read
+ * from there (gt_first_step_start), beginning with the kernel every later
+ * step then begins with, and 9/10 of what the pattern has before the cut
+ * (its tail after `at` repeats by itself: it alone proves nothing); the most
+ * held wins, then the earliest start. Returns the first step's start, or base
+ * when none; *at the phase (0: none). */
+static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, size_t reps, size_t *at, size_t *held)
+{
+    *at = *held = 0;
+    if (reps < 2 || p < 16 || p > 16384)
+        return base;
+    size_t best = base, from = base > 2 * p ? base - 2 * p : 0, tries = 0;
+    double budget = 2e8, cost = 2.0 * (double)p * (double)p;   /* the LCS's cells a try */
+    unsigned char *tried = gt_xcalloc(p, 1);
+    tried[0] = 1;   /* the pattern's own phase: tried by the caller */
+    for (size_t f = from; f < base && budget >= cost && tries < 64; f++) {
+        for (size_t a = 1; a < p && budget >= cost && tries < 64; a++) {
+            if (tried[a] || s[base + a] != s[f])
+                continue;
+            tried[a] = 1;
+            size_t head = p - a;   /* the pattern's part before the cut */
+            if (head * 10 < p)
+                continue;
+            tries++;
+            budget -= cost;
+            size_t h, first = gt_first_step_start(s, 0, base + a, p, &h);
+            if (first < base && s[first] == s[base + a] && h >= a + (9 * head + 9) / 10 &&
+                (h > *held || (h == *held && first < best))) {
+                best = first;
+                *at = a;
+                *held = h;
+            }
+        }
+    }
+    free(tried);
+    return best;
+}
+
 /* Automatic iterations from CUPTI kernel names, when allocations repeat no
  * pattern (for example a caching allocator that stopped calling cudaMalloc).
  * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
@@ -361,7 +407,12 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     /* (a span of sampled kernels after the first begins inside some later
      * step: what precedes its pattern is no first step) */
     size_t held = 0, first = p && best_lo == 0 ? gt_first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
-    size_t base = best_lo + best_a, shift = p ? phase_of_first_step(seq, first, base, p) : 0;
+    size_t base = best_lo + best_a, cut = 0;
+    if (p && best_lo == 0 && first == base) {
+        first = first_step_at_a_phase(seq, base, p, best_reps, &cut, &held);
+        base += cut;   /* the later steps begin where the first one's tail ends */
+    }
+    size_t shift = p && !cut ? phase_of_first_step(seq, first, base, p) : 0;
     if (shift) {
         /* taken when the first step then holds no less of the pattern (its
          * first kernel may be one set-up code also launched). Every shifted

@@ -492,6 +492,29 @@ def kernels_first_step_rotated(dirpath, iterations=KERNEL_ITERATIONS, cut_last=0
     return t.close()
 
 
+FILLED_STEP = ['gemm_a', 'relu', 'gemm_a', 'relu', 'gemm_b', 'splitk', 'softmax_fwd', 'nll_fwd', 'fill', 'fill',
+               'nll_bwd', 'softmax_bwd', 'gemm_c', 'gemm_d', 'reduce_a', 'mul', 'gemm_e', 'splitk_b', 'gemm_f',
+               'reduce_b', 'mul', 'gemm_g', 'reduce_b'] + ['adam_%d' % i for i in range(7)]
+
+
+def kernels_first_step_filled(dirpath, iterations=KERNEL_ITERATIONS):
+    """Steps of 30 kernels as a PyTorch MLP with Adam runs them under the
+    default allocator (an H200, session 35); the first step (Adam's first)
+    launches 12 zero fills for its state between the backward pass and the
+    update, with the fill kernel the loss's backward launches too: the exact
+    repetition begins at the first step's update, 7 kernels before its end,
+    and no unique kernel marks where the steps begin."""
+    t = Trace(os.path.join(dirpath, 'kernels_filled.db'), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for i in range(iterations):
+        step = list(FILLED_STEP)
+        if i == 0:
+            step[23:23] = ['fill'] * 12
+        for name in step:
+            t.kernel(name)
+    return t.close()
+
+
 # ---- the memory ledger --------------------------------------------------------------
 LEDGER_CONTEXT = 500 * MiB
 LEDGER_TORCH = ['c10::cuda::CUDACachingAllocator::DeviceCachingAllocator::malloc', 'at::empty_cuda']

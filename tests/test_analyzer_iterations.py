@@ -91,6 +91,21 @@ class Iterations(T.AnalyzerTest):
             # (a last step that ran 15 of its 45 kernels is no repetition of the pattern)
             self.assertEqual(starts, randn if cut < 30 else randn[:-1], 'last step cut by %d' % cut)
 
+    def test_a_first_step_is_found_where_the_pattern_s_phase_cuts_it(self):
+        # the exact repetition begins at the first step's update: at that
+        # phase the 35 kernels before it hold only 23 of the pattern's 30; at
+        # the steps' own phase (where the later steps begin with what the
+        # first began with) they hold all 30, with 12 fills more
+        db = T.kernels_first_step_filled(self.dir)
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS))
+        self.assertIn('and before them a step of 42 launches that holds the pattern and 12 more',
+                      d['iteration_detection'])
+        starts = [it['start_ns'] for it in self.json('peak', db)['iterations']]
+        first = [r[0] for r in gtlib_query(db, "SELECT k.start_ns FROM kernels k JOIN strings s ON s.id = k.name_id"
+                                               " WHERE s.text = 'gemm_a' ORDER BY k.start_ns")][::2]
+        self.assertEqual(starts, first)
+
     def died_in_first_step(self, outer, steps=1):
         """The model's parameters, then `outer` ranges: steps-1 whole steps, and
         a last one whose forward keeps each of 8 layers' activation (a
@@ -334,6 +349,12 @@ class LibraryDomains(T.AnalyzerTest):
                 t.free(t.alloc(size, ['AddmmBackward0', 'backward']))
                 t.pop()
             t.tid = main_tid
+            if i % 3 != 2:   # a scope PyTorch records by name inside an operator, not every step
+                t.push('aten::detach_, op_id = %d' % (op_id + 1))
+                t.push('detach_, op_id = %d' % (op_id + 2))
+                t.pop()
+                t.pop()
+                op_id += 2
             op_id += 1
             t.push('Optimizer.step#AdamW.step, op_id = %d' % op_id)
             for p in ptrs:
@@ -346,7 +367,7 @@ class LibraryDomains(T.AnalyzerTest):
     def test_pytorch_operator_ranges_never_become_iterations(self):
         d = self.json('growth', self.emit_nvtx_trace(False))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 10))
-        self.assertIn("70 PyTorch operator ranges (emit_nvtx) are not iterations", d['iteration_detection'])
+        self.assertIn("84 PyTorch operator ranges (emit_nvtx) are not iterations", d['iteration_detection'])
         # the program's own step ranges around them are its loop
         d = self.json('growth', self.emit_nvtx_trace(True))
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 10))
@@ -370,6 +391,28 @@ class LibraryDomains(T.AnalyzerTest):
             d = self.json('growth', t.close())
             self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 6), fmt)
             os.remove(self.dir + '/rf.db')
+
+    def test_xla_s_own_domain_never_becomes_iterations(self):
+        # once an NVTX tool is attached XLA (JAX, TensorFlow) creates the
+        # domain "TSL": a range per executable run and per thunk, and its
+        # autotuning's modules many times before the loop (on an H200:
+        # "XlaModule:#hlo_module=gemm_fusion_dot.65#" 58 times)
+        t = T.Trace(self.dir + '/tsl.db')
+        for k in range(40):
+            t.push('XlaModule:#hlo_module=gemm_fusion_dot.65#', domain='TSL')
+            t.free(t.alloc((k + 1) * 256 * 1024, ['autotune', 'compile']))   # a workspace per config
+            t.pop()
+        for i in range(8):
+            for mod, size in (('jit_data', 8 * T.MiB), ('jit_step', 32 * T.MiB)):
+                t.push('XlaModule:#hlo_module=%s,program_id=%d#' % (mod, 3 if mod == 'jit_step' else 2), domain='TSL')
+                t.push('Thunk:#hlo_op=fusion#', domain='TSL')
+                p = t.alloc(size, [mod, 'execute'])
+                t.pop()
+                t.free(p)
+                t.pop()
+        d = self.json('growth', t.close())
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 8))
+        self.assertIn('ranges of library NVTX domains (TSL) are not iterations', d['iteration_detection'])
 
     def test_a_domain_the_program_registered_is_its_own(self):
         t = T.Trace(self.dir + '/own-domain.db')

@@ -1,8 +1,9 @@
 """A small PyTorch training loop (MLP + Adam, as in the seeds) that prints its
 own memory counters at the end, so a trace of it can be checked against them.
-usage: train_mlp.py [--steps N] [--batch B] [--hidden H] [--nvtx] [--emit-nvtx] [--hard-exit]
+usage: train_mlp.py [--steps N] [--batch B] [--hidden H] [--nvtx] [--emit-nvtx] [--record-function] [--hard-exit]
 --emit-nvtx: the loop inside torch.autograd.profiler.emit_nvtx() (a range per
-operator call).
+operator call). --record-function: each step inside
+torch.autograd.profiler.record_function('train_step').
 Prints: loss per 10 steps, then `reserved=`, `max_reserved=`, `allocated=`,
 `max_allocated=` and `step_ms=` (median step time) on the last lines."""
 import argparse
@@ -17,6 +18,7 @@ ap.add_argument('--batch', type=int, default=256)
 ap.add_argument('--hidden', type=int, default=2048)
 ap.add_argument('--nvtx', action='store_true')
 ap.add_argument('--emit-nvtx', action='store_true')
+ap.add_argument('--record-function', action='store_true')
 ap.add_argument('--hard-exit', action='store_true', help='os._exit right after printing: no teardown frees')
 args = ap.parse_args()
 
@@ -39,6 +41,9 @@ for step in range(args.steps):
     t0 = time.perf_counter()
     if args.nvtx:
         torch.cuda.nvtx.range_push('step %d bs=%d' % (step, args.batch))
+    scope = torch.autograd.profiler.record_function('train_step') if args.record_function else None
+    if scope:
+        scope.__enter__()
     x, y = data[step % len(data)]
     x, y = x.to(dev), y.to(dev)
     opt.zero_grad(set_to_none=True)
@@ -47,6 +52,8 @@ for step in range(args.steps):
     opt.step()
     if step % 10 == 0:   # inside the step's range: .item() pins a host buffer
         print('step %d loss %.4f' % (step, loss.item()))
+    if scope:
+        scope.__exit__(None, None, None)
     if args.nvtx:
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
