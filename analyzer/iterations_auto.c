@@ -53,11 +53,12 @@ static void prepend_step(struct gt_iterations *out, const struct gt_trace *t, ui
         out->it[k].index = (int64_t)k;
 }
 
-/* Places the iterations of period c: the phase where live memory is lowest
- * on average (an iteration boundary is where its temporaries are all freed),
- * then whole repetitions from there. Fills out (emptied first). */
+/* Places the iterations of period c: at phase (from c's start; negative:
+ * the phase where live memory is lowest on average, since an iteration
+ * boundary is where its temporaries are all freed), then whole repetitions
+ * from there. Fills out (emptied first). */
 static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
-                             const uint32_t *seq_ev, size_t n, const struct gt_period *c,
+                             const uint32_t *seq_ev, size_t n, const struct gt_period *c, long phase,
                              struct gt_iterations *out, size_t *skipped, size_t *partial)
 {
     size_t p = c->p, a = c->a, reps = c->cover / p;
@@ -76,6 +77,8 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
         if (sum[k] < sum[o])
             o = k;
     free(sum);
+    if (phase >= 0)
+        o = (size_t)phase % p;
     size_t count = o <= c->cover - reps * p ? reps : reps - 1, cap = 0;
     /* the pattern runs on past the last whole repetition for at least half
      * a period: the program's last step, cut short where the next would
@@ -213,6 +216,30 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     return best;
 }
 
+/* Where a step begins inside the pattern s[base .. base+p) (kernels or
+ * allocations): the
+ * pattern is found where its exact repetition starts, which is where the
+ * first step stopped differing, not where the steps begin (a ResNet-50 on an
+ * H200: 26 kernels before each step's end, AdamW's last, which its first
+ * step ran too). The first step, found before it (first < base), begins at
+ * a kernel the steps begin with: where that kernel stands in the pattern,
+ * when it stands there once, is the steps' phase. Returns it (0: the
+ * pattern begins with it, or nothing tells). */
+static size_t phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p)
+{
+    if (first >= base)
+        return 0;
+    size_t at = 0, seen = 0;
+    for (size_t r = 0; r < p; r++)
+        if (s[base + r] == s[first] && !seen++)
+            at = r;
+    return seen == 1 ? at : 0;
+}
+
+/* A job's first steps may each differ from the rest (state made lazily,
+ * optimizer state, a phase the pattern cut): this many are looked for. */
+#define LEADING_STEPS 4
+
 /* Automatic iterations from the stream of successful allocations: the best
  * periodic pattern whose repetitions look like iterations. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
@@ -236,25 +263,52 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     size_t nc = gt_find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
         size_t before, partial;
-        place_iterations(t, pr, sel, seq_ev, n, &c[k], out, &before, &partial);
+        size_t p = c[k].p;
+        place_iterations(t, pr, sel, seq_ev, n, &c[k], -1, out, &before, &partial);
         if (out->n && windows_release_memory(t, pr, out->it, out->n)) {
             out->source = GT_ITER_AUTO;
-            size_t covered = (partial ? out->n - 1 : out->n) * c[k].p + partial;
-            char cut[96] = "", first[128] = "";
+            size_t held, step = gt_first_step_start(seq, 0, before, p, &held);
+            size_t shift = step < before ? phase_of_first_step(seq, step, before, p) : 0;
+            if (shift) {
+                /* the steps begin where the first one began, not where live
+                 * memory is lowest (PyTorch Lightning's, on an H200: 16
+                 * allocations before each step's end); taken when the first
+                 * step found there is the same and holds no less */
+                struct gt_iterations alt;
+                memset(&alt, 0, sizeof alt);
+                size_t before2, partial2, held2;
+                place_iterations(t, pr, sel, seq_ev, n, &c[k], (long)(before - c[k].a + shift), &alt, &before2,
+                                 &partial2);
+                if (alt.n && windows_release_memory(t, pr, alt.it, alt.n) &&
+                    gt_first_step_start(seq, 0, before2, p, &held2) == step && held2 >= held) {
+                    struct gt_iterations x = *out;
+                    out->it = alt.it, out->n = alt.n;
+                    alt.it = x.it;
+                    before = before2, partial = partial2;
+                }
+                free(alt.it);
+            }
+            size_t covered = (partial ? out->n - 1 : out->n) * p + partial;
+            char cut[96] = "", first[160] = "";
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
-            size_t held, step = gt_first_step_start(seq, 0, before, c[k].p, &held);
-            if (step < before) {
-                prepend_step(out, t, seq_ev[step], seq_ev[before]);
-                gt_say_first_step(first, sizeof first, before - step, held, c[k].p, "allocations");
-                covered += before - step;
-                before = step;
+            size_t starts[LEADING_STEPS], lead = gt_leading_steps(seq, 0, before, p, LEADING_STEPS, starts, &held);
+            for (size_t j = lead; j-- > 0;)
+                prepend_step(out, t, seq_ev[starts[j]], seq_ev[j + 1 < lead ? starts[j + 1] : before]);
+            if (lead == 1)
+                gt_say_first_step(first, sizeof first, before - starts[0], held, p, "allocations");
+            else if (lead)
+                snprintf(first, sizeof first, ", and before them %zu steps of %zu allocations in all, each holding at"
+                         " least %zu of the pattern's %zu in order", lead, before - starts[0], held, p);
+            if (lead) {
+                covered += before - starts[0];
+                before = starts[0];
             }
             exact_cover = covered;
             snprintf(out->how, sizeof out->how,
                      "automatic: a pattern of %zu allocation%s repeats %zu times%s%s (%zu allocation%s before %s, %zu after)",
-                     c[k].p, gt_s((long long)c[k].p), out->n - (first[0] != 0), cut, first, before,
-                     gt_s((long long)before), first[0] ? "that step" : "it",
+                     p, gt_s((long long)p), out->n - lead, cut, first, before,
+                     gt_s((long long)before), lead > 1 ? "those steps" : lead ? "that step" : "it",
                      n > before + covered ? n - (before + covered) : 0);
             break;
         }
@@ -290,25 +344,6 @@ int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, co
     free(seq);
     free(seq_ev);
     return GT_EXIT_OK;
-}
-
-/* Where a step begins inside the kernel pattern s[base .. base+p): the
- * pattern is found where its exact repetition starts, which is where the
- * first step stopped differing, not where the steps begin (a ResNet-50 on an
- * H200: 26 kernels before each step's end, AdamW's last, which its first
- * step ran too). The first step, found before it (first < base), begins at
- * a kernel the steps begin with: where that kernel stands in the pattern,
- * when it stands there once, is the steps' phase. Returns it (0: the
- * pattern begins with it, or nothing tells). */
-static size_t phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p)
-{
-    if (first >= base)
-        return 0;
-    size_t at = 0, seen = 0;
-    for (size_t r = 0; r < p; r++)
-        if (s[base + r] == s[first] && !seen++)
-            at = r;
-    return seen == 1 ? at : 0;
 }
 
 /* When no first step stands before the pattern at the phase where its exact

@@ -180,6 +180,11 @@ size_t gt_find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, s
  * or over 16384, too long for the quadratic match: half a second). */
 size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held)
 {
+    return gt_step_before(s, floor, first, s + first, p, held);
+}
+
+size_t gt_step_before(const uint32_t *s, size_t floor, size_t first, const uint32_t *pat, size_t p, size_t *held)
+{
     *held = 0;
     if (p < 16 || p > 16384 || first <= floor)
         return first;
@@ -192,7 +197,7 @@ size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t
     uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
     size_t start = first;
     for (size_t q = 0; q < p; q++) {
-        uint32_t sym = s[first + p - 1 - q], diag = 0, left = 0;
+        uint32_t sym = pat[p - 1 - q], diag = 0, left = 0;
         for (size_t k = 1; k <= w; k++) {
             uint32_t up = row[k];
             row[k] = s[first - k] == sym ? diag + 1 : up > left ? up : left;
@@ -214,6 +219,37 @@ size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t
 done:
     free(row);
     return start;
+}
+
+/* The steps before a pattern's first repetition at `first`, latest first:
+ * a step found before it (gt_first_step_start), then one before that
+ * against the same pattern, and so on, at most max (a job's first steps
+ * may each differ: PyTorch Lightning's first made the momentum buffers and
+ * its second was cut by the pattern's phase, 29 for 30 steps on an H200).
+ * starts[] ends up in ascending order; *held the least any of them holds.
+ * Returns how many. */
+size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p, size_t max, size_t *starts,
+                        size_t *held)
+{
+    size_t n = 0, end = first;
+    *held = p;
+    while (n < max) {
+        size_t h, at = gt_step_before(s, floor, end, s + first, p, &h);
+        if (at >= end)
+            break;
+        starts[n++] = at;
+        if (h < *held)
+            *held = h;
+        end = at;
+    }
+    for (size_t i = 0; i < n / 2; i++) {
+        size_t x = starts[i];
+        starts[i] = starts[n - 1 - i];
+        starts[n - 1 - i] = x;
+    }
+    if (!n)
+        *held = 0;
+    return n;
 }
 
 /* ", and before them a step of N <what> that holds the pattern and M more"

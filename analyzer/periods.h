@@ -41,6 +41,12 @@ size_t gt_find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, s
 /* Where a step before the pattern s[first .. first+p) begins that holds at
  * least 9/10 of it in order (how much in *held), or first (none). */
 size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held);
+/* The same against the pattern pat[0..p), the stretch ending at first. */
+size_t gt_step_before(const uint32_t *s, size_t floor, size_t first, const uint32_t *pat, size_t p, size_t *held);
+/* Up to max steps before the first repetition, each against the pattern at
+ * first (see periods.c); their starts ascending. Returns how many. */
+size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p, size_t max, size_t *starts,
+                        size_t *held);
 
 /* ", and before them a step of N <what> that holds ..." into buf. */
 void gt_say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what);

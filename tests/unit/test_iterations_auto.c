@@ -335,6 +335,27 @@ static void test_a_first_step_that_differs_in_a_tenth_is_an_iteration(void)
     loop_done(&l, &it);
 }
 
+/* Two first steps that each differ (the first makes the optimizer's state,
+ * the second runs two other kernels: PyTorch Lightning's on an H200 found
+ * 29 of 30 steps with one looked for): both are iterations, the first
+ * against the same pattern as the second. */
+static void test_two_first_steps_that_differ_are_both_iterations(void)
+{
+    struct loop l;
+    loop_init(&l);
+    uint64_t w;
+    alloc(&l, 64 * MIB, 0, &w);
+    big_step(&l, 24, 1, -1, 0);
+    big_step(&l, 24, 0, 20, 2);
+    for (int i = 0; i < 8; i++)
+        big_step(&l, 24, 0, -1, 0);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, 0);
+    CHECKF(strstr(it.how, "repeats 8 times, and before them 2 steps of 60 allocations in all, each holding at least 22 "
+                          "of the pattern's 24 in order (1 allocation before those steps, 0 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 /* What holds less of a step is no step: a forward pass alone (the first
  * half of a step's allocations) before the loop, or the end of a step the
  * trace began inside (20 of its 24 allocations, under 9/10), stay before
@@ -404,5 +425,6 @@ int main(void)
     TAP_RUN(test_a_first_step_that_differs_in_a_tenth_is_an_iteration);
     TAP_RUN(test_a_forward_pass_or_most_of_a_step_is_no_iteration);
     TAP_RUN(test_a_first_step_does_not_reach_back_into_set_up_code);
+    TAP_RUN(test_two_first_steps_that_differ_are_both_iterations);
     return tap_done();
 }
