@@ -356,6 +356,30 @@ static void test_two_first_steps_that_differ_are_both_iterations(void)
     loop_done(&l, &it);
 }
 
+/* Every 5 steps an evaluation of 12 allocations of its own runs between two
+ * steps (PyTorch Lightning's validation batches: 30 steps read as 6): the
+ * exact pattern spans one stretch of steps, and the step's first allocation
+ * recurs at gaps of 24, or 36 after an evaluation: every step is found, an
+ * evaluation inside the step before it. */
+static void test_steps_with_work_between_some_of_them_are_all_found(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 12; i++) {
+        big_step(&l, 24, 0, -1, 0);
+        if (i % 5 == 4)
+            for (int k = 0; k < 12; k++) {
+                uint64_t p;
+                alloc(&l, (int64_t)(k + 100) * MIB, 500 + k, &p);
+                synth_free(&l.s, GT_API_cudaFree, p, (int64_t)(k + 100) * MIB);
+            }
+    }
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 12, 0);
+    CHECKF(strstr(it.how, "recurs once per step, 12 times"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 /* What holds less of a step is no step: a forward pass alone (the first
  * half of a step's allocations) before the loop, or the end of a step the
  * trace began inside (20 of its 24 allocations, under 9/10), stay before
@@ -426,5 +450,6 @@ int main(void)
     TAP_RUN(test_a_forward_pass_or_most_of_a_step_is_no_iteration);
     TAP_RUN(test_a_first_step_does_not_reach_back_into_set_up_code);
     TAP_RUN(test_two_first_steps_that_differ_are_both_iterations);
+    TAP_RUN(test_steps_with_work_between_some_of_them_are_all_found);
     return tap_done();
 }
