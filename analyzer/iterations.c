@@ -196,28 +196,35 @@ static int seq_and_op_id(const char *s)
  * emit_nvtx's suffix ("train_step, op_id = 7": a record_function scope of
  * the program's, which reaches NVTX only this way). Shown on the timeline;
  * iterations only when --iteration names them. */
+enum { TORCH_NONE, TORCH_SCOPE, TORCH_OPERATOR };
+
+/* TORCH_OPERATOR: an operator (or autograd's node); TORCH_SCOPE: one of
+ * PyTorch's own record_function scopes ("Optimizer.step#SGD.step", inside
+ * which the program's closure may run its own step); TORCH_NONE. */
 static int torch_op_range(const char *msg)
 {
     static const char *const ns[] = {"aten::", "autograd::", "prim::", "c10d::", "profiler::"};
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
         if (!strncmp(msg, ns[i], strlen(ns[i])))
-            return 1;
+            return TORCH_OPERATOR;
     size_t name = strcspn(msg, ",");   /* emit_nvtx's suffix follows the name: ", seq = N", ", op_id = N" */
     if (seq_and_op_id(msg + name))
-        return 1;
+        return TORCH_OPERATOR;
     if (strncmp(msg + name, ", seq = ", 8) && strncmp(msg + name, ", op_id = ", 10))
-        return 0;
-    for (size_t i = 0; i + 1 < name; i++)   /* a C++ scope, or PyTorch's "Class.method#Impl.method" */
-        if ((msg[i] == ':' && msg[i + 1] == ':') ||
-            (msg[i] == '#' && (isalpha((unsigned char)msg[i + 1]) || msg[i + 1] == '_')))
-            return 1;
-    return 0;
+        return TORCH_NONE;
+    for (size_t i = 0; i + 1 < name; i++) {
+        if (msg[i] == ':' && msg[i + 1] == ':')
+            return TORCH_OPERATOR;   /* a C++ scope: torch::autograd::AccumulateGrad */
+        if (msg[i] == '#' && (isalpha((unsigned char)msg[i + 1]) || msg[i + 1] == '_'))
+            return TORCH_SCOPE;      /* PyTorch's "Class.method#Impl.method" */
+    }
+    return TORCH_NONE;
 }
 
-/* Which default-domain ranges are PyTorch's operators or lie inside one
- * (PyTorch's own scopes recorded by name inside an operator's range,
- * "detach_, op_id = 140" inside "aten::detach_"; a loop is never inside an
- * operator). r is in start order; a range's parent is the last range before
+/* Which default-domain ranges are PyTorch's operators or scopes, or lie
+ * inside an operator (PyTorch's own calls recorded by name inside an
+ * operator's range, "detach_, op_id = 140" inside "aten::detach_"; a loop is
+ * never inside an operator). r is in start order; a range's parent is the last range before
  * it on its thread one level up. Returns a flag per range. */
 static unsigned char *torch_op_flags(const struct gt_range *r, size_t nr)
 {
@@ -240,8 +247,13 @@ static unsigned char *torch_op_flags(const struct gt_range *r, size_t nr)
             k = (uint32_t)nmask++;
         }
         unsigned d = r[i].depth < 63 ? (unsigned)r[i].depth : 63;
-        op[i] = torch_op_range(r[i].message) || (d > 0 && (mask[k] >> (d - 1) & 1));
-        mask[k] = (mask[k] & ~(UINT64_C(1) << d)) | ((uint64_t)op[i] << d);
+        int kind = torch_op_range(r[i].message), inside = d > 0 && (mask[k] >> (d - 1) & 1);
+        op[i] = kind != TORCH_NONE || inside;
+        /* what lies inside an operator is the operator's; inside one of
+         * PyTorch's scopes it may be the program's (the optimizer's closure
+         * runs Lightning's training_step inside "Optimizer.step#SGD.step") */
+        uint64_t bit = kind == TORCH_OPERATOR || inside;
+        mask[k] = (mask[k] & ~(UINT64_C(1) << d)) | (bit << d);
     }
     gt_hmap_free(&slot);
     free(mask);

@@ -414,6 +414,43 @@ class LibraryDomains(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 8))
         self.assertIn('ranges of library NVTX domains (TSL) are not iterations', d['iteration_detection'])
 
+    def test_the_program_s_step_inside_the_optimizer_s_closure_stays_its_own(self):
+        # Lightning's automatic optimization runs training_step in the closure
+        # that optimizer.step runs inside PyTorch's "Optimizer.step#SGD.step"
+        # scope: inside one of PyTorch's scopes a range may be the program's
+        for fmt in ('training_step', 'training_step, op_id = %d'):
+            t = T.Trace(self.dir + '/closure.db')
+            for i in range(10):
+                t.push('Optimizer.step#SGD.step, op_id = %d' % (3 * i + 1))
+                t.push(fmt % (3 * i + 2) if '%' in fmt else fmt)
+                t.push('aten::linear, seq = %d, op_id = %d' % (i, 3 * i + 3))
+                t.free(t.alloc(T.MiB * (1 + i % 3), ['linear', 'main']))
+                t.pop()
+                t.pop()
+                t.pop()
+            d = self.json('growth', t.close())
+            self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 10), fmt)
+            self.assertIn('"training_step', d['iteration_detection'])
+            os.remove(self.dir + '/closure.db')
+
+    def test_set_up_that_ends_as_steps_end_is_no_first_step(self):
+        # set-up code that ends with the fills each step ends with: the steps
+        # begin where the loop does, not at a phase cut late in the pattern
+        t = T.Trace(self.dir + '/setup-fills.db')
+        t.alloc(512 * T.MiB, T.CACHING_FRAMES)
+        for name in ['init_weights_kernel'] + ['fill'] * 7 + ['normal']:
+            t.kernel(name)
+        for i in range(12):
+            for name in ['step_kernel_%d' % k for k in range(24)] + ['fill'] * 6:
+                t.kernel(name)
+        db = t.close()
+        d = self.json('summary', db)
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 12))
+        starts = [it['start_ns'] for it in self.json('peak', db)['iterations']]
+        first = [r[0] for r in gtlib_query(db, "SELECT k.start_ns FROM kernels k JOIN strings s ON s.id = k.name_id"
+                                               " WHERE s.text = 'step_kernel_0' ORDER BY k.start_ns")]
+        self.assertEqual(starts, first)
+
     def test_a_domain_the_program_registered_is_its_own(self):
         t = T.Trace(self.dir + '/own-domain.db')
         for i in range(5):
