@@ -45,6 +45,11 @@ void gt_iterations_free(struct gt_iterations *it);
 const char *gt_iter_source_name(enum gt_iter_source s);
 /* The CUDA library whose NVTX domain this is ("CCCL", "NCCL", ...), or NULL. */
 const char *gt_nvtx_library_domain(const char *domain);
+/* A flag per range (r in start order): PyTorch's operator or scope under
+ * emit_nvtx, or inside an operator's range (range_owners.c). */
+unsigned char *gt_torch_op_flags(const struct gt_range *r, size_t nr);
+/* Nonzero: a name PyTorch's emit_nvtx gives an operator or a scope of its own. */
+int gt_torch_op_range(const char *msg);
 /* batch size from "batch_size=N" or "bs=N" in a message; -1 if none */
 int64_t gt_parse_batch_size(const char *msg);
 
