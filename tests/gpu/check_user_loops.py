@@ -1,0 +1,120 @@
+"""GPU check: answers on loops written the way users write them, none of which
+the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
+- Hugging Face Trainer (default allocator and cudaMallocAsync), a gradient
+  accumulation loop (cudaMallocAsync), a DataLoader with pinned memory and
+  workers (default allocator): the iterations found automatically are the
+  optimizer steps (accumulation: the optimizer steps or the micro-batches,
+  shown), and `leaks` calls nothing a leak;
+- generate() under no_grad: `leaks` calls nothing a leak (the iterations are
+  shown: a generate() call or a decoded token are both loops);
+- a loop that keeps every step's loss with its graph (cudaMallocAsync, ended
+  by os._exit): `growth` says growing, its slope is what PyTorch's
+  memory_allocated() grew a step (within 5%), the top growing site is the line
+  of user_loops.py that makes the kept activations, and `leaks` leads with
+  them (at least 80% of what the steps after the first kept);
+- an MLP split across two GPUs in one process (both allocators; only where
+  two GPUs are): each device's memory on its own device, as PyTorch counts
+  it (default: the ledger's framework allocator at exit ==
+  memory_reserved(d); cudaMallocAsync: the pool's peak ==
+  max_memory_allocated(d)), and the iterations the steps.
+About 3 minutes.
+usage: check_user_loops.py --build BUILD --out DIR [--steps 20] [--cases a,b]"""
+import argparse
+import json
+import os
+import subprocess
+
+from gpucheck import counters, finish, fresh_db, report, run
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--build', required=True)
+ap.add_argument('--out', required=True)
+ap.add_argument('--steps', type=int, default=20)
+ap.add_argument('--cases', default='')
+a = ap.parse_args()
+here = os.path.dirname(os.path.abspath(__file__))
+shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
+gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
+os.makedirs(a.out, exist_ok=True)
+ASYNC = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync'}
+
+
+def analyze(cmd, db):
+    p = subprocess.run([gputrace, cmd, '--json', db], capture_output=True, text=True, timeout=300)
+    d = json.loads(p.stdout)
+    return d['traces'][0] if 'traces' in d else d
+
+
+CASES = [   # name, mode, env, iterations allowed (None: shown only)
+    ('trainer-default', 'trainer', {}, lambda s: [s]),
+    ('trainer-async', 'trainer', ASYNC, lambda s: [s]),
+    ('accum-async', 'accum', ASYNC, lambda s: [s, 4 * s]),
+    ('pinned-default', 'pinned', {}, lambda s: [s]),
+    ('generate-default', 'generate', {}, None),
+    ('leaky-async', 'leaky', ASYNC, None),
+    ('split-default', 'split', {}, lambda s: [s]),
+    ('split-async', 'split', ASYNC, lambda s: [s]),
+]
+import torch  # noqa: E402 - only to count the GPUs (no CUDA context: device_count asks NVML first)
+gpus = torch.cuda.device_count()
+only = set(c for c in a.cases.split(',') if c)
+for name, mode, env, allowed in CASES:
+    if only and name not in only:
+        continue
+    if mode == 'split' and gpus < 2:
+        print('   %s: skipped (%d GPU)' % (name, gpus))
+        continue
+    db = fresh_db(a.out, name)
+    p = run(['python3', os.path.join(here, 'user_loops.py'), mode, '--steps', str(a.steps)], shim=shim, db=db,
+            env_extra=dict(env, GPUTRACE_QUIET='1'))
+    c = counters(p.stdout)
+    if p.returncode != 0 or not os.path.exists(db) or 'steps' not in c:
+        report(False, '%s: runs' % name, 'rc %d: %s' % (p.returncode, p.stderr[-600:]))
+        continue
+    s = analyze('summary', db)
+    lk = analyze('leaks', db)
+    g = analyze('growth', db)
+    steps = c['steps']
+    print('   %s: %d steps; iterations %s from %s (%s); leaks: leak %s B in %s, held for the run %s B, told %s; '
+          'growth %s, slope %s B' % (
+              name, steps, s.get('iterations'), s.get('iteration_source'), (s.get('iteration_detection') or '')[:300],
+              lk.get('total_bytes'), lk.get('total_count'), lk.get('held_for_run_bytes'), lk.get('accumulation_told'),
+              g.get('verdict'), g.get('slope_bytes_per_iteration')), flush=True)
+    if allowed:
+        report(s.get('iteration_source') == 'auto' and s.get('iterations') in allowed(steps),
+               '%s: found automatically, the iterations are the loop\'s' % name,
+               '%s from %s for %d steps (allowed %s)' % (s.get('iterations'), s.get('iteration_source'), steps,
+                                                          allowed(steps)))
+    if mode == 'split':
+        peaks = {(p_['memory'], p_['device']): p_ for p_ in s.get('peaks', [])}
+        for d in (0, 1):
+            if env:
+                got, want = peaks.get(('pool', d), {}).get('peak_bytes'), c['max_allocated%d' % d]
+                report(got == want, '%s: device %d\'s pool peak == max_memory_allocated(%d)' % (name, d, d),
+                       '%s vs %d' % (got, want))
+            else:
+                led = [x for x in s.get('ledger', []) if x.get('device') == d]
+                ex = {i['instant']: i for i in led[0]['instants']}.get('exit', {}) if led else {}
+                got = {b['name']: b['bytes'] for b in ex.get('buckets', [])}.get('framework allocator')
+                report(got == c['reserved%d' % d], '%s: device %d\'s framework allocator bucket at exit == '
+                       'memory_reserved(%d)' % (name, d, d), '%s vs %d' % (got, c['reserved%d' % d]))
+    if mode != 'leaky':
+        report(lk.get('total_bytes') == 0, '%s: a clean job reads clean (no leak)' % name,
+               'leak %s B, told %s; sites %s' % (lk.get('total_bytes'), lk.get('accumulation_told'),
+                                                 [x.get('call_site') for x in (lk.get('sites') or [])[:3]]))
+        continue
+    kept, line = c['kept_per_step'], c['kept_line']
+    slope = g.get('slope_bytes_per_iteration') or 0
+    report(g.get('verdict') == 'growing' and abs(slope - kept) <= 0.05 * kept,
+           '%s: growth says growing at what PyTorch kept a step' % name,
+           'verdict %s, slope %s B/iteration, memory_allocated() grew %d B a step' % (g.get('verdict'), slope, kept))
+    top = (g.get('sites') or [{}])[0].get('call_site', '')
+    want = 'user_loops.py:%d' % line
+    report(top.startswith(want), '%s: the top growing site is the line that makes what is kept' % name,
+           'top site "%s", want "%s ..."' % (top[:160], want))
+    lead = (lk.get('sites') or [{}])[0].get('call_site', '')
+    report((lk.get('total_bytes') or 0) >= 0.8 * kept * (steps - 2) and lead.startswith(want),
+           '%s: leaks leads with what accumulated, named by that line' % name,
+           'leak %s B (the steps after the first kept %d), first site "%s"' % (
+               lk.get('total_bytes'), kept * (steps - 1), lead[:160]))
+finish()

@@ -1,0 +1,133 @@
+"""Training and inference loops written the way users write them, with no
+code for the tracer and no ranges of their own (tests/gpu/check_user_loops.py
+drives them). Each prints key=value lines the check compares with the trace:
+  steps=N             the loop's iterations
+  kept_per_step=B     (leaky) bytes PyTorch's allocator holds more after each step
+  kept_line=L         (leaky) the line of this file that makes what is kept
+Modes:
+  trainer   Hugging Face Trainer, a small GPT-2 from its config, --steps steps
+  accum     an MLP, 4 micro-batches of gradient accumulation per optimizer step
+  generate  a small GPT-2's generate() over --steps prompts, under no_grad
+  leaky     an MLP whose loop keeps every step's loss with its graph (the
+            classic `losses.append(loss)`): the saved activations pile up
+  pinned    a conv net fed by a DataLoader with 2 workers and pin_memory
+  split     an MLP split across two GPUs in one process (needs 2): per device
+            D, reservedD=, max_reservedD= and max_allocatedD= lines
+usage: user_loops.py MODE [--steps N]"""
+import argparse
+import os
+import sys
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split'])
+ap.add_argument('--steps', type=int, default=20)
+a = ap.parse_args()
+torch.manual_seed(0)
+dev = torch.device('cuda')
+
+
+def small_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+    return GPT2LMHeadModel(GPT2Config(vocab_size=2048, n_positions=256, n_embd=256, n_layer=2, n_head=4))
+
+
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+
+
+if a.mode == 'trainer':
+    import tempfile
+    from transformers import Trainer, TrainingArguments
+
+    class Tokens(torch.utils.data.Dataset):
+        def __len__(self):
+            return 8 * a.steps
+
+        def __getitem__(self, i):
+            ids = torch.randint(0, 2048, (128,), generator=torch.Generator().manual_seed(i))
+            return {'input_ids': ids, 'labels': ids}
+
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, max_steps=a.steps, per_device_train_batch_size=8,
+                                 report_to=[], save_strategy='no', logging_strategy='no', disable_tqdm=True,
+                                 dataloader_num_workers=0)
+        Trainer(model=small_gpt2(), args=args, train_dataset=Tokens()).train()
+    print('steps=%d' % a.steps)
+elif a.mode == 'accum':
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step in range(a.steps):
+        for micro in range(4):
+            x = torch.randn(64, 512, device=dev)
+            y = torch.randint(0, 10, (64,), device=dev)
+            (torch.nn.functional.cross_entropy(model(x), y) / 4).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'generate':
+    model = small_gpt2().to(dev).eval()
+    with torch.no_grad():
+        for step in range(a.steps):
+            prompt = torch.randint(0, 2048, (4, 32), device=dev)
+            model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=24, do_sample=False,
+                           pad_token_id=0)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'leaky':
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    losses = []
+    held = []
+    for step in range(a.steps):
+        x = torch.randn(256, 512, device=dev)
+        y = torch.randint(0, 10, (256,), device=dev)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward(retain_graph=True)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss)   # the bug: the graph (and its saved activations) lives on
+        torch.cuda.synchronize()
+        held.append(torch.cuda.memory_allocated())
+    steps = sorted(b - a_ for a_, b in zip(held[2:], held[3:]))
+    print('steps=%d' % a.steps)
+    print('kept_per_step=%d' % steps[len(steps) // 2])
+    print('kept_line=%d' % [i + 1 for i, l in enumerate(open(__file__)) if 'model(x), y)' in l and 'loss =' in l][0])
+    sys.stdout.flush()
+    os._exit(0)   # as a job killed after training ends: what the list held is still live
+elif a.mode == 'pinned':
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                torch.nn.Flatten(), torch.nn.Linear(32, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    data = torch.utils.data.TensorDataset(torch.randn(64 * a.steps, 3, 64, 64), torch.randint(0, 10, (64 * a.steps,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=64, num_workers=2, pin_memory=True)
+    n = 0
+    for x, y in loader:
+        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        n += 1
+    torch.cuda.synchronize()
+    print('steps=%d' % n)
+elif a.mode == 'split':
+    d0, d1 = torch.device('cuda:0'), torch.device('cuda:1')
+    first = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU()).to(d0)
+    second = torch.nn.Sequential(torch.nn.Linear(4096, 8192), torch.nn.ReLU(), torch.nn.Linear(8192, 10)).to(d1)
+    opt = torch.optim.Adam(list(first.parameters()) + list(second.parameters()), lr=1e-3)
+    for step in range(a.steps):
+        x = torch.randn(512, 1024, device=d0)
+        y = torch.randint(0, 10, (512,), device=d1)
+        torch.nn.functional.cross_entropy(second(first(x).to(d1)), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    for d in (0, 1):
+        torch.cuda.synchronize(d)
+    print('steps=%d' % a.steps)
+    for d in (0, 1):
+        print('reserved%d=%d' % (d, torch.cuda.memory_reserved(d)))
+        print('max_reserved%d=%d' % (d, torch.cuda.max_memory_reserved(d)))
+        print('max_allocated%d=%d' % (d, torch.cuda.max_memory_allocated(d)))
