@@ -10,6 +10,8 @@
 
 struct gt_nvml_sample {
     int64_t t, used, process, total;   /* process -1: NVML cannot tell */
+    int64_t reserved;                   /* of used, the driver's and firmware's own; -1: not told (before
+                                         * schema 4, or NVML without memory info v2) */
 };
 
 /* The first and last NVML samples of device d; 0 if it has none. */

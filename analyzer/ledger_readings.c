@@ -9,18 +9,39 @@
 #include "ledger.h"
 #include "trace_rows.h"
 
-/* The first and last NVML samples of device d; 0 if it has none. */
+/* When device d's first traced call was made; INT64_MAX if none. */
+static int64_t first_call_on(const struct gt_trace *t, int d)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].device == d)
+            return t->ev[i].t;
+    return INT64_MAX;
+}
+
+/* The first and last NVML samples of device d; 0 if it has none. "First" is
+ * the ledger's start: the first sample taken once the program had used the
+ * device (its first traced call) that has a figure for this process; the
+ * earliest sample where none has. The shim's first sample comes right after
+ * the program's first allocation, on whichever device: a device the program
+ * turned to later (a model split across GPUs, a second rank's device) had no
+ * context of this process then, and NVML listed no figure for it. */
 int gt_ledger_samples(struct gt_trace *t, int d, struct gt_nvml_sample *first, struct gt_nvml_sample *last, int *code)
 {
     struct gt_rows r;
-    int n = 0, more = 0;
+    int n = 0, more = 0, placed = 0;
+    int64_t used_from = first_call_on(t, d);
     *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
     while (!*code && (more = gt_rows_next(&r)) > 0) {
         if (gt_rows_int(&r, 1, -1) != d)
             continue;
-        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
+        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
+                                   gt_rows_int(&r, 5, -1)};
         if (!n++)
             *first = s;
+        if (!placed && s.process >= 0 && s.t >= used_from) {
+            *first = s;
+            placed = 1;
+        }
         *last = s;
     }
     if (!*code && more < 0)
@@ -38,7 +59,8 @@ int gt_ledger_sample_between(struct gt_trace *t, int d, int64_t at, int64_t befo
     int found = 0, more;
     *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
     while (!*code && !found && (more = gt_rows_next(&r)) > 0) {
-        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1)};
+        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
+                                   gt_rows_int(&r, 5, -1)};
         if (gt_rows_int(&r, 1, -1) == d && s.t >= at && s.t < before) {
             *out = s;
             found = 1;
@@ -225,7 +247,7 @@ int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
     struct gt_nvml_sample first = {0}, last = {0};
     int code;
     memset(u, 0, sizeof *u);
-    u->bytes = u->others = u->total = -1;
+    u->bytes = u->others = u->total = u->reserved = -1;
     if (!gt_ledger_samples(t, d, &first, &last, &code) || !t->nev)
         return code;
     /* modules loaded and workspaces taken late make the last sample the
@@ -237,7 +259,8 @@ int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
         held = h > held ? h : held;
     }
     u->bytes = held > 0 ? held : 0;
-    u->others = last.process >= 0 ? last.used - last.process : -1;
+    u->reserved = last.reserved;
+    u->others = last.process >= 0 ? last.used - last.process - (last.reserved > 0 ? last.reserved : 0) : -1;
     u->total = last.total > 0 ? last.total : -1;
     u->t = last.t;
     return GT_EXIT_OK;

@@ -6,7 +6,7 @@
 -- Documentation of every table and column: schema/README.md.
 
 PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
-PRAGMA user_version = 3;             -- schema version; the analyzer refuses newer ones
+PRAGMA user_version = 4;             -- schema version; the analyzer refuses newer ones
                                      -- (2: frames.kind; 3: processes.world_size, apis rows 39-46)
 
 -- One row: the traced process.
@@ -342,7 +342,9 @@ CREATE TABLE memory_samples (
   device        INTEGER NOT NULL,     -- CUDA ordinal (matched to NVML by UUID)
   used_bytes    INTEGER NOT NULL,     -- whole device, every process (nvidia-smi memory.used)
   total_bytes   INTEGER,
-  process_bytes INTEGER               -- this process only; NULL where NVML cannot tell
+  process_bytes INTEGER,              -- this process only; NULL where NVML cannot tell
+  reserved_bytes INTEGER              -- (schema 4) of used_bytes, what the driver and firmware set aside
+                                      -- for themselves (NVML's memory info v2); NULL where NVML cannot tell
 );
 
 -- The flight recorder (GPUTRACE_WINDOW_S): one row when it is on. The writer

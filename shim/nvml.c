@@ -13,6 +13,10 @@
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+/* v2 (drivers from R510) says what the driver and firmware set aside: v1's
+ * used counts it, so an idle GPU shows ~600 MiB used by no process */
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+#define NVML_MEMORY_V2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | 2u << 24))
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory;
@@ -27,6 +31,7 @@ static struct {
     nvmlReturn_t (*init)(void);
     nvmlReturn_t (*by_uuid)(const char *, nvmlDevice_t *);
     nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*memory_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
     nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
     const char *(*error)(nvmlReturn_t);
     int n;
@@ -47,6 +52,7 @@ bool gt_nvml_open(const struct gt_devices *devs, bool asked)
     N.init = (nvmlReturn_t(*)(void))dlsym(N.h, "nvmlInit_v2");
     N.by_uuid = (nvmlReturn_t(*)(const char *, nvmlDevice_t *))dlsym(N.h, "nvmlDeviceGetHandleByUUID");
     N.memory = (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))dlsym(N.h, "nvmlDeviceGetMemoryInfo");
+    N.memory_v2 = (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_v2_t *))dlsym(N.h, "nvmlDeviceGetMemoryInfo_v2");
     N.procs = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *))dlsym(
         N.h, "nvmlDeviceGetComputeRunningProcesses_v3");
     N.error = (const char *(*)(nvmlReturn_t))dlsym(N.h, "nvmlErrorString");
@@ -92,10 +98,19 @@ int gt_nvml_sample(struct gt_mem_sample *out, int max)
 {
     int k = 0;
     for (int i = 0; i < N.n && k < max; i++) {
+        nvmlMemory_v2_t m2 = {.version = NVML_MEMORY_V2};
         nvmlMemory_t m;
-        if (N.memory(N.dev[i], &m) != NVML_SUCCESS)
+        int64_t reserved = -1;
+        if (N.memory_v2 && N.memory_v2(N.dev[i], &m2) == NVML_SUCCESS && m2.free <= m2.total &&
+            m2.reserved <= m2.total - m2.free) {
+            /* used as v1 and nvidia-smi count it (everything not free), and the reservation beside it */
+            m = (nvmlMemory_t){m2.total, m2.free, m2.total - m2.free};
+            reserved = (int64_t)m2.reserved;
+        } else if (N.memory(N.dev[i], &m) != NVML_SUCCESS) {
             continue;
-        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total), -1};
+        }
+        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total), -1,
+                                        reserved};
         k++;
     }
     return k;

@@ -146,13 +146,13 @@ class Trace:
         trace plus `outside` (context, modules, other processes' `others`)."""
         traced = sum(size for size, device, api in self.live.values() if device == 0 and 'Host' not in api)
         used = traced + outside
-        self.con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+        self.con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) VALUES (?, 0, ?, ?, ?)',
                          (self.now(), used, total or self.device_total, used - others))
 
-    def kernel(self, name, duration=500):
+    def kernel(self, name, duration=500, device=0, start=None):
         sid = self.strings.setdefault(name, len(self.strings) + 1)
-        start = self.now()
-        self.kernels.append((start, start + duration, 0, 7, len(self.kernels) + 1, sid))
+        start = self.now() if start is None else start
+        self.kernels.append((start, start + duration, device, 7, len(self.kernels) + 1, sid))
 
     def close(self, end_reason='exit'):
         """Writes the buffered rows and the process row; returns the path."""
@@ -445,6 +445,32 @@ def kernels_only(dirpath, iterations=KERNEL_ITERATIONS):
     return t.close()
 
 
+def kernels_two_devices(dirpath, iterations=KERNEL_ITERATIONS):
+    """A model split across two GPUs in one process (no allocation pattern):
+    each step runs its first layers on device 0 and the rest on device 1,
+    each device's kernels in the same order every step, but how the two
+    devices' kernels interleave in time differs from step to step, as the
+    GPUs run side by side (on an H200 x2 host the kernels of both read as 6
+    iterations for 20 steps)."""
+    import random
+    rng = random.Random(7)
+    t = Trace(os.path.join(dirpath, 'two_devices.db'), command_line='python split.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    t.kernel('init_weights_kernel')
+    for i in range(iterations):
+        first = ['gemm_fwd_a', 'relu_fwd_a', 'gemm_bwd_a', 'relu_bwd_a', 'adam_a']
+        second = ['gemm_fwd_b', 'relu_fwd_b', 'gemm_fwd_c', 'loss_fwd', 'loss_bwd', 'gemm_bwd_c', 'relu_bwd_b',
+                  'gemm_bwd_b', 'adam_b']
+        t0 = t.now()
+        # each device's own order; the two merged at random (their start times side by side)
+        starts = sorted(rng.sample(range(1, 40), len(first) + len(second)))
+        order = rng.sample([0] * len(first) + [1] * len(second), len(first) + len(second))
+        for when, d in zip(starts, order):
+            t.kernel((first if d == 0 else second).pop(0), device=d, start=t0 + 100 * when)
+        t.t = t0 + 100 * 41
+    return t.close()
+
+
 KERNEL_STEP = ['conv_fwd_%d' % i for i in range(8)] + ['conv_bwd_%d' % i for i in range(8)] + \
     ['adam_exp_avg', 'adam_exp_avg_sq', 'adam_update', 'adam_step_count']
 
@@ -520,12 +546,13 @@ LEDGER_CONTEXT = 500 * MiB
 LEDGER_TORCH = ['c10::cuda::CUDACachingAllocator::DeviceCachingAllocator::malloc', 'at::empty_cuda']
 
 
-def ledger_job(dirpath, process_known=True, samples=True, unaccounted=1 * MiB):
+def ledger_job(dirpath, process_known=True, samples=True, unaccounted=1 * MiB, driver_reserved=None):
     """A framework segment, cuBLAS's workspace, the program's own buffer and
     a stream-ordered pool (reservation from CUPTI's records), with NVML samples
     at the first allocation and at the end: the context is LEDGER_CONTEXT,
     other processes hold 3 GiB, and NVML's figure at exit is the buckets plus
-    unaccounted bytes."""
+    unaccounted bytes. driver_reserved: what NVML's memory info v2 says the
+    driver and firmware set aside (counted in the device's used bytes)."""
     t = Trace(os.path.join(dirpath, 'ledger.db'), device_total=80 * GiB)
     t.alloc(2 * GiB, LEDGER_TORCH + ['forward', 'main'])                                     # a segment
     first_t = t.now()
@@ -543,10 +570,11 @@ def ledger_job(dirpath, process_known=True, samples=True, unaccounted=1 * MiB):
     if samples:
         first_proc = LEDGER_CONTEXT + 2 * GiB
         last_proc = LEDGER_CONTEXT + 2 * GiB + 128 * MiB + 64 * MiB + 512 * MiB + unaccounted
-        other = 3 * GiB
+        other = 3 * GiB + (driver_reserved or 0)
         for ts, proc in ((first_t, first_proc), (last_t, last_proc)):
-            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
-                        (ts, proc + other, 80 * GiB, proc if process_known else None))
+            con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes, reserved_bytes)'
+                        ' VALUES (?, 0, ?, ?, ?, ?)', (ts, proc + other, 80 * GiB, proc if process_known else None,
+                                                       driver_reserved))
     con.commit()
     con.close()
     return db

@@ -11,6 +11,7 @@ import gtlib
 
 MiB, GiB = T.MiB, T.GiB
 CONTEXT = T.LEDGER_CONTEXT
+LEDGER_TORCH_STACK = T.LEDGER_TORCH + ['forward', 'main']
 
 
 class Ledger(T.AnalyzerTest):
@@ -55,11 +56,73 @@ class Ledger(T.AnalyzerTest):
         self.assertEqual(x['device_used_bytes'], 3 * GiB + CONTEXT + 2 * GiB + 704 * MiB + 1 * MiB)
         self.assertIn("cannot tell this process's", self.ok('summary', self.job(process_known=False)).stdout)
 
+    def test_the_drivers_own_reservation_is_not_called_another_process(self):
+        # an idle H200 shows 623.88 MiB used by no process: NVML's v1 used counts what the
+        # driver and firmware set aside; v2 tells it apart
+        db = self.job(driver_reserved=624 * MiB)
+        dev, x = self.exit_instant(self.json('summary', db))
+        self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes']), (3 * GiB, 624 * MiB))
+        self.assertEqual(x['free_bytes'], 80 * GiB - x['nvml_process_bytes'] - 3 * GiB - 624 * MiB)
+        self.assertEqual((dev['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 1 * MiB))
+        text = self.ok('summary', db).stdout
+        self.assertRegex(text, r'NVML: other processes +3\.00 GiB\n')
+        self.assertRegex(text, r'NVML: driver and firmware +624\.00 MiB')
+        room = self.json('peak', db)['room']
+        self.assertEqual((room['other_processes_bytes'], room['driver_reserved_bytes']), (3 * GiB, 624 * MiB))
+
+    def test_a_trace_from_before_schema_4_is_read_without_the_reservation(self):
+        db = self.job(driver_reserved=624 * MiB)
+        with sqlite3.connect(db) as con:
+            con.executescript('ALTER TABLE memory_samples DROP COLUMN reserved_bytes; PRAGMA user_version = 3;')
+        dev, x = self.exit_instant(self.json('summary', db))
+        self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes']), (3 * GiB + 624 * MiB, None))
+        self.assertEqual((dev['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 1 * MiB))
+        self.assertIn("the driver's own reservation: this NVML does not tell it apart", self.ok('summary', db).stdout)
+
     def test_without_samples_the_traced_buckets_stand_alone(self):
         dev, x = self.exit_instant(self.json('summary', self.job(samples=False)))
         self.assertIsNone(dev['context_bytes'])
         self.assertNotIn('CUDA context and driver', [b['name'] for b in x['buckets']])
         self.assertIn('no NVML samples', self.ok('summary', self.job(samples=False)).stdout)
+
+
+class ASecondDeviceUsedLater(T.AnalyzerTest):
+    """A program that turns to a second GPU after its first allocation (a
+    model split across two GPUs, on an H200 x2 host): the shim's first NVML
+    sample came before this process had a context there, and NVML listed no
+    figure for it on that device. The device's ledger starts at its first
+    sample after the program used it: its context is measured there, not
+    given up as unknowable."""
+    CTX0, CTX1 = 530 * MiB, 540 * MiB
+
+    def trace(self):
+        t = T.Trace(os.path.join(self.dir, 'split.db'), device_total=80 * GiB)
+        t.alloc(1 * GiB, LEDGER_TORCH_STACK)
+        samples = [(t.now(), 0, self.CTX0 + 1 * GiB, self.CTX0 + 1 * GiB),
+                   (t.now(), 1, 600 * MiB, None)]                      # no context of ours on device 1 yet
+        t.alloc(2 * GiB, LEDGER_TORCH_STACK, device=1)
+        samples += [(t.now(), 1, 600 * MiB + self.CTX1 + 2 * GiB, self.CTX1 + 2 * GiB)]
+        t.alloc(256 * MiB, LEDGER_TORCH_STACK, device=1)
+        end = t.now() + 10
+        samples += [(end, 0, self.CTX0 + 1 * GiB, self.CTX0 + 1 * GiB),
+                    (end, 1, 600 * MiB + self.CTX1 + 2304 * MiB, self.CTX1 + 2304 * MiB)]
+        db = t.close()
+        with sqlite3.connect(db) as con:
+            con.execute("INSERT INTO devices(id, name, uuid, total_bytes, cc_major, cc_minor) "
+                        "VALUES (1, 'Fake GPU', 'GPU-00000000-fake1', ?, 9, 0)", (80 * GiB,))
+            con.executemany('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) '
+                            'VALUES (?, ?, ?, %d, ?)' % (80 * GiB), samples)
+        return db
+
+    def test_its_context_is_measured_at_its_first_sample_after_the_program_used_it(self):
+        led = {x['device']: x for x in self.json('summary', self.trace())['ledger']}
+        self.assertEqual(sorted(led), [0, 1])
+        for d, ctx in ((0, self.CTX0), (1, self.CTX1)):
+            self.assertEqual((led[d]['per_process'], led[d]['context_bytes'], led[d]['context_unknown_why']),
+                             (True, ctx, None), 'device %d' % d)
+            x = {i['instant']: i for i in led[d]['instants']}['exit']
+            self.assertEqual(x['unaccounted_bytes'], 0, 'device %d' % d)
+        self.assertNotIn("cannot tell this process's", self.ok('summary', self.trace()).stdout)
 
 
 class PoolReadAfterTheExitSample(T.AnalyzerTest):
@@ -79,7 +142,7 @@ class PoolReadAfterTheExitSample(T.AnalyzerTest):
         db = t.close()
         with sqlite3.connect(db) as con:
             # the exit sample: the context and the pool's 400 MiB reservation (nothing traced is live)
-            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)',
+            con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) VALUES (?, 0, ?, ?, ?)',
                         (exit_t, CONTEXT + 400 * MiB, 80 * GiB, CONTEXT + 400 * MiB))
             con.execute("INSERT INTO memory_pools (t_ns, op, size, utilized_size, device) VALUES (?, 'sampled', ?, 0, 0)",
                         (exit_t + 10 ** 6, 400 * MiB))
@@ -109,12 +172,12 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
     process's memory, 90 MB taken in the first step and 7 MB in the last."""
     CONTEXT, OTHER, LAZY, LATE = 300 * 1000 * 1000, 100 * 1000 * 1000, 90 * 1000 * 1000, 7 * 1000 * 1000
 
-    def planted(self, *args):
+    def planted(self, *args, env=None, name='trace.db'):
         """sweep_train ARGS traced under the planted context, other process and NVML; the trace."""
         p, db = self.trace([gtlib.prog('sweep_train'), '--batch-size', '4'] + list(args),
                            env_extra=dict(LD_LIBRARY_PATH=gtlib.WITH_NVML, FAKE_CUDA_DEVICE_BYTES=2 * 10**9,
                                           FAKE_CUDA_CONTEXT_BYTES=self.CONTEXT, FAKE_CUDA_OTHER_BYTES=self.OTHER,
-                                          GPUTRACE_CUPTI=0))
+                                          GPUTRACE_CUPTI=0, **(env or {})), name=name)
         self.assertEqual(p.returncode, 0, p.stderr)
         return db
 
@@ -130,6 +193,18 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         text = self.ok('summary', db).stdout
         self.assertIn('CUDA modules and library start-up', text)
         self.assertIn('(measured after the first iteration)', text)
+
+    def test_the_shim_records_the_drivers_reservation_apart_where_nvml_tells_it(self):
+        reserved = 600 * 1000 * 1000
+        for v2 in (True, False):
+            db = self.planted('--steps', '2', env=dict(FAKE_NVML_RESERVED_BYTES=reserved,
+                                                       FAKE_NVML_NO_V2='0' if v2 else '1'), name='v2-%s.db' % v2)
+            rows = gtlib.query(db, 'SELECT used_bytes - process_bytes, reserved_bytes FROM memory_samples')
+            self.assertTrue(rows)
+            self.assertEqual(set(rows), {(self.OTHER + reserved, reserved if v2 else None)}, 'v2 %s' % v2)
+            x = {i['instant']: i for i in self.json('summary', db)['ledger'][0]['instants']}['exit']
+            self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes'], x['unaccounted_bytes']),
+                             (self.OTHER if v2 else self.OTHER + reserved, reserved if v2 else None, 0), 'v2 %s' % v2)
 
     def test_the_memory_held_for_graphs_is_its_own_bucket_not_part_of_the_modules(self):
         # a graph captured and first run in the first step (as torch.cuda.graph

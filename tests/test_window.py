@@ -131,7 +131,7 @@ class LedgerOfAWindow(T.AnalyzerTest):
         db = t.close()
         con = sqlite3.connect(db)
         for ts, proc in ((first_t, 2 * GiB + 500 * MiB), (last_t, 2 * GiB + 564 * MiB)):
-            con.execute('INSERT INTO memory_samples VALUES (?, 0, ?, ?, ?)', (ts, proc, 80 * GiB, proc))
+            con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) VALUES (?, 0, ?, ?, ?)', (ts, proc, 80 * GiB, proc))
         con.execute('INSERT INTO flight_recorder VALUES (?, ?, ?)', (10 ** 9, 25 * 10 ** 7, complete_from(first_t)))
         con.commit()
         con.close()

@@ -2,6 +2,9 @@
  * Reports the fake driver's devices as NVML does: total = FAKE_CUDA_DEVICE_BYTES,
  * used = what the fake driver holds (the context and other processes' bytes
  * it plants included), this process's bytes = used minus FAKE_CUDA_OTHER_BYTES.
+ * FAKE_NVML_RESERVED_BYTES: what the driver and firmware set aside, counted in
+ * v1's used and told apart by nvmlDeviceGetMemoryInfo_v2 (as real drivers do
+ * since R510); FAKE_NVML_NO_V2=1 leaves v2 out, as an older driver does.
  * In a directory of its own: only the tests that put it on LD_LIBRARY_PATH
  * get NVML samples in their traces. */
 #include <dlfcn.h>
@@ -13,6 +16,7 @@
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory;
@@ -56,13 +60,34 @@ static unsigned long long total_bytes(void)
     return s && *s ? strtoull(s, NULL, 10) : 17179869184ULL;
 }
 
+static unsigned long long reserved_bytes(void)
+{
+    const char *s = getenv("FAKE_NVML_RESERVED_BYTES");
+    return s && *s ? strtoull(s, NULL, 10) : 0;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
 {
     if (!dev || !m || !device_used)
         return INVALID_ARGUMENT;
     m->total = total_bytes();
-    m->used = device_used((int)((uintptr_t)dev - 1));
+    m->used = device_used((int)((uintptr_t)dev - 1)) + reserved_bytes();
     m->free = m->total - m->used;
+    return OK;
+}
+
+/* NVML_STRUCT_VERSION(Memory, 2): the size in the low bits, 2 in the top byte */
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
+{
+    const char *no = getenv("FAKE_NVML_NO_V2");
+    if (no && *no == '1')
+        return 13;   /* NVML_ERROR_FUNCTION_NOT_FOUND */
+    if (!dev || !m || !device_used || m->version != (unsigned int)(sizeof *m | 2u << 24))
+        return INVALID_ARGUMENT;
+    m->total = total_bytes();
+    m->reserved = reserved_bytes();
+    m->used = device_used((int)((uintptr_t)dev - 1));
+    m->free = m->total - m->used - m->reserved;
     return OK;
 }
 
