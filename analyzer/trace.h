@@ -176,7 +176,7 @@ int64_t gt_trace_stack_id(const struct gt_trace *t, int32_t site);
  * tables (older traces) give 0 rows. */
 int gt_trace_ranges(struct gt_trace *t, struct gt_range **out, size_t *n);
 int gt_trace_marker_iterations(struct gt_trace *t, struct gt_marker_iter **out, size_t *n);
-int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n);
+int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n);   /* of the busiest device */
 void gt_ranges_free(struct gt_range *r, size_t n);
 
 /* For the row readers (trace_rows.c): prepares sql, a missing table giving

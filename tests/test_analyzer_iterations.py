@@ -61,6 +61,10 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS))
         self.assertIn('kernel', d['iteration_detection'])
 
+    def test_kernels_of_a_model_split_across_two_gpus_repeat_on_each_device(self):
+        d = self.json('summary', T.kernels_two_devices(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
+
     def test_a_first_step_that_launches_more_or_other_kernels_is_an_iteration(self):
         # AdamW's first step makes its state (zero fills) and runs other update
         # kernels: the exact pattern begins at the second step (a ResNet-50 on an
