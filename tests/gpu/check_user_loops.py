@@ -16,7 +16,10 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
   two GPUs are): each device's memory on its own device, as PyTorch counts
   it (default: the ledger's framework allocator at exit ==
   memory_reserved(d); cudaMallocAsync: the pool's peak ==
-  max_memory_allocated(d)), and the iterations the steps.
+  max_memory_allocated(d)), the iterations the steps, and each device's
+  ledger measures its context and adds up to NVML's figure for the process
+  within 1% at exit, with the driver's own reservation told apart from other
+  processes' memory (the lent machine runs nothing else: under 64 MiB).
 About 3 minutes.
 usage: check_user_loops.py --build BUILD --out DIR [--steps 20] [--cases a,b]"""
 import argparse
@@ -88,6 +91,18 @@ for name, mode, env, allowed in CASES:
     if mode == 'split':
         peaks = {(p_['memory'], p_['device']): p_ for p_ in s.get('peaks', [])}
         for d in (0, 1):
+            led = [x for x in s.get('ledger', []) if x.get('device') == d]
+            ex = {i['instant']: i for i in led[0]['instants']}.get('exit', {}) if led else {}
+            un, proc = ex.get('unaccounted_bytes'), ex.get('nvml_process_bytes')
+            report(bool(led) and led[0].get('context_bytes') is not None and un is not None and proc and
+                   abs(un) <= 0.01 * proc, '%s: device %d\'s ledger measures its context and adds up to NVML' % (name, d),
+                   'context %s, NVML %s for the process, unaccounted %s, why %s' % (
+                       led[0].get('context_bytes') if led else None, proc, un,
+                       led[0].get('context_unknown_why') if led else 'no ledger'))
+            others, res = ex.get('other_processes_bytes'), ex.get('driver_reserved_bytes')
+            report(res is not None and res > 0 and others is not None and others < 64 << 20,
+                   '%s: device %d: the driver\'s own reservation is told apart from other processes' % (name, d),
+                   'driver and firmware %s B, other processes %s B' % (res, others))
             if env:
                 got, want = peaks.get(('pool', d), {}).get('peak_bytes'), c['max_allocated%d' % d]
                 report(got == want, '%s: device %d\'s pool peak == max_memory_allocated(%d)' % (name, d, d),
