@@ -141,7 +141,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
 struct gt_untraced {
     int64_t bytes;     /* -1: no NVML samples */
     int64_t others;    /* of which other processes; -1 NVML cannot tell */
-    int64_t reserved;  /* of which the driver's and firmware's own reservation; -1 not told (then in others) */
+    int64_t no_ones;   /* of which no process's (the driver's and firmware's); -1 not told (then in others) */
     int64_t total;     /* NVML's total for the device (a MIG slice's own); -1 */
     int64_t t;
 };

@@ -227,9 +227,12 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
         gt_json_int(j, x->s.process - acc);
     else
         gt_json_null(j);
-    int64_t reserved = x->have_nvml ? x->s.reserved : -1;
-    gt_json_kint_or_null(j, "other_processes_bytes", nv ? x->s.used - x->s.process - (reserved > 0 ? reserved : 0) : -1);
-    gt_json_kint_or_null(j, "driver_reserved_bytes", reserved);
+    int64_t others = -1, no_ones = -1;
+    if (nv)
+        gt_nvml_split(&x->s, &others, &no_ones);
+    gt_json_kint_or_null(j, "other_processes_bytes", others);
+    gt_json_kint_or_null(j, "driver_bytes", no_ones);
+    gt_json_kint_or_null(j, "driver_reserved_bytes", x->have_nvml ? x->s.reserved : -1);
     gt_json_kint_or_null(j, "device_used_bytes", x->have_nvml ? x->s.used : -1);
     gt_json_kint_or_null(j, "free_bytes", x->have_nvml && x->s.total > 0 ? x->s.total - x->s.used : -1);
     gt_json_obj_end(j);
@@ -275,11 +278,14 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
         else if (context >= 0 && x->s.process - acc > 0)
             printf("      %-34s (driver memory taken after the first iteration that no traced call made: kernel\n"
                    "      %-34s  modules first used later, e.g. by an evaluation pass)\n", "", "");
-        if (x->s.reserved >= 0) {
-            printf("      %-34s %12s\n", "NVML: other processes",
-                   gt_fmt_bytes(x->s.used - x->s.process - x->s.reserved, b));
-            printf("      %-34s %12s (set aside for themselves on every GPU: no process's)\n",
-                   "NVML: driver and firmware", gt_fmt_bytes(x->s.reserved, b));
+        int64_t others, no_ones;
+        gt_nvml_split(&x->s, &others, &no_ones);
+        if (no_ones >= 0) {
+            printf("      %-34s %12s\n", "NVML: other processes", gt_fmt_bytes(others, b));
+            printf("      %-34s %12s (no process's", "NVML: driver and firmware", gt_fmt_bytes(no_ones, b));
+            if (x->s.reserved >= 0 && x->s.reserved < no_ones)
+                printf(": %s set aside, %s in use", gt_fmt_bytes(x->s.reserved, b), gt_fmt_bytes(no_ones - x->s.reserved, b2));
+            printf(")\n");
         } else {
             printf("      %-34s %12s (and the driver's own reservation: this NVML does not tell it apart)\n",
                    "NVML: other processes", gt_fmt_bytes(x->s.used - x->s.process, b));

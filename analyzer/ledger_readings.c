@@ -9,6 +9,20 @@
 #include "ledger.h"
 #include "trace_rows.h"
 
+void gt_nvml_split(const struct gt_nvml_sample *s, int64_t *others, int64_t *no_ones)
+{
+    *others = *no_ones = -1;
+    if (s->process < 0)
+        return;
+    int64_t rest = s->used - s->process;
+    if (s->others >= 0 && s->others <= rest)
+        *others = s->others;
+    else
+        *others = rest - (s->reserved > 0 && s->reserved <= rest ? s->reserved : 0);
+    if (s->others >= 0 || s->reserved >= 0)
+        *no_ones = rest - *others;
+}
+
 /* When device d's first traced call was made; INT64_MAX if none. */
 static int64_t first_call_on(const struct gt_trace *t, int d)
 {
@@ -35,7 +49,7 @@ int gt_ledger_samples(struct gt_trace *t, int d, struct gt_nvml_sample *first, s
         if (gt_rows_int(&r, 1, -1) != d)
             continue;
         struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
-                                   gt_rows_int(&r, 5, -1)};
+                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
         if (!n++)
             *first = s;
         if (!placed && s.process >= 0 && s.t >= used_from) {
@@ -60,7 +74,7 @@ int gt_ledger_sample_between(struct gt_trace *t, int d, int64_t at, int64_t befo
     *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
     while (!*code && !found && (more = gt_rows_next(&r)) > 0) {
         struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
-                                   gt_rows_int(&r, 5, -1)};
+                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
         if (gt_rows_int(&r, 1, -1) == d && s.t >= at && s.t < before) {
             *out = s;
             found = 1;
@@ -247,7 +261,7 @@ int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
     struct gt_nvml_sample first = {0}, last = {0};
     int code;
     memset(u, 0, sizeof *u);
-    u->bytes = u->others = u->total = u->reserved = -1;
+    u->bytes = u->others = u->total = u->no_ones = -1;
     if (!gt_ledger_samples(t, d, &first, &last, &code) || !t->nev)
         return code;
     /* modules loaded and workspaces taken late make the last sample the
@@ -259,8 +273,7 @@ int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
         held = h > held ? h : held;
     }
     u->bytes = held > 0 ? held : 0;
-    u->reserved = last.reserved;
-    u->others = last.process >= 0 ? last.used - last.process - (last.reserved > 0 ? last.reserved : 0) : -1;
+    gt_nvml_split(&last, &u->others, &u->no_ones);
     u->total = last.total > 0 ? last.total : -1;
     u->t = last.t;
     return GT_EXIT_OK;

@@ -69,8 +69,8 @@ static void print_room(const struct gt_peak *pk)
         printf(" - %s held outside the trace (NVML at exit: the CUDA context and driver, kernel modules", gt_fmt_bytes(r->untraced.bytes, b1));
         if (r->untraced.others >= 0)
             printf(", other processes' %s", gt_fmt_bytes(r->untraced.others, b2));
-        if (r->untraced.reserved >= 0)
-            printf(", the driver's and firmware's own %s", gt_fmt_bytes(r->untraced.reserved, b2));
+        if (r->untraced.no_ones >= 0)
+            printf(", the driver's and firmware's own %s", gt_fmt_bytes(r->untraced.no_ones, b2));
         printf(")");
     } else {
         printf(" (no NVML samples: taken as what the traced memory may use)");
@@ -320,7 +320,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         gt_json_kint_or_null(j, "held_outside_trace_bytes", pk.room.untraced.bytes);
         gt_json_kint_or_null(j, "other_processes_bytes", pk.room.untraced.others);
-        gt_json_kint_or_null(j, "driver_reserved_bytes", pk.room.untraced.reserved);
+        gt_json_kint_or_null(j, "driver_bytes", pk.room.untraced.no_ones);
         gt_json_kint(j, "beside_level_bytes", pk.room.other_levels);
         gt_json_kint(j, "graph_memory_bytes", pk.room.graph_memory);
         gt_json_kint_or_null(j, "pool_reserved_max_bytes", pk.room.pool_reserved_max);

@@ -14,8 +14,8 @@ static const char *const sql_of[] = {
                     " UNION ALL SELECT 1, start_ns, end_ns, device, stream_id, kind, bytes, correlation_id FROM memcpys"
                     " UNION ALL SELECT 2, start_ns, end_ns, device, stream_id, NULL, bytes, correlation_id FROM memsets"
                     " ORDER BY 2, 1",
-    [GT_ROWS_SAMPLES] = "SELECT t_ns, device, used_bytes, process_bytes, total_bytes, reserved_bytes FROM memory_samples"
-                        " ORDER BY t_ns, device",
+    [GT_ROWS_SAMPLES] = "SELECT t_ns, device, used_bytes, process_bytes, total_bytes, reserved_bytes, others_bytes"
+                        " FROM memory_samples ORDER BY t_ns, device",
     [GT_ROWS_THREADS] = "SELECT tid, name FROM threads ORDER BY tid",
 };
 static const char *const what_of[] = {
@@ -33,9 +33,10 @@ int gt_rows_open(struct gt_trace *t, struct gt_rows *r, enum gt_rows_kind kind)
     /* ids in time order (the usual case): the same order without a sort */
     if (kind == GT_ROWS_EVENTS && !t->resorted)
         sql = "SELECT t_ns, tid, stream FROM events ORDER BY id";
-    /* the driver's reservation came with schema 4 */
+    /* the driver's reservation and the other processes' bytes came with schema 4 */
     if (kind == GT_ROWS_SAMPLES && t->schema_version < 4)
-        sql = "SELECT t_ns, device, used_bytes, process_bytes, total_bytes, NULL FROM memory_samples ORDER BY t_ns, device";
+        sql = "SELECT t_ns, device, used_bytes, process_bytes, total_bytes, NULL, NULL FROM memory_samples"
+              " ORDER BY t_ns, device";
     return gt_trace_prepare_optional(t, sql, &r->st, r->what);
 }
 

@@ -343,8 +343,10 @@ CREATE TABLE memory_samples (
   used_bytes    INTEGER NOT NULL,     -- whole device, every process (nvidia-smi memory.used)
   total_bytes   INTEGER,
   process_bytes INTEGER,              -- this process only; NULL where NVML cannot tell
-  reserved_bytes INTEGER              -- (schema 4) of used_bytes, what the driver and firmware set aside
+  reserved_bytes INTEGER,             -- (schema 4) of used_bytes, what the driver and firmware set aside
                                       -- for themselves (NVML's memory info v2); NULL where NVML cannot tell
+  others_bytes  INTEGER               -- (schema 4) of used_bytes, the other processes NVML lists; NULL where
+                                      -- it cannot tell (this process not among them: another PID namespace)
 );
 
 -- The flight recorder (GPUTRACE_WINDOW_S): one row when it is on. The writer

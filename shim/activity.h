@@ -73,6 +73,7 @@ struct gt_mem_sample {
     int64_t process;     /* < 0: unknown */
     int64_t threshold;   /* a pool's release threshold (INT64_MAX for more); < 0 unknown */
     int64_t reserved;    /* NVML: of used, the driver's and firmware's own; < 0 unknown */
+    int64_t others;      /* NVML: of used, the other processes it lists; < 0 unknown */
 };
 bool gt_nvml_open(const struct gt_devices *devs, bool asked); /* false: unavailable (noted; on stderr if asked) */
 int gt_nvml_sample(struct gt_mem_sample *out, int max);  /* one sample per device */

@@ -42,7 +42,7 @@
 #define GT_P_DEVICE(P) P(DEVICE, id) P(DEVICE, name) P(DEVICE, uuid) P(DEVICE, total_bytes) P(DEVICE, cc_major) \
     P(DEVICE, cc_minor) P(DEVICE, pci_bus_id) P(DEVICE, driver_version) P(DEVICE, runtime_version)
 #define GT_P_SAMPLE(P) P(SAMPLE, t_ns) P(SAMPLE, device) P(SAMPLE, used_bytes) P(SAMPLE, total_bytes) \
-    P(SAMPLE, process_bytes) P(SAMPLE, reserved_bytes)
+    P(SAMPLE, process_bytes) P(SAMPLE, reserved_bytes) P(SAMPLE, others_bytes)
 #define GT_P_KERNEL(P) P(KERNEL, start_ns) P(KERNEL, end_ns) P(KERNEL, device) P(KERNEL, stream_id) \
     P(KERNEL, correlation_id) P(KERNEL, name_id) P(KERNEL, grid_x) P(KERNEL, grid_y) P(KERNEL, grid_z) \
     P(KERNEL, block_x) P(KERNEL, block_y) P(KERNEL, block_z) P(KERNEL, shared_bytes) P(KERNEL, registers)

@@ -77,10 +77,13 @@ bool gt_nvml_open(const struct gt_devices *devs, bool asked)
     return true;
 }
 
-/* This process's bytes on one device, or -1 where NVML cannot tell (another
- * PID namespace, or a driver without the _v3 query). */
-static int64_t process_bytes(nvmlDevice_t dev, uint64_t total)
+/* This process's bytes on one device and the other listed processes' (*others),
+ * each -1 where NVML cannot tell (another PID namespace: this process is not
+ * in the list, so which are others is not known either; a driver without the
+ * _v3 query; a list longer than MAX_PROCS leaves others unknown). */
+static int64_t process_bytes(nvmlDevice_t dev, uint64_t total, int64_t *others)
 {
+    *others = -1;
     if (!N.procs)
         return -1;
     nvmlProcessInfo_t proc[MAX_PROCS]; /* on the caller's stack: the writer and an atexit sample may overlap */
@@ -88,10 +91,20 @@ static int64_t process_bytes(nvmlDevice_t dev, uint64_t total)
     if (N.procs(dev, &n, proc) != NVML_SUCCESS)
         return -1;
     unsigned int pid = (unsigned int)getpid();
-    for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
-        if (proc[i].pid == pid && proc[i].usedGpuMemory <= total)
-            return (int64_t)proc[i].usedGpuMemory;
-    return -1;
+    int64_t mine = -1;
+    uint64_t rest = 0;
+    bool known = true;
+    for (unsigned int i = 0; i < n && i < MAX_PROCS; i++) {
+        if (proc[i].usedGpuMemory > total)   /* NVML_VALUE_NOT_AVAILABLE (all ones) */
+            known = known && proc[i].pid == pid;
+        else if (proc[i].pid == pid)
+            mine = (int64_t)proc[i].usedGpuMemory;
+        else
+            rest += proc[i].usedGpuMemory;
+    }
+    if (mine >= 0 && known && rest <= total)
+        *others = (int64_t)rest;
+    return mine;
 }
 
 int gt_nvml_sample(struct gt_mem_sample *out, int max)
@@ -109,8 +122,9 @@ int gt_nvml_sample(struct gt_mem_sample *out, int max)
         } else if (N.memory(N.dev[i], &m) != NVML_SUCCESS) {
             continue;
         }
-        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, process_bytes(N.dev[i], m.total), -1,
-                                        reserved};
+        int64_t others;
+        int64_t mine = process_bytes(N.dev[i], m.total, &others);
+        out[k] = (struct gt_mem_sample){gt_now_ns(), N.ordinal[i], m.used, m.total, mine, -1, reserved, others};
         k++;
     }
     return k;

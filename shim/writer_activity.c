@@ -374,6 +374,7 @@ void gt_activity_write(void)
         GT_BIND_INT(SAMPLE, total_bytes, s->total);
         GT_BIND_OPT(SAMPLE, process_bytes, s->process >= 0, s->process);
         GT_BIND_OPT(SAMPLE, reserved_bytes, s->reserved >= 0, s->reserved);
+        GT_BIND_OPT(SAMPLE, others_bytes, s->others >= 0, s->others);
         gt_db_run(GT_ST_SAMPLE, GT_DROP_NOT_WRITTEN);
     }
     A.nsamples = 0;

@@ -61,21 +61,24 @@ class Ledger(T.AnalyzerTest):
         # driver and firmware set aside; v2 tells it apart
         db = self.job(driver_reserved=624 * MiB)
         dev, x = self.exit_instant(self.json('summary', db))
-        self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes']), (3 * GiB, 624 * MiB))
+        self.assertEqual((x['other_processes_bytes'], x['driver_bytes'], x['driver_reserved_bytes']),
+                         (3 * GiB, 624 * MiB, 624 * MiB))
         self.assertEqual(x['free_bytes'], 80 * GiB - x['nvml_process_bytes'] - 3 * GiB - 624 * MiB)
         self.assertEqual((dev['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 1 * MiB))
         text = self.ok('summary', db).stdout
         self.assertRegex(text, r'NVML: other processes +3\.00 GiB\n')
         self.assertRegex(text, r'NVML: driver and firmware +624\.00 MiB')
         room = self.json('peak', db)['room']
-        self.assertEqual((room['other_processes_bytes'], room['driver_reserved_bytes']), (3 * GiB, 624 * MiB))
+        self.assertEqual((room['other_processes_bytes'], room['driver_bytes']), (3 * GiB, 624 * MiB))
 
     def test_a_trace_from_before_schema_4_is_read_without_the_reservation(self):
         db = self.job(driver_reserved=624 * MiB)
         with sqlite3.connect(db) as con:
-            con.executescript('ALTER TABLE memory_samples DROP COLUMN reserved_bytes; PRAGMA user_version = 3;')
+            con.executescript('ALTER TABLE memory_samples DROP COLUMN reserved_bytes; '
+                              'ALTER TABLE memory_samples DROP COLUMN others_bytes; PRAGMA user_version = 3;')
         dev, x = self.exit_instant(self.json('summary', db))
-        self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes']), (3 * GiB + 624 * MiB, None))
+        self.assertEqual((x['other_processes_bytes'], x['driver_bytes'], x['driver_reserved_bytes']),
+                         (3 * GiB + 624 * MiB, None, None))
         self.assertEqual((dev['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 1 * MiB))
         self.assertIn("the driver's own reservation: this NVML does not tell it apart", self.ok('summary', db).stdout)
 
@@ -199,12 +202,22 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         for v2 in (True, False):
             db = self.planted('--steps', '2', env=dict(FAKE_NVML_RESERVED_BYTES=reserved,
                                                        FAKE_NVML_NO_V2='0' if v2 else '1'), name='v2-%s.db' % v2)
-            rows = gtlib.query(db, 'SELECT used_bytes - process_bytes, reserved_bytes FROM memory_samples')
+            rows = gtlib.query(db, 'SELECT used_bytes - process_bytes, reserved_bytes, others_bytes FROM memory_samples')
             self.assertTrue(rows)
-            self.assertEqual(set(rows), {(self.OTHER + reserved, reserved if v2 else None)}, 'v2 %s' % v2)
+            self.assertEqual(set(rows), {(self.OTHER + reserved, reserved if v2 else None, self.OTHER)}, 'v2 %s' % v2)
             x = {i['instant']: i for i in self.json('summary', db)['ledger'][0]['instants']}['exit']
-            self.assertEqual((x['other_processes_bytes'], x['driver_reserved_bytes'], x['unaccounted_bytes']),
-                             (self.OTHER if v2 else self.OTHER + reserved, reserved if v2 else None, 0), 'v2 %s' % v2)
+            self.assertEqual((x['other_processes_bytes'], x['driver_bytes'], x['driver_reserved_bytes'],
+                              x['unaccounted_bytes']), (self.OTHER, reserved, reserved if v2 else None, 0), 'v2 %s' % v2)
+
+    def test_memory_in_use_that_no_listed_process_holds_is_the_drivers(self):
+        # an idle H200: 8.81 MiB in use beside the 615.06 MiB set aside, in no process's name
+        unlisted = 9 * 1000 * 1000
+        db = self.planted('--steps', '2', env=dict(FAKE_NVML_RESERVED_BYTES=600 * 1000 * 1000,
+                                                   FAKE_NVML_UNLISTED_BYTES=unlisted))
+        self.assertEqual(set(gtlib.query(db, 'SELECT others_bytes FROM memory_samples')), {(self.OTHER - unlisted,)})
+        x = {i['instant']: i for i in self.json('summary', db)['ledger'][0]['instants']}['exit']
+        self.assertEqual((x['other_processes_bytes'], x['driver_bytes']), (self.OTHER - unlisted, 600 * 1000 * 1000 + unlisted))
+        self.assertRegex(self.ok('summary', db).stdout, r'NVML: driver and firmware .*572\.20 MiB set aside, 8\.58 MiB in use')
 
     def test_the_memory_held_for_graphs_is_its_own_bucket_not_part_of_the_modules(self):
         # a graph captured and first run in the first step (as torch.cuda.graph

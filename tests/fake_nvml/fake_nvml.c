@@ -2,7 +2,10 @@
  * Reports the fake driver's devices as NVML does: total = FAKE_CUDA_DEVICE_BYTES,
  * used = what the fake driver holds (the context and other processes' bytes
  * it plants included), this process's bytes = used minus FAKE_CUDA_OTHER_BYTES.
- * FAKE_NVML_RESERVED_BYTES: what the driver and firmware set aside, counted in
+ * FAKE_CUDA_OTHER_BYTES is listed as one other process's, less
+ * FAKE_NVML_UNLISTED_BYTES (memory in use that no listed process holds, as
+ * the driver's bookkeeping is). FAKE_NVML_RESERVED_BYTES: what the driver and
+ * firmware set aside, counted in
  * v1's used and told apart by nvmlDeviceGetMemoryInfo_v2 (as real drivers do
  * since R510); FAKE_NVML_NO_V2=1 leaves v2 out, as an older driver does.
  * In a directory of its own: only the tests that put it on LD_LIBRARY_PATH
@@ -95,13 +98,20 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, un
 {
     if (!dev || !count || !device_used)
         return INVALID_ARGUMENT;
-    if (*count < 1) {
-        *count = 1;
+    const char *s = getenv("FAKE_NVML_UNLISTED_BYTES");
+    unsigned long long unlisted = s && *s ? strtoull(s, NULL, 10) : 0;
+    unsigned int n = other_bytes() > unlisted ? 2 : 1;
+    if (*count < n) {
+        *count = n;
         return INSUFFICIENT_SIZE;
     }
-    memset(p, 0, sizeof *p);
-    p->pid = (unsigned int)getpid();
-    p->usedGpuMemory = device_used((int)((uintptr_t)dev - 1)) - other_bytes();
-    *count = 1;
+    memset(p, 0, n * sizeof *p);
+    p[0].pid = (unsigned int)getpid();
+    p[0].usedGpuMemory = device_used((int)((uintptr_t)dev - 1)) - other_bytes();
+    if (n == 2) {
+        p[1].pid = (unsigned int)getpid() + 1;
+        p[1].usedGpuMemory = other_bytes() - unlisted;
+    }
+    *count = n;
     return OK;
 }
