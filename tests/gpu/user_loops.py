@@ -13,6 +13,11 @@ Modes:
   pinned    a conv net fed by a DataLoader with 2 workers and pin_memory
   split     an MLP split across two GPUs in one process (needs 2): per device
             D, reservedD=, max_reservedD= and max_allocatedD= lines
+  evalevery a conv net evaluated on 3 batches under no_grad every 5 steps
+  varlen    a small GPT-2 trained on a new sequence length every step (16..256)
+  emptycache  an MLP that calls torch.cuda.empty_cache() after every step
+  amp       a conv net under float16 autocast with a GradScaler
+  compiled  an MLP under torch.compile (inductor's default mode)
 usage: user_loops.py MODE [--steps N]"""
 import argparse
 import os
@@ -21,7 +26,8 @@ import sys
 import torch
 
 ap = argparse.ArgumentParser()
-ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split'])
+ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split', 'evalevery', 'varlen',
+                                     'emptycache', 'amp', 'compiled'])
 ap.add_argument('--steps', type=int, default=20)
 a = ap.parse_args()
 torch.manual_seed(0)
@@ -31,6 +37,12 @@ dev = torch.device('cuda')
 def small_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     return GPT2LMHeadModel(GPT2Config(vocab_size=2048, n_positions=256, n_embd=256, n_layer=2, n_head=4))
+
+
+def convnet():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 3, padding=1),
+                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                               torch.nn.Linear(64, 10)).to(dev)
 
 
 def mlp():
@@ -131,3 +143,69 @@ elif a.mode == 'split':
         print('reserved%d=%d' % (d, torch.cuda.memory_reserved(d)))
         print('max_reserved%d=%d' % (d, torch.cuda.max_memory_reserved(d)))
         print('max_allocated%d=%d' % (d, torch.cuda.max_memory_allocated(d)))
+elif a.mode == 'evalevery':
+    model = convnet()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step in range(a.steps):
+        model.train()
+        x, y = torch.randn(32, 3, 64, 64, device=dev), torch.randint(0, 10, (32,), device=dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step % 5 == 4:
+            model.eval()
+            with torch.no_grad():
+                correct = 0
+                for _ in range(3):
+                    xv = torch.randn(64, 3, 64, 64, device=dev)
+                    correct += (model(xv).argmax(1) == 0).sum().item()
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'varlen':
+    model = small_gpt2().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    lengths = torch.Generator().manual_seed(1)
+    for step in range(a.steps):
+        n = int(torch.randint(16, 257, (1,), generator=lengths))
+        ids = torch.randint(0, 2048, (8, n), device=dev)
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'emptycache':
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for step in range(a.steps):
+        x, y = torch.randn(256, 512, device=dev), torch.randint(0, 10, (256,), device=dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del x, y
+        torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'amp':
+    model = convnet()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    scaler = torch.amp.GradScaler('cuda')
+    for step in range(a.steps):
+        x, y = torch.randn(32, 3, 64, 64, device=dev), torch.randint(0, 10, (32,), device=dev)
+        with torch.autocast('cuda', dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'compiled':
+    model = torch.compile(mlp())
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step in range(a.steps):
+        x, y = torch.randn(256, 512, device=dev), torch.randint(0, 10, (256,), device=dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
