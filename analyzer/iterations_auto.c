@@ -110,33 +110,10 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
     *skipped = a + o;
 }
 
-/* Is gap g regular against median gap m? Steps differ by a few allocations
- * (a logging tensor, a workspace tried first): a quarter, plus two. */
-static int regular_gap(size_t g, size_t m)
-{
-    return g * 4 >= m * 3 && g * 4 <= m * 5 + 8;
-}
-
-static int size_cmp(const void *x, const void *y)
-{
-    size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    return (a > b) - (a < b);
-}
-
-/* Iterations anchored on one allocation the loop makes once per step: the
- * exact pattern breaks wherever a step differs from the others (a periodic
- * logging tensor, a larger workspace tried every few steps: a ResNet-50 on an
- * H100 gave 4 iterations for 30 steps), but an allocation made once in every
- * step still recurs at regular gaps. Of the symbols whose gaps are all
- * regular (the first may be longer: a warm-up step; an occurrence before the
- * loop, too short a gap, is dropped; up to a quarter may be longer by less
- * than a step: other work between two steps, as PyTorch Lightning's
- * validation batches every 10 steps, 426 allocations a step and 590 with
- * them, where the exact pattern spanned one stretch of steps and a count of
- * 6 for 30 came out), the most frequent; of those, the one
- * where live memory is lowest (a step's start). Fills out, *skipped (the
- * allocations before it) and *cover (the allocations its steps span);
- * returns the anchor's symbol + 1, or 0. */
+/* Iterations anchored on one allocation the loop makes once per step
+ * (gt_find_anchor; of equals, the one where live memory is lowest: a step's
+ * start). Fills out, *skipped (the allocations before it) and *cover (the
+ * allocations its steps span); returns the anchor's symbol + 1, or 0. */
 static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
                                   const uint32_t *seq, const uint32_t *seq_ev, size_t n, size_t nsym,
                                   struct gt_iterations *out, size_t *skipped, size_t *cover)
@@ -144,17 +121,6 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     out->n = 0;
     if (n < 6)
         return 0;
-    /* positions of each symbol (CSR), and live memory at each position */
-    size_t *off = gt_xcalloc(nsym + 1, sizeof *off), *pos = gt_xmalloc(n * sizeof *pos);
-    for (size_t i = 0; i < n; i++)
-        off[seq[i] + 1]++;
-    for (size_t k = 0; k < nsym; k++)
-        off[k + 1] += off[k];
-    size_t *fill = gt_xmalloc((nsym + 1) * sizeof *fill);
-    memcpy(fill, off, (nsym + 1) * sizeof *fill);
-    for (size_t i = 0; i < n; i++)
-        pos[fill[seq[i]]++] = i;
-    free(fill);
     double *live_at = gt_xmalloc(n * sizeof *live_at);
     int64_t live = 0;
     for (size_t i = 0, q = 0; i < t->nev && q < n; i++) {
@@ -162,51 +128,18 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
             live_at[q++] = (double)live;
         live += gt_delta(t, pr, sel, i);
     }
-    size_t *gaps = gt_xmalloc(n * sizeof *gaps);
+    size_t *p = gt_xmalloc(n * sizeof *p), med = 0;
     uint32_t best = 0;
-    size_t best_count = 0, best_first = 0, best_med = 0;
-    double best_live = 0;
-    for (uint32_t id = 0; id < nsym; id++) {
-        const size_t *p = pos + off[id];
-        size_t c = off[id + 1] - off[id];
-        if (c < 3 || c < best_count)
-            continue;
-        for (size_t k = 0; k + 1 < c; k++)
-            gaps[k] = p[k + 1] - p[k];
-        gt_qsort(gaps, c - 1, sizeof *gaps, size_cmp);
-        size_t med = gaps[(c - 1) / 2];
-        size_t first = p[1] - p[0] < med && !regular_gap(p[1] - p[0], med);   /* before the loop */
-        int ok = med > 0 && c - first >= 3;
-        size_t longer = 0;   /* gaps a step's and some other work's long (see above) */
-        for (size_t k = first + 1; ok && k + 1 < c; k++) {
-            size_t g = p[k + 1] - p[k];
-            ok = regular_gap(g, med) || (k == first && g > med);
-            if (!ok && g > med && g < 2 * med && ++longer * 4 <= c - 1 - first)
-                ok = 1;
-        }
-        if (!ok)
-            continue;
-        double mean = 0;
-        for (size_t k = first; k < c; k++)
-            mean += live_at[p[k]] / (double)(c - first);
-        if (c - first > best_count || (c - first == best_count && mean < best_live)) {
-            best = id + 1;
-            best_count = c - first;
-            best_first = first;
-            best_med = med;
-            best_live = mean;
-        }
-    }
-    if (best) {
-        const size_t *p = pos + off[best - 1] + best_first;
+    size_t count = gt_find_anchor(seq, n, nsym, live_at, p, &med, &best);
+    if (count) {
         size_t cap = 0;
-        for (size_t k = 0; k < best_count; k++) {
+        for (size_t k = 0; k < count; k++) {
             struct gt_iteration *it = gt_iter_push(out, &cap);
             it->index = (int64_t)k;
             it->batch_size = -1;
             it->first_ev = seq_ev[p[k]];
             it->start = t->ev[it->first_ev].t;
-            if (k + 1 < best_count) {
+            if (k + 1 < count) {
                 it->end_ev = seq_ev[p[k + 1]];
                 it->end = t->ev[it->end_ev].t;
                 it->closed = 1;
@@ -216,13 +149,11 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
             }
         }
         *skipped = p[0];
-        *cover = p[best_count - 1] + best_med < n ? p[best_count - 1] + best_med - p[0] : n - p[0];
+        *cover = p[count - 1] + med < n ? p[count - 1] + med - p[0] : n - p[0];
     }
-    free(gaps);
+    free(p);
     free(live_at);
-    free(pos);
-    free(off);
-    return best;
+    return count ? best + 1 : 0;
 }
 
 /* Where a step begins inside the pattern s[base .. base+p) (kernels or
@@ -403,6 +334,83 @@ static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, si
     return best;
 }
 
+/* Where steps differ (a new sequence length every step, whose GEMM kernels
+ * follow the shape; an evaluation every few steps), the exact pattern covers
+ * a stretch of them or a run inside one step (a GPT-2 trained on lengths
+ * 16..256 on an H200: "a pattern of 1 kernel launch repeats 56 times" for 20
+ * steps; a conv net evaluated every 5 steps: 3), but a kernel launched once
+ * per step (gt_find_anchor: of equals, the first launched, a step's first)
+ * recurs at regular gaps. Taken, span by span as the exact pattern is, when
+ * it spans clearly more kernels than the exact pattern did (exact_cover).
+ * Fills out and returns 1, or 0. */
+static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
+                         size_t exact_cover, struct gt_iterations *out)
+{
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans;
+    size_t nseg = sampled ? ks->nspans : 1;
+    size_t *pos = gt_xmalloc(nk * sizeof *pos), *best = gt_xmalloc(nk * sizeof *best);
+    size_t best_n = 0, best_cover = 0, best_hi = 0, best_med = 0;
+    uint32_t best_sym = 0;
+    int64_t best_end = -1;
+    for (size_t s = 0, lo = 0; s < nseg; s++) {
+        size_t hi = nk;
+        int64_t end = -1;
+        if (sampled) {   /* as gt_iter_from_kernel_pattern reads the spans */
+            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
+            while (lo < nk && k[lo].start < from)
+                lo++;
+            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
+                ;
+            end = ks->spans[s][1];
+        }
+        size_t med = 0;
+        uint32_t sym = 0;
+        size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, pos, &med, &sym) : 0;
+        if (c > best_n) {
+            for (size_t j = 0; j < c; j++)
+                best[j] = lo + pos[j];
+            best_n = c, best_hi = hi, best_med = med, best_sym = sym, best_end = end;
+            best_cover = best[c - 1] + med < hi ? best[c - 1] + med - best[0] : hi - best[0];
+        }
+        lo = hi;
+    }
+    free(pos);
+    int taken = best_n && best_cover * 10 > exact_cover * 11;
+    if (taken) {
+        size_t cap = 0;
+        out->n = 0;
+        for (size_t j = 0; j < best_n; j++) {
+            struct gt_iteration *it = gt_iter_push(out, &cap);
+            it->index = (int64_t)j;
+            it->batch_size = -1;
+            it->start = k[best[j]].start;
+            it->first_ev = gt_iter_bound(t, it->start, 0);
+            if (j + 1 < best_n) {
+                it->end = k[best[j + 1]].start;
+                it->end_ev = gt_iter_bound(t, it->end, 0);
+                it->closed = 1;
+            } else if (best_end >= 0) {
+                it->end = best_end > it->start ? best_end : it->start;
+                it->end_ev = gt_iter_bound(t, it->end, 0);
+            } else {
+                it->end = gt_iter_trace_end(t, NULL, 0);
+                it->end_ev = t->nev;
+            }
+        }
+        out->source = GT_ITER_AUTO;
+        snprintf(out->how, sizeof out->how,
+                 "automatic: one kernel recurs once per step, %zu times, about every %zu launches (%zu launch%s before "
+                 "it; an exact repeating pattern spans only %zu of its %zu: some steps differ)%s",
+                 best_n, best_med, best[0], best[0] == 1 ? "" : "es", exact_cover, best_cover,
+                 best_end >= 0 ? " (kernels sampled: in the span where it recurs most)" : "");
+        (void)best_sym;
+        (void)best_hi;
+    }
+    free(best);
+    return taken;
+}
+
 /* Automatic iterations from CUPTI kernel names, when allocations repeat no
  * pattern (for example a caching allocator that stopped calling cudaMalloc).
  * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
@@ -469,6 +477,13 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
             base += shift;
             held = held2;
         }
+    }
+    size_t exact_cover = p ? base - first + best_reps * p : 0;
+    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, out)) {
+        gt_interner_free(&in);
+        free(seq);
+        free(k);
+        return GT_EXIT_OK;
     }
     if (p && first < best_lo + best_a) {
         struct gt_iteration *it = gt_iter_push(out, &cap);

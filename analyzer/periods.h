@@ -48,6 +48,24 @@ size_t gt_step_before(const uint32_t *s, size_t floor, size_t first, const uint3
 size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p, size_t max, size_t *starts,
                         size_t *held);
 
+/* One symbol the loop makes once per step: the exact pattern breaks wherever
+ * a step differs from the others (a periodic logging tensor, a larger
+ * workspace tried every few steps: a ResNet-50 on an H100 gave 4 iterations
+ * for 30 steps; a GPT-2 trained on a new sequence length every step, whose
+ * GEMM kernels follow the shape), but a symbol made once in every step still
+ * recurs at regular gaps. Of the symbols whose gaps are all regular (within a
+ * quarter, plus two, of their median; the first may be longer: a warm-up
+ * step; an occurrence before the loop, too short a gap, is dropped; up to a
+ * quarter may be longer by less than a step: other work between two steps,
+ * as PyTorch Lightning's validation batches every 10 steps, 426 allocations a
+ * step and 590 with them), the most frequent; of equals, the one of least
+ * mean weight at its occurrences (weight: live memory, lowest at a step's
+ * start), or without weights the one that occurs first (a step's first
+ * kernel). Its positions into out (room for n), its median gap into *med_out,
+ * the symbol into *sym_out; returns how many, or 0 (none). */
+size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t *out, size_t *med_out,
+                      uint32_t *sym_out);
+
 /* ", and before them a step of N <what> that holds ..." into buf. */
 void gt_say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what);
 

@@ -518,6 +518,35 @@ def kernels_first_step_rotated(dirpath, iterations=KERNEL_ITERATIONS, cut_last=0
     return t.close()
 
 
+def kernels_steps_that_differ(dirpath, iterations=KERNEL_ITERATIONS, evaluate_every=0):
+    """Steps whose kernels differ (no allocation pattern, as under a caching
+    allocator): a transformer trained on a new sequence length every step,
+    whose GEMM kernels cuBLAS picks by shape (on an H200 a GPT-2 read as "a
+    pattern of 1 kernel launch repeats 56 times" for 20 steps). Each step
+    begins with the batch's randint_kernel. evaluate_every: an evaluation of
+    3 batches after every that many steps, longer than a step (a conv net on an
+    H200: 51 kernels beside a step's 46; the exact pattern then spans 5 steps
+    and an evaluation: 3 iterations for 20)."""
+    import random
+    rng = random.Random(11)
+    t = Trace(os.path.join(dirpath, 'kernels_differ-%d.db' % evaluate_every), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    t.kernel('init_weights_kernel')
+    for i in range(iterations):
+        shape = lambda: rng.randrange(4) if not evaluate_every else 0   # noqa: E731
+        step = ['randint_kernel', 'embedding_fwd'] + ['gemm_fwd_%d_tile%d' % (k, shape()) for k in range(8)] + \
+            ['softmax_fwd', 'nll_fwd', 'nll_bwd', 'softmax_bwd'] + \
+            ['gemm_bwd_%d_tile%d' % (k, shape()) for k in range(16)] + ['embedding_bwd', 'adam_update']
+        for name in step:
+            t.kernel(name)
+        if evaluate_every and i % evaluate_every == evaluate_every - 1:
+            for _ in range(3):
+                for name in ['randn_kernel', 'embedding_fwd'] + ['gemm_fwd_%d_tile0' % k for k in range(8)] + \
+                        ['softmax_fwd', 'argmax', 'eq', 'sum', 'item_copy']:
+                    t.kernel(name)
+    return t.close()
+
+
 FILLED_STEP = ['gemm_a', 'relu', 'gemm_a', 'relu', 'gemm_b', 'splitk', 'softmax_fwd', 'nll_fwd', 'fill', 'fill',
                'nll_bwd', 'softmax_bwd', 'gemm_c', 'gemm_d', 'reduce_a', 'mul', 'gemm_e', 'splitk_b', 'gemm_f',
                'reduce_b', 'mul', 'gemm_g', 'reduce_b'] + ['adam_%d' % i for i in range(7)]

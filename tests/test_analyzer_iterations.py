@@ -65,6 +65,17 @@ class Iterations(T.AnalyzerTest):
         d = self.json('summary', T.kernels_two_devices(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
 
+    def test_steps_whose_kernels_differ_are_found_by_the_kernel_each_launches_once(self):
+        d = self.json('summary', T.kernels_steps_that_differ(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
+        self.assertIn('one kernel recurs once per step, %d times' % T.KERNEL_ITERATIONS, d['iteration_detection'])
+        its = self.json('peak', T.kernels_steps_that_differ(self.dir))['iterations']
+        self.assertEqual(len(its), T.KERNEL_ITERATIONS)
+
+    def test_an_evaluation_longer_than_a_step_between_some_steps_is_no_step(self):
+        d = self.json('summary', T.kernels_steps_that_differ(self.dir, evaluate_every=4))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
+
     def test_a_first_step_that_launches_more_or_other_kernels_is_an_iteration(self):
         # AdamW's first step makes its state (zero fills) and runs other update
         # kernels: the exact pattern begins at the second step (a ResNet-50 on an
@@ -73,10 +84,12 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS))
         self.assertIn('repeats %d times, and before them a step of 24 launches that holds 18 of the pattern\'s 20 in '
                       'order' % (T.KERNEL_ITERATIONS - 1), d['iteration_detection'])
-        # a first step that differs in 3 of 20 is not taken for one (under 9/10 of the pattern)
+        # a first step that differs in 3 of 20 is not taken for one by the pattern (under 9/10 of
+        # it), but the kernel every step launches once, first, counts it
         d = self.json('summary', T.kernels_first_step(self.dir, first_other=3))
-        self.assertEqual(d['iterations'], T.KERNEL_ITERATIONS - 1)
+        self.assertEqual(d['iterations'], T.KERNEL_ITERATIONS)
         self.assertNotIn('before them a step', d['iteration_detection'])
+        self.assertIn('one kernel recurs once per step, %d times' % T.KERNEL_ITERATIONS, d['iteration_detection'])
 
     def test_kernel_iterations_begin_where_the_first_step_begins(self):
         # the exact repetition begins 2 kernels before the first step's end:
