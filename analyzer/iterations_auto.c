@@ -341,10 +341,11 @@ static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, si
  * steps; a conv net evaluated every 5 steps: 3), but a kernel launched once
  * per step (gt_find_anchor: of equals, the first launched, a step's first)
  * recurs at regular gaps. Taken, span by span as the exact pattern is, when
- * it spans clearly more kernels than the exact pattern did (exact_cover).
+ * it spans clearly more kernels than the exact pattern did (exact_cover), or
+ * (below) finds more of its steps.
  * Fills out and returns 1, or 0. */
 static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
-                         size_t exact_cover, struct gt_iterations *out)
+                         size_t exact_cover, size_t exact_p, size_t exact_n, struct gt_iterations *out)
 {
     const struct gt_kernel_sampling *ks = &t->kernels;
     bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans;
@@ -376,7 +377,11 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
         lo = hi;
     }
     free(pos);
-    int taken = best_n && best_cover * 10 > exact_cover * 11;
+    /* or when it recurs every exact_p launches and finds more steps than the
+     * pattern did: the same steps and one the pattern could not place (under
+     * float16 autocast the GradScaler's first step launches two kernels more,
+     * inside its forward pass: 19 iterations for 20 steps) */
+    int taken = best_n && (best_cover * 10 > exact_cover * 11 || (best_med == exact_p && best_n > exact_n));
     if (taken) {
         size_t cap = 0;
         out->n = 0;
@@ -479,7 +484,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         }
     }
     size_t exact_cover = p ? base - first + best_reps * p : 0;
-    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, out)) {
+    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a), out)) {
         gt_interner_free(&in);
         free(seq);
         free(k);

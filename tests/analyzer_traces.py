@@ -475,17 +475,19 @@ KERNEL_STEP = ['conv_fwd_%d' % i for i in range(8)] + ['conv_bwd_%d' % i for i i
     ['adam_exp_avg', 'adam_exp_avg_sq', 'adam_update', 'adam_step_count']
 
 
-def kernels_first_step(dirpath, iterations=KERNEL_ITERATIONS, first_extra=4, first_other=2):
+def kernels_first_step(dirpath, iterations=KERNEL_ITERATIONS, first_extra=4, first_other=2, fill_at=16):
     """As kernels_only, with a ResNet-like step of 20 kernels whose first
-    step (AdamW's first) launches first_extra zero fills for its state and
-    runs its last first_other update kernels under other names."""
-    t = Trace(os.path.join(dirpath, 'kernels_first.db'), command_line='python train.py')
+    step (AdamW's first) launches first_extra zero fills for its state (at
+    fill_at: 16, before the update; 3, inside the forward pass, as float16
+    autocast's GradScaler does on its first step) and runs its last
+    first_other update kernels under other names."""
+    t = Trace(os.path.join(dirpath, 'kernels_first-%d-%d.db' % (fill_at, first_other)), command_line='python train.py')
     t.alloc(512 * MiB, CACHING_FRAMES)
     t.kernel('init_weights_kernel')
     for i in range(iterations):
         step = list(KERNEL_STEP)
         if i == 0:
-            step[16:16] = ['zero_fill_kernel'] * first_extra
+            step[fill_at:fill_at] = ['zero_fill_kernel'] * first_extra
             for k in range(first_other):
                 step[-1 - k] = 'adam_first_step_%d' % k
         for name in step:
