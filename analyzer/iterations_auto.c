@@ -345,7 +345,7 @@ static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, si
  * (below) finds more of its steps.
  * Fills out and returns 1, or 0. */
 static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
-                         size_t exact_cover, size_t exact_p, size_t exact_n, struct gt_iterations *out)
+                         size_t exact_cover, size_t exact_p, size_t exact_n, size_t exact_first, struct gt_iterations *out)
 {
     const struct gt_kernel_sampling *ks = &t->kernels;
     bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans;
@@ -377,11 +377,19 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
         lo = hi;
     }
     free(pos);
-    /* or when it recurs every exact_p launches and finds more steps than the
-     * pattern did: the same steps and one the pattern could not place (under
-     * float16 autocast the GradScaler's first step launches two kernels more,
-     * inside its forward pass: 19 iterations for 20 steps) */
-    int taken = best_n && (best_cover * 10 > exact_cover * 11 || (best_med == exact_p && best_n > exact_n));
+    /* An anchor finer than the exact pattern is a part of its step: in a loop
+     * with no backward pass (inference) a kernel every layer launches recurs
+     * at regular gaps, between steps too, and is launched most often (a
+     * 12-layer model: 250 "iterations" for 10 batches). Or it recurs every
+     * exact_p launches and finds more steps than the pattern did, one at most
+     * a period before the pattern's first (under float16 autocast the
+     * GradScaler's first step launches two kernels more, inside its forward
+     * pass: 19 iterations for 20 steps; a kernel launched once in set-up
+     * code, further back, is no step). */
+    int same_scale = best_n && (!exact_p || best_med * 4 >= exact_p * 3);
+    int more_cover = same_scale && best_cover * 10 > exact_cover * 11;
+    int more_steps = same_scale && best_med == exact_p && best_n > exact_n && best[0] + exact_p >= exact_first;
+    int taken = more_cover || more_steps;
     if (taken) {
         size_t cap = 0;
         out->n = 0;
@@ -404,10 +412,18 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
             }
         }
         out->source = GT_ITER_AUTO;
+        char why[160];
+        if (more_cover && exact_p)
+            snprintf(why, sizeof why, "an exact repeating pattern spans only %zu of its %zu: some steps differ", exact_cover,
+                     best_cover);
+        else if (more_cover)
+            snprintf(why, sizeof why, "no exact repeating pattern: the steps differ");
+        else
+            snprintf(why, sizeof why, "the exact pattern of %zu launches repeats, and it begins %zu step%s more", exact_p,
+                     best_n - exact_n, best_n - exact_n == 1 ? "" : "s");
         snprintf(out->how, sizeof out->how,
                  "automatic: one kernel recurs once per step, %zu times, about every %zu launches (%zu launch%s before "
-                 "it; an exact repeating pattern spans only %zu of its %zu: some steps differ)%s",
-                 best_n, best_med, best[0], best[0] == 1 ? "" : "es", exact_cover, best_cover,
+                 "it; %s)%s", best_n, best_med, best[0], best[0] == 1 ? "" : "es", why,
                  best_end >= 0 ? " (kernels sampled: in the span where it recurs most)" : "");
         (void)best_sym;
         (void)best_hi;
@@ -484,7 +500,8 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         }
     }
     size_t exact_cover = p ? base - first + best_reps * p : 0;
-    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a), out)) {
+    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a),
+                      p ? first : 0, out)) {
         gt_interner_free(&in);
         free(seq);
         free(k);

@@ -287,7 +287,7 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
                 printf(": %s set aside, %s in use", gt_fmt_bytes(x->s.reserved, b), gt_fmt_bytes(no_ones - x->s.reserved, b2));
             printf(")\n");
         } else {
-            printf("      %-34s %12s (and the driver's own reservation: this NVML does not tell it apart)\n",
+            printf("      %-34s %12s (and the driver's own memory: not told apart in this trace)\n",
                    "NVML: other processes", gt_fmt_bytes(x->s.used - x->s.process, b));
         }
     } else {

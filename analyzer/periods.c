@@ -277,6 +277,24 @@ static int size_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Does s[a .. b) hold at least 9/10 of the kinds of symbol s[b .. e) holds?
+ * mark: nsym stamps, stamp: one not used before. */
+static int holds_kinds(const uint32_t *s, size_t a, size_t b, size_t e, uint32_t *mark, uint32_t stamp)
+{
+    size_t kinds = 0, held = 0;
+    for (size_t i = b; i < e; i++)
+        if (mark[s[i]] != stamp) {
+            mark[s[i]] = stamp;
+            kinds++;
+        }
+    for (size_t i = a; i < b; i++)
+        if (mark[s[i]] == stamp) {
+            mark[s[i]] = stamp + 1;   /* counted once */
+            held++;
+        }
+    return held * 10 >= kinds * 9;
+}
+
 size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t *out, size_t *med_out,
                       uint32_t *sym_out)
 {
@@ -294,6 +312,7 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
         pos[fill[seq[i]]++] = i;
     free(fill);
     size_t *gaps = gt_xmalloc(n * sizeof *gaps);
+    uint32_t *mark = gt_xcalloc(nsym, sizeof *mark), stamp = 1;
     uint32_t best = 0;
     size_t best_count = 0, best_first = 0, best_med = 0, best_pos = 0;
     double best_weight = 0;
@@ -311,9 +330,23 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
         size_t longer = 0;   /* gaps a step's and some other work's long (see periods.h) */
         for (size_t k = first + 1; ok && k + 1 < c; k++) {
             size_t g = p[k + 1] - p[k];
-            ok = regular_gap(g, med) || (k == first && g > med);
-            if (!ok && g > med && g < 4 * med && ++longer * 4 <= c - 1 - first)
+            ok = regular_gap(g, med);
+            if (!ok && g > med && g < 2 * med && ++longer * 4 <= c - 1 - first)
                 ok = 1;
+        }
+        /* the first gap kept may be longer (a warm-up step: compilation, the
+         * optimizer's state made), but then it holds a step: 9/10 of the kinds
+         * the next one holds (a forward pass run once in set-up code, then
+         * copies, is none, and the loop begins at the next occurrence) */
+        size_t g0 = ok && first + 2 < c ? p[first + 1] - p[first] : 0;
+        if (g0 > med && !regular_gap(g0, med)) {
+            if (stamp > UINT32_MAX - 2) {
+                memset(mark, 0, nsym * sizeof *mark);
+                stamp = 1;
+            }
+            if (!holds_kinds(seq, p[first], p[first + 1], p[first + 2], mark, stamp))
+                ok = c - ++first >= 3;
+            stamp += 2;
         }
         /* a loop's anchor spans most of what follows its first occurrence: a
          * run of one symbol in set-up code recurs at regular gaps too (an
@@ -339,6 +372,7 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
         *med_out = best_med;
         *sym_out = best - 1;
     }
+    free(mark);
     free(gaps);
     free(pos);
     free(off);

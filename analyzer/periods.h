@@ -55,10 +55,12 @@ size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p,
  * GEMM kernels follow the shape), but a symbol made once in every step still
  * recurs at regular gaps. Of the symbols whose gaps are all regular (within a
  * quarter, plus two, of their median; the first may be longer: a warm-up
- * step; an occurrence before the loop, too short a gap, is dropped; up to a
+ * step, when it holds 9/10 of the kinds of symbol the next one holds; an
+ * occurrence before the loop, too short a gap or no step, is dropped; up to a
  * quarter may be longer by less than a step: other work between two steps,
  * as PyTorch Lightning's validation batches every 10 steps, 426 allocations a
- * step and 590 with them), the most frequent; of equals, the one of least
+ * step and 590 with them; and it spans half of what follows its first
+ * occurrence, unlike a run in set-up code), the most frequent; of equals, the one of least
  * mean weight at its occurrences (weight: live memory, lowest at a step's
  * start), or without weights the one that occurs first (a step's first
  * kernel). Its positions into out (room for n), its median gap into *med_out,

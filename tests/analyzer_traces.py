@@ -526,9 +526,8 @@ def kernels_steps_that_differ(dirpath, iterations=KERNEL_ITERATIONS, evaluate_ev
     whose GEMM kernels cuBLAS picks by shape (on an H200 a GPT-2 read as "a
     pattern of 1 kernel launch repeats 56 times" for 20 steps). Each step
     begins with the batch's randint_kernel. evaluate_every: an evaluation of
-    3 batches after every that many steps, longer than a step (a conv net on an
-    H200: 51 kernels beside a step's 46; the exact pattern then spans 5 steps
-    and an evaluation: 3 iterations for 20)."""
+    one batch (15 kernels, shorter than a step's 32) after every that many
+    steps."""
     import random
     rng = random.Random(11)
     t = Trace(os.path.join(dirpath, 'kernels_differ-%d.db' % evaluate_every), command_line='python train.py')
@@ -542,10 +541,63 @@ def kernels_steps_that_differ(dirpath, iterations=KERNEL_ITERATIONS, evaluate_ev
         for name in step:
             t.kernel(name)
         if evaluate_every and i % evaluate_every == evaluate_every - 1:
-            for _ in range(3):
+            for _ in range(1):
                 for name in ['randn_kernel', 'embedding_fwd'] + ['gemm_fwd_%d_tile0' % k for k in range(8)] + \
                         ['softmax_fwd', 'argmax', 'eq', 'sum', 'item_copy']:
                     t.kernel(name)
+    return t.close()
+
+
+def kernels_inference(dirpath, steps=10, layers=12, last_differs=True):
+    """An inference loop (no backward pass) of a 12-layer transformer: every
+    layer launches the same kernels, two LayerNorms among them, so a
+    LayerNorm recurs at regular gaps between batches too; the last batch is
+    smaller and gets other GEMM tiles. (A review found 250 "iterations" for
+    these 10 batches.)"""
+    t = Trace(os.path.join(dirpath, 'inference-%d.db' % steps), command_line='python serve.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for i in range(steps):
+        tile = 'small' if last_differs and i == steps - 1 else 'big'
+        t.kernel('embedding_fwd')
+        for _ in range(layers):
+            for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',
+                         'gemm_fc1_' + tile, 'gelu', 'gemm_fc2_' + tile, 'add'):
+                t.kernel(name)
+        for name in ('layernorm', 'gemm_head_' + tile, 'argmax'):
+            t.kernel(name)
+    return t.close()
+
+
+def kernels_long_evaluation_at_the_end(dirpath, steps=20, batches=64):
+    """20 training steps of 71 kernels, then an evaluation of 64 batches of
+    20 kernels that share the forward kernels: the evaluation's batches
+    outnumber the steps, and a step is then under four of their gaps."""
+    t = Trace(os.path.join(dirpath, 'long_eval.db'), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    fwd = ['randn_kernel'] + ['fwd_%d' % k for k in range(18)] + ['loss_fwd']
+    for i in range(steps):
+        for name in fwd + ['loss_bwd'] + ['bwd_%d' % k for k in range(36)] + ['adam_%d' % k for k in range(14)]:
+            t.kernel(name)
+    for i in range(batches):
+        for name in fwd:
+            t.kernel(name)
+    return t.close()
+
+
+def kernels_after_set_up(dirpath, steps=20, set_up=300):
+    """A sanity forward pass, set_up copy kernels, then steps identical
+    steps of 59 kernels: the forward pass's first kernel is no step."""
+    t = Trace(os.path.join(dirpath, 'set_up-%d.db' % set_up), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    step = ['randn_kernel'] + ['fwd_%d' % k for k in range(20)] + ['bwd_%d' % k for k in range(30)] + \
+        ['adam_%d' % k for k in range(8)]
+    for name in step[:21]:
+        t.kernel(name)
+    for k in range(set_up):
+        t.kernel('copy_weights_%d' % (k % 7))
+    for i in range(steps):
+        for name in step:
+            t.kernel(name)
     return t.close()
 
 

@@ -72,11 +72,27 @@ class Iterations(T.AnalyzerTest):
         its = self.json('peak', T.kernels_steps_that_differ(self.dir))['iterations']
         self.assertEqual(len(its), T.KERNEL_ITERATIONS)
 
-    def test_an_evaluation_longer_than_a_step_between_some_steps_is_no_step(self):
-        # every 5 steps, as on the GPU (12 steps: two evaluations; where evaluations come at a
-        # period the exact pattern repeats whole, 3 times or more, its iterations are that period)
+    def test_an_evaluation_between_some_steps_is_no_step(self):
+        # every 5 steps (12 steps: two evaluations, shorter than a step). (One longer than a
+        # step, or at a period the exact pattern repeats whole, reads as iterations of that
+        # period: a conv net on an H200 evaluated every 5 steps, as 3 for 20.)
         d = self.json('summary', T.kernels_steps_that_differ(self.dir, evaluate_every=5))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
+
+    def test_a_kernel_every_layer_launches_is_no_step_of_an_inference_loop(self):
+        d = self.json('summary', T.kernels_inference(self.dir))
+        self.assertEqual(d['iteration_source'], 'auto', d['iteration_detection'])
+        self.assertIn(d['iterations'], (9, 10), d['iteration_detection'])   # the last batch differs
+
+    def test_a_long_evaluation_at_the_end_adds_no_steps(self):
+        d = self.json('summary', T.kernels_long_evaluation_at_the_end(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+
+    def test_a_kernel_launched_in_set_up_is_no_step(self):
+        for set_up in (60, 300):
+            d = self.json('summary', T.kernels_after_set_up(self.dir, set_up=set_up))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20),
+                             '%d: %s' % (set_up, d['iteration_detection']))
 
     def test_a_first_step_that_launches_more_or_other_kernels_is_an_iteration(self):
         # AdamW's first step makes its state (zero fills) and runs other update

@@ -80,7 +80,7 @@ class Ledger(T.AnalyzerTest):
         self.assertEqual((x['other_processes_bytes'], x['driver_bytes'], x['driver_reserved_bytes']),
                          (3 * GiB + 624 * MiB, None, None))
         self.assertEqual((dev['context_bytes'], x['unaccounted_bytes']), (CONTEXT, 1 * MiB))
-        self.assertIn("the driver's own reservation: this NVML does not tell it apart", self.ok('summary', db).stdout)
+        self.assertIn("the driver's own memory: not told apart in this trace", self.ok('summary', db).stdout)
 
     def test_without_samples_the_traced_buckets_stand_alone(self):
         dev, x = self.exit_instant(self.json('summary', self.job(samples=False)))
