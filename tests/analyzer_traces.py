@@ -568,6 +568,34 @@ def kernels_inference(dirpath, steps=10, layers=12, last_differs=True):
     return t.close()
 
 
+def pool_inference_varlen(dirpath, batches=20, layers=12):
+    """An inference loop under a stream-ordered pool on a new sequence length
+    every batch: each layer allocates at the same call sites as the others,
+    sized by the batch's length, so the pattern by sizes is one batch's
+    layers (a 12-layer GPT-2 on an H200: 12 "iterations" for 20 batches)."""
+    import random
+    rng = random.Random(5)
+    t = Trace(os.path.join(dirpath, 'pool_infer.db'), command_line='python serve.py')
+    t.alloc(256 * MiB, ['load_weights', 'main'])
+    for i in range(batches):
+        n = rng.randrange(16, 257)
+        ids = t.alloc(8 * n * 8, ['embed', 'forward', 'main'], api='cudaMallocAsync')
+        h = t.alloc(8 * n * 1024, ['embed', 'forward', 'main'], api='cudaMallocAsync')
+        for _ in range(layers):
+            a = t.alloc(8 * n * 3072, ['attention', 'block', 'forward', 'main'], api='cudaMallocAsync')
+            m = t.alloc(8 * n * 4096, ['mlp', 'block', 'forward', 'main'], api='cudaMallocAsync')
+            t.free(a)
+            h2 = t.alloc(8 * n * 1024, ['residual', 'block', 'forward', 'main'], api='cudaMallocAsync')
+            t.free(m)
+            t.free(h)
+            h = h2
+        out = t.alloc(8 * n * 2048 * 4, ['head', 'forward', 'main'], api='cudaMallocAsync')
+        t.free(h)
+        t.free(out)
+        t.free(ids)
+    return t.close()
+
+
 def kernels_long_evaluation_at_the_end(dirpath, steps=20, batches=64):
     """20 training steps of 71 kernels, then an evaluation of 64 batches of
     20 kernels that share the forward kernels: the evaluation's batches

@@ -84,6 +84,12 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual(d['iteration_source'], 'auto', d['iteration_detection'])
         self.assertIn(d['iterations'], (9, 10), d['iteration_detection'])   # the last batch differs
 
+    def test_batches_of_changing_shapes_are_found_by_call_site_with_sizes_set_aside(self):
+        d = self.json('summary', T.pool_inference_varlen(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+        self.assertIn('by call site with sizes set aside', d['iteration_detection'])
+        self.assertNotEqual(d['growth_verdict'], 'growing')
+
     def test_a_long_evaluation_at_the_end_adds_no_steps(self):
         d = self.json('summary', T.kernels_long_evaluation_at_the_end(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])

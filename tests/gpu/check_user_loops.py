@@ -17,7 +17,9 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
   README's iterations paragraph says why it reads as 3 for 20), a GPT-2 trained on a
   new sequence length every step (both), an MLP that empties PyTorch's cache
   after every step, a conv net under float16 autocast with a GradScaler, an MLP
-  under torch.compile (cudaMallocAsync): the iterations are the training steps
+  under torch.compile (cudaMallocAsync), a 12-layer GPT-2's forward passes
+  under no_grad (default allocator; and on a new sequence length every batch,
+  both allocators): the iterations are the training steps or batches
   and nothing is a leak (growth, if any, only in steps at new highs of the
   default allocator's segments, told so);
 - an MLP split across two GPUs in one process (both allocators; only where
@@ -70,6 +72,9 @@ CASES = [   # name, mode, env, iterations allowed (None: shown only)
     ('emptycache-default', 'emptycache', {}, lambda s: [s]),
     ('amp-default', 'amp', {}, lambda s: [s]),
     ('compiled-async', 'compiled', ASYNC, lambda s: [s]),
+    ('infer-default', 'infer', {}, lambda s: [s]),
+    ('infer-varlen-default', 'infer-varlen', {}, lambda s: [s]),
+    ('infer-varlen-async', 'infer-varlen', ASYNC, lambda s: [s]),
     ('split-default', 'split', {}, lambda s: [s]),
     ('split-async', 'split', ASYNC, lambda s: [s]),
 ]

@@ -18,6 +18,8 @@ Modes:
   emptycache  an MLP that calls torch.cuda.empty_cache() after every step
   amp       a conv net under float16 autocast with a GradScaler
   compiled  an MLP under torch.compile (inductor's default mode)
+  infer     a 12-layer GPT-2's forward passes under no_grad, batches of 8 x 128
+  infer-varlen  the same on a new sequence length every batch (16..256)
 usage: user_loops.py MODE [--steps N]"""
 import argparse
 import os
@@ -27,7 +29,7 @@ import torch
 
 ap = argparse.ArgumentParser()
 ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split', 'evalevery', 'varlen',
-                                     'emptycache', 'amp', 'compiled'])
+                                     'emptycache', 'amp', 'compiled', 'infer', 'infer-varlen'])
 ap.add_argument('--steps', type=int, default=20)
 a = ap.parse_args()
 torch.manual_seed(0)
@@ -207,5 +209,16 @@ elif a.mode == 'compiled':
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode in ('infer', 'infer-varlen'):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=2048, n_positions=256, n_embd=256, n_layer=12, n_head=4)).to(dev).eval()
+    lengths = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for step in range(a.steps):
+            n = int(torch.randint(16, 257, (1,), generator=lengths)) if a.mode == 'infer-varlen' else 128
+            ids = torch.randint(0, 2048, (8, n), device=dev)
+            model(input_ids=ids).logits.argmax(-1)
     torch.cuda.synchronize()
     print('steps=%d' % a.steps)
