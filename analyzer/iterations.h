@@ -53,14 +53,15 @@ int gt_torch_op_range(const char *msg);
 /* batch size from "batch_size=N" or "bs=N" in a message; -1 if none */
 int64_t gt_parse_batch_size(const char *msg);
 
-/* Shared by iterations.c and iterations_auto.c. */
+/* Shared by iterations.c, iterations_auto.c and iterations_kernels.c. */
 /* First event index with t >= x (strict 0) or t > x (strict 1). */
 size_t gt_iter_bound(const struct gt_trace *t, int64_t x, int strict);
 /* The last time the trace knows of: last event, process end, range ends. */
 int64_t gt_iter_trace_end(const struct gt_trace *t, const struct gt_range *r, size_t nr);
 /* Appends a zeroed iteration to out (capacity in *cap). */
 struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
-/* Automatic detection (iterations_auto.c): out stays empty if no pattern. */
+/* Automatic detection (iterations_auto.c, iterations_kernels.c): out stays
+ * empty if no pattern. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
                                struct gt_iterations *out);
 int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out);

@@ -378,3 +378,24 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
     free(off);
     return best ? best_count : 0;
 }
+
+/* Where a step begins inside the pattern s[base .. base+p) (kernels or
+ * allocations): the
+ * pattern is found where its exact repetition starts, which is where the
+ * first step stopped differing, not where the steps begin (a ResNet-50 on an
+ * H200: 26 kernels before each step's end, AdamW's last, which its first
+ * step ran too). The first step, found before it (first < base), begins at
+ * a kernel the steps begin with: where that kernel stands in the pattern,
+ * when it stands there once, is the steps' phase. Returns it (0: the
+ * pattern begins with it, or nothing tells). */
+size_t gt_phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p)
+{
+    if (first >= base)
+        return 0;
+    size_t at = 0, seen = 0;
+    for (size_t r = 0; r < p; r++)
+        if (s[base + r] == s[first] && !seen++)
+            at = r;
+    return seen == 1 ? at : 0;
+}
+

@@ -1,7 +1,8 @@
 /* periods.h - repeating patterns in a sequence of symbols, for automatic
- * iterations (iterations_auto.c): symbols interned from (api, size, site)
- * or kernel names, the periods a stretch of them repeats with, and the
- * first step before a pattern that holds most of it. */
+ * iterations (iterations_auto.c, iterations_kernels.c): symbols interned
+ * from (api, size, site) or kernel names, the periods a stretch of them
+ * repeats with, the first step before a pattern that holds most of it, and
+ * one symbol made once per step. */
 #ifndef GT_PERIODS_H
 #define GT_PERIODS_H
 
@@ -67,6 +68,10 @@ size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p,
  * the symbol into *sym_out; returns how many, or 0 (none). */
 size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t *out, size_t *med_out,
                       uint32_t *sym_out);
+
+/* Where a step begins inside the pattern s[base .. base+p), from the first
+ * step found at first (see periods.c); 0 when nothing tells. */
+size_t gt_phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p);
 
 /* ", and before them a step of N <what> that holds ..." into buf. */
 void gt_say_first_step(char *buf, size_t len, size_t first_len, size_t held, size_t p, const char *what);

@@ -1,0 +1,282 @@
+/* iterations_kernels.c - iterations found from CUPTI's kernel records when
+ * the allocations repeat no pattern (a caching allocator that stopped
+ * calling cudaMalloc): the period of the kernel names of the busiest device,
+ * where the first step begins, and one kernel launched once per step where
+ * the steps' kernels differ. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "iterations.h"
+#include "periods.h"
+
+/* When no first step stands before the pattern at the phase where its exact
+ * repetition begins, that repetition may have begun inside the first step:
+ * at a stretch all steps end with, after where the first one differed (a
+ * PyTorch MLP's first step on an H200 ran Adam's 12 zero fills between its
+ * backward pass and its update, with the fill kernel the loss's backward
+ * launches too; the pattern began at the update, 7 kernels before the first
+ * step's end). Tried: each phase `at` where a kernel of the 2p before the
+ * pattern stands in it, earliest kernels first, within a budget of work. A
+ * phase is taken when the stretch before it holds 9/10 of the pattern read
+ * from there (gt_first_step_start), beginning with the kernel every later
+ * step then begins with, and 9/10 of what the pattern has before the cut
+ * (its tail after `at` repeats by itself: it alone proves nothing), which
+ * must be at least half the pattern (the cuts seen: 7 of 30, 26 of 744); the most
+ * held wins, then the earliest start. Returns the first step's start, or base
+ * when none; *at the phase (0: none). */
+static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, size_t reps, size_t *at, size_t *held)
+{
+    *at = *held = 0;
+    if (reps < 2 || p < 16 || p > 16384)
+        return base;
+    size_t best = base, from = base > 2 * p ? base - 2 * p : 0, tries = 0;
+    double budget = 2e8, cost = 2.0 * (double)p * (double)p;   /* the LCS's cells a try */
+    unsigned char *tried = gt_xcalloc(p, 1);
+    tried[0] = 1;   /* the pattern's own phase: tried by the caller */
+    for (size_t f = from; f < base && budget >= cost && tries < 64; f++) {
+        for (size_t a = 1; a < p && budget >= cost && tries < 64; a++) {
+            if (tried[a] || s[base + a] != s[f])
+                continue;
+            tried[a] = 1;
+            size_t head = p - a;   /* the pattern's part before the cut */
+            if (head * 2 < p)
+                continue;   /* a cut late in the pattern: set-up code that ends as steps end would pass */
+            tries++;
+            budget -= cost;
+            size_t h, first = gt_first_step_start(s, 0, base + a, p, &h);
+            if (first < base && s[first] == s[base + a] && h >= a + (9 * head + 9) / 10 &&
+                (h > *held || (h == *held && first < best))) {
+                best = first;
+                *at = a;
+                *held = h;
+            }
+        }
+    }
+    free(tried);
+    return best;
+}
+
+/* Where steps differ (a new sequence length every step, whose GEMM kernels
+ * follow the shape; an evaluation every few steps), the exact pattern covers
+ * a stretch of them or a run inside one step (a GPT-2 trained on lengths
+ * 16..256 on an H200: "a pattern of 1 kernel launch repeats 56 times" for 20
+ * steps; a conv net evaluated every 5 steps: 3), but a kernel launched once
+ * per step (gt_find_anchor: of equals, the first launched, a step's first)
+ * recurs at regular gaps. Taken, span by span as the exact pattern is, when
+ * it spans clearly more kernels than the exact pattern did (exact_cover), or
+ * (below) finds more of its steps.
+ * Fills out and returns 1, or 0. */
+static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
+                         size_t exact_cover, size_t exact_p, size_t exact_n, size_t exact_first, struct gt_iterations *out)
+{
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans;
+    size_t nseg = sampled ? ks->nspans : 1;
+    size_t *pos = gt_xmalloc(nk * sizeof *pos), *best = gt_xmalloc(nk * sizeof *best);
+    size_t best_n = 0, best_cover = 0, best_hi = 0, best_med = 0;
+    uint32_t best_sym = 0;
+    int64_t best_end = -1;
+    for (size_t s = 0, lo = 0; s < nseg; s++) {
+        size_t hi = nk;
+        int64_t end = -1;
+        if (sampled) {   /* as gt_iter_from_kernel_pattern reads the spans */
+            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
+            while (lo < nk && k[lo].start < from)
+                lo++;
+            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
+                ;
+            end = ks->spans[s][1];
+        }
+        size_t med = 0;
+        uint32_t sym = 0;
+        size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, pos, &med, &sym) : 0;
+        if (c > best_n) {
+            for (size_t j = 0; j < c; j++)
+                best[j] = lo + pos[j];
+            best_n = c, best_hi = hi, best_med = med, best_sym = sym, best_end = end;
+            best_cover = best[c - 1] + med < hi ? best[c - 1] + med - best[0] : hi - best[0];
+        }
+        lo = hi;
+    }
+    free(pos);
+    /* An anchor finer than the exact pattern is a part of its step: in a loop
+     * with no backward pass (inference) a kernel every layer launches recurs
+     * at regular gaps, between steps too, and is launched most often (a
+     * 12-layer model: 250 "iterations" for 10 batches). Or it recurs every
+     * exact_p launches and finds more steps than the pattern did, one at most
+     * a period before the pattern's first (under float16 autocast the
+     * GradScaler's first step launches two kernels more, inside its forward
+     * pass: 19 iterations for 20 steps; a kernel launched once in set-up
+     * code, further back, is no step). */
+    int same_scale = best_n && (!exact_p || best_med * 4 >= exact_p * 3);
+    int more_cover = same_scale && best_cover * 10 > exact_cover * 11;
+    int more_steps = same_scale && best_med == exact_p && best_n > exact_n && best[0] + exact_p >= exact_first;
+    int taken = more_cover || more_steps;
+    if (taken) {
+        size_t cap = 0;
+        out->n = 0;
+        for (size_t j = 0; j < best_n; j++) {
+            struct gt_iteration *it = gt_iter_push(out, &cap);
+            it->index = (int64_t)j;
+            it->batch_size = -1;
+            it->start = k[best[j]].start;
+            it->first_ev = gt_iter_bound(t, it->start, 0);
+            if (j + 1 < best_n) {
+                it->end = k[best[j + 1]].start;
+                it->end_ev = gt_iter_bound(t, it->end, 0);
+                it->closed = 1;
+            } else if (best_end >= 0) {
+                it->end = best_end > it->start ? best_end : it->start;
+                it->end_ev = gt_iter_bound(t, it->end, 0);
+            } else {
+                it->end = gt_iter_trace_end(t, NULL, 0);
+                it->end_ev = t->nev;
+            }
+        }
+        out->source = GT_ITER_AUTO;
+        char why[160];
+        if (more_cover && exact_p)
+            snprintf(why, sizeof why, "an exact repeating pattern spans only %zu of its %zu: some steps differ", exact_cover,
+                     best_cover);
+        else if (more_cover)
+            snprintf(why, sizeof why, "no exact repeating pattern: the steps differ");
+        else
+            snprintf(why, sizeof why, "the exact pattern of %zu launches repeats, and it begins %zu step%s more", exact_p,
+                     best_n - exact_n, best_n - exact_n == 1 ? "" : "s");
+        snprintf(out->how, sizeof out->how,
+                 "automatic: one kernel recurs once per step, %zu times, about every %zu launches (%zu launch%s before "
+                 "it; %s)%s", best_n, best_med, best[0], best[0] == 1 ? "" : "es", why,
+                 best_end >= 0 ? " (kernels sampled: in the span where it recurs most)" : "");
+        (void)best_sym;
+        (void)best_hi;
+    }
+    free(best);
+    return taken;
+}
+
+/* Automatic iterations from CUPTI kernel names, when allocations repeat no
+ * pattern (for example a caching allocator that stopped calling cudaMalloc).
+ * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
+ * kernels of two spans are no one sequence: the gap between them holds
+ * steps nobody saw, and a pattern matched across it would make one
+ * "iteration" of many. The pattern is looked for in each span alone, and
+ * the iterations come from the span where it repeats most, the last one
+ * ending with its span (not with the trace). */
+int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
+{
+    struct gt_kernel *k;
+    size_t nk;
+    int code = gt_trace_kernels(t, &k, &nk);
+    if (code || nk < 6) {
+        free(k);
+        return code;
+    }
+    struct gt_interner in = {0};
+    uint32_t *seq = gt_xmalloc(nk * sizeof *seq);
+    for (size_t i = 0; i < nk; i++) {
+        struct gt_key3 key = {k[i].name_id, 0, 0};
+        seq[i] = gt_intern(&in, &key);
+    }
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
+    size_t nseg = sampled ? ks->nspans : 1;
+    size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
+    int64_t best_end = -1;
+    for (size_t s = 0, lo = 0; s < nseg; s++) {
+        size_t hi = nk;
+        int64_t end = -1; /* the trace's end */
+        if (sampled) {
+            /* a kernel launched just before a pause may start on the GPU a little after it */
+            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
+            while (lo < nk && k[lo].start < from)
+                lo++;
+            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
+                ;
+            end = ks->spans[s][1];
+        }
+        size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
+        if (p && cover / p > best_reps) {
+            best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
+        }
+        lo = hi;
+    }
+    size_t p = best_p, cap = 0;
+    /* (a span of sampled kernels after the first begins inside some later
+     * step: what precedes its pattern is no first step) */
+    size_t held = 0, first = p && best_lo == 0 ? gt_first_step_start(seq, 0, best_a, p, &held) : best_lo + best_a;
+    size_t base = best_lo + best_a, cut = 0;
+    if (p && best_lo == 0 && first == base) {
+        first = first_step_at_a_phase(seq, base, p, best_reps, &cut, &held);
+        base += cut;   /* the later steps begin where the first one's tail ends */
+    }
+    size_t shift = p && !cut ? gt_phase_of_first_step(seq, first, base, p) : 0;
+    if (shift) {
+        /* taken when the first step then holds no less of the pattern (its
+         * first kernel may be one set-up code also launched). Every shifted
+         * repetition still begins inside the stretch (shift < p), and the
+         * last one runs to the end, cut short or not */
+        size_t held2, first2 = gt_first_step_start(seq, 0, base + shift, p, &held2);
+        if (first2 == first && held2 >= held) {
+            base += shift;
+            held = held2;
+        }
+    }
+    size_t exact_cover = p ? base - first + best_reps * p : 0;
+    if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a),
+                      p ? first : 0, out)) {
+        gt_interner_free(&in);
+        free(seq);
+        free(k);
+        return GT_EXIT_OK;
+    }
+    if (p && first < best_lo + best_a) {
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->batch_size = -1;
+        it->start = k[first].start;
+        it->first_ev = gt_iter_bound(t, it->start, 0);
+        it->end = k[base].start;
+        it->end_ev = gt_iter_bound(t, it->end, 0);
+        it->closed = 1;
+    }
+    for (size_t r = 0; p && r < best_reps; r++) {
+        size_t b = base + r * p;
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->index = (int64_t)out->n - 1;
+        it->batch_size = -1;
+        it->start = k[b].start;
+        it->first_ev = gt_iter_bound(t, it->start, 0);
+        if (b + p < best_hi) {
+            it->end = k[b + p].start;
+            it->end_ev = gt_iter_bound(t, it->end, 0);
+            it->closed = 1;
+        } else if (best_end >= 0) { /* the span ended: what came after it was not seen */
+            it->end = best_end > it->start ? best_end : it->start;
+            it->end_ev = gt_iter_bound(t, it->end, 0);
+        } else {
+            it->end = gt_iter_trace_end(t, NULL, 0);
+            it->end_ev = t->nev;
+        }
+    }
+    if (p) {
+        out->source = GT_ITER_AUTO;
+        char extra[128] = "";
+        if (first < best_lo + best_a)
+            gt_say_first_step(extra, sizeof extra, base - first, held, p, "launches");
+        if (best_end >= 0) {
+            char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times in the "
+                     "span of recorded kernels from %s to %s (kernels sampled)%s", p, p == 1 ? "" : "es", best_reps,
+                     gt_fmt_ns(k[first].start, b1), gt_fmt_ns(best_end, b2), extra);
+        } else {
+            snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times%s", p,
+                     p == 1 ? "" : "es", best_reps, extra);
+        }
+    }
+    gt_interner_free(&in);
+    free(seq);
+    free(k);
+    return GT_EXIT_OK;
+}
