@@ -295,8 +295,8 @@ static int holds_kinds(const uint32_t *s, size_t a, size_t b, size_t e, uint32_t
     return held * 10 >= kinds * 9;
 }
 
-size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t *out, size_t *med_out,
-                      uint32_t *sym_out)
+size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, size_t *out,
+                      size_t *med_out, uint32_t *sym_out)
 {
     if (n < 6)
         return 0;
@@ -325,6 +325,8 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
             gaps[k] = p[k + 1] - p[k];
         gt_qsort(gaps, c - 1, sizeof *gaps, size_cmp);
         size_t med = gaps[(c - 1) / 2];
+        if (med < min_med)
+            continue;
         size_t first = p[1] - p[0] < med && !regular_gap(p[1] - p[0], med);   /* before the loop */
         int ok = med > 0 && c - first >= 3;
         size_t longer = 0;   /* gaps a step's and some other work's long (see periods.h) */

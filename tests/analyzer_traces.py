@@ -548,16 +548,22 @@ def kernels_steps_that_differ(dirpath, iterations=KERNEL_ITERATIONS, evaluate_ev
     return t.close()
 
 
-def kernels_inference(dirpath, steps=10, layers=12, last_differs=True):
+def kernels_inference(dirpath, steps=10, layers=12, last_differs=True, tiles_vary=False):
     """An inference loop (no backward pass) of a 12-layer transformer: every
     layer launches the same kernels, two LayerNorms among them, so a
     LayerNorm recurs at regular gaps between batches too; the last batch is
     smaller and gets other GEMM tiles. (A review found 250 "iterations" for
-    these 10 batches.)"""
-    t = Trace(os.path.join(dirpath, 'inference-%d.db' % steps), command_line='python serve.py')
+    these 10 batches.) tiles_vary: every batch has a new length, and cuBLAS
+    picks its GEMM tiles by it (on an H200 a 12-layer GPT-2 read as "a
+    pattern of 20 kernel launches repeats 12 times", one batch's layers)."""
+    import random
+    rng = random.Random(3)
+    t = Trace(os.path.join(dirpath, 'inference-%d-%d.db' % (steps, tiles_vary)), command_line='python serve.py')
     t.alloc(512 * MiB, CACHING_FRAMES)
     for i in range(steps):
         tile = 'small' if last_differs and i == steps - 1 else 'big'
+        if tiles_vary:
+            tile = 't%d' % rng.randrange(5)
         t.kernel('embedding_fwd')
         for _ in range(layers):
             for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',

@@ -90,6 +90,12 @@ class Iterations(T.AnalyzerTest):
         self.assertIn('by call site with sizes set aside', d['iteration_detection'])
         self.assertNotEqual(d['growth_verdict'], 'growing')
 
+    def test_an_inference_loop_on_changing_shapes_is_found_by_a_kernel_once_per_batch(self):
+        # the exact pattern is one batch's layers; the batch's own kernel recurs about that far apart
+        d = self.json('summary', T.kernels_inference(self.dir, steps=20, tiles_vary=True))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+        self.assertIn('a part of a step', d['iteration_detection'])
+
     def test_a_long_evaluation_at_the_end_adds_no_steps(self):
         d = self.json('summary', T.kernels_long_evaluation_at_the_end(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])

@@ -19,9 +19,7 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
   after every step, a conv net under float16 autocast with a GradScaler, an MLP
   under torch.compile (cudaMallocAsync), a 12-layer GPT-2's forward passes
   under no_grad (default allocator; and on a new sequence length every batch,
-  both allocators; under the default allocator a known failure, 12 for 20:
-  see the README's iterations paragraph): the iterations are the training
-  steps or batches
+  both allocators): the iterations are the training steps or batches
   and nothing is a leak (growth, if any, only in steps at new highs of the
   default allocator's segments, told so);
 - an MLP split across two GPUs in one process (both allocators; only where
