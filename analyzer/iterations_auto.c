@@ -274,6 +274,15 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
     free(seq_ev);
 }
 
+/* Does any allocation carry a call site? */
+static bool has_sites(const struct gt_trace *t)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].site >= 0)
+            return true;
+    return false;
+}
+
 /* Automatic iterations from the stream of successful allocations. Where the
  * shapes change from step to step (a new sequence length every batch), one
  * call site's allocations change size with them and the pattern by sizes
@@ -282,19 +291,21 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
  * for 20 batches): then the pattern of call sites alone, sizes set aside,
  * when it spans clearly more, and all the first one spanned (not a run of
  * one call site trying sizes in set-up code: XLA's autotuning, a workspace
- * per configuration, before a loop the sizes found). */
+ * per configuration, before a loop the sizes found), with steps no finer
+ * (without call sites, stacks off or one allocator function for all, every
+ * allocation is one symbol: a "pattern of 1 allocation" is no loop). */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
 {
     size_t spanned, total;
     alloc_pattern(t, pr, sel, true, out, &spanned, &total);
-    if (!out->n || spanned * 10 >= total * 9)
+    if (!out->n || spanned * 10 >= total * 9 || !has_sites(t))
         return GT_EXIT_OK;
     struct gt_iterations blind;
     memset(&blind, 0, sizeof blind);
     size_t spanned2, total2;
     alloc_pattern(t, pr, sel, false, &blind, &spanned2, &total2);
-    if (blind.n && spanned2 * 10 > spanned * 11 && blind.it[0].first_ev <= out->it[0].first_ev &&
-        blind.it[blind.n - 1].end_ev >= out->it[out->n - 1].end_ev) {
+    if (blind.n && spanned2 * 10 > spanned * 11 && spanned2 * out->n >= spanned * blind.n &&
+        blind.it[0].first_ev <= out->it[0].first_ev && blind.it[blind.n - 1].end_ev >= out->it[out->n - 1].end_ev) {
         free(out->it);
         out->it = blind.it;
         out->n = blind.n;

@@ -137,7 +137,9 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
      * recurs at gaps at least about that long, and the most frequent of those
      * is the step's (the batch's own randint, every 237 launches), taken when
      * the pattern's stretch lies in one of its steps (a quarter more at most:
-     * the pattern's phase is not the step's). */
+     * the pattern's phase is not the step's) and it finds at least as many
+     * steps as the pattern repeats (a kernel launched once per phase, say at
+     * each of 3 runs of 20 batches, is no step of a pattern of a batch). */
     int coarser = 0;
     if (!taken && exact_p && exact_cover * 2 < nk) {
         find_anchor(t, k, seq, nk, nsym, exact_cover * 3 / 4 > exact_p ? exact_cover * 3 / 4 : exact_p + 1, &an);
@@ -147,7 +149,7 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
             j++;
         int inside = j + 1 < best_n && best[j] <= exact_first &&
                      (exact_first + exact_cover - best[j]) * 4 <= (best[j + 1] - best[j]) * 5;
-        taken = coarser = inside && best_cover * 10 > exact_cover * 11;
+        taken = coarser = inside && best_n >= exact_n && best_cover * 10 > exact_cover * 11;
     }
     if (taken) {
         size_t cap = 0;

@@ -602,6 +602,44 @@ def pool_inference_varlen(dirpath, batches=20, layers=12):
     return t.close()
 
 
+def one_site_loop(dirpath, stack_depth=32, api='cudaMalloc'):
+    """30 weights of distinct sizes, then 20 steps of an activation and 3
+    temporaries, every allocation through one allocator function (one call
+    site; stack_depth 0: no call sites at all): the sizes are all that tell
+    the allocations apart (a review found 110 "iterations" once they were set
+    aside)."""
+    t = Trace(os.path.join(dirpath, 'one_site-%d-%s.db' % (stack_depth, api)), command_line='./app',
+              stack_depth=stack_depth)
+    for i in range(30):
+        t.alloc((i + 1) * 4096, ['pool_alloc', 'main'], api=api)
+    for s in range(20):
+        act = t.alloc(64 * MiB, ['pool_alloc', 'main'], api=api)
+        for k in range(3):
+            t.free(t.alloc((k + 1) * MiB, ['pool_alloc', 'main'], api=api))
+        t.free(act)
+    return t.close()
+
+
+def kernels_inference_runs(dirpath, runs=3, batches=20):
+    """An inference benchmark: 3 runs of 20 batches, one batch size each
+    (other GEMM tiles), a statistics reset kernel at each run's start: the
+    exact pattern is one run's batches; the reset recurs once per run, no
+    step (a review found 3 "iterations")."""
+    t = Trace(os.path.join(dirpath, 'inference_runs.db'), command_line='python bench.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for tile in ['bs1', 'bs8', 'bs32'][:runs]:
+        t.kernel('fill_stats')
+        for i in range(batches):
+            t.kernel('embedding_fwd')
+            for _ in range(12):
+                for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',
+                             'gemm_fc1_' + tile, 'gelu', 'gemm_fc2_' + tile, 'add'):
+                    t.kernel(name)
+            for name in ('layernorm', 'gemm_head_' + tile, 'argmax'):
+                t.kernel(name)
+    return t.close()
+
+
 def kernels_long_evaluation_at_the_end(dirpath, steps=20, batches=64):
     """20 training steps of 71 kernels, then an evaluation of 64 batches of
     20 kernels that share the forward kernels: the evaluation's batches

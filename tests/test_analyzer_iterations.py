@@ -96,6 +96,17 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
         self.assertIn('a part of a step', d['iteration_detection'])
 
+    def test_without_call_sites_sizes_are_not_set_aside(self):
+        for kw in (dict(stack_depth=0), dict(), dict(api='cudaMallocAsync')):
+            d = self.json('summary', T.one_site_loop(self.dir, **kw))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), '%s: %s' % (kw, d['iteration_detection']))
+            self.assertNotIn('sizes set aside', d['iteration_detection'])
+
+    def test_a_kernel_launched_once_per_run_of_batches_is_no_step(self):
+        d = self.json('summary', T.kernels_inference_runs(self.dir))
+        self.assertEqual(d['iteration_source'], 'auto', d['iteration_detection'])
+        self.assertGreaterEqual(d['iterations'], 20, d['iteration_detection'])
+
     def test_a_long_evaluation_at_the_end_adds_no_steps(self):
         d = self.json('summary', T.kernels_long_evaluation_at_the_end(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
