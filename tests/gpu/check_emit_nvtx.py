@@ -12,11 +12,9 @@ of --steps steps under the default allocator and cudaMallocAsync:
 About 1 minute.
 usage: check_emit_nvtx.py --build BUILD --out DIR [--steps 20]"""
 import argparse
-import json
 import os
-import subprocess
 
-from gpucheck import finish, fresh_db, one, report, rows, run
+from gpucheck import report_json, finish, fresh_db, one, report, rows, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -27,12 +25,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
 os.makedirs(a.out, exist_ok=True)
-
-
-def summary(db):
-    p = subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True)
-    d = json.loads(p.stdout)
-    return d['traces'][0] if 'traces' in d else d
 
 
 for alloc, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
@@ -49,7 +41,7 @@ for alloc, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
             report(False, '%s: runs' % name, 'rc %d: %s' % (p.returncode, p.stderr[-300:]))
             continue
         ops = one(db, "SELECT count(*) FROM ranges WHERE message LIKE 'aten::%'")
-        s = summary(db)
+        s = report_json(gputrace, 'summary', db)
         how = s.get('iteration_detection') or ''
         print('   %s: %d aten:: ranges; iterations %s from %s (%s)' % (name, ops, s.get('iterations'),
                                                                       s.get('iteration_source'), how[:240]), flush=True)

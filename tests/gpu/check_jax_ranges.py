@@ -14,11 +14,9 @@ steps, under JAX's default (preallocation) and its platform allocator:
 About 1 minute.
 usage: check_jax_ranges.py --build BUILD --out DIR [--steps 20]"""
 import argparse
-import json
 import os
-import subprocess
 
-from gpucheck import finish, fresh_db, report, rows, run
+from gpucheck import report_json, finish, fresh_db, report, rows, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -48,9 +46,7 @@ for name, env in MODES:
         top = rows(db, "SELECT message, depth, count(*) FROM ranges WHERE coalesce(domain, '(default)') = ?"
                        " GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 6", (dom,))
         print('     %s: %s' % (dom, [(m[:90], d, c) for m, d, c in top]), flush=True)
-    s = subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True)
-    d = json.loads(s.stdout)
-    d = d['traces'][0] if 'traces' in d else d
+    d = report_json(gputrace, 'summary', db)
     how = d.get('iteration_detection') or ''
     print('   %s: iterations %s from %s (%s)' % (name, d.get('iterations'), d.get('iteration_source'), how[:300]),
           flush=True)

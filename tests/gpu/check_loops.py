@@ -11,11 +11,9 @@ frameworks whose loops no other check drives (issue 11 parts 4 and 5):
 About 2 minutes.
 usage: check_loops.py --build BUILD --out DIR [--steps 30]"""
 import argparse
-import json
 import os
-import subprocess
 
-from gpucheck import finish, fresh_db, report, run
+from gpucheck import report_json, finish, fresh_db, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -26,12 +24,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
 os.makedirs(a.out, exist_ok=True)
-
-
-def analyze(cmd, db):
-    p = subprocess.run([gputrace, cmd, '--json', db], capture_output=True, text=True)
-    d = json.loads(p.stdout)
-    return d['traces'][0] if 'traces' in d else d
 
 
 fit = ['python3', os.path.join(here, 'lightning_fit.py'), '--steps', str(a.steps)]
@@ -49,8 +41,8 @@ for name, argv, env, steps in CASES:
     if p.returncode != 0 or not os.path.exists(db):
         report(False, '%s: runs' % name, 'rc %d: %s' % (p.returncode, p.stderr[-400:]))
         continue
-    s = analyze('summary', db)
-    lk = analyze('leaks', db)
+    s = report_json(gputrace, 'summary', db)
+    lk = report_json(gputrace, 'leaks', db)
     how = s.get('iteration_detection') or ''
     leak = lk.get('total_bytes')
     print('   %s: iterations %s from %s (%s); leaks: leak %s B, held for the run %s B' % (

@@ -33,11 +33,9 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
 About 3 minutes.
 usage: check_user_loops.py --build BUILD --out DIR [--steps 20] [--cases a,b]"""
 import argparse
-import json
 import os
-import subprocess
 
-from gpucheck import counters, finish, fresh_db, report, run
+from gpucheck import report_json, counters, finish, fresh_db, report, run
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--build', required=True)
@@ -50,12 +48,6 @@ shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
 gputrace = os.path.abspath(os.path.join(a.build, 'analyzer', 'gputrace'))
 os.makedirs(a.out, exist_ok=True)
 ASYNC = {'PYTORCH_CUDA_ALLOC_CONF': 'backend:cudaMallocAsync'}
-
-
-def analyze(cmd, db):
-    p = subprocess.run([gputrace, cmd, '--json', db], capture_output=True, text=True, timeout=300)
-    d = json.loads(p.stdout)
-    return d['traces'][0] if 'traces' in d else d
 
 
 CASES = [   # name, mode, env, iterations allowed (None: shown only)
@@ -78,8 +70,10 @@ CASES = [   # name, mode, env, iterations allowed (None: shown only)
     ('split-default', 'split', {}, lambda s: [s]),
     ('split-async', 'split', ASYNC, lambda s: [s]),
 ]
-import torch  # noqa: E402 - only to count the GPUs (no CUDA context: device_count asks NVML first)
-gpus = torch.cuda.device_count()
+try:   # the GPUs, without a CUDA context of this process
+    gpus = sum(1 for line in os.popen('nvidia-smi -L 2>/dev/null') if line.startswith('GPU '))
+except OSError:
+    gpus = 0
 only = set(c for c in a.cases.split(',') if c)
 for name, mode, env, allowed in CASES:
     if only and name not in only:
@@ -94,9 +88,9 @@ for name, mode, env, allowed in CASES:
     if p.returncode != 0 or not os.path.exists(db) or 'steps' not in c:
         report(False, '%s: runs' % name, 'rc %d: %s' % (p.returncode, p.stderr[-600:]))
         continue
-    s = analyze('summary', db)
-    lk = analyze('leaks', db)
-    g = analyze('growth', db)
+    s = report_json(gputrace, 'summary', db)
+    lk = report_json(gputrace, 'leaks', db)
+    g = report_json(gputrace, 'growth', db)
     steps = c['steps']
     print('   %s: %d steps; iterations %s from %s (%s); leaks: leak %s B in %s, held for the run %s B, told %s; '
           'growth %s, slope %s B' % (

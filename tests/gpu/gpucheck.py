@@ -1,5 +1,6 @@
 """Helpers shared by the GPU checks: run a command with and without the shim,
 read a trace, report `PASS name: figures` / `FAIL name: why` lines."""
+import json
 import os
 import sqlite3
 import statistics
@@ -26,6 +27,14 @@ def run(argv, shim=None, db=None, env_extra=None, timeout=600):
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     p.wall = time.monotonic() - t0
     return p
+
+
+def report_json(gputrace, cmd, db, timeout=300):
+    """gputrace CMD --json DB, parsed: the one trace's object (a document of
+    several traces gives its first). Raises where it printed no JSON."""
+    p = subprocess.run([gputrace, cmd, '--json', db], capture_output=True, text=True, timeout=timeout)
+    d = json.loads(p.stdout)
+    return d['traces'][0] if 'traces' in d else d
 
 
 def rows(db, sql, args=()):
