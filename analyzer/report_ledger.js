@@ -7,7 +7,7 @@
  * the device's total; what NVML did not measure at an instant stays
  * unshaded and says so. */
 var GT_LEDGER_COLOR = {framework: '#4e79a7', direct: '#76b7b2', library: '#b07aa1', graph_capture: '#59a14f', graph_memory: '#8cd17d', pool: '#f28e2b', modules: '#edc948',
-  context: '#9c755f', unaccounted: '#e15759', other: '#bab0ac'};
+  context: '#9c755f', unaccounted: '#e15759', other: '#bab0ac', driver: '#d4a6c8'};
 function gtLedgerPanel(H, parent, led, id) {
   'use strict';
   var el = H.el, sv = H.sv, tip = H.tip, fmtBytes = H.fmtBytes, fmtNs = H.fmtNs, table = H.table, legend = H.legend;
@@ -31,7 +31,12 @@ function gtLedgerPanel(H, parent, led, id) {
         parts.push({name: 'unaccounted', kind: 'unaccounted', bytes: x.unaccounted_bytes,
           note: 'in NVML\u2019s figure for the process, in no bucket (driver memory no traced call made)'});
       if (typeof x.other_processes_bytes === 'number')
-        parts.push({name: 'other processes', kind: 'other', bytes: x.other_processes_bytes, note: 'NVML'});
+        parts.push({name: 'other processes', kind: 'other', bytes: x.other_processes_bytes, note: 'NVML' +
+          (typeof x.driver_bytes === 'number' ? ': the processes it lists' : ', with the driver\u2019s own memory (not told apart in this trace)')});
+      if (typeof x.driver_bytes === 'number' && x.driver_bytes > 0)
+        parts.push({name: 'driver and firmware', kind: 'driver', bytes: x.driver_bytes, note: 'NVML: no process\u2019s' +
+          (typeof x.driver_reserved_bytes === 'number' && x.driver_reserved_bytes < x.driver_bytes ? ' (' +
+           fmtBytes(x.driver_reserved_bytes) + ' set aside, ' + fmtBytes(x.driver_bytes - x.driver_reserved_bytes) + ' in use)' : '')});
       var total = dev.total_bytes || 0, sum = 0;
       parts.forEach(function (q) { sum += Math.max(0, q.bytes); });
       var scale = Math.max(total, sum, 1);

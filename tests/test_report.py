@@ -374,6 +374,18 @@ class Layout(ReportTest):
         self.assertIn('by up to 5.1% of its bytes in use as measured (38.35 MiB here, more than was left): a fresh run of 86 '
                       'may fail', left[0].text)
 
+    def test_ledger_draws_the_drivers_own_memory_apart_from_other_processes(self):
+        db = T.ledger_job(self.dir, driver_reserved=624 * T.MiB)
+        dom, data, _ = self.report(db)
+        bar = [b for b in dom.find('svg', 'ledger-bar', 0) if b.attrs['data-instant'] == 'exit'][0]
+        drawn = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('rect', 'ledger-bucket', 0)
+                 if e.inside(bar)}
+        self.assertEqual((drawn['other processes'], drawn['driver and firmware']), (3 * T.GiB, 624 * T.MiB))
+        rest = [e for e in dom.find('rect', 'ledger-rest', 0) if e.inside(bar)]
+        free = [r for r in dom.find('tr', 'row', 0) if r.text.startswith('free')]
+        self.assertTrue(free and '73.21 GiB' in free[0].text, [r.text for r in free])   # 624 MiB less than without it
+        self.assertTrue(rest)
+
     def test_ledger_draws_who_held_the_memory_at_peak_and_exit_beside_nvml(self):
         db = T.ledger_job(self.dir)
         dom, data, _ = self.report(db)
