@@ -69,6 +69,63 @@ static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, si
  * it spans clearly more kernels than the exact pattern did (exact_cover), or
  * (below) finds more of its steps.
  * Fills out and returns 1, or 0. */
+/* The spans the kernels are read in: with kernels sampled (GPUTRACE_KERNELS_*:
+ * records only in spans), the kernels of two spans are no one sequence (the
+ * gap holds steps nobody saw); else one span, the whole trace. */
+static bool sampled(const struct gt_trace *t)
+{
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    return ks->on && ks->full_until_ns >= 0 && ks->nspans;
+}
+
+static size_t span_count(const struct gt_trace *t)
+{
+    return sampled(t) ? t->kernels.nspans : 1;
+}
+
+/* Span s: the kernels k[*lo .. *hi) (*lo: where the previous span ended) and
+ * its end in *end (-1: the trace's end, kernels not sampled). */
+static void span_kernels(const struct gt_trace *t, const struct gt_kernel *k, size_t nk, size_t s, size_t *lo,
+                         size_t *hi, int64_t *end)
+{
+    const struct gt_kernel_sampling *ks = &t->kernels;
+    *hi = nk;
+    *end = -1;
+    if (!sampled(t))
+        return;
+    /* a kernel launched just before a pause may start on the GPU a little after it */
+    int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
+    while (*lo < nk && k[*lo].start < from)
+        (*lo)++;
+    for (*hi = *lo; *hi < nk && k[*hi].start <= to; (*hi)++)
+        ;
+    *end = ks->spans[s][1];
+}
+
+/* An iteration from a kernel's start to the next step's (next >= 0), or, the
+ * last, to its span's end (span_end >= 0: what came after was not seen) or
+ * the trace's. */
+static void push_iteration(struct gt_trace *t, struct gt_iterations *out, size_t *cap, int64_t start, int64_t next,
+                           int64_t span_end)
+{
+    struct gt_iteration *it = gt_iter_push(out, cap);
+    it->index = (int64_t)out->n - 1;
+    it->batch_size = -1;
+    it->start = start;
+    it->first_ev = gt_iter_bound(t, it->start, 0);
+    if (next >= 0) {
+        it->end = next;
+        it->end_ev = gt_iter_bound(t, it->end, 0);
+        it->closed = 1;
+    } else if (span_end >= 0) {
+        it->end = span_end > it->start ? span_end : it->start;
+        it->end_ev = gt_iter_bound(t, it->end, 0);
+    } else {
+        it->end = gt_iter_trace_end(t, NULL, 0);
+        it->end_ev = t->nev;
+    }
+}
+
 struct anchor {
     size_t *at, n, cover, med;
     int64_t end;   /* the span's end (kernels sampled); -1: the trace's */
@@ -79,23 +136,13 @@ struct anchor {
 static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
                         size_t min_med, struct anchor *a)
 {
-    const struct gt_kernel_sampling *ks = &t->kernels;
-    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans;
-    size_t nseg = sampled ? ks->nspans : 1;
     size_t *pos = gt_xmalloc(nk * sizeof *pos);
     a->n = a->cover = a->med = 0;
     a->end = -1;
-    for (size_t s = 0, lo = 0; s < nseg; s++) {
-        size_t hi = nk;
-        int64_t end = -1;
-        if (sampled) {
-            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
-            while (lo < nk && k[lo].start < from)
-                lo++;
-            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
-                ;
-            end = ks->spans[s][1];
-        }
+    for (size_t s = 0, lo = 0, nseg = span_count(t); s < nseg; s++) {
+        size_t hi;
+        int64_t end;
+        span_kernels(t, k, nk, s, &lo, &hi, &end);
         size_t med = 0;
         uint32_t sym = 0;
         size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, min_med, pos, &med, &sym) : 0;
@@ -154,24 +201,8 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
     if (taken) {
         size_t cap = 0;
         out->n = 0;
-        for (size_t j = 0; j < best_n; j++) {
-            struct gt_iteration *it = gt_iter_push(out, &cap);
-            it->index = (int64_t)j;
-            it->batch_size = -1;
-            it->start = k[best[j]].start;
-            it->first_ev = gt_iter_bound(t, it->start, 0);
-            if (j + 1 < best_n) {
-                it->end = k[best[j + 1]].start;
-                it->end_ev = gt_iter_bound(t, it->end, 0);
-                it->closed = 1;
-            } else if (best_end >= 0) {
-                it->end = best_end > it->start ? best_end : it->start;
-                it->end_ev = gt_iter_bound(t, it->end, 0);
-            } else {
-                it->end = gt_iter_trace_end(t, NULL, 0);
-                it->end_ev = t->nev;
-            }
-        }
+        for (size_t j = 0; j < best_n; j++)
+            push_iteration(t, out, &cap, k[best[j]].start, j + 1 < best_n ? k[best[j + 1]].start : -1, best_end);
         out->source = GT_ITER_AUTO;
         char why[160];
         if (coarser)
@@ -217,23 +248,12 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
         struct gt_key3 key = {k[i].name_id, 0, 0};
         seq[i] = gt_intern(&in, &key);
     }
-    const struct gt_kernel_sampling *ks = &t->kernels;
-    bool sampled = ks->on && ks->full_until_ns >= 0 && ks->nspans; /* some kernels were left out */
-    size_t nseg = sampled ? ks->nspans : 1;
     size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
     int64_t best_end = -1;
-    for (size_t s = 0, lo = 0; s < nseg; s++) {
-        size_t hi = nk;
-        int64_t end = -1; /* the trace's end */
-        if (sampled) {
-            /* a kernel launched just before a pause may start on the GPU a little after it */
-            int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
-            while (lo < nk && k[lo].start < from)
-                lo++;
-            for (hi = lo; hi < nk && k[hi].start <= to; hi++)
-                ;
-            end = ks->spans[s][1];
-        }
+    for (size_t s = 0, lo = 0, nseg = span_count(t); s < nseg; s++) {
+        size_t hi;
+        int64_t end;
+        span_kernels(t, k, nk, s, &lo, &hi, &end);
         size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
         if (p && cover / p > best_reps) {
             best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
@@ -280,22 +300,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     }
     for (size_t r = 0; p && r < best_reps; r++) {
         size_t b = base + r * p;
-        struct gt_iteration *it = gt_iter_push(out, &cap);
-        it->index = (int64_t)out->n - 1;
-        it->batch_size = -1;
-        it->start = k[b].start;
-        it->first_ev = gt_iter_bound(t, it->start, 0);
-        if (b + p < best_hi) {
-            it->end = k[b + p].start;
-            it->end_ev = gt_iter_bound(t, it->end, 0);
-            it->closed = 1;
-        } else if (best_end >= 0) { /* the span ended: what came after it was not seen */
-            it->end = best_end > it->start ? best_end : it->start;
-            it->end_ev = gt_iter_bound(t, it->end, 0);
-        } else {
-            it->end = gt_iter_trace_end(t, NULL, 0);
-            it->end_ev = t->nev;
-        }
+        push_iteration(t, out, &cap, k[b].start, b + p < best_hi ? k[b + p].start : -1, best_end);
     }
     if (p) {
         out->source = GT_ITER_AUTO;

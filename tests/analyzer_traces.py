@@ -548,6 +548,17 @@ def kernels_steps_that_differ(dirpath, iterations=KERNEL_ITERATIONS, evaluate_ev
     return t.close()
 
 
+def _inference_batch(t, tile, layers):
+    """One batch of a transformer's forward pass: its GEMMs named by tile."""
+    t.kernel('embedding_fwd')
+    for _ in range(layers):
+        for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',
+                     'gemm_fc1_' + tile, 'gelu', 'gemm_fc2_' + tile, 'add'):
+            t.kernel(name)
+    for name in ('layernorm', 'gemm_head_' + tile, 'argmax'):
+        t.kernel(name)
+
+
 def kernels_inference(dirpath, steps=10, layers=12, last_differs=True, tiles_vary=False):
     """An inference loop (no backward pass) of a 12-layer transformer: every
     layer launches the same kernels, two LayerNorms among them, so a
@@ -564,13 +575,7 @@ def kernels_inference(dirpath, steps=10, layers=12, last_differs=True, tiles_var
         tile = 'small' if last_differs and i == steps - 1 else 'big'
         if tiles_vary:
             tile = 't%d' % rng.randrange(5)
-        t.kernel('embedding_fwd')
-        for _ in range(layers):
-            for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',
-                         'gemm_fc1_' + tile, 'gelu', 'gemm_fc2_' + tile, 'add'):
-                t.kernel(name)
-        for name in ('layernorm', 'gemm_head_' + tile, 'argmax'):
-            t.kernel(name)
+        _inference_batch(t, tile, layers)
     return t.close()
 
 
@@ -630,13 +635,7 @@ def kernels_inference_runs(dirpath, runs=3, batches=20):
     for tile in ['bs1', 'bs8', 'bs32'][:runs]:
         t.kernel('fill_stats')
         for i in range(batches):
-            t.kernel('embedding_fwd')
-            for _ in range(12):
-                for name in ('layernorm', 'gemm_qkv_' + tile, 'attention', 'gemm_proj_' + tile, 'layernorm',
-                             'gemm_fc1_' + tile, 'gelu', 'gemm_fc2_' + tile, 'add'):
-                    t.kernel(name)
-            for name in ('layernorm', 'gemm_head_' + tile, 'argmax'):
-                t.kernel(name)
+            _inference_batch(t, tile, 12)
     return t.close()
 
 
