@@ -157,6 +157,34 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     return count ? best + 1 : 0;
 }
 
+/* The program's last step after the pattern's last whole repetition, which
+ * ended at allocation `end` (of n): its sizes may differ (a DataLoader's
+ * last batch is smaller: a conv net's 20th batch of 19 samples on an H200
+ * was "28 after" a pattern that repeated 19 times), so it is matched by
+ * call site and API (blind) against the last repetition (gt_step_after). Appended to out,
+ * said into say and counted into *covered; returns 1, or 0 (none). */
+static int trailing_step(const struct gt_trace *t, struct gt_iterations *out, const uint32_t *seq_ev,
+                         const uint32_t *blind, size_t n, size_t end, size_t p, char *say, size_t len, size_t *covered)
+{
+    size_t held, e = end >= p ? gt_step_after(blind, n, end, blind + end - p, p, &held) : end;
+    if (e <= end)
+        return 0;
+    size_t cap = out->n;   /* (gt_iter_push grows it) */
+    struct gt_iteration *it = gt_iter_push(out, &cap);
+    memset(it, 0, sizeof *it);
+    it->index = (int64_t)out->n - 1;
+    it->batch_size = -1;
+    it->first_ev = seq_ev[end];
+    it->start = t->ev[it->first_ev].t;
+    it->closed = e < n;
+    it->end_ev = e < n ? seq_ev[e] : (uint32_t)t->nev;
+    it->end = t->ev[e < n ? seq_ev[e] : t->nev - 1].t;
+    snprintf(say, len, ", and after them a last step of %zu allocations that holds %zu of the pattern's %zu by call"
+             " site (its sizes differ)", e - end, held, p);
+    *covered += e - end;
+    return 1;
+}
+
 /* A job's first steps may each differ from the rest (state made lazily,
  * optimizer state, a phase the pattern cut): this many are looked for. */
 #define LEADING_STEPS 4
@@ -168,9 +196,10 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
 static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, bool sized,
                           struct gt_iterations *out, size_t *spanned, size_t *total)
 {
-    struct gt_interner in = {0};
+    struct gt_interner in = {0}, in_blind = {0};
     uint32_t *seq = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq);
     uint32_t *seq_ev = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq_ev);
+    uint32_t *blind = sized ? gt_xmalloc((t->nev ? t->nev : 1) * sizeof *blind) : seq;   /* sizes set aside */
     size_t n = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
@@ -179,6 +208,10 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             continue;
         struct gt_key3 k = {sized ? e->size : 0, e->site, e->api & ~GT_API_GRAPH_IN_CAPTURE};   /* made during a capture or not: one call */
         seq[n] = gt_intern(&in, &k);
+        if (sized) {
+            k.size = 0;
+            blind[n] = gt_intern(&in_blind, &k);
+        }
         seq_ev[n++] = (uint32_t)i;
     }
     enum { TRIES = 8 };   /* each try walks the trace once */
@@ -214,9 +247,13 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
                 free(alt.it);
             }
             size_t covered = (partial ? out->n - 1 : out->n) * p + partial;
-            char cut[96] = "", first[160] = "";
+            char cut[96] = "", first[160] = "", last[160] = "";
+            size_t trail = 0;
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
+            else   /* a last step whose sizes differ: appended, and said in last */
+                trail = (size_t)trailing_step(t, out, seq_ev, blind, n, before + covered, p, last, sizeof last,
+                                              &covered);
             size_t starts[LEADING_STEPS], lead = gt_leading_steps(seq, 0, before, p, LEADING_STEPS, starts, &held);
             for (size_t j = lead; j-- > 0;)
                 prepend_step(out, t, seq_ev[starts[j]], seq_ev[j + 1 < lead ? starts[j + 1] : before]);
@@ -231,8 +268,9 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             }
             exact_cover = covered;
             snprintf(out->how, sizeof out->how,
-                     "automatic: a pattern of %zu allocation%s repeats %zu times%s%s (%zu allocation%s before %s, %zu after)",
-                     p, gt_s((long long)p), out->n - lead, cut, first, before,
+                     "automatic: a pattern of %zu allocation%s repeats %zu times%s%s%s (%zu allocation%s before %s, %zu"
+                     " after)",
+                     p, gt_s((long long)p), out->n - lead - trail, cut, first, last, before,
                      gt_s((long long)before), lead > 1 ? "those steps" : lead ? "that step" : "it",
                      n > before + covered ? n - (before + covered) : 0);
             break;
@@ -270,6 +308,9 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
     *spanned = out->n ? exact_cover : 0;
     *total = n;
     gt_interner_free(&in);
+    gt_interner_free(&in_blind);
+    if (blind != seq)
+        free(blind);
     free(seq);
     free(seq_ev);
 }

@@ -221,6 +221,55 @@ done:
     return start;
 }
 
+/* The program's last step, after the pattern's last repetition ended at
+ * `from`: its sizes may differ (a DataLoader's last batch is smaller, so
+ * its activations are), so s here is a sequence by call site and API alone.
+ * Its shape differs too, and libraries choose by shape: a conv net's last
+ * batch of 19 on an H200 made 3 of a step's 32 allocations from other
+ * stacks (cuDNN's algorithms) and 4 fewer. A stretch from `from` that
+ * holds at least 3/4 of pat[0..p) in order is a step (a forward pass alone,
+ * an evaluation after the loop, holds no backward pass: far less); of those
+ * that do, the one with the most matched less unmatched symbols (what the
+ * program does after its loop is no part of it). Returns
+ * the step's end (how much of pat it holds in *held), or `from` when none
+ * (bounds as gt_step_before's). */
+size_t gt_step_after(const uint32_t *s, size_t n, size_t from, const uint32_t *pat, size_t p, size_t *held)
+{
+    *held = 0;
+    if (p < 16 || p > 16384 || from >= n)
+        return from;
+    size_t w = n - from > 2 * p ? 2 * p : n - from, need = (3 * p + 3) / 4;
+    if (w < need)
+        return from;
+    /* row[k]: how much of the pattern the k symbols from `from` hold (the
+     * longest common subsequence, row by row over the pattern) */
+    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
+    size_t end = from;
+    for (size_t q = 0; q < p; q++) {
+        uint32_t sym = pat[q], diag = 0, left = 0;
+        for (size_t k = 1; k <= w; k++) {
+            uint32_t up = row[k];
+            row[k] = s[from + k - 1] == sym ? diag + 1 : up > left ? up : left;
+            diag = up;
+            left = row[k];
+        }
+        if (row[w] + (p - 1 - q) < need)
+            goto done;
+    }
+    long best = 0;
+    for (size_t k = need; k <= w; k++) {
+        long score = 2 * (long)row[k] - (long)k;
+        if (row[k] >= need && (end == from || score > best)) {
+            best = score;
+            end = from + k;
+            *held = row[k];
+        }
+    }
+done:
+    free(row);
+    return end;
+}
+
 /* The steps before a pattern's first repetition at `first`, latest first:
  * a step found before it (gt_first_step_start), then one before that
  * against the same pattern, and so on, at most max (a job's first steps

@@ -44,6 +44,9 @@ size_t gt_find_period(const uint32_t *s, size_t n, size_t nsym, size_t *a_out, s
 size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t p, size_t *held);
 /* The same against the pattern pat[0..p), the stretch ending at first. */
 size_t gt_step_before(const uint32_t *s, size_t floor, size_t first, const uint32_t *pat, size_t p, size_t *held);
+/* The last step after the pattern's last repetition ended at `from`, by
+ * symbols that set sizes aside: its end, or from (none; see periods.c). */
+size_t gt_step_after(const uint32_t *s, size_t n, size_t from, const uint32_t *pat, size_t p, size_t *held);
 /* Up to max steps before the first repetition, each against the pattern at
  * first (see periods.c); their starts ascending. Returns how many. */
 size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p, size_t max, size_t *starts,

@@ -20,6 +20,19 @@ Modes:
   compiled  an MLP under torch.compile (inductor's default mode)
   infer     a 12-layer GPT-2's forward passes under no_grad, batches of 8 x 128
   infer-varlen  the same on a new sequence length every batch (16..256)
+  keepfeat  an MLP whose loop keeps each step's hidden features on the GPU
+            "for later analysis" (a 4 MiB tensor a step, with its graph's
+            node), ending normally: also kept_per_step=, kept_line= and,
+            for the default allocator, reserved_per_step= (the mean growth
+            of memory_reserved() from step 3 on)
+  twoloops  an MLP trained for --steps steps, then tested on 30 batches
+            under no_grad (a loop of another kind at the end)
+  hfeval    Hugging Face Trainer evaluating on 3 batches every 5 steps
+  ckpt      an MLP of 4 blocks under activation checkpointing
+            (torch.utils.checkpoint: the forward runs again in backward)
+  cudnnbench  a conv net with torch.backends.cudnn.benchmark on (its first
+            step tries algorithms, each with its own workspace)
+  lastbatch a conv net fed by a DataLoader whose last batch is smaller
 usage: user_loops.py MODE [--steps N]"""
 import argparse
 import os
@@ -29,7 +42,8 @@ import torch
 
 ap = argparse.ArgumentParser()
 ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split', 'evalevery', 'varlen',
-                                     'emptycache', 'amp', 'compiled', 'infer', 'infer-varlen'])
+                                     'emptycache', 'amp', 'compiled', 'infer', 'infer-varlen', 'keepfeat',
+                                     'twoloops', 'hfeval', 'ckpt', 'cudnnbench', 'lastbatch'])
 ap.add_argument('--steps', type=int, default=20)
 a = ap.parse_args()
 torch.manual_seed(0)
@@ -222,3 +236,100 @@ elif a.mode in ('infer', 'infer-varlen'):
             model(input_ids=ids).logits.argmax(-1)
     torch.cuda.synchronize()
     print('steps=%d' % a.steps)
+elif a.mode == 'keepfeat':
+    model = torch.nn.Sequential(torch.nn.Linear(512, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    feats = []
+    allocated, reserved = [], []
+    for step in range(a.steps):
+        x, y = torch.randn(256, 512, device=dev), torch.randint(0, 10, (256,), device=dev)
+        hidden = model[:2](x)
+        torch.nn.functional.cross_entropy(model[2:](hidden), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        feats.append(hidden)   # the bug: kept on the GPU (and with its graph's node) for later
+        torch.cuda.synchronize()
+        allocated.append(torch.cuda.memory_allocated())
+        reserved.append(torch.cuda.memory_reserved())
+    steps = sorted(b - a_ for a_, b in zip(allocated[2:], allocated[3:]))
+    print('steps=%d' % a.steps)
+    print('kept_per_step=%d' % steps[len(steps) // 2])
+    print('reserved_per_step=%.1f' % ((reserved[-1] - reserved[2]) / (len(reserved) - 3)))
+    print('kept_line=%d' % [i + 1 for i, l in enumerate(open(__file__)) if l.strip() == 'hidden = model[:2](x)'][0])
+elif a.mode == 'twoloops':
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step in range(a.steps):
+        x, y = torch.randn(256, 512, device=dev), torch.randint(0, 10, (256,), device=dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for _ in range(30):
+            x = torch.randn(256, 512, device=dev)
+            correct += int((model(x).argmax(1) == 0).sum())
+    print('steps=%d' % a.steps)
+elif a.mode == 'hfeval':
+    import tempfile
+    from transformers import Trainer, TrainingArguments
+
+    class Tokens(torch.utils.data.Dataset):
+        def __init__(self, n, seed):
+            self.n, self.seed = n, seed
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            ids = torch.randint(0, 2048, (128,), generator=torch.Generator().manual_seed(self.seed + i))
+            return {'input_ids': ids, 'labels': ids}
+
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, max_steps=a.steps, per_device_train_batch_size=8,
+                                 per_device_eval_batch_size=8, eval_strategy='steps', eval_steps=5,
+                                 report_to=[], save_strategy='no', logging_strategy='no', disable_tqdm=True,
+                                 dataloader_num_workers=0)
+        Trainer(model=small_gpt2(), args=args, train_dataset=Tokens(8 * a.steps, 0),
+                eval_dataset=Tokens(24, 100000)).train()
+    print('steps=%d' % a.steps)
+elif a.mode == 'ckpt':
+    from torch.utils.checkpoint import checkpoint
+    blocks = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.GELU()) for _ in range(4)).to(dev)
+    head = torch.nn.Linear(1024, 10).to(dev)
+    opt = torch.optim.AdamW(list(blocks.parameters()) + list(head.parameters()), lr=1e-4)
+    for step in range(a.steps):
+        h, y = torch.randn(512, 1024, device=dev), torch.randint(0, 10, (512,), device=dev)
+        for b in blocks:
+            h = checkpoint(b, h, use_reentrant=False)
+        torch.nn.functional.cross_entropy(head(h), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'cudnnbench':
+    torch.backends.cudnn.benchmark = True
+    model = convnet()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    for step in range(a.steps):
+        x, y = torch.randn(32, 3, 64, 64, device=dev), torch.randint(0, 10, (32,), device=dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    print('steps=%d' % a.steps)
+elif a.mode == 'lastbatch':
+    model = convnet()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    n_samples = 32 * a.steps - 13
+    data = torch.utils.data.TensorDataset(torch.randn(n_samples, 3, 64, 64), torch.randint(0, 10, (n_samples,)))
+    n = 0
+    for x, y in torch.utils.data.DataLoader(data, batch_size=32, shuffle=True):
+        x, y = x.to(dev), y.to(dev)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        n += 1
+    torch.cuda.synchronize()
+    print('steps=%d' % n)

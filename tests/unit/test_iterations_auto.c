@@ -463,6 +463,64 @@ static void test_a_first_step_does_not_reach_back_into_set_up_code(void)
     loop_done(&l, &it);
 }
 
+/* A last batch smaller than the others (a DataLoader's remainder): every
+ * size that follows the batch differs, libraries choose by shape (two of
+ * the step's allocations come from other stacks) and two are not made. By
+ * call site it holds 20 of the pattern's 24 in order: the last iteration. */
+static void test_a_last_smaller_batch_is_an_iteration(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 10; i++)
+        big_step(&l, 24, 0, -1, 0);
+    uint64_t p[24];
+    int made[24] = {0};
+    for (int k = 0; k < 24; k++) {
+        if (k == 20 || k == 21)
+            continue;
+        int32_t site = k == 5 || k == 6 ? 300 + k : 10 + k;
+        size_t ev = alloc(&l, (int64_t)(k + 1) * MIB / 2, site, &p[k]);
+        made[k] = 1;
+        if (k == 0)
+            l.starts[l.nstarts++] = ev;
+    }
+    for (int k = 0; k < 24; k++)
+        if (made[k])
+            synth_free(&l.s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB / 2);
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 11, 0);
+    CHECKF(strstr(it.how, "pattern of 24 allocations repeats 10 times, and after them a last step of 22 allocations "
+                          "that holds 20 of the pattern's 24 by call site (its sizes differ) (0 allocations before it, "
+                          "0 after)"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
+/* An evaluation after the loop (two forward passes: the step's first 12
+ * allocations, at another batch size) holds half a step by call site: no
+ * iteration. */
+static void test_an_evaluation_after_the_loop_is_no_last_step(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 10; i++)
+        big_step(&l, 24, 0, -1, 0);
+    size_t eval_start = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t p[12];
+        for (int k = 0; k < 12; k++) {
+            size_t ev = alloc(&l, (int64_t)(k + 1) * MIB / 4, 10 + k, &p[k]);
+            if (!pass && !k)
+                eval_start = ev;
+        }
+        for (int k = 0; k < 12; k++)
+            synth_free(&l.s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB / 4);
+    }
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, eval_start);
+    CHECKF(!strstr(it.how, "last step"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 int main(void)
 {
     TAP_RUN(test_clean_period_after_a_warm_up);
@@ -482,5 +540,7 @@ int main(void)
     TAP_RUN(test_two_first_steps_that_differ_are_both_iterations);
     TAP_RUN(test_steps_with_work_between_some_of_them_are_all_found);
     TAP_RUN(test_a_run_in_set_up_code_is_no_anchor);
+    TAP_RUN(test_a_last_smaller_batch_is_an_iteration);
+    TAP_RUN(test_an_evaluation_after_the_loop_is_no_last_step);
     return tap_done();
 }
