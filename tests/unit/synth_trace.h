@@ -71,10 +71,36 @@ static size_t synth_free(struct synth *s, int api, uint64_t ptr, int64_t size)
     return synth_call(s, api, ptr, size, 0, -1, 0);
 }
 
+/* Frames for sites 0..nsites-1, as if read from the trace: none, except
+ * that each site marked in backward[] gets the shim's one-frame marker of
+ * the thread waiting in backward() (a Python frame "<backward>", no file). */
+static struct gt_frame synth_backward_frame = {.function = "<backward>", .module = "", .python = 1};
+static char *synth_backward_text[] = {"<backward>"};
+
+__attribute__((unused))
+static void synth_frames(struct synth *s, size_t nsites, const unsigned char *backward)
+{
+    if (nsites < s->t.nsites)
+        nsites = s->t.nsites;
+    s->t.nsites = nsites;
+    s->t.site_frames = calloc(nsites + 1, sizeof *s->t.site_frames);
+    s->t.site_info = calloc(nsites + 1, sizeof *s->t.site_info);
+    s->t.site_nframes = calloc(nsites + 1, sizeof *s->t.site_nframes);
+    for (size_t i = 0; i < nsites; i++)
+        if (backward[i]) {
+            s->t.site_nframes[i] = 1;
+            s->t.site_info[i] = &synth_backward_frame;
+            s->t.site_frames[i] = synth_backward_text;
+        }
+}
+
 __attribute__((unused))
 static void synth_done(struct synth *s)
 {
     free(s->t.ev);
+    free(s->t.site_frames);
+    free(s->t.site_info);
+    free(s->t.site_nframes);
     memset(s, 0, sizeof *s);
 }
 

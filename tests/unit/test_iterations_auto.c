@@ -521,6 +521,93 @@ static void test_an_evaluation_after_the_loop_is_no_last_step(void)
     loop_done(&l, &it);
 }
 
+/* A training step of 24 allocations: a forward pass (sites 10..21) and a
+ * backward pass (sites 22..33, made inside backward() when the sites are
+ * marked so: mark_backward), all freed at its end. */
+static void train_step(struct loop *l)
+{
+    uint64_t p[24];
+    for (int k = 0; k < 24; k++) {
+        size_t ev = alloc(l, (int64_t)(k + 1) * MIB, 10 + k, &p[k]);
+        if (k == 0)
+            l->starts[l->nstarts++] = ev;
+    }
+    for (int k = 0; k < 24; k++)
+        synth_free(&l->s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB);
+}
+
+/* n allocations of other work (sites from site0, made and freed in turn) */
+static void other_work(struct loop *l, int n, int32_t site0)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t p;
+        alloc(l, (int64_t)(k + 1) * MIB / 2, site0 + k, &p);
+        synth_free(&l->s, GT_API_cudaFree, p, (int64_t)(k + 1) * MIB / 2);
+    }
+}
+
+static void mark_backward(struct loop *l)
+{
+    unsigned char bwd[600] = {0};
+    for (int k = 22; k < 34; k++)
+        bwd[k] = 1;
+    synth_frames(&l->s, 600, bwd);
+}
+
+/* 20 training steps with an evaluation (20 allocations, no backward pass)
+ * after every 5th: the exact pattern repeats 4 times, 5 steps and an
+ * evaluation each; each step holds one backward pass, so the steps are the
+ * iterations. Without the backward() marks (no Python stacks) nothing tells
+ * a step from a layer: the pattern stays. */
+static void test_steps_with_an_evaluation_every_five_are_the_iterations(void)
+{
+    for (int marked = 1; marked >= 0; marked--) {
+        struct loop l;
+        loop_init(&l);
+        for (int i = 0; i < 20; i++) {
+            train_step(&l);
+            if (i % 5 == 4)
+                other_work(&l, 20, 500);
+        }
+        if (marked)
+            mark_backward(&l);
+        struct gt_iterations it = detect(&l);
+        if (marked) {
+            check_steps(&l, &it, 0, 20, 0);
+            CHECKF(strstr(it.how, "recurs once per step, 20 times, each step with one backward pass (0 allocations "
+                                  "before it; an exact repeating pattern of 140 allocations repeats 4 times"),
+                   "how: %s", it.how);
+        } else {
+            CHECK_EQ_INT(it.n, 4);
+            CHECKF(strstr(it.how, "a pattern of 140 allocations repeats 4 times"), "how: %s", it.how);
+        }
+        loop_done(&l, &it);
+    }
+}
+
+/* Gradient accumulation: 4 micro-batches (each a forward and a backward
+ * pass), then the optimizer step (6 allocations): the optimizer steps stay
+ * the iterations, not the micro-batches. */
+static void test_accumulated_micro_batches_are_no_iterations(void)
+{
+    struct loop l;
+    loop_init(&l);
+    size_t starts[20];
+    for (int i = 0; i < 20; i++) {
+        for (int m = 0; m < 4; m++)
+            train_step(&l);
+        starts[i] = l.starts[4 * i];
+        other_work(&l, 6, 500);
+    }
+    memcpy(l.starts, starts, sizeof starts);
+    l.nstarts = 20;
+    mark_backward(&l);
+    struct gt_iterations it = detect(&l);
+    CHECK_EQ_INT(it.n, 20);
+    CHECKF(strstr(it.how, "a pattern of 102 allocations repeats 20 times"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 int main(void)
 {
     TAP_RUN(test_clean_period_after_a_warm_up);
@@ -542,5 +629,7 @@ int main(void)
     TAP_RUN(test_a_run_in_set_up_code_is_no_anchor);
     TAP_RUN(test_a_last_smaller_batch_is_an_iteration);
     TAP_RUN(test_an_evaluation_after_the_loop_is_no_last_step);
+    TAP_RUN(test_steps_with_an_evaluation_every_five_are_the_iterations);
+    TAP_RUN(test_accumulated_micro_batches_are_no_iterations);
     return tap_done();
 }
