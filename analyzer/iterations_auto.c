@@ -131,7 +131,7 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     }
     size_t *p = gt_xmalloc(n * sizeof *p), med = 0;
     uint32_t best = 0;
-    size_t count = gt_find_anchor(seq, n, nsym, live_at, 0, p, &med, &best);
+    size_t count = gt_find_anchor(seq, n, nsym, live_at, 0, 0, p, &med, &best);
     if (count) {
         size_t cap = 0;
         for (size_t k = 0; k < count; k++) {

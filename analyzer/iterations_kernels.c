@@ -134,7 +134,7 @@ struct anchor {
 /* The best anchor over the spans (as gt_iter_from_kernel_pattern reads
  * them), of median gap at least min_med, into a (a->at: room for nk). */
 static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
-                        size_t min_med, struct anchor *a)
+                        size_t min_med, int wide, struct anchor *a)
 {
     size_t *pos = gt_xmalloc(nk * sizeof *pos);
     a->n = a->cover = a->med = 0;
@@ -145,7 +145,7 @@ static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uin
         span_kernels(t, k, nk, s, &lo, &hi, &end);
         size_t med = 0;
         uint32_t sym = 0;
-        size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, min_med, pos, &med, &sym) : 0;
+        size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, min_med, wide, pos, &med, &sym) : 0;
         if (c > a->n) {
             for (size_t j = 0; j < c; j++)
                 a->at[j] = lo + pos[j];
@@ -157,11 +157,67 @@ static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uin
     free(pos);
 }
 
+static int sym_cmp(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Training steps with other work between some of them (a conv net
+ * evaluated on 3 batches every 5 steps under the default allocator on an
+ * H200: the exact pattern, 5 steps and an evaluation of 51 launches,
+ * repeats 3 times; a Hugging Face Trainer evaluating every 5 steps: 1,138
+ * launches, 3 times), told from a part of one step (a layer; see
+ * kernel_anchor) by the kernels whose names say they compute gradients: a
+ * training step runs its backward pass's, the same ones every step, and the
+ * other work none (an evaluation runs forward passes). The anchor's steps
+ * (a->at, in seq), the first (a warm-up) and the last (open) aside: each
+ * runs the same non-empty multiset of such kernels, and at least two of
+ * them hold other work of half a step or more (it recurs; gradient
+ * accumulation's optimizer step, a sliver of a micro-batch, is no other
+ * work: its repetition is the program's step). A layer's backward pass
+ * differs from the next layer's or from the step's rest (the loss's and the
+ * embedding's gradients), and a forward layer or an inference loop runs no
+ * such kernel. */
+static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t *seq, const struct anchor *a)
+{
+    if (a->n < 5)
+        return 0;
+    size_t gaps = a->n - 3, longer = 0, nref = 0;
+    for (size_t j = 1; j + 1 < a->n; j++)
+        longer += (a->at[j + 1] - a->at[j]) * 2 >= a->med * 3;
+    if (longer < 2 || gaps < 2)
+        return 0;
+    size_t widest = 0;
+    for (size_t j = 1; j + 1 < a->n; j++)
+        if (a->at[j + 1] - a->at[j] > widest)
+            widest = a->at[j + 1] - a->at[j];
+    uint32_t *ref = gt_xmalloc(widest * sizeof *ref), *cur = gt_xmalloc(widest * sizeof *cur);
+    int same = 1;
+    for (size_t j = 1; same && j + 1 < a->n; j++) {
+        size_t m = 0;
+        for (size_t i = a->at[j]; i < a->at[j + 1]; i++)
+            if (k[i].backward)
+                cur[m++] = seq[i];
+        gt_qsort(cur, m, sizeof *cur, sym_cmp);
+        if (j == 1) {
+            memcpy(ref, cur, m * sizeof *cur);
+            nref = m;
+            same = m > 0;
+        } else {
+            same = m == nref && !memcmp(ref, cur, m * sizeof *cur);
+        }
+    }
+    free(ref);
+    free(cur);
+    return same;
+}
+
 static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
                          size_t exact_cover, size_t exact_p, size_t exact_n, size_t exact_first, struct gt_iterations *out)
 {
     struct anchor an = {.at = gt_xmalloc(nk * sizeof *an.at)};
-    find_anchor(t, k, seq, nk, nsym, 0, &an);
+    find_anchor(t, k, seq, nk, nsym, 0, 0, &an);
     size_t *best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med;
     int64_t best_end = an.end;
     /* An anchor finer than the exact pattern is a part of its step: in a loop
@@ -189,7 +245,7 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
      * each of 3 runs of 20 batches, is no step of a pattern of a batch). */
     int coarser = 0;
     if (!taken && exact_p && exact_cover * 2 < nk) {
-        find_anchor(t, k, seq, nk, nsym, exact_cover * 3 / 4 > exact_p ? exact_cover * 3 / 4 : exact_p + 1, &an);
+        find_anchor(t, k, seq, nk, nsym, exact_cover * 3 / 4 > exact_p ? exact_cover * 3 / 4 : exact_p + 1, 0, &an);
         best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
         size_t j = 0;
         while (j + 1 < best_n && best[j + 1] <= exact_first)
@@ -198,14 +254,26 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
                      (exact_first + exact_cover - best[j]) * 4 <= (best[j + 1] - best[j]) * 5;
         taken = coarser = inside && best_n >= exact_n && best_cover * 10 > exact_cover * 11;
     }
+    /* steps with other work between some of them, finer than the exact
+     * pattern of several steps and that work, spanning about as much */
+    int apart = 0;
+    if (!taken && exact_p) {
+        find_anchor(t, k, seq, nk, nsym, 0, 1, &an);
+        best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
+        taken = apart = best_n && best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9 &&
+                        steps_apart_from_other_work(k, seq, &an);
+    }
     if (taken) {
         size_t cap = 0;
         out->n = 0;
         for (size_t j = 0; j < best_n; j++)
             push_iteration(t, out, &cap, k[best[j]].start, j + 1 < best_n ? k[best[j + 1]].start : -1, best_end);
         out->source = GT_ITER_AUTO;
-        char why[160];
-        if (coarser)
+        char why[200];
+        if (apart)
+            snprintf(why, sizeof why, "each step runs the same backward kernels; the exact pattern of %zu launches, "
+                     "several steps and other work between them, repeats %zu times", exact_p, exact_n);
+        else if (coarser)
             snprintf(why, sizeof why, "an exact repeating pattern of %zu launches spans only %zu of its %zu: a part of "
                      "a step, the steps differ", exact_p, exact_cover, best_cover);
         else if (more_cover && exact_p)

@@ -344,8 +344,8 @@ static int holds_kinds(const uint32_t *s, size_t a, size_t b, size_t e, uint32_t
     return held * 10 >= kinds * 9;
 }
 
-size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, size_t *out,
-                      size_t *med_out, uint32_t *sym_out)
+size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, int wide,
+                      size_t *out, size_t *med_out, uint32_t *sym_out)
 {
     if (n < 6)
         return 0;
@@ -378,12 +378,15 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
             continue;
         size_t first = p[1] - p[0] < med && !regular_gap(p[1] - p[0], med);   /* before the loop */
         int ok = med > 0 && c - first >= 3;
-        size_t longer = 0;   /* gaps a step's and some other work's long (see periods.h) */
+        size_t longer = 0, last_longer = 0;   /* gaps a step's and some other work's long (see periods.h) */
         for (size_t k = first + 1; ok && k + 1 < c; k++) {
             size_t g = p[k + 1] - p[k];
             ok = regular_gap(g, med);
-            if (!ok && g > med && g < 2 * med && ++longer * 4 <= c - 1 - first)
+            if (!ok && g > med && g < (wide ? 4 : 2) * med && !(wide && longer && last_longer + 1 == k) &&
+                ++longer * 4 <= c - 1 - first) {
                 ok = 1;
+                last_longer = k;
+            }
         }
         /* the first gap kept may be longer (a warm-up step: compilation, the
          * optimizer's state made), but then it holds a step: 9/10 of the kinds

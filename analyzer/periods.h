@@ -67,11 +67,14 @@ size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p,
  * occurrence, unlike a run in set-up code), the most frequent; of equals, the one of least
  * mean weight at its occurrences (weight: live memory, lowest at a step's
  * start), or without weights the one that occurs first (a step's first
- * kernel); only symbols whose median gap is at least min_med. Its positions
- * into out (room for n), its median gap into *med_out,
- * the symbol into *sym_out; returns how many, or 0 (none). */
-size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, size_t *out,
-                      size_t *med_out, uint32_t *sym_out);
+ * kernel); only symbols whose median gap is at least min_med. wide: the
+ * longer gaps may be up to four times the median (other work of up to
+ * three steps: an evaluation), none next to another (a run of them is
+ * another loop: an evaluation after training). Its positions into out
+ * (room for n), its median gap into *med_out, the symbol into *sym_out;
+ * returns how many, or 0 (none). */
+size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, int wide,
+                      size_t *out, size_t *med_out, uint32_t *sym_out);
 
 /* Where a step begins inside the pattern s[base .. base+p), from the first
  * step found at first (see periods.c); 0 when nothing tells. */

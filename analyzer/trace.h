@@ -77,6 +77,7 @@ struct gt_marker_iter {
 struct gt_kernel {
     int64_t start;
     int64_t name_id;
+    int backward;    /* its name says it computes gradients: backward, bwd, dgrad, wgrad */
 };
 
 /* One frame of a stack as recorded (what gt_trace_frames' strings are made

@@ -90,6 +90,7 @@ static void fill_kernel(sqlite3_stmt *st, void *entry)
     struct gt_kernel *k = entry;
     k->start = sqlite3_column_int64(st, 0);
     k->name_id = gt_col_int_or(st, 1, -1);
+    k->backward = sqlite3_column_int(st, 2);
 }
 
 /* The kernels of the device that ran the most, in start order. One device's:
@@ -99,9 +100,11 @@ static void fill_kernel(sqlite3_stmt *st, void *entry)
 int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n)
 {
     void *rows;
-    int code = load_rows(t, "SELECT start_ns, name_id FROM kernels WHERE device IS (SELECT device FROM kernels GROUP BY device"
-                         " ORDER BY count(*) DESC, device LIMIT 1) ORDER BY start_ns, id", "reading kernels", sizeof **out,
-                         fill_kernel, &rows, n);
+    int code = load_rows(t, "SELECT k.start_ns, k.name_id, coalesce((SELECT s.text LIKE '%backward%' OR s.text LIKE '%bwd%'"
+                         " OR s.text LIKE '%dgrad%' OR s.text LIKE '%wgrad%' FROM strings s WHERE s.id = k.name_id), 0)"
+                         " FROM kernels k WHERE k.device IS (SELECT device FROM kernels GROUP BY device"
+                         " ORDER BY count(*) DESC, device LIMIT 1) ORDER BY k.start_ns, k.id", "reading kernels",
+                         sizeof **out, fill_kernel, &rows, n);
     *out = rows;
     return code;
 }

@@ -655,6 +655,52 @@ def kernels_long_evaluation_at_the_end(dirpath, steps=20, batches=64):
     return t.close()
 
 
+def kernels_evaluation_every(dirpath, steps=20, every=5, batches=3, backward_names=True):
+    """A conv net's training steps (31 kernels, the same every step, under a
+    caching allocator: no allocation pattern), evaluated on `batches` forward
+    passes (15 kernels each: 45, longer than a step) after every `every`
+    steps: the exact pattern is `every` steps and an evaluation (on an H200
+    such a conv net read as 3 iterations for 20 steps). backward_names: the
+    backward pass's kernels are named so, as PyTorch's and cuDNN's are
+    (nll_loss_backward, dgrad, wgrad); else named as the forward's are."""
+    t = Trace(os.path.join(dirpath, 'eval_every-%d-%d.db' % (every, backward_names)), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    fwd = ['randn_kernel', 'conv1_fwd', 'relu', 'conv2_fwd', 'relu', 'pool_fwd', 'linear_fwd', 'log_softmax', 'nll_loss']
+    bwd = ['nll_loss_backward', 'log_softmax_backward', 'linear_dgrad', 'linear_wgrad', 'pool_backward',
+           'relu_backward', 'conv2_dgrad', 'conv2_wgrad', 'relu_backward', 'conv1_wgrad']
+    if not backward_names:
+        bwd = ['grad_kernel_%d' % k for k in range(len(bwd))]
+    opt = ['adam_%d' % k for k in range(12)]
+    for i in range(steps):
+        for name in fwd + bwd + opt:
+            t.kernel(name)
+        if i % every == every - 1:
+            for _ in range(batches):
+                for name in ['randn_kernel', 'conv1_fwd', 'relu', 'conv2_fwd', 'relu', 'pool_fwd', 'linear_fwd',
+                             'argmax', 'eq', 'sum', 'item_copy', 'bn_eval', 'copy', 'fill', 'add']:
+                    t.kernel(name)
+    return t.close()
+
+
+def kernels_training_layers(dirpath, steps=20, layers=4):
+    """A training loop of a 4-layer model whose backward pass launches one
+    LayerNorm gradient kernel per layer, 8 kernels apart, while the step's
+    rest (the loss's and the embedding's gradients, the update, the forward
+    pass) is between 1.5 and 4 of those gaps: a layer's backward pass, not a
+    step, whatever its kernels' names."""
+    t = Trace(os.path.join(dirpath, 'training_layers.db'), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for i in range(steps):
+        step = ['embedding_fwd'] + ['ln_fwd', 'gemm_fwd'] * layers + ['loss_fwd', 'loss_backward']
+        for _ in range(layers):
+            step += ['layer_norm_backward', 'gemm_dgrad', 'gemm_wgrad', 'gelu_backward', 'gemm_dgrad', 'gemm_wgrad',
+                     'add_grad', 'copy_grad']
+        step += ['embedding_backward', 'adam_update']
+        for name in step:
+            t.kernel(name)
+    return t.close()
+
+
 def kernels_after_set_up(dirpath, steps=20, set_up=300):
     """A sanity forward pass, set_up copy kernels, then steps identical
     steps of 59 kernels: the forward pass's first kernel is no step."""

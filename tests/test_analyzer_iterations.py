@@ -73,11 +73,27 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual(len(its), T.KERNEL_ITERATIONS)
 
     def test_an_evaluation_between_some_steps_is_no_step(self):
-        # every 5 steps (12 steps: two evaluations, shorter than a step). (One longer than a
-        # step, or at a period the exact pattern repeats whole, reads as iterations of that
-        # period: a conv net on an H200 evaluated every 5 steps, as 3 for 20.)
+        # every 5 steps (12 steps: two evaluations, shorter than a step; one longer than a
+        # step: the next test)
         d = self.json('summary', T.kernels_steps_that_differ(self.dir, evaluate_every=5))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', T.KERNEL_ITERATIONS), d['iteration_detection'])
+
+    def test_steps_with_an_evaluation_longer_than_a_step_between_some_are_the_iterations(self):
+        # the exact pattern is 5 steps and an evaluation; each step runs the same kernels
+        # named as gradients' (backward, dgrad, wgrad) and the evaluation none
+        for every in (5, 4):
+            d = self.json('summary', T.kernels_evaluation_every(self.dir, every=every))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+            self.assertIn('each step runs the same backward kernels; the exact pattern of %d launches, several '
+                          'steps and other work between them, repeats' % (31 * every + 45), d['iteration_detection'])
+        # with nothing named as a gradient's, nothing tells a step from a layer: the exact pattern stays
+        d = self.json('summary', T.kernels_evaluation_every(self.dir, backward_names=False))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 4), d['iteration_detection'])
+        self.assertIn('a pattern of 200 kernel launches repeats 4 times', d['iteration_detection'])
+
+    def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
+        d = self.json('summary', T.kernels_training_layers(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
 
     def test_a_kernel_every_layer_launches_is_no_step_of_an_inference_loop(self):
         d = self.json('summary', T.kernels_inference(self.dir))

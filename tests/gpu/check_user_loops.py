@@ -12,9 +12,8 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
   memory_allocated() grew a step (within 5%), the top growing site is the line
   of user_loops.py that makes the kept activations, and `leaks` leads with
   them (at least 80% of what the steps after the first kept);
-- a conv net evaluated every 5 steps (both allocators; under the default
-  allocator its evaluation, longer than a step, is a known failure: the
-  README's iterations paragraph says why it reads as 3 for 20), a GPT-2 trained on a
+- a conv net evaluated every 5 steps (both allocators; its evaluation is
+  longer than a step), a GPT-2 trained on a
   new sequence length every step (both), an MLP that empties PyTorch's cache
   after every step, a conv net under float16 autocast with a GradScaler, an MLP
   under torch.compile (cudaMallocAsync), a 12-layer GPT-2's forward passes
