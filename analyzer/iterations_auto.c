@@ -157,9 +157,13 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     return count ? best + 1 : 0;
 }
 
-/* Which call sites were made inside backward(): the shim marks the frames
- * of the thread waiting there (gt_frame_is_backward_mark). NULL when no site
- * is (no stacks, no Python, no autograd): nothing to tell passes by. */
+/* Which call sites were made inside backward() (IN_BACKWARD: the shim marks
+ * the frames of the thread waiting there, gt_frame_is_backward_mark) or in
+ * PyTorch's optimizers (IN_OPTIMIZER: a Python frame of torch/optim/). NULL
+ * when no site is inside backward() (no stacks, no Python, no autograd):
+ * nothing to tell passes by. */
+enum { IN_BACKWARD = 1, IN_OPTIMIZER = 2 };
+
 static unsigned char *backward_sites(struct gt_trace *t)
 {
     if (!t->nsites || !t->site_nframes)
@@ -171,9 +175,13 @@ static unsigned char *backward_sites(struct gt_trace *t)
         int nf;
         if (gt_trace_frame_info(t, (int32_t)site, &fi, &nf))
             break;
-        for (int k = 0; k < nf && !in[site]; k++)
-            in[site] = (unsigned char)gt_frame_is_backward_mark(&fi[k]);
-        marked += in[site];
+        for (int k = 0; k < nf; k++) {
+            if (gt_frame_is_backward_mark(&fi[k]))
+                in[site] |= IN_BACKWARD;
+            else if (fi[k].python && fi[k].file && strstr(fi[k].file, "torch/optim/"))
+                in[site] |= IN_OPTIMIZER;
+        }
+        marked += (in[site] & IN_BACKWARD) != 0;
     }
     if (!marked) {
         free(in);
@@ -206,7 +214,7 @@ static size_t passes_begun(const struct gt_trace *t, const unsigned char *in_bwd
     int was = -1;
     for (size_t q = first_at(seq_ev, n, from); q < n && seq_ev[q] < to; q++) {
         int32_t site = t->ev[seq_ev[q]].site;
-        int now = site >= 0 && in_bwd[site];
+        int now = site >= 0 && (in_bwd[site] & IN_BACKWARD);
         begun += was == 0 && now;
         was = now;
     }
@@ -229,7 +237,11 @@ static int size_cmp(const void *x, const void *y)
  * evaluation.
  * Gradient accumulation's optimizer step, a quarter of a micro-batch's
  * allocations (an MLP on an H200: 31 against 25), ends the repetition that
- * is the program's step; its micro-batches are no iterations. */
+ * is the program's step; its micro-batches are no iterations. Where it is
+ * longer (AdamW's temporaries of a model of many small tensors), its
+ * allocations made in torch/optim/ tell it: only some of the micro-batches
+ * hold them. (An optimizer outside torch/optim/ then lets the micro-batches
+ * be the iterations: each runs the loop body's forward and backward.) */
 static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, const struct gt_iterations *exact,
                          const struct gt_iterations *an)
 {
@@ -255,9 +267,22 @@ static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, c
     if (!in_bwd)
         return 0;
     int ok = 1;
+    size_t stepped = 0, steps = 0;   /* steps that run the optimizer's step() (its temporaries) */
     for (size_t k = 1; ok && k < an->n; k++)
-        if (an->it[k].closed)
+        if (an->it[k].closed) {
             ok = passes_begun(t, in_bwd, seq_ev, n, an->it[k].first_ev, an->it[k].end_ev) == 1;
+            steps++;
+            for (size_t q = first_at(seq_ev, n, an->it[k].first_ev); q < n && seq_ev[q] < an->it[k].end_ev; q++) {
+                int32_t site = t->ev[seq_ev[q]].site;
+                if (site >= 0 && (in_bwd[site] & IN_OPTIMIZER)) {
+                    stepped++;
+                    break;
+                }
+            }
+        }
+    /* an optimizer step in some of them only: they are micro-batches whose
+     * repetition (and its optimizer step) is the program's step */
+    ok = ok && (stepped == 0 || stepped == steps);
     /* and the exact pattern's repetition holds more than one */
     size_t mid = exact->n / 2;
     ok = ok && exact->it[mid].closed &&
@@ -266,16 +291,36 @@ static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, c
     return ok;
 }
 
+static int u32_cmp(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
 /* The program's last step after the pattern's last whole repetition, which
  * ended at allocation `end` (of n): its sizes may differ (a DataLoader's
  * last batch is smaller: a conv net's 20th batch of 19 samples on an H200
  * was "28 after" a pattern that repeated 19 times), so it is matched by
  * call site and API (blind) against the last repetition (gt_step_after). Appended to out,
- * said into say and counted into *covered; returns 1, or 0 (none). */
-static int trailing_step(const struct gt_trace *t, struct gt_iterations *out, const uint32_t *seq_ev,
-                         const uint32_t *blind, size_t n, size_t end, size_t p, char *say, size_t len, size_t *covered)
+ * said into say; returns its allocations, or 0 (none). Only where call
+ * sites tell at least half the pattern's allocations apart: with stacks off,
+ * or every allocation made by one wrapper function, a match by call site is
+ * a match of lengths (work after the loop would pass for a step). (Its
+ * allocations are not the exact pattern's cover, which the anchor and the
+ * pass by call site are weighed against.) */
+static size_t trailing_step(const struct gt_trace *t, struct gt_iterations *out, const uint32_t *seq_ev,
+                            const uint32_t *blind, size_t n, size_t end, size_t p, char *say, size_t len)
 {
-    size_t held, e = end >= p ? gt_step_after(blind, n, end, blind + end - p, p, &held) : end;
+    if (end < p || end >= n)
+        return 0;
+    uint32_t *pat = gt_xmalloc(p * sizeof *pat);
+    memcpy(pat, blind + end - p, p * sizeof *pat);
+    gt_qsort(pat, p, sizeof *pat, u32_cmp);
+    size_t kinds = 0;
+    for (size_t i = 0; i < p; i++)
+        kinds += !i || pat[i] != pat[i - 1];
+    free(pat);
+    size_t held, e = kinds * 2 >= p ? gt_step_after(blind, n, end, blind + end - p, p, &held) : end;
     if (e <= end)
         return 0;
     size_t cap = out->n;   /* (gt_iter_push grows it) */
@@ -290,8 +335,7 @@ static int trailing_step(const struct gt_trace *t, struct gt_iterations *out, co
     it->end = t->ev[e < n ? seq_ev[e] : t->nev - 1].t;
     snprintf(say, len, ", and after them a last step of %zu allocations that holds %zu of the pattern's %zu by call"
              " site (its sizes differ)", e - end, held, p);
-    *covered += e - end;
-    return 1;
+    return e - end;
 }
 
 /* A job's first steps may each differ from the rest (state made lazily,
@@ -357,12 +401,12 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             }
             size_t covered = (partial ? out->n - 1 : out->n) * p + partial;
             char cut[96] = "", first[160] = "", last[160] = "";
-            size_t trail = 0;
+            size_t trail = 0, trailed = 0;   /* a last step found by call site; its allocations */
             if (partial)
                 snprintf(cut, sizeof cut, ", the last cut short after %zu of them", partial);
             else   /* a last step whose sizes differ: appended, and said in last */
-                trail = (size_t)trailing_step(t, out, seq_ev, blind, n, before + covered, p, last, sizeof last,
-                                              &covered);
+                trailed = trailing_step(t, out, seq_ev, blind, n, before + covered, p, last, sizeof last);
+            trail = trailed > 0;
             size_t starts[LEADING_STEPS], lead = gt_leading_steps(seq, 0, before, p, LEADING_STEPS, starts, &held);
             for (size_t j = lead; j-- > 0;)
                 prepend_step(out, t, seq_ev[starts[j]], seq_ev[j + 1 < lead ? starts[j + 1] : before]);
@@ -383,7 +427,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
                      " after)",
                      p, gt_s((long long)p), out->n - lead - trail, cut, first, last, before,
                      gt_s((long long)before), lead > 1 ? "those steps" : lead ? "that step" : "it",
-                     n > before + covered ? n - (before + covered) : 0);
+                     n > before + covered + trailed ? n - (before + covered + trailed) : 0);
             break;
         }
         out->n = 0;

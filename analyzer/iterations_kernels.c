@@ -172,14 +172,36 @@ static int sym_cmp(const void *x, const void *y)
  * training step runs its backward pass's, the same ones every step, and the
  * other work none (an evaluation runs forward passes). The anchor's steps
  * (a->at, in seq), the first (a warm-up) and the last (open) aside: each
- * runs the same non-empty multiset of such kernels, and at least two of
- * them hold other work of half a step or more (it recurs; gradient
- * accumulation's optimizer step, a sliver of a micro-batch, is no other
- * work: its repetition is the program's step). A layer's backward pass
- * differs from the next layer's or from the step's rest (the loss's and the
- * embedding's gradients), and a forward layer or an inference loop runs no
- * such kernel. */
-static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t *seq, const struct anchor *a)
+ * runs the same non-empty multiset of such kernels; at least two of them
+ * hold other work of half a step or more (it recurs); and at least 2/5 of
+ * that work's kernels are of kinds a step runs (an evaluation's forward
+ * passes: 97% and 76% in the two above). Gradient accumulation's optimizer
+ * step (foreach AdamW's dozen kernels after micro-batches of 20) runs no
+ * kernel of a micro-batch's kinds: its repetition is the program's step.
+ * A layer's backward pass differs from the next layer's or from the step's
+ * rest (the loss's and the embedding's gradients), or the step's rest (its
+ * forward pass, loss and update) runs mostly kinds the layer's backward
+ * pass does not (a review's residual MLP whose only kernel named as a
+ * gradient's is each block's: 33%); a forward layer or an inference loop
+ * runs no such kernel. The 2/5 is no sharp line: an evaluation that runs
+ * mostly kernels of its own (a metric's) keeps the exact pattern's period. */
+static int extra_shares_kinds(const uint32_t *seq, size_t from, size_t to, const uint32_t *ref, uint32_t *cnt,
+                              size_t nsym)
+{
+    memset(cnt, 0, nsym * sizeof *cnt);
+    for (size_t i = from; i < to; i++)
+        cnt[seq[i]]++;
+    size_t extra = 0, shared = 0;
+    for (size_t s = 0; s < nsym; s++)
+        if (cnt[s] > ref[s]) {
+            extra += cnt[s] - ref[s];
+            shared += ref[s] ? cnt[s] - ref[s] : 0;
+        }
+    return extra && shared * 5 >= extra * 2;
+}
+
+static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t *seq, size_t nsym,
+                                       const struct anchor *a)
 {
     if (a->n < 5)
         return 0;
@@ -208,6 +230,21 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
             same = m == nref && !memcmp(ref, cur, m * sizeof *cur);
         }
     }
+    /* the other work, beyond a regular step's kernels, mostly of a step's kinds */
+    size_t regular = 0;
+    for (size_t j = 1; !regular && j + 1 < a->n; j++)
+        if ((a->at[j + 1] - a->at[j]) * 2 < a->med * 3)
+            regular = j;
+    uint32_t *refc = gt_xcalloc(nsym, sizeof *refc), *cnt = gt_xmalloc(nsym * sizeof *cnt);
+    if (same && regular)
+        for (size_t i = a->at[regular]; i < a->at[regular + 1]; i++)
+            refc[seq[i]]++;
+    same = same && regular;
+    for (size_t j = 1; same && j + 1 < a->n; j++)
+        if ((a->at[j + 1] - a->at[j]) * 2 >= a->med * 3)
+            same = extra_shares_kinds(seq, a->at[j], a->at[j + 1], refc, cnt, nsym);
+    free(refc);
+    free(cnt);
     free(ref);
     free(cur);
     return same;
@@ -261,7 +298,7 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
         find_anchor(t, k, seq, nk, nsym, 0, 1, &an);
         best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
         taken = apart = best_n && best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9 &&
-                        steps_apart_from_other_work(k, seq, &an);
+                        steps_apart_from_other_work(k, seq, nsym, &an);
     }
     if (taken) {
         size_t cap = 0;

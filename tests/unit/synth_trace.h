@@ -72,13 +72,18 @@ static size_t synth_free(struct synth *s, int api, uint64_t ptr, int64_t size)
 }
 
 /* Frames for sites 0..nsites-1, as if read from the trace: none, except
- * that each site marked in backward[] gets the shim's one-frame marker of
- * the thread waiting in backward() (a Python frame "<backward>", no file). */
+ * that each site marked 1 in mark[] gets the shim's one-frame marker of the
+ * thread waiting in backward() (a Python frame "<backward>", no file), and
+ * each marked 2 a Python frame of PyTorch's AdamW (torch/optim/adamw.py). */
 static struct gt_frame synth_backward_frame = {.function = "<backward>", .module = "", .python = 1};
 static char *synth_backward_text[] = {"<backward>"};
+static struct gt_frame synth_optim_frame = {.function = "_multi_tensor_adamw", .module = "",
+                                            .file = "/usr/lib/python3/dist-packages/torch/optim/adamw.py",
+                                            .line = 480, .python = 1};
+static char *synth_optim_text[] = {"_multi_tensor_adamw (adamw.py:480)"};
 
 __attribute__((unused))
-static void synth_frames(struct synth *s, size_t nsites, const unsigned char *backward)
+static void synth_frames(struct synth *s, size_t nsites, const unsigned char *mark)
 {
     if (nsites < s->t.nsites)
         nsites = s->t.nsites;
@@ -87,10 +92,10 @@ static void synth_frames(struct synth *s, size_t nsites, const unsigned char *ba
     s->t.site_info = calloc(nsites + 1, sizeof *s->t.site_info);
     s->t.site_nframes = calloc(nsites + 1, sizeof *s->t.site_nframes);
     for (size_t i = 0; i < nsites; i++)
-        if (backward[i]) {
+        if (mark[i]) {
             s->t.site_nframes[i] = 1;
-            s->t.site_info[i] = &synth_backward_frame;
-            s->t.site_frames[i] = synth_backward_text;
+            s->t.site_info[i] = mark[i] == 1 ? &synth_backward_frame : &synth_optim_frame;
+            s->t.site_frames[i] = mark[i] == 1 ? synth_backward_text : synth_optim_text;
         }
 }
 

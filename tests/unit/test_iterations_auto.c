@@ -495,6 +495,37 @@ static void test_a_last_smaller_batch_is_an_iteration(void)
     loop_done(&l, &it);
 }
 
+/* Every allocation from one call site (one allocator wrapper; stacks off
+ * likewise): by call site alone any 18 allocations match 3/4 of a step, so
+ * work after the loop is no last step. */
+static void test_without_call_sites_to_tell_no_last_step_is_guessed(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int i = 0; i < 10; i++) {
+        uint64_t p[24];
+        for (int k = 0; k < 24; k++) {
+            size_t ev = alloc(&l, (int64_t)(k + 1) * MIB, 7, &p[k]);
+            if (!k)
+                l.starts[l.nstarts++] = ev;
+        }
+        for (int k = 0; k < 24; k++)
+            synth_free(&l.s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB);
+    }
+    size_t after = 0;
+    for (int k = 0; k < 20; k++) {
+        uint64_t p;
+        size_t ev = alloc(&l, 4096 + k, 7, &p);
+        if (!k)
+            after = ev;
+        synth_free(&l.s, GT_API_cudaFree, p, 4096 + k);
+    }
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 10, after);
+    CHECKF(!strstr(it.how, "last step"), "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 /* An evaluation after the loop (two forward passes: the step's first 12
  * allocations, at another batch size) holds half a step by call site: no
  * iteration. */
@@ -546,12 +577,14 @@ static void other_work(struct loop *l, int n, int32_t site0)
     }
 }
 
-static void mark_backward(struct loop *l)
+static void mark_backward(struct loop *l, int optimizer_sites)
 {
-    unsigned char bwd[600] = {0};
+    unsigned char mark[600] = {0};
     for (int k = 22; k < 34; k++)
-        bwd[k] = 1;
-    synth_frames(&l->s, 600, bwd);
+        mark[k] = 1;
+    for (int k = 500; k < 500 + optimizer_sites; k++)
+        mark[k] = 2;   /* made in torch/optim/ */
+    synth_frames(&l->s, 600, mark);
 }
 
 /* 20 training steps with an evaluation (20 allocations, no backward pass)
@@ -570,7 +603,7 @@ static void test_steps_with_an_evaluation_every_five_are_the_iterations(void)
                 other_work(&l, 20, 500);
         }
         if (marked)
-            mark_backward(&l);
+            mark_backward(&l, 0);
         struct gt_iterations it = detect(&l);
         if (marked) {
             check_steps(&l, &it, 0, 20, 0);
@@ -601,11 +634,34 @@ static void test_accumulated_micro_batches_are_no_iterations(void)
     }
     memcpy(l.starts, starts, sizeof starts);
     l.nstarts = 20;
-    mark_backward(&l);
+    mark_backward(&l, 0);
     struct gt_iterations it = detect(&l);
     CHECK_EQ_INT(it.n, 20);
     CHECKF(strstr(it.how, "a pattern of 102 allocations repeats 20 times"), "how: %s", it.how);
     loop_done(&l, &it);
+}
+
+/* The same with an optimizer step as long as half a micro-batch or more
+ * (AdamW's temporaries over many small tensors: 14 allocations after
+ * micro-batches of 24), made in torch/optim/: only every fourth
+ * micro-batch holds it, so the optimizer steps stay the iterations. (Made
+ * by an optimizer elsewhere, nothing tells it from an evaluation: the
+ * micro-batches, each with its backward pass, are then the iterations.) */
+static void test_a_long_optimizer_step_after_micro_batches_is_no_evaluation(void)
+{
+    for (int optim = 1; optim >= 0; optim--) {
+        struct loop l;
+        loop_init(&l);
+        for (int i = 0; i < 20; i++) {
+            for (int m = 0; m < 4; m++)
+                train_step(&l);
+            other_work(&l, 14, 500);
+        }
+        mark_backward(&l, optim ? 14 : 0);
+        struct gt_iterations it = detect(&l);
+        CHECKF(it.n == (optim ? 20u : 80u), "optimizer frames %d: %zu iterations (%s)", optim, it.n, it.how);
+        loop_done(&l, &it);
+    }
 }
 
 int main(void)
@@ -629,7 +685,9 @@ int main(void)
     TAP_RUN(test_a_run_in_set_up_code_is_no_anchor);
     TAP_RUN(test_a_last_smaller_batch_is_an_iteration);
     TAP_RUN(test_an_evaluation_after_the_loop_is_no_last_step);
+    TAP_RUN(test_without_call_sites_to_tell_no_last_step_is_guessed);
     TAP_RUN(test_steps_with_an_evaluation_every_five_are_the_iterations);
     TAP_RUN(test_accumulated_micro_batches_are_no_iterations);
+    TAP_RUN(test_a_long_optimizer_step_after_micro_batches_is_no_evaluation);
     return tap_done();
 }
