@@ -250,6 +250,32 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
     return same;
 }
 
+/* Epochs whose last batch is smaller (a DataLoader's remainder): cuDNN and
+ * cuBLAS choose its kernels by its shape, so the exact pattern is an epoch,
+ * while a kernel once per step recurs at gaps all of one length, each step
+ * (the first and the open last aside) running as many kernels named as
+ * gradients' (a layer's backward pass is no step: the step's rest, the
+ * loss's gradients, the update, lengthens one gap in each repetition; an
+ * inference loop runs none; gradient accumulation's optimizer lengthens
+ * every k-th micro-batch). */
+static int steps_of_one_length(const struct gt_kernel *k, const struct anchor *a)
+{
+    if (a->n < 5)
+        return 0;
+    size_t grads = 0;
+    for (size_t j = 1; j + 1 < a->n; j++) {
+        if (a->at[j + 1] - a->at[j] != a->med)
+            return 0;
+        size_t m = 0;
+        for (size_t i = a->at[j]; i < a->at[j + 1]; i++)
+            m += k[i].backward != 0;
+        if (!m || (j > 1 && m != grads))
+            return 0;
+        grads = m;
+    }
+    return 1;
+}
+
 static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
                          size_t exact_cover, size_t exact_p, size_t exact_n, size_t exact_first, struct gt_iterations *out)
 {
@@ -292,13 +318,20 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
         taken = coarser = inside && best_n >= exact_n && best_cover * 10 > exact_cover * 11;
     }
     /* steps with other work between some of them, finer than the exact
-     * pattern of several steps and that work, spanning about as much */
-    int apart = 0;
+     * pattern of several steps and that work, spanning about as much; or
+     * epochs, each of steps of one length, one of other kernels */
+    int apart = 0, epochs = 0;
     if (!taken && exact_p) {
         find_anchor(t, k, seq, nk, nsym, 0, 1, &an);
         best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
         taken = apart = best_n && best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9 &&
                         steps_apart_from_other_work(k, seq, nsym, &an);
+    }
+    if (!taken && exact_p) {
+        find_anchor(t, k, seq, nk, nsym, 0, 0, &an);
+        best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
+        taken = epochs = best_n && best_med * 2 <= exact_p && exact_p % best_med == 0 &&
+                         best_cover * 10 >= exact_cover * 9 && steps_of_one_length(k, &an);
     }
     if (taken) {
         size_t cap = 0;
@@ -307,7 +340,11 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
             push_iteration(t, out, &cap, k[best[j]].start, j + 1 < best_n ? k[best[j + 1]].start : -1, best_end);
         out->source = GT_ITER_AUTO;
         char why[200];
-        if (apart)
+        if (epochs)
+            snprintf(why, sizeof why, "steps of one length, each with as many backward kernels; the exact pattern of "
+                     "%zu launches, %zu steps, one with other kernels, repeats %zu times", exact_p, exact_p / best_med,
+                     exact_n);
+        else if (apart)
             snprintf(why, sizeof why, "each step runs the same backward kernels; the exact pattern of %zu launches, "
                      "several steps and other work between them, repeats %zu times", exact_p, exact_n);
         else if (coarser)

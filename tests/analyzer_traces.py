@@ -682,6 +682,41 @@ def kernels_evaluation_every(dirpath, steps=20, every=5, batches=3, backward_nam
     return t.close()
 
 
+_CONV_FWD = ['randn_kernel', 'conv1_fwd', 'relu', 'conv2_fwd', 'relu', 'pool_fwd', 'linear_fwd', 'log_softmax',
+             'nll_loss']
+_CONV_BWD = ['nll_loss_backward', 'log_softmax_backward', 'linear_dgrad', 'linear_wgrad', 'pool_backward',
+             'relu_backward', 'conv2_dgrad', 'conv2_wgrad', 'relu_backward', 'conv1_wgrad']
+
+
+def kernels_epochs(dirpath, epochs=3, per=7):
+    """Epochs of `per` conv-net steps under a caching allocator, the last of
+    each a smaller batch for which cuDNN picks other algorithms (the same
+    number of kernels, other names): the exact kernel pattern is an epoch."""
+    t = Trace(os.path.join(dirpath, 'epochs-%d-%d.db' % (epochs, per)), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for e in range(epochs):
+        for b in range(per):
+            last = b == per - 1
+            for name in _CONV_FWD + _CONV_BWD + ['adam_%d' % k for k in range(12)]:
+                t.kernel(name + '_small' if last and name in ('conv2_fwd', 'conv2_wgrad') else name)
+    return t.close()
+
+
+def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
+    """Gradient accumulation under a caching allocator: `accum` micro-batches
+    (a conv net's forward and backward passes), then the optimizer's kernels
+    (one fused AdamW kernel by default): the optimizer steps are the loop's."""
+    t = Trace(os.path.join(dirpath, 'accum-%d-%d.db' % (accum, len(optimizer))), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for i in range(steps):
+        for m in range(accum):
+            for name in _CONV_FWD + ['div'] + _CONV_BWD:
+                t.kernel(name)
+        for name in optimizer:
+            t.kernel(name)
+    return t.close()
+
+
 def kernels_training_layers(dirpath, steps=20, layers=4):
     """A training loop of a 4-layer model whose backward pass launches one
     LayerNorm gradient kernel per layer, 8 kernels apart, while the step's

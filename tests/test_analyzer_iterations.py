@@ -91,6 +91,18 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 4), d['iteration_detection'])
         self.assertIn('a pattern of 200 kernel launches repeats 4 times', d['iteration_detection'])
 
+    def test_epochs_that_end_in_a_batch_of_other_kernels_are_all_steps(self):
+        for epochs, per in ((3, 7), (4, 5)):
+            d = self.json('summary', T.kernels_epochs(self.dir, epochs, per))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', epochs * per), d['iteration_detection'])
+            self.assertIn('steps of one length, each with as many backward kernels; the exact pattern of %d launches, '
+                          '%d steps' % (31 * per, per), d['iteration_detection'])
+
+    def test_accumulated_micro_batches_under_one_optimizer_step_are_one_iteration(self):
+        for opt in (('fused_adam',), ('fused_adam', 'clip_norm'), tuple('adam_%d' % k for k in range(12))):
+            d = self.json('summary', T.kernels_accumulation(self.dir, optimizer=opt))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), '%s: %s' % (opt, d['iteration_detection']))
+
     def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
         d = self.json('summary', T.kernels_training_layers(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])

@@ -31,8 +31,9 @@ the rules were tuned on (user_loops.py; no ranges, no code for the tracer):
   request finds the cache full is chance);
 - a loop tested on 30 batches after training, a Hugging Face Trainer that
   evaluates every 5 steps, activation checkpointing, cudnn.benchmark, a
-  DataLoader whose last batch is smaller: the iterations are the training
-  steps and nothing is a leak;
+  DataLoader whose last batch is smaller (one epoch, and three of 7 batches,
+  both allocators): the iterations are the training steps and nothing is a
+  leak;
 - an MLP split across two GPUs in one process (both allocators; only where
   two GPUs are): each device's memory on its own device, as PyTorch counts
   it (default: the ledger's framework allocator at exit ==
@@ -88,6 +89,8 @@ CASES = [   # name, mode, env, iterations allowed (None: shown only)
     ('ckpt-default', 'ckpt', {}, lambda s: [s]),
     ('cudnnbench-default', 'cudnnbench', {}, lambda s: [s]),
     ('lastbatch-async', 'lastbatch', ASYNC, lambda s: [s]),
+    ('epochs-async', 'epochs', ASYNC, lambda s: [s]),
+    ('epochs-default', 'epochs', {}, lambda s: [s]),
     ('split-default', 'split', {}, lambda s: [s]),
     ('split-async', 'split', ASYNC, lambda s: [s]),
 ]

@@ -33,6 +33,8 @@ Modes:
   cudnnbench  a conv net with torch.backends.cudnn.benchmark on (its first
             step tries algorithms, each with its own workspace)
   lastbatch a conv net fed by a DataLoader whose last batch is smaller
+  epochs    the same for 3 epochs of 7 batches, the last of each smaller
+            (steps= counts every batch)
 usage: user_loops.py MODE [--steps N]"""
 import argparse
 import os
@@ -43,7 +45,7 @@ import torch
 ap = argparse.ArgumentParser()
 ap.add_argument('mode', choices=['trainer', 'accum', 'generate', 'leaky', 'pinned', 'split', 'evalevery', 'varlen',
                                      'emptycache', 'amp', 'compiled', 'infer', 'infer-varlen', 'keepfeat',
-                                     'twoloops', 'hfeval', 'ckpt', 'cudnnbench', 'lastbatch'])
+                                     'twoloops', 'hfeval', 'ckpt', 'cudnnbench', 'lastbatch', 'epochs'])
 ap.add_argument('--steps', type=int, default=20)
 a = ap.parse_args()
 torch.manual_seed(0)
@@ -319,17 +321,20 @@ elif a.mode == 'cudnnbench':
         opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     print('steps=%d' % a.steps)
-elif a.mode == 'lastbatch':
+elif a.mode in ('lastbatch', 'epochs'):
     model = convnet()
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
-    n_samples = 32 * a.steps - 13
+    epochs, per = (1, a.steps) if a.mode == 'lastbatch' else (3, 7)
+    n_samples = 32 * per - 13
     data = torch.utils.data.TensorDataset(torch.randn(n_samples, 3, 64, 64), torch.randint(0, 10, (n_samples,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=32, shuffle=True)
     n = 0
-    for x, y in torch.utils.data.DataLoader(data, batch_size=32, shuffle=True):
-        x, y = x.to(dev), y.to(dev)
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        n += 1
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(dev), y.to(dev)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            n += 1
     torch.cuda.synchronize()
     print('steps=%d' % n)

@@ -495,6 +495,32 @@ static void test_a_last_smaller_batch_is_an_iteration(void)
     loop_done(&l, &it);
 }
 
+/* Three epochs of 7 steps, the last of each a smaller batch (a DataLoader's
+ * remainder): by sizes the pattern is an epoch (3 for 21); by call site it
+ * is a step, 7 to the epoch, and every step is an iteration. */
+static void test_epochs_that_end_in_a_smaller_batch_are_all_steps(void)
+{
+    struct loop l;
+    loop_init(&l);
+    for (int e = 0; e < 3; e++)
+        for (int b = 0; b < 7; b++) {
+            uint64_t p[24];
+            int64_t div = b == 6 ? 2 : 1;
+            for (int k = 0; k < 24; k++) {
+                size_t ev = alloc(&l, (int64_t)(k + 1) * MIB / div, 10 + k, &p[k]);
+                if (!k)
+                    l.starts[l.nstarts++] = ev;
+            }
+            for (int k = 0; k < 24; k++)
+                synth_free(&l.s, GT_API_cudaFree, p[k], (int64_t)(k + 1) * MIB / div);
+        }
+    struct gt_iterations it = detect(&l);
+    check_steps(&l, &it, 0, 21, 0);
+    CHECKF(strstr(it.how, "by call site with sizes set aside (by sizes the pattern is 7 steps, one of other sizes)"),
+           "how: %s", it.how);
+    loop_done(&l, &it);
+}
+
 /* Every allocation from one call site (one allocator wrapper; stacks off
  * likewise): by call site alone any 18 allocations match 3/4 of a step, so
  * work after the loop is no last step. */
@@ -686,6 +712,7 @@ int main(void)
     TAP_RUN(test_a_last_smaller_batch_is_an_iteration);
     TAP_RUN(test_an_evaluation_after_the_loop_is_no_last_step);
     TAP_RUN(test_without_call_sites_to_tell_no_last_step_is_guessed);
+    TAP_RUN(test_epochs_that_end_in_a_smaller_batch_are_all_steps);
     TAP_RUN(test_steps_with_an_evaluation_every_five_are_the_iterations);
     TAP_RUN(test_accumulated_micro_batches_are_no_iterations);
     TAP_RUN(test_a_long_optimizer_step_after_micro_batches_is_no_evaluation);
