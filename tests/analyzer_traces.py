@@ -690,15 +690,22 @@ _CONV_BWD = ['nll_loss_backward', 'log_softmax_backward', 'linear_dgrad', 'linea
 
 def kernels_epochs(dirpath, epochs=3, per=7):
     """Epochs of `per` conv-net steps under a caching allocator, the last of
-    each a smaller batch for which cuDNN picks other algorithms (the same
-    number of kernels, other names): the exact kernel pattern is an epoch."""
+    each a smaller batch for which cuDNN picks other algorithms (another
+    forward kernel, and two in place of a wgrad one, as on an H200): the
+    exact kernel pattern is an epoch."""
     t = Trace(os.path.join(dirpath, 'epochs-%d-%d.db' % (epochs, per)), command_line='python train.py')
     t.alloc(512 * MiB, CACHING_FRAMES)
     for e in range(epochs):
         for b in range(per):
             last = b == per - 1
             for name in _CONV_FWD + _CONV_BWD + ['adam_%d' % k for k in range(12)]:
-                t.kernel(name + '_small' if last and name in ('conv2_fwd', 'conv2_wgrad') else name)
+                if last and name == 'conv2_fwd':
+                    t.kernel('conv2_fwd_small')
+                elif last and name == 'conv2_wgrad':
+                    t.kernel('cutlass_kernel_a')
+                    t.kernel('cutlass_kernel_b')
+                else:
+                    t.kernel(name)
     return t.close()
 
 

@@ -95,8 +95,8 @@ class Iterations(T.AnalyzerTest):
         for epochs, per in ((3, 7), (4, 5)):
             d = self.json('summary', T.kernels_epochs(self.dir, epochs, per))
             self.assertEqual((d['iteration_source'], d['iterations']), ('auto', epochs * per), d['iteration_detection'])
-            self.assertIn('steps of one length, each with as many backward kernels; the exact pattern of %d launches, '
-                          '%d steps' % (31 * per, per), d['iteration_detection'])
+            self.assertIn('steps of about one length, each with backward kernels; the exact pattern of %d launches, '
+                          '%d steps' % (31 * per + 1, per), d['iteration_detection'])
 
     def test_accumulated_micro_batches_under_one_optimizer_step_are_one_iteration(self):
         for opt in (('fused_adam',), ('fused_adam', 'clip_norm'), tuple('adam_%d' % k for k in range(12))):
