@@ -172,10 +172,10 @@ static int sym_cmp(const void *x, const void *y)
  * training step runs its backward pass's, the same ones every step, and the
  * other work none (an evaluation runs forward passes). The anchor's steps
  * (a->at, in seq), the first (a warm-up) and the last (open) aside: each
- * runs the same non-empty multiset of such kernels; at least two of them
- * hold other work of half a step or more (it recurs); and at least 2/5 of
- * that work's kernels are of kinds a step runs (an evaluation's forward
- * passes: 97% and 76% in the two above). Gradient accumulation's optimizer
+ * runs the same non-empty multiset of such kernels; some hold other work
+ * (of any length: an evaluation of one batch, or of many, once or every
+ * few steps); and at least 2/5 of that work's kernels are of kinds a step
+ * runs (an evaluation's forward passes: 97% and 76% in the two above). Gradient accumulation's optimizer
  * step (foreach AdamW's dozen kernels after micro-batches of 20) runs no
  * kernel of a micro-batch's kinds: its repetition is the program's step.
  * A layer's backward pass differs from the next layer's or from the step's
@@ -200,6 +200,11 @@ static int extra_shares_kinds(const uint32_t *seq, size_t from, size_t to, const
     return extra && shared * 5 >= extra * 2;
 }
 
+static int longer_gap(size_t g, size_t med)   /* longer than a step by more than steps differ */
+{
+    return g * 4 > med * 5 + 8;
+}
+
 static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t *seq, size_t nsym,
                                        const struct anchor *a)
 {
@@ -207,8 +212,8 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
         return 0;
     size_t gaps = a->n - 3, longer = 0, nref = 0;
     for (size_t j = 1; j + 1 < a->n; j++)
-        longer += (a->at[j + 1] - a->at[j]) * 2 >= a->med * 3;
-    if (longer < 2 || gaps < 2)
+        longer += longer_gap(a->at[j + 1] - a->at[j], a->med);
+    if (!longer || gaps < 2)
         return 0;
     size_t widest = 0;
     for (size_t j = 1; j + 1 < a->n; j++)
@@ -233,7 +238,7 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
     /* the other work, beyond a regular step's kernels, mostly of a step's kinds */
     size_t regular = 0;
     for (size_t j = 1; !regular && j + 1 < a->n; j++)
-        if ((a->at[j + 1] - a->at[j]) * 2 < a->med * 3)
+        if (!longer_gap(a->at[j + 1] - a->at[j], a->med))
             regular = j;
     uint32_t *refc = gt_xcalloc(nsym, sizeof *refc), *cnt = gt_xmalloc(nsym * sizeof *cnt);
     if (same && regular)
@@ -241,7 +246,7 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
             refc[seq[i]]++;
     same = same && regular;
     for (size_t j = 1; same && j + 1 < a->n; j++)
-        if ((a->at[j + 1] - a->at[j]) * 2 >= a->med * 3)
+        if (longer_gap(a->at[j + 1] - a->at[j], a->med))
             same = extra_shares_kinds(seq, a->at[j], a->at[j + 1], refc, cnt, nsym);
     free(refc);
     free(cnt);
@@ -340,12 +345,22 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
     /* steps with other work between some of them, finer than the exact
      * pattern of several steps and that work, spanning about as much; or
      * epochs, each of steps of one length, one of other kernels */
-    int apart = 0, epochs = 0;
-    if (!taken && exact_p) {
-        find_anchor(t, k, seq, nk, nsym, 0, 1, &an);
+    int apart = 0, apart_spans = 0, epochs = 0;
+    /* (with gaps that long allowed, a kernel every layer launches, its
+     * gaps alternating, may be the most frequent: the next coarser are
+     * tried, a few). Or of the exact pattern's scale, where the other work
+     * breaks the pattern (an evaluation once, mid-run: the pattern spans
+     * the steps on one side of it), spanning clearly more. */
+    for (size_t min_med = 0, tries = 0; !taken && exact_p && tries < 6; tries++) {
+        find_anchor(t, k, seq, nk, nsym, min_med, 1, &an);
         best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
-        taken = apart = best_n && best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9 &&
-                        steps_apart_from_other_work(k, seq, nsym, &an);
+        if (!best_n || best_med * 4 > exact_p * 5)
+            break;
+        int finer = best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9;
+        int same_scale_more = best_med * 4 >= exact_p * 3 && best_cover * 10 > exact_cover * 11;
+        taken = apart = (finer || same_scale_more) && steps_apart_from_other_work(k, seq, nsym, &an);
+        apart_spans = taken && !finer;
+        min_med = best_med + 1;
     }
     if (!taken && exact_p) {
         find_anchor(t, k, seq, nk, nsym, 0, 0, &an);
@@ -364,6 +379,9 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
             snprintf(why, sizeof why, "steps of about one length, each with backward kernels; the exact pattern of %zu "
                      "launches, %zu steps, some with other kernels, repeats %zu times", exact_p,
                      (exact_p + best_med / 2) / best_med, exact_n);
+        else if (apart_spans)
+            snprintf(why, sizeof why, "each step runs the same backward kernels; an exact repeating pattern spans only "
+                     "%zu of its %zu: other work between steps", exact_cover, best_cover);
         else if (apart)
             snprintf(why, sizeof why, "each step runs the same backward kernels; the exact pattern of %zu launches, "
                      "several steps and other work between them, repeats %zu times", exact_p, exact_n);

@@ -655,15 +655,17 @@ def kernels_long_evaluation_at_the_end(dirpath, steps=20, batches=64):
     return t.close()
 
 
-def kernels_evaluation_every(dirpath, steps=20, every=5, batches=3, backward_names=True):
+def kernels_evaluation_every(dirpath, steps=20, every=5, batches=3, backward_names=True, once_after=-1):
     """A conv net's training steps (31 kernels, the same every step, under a
     caching allocator: no allocation pattern), evaluated on `batches` forward
     passes (15 kernels each: 45, longer than a step) after every `every`
     steps: the exact pattern is `every` steps and an evaluation (on an H200
     such a conv net read as 3 iterations for 20 steps). backward_names: the
     backward pass's kernels are named so, as PyTorch's and cuDNN's are
-    (nll_loss_backward, dgrad, wgrad); else named as the forward's are."""
-    t = Trace(os.path.join(dirpath, 'eval_every-%d-%d.db' % (every, backward_names)), command_line='python train.py')
+    (nll_loss_backward, dgrad, wgrad); else named as the forward's are.
+    once_after >= 0: one evaluation only, after that step."""
+    t = Trace(os.path.join(dirpath, 'eval_every-%d-%d-%d-%d.db' % (every, batches, backward_names, once_after)),
+              command_line='python train.py')
     t.alloc(512 * MiB, CACHING_FRAMES)
     fwd = ['randn_kernel', 'conv1_fwd', 'relu', 'conv2_fwd', 'relu', 'pool_fwd', 'linear_fwd', 'log_softmax', 'nll_loss']
     bwd = ['nll_loss_backward', 'log_softmax_backward', 'linear_dgrad', 'linear_wgrad', 'pool_backward',
@@ -674,7 +676,7 @@ def kernels_evaluation_every(dirpath, steps=20, every=5, batches=3, backward_nam
     for i in range(steps):
         for name in fwd + bwd + opt:
             t.kernel(name)
-        if i % every == every - 1:
+        if (once_after < 0 and i % every == every - 1) or i == once_after:
             for _ in range(batches):
                 for name in ['randn_kernel', 'conv1_fwd', 'relu', 'conv2_fwd', 'relu', 'pool_fwd', 'linear_fwd',
                              'argmax', 'eq', 'sum', 'item_copy', 'bn_eval', 'copy', 'fill', 'add']:

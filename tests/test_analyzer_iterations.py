@@ -86,6 +86,12 @@ class Iterations(T.AnalyzerTest):
             self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
             self.assertIn('each step runs the same backward kernels; the exact pattern of %d launches, several '
                           'steps and other work between them, repeats' % (31 * every + 45), d['iteration_detection'])
+        # evaluations every 2 or 3 steps, of one batch (under half a step) or of 6 (about 3
+        # steps), or once, mid-run (the exact pattern then spans the steps on one side)
+        for kw in (dict(every=2, batches=2), dict(every=3, batches=2), dict(batches=1), dict(batches=6),
+                   dict(once_after=9)):
+            d = self.json('summary', T.kernels_evaluation_every(self.dir, **kw))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), '%s: %s' % (kw, d['iteration_detection']))
         # with nothing named as a gradient's, nothing tells a step from a layer: the exact pattern stays
         d = self.json('summary', T.kernels_evaluation_every(self.dir, backward_names=False))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 4), d['iteration_detection'])
