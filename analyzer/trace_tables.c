@@ -90,7 +90,18 @@ static void fill_kernel(sqlite3_stmt *st, void *entry)
     struct gt_kernel *k = entry;
     k->start = sqlite3_column_int64(st, 0);
     k->name_id = gt_col_int_or(st, 1, -1);
-    k->backward = sqlite3_column_int(st, 2);
+    k->backward = 0;
+}
+
+static void fill_id(sqlite3_stmt *st, void *entry)
+{
+    *(int64_t *)entry = sqlite3_column_int64(st, 0);
+}
+
+static int id_cmp(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
 }
 
 /* The kernels of the device that ran the most, in start order. One device's:
@@ -100,11 +111,20 @@ static void fill_kernel(sqlite3_stmt *st, void *entry)
 int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n)
 {
     void *rows;
-    int code = load_rows(t, "SELECT k.start_ns, k.name_id, coalesce((SELECT s.text LIKE '%backward%' OR s.text LIKE '%bwd%'"
-                         " OR s.text LIKE '%dgrad%' OR s.text LIKE '%wgrad%' FROM strings s WHERE s.id = k.name_id), 0)"
-                         " FROM kernels k WHERE k.device IS (SELECT device FROM kernels GROUP BY device"
-                         " ORDER BY count(*) DESC, device LIMIT 1) ORDER BY k.start_ns, k.id", "reading kernels",
-                         sizeof **out, fill_kernel, &rows, n);
+    int code = load_rows(t, "SELECT start_ns, name_id FROM kernels WHERE device IS (SELECT device FROM kernels GROUP BY device"
+                         " ORDER BY count(*) DESC, device LIMIT 1) ORDER BY start_ns, id", "reading kernels", sizeof **out,
+                         fill_kernel, &rows, n);
     *out = rows;
+    if (code || !*n)
+        return code;
+    /* the names that say they compute gradients, matched once each (a trace
+     * holds millions of kernels and a few hundred names) */
+    void *ids;
+    size_t nids;
+    code = load_rows(t, "SELECT id FROM strings WHERE text LIKE '%backward%' OR text LIKE '%bwd%' OR text LIKE '%dgrad%'"
+                     " OR text LIKE '%wgrad%' ORDER BY id", "reading kernel names", sizeof(int64_t), fill_id, &ids, &nids);
+    for (size_t i = 0; !code && nids && i < *n; i++)
+        (*out)[i].backward = bsearch(&(*out)[i].name_id, ids, nids, sizeof(int64_t), id_cmp) != NULL;
+    free(ids);
     return code;
 }
