@@ -116,8 +116,8 @@ static void place_iterations(const struct gt_trace *t, const struct gt_pairs *pr
  * start). Fills out, *skipped (the allocations before it) and *cover (the
  * allocations its steps span); returns the anchor's symbol + 1, or 0. */
 static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel,
-                                  const uint32_t *seq, const uint32_t *seq_ev, size_t n, size_t nsym,
-                                  struct gt_iterations *out, size_t *skipped, size_t *cover)
+                                  const uint32_t *seq, const uint32_t *seq_ev, size_t n, size_t nsym, size_t min_med,
+                                  int wide, struct gt_iterations *out, size_t *skipped, size_t *cover, size_t *med_out)
 {
     out->n = 0;
     if (n < 6)
@@ -131,7 +131,8 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     }
     size_t *p = gt_xmalloc(n * sizeof *p), med = 0;
     uint32_t best = 0;
-    size_t count = gt_find_anchor(seq, n, nsym, live_at, 0, 0, p, &med, &best);
+    size_t count = gt_find_anchor(seq, n, nsym, live_at, min_med, wide, p, &med, &best);
+    *med_out = med;
     if (count) {
         size_t cap = 0;
         for (size_t k = 0; k < count; k++) {
@@ -243,13 +244,14 @@ static int size_cmp(const void *x, const void *y)
  * hold them. (An optimizer outside torch/optim/ then lets the micro-batches
  * be the iterations: each runs the loop body's forward and backward.) */
 static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, const struct gt_iterations *exact,
-                         const struct gt_iterations *an)
+                         const struct gt_iterations *an, int finer)
 {
-    if (exact->n < 1 || an->n < 2 * exact->n)
+    if (finer && (exact->n < 1 || an->n < 2 * exact->n))
         return 0;
-    /* allocations in each closed step but the first (a warm-up): at least
-     * two hold other work of at least half a step (it recurs; the first
-     * optimizer step, making its state, is longer once) */
+    /* allocations in each closed step but the first (a warm-up): some
+     * longer than the median (other work), and where that could be an
+     * optimizer step (below) at least two by half a step or more (it
+     * recurs; the first optimizer step, making its state, is longer once) */
     size_t *len = gt_xmalloc(an->n * sizeof *len), m = 0;
     for (size_t k = 1; k < an->n; k++)
         if (an->it[k].closed) {
@@ -257,11 +259,13 @@ static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, c
             m++;
         }
     gt_qsort(len, m, sizeof *len, size_cmp);
-    size_t med = m ? len[(m - 1) / 2] : 0, longer = 0;
-    for (size_t k = 0; k < m; k++)
-        longer += len[k] * 2 >= med * 3;
+    size_t med = m ? len[(m - 1) / 2] : 0, longer = 0, half_more = 0;
+    for (size_t k = 0; k < m; k++) {
+        longer += len[k] > med;
+        half_more += len[k] * 2 >= med * 3;
+    }
     free(len);
-    if (longer < 2)
+    if (!longer)
         return 0;
     unsigned char *in_bwd = backward_sites(t);
     if (!in_bwd)
@@ -281,12 +285,15 @@ static int one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, c
             }
         }
     /* an optimizer step in some of them only: they are micro-batches whose
-     * repetition (and its optimizer step) is the program's step */
-    ok = ok && (stepped == 0 || stepped == steps);
-    /* and the exact pattern's repetition holds more than one */
+     * repetition (and its optimizer step) is the program's step. In every
+     * one of them: the other work, of any length (an evaluation of one
+     * batch, a metric logged every few steps), is no optimizer step; else it
+     * must be half a step or more, twice */
+    ok = ok && (stepped == 0 || stepped == steps) && ((stepped && stepped == steps) || half_more >= 2);
+    /* and (finer than it) the exact pattern's repetition holds more than one */
     size_t mid = exact->n / 2;
-    ok = ok && exact->it[mid].closed &&
-         passes_begun(t, in_bwd, seq_ev, n, exact->it[mid].first_ev, exact->it[mid].end_ev) >= 2;
+    ok = ok && (!finer || (exact->it[mid].closed &&
+                           passes_begun(t, in_bwd, seq_ev, n, exact->it[mid].first_ev, exact->it[mid].end_ev) >= 2));
     free(in_bwd);
     return ok;
 }
@@ -445,12 +452,32 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
      * them all. It is taken when it spans clearly more of the trace. */
     struct gt_iterations an;
     memset(&an, 0, sizeof an);
-    size_t before = 0, cover = 0;
-    uint32_t sym = anchor_iterations(t, pr, sel, seq, seq_ev, n, in.nkeys, &an, &before, &cover);
-    int more = 0, passes = 0;
-    if (sym && windows_release_memory(t, pr, an.it, an.n) &&
-        ((more = cover * 10 > exact_cover * 11) ||
-         (passes = cover * 10 >= exact_cover * 9 && one_pass_each(t, seq_ev, n, out, &an)))) {
+    size_t before = 0, cover = 0, med = 0;
+    uint32_t sym = anchor_iterations(t, pr, sel, seq, seq_ev, n, in.nkeys, 0, 0, &an, &before, &cover, &med);
+    int more = 0, passes = 0, spans_more = 0;
+    int taken = sym && windows_release_memory(t, pr, an.it, an.n) &&
+                ((more = cover * 10 > exact_cover * 11) ||
+                 (passes = cover * 10 >= exact_cover * 9 && one_pass_each(t, seq_ev, n, out, &an, 1)));
+    /* other work longer than a step, or between every second or third step
+     * (an evaluation): anchors whose longer gaps may be of any length, the
+     * next coarser tried where one fails (an allocation every layer makes,
+     * its gaps alternating, may be the most frequent), taken as above when
+     * finer than the exact pattern, or at its scale spanning clearly more,
+     * each step beginning one backward pass */
+    for (size_t min_med = 0, tries = 0; !taken && exact_p && tries < 6; tries++) {
+        free(an.it);
+        memset(&an, 0, sizeof an);
+        sym = anchor_iterations(t, pr, sel, seq, seq_ev, n, in.nkeys, min_med, 1, &an, &before, &cover, &med);
+        if (!sym || med * 4 > exact_p * 5)
+            break;
+        int finer = med * 2 <= exact_p && cover * 10 >= exact_cover * 9;
+        int spans = med * 4 >= exact_p * 3 && cover * 10 > exact_cover * 11;
+        taken = passes = (finer || spans) && windows_release_memory(t, pr, an.it, an.n) &&
+                         one_pass_each(t, seq_ev, n, out, &an, finer);
+        spans_more = taken && !finer;
+        min_med = med + 1;
+    }
+    if (taken) {
         free(out->it);
         out->it = an.it;
         out->n = an.n;
@@ -464,6 +491,12 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             snprintf(out->how, sizeof out->how,
                      "automatic: one allocation (%s, %s) recurs once per step, %zu times (%zu allocation%s before it;"
                      " an exact repeating pattern spans only %zu of the %zu allocations: some steps differ)",
+                     t->api[k->api].name, b, out->n, before, gt_s((long long)before), exact_cover, cover);
+        else if (spans_more)
+            snprintf(out->how, sizeof out->how,
+                     "automatic: one allocation (%s, %s) recurs once per step, %zu times, each step with one backward"
+                     " pass (%zu allocation%s before it; an exact repeating pattern spans only %zu of the %zu"
+                     " allocations: other work between steps)",
                      t->api[k->api].name, b, out->n, before, gt_s((long long)before), exact_cover, cover);
         else
             snprintf(out->how, sizeof out->how,

@@ -673,6 +673,34 @@ static void test_accumulated_micro_batches_are_no_iterations(void)
  * micro-batch holds it, so the optimizer steps stay the iterations. (Made
  * by an optimizer elsewhere, nothing tells it from an evaluation: the
  * micro-batches, each with its backward pass, are then the iterations.) */
+/* Training steps whose optimizer allocates in torch/optim/ (AdamW's
+ * temporaries, 4 a step), with other work between some of them: an
+ * evaluation of one batch every 5 steps (6 allocations, under half a step),
+ * a metric logged every 10 (2 allocations), one long evaluation mid-run
+ * (60, over two steps; the exact pattern then spans the steps before it):
+ * every step is an iteration. */
+static void test_other_work_of_any_length_between_steps_that_run_the_optimizer(void)
+{
+    struct {
+        int steps, every, work, once_after;
+    } c[] = {{20, 5, 6, -1}, {30, 10, 2, -1}, {20, 0, 60, 9}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct loop l;
+        loop_init(&l);
+        for (int s = 0; s < c[i].steps; s++) {
+            train_step(&l);
+            other_work(&l, 4, 500);   /* the optimizer's */
+            if ((c[i].every && s % c[i].every == c[i].every - 1) || s == c[i].once_after)
+                other_work(&l, c[i].work, 520);
+        }
+        mark_backward(&l, 4);
+        struct gt_iterations it = detect(&l);
+        CHECKF(it.n == (size_t)c[i].steps, "case %zu: %zu iterations for %d steps (%s)", i, it.n, c[i].steps, it.how);
+        CHECKF(strstr(it.how, "each step with one backward pass"), "case %zu: %s", i, it.how);
+        loop_done(&l, &it);
+    }
+}
+
 static void test_a_long_optimizer_step_after_micro_batches_is_no_evaluation(void)
 {
     for (int optim = 1; optim >= 0; optim--) {
@@ -716,5 +744,6 @@ int main(void)
     TAP_RUN(test_steps_with_an_evaluation_every_five_are_the_iterations);
     TAP_RUN(test_accumulated_micro_batches_are_no_iterations);
     TAP_RUN(test_a_long_optimizer_step_after_micro_batches_is_no_evaluation);
+    TAP_RUN(test_other_work_of_any_length_between_steps_that_run_the_optimizer);
     return tap_done();
 }
