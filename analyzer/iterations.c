@@ -484,11 +484,54 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
     return GT_EXIT_OK;
 }
 
+/* Automatic iterations that all lie inside one of XLA's compilations (its
+ * "XlaCompile:#module=NAME#" ranges, which JAX emits once an NVTX tool is
+ * attached) are the compiler's autotuning, not the program's steps (a JAX
+ * MLP under preallocation on an H200: "a pattern of 4 allocations repeats 21
+ * times", host staging buffers of 4 and 8 bytes, all inside the compilation
+ * of jit_step; its steps, after it, allocate nothing). The module's name
+ * into module; returns 1, or 0. */
+static int inside_compilation(struct gt_trace *t, const struct gt_iterations *its, char *module, size_t len)
+{
+    if (!its->n || !its->it[its->n - 1].closed)
+        return 0;
+    struct gt_range *r;
+    size_t nr;
+    if (gt_trace_ranges(t, &r, &nr))
+        return 0;
+    int64_t from = its->it[0].start, to = its->it[its->n - 1].end;
+    int inside = 0;
+    for (size_t i = 0; i < nr && !inside; i++) {
+        const char *m = r[i].message;
+        if (strncmp(m, "XlaCompile:", 11) || r[i].start > from || (r[i].end >= 0 && r[i].end < to))
+            continue;
+        inside = 1;
+        const char *name = strstr(m, "module=");
+        snprintf(module, len, "%.*s", name ? (int)strcspn(name + 7, "#,") : 0, name ? name + 7 : "");
+    }
+    gt_ranges_free(r, nr);
+    return inside;
+}
+
 int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
                        const struct gt_iter_opts *o, struct gt_iterations *out)
 {
     memset(out, 0, sizeof *out);
     int code = find(t, p, sel, o, out);
+    char module[128];
+    if (!code && out->source == GT_ITER_AUTO && inside_compilation(t, out, module, sizeof module)) {
+        char was[160];
+        snprintf(was, sizeof was, "%.150s", out->how);
+        char note[sizeof out->lib_note];
+        memcpy(note, out->lib_note, sizeof note);
+        gt_iterations_free(out);
+        memset(out, 0, sizeof *out);
+        memcpy(out->lib_note, note, sizeof note);
+        snprintf(out->how, sizeof out->how,
+                 "no iterations found: the repeating pattern found (%s) lies inside XLA's compilation of %.60s, the"
+                 " compiler's work, not the program's steps; mark the steps (an NVTX range or the marker API) or name"
+                 " a range with --iteration", was + (strncmp(was, "automatic: ", 11) ? 0 : 11), *module ? module : "a module");
+    }
     if (!code && *out->lib_note) {
         size_t n = strlen(out->how);
         snprintf(out->how + n, sizeof out->how - n, "; %s", out->lib_note);

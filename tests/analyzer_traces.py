@@ -726,6 +726,29 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
     return t.close()
 
 
+def xla_compile_staging(dirpath, inside=True):
+    """A JAX program under preallocation: its one device allocation, then
+    XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
+    as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
+    bytes 21 times over; the steps after it allocate nothing (on an H200 this
+    read as 21 iterations). inside=False: the same staging after the
+    compilation ends (a loop of the program's own that pins buffers).
+    (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d.db' % inside), command_line='python train.py')
+    t.alloc(100 * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+    t.push('XlaCompile:#module=jit_step#', domain='TSL')
+    if not inside:
+        t.pop()
+    for i in range(21):
+        for k, size in enumerate((8, 4, 8, 8)):
+            t.free(t.alloc(size, ['stage_%d' % k, 'HostBuffer', 'main'], api='cudaMallocHost'))
+    for k in range(30):   # the autotuner's other buffers
+        t.free(t.alloc(4096 * (k + 1), ['autotune_%d' % k, 'HostBuffer', 'main'], api='cudaMallocHost'))
+    if inside:
+        t.pop()
+    return t.close()
+
+
 def kernels_training_layers(dirpath, steps=20, layers=4):
     """A training loop of a 4-layer model whose backward pass launches one
     LayerNorm gradient kernel per layer, 8 kernels apart, while the step's

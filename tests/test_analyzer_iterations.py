@@ -109,6 +109,14 @@ class Iterations(T.AnalyzerTest):
             d = self.json('summary', T.kernels_accumulation(self.dir, optimizer=opt))
             self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), '%s: %s' % (opt, d['iteration_detection']))
 
+    def test_a_pattern_inside_an_xla_compilation_is_no_loop(self):
+        d = self.json('summary', T.xla_compile_staging(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
+        self.assertIn("lies inside XLA's compilation of jit_step", d['iteration_detection'])
+        # the same pattern after the compilation is a loop
+        d = self.json('summary', T.xla_compile_staging(self.dir, inside=False))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 21), d['iteration_detection'])
+
     def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
         d = self.json('summary', T.kernels_training_layers(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
