@@ -261,12 +261,19 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
  * launches repeats 3 times", the last batch running 2 other kernels in
  * place of a wgrad one), while a kernel once per step recurs at gaps of
  * about one length (within a tenth, plus one). Each step (the first and the
- * open last aside) runs kernels named as gradients' (an inference loop runs
- * none), and a step that runs other kernels than the first regular one runs
- * some in place of the ones that one runs, not only more: gradient
- * accumulation's optimizer adds its kernels to every k-th micro-batch, and
- * a layer's backward pass is no step (the step's rest, the loss's
- * gradients and the update, lengthens one gap a repetition by more). */
+ * open last aside) runs as many kernels named as gradients' (an inference
+ * loop runs none; an adversarial attack's pass runs one more, the input's
+ * gradient), and a step that runs other kernels than the first regular one runs
+ * some in place of the ones that one runs, not only more (gradient
+ * accumulation's optimizer adds its kernels to every k-th micro-batch). A
+ * layer's backward pass is no step (the step's rest, the loss's gradients
+ * and the update, lengthens one gap a repetition by more). Read wrong, the
+ * same shape: passes of one length that end in other work than the last
+ * one's optimizer step, each with the same gradient kernels (SAM's two
+ * passes; PGD adversarial training whose attack passes run the same
+ * gradient kernels as its training pass: a review's stand-in; where the
+ * attack computes the input's gradient, as it must, its passes run one
+ * more and the steps read right). */
 static int steps_of_one_length(const struct gt_kernel *k, const uint32_t *seq, size_t nsym, const struct anchor *a)
 {
     if (a->n < 5)
@@ -281,6 +288,7 @@ static int steps_of_one_length(const struct gt_kernel *k, const uint32_t *seq, s
     for (size_t i = a->at[regular]; i < a->at[regular + 1]; i++)
         ref[seq[i]]++;
     int ok = 1;
+    size_t grads_first = 0;
     for (size_t j = 1; ok && j + 1 < a->n; j++) {
         size_t g = a->at[j + 1] - a->at[j], grads = 0;
         ok = g * 10 <= a->med * 11 + 10 && g * 10 + 10 >= a->med * 9;
@@ -294,7 +302,11 @@ static int steps_of_one_length(const struct gt_kernel *k, const uint32_t *seq, s
             lacks |= cnt[s] < ref[s];
             adds |= cnt[s] > ref[s];
         }
-        ok = ok && grads && (lacks || !adds);
+        /* as many gradient kernels in each (the smaller batch's: a cutlass
+         * wgrad and a split-K reduction in place of one wgrad kernel) */
+        if (j == 1)
+            grads_first = grads;
+        ok = ok && grads && grads == grads_first && (lacks || !adds);
     }
     free(ref);
     free(cnt);

@@ -382,7 +382,7 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
         for (size_t k = first + 1; ok && k + 1 < c; k++) {
             size_t g = p[k + 1] - p[k];
             ok = regular_gap(g, med);
-            if (!ok && g > med && (wide || g < 2 * med) && !(wide && longer && last_longer + 1 == k) &&
+            if (!ok && g > med && g < (wide ? 4 : 2) * med && !(wide && longer && last_longer + 1 == k) &&
                 ++longer * (wide ? 2 : 4) <= c - 1 - first) {
                 ok = 1;
                 last_longer = k;

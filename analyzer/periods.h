@@ -68,10 +68,12 @@ size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p,
  * mean weight at its occurrences (weight: live memory, lowest at a step's
  * start), or without weights the one that occurs first (a step's first
  * kernel); only symbols whose median gap is at least min_med. wide: the
- * longer gaps may be of any length (other work: an evaluation, however
- * long) and up to half of them, none next to another (a run of them is
- * another loop: an evaluation after training); for callers that tell steps
- * from layers otherwise. Its positions into out
+ * longer gaps may be up to four times the median (other work of up to three
+ * steps: an evaluation; longer, and a model's layers with its forward pass
+ * between them would pass too, a review found) and up to half of them, none
+ * next to another (a run of them is another loop: an evaluation after
+ * training); for callers that tell steps from layers otherwise. Its
+ * positions into out
  * (room for n), its median gap into *med_out, the symbol into *sym_out;
  * returns how many, or 0 (none). */
 size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, int wide,

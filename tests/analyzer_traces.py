@@ -704,8 +704,8 @@ def kernels_epochs(dirpath, epochs=3, per=7):
                 if last and name == 'conv2_fwd':
                     t.kernel('conv2_fwd_small')
                 elif last and name == 'conv2_wgrad':
-                    t.kernel('cutlass_kernel_a')
-                    t.kernel('cutlass_kernel_b')
+                    t.kernel('cutlass_conv2d_wgrad_kernel')   # as on an H200: cutlass's wgrad and
+                    t.kernel('reduce_split_k_kernel')         # a split-K reduction in its place
                 else:
                     t.kernel(name)
     return t.close()
