@@ -459,7 +459,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
                 ((more = cover * 10 > exact_cover * 11) ||
                  (passes = cover * 10 >= exact_cover * 9 && one_pass_each(t, seq_ev, n, out, &an, 1)));
     /* other work longer than a step, or between every second or third step
-     * (an evaluation): anchors whose longer gaps may be of any length, the
+     * (an evaluation): anchors whose longer gaps may be up to four steps, the
      * next coarser tried where one fails (an allocation every layer makes,
      * its gaps alternating, may be the most frequent), taken as above when
      * finer than the exact pattern, or at its scale spanning clearly more,

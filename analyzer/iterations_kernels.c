@@ -173,8 +173,8 @@ static int sym_cmp(const void *x, const void *y)
  * other work none (an evaluation runs forward passes). The anchor's steps
  * (a->at, in seq), the first (a warm-up) and the last (open) aside: each
  * runs the same non-empty multiset of such kernels; some hold other work
- * (of any length: an evaluation of one batch, or of many, once or every
- * few steps); and at least 2/5 of that work's kernels are of kinds a step
+ * (an evaluation of one batch, or of up to three steps, once or every few
+ * steps); and at least 2/5 of that work's kernels are of kinds a step
  * runs (an evaluation's forward passes: 97% and 76% in the two above). Gradient accumulation's optimizer
  * step (foreach AdamW's dozen kernels after micro-batches of 20) runs no
  * kernel of a micro-batch's kinds: its repetition is the program's step.
