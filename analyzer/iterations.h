@@ -65,5 +65,12 @@ struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
                                struct gt_iterations *out);
 int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out);
+/* Is an (an allocation once per step's iterations, its allocations' events
+ * seq_ev[0..n)) the loop's steps where the exact pattern's iterations
+ * (exact) are coarser (finer: an is finer than exact; else at its scale and
+ * spanning more)? Each step begins one backward pass, other work runs
+ * between some, and the optimizer runs in all or none (iterations_passes.c). */
+int gt_iter_one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, const struct gt_iterations *exact,
+                          const struct gt_iterations *an, int finer);
 
 #endif
