@@ -165,6 +165,24 @@ static int u32_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* The shortest period d (a divisor of p, at most p/2) that s[0..p) repeats
+ * with by call site, up to a tenth of its allocations (the epoch's last,
+ * smaller batch may make a few from other stacks), or 0: an epoch of steps
+ * whose pattern by sizes is the epoch. */
+static size_t sub_period(const uint32_t *s, size_t p)
+{
+    for (size_t d = 1; d * 2 <= p; d++) {
+        if (p % d)
+            continue;
+        size_t miss = 0;
+        for (size_t i = 0; i + d < p && miss * 10 <= p; i++)
+            miss += s[i] != s[i + d];
+        if (miss * 10 <= p)
+            return d;
+    }
+    return 0;
+}
+
 /* The program's last step after the pattern's last whole repetition, which
  * ended at allocation `end` (of n): its sizes may differ (a DataLoader's
  * last batch is smaller: a conv net's 20th batch of 19 samples on an H200
@@ -215,7 +233,8 @@ static size_t trailing_step(const struct gt_trace *t, struct gt_iterations *out,
  * into *spanned, and how many allocations there are into *total. sized: an
  * allocation is its call site, API and size; else its call site and API. */
 static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, bool sized,
-                          struct gt_iterations *out, size_t *spanned, size_t *total, size_t *period, size_t *kinds)
+                          struct gt_iterations *out, size_t *spanned, size_t *total, size_t *period, size_t *kinds,
+                          size_t *sub)
 {
     struct gt_interner in = {0}, in_blind = {0};
     uint32_t *seq = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *seq);
@@ -237,7 +256,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
     }
     enum { TRIES = 8 };   /* each try walks the trace once */
     struct gt_period c[TRIES];
-    size_t exact_cover = 0, exact_p = 0, exact_reps = 0, exact_kinds = 0;
+    size_t exact_cover = 0, exact_p = 0, exact_reps = 0, exact_kinds = 0, exact_sub = 0;
     size_t nc = gt_find_periods(seq, n, in.nkeys, c, TRIES);
     for (size_t k = 0; k < nc; k++) {
         size_t before, partial;
@@ -298,6 +317,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             for (size_t i = 0; i < p; i++)
                 exact_kinds += !i || pat[i] != pat[i - 1];
             free(pat);
+            exact_sub = sized ? sub_period(blind + c[k].a, p) : 0;
             snprintf(out->how, sizeof out->how,
                      "automatic: a pattern of %zu allocation%s repeats %zu times%s%s%s (%zu allocation%s before %s, %zu"
                      " after)",
@@ -377,6 +397,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
     *total = n;
     *period = out->n ? exact_p : 0;
     *kinds = exact_kinds;
+    *sub = out->n && exact_p ? exact_sub : 0;
     gt_interner_free(&in);
     gt_interner_free(&in_blind);
     if (blind != seq)
@@ -407,17 +428,18 @@ static bool has_sites(const struct gt_trace *t)
  * allocation is one symbol: a "pattern of 1 allocation" is no loop). */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const struct gt_sel *sel, struct gt_iterations *out)
 {
-    size_t spanned, total, period, kinds;
-    alloc_pattern(t, pr, sel, true, out, &spanned, &total, &period, &kinds);
+    size_t spanned, total, period, kinds, sub;
+    alloc_pattern(t, pr, sel, true, out, &spanned, &total, &period, &kinds, &sub);
     if (!out->n || !has_sites(t))
         return GT_EXIT_OK;
     struct gt_iterations blind;
     memset(&blind, 0, sizeof blind);
-    size_t spanned2 = 0, total2, period2 = 0, kinds2 = 0;
+    size_t spanned2 = 0, total2, period2 = 0, kinds2 = 0, sub2;
     /* (by sizes the pattern spans almost all: by call site only where its
-     * period may be several steps, one of them of other sizes) */
-    if (spanned * 10 < total * 9 || period)
-        alloc_pattern(t, pr, sel, false, &blind, &spanned2, &total2, &period2, &kinds2);
+     * period holds a shorter one by call site, several steps, one of them
+     * of other sizes) */
+    if (spanned * 10 < total * 9 || sub)
+        alloc_pattern(t, pr, sel, false, &blind, &spanned2, &total2, &period2, &kinds2, &sub2);
     int covers = blind.n && blind.it[0].first_ev <= out->it[0].first_ev &&
                  blind.it[blind.n - 1].end_ev >= out->it[out->n - 1].end_ev;
     /* Epochs whose last batch is smaller (a DataLoader's remainder, in every
