@@ -501,9 +501,12 @@ static int inside_compilation(struct gt_trace *t, const struct gt_iterations *it
         return 0;
     int64_t from = its->it[0].start, to = its->it[its->n - 1].end;
     int inside = 0;
+    /* a compilation the program waits for: on its main thread (jit compiles
+     * where it is called; a compilation on another thread may run beside
+     * the loop, a review found), and one that ended */
     for (size_t i = 0; i < nr && !inside; i++) {
         const char *m = r[i].message;
-        if (strncmp(m, "XlaCompile:", 11) || r[i].start > from || (r[i].end >= 0 && r[i].end < to))
+        if (strncmp(m, "XlaCompile:", 11) || r[i].start > from || r[i].end < to || r[i].tid != t->proc.pid)
             continue;
         inside = 1;
         const char *name = strstr(m, "module=");

@@ -93,11 +93,6 @@ static void fill_kernel(sqlite3_stmt *st, void *entry)
     k->backward = 0;
 }
 
-static void fill_id(sqlite3_stmt *st, void *entry)
-{
-    *(int64_t *)entry = sqlite3_column_int64(st, 0);
-}
-
 static int id_cmp(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -118,13 +113,25 @@ int gt_trace_kernels(struct gt_trace *t, struct gt_kernel **out, size_t *n)
     if (code || !*n)
         return code;
     /* the names that say they compute gradients, matched once each (a trace
-     * holds millions of kernels and a few hundred names) */
-    void *ids;
-    size_t nids;
-    code = load_rows(t, "SELECT id FROM strings WHERE text LIKE '%backward%' OR text LIKE '%bwd%' OR text LIKE '%dgrad%'"
-                     " OR text LIKE '%wgrad%' ORDER BY id", "reading kernel names", sizeof(int64_t), fill_id, &ids, &nids);
-    for (size_t i = 0; !code && nids && i < *n; i++)
-        (*out)[i].backward = bsearch(&(*out)[i].name_id, ids, nids, sizeof(int64_t), id_cmp) != NULL;
+     * holds millions of kernels and a few hundred names); a strings table
+     * that cannot tell leaves every kernel unmarked (a hint, not a fact the
+     * reports need) */
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(t->db, "SELECT id FROM strings WHERE text LIKE '%backward%' OR text LIKE '%bwd%'"
+                           " OR text LIKE '%dgrad%' OR text LIKE '%wgrad%' ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+        return code;
+    int64_t *ids = NULL;
+    size_t nids = 0, cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (nids == cap) {
+            cap = cap ? cap * 2 : 64;
+            ids = gt_xrealloc(ids, cap * sizeof *ids);
+        }
+        ids[nids++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; nids && i < *n; i++)
+        (*out)[i].backward = bsearch(&(*out)[i].name_id, ids, nids, sizeof *ids, id_cmp) != NULL;
     free(ids);
     return code;
 }
