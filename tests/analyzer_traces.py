@@ -711,6 +711,21 @@ def kernels_epochs(dirpath, epochs=3, per=7):
     return t.close()
 
 
+def kernels_multitask(dirpath, steps=20, heads=2):
+    """Multi-task training under a caching allocator: a shared trunk and one
+    backward() per task head (each head its own kernels), then one fused
+    optimizer step: the step is all heads' passes."""
+    t = Trace(os.path.join(dirpath, 'multitask-%d.db' % heads), command_line='python train.py')
+    t.alloc(512 * MiB, CACHING_FRAMES)
+    for i in range(steps):
+        for h in range(heads):
+            for name in _CONV_FWD[:7] + ['head%d_fwd' % h, 'head%d_loss' % h, 'head%d_loss_backward' % h,
+                                         'head%d_dgrad' % h, 'head%d_wgrad' % h] + _CONV_BWD[4:]:
+                t.kernel(name)
+        t.kernel('fused_adam')
+    return t.close()
+
+
 def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
     """Gradient accumulation under a caching allocator: `accum` micro-batches
     (a conv net's forward and backward passes), then the optimizer's kernels
@@ -726,17 +741,23 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
     return t.close()
 
 
-def xla_compile_staging(dirpath, inside=True):
+def xla_compile_staging(dirpath, inside=True, compile_tid=None):
     """A JAX program under preallocation: its one device allocation, then
     XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
     as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
     bytes 21 times over; the steps after it allocate nothing (on an H200 this
     read as 21 iterations). inside=False: the same staging after the
     compilation ends (a loop of the program's own that pins buffers).
+    compile_tid: the compilation runs on that thread, beside the program's
+    (a background compilation of another module while the loop runs).
     (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
-    t = Trace(os.path.join(dirpath, 'xla_compile-%d.db' % inside), command_line='python train.py')
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s.db' % (inside, compile_tid)), command_line='python train.py')
     t.alloc(100 * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+    main_tid = t.tid
+    if compile_tid is not None:
+        t.tid = compile_tid
     t.push('XlaCompile:#module=jit_step#', domain='TSL')
+    t.tid = main_tid
     if not inside:
         t.pop()
     for i in range(21):

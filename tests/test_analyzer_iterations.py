@@ -104,6 +104,11 @@ class Iterations(T.AnalyzerTest):
             self.assertIn('steps of about one length, each with backward kernels; the exact pattern of %d launches, '
                           '%d steps' % (31 * per + 1, per), d['iteration_detection'])
 
+    def test_a_multi_task_steps_backward_passes_are_one_iteration(self):
+        for heads in (2, 3):
+            d = self.json('summary', T.kernels_multitask(self.dir, heads=heads))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), '%d: %s' % (heads, d['iteration_detection']))
+
     def test_accumulated_micro_batches_under_one_optimizer_step_are_one_iteration(self):
         for opt in (('fused_adam',), ('fused_adam', 'clip_norm'), tuple('adam_%d' % k for k in range(12))):
             d = self.json('summary', T.kernels_accumulation(self.dir, optimizer=opt))
@@ -113,9 +118,11 @@ class Iterations(T.AnalyzerTest):
         d = self.json('summary', T.xla_compile_staging(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
         self.assertIn("lies inside XLA's compilation of jit_step", d['iteration_detection'])
-        # the same pattern after the compilation is a loop
-        d = self.json('summary', T.xla_compile_staging(self.dir, inside=False))
-        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 21), d['iteration_detection'])
+        # the same pattern after the compilation is a loop, and beside a compilation on
+        # another thread than the program's main one
+        for kw in (dict(inside=False), dict(compile_tid=7)):
+            d = self.json('summary', T.xla_compile_staging(self.dir, **kw))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 21), '%s: %s' % (kw, d['iteration_detection']))
 
     def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
         d = self.json('summary', T.kernels_training_layers(self.dir))
