@@ -159,12 +159,6 @@ static uint32_t anchor_iterations(const struct gt_trace *t, const struct gt_pair
     return count ? best + 1 : 0;
 }
 
-static int u32_cmp(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* The shortest period d (a divisor of p, at most p/2) that s[0..p) repeats
  * with by call site, up to a tenth of its allocations (the epoch's last,
  * smaller batch may make a few from other stacks), or 0: an epoch of steps
@@ -199,14 +193,7 @@ static size_t trailing_step(const struct gt_trace *t, struct gt_iterations *out,
 {
     if (end < p || end >= n)
         return 0;
-    uint32_t *pat = gt_xmalloc(p * sizeof *pat);
-    memcpy(pat, blind + end - p, p * sizeof *pat);
-    gt_qsort(pat, p, sizeof *pat, u32_cmp);
-    size_t kinds = 0;
-    for (size_t i = 0; i < p; i++)
-        kinds += !i || pat[i] != pat[i - 1];
-    free(pat);
-    size_t held, e = kinds * 2 >= p ? gt_step_after(blind, n, end, blind + end - p, p, &held) : end;
+    size_t held, e = gt_kinds(blind + end - p, p) * 2 >= p ? gt_step_after(blind, n, end, blind + end - p, p, &held) : end;
     if (e <= end)
         return 0;
     size_t cap = out->n;   /* (gt_iter_push grows it) */
@@ -309,14 +296,7 @@ static void alloc_pattern(struct gt_trace *t, const struct gt_pairs *pr, const s
             exact_cover = covered;
             exact_p = p;
             exact_reps = out->n - lead - trail;
-            /* the pattern's kinds of allocation, from its first repetition */
-            uint32_t *pat = gt_xmalloc(p * sizeof *pat);
-            memcpy(pat, seq + c[k].a, p * sizeof *pat);
-            gt_qsort(pat, p, sizeof *pat, u32_cmp);
-            exact_kinds = 0;
-            for (size_t i = 0; i < p; i++)
-                exact_kinds += !i || pat[i] != pat[i - 1];
-            free(pat);
+            exact_kinds = gt_kinds(seq + c[k].a, p);   /* from its first repetition */
             exact_sub = sized ? sub_period(blind + c[k].a, p) : 0;
             snprintf(out->how, sizeof out->how,
                      "automatic: a pattern of %zu allocation%s repeats %zu times%s%s%s (%zu allocation%s before %s, %zu"

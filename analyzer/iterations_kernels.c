@@ -157,12 +157,6 @@ static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uin
     free(pos);
 }
 
-static int sym_cmp(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* Training steps with other work between some of them (a conv net
  * evaluated on 3 batches every 5 steps under the default allocator on an
  * H200: the exact pattern, 5 steps and an evaluation of 51 launches,
@@ -226,7 +220,7 @@ static int steps_apart_from_other_work(const struct gt_kernel *k, const uint32_t
         for (size_t i = a->at[j]; i < a->at[j + 1]; i++)
             if (k[i].backward)
                 cur[m++] = seq[i];
-        gt_qsort(cur, m, sizeof *cur, sym_cmp);
+        gt_qsort(cur, m, sizeof *cur, gt_u32_cmp);
         if (j == 1) {
             memcpy(ref, cur, m * sizeof *cur);
             nref = m;
@@ -321,10 +315,12 @@ static int steps_of_one_length(const struct gt_kernel *k, const uint32_t *seq, s
 static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk, size_t nsym,
                          size_t exact_cover, size_t exact_p, size_t exact_n, size_t exact_first, struct gt_iterations *out)
 {
-    struct anchor an = {.at = gt_xmalloc(nk * sizeof *an.at)};
-    find_anchor(t, k, seq, nk, nsym, 0, 0, &an);
-    size_t *best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med;
-    int64_t best_end = an.end;
+    /* the most frequent anchor (kept: the epochs' test below reads it too),
+     * and room for the others tried */
+    struct anchor first = {.at = gt_xmalloc(nk * sizeof *first.at)}, an = {.at = gt_xmalloc(nk * sizeof *an.at)};
+    find_anchor(t, k, seq, nk, nsym, 0, 0, &first);
+    size_t *best = first.at, best_n = first.n, best_cover = first.cover, best_med = first.med;
+    int64_t best_end = first.end;
     /* An anchor finer than the exact pattern is a part of its step: in a loop
      * with no backward pass (inference) a kernel every layer launches recurs
      * at regular gaps, between steps too, and is launched most often (a
@@ -380,10 +376,9 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
         min_med = best_med + 1;
     }
     if (!taken && exact_p) {
-        find_anchor(t, k, seq, nk, nsym, 0, 0, &an);
-        best = an.at, best_n = an.n, best_cover = an.cover, best_med = an.med, best_end = an.end;
+        best = first.at, best_n = first.n, best_cover = first.cover, best_med = first.med, best_end = first.end;
         taken = epochs = best_n && best_med * 2 <= exact_p && best_cover * 10 >= exact_cover * 9 &&
-                         steps_of_one_length(k, seq, nsym, &an);
+                         steps_of_one_length(k, seq, nsym, &first);
     }
     if (taken) {
         size_t cap = 0;
@@ -418,6 +413,7 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
                  "it; %s)%s", best_n, best_med, best[0], best[0] == 1 ? "" : "es", why,
                  best_end >= 0 ? " (kernels sampled: in the span where it recurs most)" : "");
     }
+    free(first.at);
     free(an.at);
     return taken;
 }

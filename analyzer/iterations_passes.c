@@ -11,6 +11,7 @@
 
 #include "format.h"
 #include "iterations.h"
+#include "periods.h"
 
 /* Which call sites were made inside backward() (IN_BACKWARD: the shim marks
  * the frames of the thread waiting there, gt_frame_is_backward_mark) or in
@@ -76,12 +77,6 @@ static size_t passes_begun(const struct gt_trace *t, const unsigned char *in_bwd
     return begun;
 }
 
-static int size_cmp(const void *x, const void *y)
-{
-    size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* One backward pass, one iteration: where the exact pattern's repetition
  * holds several training steps and other work (a Hugging Face Trainer
  * evaluating every 5 steps under cudaMallocAsync on an H200: "a pattern of
@@ -112,7 +107,7 @@ int gt_iter_one_pass_each(struct gt_trace *t, const uint32_t *seq_ev, size_t n, 
             len[m] = first_at(seq_ev, n, an->it[k].end_ev) - first_at(seq_ev, n, an->it[k].first_ev);
             m++;
         }
-    gt_qsort(len, m, sizeof *len, size_cmp);
+    gt_qsort(len, m, sizeof *len, gt_size_cmp);
     size_t med = m ? len[(m - 1) / 2] : 0, longer = 0, half_more = 0;
     for (size_t k = 0; k < m; k++) {
         longer += len[k] > med;

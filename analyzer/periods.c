@@ -183,42 +183,50 @@ size_t gt_first_step_start(const uint32_t *s, size_t floor, size_t first, size_t
     return gt_step_before(s, floor, first, s + first, p, held);
 }
 
+/* The stretch of w symbols read from s[at] (dir -1: backwards, s[at-1],
+ * s[at-2], ...; dir +1: forwards, s[at], s[at+1], ...) that holds at least
+ * need of pat[0..p) in order, read the same way (backwards from its end, or
+ * forwards from its start), with the most matched less unmatched symbols:
+ * its length, how much it holds in *held; 0 when none. The longest common
+ * subsequence, row by row over the pattern: row[k] is how much of the
+ * pattern the first k symbols of the stretch hold. */
+static size_t best_stretch(const uint32_t *s, size_t at, int dir, size_t w, const uint32_t *pat, size_t p,
+                           size_t need, size_t *held)
+{
+    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
+    size_t len = 0;
+    for (size_t q = 0; q < p; q++) {
+        uint32_t sym = dir < 0 ? pat[p - 1 - q] : pat[q], diag = 0, left = 0;
+        for (size_t k = 1; k <= w; k++) {
+            uint32_t up = row[k];
+            row[k] = s[dir < 0 ? at - k : at + k - 1] == sym ? diag + 1 : up > left ? up : left;
+            diag = up;
+            left = row[k];
+        }
+        if (row[w] + (p - 1 - q) < need)
+            goto done;   /* the rest of the pattern cannot bring it to need */
+    }
+    long best = 0;
+    for (size_t k = need; k <= w; k++) {
+        long score = 2 * (long)row[k] - (long)k;
+        if (row[k] >= need && (!len || score > best)) {
+            best = score;
+            len = k;
+            *held = row[k];
+        }
+    }
+done:
+    free(row);
+    return len;
+}
+
 size_t gt_step_before(const uint32_t *s, size_t floor, size_t first, const uint32_t *pat, size_t p, size_t *held)
 {
     *held = 0;
     if (p < 16 || p > 16384 || first <= floor)
         return first;
     size_t w = first - floor > 2 * p ? 2 * p : first - floor, need = (9 * p + 9) / 10;
-    if (w < need)
-        return first;
-    /* the longest common subsequence of the pattern and the window, both
-     * read backwards from `first` (row by row over the pattern): row[k] is
-     * how much of the pattern the k symbols before `first` hold */
-    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
-    size_t start = first;
-    for (size_t q = 0; q < p; q++) {
-        uint32_t sym = pat[p - 1 - q], diag = 0, left = 0;
-        for (size_t k = 1; k <= w; k++) {
-            uint32_t up = row[k];
-            row[k] = s[first - k] == sym ? diag + 1 : up > left ? up : left;
-            diag = up;
-            left = row[k];
-        }
-        if (row[w] + (p - 1 - q) < need)
-            goto done;   /* the rest of the pattern cannot bring it to 9/10 */
-    }
-    long best = 0;
-    for (size_t k = need; k <= w; k++) {
-        long score = 2 * (long)row[k] - (long)k;
-        if (row[k] >= need && (start == first || score > best)) {
-            best = score;
-            start = first - k;
-            *held = row[k];
-        }
-    }
-done:
-    free(row);
-    return start;
+    return w < need ? first : first - best_stretch(s, first, -1, w, pat, p, need, held);
 }
 
 /* The program's last step, after the pattern's last repetition ended at
@@ -239,35 +247,7 @@ size_t gt_step_after(const uint32_t *s, size_t n, size_t from, const uint32_t *p
     if (p < 16 || p > 16384 || from >= n)
         return from;
     size_t w = n - from > 2 * p ? 2 * p : n - from, need = (3 * p + 3) / 4;
-    if (w < need)
-        return from;
-    /* row[k]: how much of the pattern the k symbols from `from` hold (the
-     * longest common subsequence, row by row over the pattern) */
-    uint32_t *row = gt_xcalloc(w + 1, sizeof *row);
-    size_t end = from;
-    for (size_t q = 0; q < p; q++) {
-        uint32_t sym = pat[q], diag = 0, left = 0;
-        for (size_t k = 1; k <= w; k++) {
-            uint32_t up = row[k];
-            row[k] = s[from + k - 1] == sym ? diag + 1 : up > left ? up : left;
-            diag = up;
-            left = row[k];
-        }
-        if (row[w] + (p - 1 - q) < need)
-            goto done;
-    }
-    long best = 0;
-    for (size_t k = need; k <= w; k++) {
-        long score = 2 * (long)row[k] - (long)k;
-        if (row[k] >= need && (end == from || score > best)) {
-            best = score;
-            end = from + k;
-            *held = row[k];
-        }
-    }
-done:
-    free(row);
-    return end;
+    return w < need ? from : from + best_stretch(s, from, +1, w, pat, p, need, held);
 }
 
 /* The steps before a pattern's first repetition at `first`, latest first:
@@ -320,10 +300,28 @@ static int regular_gap(size_t g, size_t m)
     return g * 4 >= m * 3 && g * 4 <= m * 5 + 8;
 }
 
-static int size_cmp(const void *x, const void *y)
+int gt_size_cmp(const void *x, const void *y)
 {
     size_t a = *(const size_t *)x, b = *(const size_t *)y;
     return (a > b) - (a < b);
+}
+
+int gt_u32_cmp(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+size_t gt_kinds(const uint32_t *s, size_t n)
+{
+    uint32_t *c = gt_xmalloc((n ? n : 1) * sizeof *c);
+    memcpy(c, s, n * sizeof *c);
+    gt_qsort(c, n, sizeof *c, gt_u32_cmp);
+    size_t kinds = 0;
+    for (size_t i = 0; i < n; i++)
+        kinds += !i || c[i] != c[i - 1];
+    free(c);
+    return kinds;
 }
 
 /* Does s[a .. b) hold at least 9/10 of the kinds of symbol s[b .. e) holds?
@@ -372,7 +370,7 @@ size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *
             continue;
         for (size_t k = 0; k + 1 < c; k++)
             gaps[k] = p[k + 1] - p[k];
-        gt_qsort(gaps, c - 1, sizeof *gaps, size_cmp);
+        gt_qsort(gaps, c - 1, sizeof *gaps, gt_size_cmp);
         size_t med = gaps[(c - 1) / 2];
         if (med < min_med)
             continue;

@@ -79,6 +79,12 @@ size_t gt_leading_steps(const uint32_t *s, size_t floor, size_t first, size_t p,
 size_t gt_find_anchor(const uint32_t *seq, size_t n, size_t nsym, const double *weight, size_t min_med, int wide,
                       size_t *out, size_t *med_out, uint32_t *sym_out);
 
+/* qsort comparators of size_t and uint32_t, and how many distinct symbols
+ * s[0..n) holds. */
+int gt_size_cmp(const void *x, const void *y);
+int gt_u32_cmp(const void *x, const void *y);
+size_t gt_kinds(const uint32_t *s, size_t n);
+
 /* Where a step begins inside the pattern s[base .. base+p), from the first
  * step found at first (see periods.c); 0 when nothing tells. */
 size_t gt_phase_of_first_step(const uint32_t *s, size_t first, size_t base, size_t p);

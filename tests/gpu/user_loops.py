@@ -57,6 +57,20 @@ def small_gpt2():
     return GPT2LMHeadModel(GPT2Config(vocab_size=2048, n_positions=256, n_embd=256, n_layer=2, n_head=4))
 
 
+class Tokens(torch.utils.data.Dataset):
+    """n sequences of 128 random tokens for the Hugging Face Trainer, the
+    i-th from seed + i (labels: the tokens)."""
+    def __init__(self, n, seed):
+        self.n, self.seed = n, seed
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        ids = torch.randint(0, 2048, (128,), generator=torch.Generator().manual_seed(self.seed + i))
+        return {'input_ids': ids, 'labels': ids}
+
+
 def convnet():
     return torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 3, padding=1),
                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
@@ -72,19 +86,11 @@ if a.mode == 'trainer':
     import tempfile
     from transformers import Trainer, TrainingArguments
 
-    class Tokens(torch.utils.data.Dataset):
-        def __len__(self):
-            return 8 * a.steps
-
-        def __getitem__(self, i):
-            ids = torch.randint(0, 2048, (128,), generator=torch.Generator().manual_seed(i))
-            return {'input_ids': ids, 'labels': ids}
-
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, max_steps=a.steps, per_device_train_batch_size=8,
                                  report_to=[], save_strategy='no', logging_strategy='no', disable_tqdm=True,
                                  dataloader_num_workers=0)
-        Trainer(model=small_gpt2(), args=args, train_dataset=Tokens()).train()
+        Trainer(model=small_gpt2(), args=args, train_dataset=Tokens(8 * a.steps, 0)).train()
     print('steps=%d' % a.steps)
 elif a.mode == 'accum':
     model = mlp()
@@ -276,17 +282,6 @@ elif a.mode == 'twoloops':
 elif a.mode == 'hfeval':
     import tempfile
     from transformers import Trainer, TrainingArguments
-
-    class Tokens(torch.utils.data.Dataset):
-        def __init__(self, n, seed):
-            self.n, self.seed = n, seed
-
-        def __len__(self):
-            return self.n
-
-        def __getitem__(self, i):
-            ids = torch.randint(0, 2048, (128,), generator=torch.Generator().manual_seed(self.seed + i))
-            return {'input_ids': ids, 'labels': ids}
 
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, max_steps=a.steps, per_device_train_batch_size=8,
