@@ -177,9 +177,18 @@ def jax_command_buffers(env):
     ex = [x for x in ((d.get('ledger') or [{}])[0].get('instants') or []) if x['instant'] == 'exit']
     bk = {bb['kind']: bb['bytes'] for bb in ex[0]['buckets']} if ex else {}
     nvml, un = (ex[0].get('nvml_process_bytes'), ex[0].get('unaccounted_bytes')) if ex else (None, None)
-    report(nvml and un is not None and abs(un) <= 0.01 * nvml,
-           '%s: the ledger at exit adds up to NVML\'s figure within 1%%' % name,
-           'buckets %s, NVML %s, unaccounted %s; JAX: %s' % (bk, nvml, un, t))
+    # The kernel modules are their own bucket when measured after the first
+    # iteration. Under preallocation the steps allocate nothing and the kernel
+    # sampling window (5 s) ends in XLA's compilation, so the trace finds no
+    # iterations (it says so) and the modules (6.2 MB under the platform
+    # allocator) stay in the remainder: 2% then, 1% with them measured.
+    measured = (d.get('ledger') or [{}])[0].get('modules_bytes') is not None
+    bound = 0.01 if measured or d.get('iterations') else 0.02
+    report(nvml and un is not None and abs(un) <= bound * nvml,
+           '%s: the ledger at exit adds up to NVML\'s figure within %d%% (%s)' % (
+               name, round(bound * 100), 'modules measured' if measured else 'no iterations: modules in the remainder'
+               if not d.get('iterations') else 'modules not measured'),
+           'buckets %s, NVML %s, unaccounted %s; iterations %s; JAX: %s' % (bk, nvml, un, d.get('iterations'), t))
 
 
 PARTS = [('graph_capture shared', lambda: raw('shared')),
