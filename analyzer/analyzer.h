@@ -126,6 +126,10 @@ struct gt_growth {
      * point before (steps), how many of those peaked highest yet, and how
      * many points at the end held what the last did (steady_tail) */
     size_t steps, steps_at_new_highs, steady_tail;
+    /* of the fitted points, steps seen in other spans of sampled kernels,
+     * placed at step_ns a step from the iterations (0: none) */
+    size_t later_used;
+    int64_t step_ns;
     struct gt_growth_site *sites;
     size_t nsites;
 };

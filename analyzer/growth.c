@@ -34,6 +34,20 @@ const char gt_help_growth[] =
 #define MAX_SITE_POINTS 256    /* per call site series */
 #define SITE_FIT_POINTS 128
 
+/* A point of the fit: where it stands among the iterations (x), which
+ * window it is (w: an iteration, or a step seen later), fitted or not. */
+struct point {
+    double x;
+    size_t w;
+    int fit;
+};
+
+static int point_cmp(const void *a, const void *b)
+{
+    const struct point *p = a, *q = b;
+    return p->x < q->x ? -1 : p->x > q->x ? 1 : p->w < q->w ? -1 : p->w > q->w;
+}
+
 /* First index k in e[0..m) with e[k] > x. */
 static size_t upper(const size_t *e, size_t m, size_t x)
 {
@@ -59,7 +73,8 @@ static int site_cmp(const void *a, const void *b)
 /* Per call site: live bytes at the end of sampled iterations (ends[] are
  * end_ev indices, ascending), then the Theil-Sen slope of each site whose
  * memory grew. Difference arrays make it one pass over the allocations. */
-static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, size_t m, struct gt_growth *g)
+static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, const int *group, size_t m,
+                        struct gt_growth *g)
 {
     const struct gt_trace *t = &c->t;
     size_t nslots = t->nsites + 1;
@@ -103,7 +118,7 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
             y[k] = (double)live;
         }
         if (y[m - 1] > y[0]) {
-            double slope = gt_theil_sen(x, y, m, SITE_FIT_POINTS, NULL);
+            double slope = gt_theil_sen_apart(x, y, group, m, SITE_FIT_POINTS, NULL);
             if (slope > 0) {
                 struct gt_growth_site *s = &g->sites[g->nsites++];
                 s->site = row_site[r];
@@ -136,22 +151,49 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
                  its->how);
         return GT_EXIT_NO_ITERATIONS;
     }
-    struct gt_window *w = gt_xmalloc(its->n * sizeof *w);
+    /* the points: each iteration's end, and the steps seen in the other
+     * spans of sampled kernels, placed among the iterations at their
+     * median step (x: an iteration's index, or where such a step falls) */
+    size_t np = its->n + its->nlater;
+    struct gt_window *w = gt_xmalloc(np * sizeof *w);
+    struct point *pt = gt_xmalloc(np * sizeof *pt);
+    size_t ref = its->n;   /* the last closed iteration after warm-up: where the later steps are placed from */
     for (size_t k = 0; k < its->n; k++) {
         w[k].first_ev = its->it[k].first_ev;
         w[k].end_ev = its->it[k].end_ev;
+        pt[k] = (struct point){(double)k, k, k >= g->warmup && its->it[k].closed};
+        if (pt[k].fit)
+            ref = k;
     }
-    gt_window_live(&c->t, &c->p, &c->sel, w, its->n);
+    if (ref == its->n || !its->step_ns)
+        np = its->n;   /* nothing to place the later steps from */
+    for (size_t k = its->n; k < np; k++) {
+        const struct gt_iteration *l = &its->later[k - its->n];
+        w[k].first_ev = l->first_ev;
+        w[k].end_ev = l->end_ev;
+        pt[k] = (struct point){(double)ref + (double)(l->end - its->it[ref].end) / (double)its->step_ns, k, 1};
+    }
+    qsort(pt, np, sizeof *pt, point_cmp);
+    /* (gt_window_live wants windows sorted and disjoint: in time order) */
+    struct gt_window *ws = gt_xmalloc(np * sizeof *ws);
+    for (size_t q = 0; q < np; q++)
+        ws[q] = w[pt[q].w];
+    gt_window_live(&c->t, &c->p, &c->sel, ws, np);
+    for (size_t q = 0; q < np; q++)
+        w[pt[q].w] = ws[q];
+    free(ws);
     g->end_live = gt_xmalloc(its->n * sizeof *g->end_live);
-    double *x = gt_xmalloc(its->n * sizeof *x), *y = gt_xmalloc(its->n * sizeof *y);
-    size_t *ends = gt_xmalloc(its->n * sizeof *ends);
+    double *x = gt_xmalloc(np * sizeof *x), *y = gt_xmalloc(np * sizeof *y);
+    size_t *ends = gt_xmalloc(np * sizeof *ends);
     int64_t high = INT64_MIN, prev = 0;   /* the highest peak so far; the last fitted point's end */
-    for (size_t k = 0; k < its->n; k++) {
-        g->end_live[k] = w[k].end_live;
+    for (size_t q = 0; q < np; q++) {
+        size_t k = pt[q].w;
+        if (k < its->n)
+            g->end_live[k] = w[k].end_live;
         int new_high = w[k].peak > high;
         if (new_high)
             high = w[k].peak;
-        if (k < g->warmup || !its->it[k].closed)
+        if (!pt[q].fit)
             continue;   /* warm-up, or an iteration whose end is only the trace's end */
         if (g->used && w[k].end_live > prev) {
             g->steps++;
@@ -161,14 +203,27 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
             g->steady_tail = 0;
         g->steady_tail++;
         prev = w[k].end_live;
-        x[g->used] = (double)k;
+        x[g->used] = pt[q].x;
         y[g->used] = (double)w[k].end_live;
         ends[g->used] = w[k].end_ev;
         g->used++;
+        if (k >= its->n) {
+            g->later_used++;
+            g->step_ns = its->step_ns;
+        }
     }
     free(w);
+    free(pt);
     if (g->used >= 2) {
-        g->slope = gt_theil_sen(x, y, g->used, MAX_FIT_POINTS, &g->intercept);
+        /* steps seen in later windows: the slope over the run, from the
+         * pairs of points in different windows (a gap of more than 3 steps) */
+        int *group = NULL;
+        if (g->later_used) {
+            group = gt_xmalloc(g->used * sizeof *group);
+            for (size_t k = 0; k < g->used; k++)
+                group[k] = k && x[k] - x[k - 1] > 3 ? group[k - 1] + 1 : k ? group[k - 1] : 0;
+        }
+        g->slope = gt_theil_sen_apart(x, y, group, g->used, MAX_FIT_POINTS, &g->intercept);
         double *r = gt_xmalloc(g->used * sizeof *r);
         for (size_t k = 0; k < g->used; k++)
             r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
@@ -183,14 +238,19 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;
         size_t *se = gt_xmalloc(m * sizeof *se);
         double *sx = gt_xmalloc(m * sizeof *sx);
+        int *sg = group ? gt_xmalloc(m * sizeof *sg) : NULL;
         for (size_t k = 0; k < m; k++) {
             size_t q = m == g->used ? k : (size_t)((double)k * (double)(g->used - 1) / (double)(m - 1) + 0.5);
             se[k] = ends[q];
             sx[k] = x[q];
+            if (sg)
+                sg[k] = group[q];
         }
-        site_growth(c, se, sx, m, g);
+        site_growth(c, se, sx, sg, m, g);
         free(se);
         free(sx);
+        free(sg);
+        free(group);
     }
     free(x);
     free(y);
@@ -249,10 +309,18 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
     }
-    printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
-           gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    if (g->later_used) {
+        char b3[GT_FMT_LEN];
+        printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations and %zu steps seen in the later kernel\n"
+               "         windows, placed at %s a step, the iterations' median; scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), g->used - g->later_used, g->later_used, gt_fmt_ns(g->step_ns, b3),
+               gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    } else {
+        printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    }
     if (!strcmp(g->verdict, "growing")) {
-        printf("  how it grew: at %zu of %zu iterations (", g->steps, g->used - 1);
+        printf("  how it grew: at %zu of %zu %s (", g->steps, g->used - 1, g->later_used ? "points" : "iterations");
         if (g->steps_at_new_highs == g->steps)
             printf("each one whose peak was the highest yet");
         else
@@ -311,6 +379,9 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_kstr(j, "iteration_detection", its->how);
         gt_json_kint(j, "warmup", (int64_t)g.warmup);
         gt_json_kint(j, "iterations_fitted", (int64_t)g.used);
+        /* of them, steps seen in later spans of sampled kernels, placed at step_ns a step */
+        gt_json_kint(j, "later_steps_fitted", (int64_t)g.later_used);
+        gt_json_kint_or_null(j, "later_steps_placed_at_ns", g.later_used ? g.step_ns : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
             gt_json_double(j, g.slope);

@@ -25,6 +25,7 @@ const char *gt_iter_source_name(enum gt_iter_source s)
 void gt_iterations_free(struct gt_iterations *it)
 {
     free(it->it);
+    free(it->later);
     memset(it, 0, sizeof *it);
 }
 

@@ -34,6 +34,14 @@ struct gt_iterations {
     char range[96];       /* ranges: the first one's message (cut), else "" */
     struct gt_iteration *it;
     size_t n;
+    /* Kernels sampled (GPUTRACE_KERNELS_*) and the iterations from one span
+     * of them: the steps seen in the other spans (iterations_spans.c), in
+     * time order and closed, with no index (the steps between spans were not
+     * seen), for growth over the whole run; step_ns is the iterations' median
+     * step then (0: none seen). */
+    struct gt_iteration *later;
+    size_t nlater;
+    int64_t step_ns;
 };
 
 /* Finds iterations per opts. sel is the memory the automatic detector uses to
@@ -65,6 +73,16 @@ struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
                                struct gt_iterations *out);
 int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out);
+/* The spans kernels were recorded in (iterations_spans.c): 1 when kernels
+ * are not sampled (the whole trace); span s's kernels k[*lo .. *hi) (*lo:
+ * where the previous span ended) and its end (-1: the trace's). */
+size_t gt_kernel_span_count(const struct gt_trace *t);
+void gt_kernel_span(const struct gt_trace *t, const struct gt_kernel *k, size_t nk, size_t s, size_t *lo, size_t *hi,
+                    int64_t *end);
+/* With the iterations in out from one span of sampled kernels: the steps
+ * the other spans show, by the kernels every step begins with (out->later). */
+void gt_iter_steps_in_other_spans(struct gt_trace *t, const struct gt_kernel *k, const uint32_t *seq, size_t nk,
+                                  struct gt_iterations *out);
 /* Is an (an allocation once per step's iterations, its allocations' events
  * seq_ev[0..n)) the loop's steps where the exact pattern's iterations
  * (exact) are coarser (finer: an is finer than exact; else at its scale and

@@ -69,39 +69,6 @@ static size_t first_step_at_a_phase(const uint32_t *s, size_t base, size_t p, si
  * it spans clearly more kernels than the exact pattern did (exact_cover), or
  * (below) finds more of its steps.
  * Fills out and returns 1, or 0. */
-/* The spans the kernels are read in: with kernels sampled (GPUTRACE_KERNELS_*:
- * records only in spans), the kernels of two spans are no one sequence (the
- * gap holds steps nobody saw); else one span, the whole trace. */
-static bool sampled(const struct gt_trace *t)
-{
-    const struct gt_kernel_sampling *ks = &t->kernels;
-    return ks->on && ks->full_until_ns >= 0 && ks->nspans;
-}
-
-static size_t span_count(const struct gt_trace *t)
-{
-    return sampled(t) ? t->kernels.nspans : 1;
-}
-
-/* Span s: the kernels k[*lo .. *hi) (*lo: where the previous span ended) and
- * its end in *end (-1: the trace's end, kernels not sampled). */
-static void span_kernels(const struct gt_trace *t, const struct gt_kernel *k, size_t nk, size_t s, size_t *lo,
-                         size_t *hi, int64_t *end)
-{
-    const struct gt_kernel_sampling *ks = &t->kernels;
-    *hi = nk;
-    *end = -1;
-    if (!sampled(t))
-        return;
-    /* a kernel launched just before a pause may start on the GPU a little after it */
-    int64_t from = ks->spans[s][0] - 1000000, to = ks->spans[s][1] + 50000000;
-    while (*lo < nk && k[*lo].start < from)
-        (*lo)++;
-    for (*hi = *lo; *hi < nk && k[*hi].start <= to; (*hi)++)
-        ;
-    *end = ks->spans[s][1];
-}
-
 /* An iteration from a kernel's start to the next step's (next >= 0), or, the
  * last, to its span's end (span_end >= 0: what came after was not seen) or
  * the trace's. */
@@ -139,10 +106,10 @@ static void find_anchor(struct gt_trace *t, const struct gt_kernel *k, const uin
     size_t *pos = gt_xmalloc(nk * sizeof *pos);
     a->n = a->cover = a->med = 0;
     a->end = -1;
-    for (size_t s = 0, lo = 0, nseg = span_count(t); s < nseg; s++) {
+    for (size_t s = 0, lo = 0, nseg = gt_kernel_span_count(t); s < nseg; s++) {
         size_t hi;
         int64_t end;
-        span_kernels(t, k, nk, s, &lo, &hi, &end);
+        gt_kernel_span(t, k, nk, s, &lo, &hi, &end);
         size_t med = 0;
         uint32_t sym = 0;
         size_t c = hi > lo ? gt_find_anchor(seq + lo, hi - lo, nsym, NULL, min_med, wide, pos, &med, &sym) : 0;
@@ -443,10 +410,10 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     }
     size_t best_lo = 0, best_hi = 0, best_a = 0, best_p = 0, best_reps = 0;
     int64_t best_end = -1;
-    for (size_t s = 0, lo = 0, nseg = span_count(t); s < nseg; s++) {
+    for (size_t s = 0, lo = 0, nseg = gt_kernel_span_count(t); s < nseg; s++) {
         size_t hi;
         int64_t end;
-        span_kernels(t, k, nk, s, &lo, &hi, &end);
+        gt_kernel_span(t, k, nk, s, &lo, &hi, &end);
         size_t a, cover, p = hi - lo >= 6 ? gt_find_period(seq + lo, hi - lo, in.nkeys, &a, &cover) : 0;
         if (p && cover / p > best_reps) {
             best_lo = lo, best_hi = hi, best_a = a, best_p = p, best_reps = cover / p, best_end = end;
@@ -477,6 +444,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     size_t exact_cover = p ? base - first + best_reps * p : 0;
     if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a),
                       p ? first : 0, out)) {
+        gt_iter_steps_in_other_spans(t, k, seq, nk, out);
         gt_interner_free(&in);
         free(seq);
         free(k);
@@ -509,6 +477,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
             snprintf(out->how, sizeof out->how, "automatic: a pattern of %zu kernel launch%s repeats %zu times%s", p,
                      p == 1 ? "" : "es", best_reps, extra);
         }
+        gt_iter_steps_in_other_spans(t, k, seq, nk, out);
     }
     gt_interner_free(&in);
     free(seq);

@@ -770,6 +770,43 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None):
     return t.close()
 
 
+def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=True, later='same'):
+    """A PyTorch job under the default allocator, warm from its first step (no
+    allocation per step), 600 steps of 100 ms (60 s) of 20 kernels each; every
+    keep_every-th step asks for one more 20 MiB segment (a cache that creeps
+    up; None: it never does). sampled: the shim's default kernel sampling
+    (every kernel for the first 5 s, then 1 s of every 20 s, as its 'kernels'
+    notes say), else every kernel. later: what the later windows run: 'same'
+    steps, or 'other' work (other kernels)."""
+    t = Trace(os.path.join(dirpath, 'sampled-%s-%s-%s.db' % (keep_every, sampled, later)),
+              command_line='python train.py')
+    t.t = base = 10**9
+    notes = [(base, 'sampled: every kernel for the first 5 s of GPU work, then during 1 s of every 20 s; recording')]
+    for _ in range(4):
+        t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:42'])
+    on = True
+    for s in range(steps):
+        t0 = base + s * step_ms * 10**6
+        rel = t0 - base
+        rec = not sampled or rel < 5 * 10**9 or (rel - 5 * 10**9) % (20 * 10**9) >= 19 * 10**9
+        if rec != on:
+            notes.append((t0, 'recording' if rec else 'paused'))
+            on = rec
+        t.t = t0
+        if keep_every and s and s % keep_every == 0:
+            t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:42'])
+        for j in range(20):
+            if rec:
+                other = later == 'other' and rel >= 6 * 10**9
+                t.kernel(('eval_%d' if other else 'k%d') % j, start=t0 + j * step_ms * 10**6 // 25)
+        t.t = t0 + step_ms * 10**6 * 9 // 10
+    t.t = base + steps * step_ms * 10**6
+    path = t.close()
+    with sqlite3.connect(path) as con:
+        con.executemany("INSERT INTO notes (t_ns, component, message) VALUES (?, 'kernels', ?)", notes)
+    return path
+
+
 def kernels_training_layers(dirpath, steps=20, layers=4):
     """A training loop of a 4-layer model whose backward pass launches one
     LayerNorm gradient kernel per layer, 8 kernels apart, while the step's

@@ -323,6 +323,42 @@ class CachingAllocator(T.AnalyzerTest):
         self.assertEqual([it['peak_bytes'] for it in d['iterations']], [reserved] * len(T.SEQ_BATCHES))
 
 
+class LongRunKernelsSampled(T.AnalyzerTest):
+    """A job that allocates nothing per step has iterations from its kernels,
+    which are sampled by default: every kernel for the first 5 s, then 1 s of
+    every 20. Growth over the run also counts the steps the later windows
+    show, placed at the iterations' median step."""
+
+    def growth(self, **kw):
+        return self.json('growth', T.kernels_sampled_run(self.dir, **kw))
+
+    def test_a_cache_that_creeps_up_after_the_first_seconds_reads_growing(self):
+        # before: "stable, 0 B per iteration" from the first 5 s alone
+        full, seen = self.growth(sampled=False), self.growth()
+        self.assertEqual((full['verdict'], seen['verdict']), ('growing', 'growing'))
+        self.assertEqual(seen['iterations'], 50)   # the iterations themselves: the first span's
+        self.assertGreaterEqual(seen['later_steps_fitted'], 10)
+        self.assertEqual(seen['later_steps_placed_at_ns'], 100 * 10**6)
+        self.assertIsNone(full['later_steps_placed_at_ns'])
+        # 20 MiB every 50 steps: 419,430 B a step over the run
+        self.assertWithin(full['slope_bytes_per_iteration'], 20 * T.MiB / 50, rel=0.05)
+        self.assertWithin(seen['slope_bytes_per_iteration'], 20 * T.MiB / 50, rel=0.1)
+        self.assertEqual(seen['sites'][0]['frames'][seen['sites'][0]['allocator_frames']].split(' (')[0], 'train.py:42')
+        text = self.ok('growth', T.kernels_sampled_run(self.dir)).stdout
+        self.assertIn('steps seen in the later kernel', text)
+        self.assertIn('placed at 100.000 ms a step', text)
+
+    def test_a_cache_that_holds_stays_stable_over_the_later_windows(self):
+        d = self.growth(keep_every=None)
+        self.assertEqual((d['verdict'], d['slope_bytes_per_iteration']), ('stable', 0))
+        self.assertGreaterEqual(d['later_steps_fitted'], 10)
+
+    def test_later_windows_of_other_work_give_no_steps(self):
+        # their kernels are no step's: nothing to place, the first span's answer
+        d = self.growth(later='other')
+        self.assertEqual((d['later_steps_fitted'], d['verdict']), (0, 'stable'))
+
+
 class PeakAndFit(T.AnalyzerTest):
     """Seeds 000/002/003: peak per batch size and peak = fixed + per_sample * bs."""
 
