@@ -492,7 +492,8 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
  * times", host staging buffers of 4 and 8 bytes, all inside the compilation
  * of jit_step; its steps, after it, allocate nothing). The module's name
  * into module; returns 1, or 0. */
-static int inside_compilation(struct gt_trace *t, const struct gt_iterations *its, char *module, size_t len)
+static int inside_compilation(struct gt_trace *t, const struct gt_iterations *its, char *module, size_t len,
+                              int64_t *ended)
 {
     if (!its->n || !its->it[its->n - 1].closed)
         return 0;
@@ -510,6 +511,7 @@ static int inside_compilation(struct gt_trace *t, const struct gt_iterations *it
         if (strncmp(m, "XlaCompile:", 11) || r[i].start > from || r[i].end < to || r[i].tid != t->proc.pid)
             continue;
         inside = 1;
+        *ended = r[i].end;
         const char *name = strstr(m, "module=");
         snprintf(module, len, "%.*s", name ? (int)strcspn(name + 7, "#,") : 0, name ? name + 7 : "");
     }
@@ -523,18 +525,35 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
     memset(out, 0, sizeof *out);
     int code = find(t, p, sel, o, out);
     char module[128];
-    if (!code && out->source == GT_ITER_AUTO && inside_compilation(t, out, module, sizeof module)) {
+    int64_t compiled = 0;
+    if (!code && out->source == GT_ITER_AUTO && inside_compilation(t, out, module, sizeof module, &compiled)) {
         char was[160];
         snprintf(was, sizeof was, "%.150s", out->how);
         char note[sizeof out->lib_note];
         memcpy(note, out->lib_note, sizeof note);
+        int kernels_tried = out->from_kernels;
         gt_iterations_free(out);
         memset(out, 0, sizeof *out);
+        /* the steps after the compilation may still show in their kernels
+         * (a run long enough for a later kernel window); not before it ended
+         * (on an H200 the first kernel window ended inside jit_step's
+         * compilation: the kernels before it, of the random initialisation's
+         * small functions, read "33 iterations" for 20 steps) */
+        if (!kernels_tried && (code = gt_iter_from_kernel_pattern(t, out)) == GT_EXIT_OK && out->n &&
+            out->it[0].start >= compiled) {
+            size_t n = strlen(out->how);
+            snprintf(out->how + n, sizeof out->how - n, " (a pattern of allocations inside XLA's compilation of %.60s"
+                     " was passed over: the compiler's work)", *module ? module : "a module");
+        } else if (!code) {
+            gt_iterations_free(out);
+            memset(out, 0, sizeof *out);
+            snprintf(out->how, sizeof out->how,
+                     "no iterations found: the repeating pattern found (%s) lies inside XLA's compilation of %.60s, the"
+                     " compiler's work, not the program's steps; mark the steps (an NVTX range or the marker API) or"
+                     " name a range with --iteration", was + (strncmp(was, "automatic: ", 11) ? 0 : 11),
+                     *module ? module : "a module");
+        }
         memcpy(out->lib_note, note, sizeof note);
-        snprintf(out->how, sizeof out->how,
-                 "no iterations found: the repeating pattern found (%s) lies inside XLA's compilation of %.60s, the"
-                 " compiler's work, not the program's steps; mark the steps (an NVTX range or the marker API) or name"
-                 " a range with --iteration", was + (strncmp(was, "automatic: ", 11) ? 0 : 11), *module ? module : "a module");
     }
     if (!code && *out->lib_note) {
         size_t n = strlen(out->how);

@@ -42,6 +42,7 @@ struct gt_iterations {
     struct gt_iteration *later;
     size_t nlater;
     int64_t step_ns;
+    int from_kernels;     /* automatic, from kernels (not allocations) */
 };
 
 /* Finds iterations per opts. sel is the memory the automatic detector uses to

@@ -4,6 +4,7 @@
  * where the first step begins, and one kernel launched once per step where
  * the steps' kernels differ. */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,45 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
     return taken;
 }
 
+static int cmp_interval(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Kernels that ran inside one of XLA's compilations on the program's main
+ * thread (its "XlaCompile:" ranges, ended) are the compiler's autotuning,
+ * never a step: dropped (on an H200 a JAX program's first kernel window held
+ * such kernels, across the compilations of 10 modules, with one that
+ * recurred 38 times; its 20 steps ran after). */
+static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_t *nk)
+{
+    struct gt_range *r;
+    size_t nr, ni = 0;
+    if (!*nk || gt_trace_ranges(t, &r, &nr))
+        return;
+    int64_t(*iv)[2] = gt_xmalloc((nr + 1) * sizeof *iv);
+    for (size_t i = 0; i < nr; i++)
+        if (!strncmp(r[i].message, "XlaCompile:", 11) && r[i].tid == t->proc.pid && r[i].end >= r[i].start) {
+            iv[ni][0] = r[i].start;
+            iv[ni++][1] = r[i].end;
+        }
+    gt_ranges_free(r, nr);
+    if (ni) {
+        qsort(iv, ni, sizeof *iv, cmp_interval);
+        size_t kept = 0, j = 0;
+        int64_t reach = INT64_MIN;   /* the furthest end of the ranges begun so far */
+        for (size_t i = 0; i < *nk; i++) {
+            for (; j < ni && iv[j][0] <= k[i].start; j++)
+                reach = iv[j][1] > reach ? iv[j][1] : reach;
+            if (k[i].start >= reach)
+                k[kept++] = k[i];
+        }
+        *nk = kept;
+    }
+    free(iv);
+}
+
 /* Automatic iterations from CUPTI kernel names, when allocations repeat no
  * pattern (for example a caching allocator that stopped calling cudaMalloc).
  * With kernels sampled (GPUTRACE_KERNELS_*: records only in spans), the
@@ -398,6 +438,8 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     struct gt_kernel *k;
     size_t nk;
     int code = gt_trace_kernels(t, &k, &nk);
+    if (!code)
+        drop_compiler_kernels(t, k, &nk);
     if (code || nk < 6) {
         free(k);
         return code;
@@ -445,6 +487,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
     if (kernel_anchor(t, k, seq, nk, in.nkeys, exact_cover, p, best_reps + (p && first < best_lo + best_a),
                       p ? first : 0, out)) {
         gt_iter_steps_in_other_spans(t, k, seq, nk, out);
+        out->from_kernels = 1;
         gt_interner_free(&in);
         free(seq);
         free(k);
@@ -478,6 +521,7 @@ int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
                      p == 1 ? "" : "es", best_reps, extra);
         }
         gt_iter_steps_in_other_spans(t, k, seq, nk, out);
+        out->from_kernels = 1;
     }
     gt_interner_free(&in);
     free(seq);

@@ -741,7 +741,7 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
     return t.close()
 
 
-def xla_compile_staging(dirpath, inside=True, compile_tid=None):
+def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, autotune=False, init_kernels=0):
     """A JAX program under preallocation: its one device allocation, then
     XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
     as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
@@ -750,13 +750,40 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None):
     compilation ends (a loop of the program's own that pins buffers).
     compile_tid: the compilation runs on that thread, beside the program's
     (a background compilation of another module while the loop runs).
+    kernel_steps: that many steps after the compilation, each the same 5
+    kernels (a later kernel window of a longer run shows them). autotune:
+    XLA's autotuner runs the same 3 kernels 38 times over, inside the
+    compilations of jit_data and jit__normal before and of jit_step (on an
+    H200 the first kernel window held only these). init_kernels: before
+    jit_step's compilation, the program's initialisation runs 3 small
+    functions' kernels that many times over (random parameters, one by one).
     (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
-    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s.db' % (inside, compile_tid)), command_line='python train.py')
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d.db' % (inside, compile_tid, kernel_steps, autotune,
+                                                                         init_kernels)),
+              command_line='python train.py')
     t.alloc(100 * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+
+    def autotuning(reps):
+        for _ in range(reps):
+            for name in ('RedzoneAllocatorKernel', 'sm90_xmma_gemm_autotune', 'xla_fp_comparison'):
+                t.kernel(name)
+            t.t += 20000
+
+    for module in ('jit_data', 'jit__normal') if autotune else ():
+        t.push('XlaCompile:#module=%s#' % module, domain='TSL')
+        autotuning(12)
+        t.pop()
+        t.t += 100000
+    for _ in range(init_kernels):
+        for name in ('loop_dynamic_slice_fusion', 'loop_squeeze_fusion', 'loop_multiply_fusion'):
+            t.kernel(name)
+        t.t += 30000
     main_tid = t.tid
     if compile_tid is not None:
         t.tid = compile_tid
     t.push('XlaCompile:#module=jit_step#', domain='TSL')
+    if autotune:
+        autotuning(14)
     t.tid = main_tid
     if not inside:
         t.pop()
@@ -767,6 +794,10 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None):
         t.free(t.alloc(4096 * (k + 1), ['autotune_%d' % k, 'HostBuffer', 'main'], api='cudaMallocHost'))
     if inside:
         t.pop()
+    for i in range(kernel_steps):
+        for name in ('input_fusion', 'gemm_fusion_dot', 'loop_tanh_fusion', 'gemm_fusion_dot_1', 'loop_add_fusion'):
+            t.kernel(name)
+        t.t += 50000
     return t.close()
 
 

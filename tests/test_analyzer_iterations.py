@@ -123,6 +123,20 @@ class Iterations(T.AnalyzerTest):
         for kw in (dict(inside=False), dict(compile_tid=7)):
             d = self.json('summary', T.xla_compile_staging(self.dir, **kw))
             self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 21), '%s: %s' % (kw, d['iteration_detection']))
+        # the steps after it, seen in their kernels (a later kernel window): those are the iterations
+        d = self.json('summary', T.xla_compile_staging(self.dir, kernel_steps=20))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+        self.assertIn("kernel launches repeats", d['iteration_detection'])
+        self.assertIn("a pattern of allocations inside XLA's compilation of jit_step was passed over",
+                      d['iteration_detection'])
+        # XLA's autotuning kernels, inside the compilations of three modules, are no steps either
+        d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
+        d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True, kernel_steps=20))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
+        # nor the initialisation's kernels before jit_step was compiled (its steps were not recorded)
+        d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True, init_kernels=33))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
 
     def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
         d = self.json('summary', T.kernels_training_layers(self.dir))
