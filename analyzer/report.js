@@ -233,6 +233,13 @@
       own.slice(0, 6).join(' <- ') + (own.length > 6 ? ' <- \u2026' : '');
   }
 
+  /* "47 of 50 iterations", and the steps seen in later kernel windows (kernels sampled) */
+  function fitted(g) {
+    var later = g.later_steps_fitted || 0, its = g.iterations_fitted - later;
+    return (its !== g.iterations ? its + ' of ' : '') + g.iterations + ' iterations' + (later ? ' and ' + later +
+      ' steps seen in later kernel windows (placed at ' + fmtNs(g.later_steps_placed_at_ns) + ' a step)' : '');
+  }
+
   function growth(parent, g, id) {
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Growth per iteration');
@@ -240,12 +247,13 @@
     var v = el('p', {}, box);
     el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
-      g.iterations_fitted + ' of ' + g.iterations + ' iterations (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
+      fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
     if (g.verdict === 'growing' && typeof g.growth_steps === 'number') {
       var cache = g.sites_are_segments && g.growth_steps && g.growth_steps_at_new_highs === g.growth_steps &&
         g.steady_tail_iterations >= 3;
       el('p', {'class': 'growth-steps', 'data-steps': g.growth_steps, 'data-steady': g.steady_tail_iterations}, box,
-        'How it grew: at ' + g.growth_steps + ' of ' + (g.iterations_fitted - 1) + ' iterations (' +
+        'How it grew: at ' + g.growth_steps + ' of ' + (g.iterations_fitted - 1) +
+        (g.later_steps_fitted ? ' points (' : ' iterations (') +
         (g.growth_steps_at_new_highs === g.growth_steps ? 'each one whose peak was the highest yet' :
           g.growth_steps_at_new_highs + ' of them with the highest peak yet') + ')' +
         (g.steady_tail_iterations >= 2 ? '; the last ' + g.steady_tail_iterations + ' ended holding the same bytes' : '') +
@@ -363,8 +371,8 @@
     });
     if (g.error) item('growth', 'Growth', 'unknown', 'unknown: ' + g.error, ids.growth);
     else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
-      (typeof g.iterations_fitted === 'number' && g.iterations_fitted !== g.iterations ? g.iterations_fitted + ' of ' : '') +
-      g.iterations + ' iterations (' + g.memory + ' memory)', ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
+      (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)',
+      ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
     else if (l.classified_by_iterations && l.accumulation_told === false && !l.total_bytes)
       item('leaks', 'Leaks', '', 'not told: ' + l.iterations + ' iterations; what accumulates shows from 3', ids.leaks);

@@ -420,6 +420,20 @@ class Layout(ReportTest):
         self.assertIn("NVML cannot tell this process's bytes", why[0].text)
         self.assertEqual(data['traces'][0]['summary']['ledger'][0]['context_unknown_why'], why[0].text[len('GPU 0: '):-1])
 
+    def test_growth_over_later_kernel_windows_says_how_it_was_fitted(self):
+        # kernels sampled, a cache creeping up after the first span: growing, over the
+        # first span's iterations and the steps later windows show, told so
+        dom, data, _ = self.report(T.kernels_sampled_run(self.dir))
+        g = data['traces'][0]['growth']
+        self.assertEqual(dom.find('span', 'verdict', 0)[0].attrs['data-verdict'], 'growing')
+        self.assertGreater(g['later_steps_fitted'], 0)
+        said = ' '.join(e.text for e in dom.find('p', None, 0))
+        later, its = g['later_steps_fitted'], g['iterations_fitted'] - g['later_steps_fitted']
+        self.assertIn('over %d of 50 iterations and %d steps seen in later kernel windows (placed at 100.000 ms a step)'
+                      % (its, later), said)
+        self.assertNotIn('%d of 50' % g['iterations_fitted'], said)   # the points are not iterations
+        self.assertIn('of %d points' % (g['iterations_fitted'] - 1), said)
+
     def test_overview_says_when_kernels_were_sampled(self):
         db = self.late_start()
         with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full
