@@ -285,11 +285,13 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         printf("; %s held until exit by a caching allocator or a library handle (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
     printf("\n");
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
-        printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu iterations ended holding the"
-               " same bytes (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
-               gt_s((long long)g.steps), g.steady_tail);
+        printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu %s ended holding the"
+               " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
+               gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
+               g.later_used ? "; with steps seen in later kernel windows" : "");
     else if (g.used >= 2)
-        printf("  growth: %s, %s per iteration of %s memory (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name);
+        printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
+               c->sel_name, g.later_used ? ", with steps seen in later kernel windows" : "");
     else
         printf("  growth: unknown (%s)\n", its->n ? "fewer than 3 iterations after warm-up" : "no iterations");
     if (!code)

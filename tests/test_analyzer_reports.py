@@ -347,6 +347,9 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         text = self.ok('growth', T.kernels_sampled_run(self.dir)).stdout
         self.assertIn('steps seen in the later kernel', text)
         self.assertIn('placed at 100.000 ms a step', text)
+        summary = self.ok('summary', T.kernels_sampled_run(self.dir)).stdout
+        self.assertIn('growth: growing', summary)
+        self.assertIn('with steps seen in later kernel windows', summary)
 
     def test_a_cache_that_holds_stays_stable_over_the_later_windows(self):
         d = self.growth(keep_every=None)
