@@ -128,8 +128,11 @@ struct gt_growth {
     size_t steps, steps_at_new_highs, steady_tail;
     /* of the fitted points, steps seen in other spans of sampled kernels,
      * placed at step_ns a step from the iterations (0: none) */
-    size_t later_used;
+    size_t later_used, later_seen;
     int64_t step_ns;
+    /* then fitted over windows: their count (the iterations' one and the
+     * later ones) and the gaps between them the level rose across */
+    size_t windows, window_rises;
     struct gt_growth_site *sites;
     size_t nsites;
 };

@@ -91,12 +91,6 @@ double gt_median(double *v, size_t n)
 
 double gt_theil_sen(const double *x, const double *y, size_t n, size_t max_points, double *intercept)
 {
-    return gt_theil_sen_apart(x, y, NULL, n, max_points, intercept);
-}
-
-double gt_theil_sen_apart(const double *x, const double *y, const int *group, size_t n, size_t max_points,
-                          double *intercept)
-{
     if (intercept)
         *intercept = n ? y[0] : 0;
     if (n < 2)
@@ -110,7 +104,7 @@ double gt_theil_sen_apart(const double *x, const double *y, const int *group, si
     for (size_t a = 0; a < m; a++)
         for (size_t b = a + 1; b < m; b++) {
             double dx = x[pick[b]] - x[pick[a]];
-            if (dx != 0 && (!group || group[pick[a]] != group[pick[b]]))
+            if (dx != 0)
                 slopes[ns++] = (y[pick[b]] - y[pick[a]]) / dx;
         }
     double slope = gt_median(slopes, ns);

@@ -18,11 +18,6 @@ struct gt_linfit gt_least_squares(const double *x, const double *y, size_t n);
  * (keeps the cost O(max_points^2)). *intercept (optional) gets the median of
  * y - slope*x over all points. Returns 0 with fewer than 2 points. */
 double gt_theil_sen(const double *x, const double *y, size_t n, size_t max_points, double *intercept);
-/* The same over the pairs of points in different groups only (group NULL:
- * every pair): where points come in clusters apart (steps seen in windows of
- * a long run), the pairs inside the largest would outvote the run's slope. */
-double gt_theil_sen_apart(const double *x, const double *y, const int *group, size_t n, size_t max_points,
-                          double *intercept);
 
 /* Median of v[0..n) (v is reordered). 0 for n == 0. */
 double gt_median(double *v, size_t n);

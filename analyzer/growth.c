@@ -40,6 +40,7 @@ struct point {
     double x;
     size_t w;
     int fit;
+    int win;   /* 0: an iteration; else the later kernel window it was seen in */
 };
 
 static int point_cmp(const void *a, const void *b)
@@ -73,8 +74,7 @@ static int site_cmp(const void *a, const void *b)
 /* Per call site: live bytes at the end of sampled iterations (ends[] are
  * end_ev indices, ascending), then the Theil-Sen slope of each site whose
  * memory grew. Difference arrays make it one pass over the allocations. */
-static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, const int *group, size_t m,
-                        struct gt_growth *g)
+static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, size_t m, struct gt_growth *g)
 {
     const struct gt_trace *t = &c->t;
     size_t nslots = t->nsites + 1;
@@ -118,7 +118,7 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, c
             y[k] = (double)live;
         }
         if (y[m - 1] > y[0]) {
-            double slope = gt_theil_sen_apart(x, y, group, m, SITE_FIT_POINTS, NULL);
+            double slope = gt_theil_sen(x, y, m, SITE_FIT_POINTS, NULL);
             if (slope > 0) {
                 struct gt_growth_site *s = &g->sites[g->nsites++];
                 s->site = row_site[r];
@@ -136,6 +136,99 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, c
     free(row_of);
 }
 
+/* Steps seen in later kernel windows, placed among the iterations: those
+ * after the first fitted iteration (earlier ones would escape --warmup), of
+ * windows whose median step is within a quarter of the iterations' (else
+ * how many steps ran between windows is not known), each window placed at
+ * the mean of its step and the iterations' from the last fitted iteration,
+ * its steps at its own. Fills x and the window (1, 2, ...) of each later
+ * step (-1: not placed); returns the windows placed, 0 when fewer than 2:
+ * one rise between two windows cannot tell growth from a one-off step. */
+static size_t place_later(const struct gt_iterations *its, size_t first, size_t ref, double *x, int *win)
+{
+    size_t nwin = 0;
+    for (size_t a = 0, b; a < its->nlater; a = b) {
+        const struct gt_iteration *l = its->later;
+        for (b = a; b < its->nlater && l[b].index == l[a].index; b++)
+            win[b] = -1;
+        size_t from = a;   /* the window's steps after the first fitted iteration */
+        while (from < b && l[from].end <= its->it[first].end)
+            from++;
+        if (b - from < 2)
+            continue;
+        double *d = gt_xmalloc((b - from) * sizeof *d);
+        for (size_t k = from; k < b; k++)
+            d[k - from] = (double)(l[k].end - l[k].start);
+        double step = gt_median(d, b - from), own = (double)its->step_ns;
+        free(d);
+        if (fabs(step - own) > own / 4)
+            continue;
+        double at = (double)ref + (double)(l[from].start - its->it[ref].end) / ((step + own) / 2);
+        nwin++;
+        for (size_t k = from; k < b; k++) {
+            x[k] = at + (double)(l[k].end - l[from].start) / step;
+            win[k] = (int)nwin;
+        }
+    }
+    return nwin >= 2 ? nwin : 0;
+}
+
+/* The fit over windows (steps seen in later kernel windows): one point per
+ * window, its medians, the first window the fitted iterations; Theil-Sen
+ * over those (the points inside the iterations' window would outvote the
+ * rest), growing only when the level rose across at least 2 gaps between
+ * windows and more often than it fell (a one-off step, as a checkpoint
+ * loaded once, rises across one). */
+static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, const double *y, const int *win,
+                        const size_t *ends, size_t nwin)
+{
+    size_t nw = nwin + 1;
+    double *wx = gt_xmalloc(nw * sizeof *wx), *wy = gt_xmalloc(nw * sizeof *wy);
+    double *bx = gt_xmalloc(g->used * sizeof *bx), *by = gt_xmalloc(g->used * sizeof *by);
+    size_t *we = gt_xmalloc(nw * sizeof *we);
+    for (size_t w = 0; w < nw; w++) {
+        size_t m = 0;
+        for (size_t k = 0; k < g->used; k++)
+            if ((size_t)win[k] == w)
+                bx[m] = x[k], by[m++] = y[k];
+        size_t mid = 0;
+        for (size_t k = 0, seen = 0; k < g->used; k++)   /* the window's middle point, for the sites */
+            if ((size_t)win[k] == w && seen++ == m / 2)
+                mid = k;
+        wx[w] = gt_median(bx, m);
+        wy[w] = gt_median(by, m);
+        we[w] = ends[mid];
+    }
+    g->slope = gt_theil_sen(wx, wy, nw, MAX_FIT_POINTS, &g->intercept);
+    double *r = gt_xmalloc(g->used * sizeof *r);
+    for (size_t k = 0; k < g->used; k++)
+        r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
+    g->noise = 1.4826 * gt_median(r, g->used);
+    free(r);
+    size_t falls = 0;
+    for (size_t w = 1; w < nw; w++) {
+        g->window_rises += wy[w] > wy[w - 1];
+        falls += wy[w] < wy[w - 1];
+    }
+    g->windows = nw;
+    if (g->window_rises < 2 || g->window_rises <= falls) {
+        /* no growth per iteration seen: at most a one-off step (the line
+         * through the windows would read it as a slope), as over every step */
+        g->slope = 0;
+        g->intercept = gt_median(wy, nw);
+    }
+    double span = x[g->used - 1] - x[0];
+    g->verdict = g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing"
+                                                                                                       : "stable";
+    if (!strcmp(g->verdict, "growing"))
+        site_growth(c, we, wx, nw, g);
+    free(wx);
+    free(wy);
+    free(bx);
+    free(by);
+    free(we);
+}
+
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
 {
     memset(g, 0, sizeof *g);
@@ -151,28 +244,34 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
                  its->how);
         return GT_EXIT_NO_ITERATIONS;
     }
-    /* the points: each iteration's end, and the steps seen in the other
-     * spans of sampled kernels, placed among the iterations at their
-     * median step (x: an iteration's index, or where such a step falls) */
-    size_t np = its->n + its->nlater;
+    /* the points: each iteration's end (x: its index), and the steps seen
+     * in the other spans of sampled kernels where they can be placed */
+    size_t np = its->n + its->nlater, first = its->n, ref = its->n, nwin = 0;
     struct gt_window *w = gt_xmalloc(np * sizeof *w);
     struct point *pt = gt_xmalloc(np * sizeof *pt);
-    size_t ref = its->n;   /* the last closed iteration after warm-up: where the later steps are placed from */
     for (size_t k = 0; k < its->n; k++) {
         w[k].first_ev = its->it[k].first_ev;
         w[k].end_ev = its->it[k].end_ev;
-        pt[k] = (struct point){(double)k, k, k >= g->warmup && its->it[k].closed};
-        if (pt[k].fit)
+        pt[k] = (struct point){(double)k, k, k >= g->warmup && its->it[k].closed, 0};
+        if (pt[k].fit) {
+            first = first == its->n ? k : first;
             ref = k;
+        }
     }
-    if (ref == its->n || !its->step_ns)
-        np = its->n;   /* nothing to place the later steps from */
-    for (size_t k = its->n; k < np; k++) {
-        const struct gt_iteration *l = &its->later[k - its->n];
-        w[k].first_ev = l->first_ev;
-        w[k].end_ev = l->end_ev;
-        pt[k] = (struct point){(double)ref + (double)(l->end - its->it[ref].end) / (double)its->step_ns, k, 1};
-    }
+    double *lx = gt_xmalloc((its->nlater + 1) * sizeof *lx);
+    int *lwin = gt_xmalloc((its->nlater + 1) * sizeof *lwin);
+    if (ref < its->n && its->step_ns > 0)
+        nwin = place_later(its, first, ref, lx, lwin);
+    np = its->n;
+    for (size_t k = 0; nwin && k < its->nlater; k++)
+        if (lwin[k] > 0) {
+            w[np].first_ev = its->later[k].first_ev;
+            w[np].end_ev = its->later[k].end_ev;
+            pt[np] = (struct point){lx[k], np, 1, lwin[k]};
+            np++;
+        }
+    free(lx);
+    free(lwin);
     qsort(pt, np, sizeof *pt, point_cmp);
     /* (gt_window_live wants windows sorted and disjoint: in time order) */
     struct gt_window *ws = gt_xmalloc(np * sizeof *ws);
@@ -185,6 +284,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     g->end_live = gt_xmalloc(its->n * sizeof *g->end_live);
     double *x = gt_xmalloc(np * sizeof *x), *y = gt_xmalloc(np * sizeof *y);
     size_t *ends = gt_xmalloc(np * sizeof *ends);
+    int *win = gt_xmalloc(np * sizeof *win);
     int64_t high = INT64_MIN, prev = 0;   /* the highest peak so far; the last fitted point's end */
     for (size_t q = 0; q < np; q++) {
         size_t k = pt[q].w;
@@ -206,24 +306,18 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         x[g->used] = pt[q].x;
         y[g->used] = (double)w[k].end_live;
         ends[g->used] = w[k].end_ev;
+        win[g->used] = pt[q].win;
+        g->later_used += pt[q].win > 0;
         g->used++;
-        if (k >= its->n) {
-            g->later_used++;
-            g->step_ns = its->step_ns;
-        }
     }
     free(w);
     free(pt);
-    if (g->used >= 2) {
-        /* steps seen in later windows: the slope over the run, from the
-         * pairs of points in different windows (a gap of more than 3 steps) */
-        int *group = NULL;
-        if (g->later_used) {
-            group = gt_xmalloc(g->used * sizeof *group);
-            for (size_t k = 0; k < g->used; k++)
-                group[k] = k && x[k] - x[k - 1] > 3 ? group[k - 1] + 1 : k ? group[k - 1] : 0;
-        }
-        g->slope = gt_theil_sen_apart(x, y, group, g->used, MAX_FIT_POINTS, &g->intercept);
+    g->later_seen = its->nlater;
+    if (g->later_used) {
+        g->step_ns = its->step_ns;
+        fit_windows(c, g, x, y, win, ends, nwin);
+    } else if (g->used >= 2) {
+        g->slope = gt_theil_sen(x, y, g->used, MAX_FIT_POINTS, &g->intercept);
         double *r = gt_xmalloc(g->used * sizeof *r);
         for (size_t k = 0; k < g->used; k++)
             r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
@@ -238,23 +332,19 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;
         size_t *se = gt_xmalloc(m * sizeof *se);
         double *sx = gt_xmalloc(m * sizeof *sx);
-        int *sg = group ? gt_xmalloc(m * sizeof *sg) : NULL;
         for (size_t k = 0; k < m; k++) {
             size_t q = m == g->used ? k : (size_t)((double)k * (double)(g->used - 1) / (double)(m - 1) + 0.5);
             se[k] = ends[q];
             sx[k] = x[q];
-            if (sg)
-                sg[k] = group[q];
         }
-        site_growth(c, se, sx, sg, m, g);
+        site_growth(c, se, sx, m, g);
         free(se);
         free(sx);
-        free(sg);
-        free(group);
     }
     free(x);
     free(y);
     free(ends);
+    free(win);
     return GT_EXIT_OK;
 }
 
@@ -311,14 +401,20 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     }
     if (g->later_used) {
         char b3[GT_FMT_LEN];
-        printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations and %zu steps seen in the later kernel\n"
-               "         windows, placed at %s a step, the iterations' median; scatter %s) -> %s\n",
-               gt_fmt_bytes_d(g->slope, b1), g->used - g->later_used, g->later_used, gt_fmt_ns(g->step_ns, b3),
-               gt_fmt_bytes_d(g->noise, b2), g->verdict);
+        printf("\n  slope: %s per iteration (Theil-Sen over the medians of %zu kernel windows: %zu iterations and %zu\n"
+               "         steps seen in %zu later windows, placed at about %s a step, the iterations' median; scatter %s)\n"
+               "         -> %s: the level rose across %zu of the %zu gaps between windows%s\n",
+               gt_fmt_bytes_d(g->slope, b1), g->windows, g->used - g->later_used, g->later_used, g->windows - 1,
+               gt_fmt_ns(g->step_ns, b3), gt_fmt_bytes_d(g->noise, b2), g->verdict, g->window_rises, g->windows - 1,
+               g->window_rises == 1 ? " (a one-off step, not growth: growing needs 2)" : "");
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
     }
+    if (g->later_seen && !g->later_used)
+        printf("  (%zu steps seen in later kernel windows are not fitted: they run at another pace than the\n"
+               "   iterations, or in fewer than 2 windows after them; the verdict is the iterations' own)\n",
+               g->later_seen);
     if (!strcmp(g->verdict, "growing")) {
         printf("  how it grew: at %zu of %zu %s (", g->steps, g->used - 1, g->later_used ? "points" : "iterations");
         if (g->steps_at_new_highs == g->steps)
@@ -382,6 +478,9 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         /* of them, steps seen in later spans of sampled kernels, placed at step_ns a step */
         gt_json_kint(j, "later_steps_fitted", (int64_t)g.later_used);
         gt_json_kint_or_null(j, "later_steps_placed_at_ns", g.later_used ? g.step_ns : -1);
+        /* then fitted over the kernel windows' medians: how many, and the gaps the level rose across */
+        gt_json_kint(j, "kernel_windows_fitted", (int64_t)g.windows);
+        gt_json_kint(j, "window_rises", (int64_t)g.window_rises);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
             gt_json_double(j, g.slope);

@@ -36,9 +36,9 @@ struct gt_iterations {
     size_t n;
     /* Kernels sampled (GPUTRACE_KERNELS_*) and the iterations from one span
      * of them: the steps seen in the other spans (iterations_spans.c), in
-     * time order and closed, with no index (the steps between spans were not
-     * seen), for growth over the whole run; step_ns is the iterations' median
-     * step then (0: none seen). */
+     * time order and closed, their index the span's (the steps between
+     * spans were not seen: no step number), for growth over the whole run;
+     * step_ns is the iterations' median step then (0: none seen). */
     struct gt_iteration *later;
     size_t nlater;
     int64_t step_ns;

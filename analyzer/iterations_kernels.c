@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "hmap.h"
 #include "iterations.h"
 #include "periods.h"
 
@@ -392,11 +393,15 @@ static int cmp_interval(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-/* Kernels that ran inside one of XLA's compilations on the program's main
- * thread (its "XlaCompile:" ranges, ended) are the compiler's autotuning,
- * never a step: dropped (on an H200 a JAX program's first kernel window held
- * such kernels, across the compilations of 10 modules, with one that
- * recurred 38 times; its 20 steps ran after). */
+/* Kernels of XLA's autotuning: a kernel (by name) that ran only inside XLA's
+ * compilations on the program's main thread (its "XlaCompile:" ranges,
+ * ended) is the compiler's, never a step's: dropped (on an H200 a JAX
+ * program's first kernel window held such kernels, across the compilations
+ * of 10 modules, one of them recurring 38 times; its 20 steps ran after).
+ * By name, not by launch: kernels carry their time on the GPU, and a
+ * program that compiles its next step while the GPU runs this one (JAX's
+ * asynchronous dispatch, a new shape every step) runs its steps' kernels
+ * inside compilations too, and elsewhere. */
 static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_t *nk)
 {
     struct gt_range *r;
@@ -412,15 +417,27 @@ static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_
     gt_ranges_free(r, nr);
     if (ni) {
         qsort(iv, ni, sizeof *iv, cmp_interval);
-        size_t kept = 0, j = 0;
+        unsigned char *inside = gt_xmalloc(*nk);
+        struct gt_hmap outside;   /* names launched outside every compilation */
+        gt_hmap_init(&outside);
+        size_t j = 0;
         int64_t reach = INT64_MIN;   /* the furthest end of the ranges begun so far */
+        int oom = 0;
         for (size_t i = 0; i < *nk; i++) {
             for (; j < ni && iv[j][0] <= k[i].start; j++)
                 reach = iv[j][1] > reach ? iv[j][1] : reach;
-            if (k[i].start >= reach)
-                k[kept++] = k[i];
+            inside[i] = k[i].start < reach;
+            if (!inside[i])
+                oom |= gt_hmap_put(&outside, (uint64_t)k[i].name_id, 1) == GT_HMAP_OOM;
         }
-        *nk = kept;
+        size_t kept = 0;
+        for (size_t i = 0; i < *nk && !oom; i++)
+            if (!inside[i] || gt_hmap_get(&outside, (uint64_t)k[i].name_id) != GT_HMAP_NONE)
+                k[kept++] = k[i];
+        if (!oom)
+            *nk = kept;
+        gt_hmap_free(&outside);
+        free(inside);
     }
     free(iv);
 }

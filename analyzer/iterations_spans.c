@@ -142,7 +142,7 @@ void gt_iter_steps_in_other_spans(struct gt_trace *t, const struct gt_kernel *k,
                 }
                 struct gt_iteration *it = &out->later[out->nlater++];
                 memset(it, 0, sizeof *it);
-                it->index = -1;
+                it->index = (int64_t)s;   /* the span it was seen in */
                 it->batch_size = -1;
                 it->start = k[prev].start;
                 it->end = k[i].start;

@@ -801,24 +801,52 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     return t.close()
 
 
-def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=True, later='same'):
+def jax_recompiling(dirpath, steps=40):
+    """A JAX job under preallocation that compiles its step again every step
+    (a shape that changes): the main thread compiles step s+1 (an XlaCompile
+    range, 30 ms) right after dispatching step s, so step s's 5 kernels run
+    on the GPU while the host is inside the next compilation; the last step's
+    run after every compilation."""
+    t = Trace(os.path.join(dirpath, 'jax_recompiling.db'), command_line='python train.py')
+    t.t = 10**9
+    t.alloc(60 * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+    for s in range(steps):
+        t.push('XlaCompile:#module=jit_step#', domain='TSL')
+        t.t += 30 * 10**6
+        t.pop()
+        launch = t.t
+        t.t += 1000
+        for j, name in enumerate(('input_fusion', 'gemm_fusion_dot', 'loop_tanh_fusion', 'gemm_fusion_dot_1',
+                                  'loop_add_fusion')):
+            t.kernel(name, start=launch + 5000 + j * 4 * 10**6)
+    return t.close()
+
+
+def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=True, later='same', jump_at_s=None,
+                        later_step_ms=None, setup_steps=0):
     """A PyTorch job under the default allocator, warm from its first step (no
     allocation per step), 600 steps of 100 ms (60 s) of 20 kernels each; every
     keep_every-th step asks for one more 20 MiB segment (a cache that creeps
     up; None: it never does). sampled: the shim's default kernel sampling
     (every kernel for the first 5 s, then 1 s of every 20 s, as its 'kernels'
     notes say), else every kernel. later: what the later windows run: 'same'
-    steps, or 'other' work (other kernels)."""
-    t = Trace(os.path.join(dirpath, 'sampled-%s-%s-%s.db' % (keep_every, sampled, later)),
+    steps, or 'other' work (other kernels). jump_at_s: one 400 MiB segment
+    then, held (a checkpoint loaded once). later_step_ms: the steps' length
+    after the first 6 s. setup_steps: that many steps first launch set-up
+    kernels that never repeat (so the first window holds few training steps
+    and the iterations come from a later one), the cache taking 9 segments
+    in the steps after them (warm-up), keep_every aside."""
+    t = Trace(os.path.join(dirpath, 'sampled-%s-%s-%s-%s-%s-%s.db' % (keep_every, sampled, later, jump_at_s,
+                                                                   later_step_ms, setup_steps)),
               command_line='python train.py')
     t.t = base = 10**9
     notes = [(base, 'sampled: every kernel for the first 5 s of GPU work, then during 1 s of every 20 s; recording')]
     for _ in range(4):
         t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:42'])
-    on = True
+    on, t0, jumped = True, base, False
     for s in range(steps):
-        t0 = base + s * step_ms * 10**6
         rel = t0 - base
+        ms = later_step_ms if later_step_ms and rel >= 6 * 10**9 else step_ms
         rec = not sampled or rel < 5 * 10**9 or (rel - 5 * 10**9) % (20 * 10**9) >= 19 * 10**9
         if rec != on:
             notes.append((t0, 'recording' if rec else 'paused'))
@@ -826,12 +854,19 @@ def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=
         t.t = t0
         if keep_every and s and s % keep_every == 0:
             t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:42'])
+        if jump_at_s is not None and not jumped and rel >= jump_at_s * 10**9:
+            t.alloc(400 * MiB, CACHING_FRAMES[:2] + ['train.py:30'])
+            jumped = True
+        if setup_steps <= s < setup_steps + 9:
+            t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:40'])
         for j in range(20):
             if rec:
                 other = later == 'other' and rel >= 6 * 10**9
-                t.kernel(('eval_%d' if other else 'k%d') % j, start=t0 + j * step_ms * 10**6 // 25)
-        t.t = t0 + step_ms * 10**6 * 9 // 10
-    t.t = base + steps * step_ms * 10**6
+                name = 'init_%d' % (20 * s + j) if s < setup_steps else ('eval_%d' if other else 'k%d') % j
+                t.kernel(name, start=t0 + j * ms * 10**6 // 25)
+        t.t = t0 + ms * 10**6 * 9 // 10
+        t0 += ms * 10**6
+    t.t = t0
     path = t.close()
     with sqlite3.connect(path) as con:
         con.executemany("INSERT INTO notes (t_ns, component, message) VALUES (?, 'kernels', ?)", notes)

@@ -138,6 +138,12 @@ class Iterations(T.AnalyzerTest):
         d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True, init_kernels=33))
         self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
 
+    def test_a_jax_step_compiled_again_every_step_keeps_its_kernels(self):
+        # its kernels run on the GPU while the host compiles the next step: they are
+        # no autotuning (they run outside every compilation too)
+        d = self.json('summary', T.jax_recompiling(self.dir))
+        self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 40), d['iteration_detection'])
+
     def test_a_layers_gradient_kernel_is_no_step_of_a_training_loop(self):
         d = self.json('summary', T.kernels_training_layers(self.dir))
         self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])

@@ -327,7 +327,9 @@ class LongRunKernelsSampled(T.AnalyzerTest):
     """A job that allocates nothing per step has iterations from its kernels,
     which are sampled by default: every kernel for the first 5 s, then 1 s of
     every 20. Growth over the run also counts the steps the later windows
-    show, placed at the iterations' median step."""
+    show (placed at the iterations' pace), fitted over the windows' medians,
+    and growing only when the level rose across at least 2 gaps between
+    windows."""
 
     def growth(self, **kw):
         return self.json('growth', T.kernels_sampled_run(self.dir, **kw))
@@ -338,6 +340,7 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         self.assertEqual((full['verdict'], seen['verdict']), ('growing', 'growing'))
         self.assertEqual(seen['iterations'], 50)   # the iterations themselves: the first span's
         self.assertGreaterEqual(seen['later_steps_fitted'], 10)
+        self.assertEqual((seen['kernel_windows_fitted'], seen['window_rises']), (3, 2))
         self.assertEqual(seen['later_steps_placed_at_ns'], 100 * 10**6)
         self.assertIsNone(full['later_steps_placed_at_ns'])
         # 20 MiB every 50 steps: 419,430 B a step over the run
@@ -345,8 +348,9 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         self.assertWithin(seen['slope_bytes_per_iteration'], 20 * T.MiB / 50, rel=0.1)
         self.assertEqual(seen['sites'][0]['frames'][seen['sites'][0]['allocator_frames']].split(' (')[0], 'train.py:42')
         text = self.ok('growth', T.kernels_sampled_run(self.dir)).stdout
-        self.assertIn('steps seen in the later kernel', text)
-        self.assertIn('placed at 100.000 ms a step', text)
+        self.assertIn('medians of 3 kernel windows', text)
+        self.assertIn('placed at about 100.000 ms a step', text)
+        self.assertIn('rose across 2 of the 2 gaps', text)
         summary = self.ok('summary', T.kernels_sampled_run(self.dir)).stdout
         self.assertIn('growth: growing', summary)
         self.assertIn('with steps seen in later kernel windows', summary)
@@ -356,10 +360,31 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         self.assertEqual((d['verdict'], d['slope_bytes_per_iteration']), ('stable', 0))
         self.assertGreaterEqual(d['later_steps_fitted'], 10)
 
+    def test_one_step_up_between_windows_is_no_growth(self):
+        # a checkpoint of 400 MiB loaded once at 15 s, held: the level rose across one
+        # gap (a line through the windows would read 1 MB an iteration)
+        d = self.growth(keep_every=None, jump_at_s=15)
+        self.assertEqual((d['verdict'], d['slope_bytes_per_iteration'], d['window_rises']), ('stable', 0, 1))
+        text = self.ok('growth', T.kernels_sampled_run(self.dir, keep_every=None, jump_at_s=15)).stdout
+        self.assertIn('a one-off step, not growth', text)
+
     def test_later_windows_of_other_work_give_no_steps(self):
         # their kernels are no step's: nothing to place, the first span's answer
         d = self.growth(later='other')
         self.assertEqual((d['later_steps_fitted'], d['verdict']), (0, 'stable'))
+
+    def test_steps_at_another_pace_are_not_placed(self):
+        # how many steps ran between windows is not known: the iterations' own verdict, told
+        d = self.growth(later_step_ms=180)
+        self.assertEqual(d['later_steps_fitted'], 0)
+        text = self.ok('growth', T.kernels_sampled_run(self.dir, later_step_ms=180)).stdout
+        self.assertIn('steps seen in later kernel windows are not fitted', text)
+
+    def test_steps_of_a_window_before_the_iterations_escape_no_warm_up(self):
+        # set-up kernels fill the first window: the iterations come from the one at 25 s,
+        # and the cache's warm-up in the first window's steps is not growth
+        d = self.growth(keep_every=None, setup_steps=41, steps=300)
+        self.assertEqual((d['iterations'], d['later_steps_fitted'], d['verdict']), (10, 0, 'stable'))
 
 
 class PeakAndFit(T.AnalyzerTest):

@@ -2,8 +2,7 @@
  * recovers an exact line (also at the magnitudes of real peaks and batch
  * sizes), its R^2 on known data, and its degenerate inputs (no point, one
  * point, identical x, constant y); Theil-Sen's slope ignores an outlier and
- * subsamples without bias, and over pairs of groups apart takes the
- * slope between clusters; the median of odd, even and repeated values. */
+ * subsamples without bias; the median of odd, even and repeated values. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -143,30 +142,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A flat cluster of 48 points and two small ones far later, each higher:
- * the pairs inside the large cluster (slope 0) outvote the rest in a plain
- * Theil-Sen; over pairs of different groups the slope is the clusters'. */
-static void test_theil_sen_apart_takes_the_slope_between_clusters(void)
-{
-    double x[60], y[60];
-    int g[60];
-    for (int i = 0; i < 48; i++)
-        x[i] = i, y[i] = 100, g[i] = 0;
-    for (int i = 48; i < 54; i++)
-        x[i] = 200 + i, y[i] = 100 + 2 * 200, g[i] = 1;   /* +2 a step since the first cluster */
-    for (int i = 54; i < 60; i++)
-        x[i] = 400 + i, y[i] = 100 + 2 * 400, g[i] = 2;
-    CHECK(gt_theil_sen(x, y, 60, 200, NULL) == 0);
-    double s = gt_theil_sen_apart(x, y, g, 60, 200, NULL);
-    CHECKF(s > 1.5 && s < 2.5, "slope %g", s);
-    /* no group: every pair, as gt_theil_sen */
-    CHECK(gt_theil_sen_apart(x, y, NULL, 60, 200, NULL) == 0);
-    /* one group: no pair at all, no slope */
-    for (int i = 0; i < 60; i++)
-        g[i] = 0;
-    CHECK(gt_theil_sen_apart(x, y, g, 60, 200, NULL) == 0);
-}
-
 static void test_median_of_odd_even_and_repeated_values(void)
 {
     double none[1] = {0};
@@ -197,7 +172,6 @@ static void test_median_of_odd_even_and_repeated_values(void)
 
 int main(void)
 {
-    TAP_RUN(test_theil_sen_apart_takes_the_slope_between_clusters);
     TAP_RUN(test_least_squares_recovers_an_exact_line);
     TAP_RUN(test_least_squares_exact_at_peak_and_batch_size_magnitudes);
     TAP_RUN(test_least_squares_r2_of_scattered_points);
