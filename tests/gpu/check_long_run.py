@@ -56,13 +56,13 @@ for name, keep in (('creep', 50), ('hold', 0), ('jax', 0)):
         continue
     g = report_json(gputrace, 'growth', db)
     per_step = (c['reserved_end'] - c['reserved_first']) / max(1, c['steps'] - 1)
-    top = g['sites'][0] if g.get('sites') else None
-    site = top['frames'][top.get('allocator_frames', 0)] if top else None
+    site = (g.get('sites') or [{}])[0].get('call_site')
     print('   %s: %d steps, memory_reserved() %d -> %d (%.0f B a step); growth %s, slope %s over %d iterations '
-          '+ %s later steps placed at %s ns; %s; top site %s' % (
+          '+ %s later steps placed at %s ns, %s windows, rose across %s gaps; %s; top site %s' % (
               name, c['steps'], c['reserved_first'], c['reserved_end'], per_step, g['verdict'],
               g['slope_bytes_per_iteration'], g['iterations'], g.get('later_steps_fitted'),
-              g.get('later_steps_placed_at_ns'), g['iteration_detection'][:200], site), flush=True)
+              g.get('later_steps_placed_at_ns'), g.get('kernel_windows_fitted'), g.get('window_rises'),
+              g['iteration_detection'][:200], site), flush=True)
     if keep:
         slope = g['slope_bytes_per_iteration'] or 0
         report(g['verdict'] == 'growing' and (g.get('later_steps_fitted') or 0) >= 5 and
