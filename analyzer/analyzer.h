@@ -133,6 +133,7 @@ struct gt_growth {
     /* then fitted over windows: their count (the iterations' one and the
      * later ones) and the gaps between them the level rose across */
     size_t windows, window_rises;
+    int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
     struct gt_growth_site *sites;
     size_t nsites;
 };

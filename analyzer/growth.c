@@ -174,11 +174,12 @@ static size_t place_later(const struct gt_iterations *its, size_t first, size_t 
 }
 
 /* The fit over windows (steps seen in later kernel windows): one point per
- * window, its medians, the first window the fitted iterations; Theil-Sen
+ * window, its medians, the first window the fitted iterations'; Theil-Sen
  * over those (the points inside the iterations' window would outvote the
- * rest), growing only when the level rose across at least 2 gaps between
- * windows and more often than it fell (a one-off step, as a checkpoint
- * loaded once, rises across one). */
+ * rest), its scatter the windows' about the line. Not growing when the
+ * slope is one step up: with the largest rise between two windows taken
+ * out, no slope is left (a checkpoint loaded once between windows read as
+ * 1 MB an iteration). The points come sorted, window by window. */
 static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, const double *y, const int *win,
                         const size_t *ends, size_t nwin)
 {
@@ -186,38 +187,41 @@ static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, 
     double *wx = gt_xmalloc(nw * sizeof *wx), *wy = gt_xmalloc(nw * sizeof *wy);
     double *bx = gt_xmalloc(g->used * sizeof *bx), *by = gt_xmalloc(g->used * sizeof *by);
     size_t *we = gt_xmalloc(nw * sizeof *we);
-    for (size_t w = 0; w < nw; w++) {
-        size_t m = 0;
-        for (size_t k = 0; k < g->used; k++)
-            if ((size_t)win[k] == w)
-                bx[m] = x[k], by[m++] = y[k];
-        size_t mid = 0;
-        for (size_t k = 0, seen = 0; k < g->used; k++)   /* the window's middle point, for the sites */
-            if ((size_t)win[k] == w && seen++ == m / 2)
-                mid = k;
+    for (size_t k = 0, w = 0; w < nw; w++) {
+        size_t from = k;
+        for (; k < g->used && (size_t)win[k] == w; k++)
+            bx[k - from] = x[k], by[k - from] = y[k];
+        size_t m = k - from;
         wx[w] = gt_median(bx, m);
         wy[w] = gt_median(by, m);
-        we[w] = ends[mid];
+        we[w] = ends[from + m / 2];   /* the window's middle point, for the sites */
     }
     g->slope = gt_theil_sen(wx, wy, nw, MAX_FIT_POINTS, &g->intercept);
-    double *r = gt_xmalloc(g->used * sizeof *r);
-    for (size_t k = 0; k < g->used; k++)
-        r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
-    g->noise = 1.4826 * gt_median(r, g->used);
-    free(r);
-    size_t falls = 0;
+    double *r = gt_xmalloc(nw * sizeof *r);
+    for (size_t w = 0; w < nw; w++)
+        r[w] = fabs(wy[w] - (g->intercept + g->slope * wx[w]));
+    g->noise = 1.4826 * gt_median(r, nw);
+    size_t jump = 0;
     for (size_t w = 1; w < nw; w++) {
         g->window_rises += wy[w] > wy[w - 1];
-        falls += wy[w] < wy[w - 1];
+        if (wy[w] - wy[w - 1] > wy[jump] - (jump ? wy[jump - 1] : wy[0]))
+            jump = w;
     }
     g->windows = nw;
-    if (g->window_rises < 2 || g->window_rises <= falls) {
-        /* no growth per iteration seen: at most a one-off step (the line
-         * through the windows would read it as a slope), as over every step */
-        g->slope = 0;
-        g->intercept = gt_median(wy, nw);
+    if (jump && g->slope > 0) {
+        double step = wy[jump] - wy[jump - 1];
+        for (size_t w = jump; w < nw; w++)
+            r[w] = wy[w] - step;
+        for (size_t w = 0; w < jump; w++)
+            r[w] = wy[w];
+        if (gt_theil_sen(wx, r, nw, MAX_FIT_POINTS, NULL) <= 0) {
+            g->one_off_step = (int64_t)step;   /* no growth per iteration: one step up */
+            g->slope = 0;
+            g->intercept = gt_median(wy, nw);
+        }
     }
-    double span = x[g->used - 1] - x[0];
+    free(r);
+    double span = wx[nw - 1] - wx[0];
     g->verdict = g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing"
                                                                                                        : "stable";
     if (!strcmp(g->verdict, "growing"))
@@ -400,13 +404,15 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
     }
     if (g->later_used) {
-        char b3[GT_FMT_LEN];
+        char b3[GT_FMT_LEN], b4[GT_FMT_LEN];
         printf("\n  slope: %s per iteration (Theil-Sen over the medians of %zu kernel windows: %zu iterations and %zu\n"
                "         steps seen in %zu later windows, placed at about %s a step, the iterations' median; scatter %s)\n"
-               "         -> %s: the level rose across %zu of the %zu gaps between windows%s\n",
+               "         -> %s: the level rose across %zu of the %zu gaps between windows%s%s\n",
                gt_fmt_bytes_d(g->slope, b1), g->windows, g->used - g->later_used, g->later_used, g->windows - 1,
                gt_fmt_ns(g->step_ns, b3), gt_fmt_bytes_d(g->noise, b2), g->verdict, g->window_rises, g->windows - 1,
-               g->window_rises == 1 ? " (a one-off step, not growth: growing needs 2)" : "");
+               g->one_off_step ? ", once by " : "", g->one_off_step ? gt_fmt_bytes(g->one_off_step, b4) : "");
+        if (g->one_off_step)
+            printf("         (without that one step up no slope is left: a one-off step, not growth)\n");
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
@@ -481,6 +487,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         /* then fitted over the kernel windows' medians: how many, and the gaps the level rose across */
         gt_json_kint(j, "kernel_windows_fitted", (int64_t)g.windows);
         gt_json_kint(j, "window_rises", (int64_t)g.window_rises);
+        gt_json_kint_or_null(j, "one_off_step_bytes", g.one_off_step ? g.one_off_step : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
             gt_json_double(j, g.slope);

@@ -395,13 +395,15 @@ static int cmp_interval(const void *a, const void *b)
 
 /* Kernels of XLA's autotuning: a kernel (by name) that ran only inside XLA's
  * compilations on the program's main thread (its "XlaCompile:" ranges,
- * ended) is the compiler's, never a step's: dropped (on an H200 a JAX
- * program's first kernel window held such kernels, across the compilations
- * of 10 modules, one of them recurring 38 times; its 20 steps ran after).
- * By name, not by launch: kernels carry their time on the GPU, and a
- * program that compiles its next step while the GPU runs this one (JAX's
- * asynchronous dispatch, a new shape every step) runs its steps' kernels
- * inside compilations too, and elsewhere. */
+ * ended) is the compiler's (its buffer checks and comparisons), and so is
+ * every kernel of that compilation up to its last such one (the candidates
+ * it times, which may bear the step's fusions' names): dropped, never a
+ * step (on an H200 a JAX program's first kernel window held such kernels,
+ * across the compilations of 10 modules, one recurring 38 times; its 20
+ * steps ran after). Not every kernel inside a compilation: kernels carry
+ * their time on the GPU, and a program that compiles its next step while
+ * the GPU runs this one (JAX's asynchronous dispatch, a new shape every
+ * step) runs its steps' kernels inside compilations too. */
 static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_t *nk)
 {
     struct gt_range *r;
@@ -417,27 +419,37 @@ static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_
     gt_ranges_free(r, nr);
     if (ni) {
         qsort(iv, ni, sizeof *iv, cmp_interval);
-        unsigned char *inside = gt_xmalloc(*nk);
+        size_t nm = 0;   /* merged, in place */
+        for (size_t i = 0; i < ni; i++)
+            if (nm && iv[i][0] <= iv[nm - 1][1])
+                iv[nm - 1][1] = iv[i][1] > iv[nm - 1][1] ? iv[i][1] : iv[nm - 1][1];
+            else
+                iv[nm][0] = iv[i][0], iv[nm++][1] = iv[i][1];
+        size_t *in = gt_xmalloc(*nk * sizeof *in), *last = gt_xmalloc(nm * sizeof *last);
         struct gt_hmap outside;   /* names launched outside every compilation */
         gt_hmap_init(&outside);
-        size_t j = 0;
-        int64_t reach = INT64_MIN;   /* the furthest end of the ranges begun so far */
         int oom = 0;
-        for (size_t i = 0; i < *nk; i++) {
-            for (; j < ni && iv[j][0] <= k[i].start; j++)
-                reach = iv[j][1] > reach ? iv[j][1] : reach;
-            inside[i] = k[i].start < reach;
-            if (!inside[i])
+        for (size_t i = 0, j = 0; i < *nk; i++) {
+            while (j < nm && iv[j][1] <= k[i].start)
+                j++;
+            in[i] = j < nm && iv[j][0] <= k[i].start ? j : SIZE_MAX;
+            if (in[i] == SIZE_MAX)
                 oom |= gt_hmap_put(&outside, (uint64_t)k[i].name_id, 1) == GT_HMAP_OOM;
         }
+        for (size_t j = 0; j < nm; j++)
+            last[j] = SIZE_MAX;
+        for (size_t i = 0; i < *nk && !oom; i++)
+            if (in[i] != SIZE_MAX && gt_hmap_get(&outside, (uint64_t)k[i].name_id) == GT_HMAP_NONE)
+                last[in[i]] = i;   /* the compilation's last compiler-only kernel so far */
         size_t kept = 0;
         for (size_t i = 0; i < *nk && !oom; i++)
-            if (!inside[i] || gt_hmap_get(&outside, (uint64_t)k[i].name_id) != GT_HMAP_NONE)
+            if (in[i] == SIZE_MAX || last[in[i]] == SIZE_MAX || i > last[in[i]])
                 k[kept++] = k[i];
         if (!oom)
             *nk = kept;
         gt_hmap_free(&outside);
-        free(inside);
+        free(in);
+        free(last);
     }
     free(iv);
 }

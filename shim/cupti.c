@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cupti.h>
 
@@ -52,6 +53,8 @@ static struct {
     bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
     bool can_detach;           /* false once a detach could not be asked for: never again */
     uint64_t next_toggle, detach_due;
+    uint64_t period_end;       /* of the GPUTRACE_KERNELS_EVERY_S period the next window lies in */
+    uint64_t rng;              /* where in its period each window lies (xorshift; never rand(): the program's) */
     bool full;                 /* in the first period, which counts GPU work, not wall time */
     uint64_t work_ns, last_work; /* that work so far, and the start of the latest record of it */
 } C;
@@ -204,6 +207,23 @@ static void at_exit_flush(void)
     atomic_store(&exiting, true);
 }
 
+/* The window of the period from `from`: 1 s at a random moment of it, and
+ * at least 1 s after the last window closed (`closed`; or CUPTI started),
+ * so that CUPTI is detached in between. At a fixed moment (each period's
+ * last second, as first written) a program whose memory rises and falls
+ * every 19.5 s was caught at a phase that crept up window after window,
+ * and read as growing (a review's stand-in job). */
+static uint64_t window_in_period(uint64_t from, uint64_t closed)
+{
+    C.rng ^= C.rng << 13;
+    C.rng ^= C.rng >> 7;
+    C.rng ^= C.rng << 17;
+    uint64_t room = ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
+    C.period_end = from + (uint64_t)gt_config.kernels_every_s * 1000000000ull;
+    uint64_t at = from + (room ? C.rng % (room + 1) : 0);
+    return at > closed + 1000000000ull ? at : closed + 1000000000ull;
+}
+
 /* Takes CUPTI if it is there and free; else says why, once. Called once,
  * by the thread whose CUDA call first succeeded, inside its hook after the
  * real call returned (so the program holds no CUDA lock of ours and CUDA is
@@ -310,9 +330,9 @@ void gt_cupti_start(void)
         work_kinds |= C.enabled[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || C.enabled[i] == CUPTI_ACTIVITY_KIND_KERNEL ||
                       C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMCPY || C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMSET;
     C.full = gt_config.kernels_full_s > 0 && work_kinds;
-    C.next_toggle = now + (gt_config.kernels_full_s > 0 && !work_kinds ? (uint64_t)gt_config.kernels_full_s
-                                                                         : (uint64_t)gt_config.kernels_every_s - 1) *
-                              1000000000ull;
+    C.rng = (now ^ ((uint64_t)getpid() << 32)) | 1;
+    C.next_toggle = gt_config.kernels_full_s > 0 ? now + (uint64_t)gt_config.kernels_full_s * 1000000000ull
+                                                 : window_in_period(now, now);
     if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
         disable_kinds();
         C.recording = false;
@@ -324,13 +344,14 @@ void gt_cupti_start(void)
     if (atomic_load(&foreign)) /* a client registered its buffers while we started: theirs */
         yield();
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
+    char full_s[24];
+    snprintf(full_s, sizeof full_s, "%u s", gt_config.kernels_full_s);
     if (C.sampling)
-        gt_note("kernels", false, "sampled: %s%u s%s, then during 1 s of every %u s; kernels, copies and memsets "
-                "alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
-                gt_config.kernels_full_s ? "every kernel for the first " : "no kernel for the first ",
-                gt_config.kernels_full_s ? gt_config.kernels_full_s : gt_config.kernels_every_s - 1,
-                C.full ? " of GPU work (a pause counts 1 s)" : "", gt_config.kernels_every_s,
-                C.recording ? "; recording" : "; paused");
+        gt_note("kernels", false, "sampled: %s%s%s, then during 1 s at a random moment of every %u s; kernels, copies "
+                "and memsets alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
+                gt_config.kernels_full_s ? "every kernel for the first " : "no kernel before the first window",
+                gt_config.kernels_full_s ? full_s : "", C.full ? " of GPU work (a pause counts 1 s)" : "",
+                gt_config.kernels_every_s, C.recording ? "; recording" : "; paused");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);
@@ -405,9 +426,10 @@ void gt_cupti_tick(uint64_t now)
     disable_kinds();
     gt_attach_end();
     C.recording = false;
-    C.full = false;
     C.detach_due = now + DETACH_AFTER_NS;
-    C.next_toggle = now + ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
+    /* the next period begins now after the first, else where this one ends */
+    C.next_toggle = window_in_period(C.full || !C.period_end ? now : C.period_end, now);
+    C.full = false;
     gt_note("kernels", false, "paused");
 }
 

@@ -16,6 +16,7 @@ shim (same constants, same return value: the path of the trace).
 """
 import json
 import os
+import random
 import sqlite3
 import subprocess
 
@@ -752,7 +753,8 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     (a background compilation of another module while the loop runs).
     kernel_steps: that many steps after the compilation, each the same 5
     kernels (a later kernel window of a longer run shows them). autotune:
-    XLA's autotuner runs the same 3 kernels 38 times over, inside the
+    XLA's autotuner runs two candidates named as the step's fusions, each
+    between its buffer check and comparison, 100 times over, inside the
     compilations of jit_data and jit__normal before and of jit_step (on an
     H200 the first kernel window held only these). init_kernels: before
     jit_step's compilation, the program's initialisation runs 3 small
@@ -765,13 +767,14 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
 
     def autotuning(reps):
         for _ in range(reps):
-            for name in ('RedzoneAllocatorKernel', 'sm90_xmma_gemm_autotune', 'xla_fp_comparison'):
+            for name in ('RedzoneAllocatorKernel', 'gemm_fusion_dot', 'xla_fp_comparison', 'RedzoneAllocatorKernel',
+                         'gemm_fusion_dot_1', 'xla_fp_comparison'):
                 t.kernel(name)
             t.t += 20000
 
     for module in ('jit_data', 'jit__normal') if autotune else ():
         t.push('XlaCompile:#module=%s#' % module, domain='TSL')
-        autotuning(12)
+        autotuning(30)
         t.pop()
         t.t += 100000
     for _ in range(init_kernels):
@@ -783,7 +786,7 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
         t.tid = compile_tid
     t.push('XlaCompile:#module=jit_step#', domain='TSL')
     if autotune:
-        autotuning(14)
+        autotuning(40)
     t.tid = main_tid
     if not inside:
         t.pop()
@@ -823,7 +826,7 @@ def jax_recompiling(dirpath, steps=40):
 
 
 def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=True, later='same', jump_at_s=None,
-                        later_step_ms=None, setup_steps=0):
+                        later_step_ms=None, setup_steps=0, churn_s=None, windows='random'):
     """A PyTorch job under the default allocator, warm from its first step (no
     allocation per step), 600 steps of 100 ms (60 s) of 20 kernels each; every
     keep_every-th step asks for one more 20 MiB segment (a cache that creeps
@@ -835,10 +838,22 @@ def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=
     after the first 6 s. setup_steps: that many steps first launch set-up
     kernels that never repeat (so the first window holds few training steps
     and the iterations come from a later one), the cache taking 9 segments
-    in the steps after them (warm-up), keep_every aside."""
-    t = Trace(os.path.join(dirpath, 'sampled-%s-%s-%s-%s-%s-%s.db' % (keep_every, sampled, later, jump_at_s,
-                                                                   later_step_ms, setup_steps)),
+    in the steps after them (warm-up), keep_every aside. churn_s: a segment
+    of 2 to 40 MiB taken every 2 s, all of them given back every churn_s s.
+    windows: after the first, each 1 s window at a 'random' moment of its
+    20 s (the shim's; seeded here) or at its 'last' second (the shim's first
+    schedule)."""
+    t = Trace(os.path.join(dirpath, 'sampled-%s-%s-%s-%s-%s-%s-%s-%s.db' % (keep_every, sampled, later, jump_at_s,
+                                                                         later_step_ms, setup_steps, churn_s, windows)),
               command_line='python train.py')
+    rng = random.Random(38)
+    opens, closed = [], 5 * 10**9   # the windows' starts after the first 5 s (relative)
+    while closed < steps * max(step_ms, later_step_ms or 0) * 10**6:
+        period = 5 * 10**9 + 20 * 10**9 * len(opens)
+        at = period + (rng.randrange(19 * 10**9) if windows == 'random' else 19 * 10**9)
+        opens.append(max(at, closed + 10**9))
+        closed = opens[-1] + 10**9
+    churned = []
     t.t = base = 10**9
     notes = [(base, 'sampled: every kernel for the first 5 s of GPU work, then during 1 s of every 20 s; recording')]
     for _ in range(4):
@@ -847,7 +862,7 @@ def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=
     for s in range(steps):
         rel = t0 - base
         ms = later_step_ms if later_step_ms and rel >= 6 * 10**9 else step_ms
-        rec = not sampled or rel < 5 * 10**9 or (rel - 5 * 10**9) % (20 * 10**9) >= 19 * 10**9
+        rec = not sampled or rel < 5 * 10**9 or any(o <= rel < o + 10**9 for o in opens)
         if rec != on:
             notes.append((t0, 'recording' if rec else 'paused'))
             on = rec
@@ -857,6 +872,12 @@ def kernels_sampled_run(dirpath, steps=600, step_ms=100, keep_every=50, sampled=
         if jump_at_s is not None and not jumped and rel >= jump_at_s * 10**9:
             t.alloc(400 * MiB, CACHING_FRAMES[:2] + ['train.py:30'])
             jumped = True
+        if churn_s and rel // (2 * 10**9) > (rel - ms * 10**6) // (2 * 10**9):
+            churned.append(t.alloc(2 * MiB * rng.randint(1, 20), CACHING_FRAMES[:2] + ['train.py:50']))
+        if churn_s and rel // (churn_s * 10**9) > (rel - ms * 10**6) // (churn_s * 10**9):
+            for ptr in churned:
+                t.free(ptr)
+            churned = []
         if setup_steps <= s < setup_steps + 9:
             t.alloc(20 * MiB, CACHING_FRAMES[:2] + ['train.py:40'])
         for j in range(20):

@@ -74,8 +74,8 @@ class PoolReservation(TraceTest):
 
 class KernelSampling(TraceTest):
     """CUPTI costs every launch while it is attached, records on or not: by
-    default every kernel for GPUTRACE_KERNELS_FULL_S, then during 1 s of every
-    GPUTRACE_KERNELS_EVERY_S, CUPTI detached between the windows, with
+    default every kernel for GPUTRACE_KERNELS_FULL_S, then during 1 s at a
+    random moment of every GPUTRACE_KERNELS_EVERY_S, CUPTI detached between the windows, with
     "kernels" notes saying when, and every report saying so."""
 
     def steady(self, ms=3500, **env):
@@ -86,6 +86,26 @@ class KernelSampling(TraceTest):
         self.assertEqual(w[0::2][:4], ['steady', 'of', 'attached', 'detaches'], p.stdout)
         self.on, self.all, self.attached, self.detaches = (int(x) for x in w[1::2][:4])
         return db, self.on, self.all
+
+    def test_each_window_lies_at_a_random_moment_of_its_period(self):
+        # at a fixed moment (the period's last second) a program whose memory rises and
+        # falls at about the windows' period is caught at a creeping phase: read as growth
+        db, on, all_ = self.steady(9500, GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=3)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertEqual(notes[1][1], 'paused')
+        first = notes[1][0]   # the periods of 3 s begin where the full one ended
+        opened = [t for t, m in notes[2:] if m == 'recording']
+        closed = [t for t, m in notes[2:] if m == 'paused']
+        self.assertGreaterEqual(len(opened), 2, notes)
+        offsets = []
+        for k, (r, p) in enumerate(zip(opened, closed)):
+            period = first + 3e9 * k
+            self.assertTrue(period - 100e6 <= r <= period + 2e9 + 100e6, (k, notes))   # 1 s inside its period
+            self.assertLess(abs(p - r - 1e9), 100e6, notes)
+            self.assertGreater(r - ([first] + closed)[k], 0.9e9, notes)   # CUPTI detached between: 1 s at least
+            offsets.append(r - period)
+        # not all at the period's last second (the fixed place): random moments
+        self.assertFalse(all(abs(o - 2e9) < 50e6 for o in offsets), offsets)
 
     def test_cupti_is_detached_between_windows_and_attached_again_for_the_next(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
@@ -103,7 +123,7 @@ class KernelSampling(TraceTest):
     def test_no_full_period_records_nothing_before_the_first_window(self):
         db, on, all_ = self.steady(2500, GPUTRACE_KERNELS_FULL_S=0, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-        self.assertRegex(notes[0][1], r'^sampled: no kernel for the first 1 s, then during 1 s of every 2 s.*; paused$')
+        self.assertRegex(notes[0][1], r'^sampled: no kernel before the first window, then during 1 s at a random moment of every 2 s.*; paused$')
         self.assertEqual([m for _, m in notes[1:]], ['recording', 'paused'])
         t = [n[0] for n in notes]
         starts = [r[0] for r in query(db, 'SELECT start_ns FROM kernels ORDER BY start_ns')]
@@ -111,7 +131,7 @@ class KernelSampling(TraceTest):
         self.assertTrue(starts and all(t[1] - 10e6 <= s <= t[2] + 10e6 for s in starts), (t, starts[:3]))
         self.assertEqual(self.detaches, 2)  # at the start, and after the window
         text = run([GPUTRACE, 'summary', db], preload=False).stdout
-        self.assertRegex(text, r'kernels sampled \(no kernel for the first 1 s.*\): kernels, copies and memsets '
+        self.assertRegex(text, r'kernels sampled \(no kernel before the first window.*\): kernels, copies and memsets '
                                r'recorded during \d+(\.\d+)? m?s of the')
         js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
         self.assertIsNone(js['every_kernel_until_ns'])
@@ -162,7 +182,7 @@ class KernelSampling(TraceTest):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
         self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s of GPU work \(a pause counts 1 s\), '
-                                      r'then during 1 s of every 2 s.*; '
+                                      r'then during 1 s at a random moment of every 2 s.*; '
                                       r'recording$')
         self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
         t = [n[0] for n in notes]
@@ -179,7 +199,7 @@ class KernelSampling(TraceTest):
             self.assertTrue(any(a - 10e6 <= s <= b + 10e6 for a, b in spans), (s, spans))
         text = run([GPUTRACE, 'summary', db], preload=False).stdout
         self.assertIn('kernels sampled (every kernel for the first 1 s of GPU work (a pause counts 1 s), then during 1 s '
-                      'of every 2 s', text)
+                      'at a random moment of every 2 s', text)
         js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
         self.assertEqual(js['every_kernel_until_ns'], t[1])
         self.assertEqual(js['recorded_ns'], (t[1] - t[0]) + (t[3] - t[2]))  # from CUPTI's start
