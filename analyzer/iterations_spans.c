@@ -1,12 +1,13 @@
 /* iterations_spans.c - the spans CUPTI's kernel records were taken in, and
  * the steps seen in the spans other than the one the iterations come from.
  * With kernels sampled (GPUTRACE_KERNELS_*: every kernel for the first
- * seconds of GPU work, then 1 s of every 20), a job that allocates nothing
- * per step (PyTorch's caching allocator once warm, JAX preallocating) has
- * iterations only in one span; growth over a longer run would be read from
- * its first seconds alone (a stand-in job whose cache grew 220 MiB over 60 s
- * read "stable"). The later spans' steps carry no index (nobody saw the
- * steps between spans), so they stay apart from the iterations. */
+ * seconds of GPU work, then 1 s at a random moment of every 20), a job that
+ * allocates nothing per step (PyTorch's caching allocator once warm, JAX
+ * preallocating) has iterations only in one span; growth over a longer run
+ * would be read from its first seconds alone (a stand-in job whose cache
+ * grew 220 MiB over 60 s read "stable"). The later spans' steps carry no
+ * step number (nobody saw the steps between spans), so they stay apart
+ * from the iterations (growth.c places them). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>

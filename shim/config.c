@@ -44,8 +44,8 @@ const struct gt_config_var gt_config_vars[] = {
      "every kernel, copy and memset for the first this many seconds of GPU work (seconds in which kernels or "
      "copies ran; a pause counts 1 s); then they are sampled (GPUTRACE_KERNELS_EVERY_S)"},
     {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "20", 0, 86400,
-     "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s of every this many seconds, CUPTI "
-     "detached in between; 0 or 1: every one, all the run"},
+     "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s at a random moment of every this many "
+     "seconds, CUPTI detached in between; 0 or 1: every one, all the run"},
     {"GPUTRACE_NVTX", GT_CFG_BOOL, FIELD(nvtx), "1", 0, 1, "0: NVTX ranges are not recorded"},
     {"GPUTRACE_BATCH_SIZE", GT_CFG_INT, FIELD(batch_size), "0", 0, 2147483647,
      "the batch size the process runs at (gputrace sweep sets it): the trace notes it, reports over a sweep draw it"},

@@ -303,8 +303,9 @@ void gt_cupti_start(void)
                 unknown);
     /* Activity costs the program CUPTI's work on every launch, even with no
      * kind enabled, until CUPTI is detached: by default records come only in
-     * windows, every one for GPUTRACE_KERNELS_FULL_S, then 1 s of every
-     * GPUTRACE_KERNELS_EVERY_S (gt_cupti_tick; "kernels" notes say when).
+     * windows, every one for GPUTRACE_KERNELS_FULL_S, then 1 s at a random
+     * moment of every GPUTRACE_KERNELS_EVERY_S (gt_cupti_tick; "kernels"
+     * notes say when).
      * Every kind is enabled once here, so that one CUPTI cannot give fails now. */
     uint64_t now = gt_now_ns();
     for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
