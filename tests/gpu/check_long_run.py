@@ -54,7 +54,12 @@ for name, keep in (('creep', 50), ('hold', 0), ('jax', 0)):
                '%s from %s' % (g['iterations'], g['iteration_source']))
         report(g['verdict'] == 'stable', 'jax: growth says stable', 'verdict %s' % g['verdict'])
         continue
-    g = report_json(gputrace, 'growth', db)
+    try:
+        g = report_json(gputrace, 'growth', db)
+    except ValueError:   # no JSON: growth found no iterations
+        s = report_json(gputrace, 'summary', db)
+        report(False, '%s: growth has iterations to read' % name, s.get('iteration_detection'))
+        continue
     per_step = (c['reserved_end'] - c['reserved_first']) / max(1, c['steps'] - 1)
     site = (g.get('sites') or [{}])[0].get('call_site')
     print('   %s: %d steps, memory_reserved() %d -> %d (%.0f B a step); growth %s, slope %s over %d iterations '
