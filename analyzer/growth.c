@@ -482,6 +482,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "warmup", (int64_t)g.warmup);
         gt_json_kint(j, "iterations_fitted", (int64_t)g.used);
         /* of them, steps seen in later spans of sampled kernels, placed at step_ns a step */
+        gt_json_kint(j, "later_steps_seen", (int64_t)g.later_seen);
         gt_json_kint(j, "later_steps_fitted", (int64_t)g.later_used);
         gt_json_kint_or_null(j, "later_steps_placed_at_ns", g.later_used ? g.step_ns : -1);
         /* then fitted over the kernel windows' medians: how many, and the gaps the level rose across */

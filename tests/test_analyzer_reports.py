@@ -395,6 +395,7 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         # how many steps ran between windows is not known: the iterations' own verdict, told
         d = self.growth(later_step_ms=180)
         self.assertEqual(d['later_steps_fitted'], 0)
+        self.assertGreater(d['later_steps_seen'], 10)
         text = self.ok('growth', T.kernels_sampled_run(self.dir, later_step_ms=180)).stdout
         self.assertIn('steps seen in later kernel windows are not fitted', text)
 
