@@ -344,6 +344,7 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         # the level higher at each
         self.assertIn(seen['kernel_windows_fitted'], (3, 4))
         self.assertEqual(seen['window_rises'], seen['kernel_windows_fitted'] - 1)
+        self.assertIsNone(seen['one_off_step_bytes'])   # a step up at every gap: growth
         self.assertEqual(seen['later_steps_placed_at_ns'], 100 * 10**6)
         self.assertIsNone(full['later_steps_placed_at_ns'])
         # 20 MiB every 50 steps: 419,430 B a step over the run
@@ -368,6 +369,7 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         # gap (a line through the windows would read 1 MB an iteration)
         d = self.growth(keep_every=None, jump_at_s=15)
         self.assertEqual((d['verdict'], d['slope_bytes_per_iteration'], d['window_rises']), ('stable', 0, 1))
+        self.assertEqual(d['one_off_step_bytes'], 400 * T.MiB)
         text = self.ok('growth', T.kernels_sampled_run(self.dir, keep_every=None, jump_at_s=15)).stdout
         self.assertIn('a one-off step, not growth', text)
 
