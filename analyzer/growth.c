@@ -136,6 +136,13 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
     free(row_of);
 }
 
+/* growing: above the threshold, and the growth over the span fitted (in
+ * iterations) stands out of the scatter */
+static const char *verdict(const struct gt_ctx *c, const struct gt_growth *g, double span)
+{
+    return g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing" : "stable";
+}
+
 /* Steps seen in later kernel windows, placed among the iterations: those
  * after the first fitted iteration (earlier ones would escape --warmup), of
  * windows whose median step is within a quarter of the iterations' (else
@@ -201,15 +208,15 @@ static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, 
     for (size_t w = 0; w < nw; w++)
         r[w] = fabs(wy[w] - (g->intercept + g->slope * wx[w]));
     g->noise = 1.4826 * gt_median(r, nw);
-    size_t jump = 0;
+    size_t jump = 0;   /* the window after the largest rise; 0: none rose */
+    double step = 0;
     for (size_t w = 1; w < nw; w++) {
         g->window_rises += wy[w] > wy[w - 1];
-        if (wy[w] - wy[w - 1] > wy[jump] - (jump ? wy[jump - 1] : wy[0]))
-            jump = w;
+        if (wy[w] - wy[w - 1] > step)
+            step = wy[w] - wy[w - 1], jump = w;
     }
     g->windows = nw;
     if (jump && g->slope > 0) {
-        double step = wy[jump] - wy[jump - 1];
         for (size_t w = jump; w < nw; w++)
             r[w] = wy[w] - step;
         for (size_t w = 0; w < jump; w++)
@@ -221,9 +228,7 @@ static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, 
         }
     }
     free(r);
-    double span = wx[nw - 1] - wx[0];
-    g->verdict = g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing"
-                                                                                                       : "stable";
+    g->verdict = verdict(c, g, wx[nw - 1] - wx[0]);
     if (!strcmp(g->verdict, "growing"))
         site_growth(c, we, wx, nw, g);
     free(wx);
@@ -327,11 +332,8 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
             r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
         g->noise = 1.4826 * gt_median(r, g->used);   /* robust standard deviation */
         free(r);
-        double span = x[g->used - 1] - x[0];
-        /* growing: above the threshold, and the growth over the run stands
-         * out of the iteration-to-iteration scatter */
         if (g->used >= 3)
-            g->verdict = g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing" : "stable";
+            g->verdict = verdict(c, g, x[g->used - 1] - x[0]);
         /* call sites: evenly spaced sample of the fitted points */
         size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;
         size_t *se = gt_xmalloc(m * sizeof *se);

@@ -492,6 +492,14 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
  * times", host staging buffers of 4 and 8 bytes, all inside the compilation
  * of jit_step; its steps, after it, allocate nothing). The module's name
  * into module; returns 1, or 0. */
+int gt_xla_compilation(const struct gt_trace *t, const struct gt_range *r)
+{
+    /* one the program waits for: on its main thread (jit compiles where it
+     * is called; a compilation on another thread may run beside the loop, a
+     * review found), and one that ended */
+    return !strncmp(r->message, "XlaCompile:", 11) && r->tid == t->proc.pid && r->end >= 0 && r->end >= r->start;
+}
+
 static int inside_compilation(struct gt_trace *t, const struct gt_iterations *its, char *module, size_t len,
                               int64_t *ended)
 {
@@ -503,16 +511,12 @@ static int inside_compilation(struct gt_trace *t, const struct gt_iterations *it
         return 0;
     int64_t from = its->it[0].start, to = its->it[its->n - 1].end;
     int inside = 0;
-    /* a compilation the program waits for: on its main thread (jit compiles
-     * where it is called; a compilation on another thread may run beside
-     * the loop, a review found), and one that ended */
     for (size_t i = 0; i < nr && !inside; i++) {
-        const char *m = r[i].message;
-        if (strncmp(m, "XlaCompile:", 11) || r[i].start > from || r[i].end < to || r[i].tid != t->proc.pid)
+        if (!gt_xla_compilation(t, &r[i]) || r[i].start > from || r[i].end < to)
             continue;
         inside = 1;
         *ended = r[i].end;
-        const char *name = strstr(m, "module=");
+        const char *name = strstr(r[i].message, "module=");
         snprintf(module, len, "%.*s", name ? (int)strcspn(name + 7, "#,") : 0, name ? name + 7 : "");
     }
     gt_ranges_free(r, nr);

@@ -52,6 +52,9 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
                        const struct gt_iter_opts *o, struct gt_iterations *out);
 void gt_iterations_free(struct gt_iterations *it);
 const char *gt_iter_source_name(enum gt_iter_source s);
+/* Nonzero: one of XLA's compilations ("XlaCompile:" ranges) that the
+ * program waited for: on its main thread, and ended. */
+int gt_xla_compilation(const struct gt_trace *t, const struct gt_range *r);
 /* The CUDA library whose NVTX domain this is ("CCCL", "NCCL", ...), or NULL. */
 const char *gt_nvtx_library_domain(const char *domain);
 /* A flag per range (r in start order): PyTorch's operator or scope under

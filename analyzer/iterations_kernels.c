@@ -412,7 +412,7 @@ static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_
         return;
     int64_t(*iv)[2] = gt_xmalloc((nr + 1) * sizeof *iv);
     for (size_t i = 0; i < nr; i++)
-        if (!strncmp(r[i].message, "XlaCompile:", 11) && r[i].tid == t->proc.pid && r[i].end >= r[i].start) {
+        if (gt_xla_compilation(t, &r[i])) {
             iv[ni][0] = r[i].start;
             iv[ni++][1] = r[i].end;
         }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "iterations.h"
 
 static bool sampled(const struct gt_trace *t)
@@ -40,12 +41,6 @@ void gt_kernel_span(const struct gt_trace *t, const struct gt_kernel *k, size_t 
     for (*hi = *lo; *hi < nk && k[*hi].start <= to; (*hi)++)
         ;
     *end = ks->spans[s][1];
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -82,23 +77,21 @@ void gt_iter_steps_in_other_spans(struct gt_trace *t, const struct gt_kernel *k,
     if (!sampled(t) || t->kernels.nspans < 2 || n < 4)
         return;
     /* the kernel each iteration begins with (the first may stand apart: left out) */
-    size_t *at = malloc(n * sizeof *at), *len = malloc(n * sizeof *len), nl = 0;
-    int64_t *dur = malloc(n * sizeof *dur);
-    if (!at || !len || !dur)
-        goto done;
+    size_t *at = gt_xmalloc(n * sizeof *at), shortest = SIZE_MAX, longest = 0;
+    int64_t *dur = gt_xmalloc(n * sizeof *dur);
     for (size_t i = 0; i < n; i++) {
         at[i] = kernel_at(k, nk, out->it[i].start);
         if (at[i] >= nk || k[at[i]].start != out->it[i].start)
             goto done;   /* not iterations begun by kernels */
     }
     for (size_t i = 1; i + 1 < n; i++) {
-        len[nl] = at[i + 1] - at[i];
-        dur[nl++] = out->it[i + 1].start - out->it[i].start;
+        size_t len = at[i + 1] - at[i];
+        shortest = len < shortest ? len : shortest;
+        longest = len > longest ? len : longest;
+        dur[i - 1] = out->it[i + 1].start - out->it[i].start;
     }
-    qsort(len, nl, sizeof *len, cmp_size);
-    qsort(dur, nl, sizeof *dur, cmp_i64);
-    size_t shortest = len[0], longest = len[nl - 1];
-    int64_t step_ns = dur[nl / 2];
+    qsort(dur, n - 2, sizeof *dur, cmp_i64);
+    int64_t step_ns = dur[(n - 2) / 2], slowest = dur[n - 3];
     /* the mark: the longest run of kernels every step (but the first) begins with */
     size_t m = 0;
     while (m < shortest && m < MAX_MARK) {
@@ -133,13 +126,10 @@ void gt_iter_steps_in_other_spans(struct gt_trace *t, const struct gt_kernel *k,
             /* a step of the kernels and about the time the iterations' steps took */
             size_t g = prev == SIZE_MAX ? 0 : i - prev;
             if (g && g + shortest / 10 >= shortest && g <= longest + longest / 10 &&
-                k[i].start - k[prev].start <= 2 * dur[nl - 1]) {
+                k[i].start - k[prev].start <= 2 * slowest) {
                 if (out->nlater == cap) {
                     cap = cap ? 2 * cap : 64;
-                    struct gt_iteration *grown = realloc(out->later, cap * sizeof *grown);
-                    if (!grown)
-                        goto done;
-                    out->later = grown;
+                    out->later = gt_xrealloc(out->later, cap * sizeof *out->later);
                 }
                 struct gt_iteration *it = &out->later[out->nlater++];
                 memset(it, 0, sizeof *it);
@@ -160,6 +150,5 @@ void gt_iter_steps_in_other_spans(struct gt_trace *t, const struct gt_kernel *k,
         out->step_ns = step_ns;
 done:
     free(at);
-    free(len);
     free(dur);
 }
