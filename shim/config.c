@@ -42,7 +42,9 @@ const struct gt_config_var gt_config_vars[] = {
      "(the driver's allocation records, which duplicate the hooks' events at a cost on every stream-ordered allocation)"},
     {"GPUTRACE_KERNELS_FULL_S", GT_CFG_INT, FIELD(kernels_full_s), "5", 0, 31536000,
      "every kernel, copy and memset for the first this many seconds of GPU work (seconds in which kernels or "
-     "copies ran; a pause counts 1 s); then they are sampled (GPUTRACE_KERNELS_EVERY_S)"},
+     "copies ran; a pause counts 1 s), and on until 3 s of busy GPU work passed with no kernel of a new name (a "
+     "compiler's autotuning before the first step), 6 times this at most; then they are sampled "
+     "(GPUTRACE_KERNELS_EVERY_S)"},
     {"GPUTRACE_KERNELS_EVERY_S", GT_CFG_INT, FIELD(kernels_every_s), "20", 0, 86400,
      "after GPUTRACE_KERNELS_FULL_S, kernels, copies and memsets during 1 s at a random moment of every this many "
      "seconds, CUPTI detached in between; 0 or 1: every one, all the run"},

@@ -25,6 +25,7 @@
 #include "activity.h"
 #include "cupti_attach.h"
 #include "cupti_load.h"
+#include "cupti_windows.h"
 
 #define BUF_BYTES (4u << 20)
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
@@ -52,11 +53,8 @@ static struct {
     int n_enabled;
     bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
     bool can_detach;           /* false once a detach could not be asked for: never again */
-    uint64_t next_toggle, detach_due;
-    uint64_t period_end;       /* of the GPUTRACE_KERNELS_EVERY_S period the next window lies in */
-    uint64_t rng;              /* where in its period each window lies (xorshift; never rand(): the program's) */
-    bool full;                 /* in the first period, which counts GPU work, not wall time */
-    uint64_t work_ns, last_work; /* that work so far, and the start of the latest record of it */
+    uint64_t detach_due;
+    struct gt_windows win;     /* when windows open and close (cupti_windows.c) */
 } C;
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
@@ -207,23 +205,6 @@ static void at_exit_flush(void)
     atomic_store(&exiting, true);
 }
 
-/* The window of the period from `from`: 1 s at a random moment of it, and
- * at least 1 s after the last window closed (`closed`; or CUPTI started),
- * so that CUPTI is detached in between. At a fixed moment (each period's
- * last second, as first written) a program whose memory rises and falls
- * every 19.5 s was caught at a phase that crept up window after window,
- * and read as growing (a review's stand-in job). */
-static uint64_t window_in_period(uint64_t from, uint64_t closed)
-{
-    C.rng ^= C.rng << 13;
-    C.rng ^= C.rng >> 7;
-    C.rng ^= C.rng << 17;
-    uint64_t room = ((uint64_t)gt_config.kernels_every_s - 1) * 1000000000ull;
-    C.period_end = from + (uint64_t)gt_config.kernels_every_s * 1000000000ull;
-    uint64_t at = from + (room ? C.rng % (room + 1) : 0);
-    return at > closed + 1000000000ull ? at : closed + 1000000000ull;
-}
-
 /* Takes CUPTI if it is there and free; else says why, once. Called once,
  * by the thread whose CUDA call first succeeded, inside its hook after the
  * real call returned (so the program holds no CUDA lock of ours and CUDA is
@@ -303,9 +284,9 @@ void gt_cupti_start(void)
                 unknown);
     /* Activity costs the program CUPTI's work on every launch, even with no
      * kind enabled, until CUPTI is detached: by default records come only in
-     * windows, every one for GPUTRACE_KERNELS_FULL_S, then 1 s at a random
-     * moment of every GPUTRACE_KERNELS_EVERY_S (gt_cupti_tick; "kernels"
-     * notes say when).
+     * windows, every one for GPUTRACE_KERNELS_FULL_S (and until the kernels'
+     * names settle), then 1 s at a random moment of every
+     * GPUTRACE_KERNELS_EVERY_S (cupti_windows.c; "kernels" notes say when).
      * Every kind is enabled once here, so that one CUPTI cannot give fails now. */
     uint64_t now = gt_now_ns();
     for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) {
@@ -330,10 +311,8 @@ void gt_cupti_start(void)
     for (int i = 0; i < C.n_enabled; i++)
         work_kinds |= C.enabled[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || C.enabled[i] == CUPTI_ACTIVITY_KIND_KERNEL ||
                       C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMCPY || C.enabled[i] == CUPTI_ACTIVITY_KIND_MEMSET;
-    C.full = gt_config.kernels_full_s > 0 && work_kinds;
-    C.rng = (now ^ ((uint64_t)getpid() << 32)) | 1;
-    C.next_toggle = gt_config.kernels_full_s > 0 ? now + (uint64_t)gt_config.kernels_full_s * 1000000000ull
-                                                 : window_in_period(now, now);
+    gt_windows_start(&C.win, gt_config.kernels_full_s, gt_config.kernels_every_s, work_kinds, now,
+                     now ^ ((uint64_t)getpid() << 32));
     if (C.sampling && !gt_config.kernels_full_s) { /* the first window comes later: detach now */
         disable_kinds();
         C.recording = false;
@@ -345,14 +324,15 @@ void gt_cupti_start(void)
     if (atomic_load(&foreign)) /* a client registered its buffers while we started: theirs */
         yield();
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
-    char full_s[24];
+    char full_s[24], rule[160];
     snprintf(full_s, sizeof full_s, "%u s", gt_config.kernels_full_s);
+    gt_windows_first_period_words(&C.win, rule, sizeof rule);
     if (C.sampling)
-        gt_note("kernels", false, "sampled: %s%s%s, then during 1 s at a random moment of every %u s; kernels, copies "
-                "and memsets alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
+        gt_note("kernels", false, "sampled: %s%s%s, then during 1 s at a random moment of every %u s; kernels, "
+                "copies and memsets alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
                 gt_config.kernels_full_s ? "every kernel for the first " : "no kernel before the first window",
-                gt_config.kernels_full_s ? full_s : "", C.full ? " of GPU work (a pause counts 1 s)" : "",
-                gt_config.kernels_every_s, C.recording ? "; recording" : "; paused");
+                gt_config.kernels_full_s ? full_s : "", rule, gt_config.kernels_every_s,
+                C.recording ? "; recording" : "; paused");
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);
@@ -360,35 +340,11 @@ unavailable:
             "(GPUTRACE_CUPTI=0 turns CUPTI off)", why);
 }
 
-/* The first period lasts GPUTRACE_KERNELS_FULL_S seconds of GPU work, not
- * of wall time: a program often spends seconds between its first CUDA call
- * and its first step (imports, data, compilation on the CPU), and a window
- * by the clock would close before the training loop's kernels begin (it
- * did on the GPU: train_mlp.py's optimizer import took 3.9 s). Idle costs
- * nothing with CUPTI attached: it works on launches. Each pause between the
- * starts of recorded kernels, copies and memsets counts at most 1 s. */
-#define PAUSE_COUNTS_NS 1000000000ull
-
-/* Writer thread: the start of each kernel, copy and memset record of ours. */
-void gt_cupti_work_at(uint64_t start_ns)
+/* Writer thread: the start of each kernel, copy and memset record of ours;
+ * new_name: a kernel whose name no record had before. */
+void gt_cupti_work_at(uint64_t start_ns, bool new_name)
 {
-    if (!C.full || start_ns <= C.last_work)
-        return;
-    if (C.last_work)
-        C.work_ns += start_ns - C.last_work < PAUSE_COUNTS_NS ? start_ns - C.last_work : PAUSE_COUNTS_NS;
-    C.last_work = start_ns;
-}
-
-/* The first period is over: its work so far, with the time since the
- * latest record counted as work too (up to a pause), since records reach
- * the writer only with each flush. */
-static bool full_period_over(uint64_t now)
-{
-    if (!C.last_work)
-        return false; /* no GPU work yet */
-    uint64_t since = now > C.last_work ? now - C.last_work : 0;
-    uint64_t work = C.work_ns + (since < PAUSE_COUNTS_NS ? since : PAUSE_COUNTS_NS);
-    return work >= (uint64_t)gt_config.kernels_full_s * 1000000000ull;
+    gt_windows_work_at(&C.win, start_ns, new_name);
 }
 
 /* Writer thread, each round, outside SQLite: completed records reach us at
@@ -409,14 +365,14 @@ void gt_cupti_tick(uint64_t now)
         C.detach_due = 0;
         ask_detach();
     }
-    if (C.full ? !full_period_over(now) : now < C.next_toggle)
+    if (!gt_windows_due(&C.win, C.recording, now))
         return;
     if (!C.recording) {
         if (!window_open()) /* another thread is at work on CUPTI: the next round */
             return;
         C.detach_due = 0;
         C.recording = true;
-        C.next_toggle = now + 1000000000ull;
+        gt_windows_opened(&C.win, now);
         gt_note("kernels", false, "recording");
         return;
     }
@@ -428,9 +384,7 @@ void gt_cupti_tick(uint64_t now)
     gt_attach_end();
     C.recording = false;
     C.detach_due = now + DETACH_AFTER_NS;
-    /* the next period begins now after the first, else where this one ends */
-    C.next_toggle = window_in_period(C.full || !C.period_end ? now : C.period_end, now);
-    C.full = false;
+    gt_windows_closed(&C.win, now);
     gt_note("kernels", false, "paused");
 }
 

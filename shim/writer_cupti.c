@@ -38,9 +38,11 @@ static uint64_t fnv1a(const char *s)
     return h ? h : 1; /* 0 is u64map's empty key */
 }
 
-/* strings.id of a kernel's demangled name; 0 (NULL in SQL) if none. */
-static int64_t name_id(const char *mangled)
+/* strings.id of a kernel's demangled name; 0 (NULL in SQL) if none.
+ * *seen: false the first time a name is written. */
+static int64_t name_id(const char *mangled, bool *seen)
 {
+    *seen = true;
     if (!mangled)
         return 0;
     uint64_t h = fnv1a(mangled);
@@ -53,8 +55,10 @@ static int64_t name_id(const char *mangled)
     gt_db_run(GT_ST_STRING, GT_NOT_A_RECORD);
     GT_BIND_TEXT(STRING_ID, text, name);
     int64_t id = gt_db_query_int(GT_ST_STRING_ID);
-    if (id)
+    if (id) {
         u64map_put(&K.names, h, (uint64_t)id, 0);
+        *seen = false; /* one that could not be written is taken as seen, not new at each record */
+    }
     return id;
 }
 
@@ -65,11 +69,12 @@ static int64_t name_id(const char *mangled)
 
 static void kernel(const CUpti_ActivityKernel10 *k)
 {
-    gt_cupti_work_at(k->start);
+    bool seen;
+    int64_t id = name_id(k->name, &seen);
+    gt_cupti_work_at(k->start, !seen);
     GT_BIND_INT(KERNEL, start_ns, rel(k->start));
     GT_BIND_INT(KERNEL, end_ns, rel(k->end));
     BIND_IDS(KERNEL, k);
-    int64_t id = name_id(k->name);
     GT_BIND_OPT(KERNEL, name_id, id != 0, id);
     GT_BIND_INT(KERNEL, grid_x, k->gridX);
     GT_BIND_INT(KERNEL, grid_y, k->gridY);
@@ -91,7 +96,7 @@ static const char *copy_kind(uint8_t k)
 
 static void copy(const CUpti_ActivityMemcpy6 *m)
 {
-    gt_cupti_work_at(m->start);
+    gt_cupti_work_at(m->start, false);
     GT_BIND_INT(MEMCPY, start_ns, rel(m->start));
     GT_BIND_INT(MEMCPY, end_ns, rel(m->end));
     BIND_IDS(MEMCPY, m);
@@ -102,7 +107,7 @@ static void copy(const CUpti_ActivityMemcpy6 *m)
 
 static void set(const CUpti_ActivityMemset4 *m)
 {
-    gt_cupti_work_at(m->start);
+    gt_cupti_work_at(m->start, false);
     GT_BIND_INT(MEMSET, start_ns, rel(m->start));
     GT_BIND_INT(MEMSET, end_ns, rel(m->end));
     BIND_IDS(MEMSET, m);

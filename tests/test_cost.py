@@ -181,7 +181,8 @@ class KernelSampling(TraceTest):
     def test_kernels_recorded_in_full_then_one_second_in_every_n(self):
         db, on, all_ = self.steady(GPUTRACE_KERNELS_FULL_S=1, GPUTRACE_KERNELS_EVERY_S=2)
         notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
-        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s of GPU work \(a pause counts 1 s\), '
+        self.assertRegex(notes[0][1], r'^sampled: every kernel for the first 1 s of GPU work \(a pause counts 1 s\) '
+                                      r'and until 1 s of busy GPU work passed with no kernel of a new name \(6 s at most\), '
                                       r'then during 1 s at a random moment of every 2 s.*; '
                                       r'recording$')
         self.assertEqual([m for _, m in notes[1:]], ['paused', 'recording', 'paused'])
@@ -198,7 +199,8 @@ class KernelSampling(TraceTest):
         for s in starts:
             self.assertTrue(any(a - 10e6 <= s <= b + 10e6 for a, b in spans), (s, spans))
         text = run([GPUTRACE, 'summary', db], preload=False).stdout
-        self.assertIn('kernels sampled (every kernel for the first 1 s of GPU work (a pause counts 1 s), then during 1 s '
+        self.assertIn('kernels sampled (every kernel for the first 1 s of GPU work (a pause counts 1 s) and until 1 s '
+                      'of busy GPU work passed with no kernel of a new name (6 s at most), then during 1 s '
                       'at a random moment of every 2 s', text)
         js = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['kernel_sampling']
         self.assertEqual(js['every_kernel_until_ns'], t[1])
@@ -227,11 +229,37 @@ class KernelSampling(TraceTest):
                                         "WHERE s.text = 'step()' ORDER BY k.start_ns")]
         self.assertEqual(query(db, "SELECT count(*) FROM kernels k JOIN strings s ON s.id = k.name_id "
                                    "WHERE s.text = 'setup()'")[0][0], 3)
-        # the pause counts 1 s of the 2: the loop is recorded for about 1 s, then CUPTI pauses
+        # the pause counts 1 s of the 2; the loop's kernel is of a new name, so the period
+        # lasts until 2 s of work after it (the settling, GPUTRACE_KERNELS_FULL_S when
+        # under 3 s): the loop is recorded for about 2 s, then CUPTI pauses
         self.assertTrue(loop, 'no kernel of the loop recorded')
         recorded = notes[1][0] - loop[0]
-        self.assertTrue(0.7e9 < recorded < 1.5e9, recorded)
-        self.assertGreater(len(loop), 100)
+        self.assertTrue(1.7e9 < recorded < 2.45e9, recorded)
+        self.assertGreater(len(loop), 200)
+
+    def test_a_compilers_autotuning_does_not_use_up_the_full_period(self):
+        # 1.5 s of kernels of new names (the step's among them), 1.2 s compiling, then the
+        # loop: by GPU work alone the 2 s ended inside the autotuning and no step was
+        # recorded (a JAX job on an H200); the period lasts until 2 s of busy work after the
+        # last new name, the pause counted 0.1 s: about 1.9 s of the loop is recorded
+        p, db = self.trace([prog('cupti_activity'), 'autotune', '3000'],
+                           env_extra={'GPUTRACE_CUPTI_PATH': FAKE_CUPTI, 'GPUTRACE_KERNELS_FULL_S': '2',
+                                      'GPUTRACE_KERNELS_EVERY_S': '20'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        notes = query(db, "SELECT t_ns, message FROM notes WHERE component = 'kernels' ORDER BY t_ns")
+        self.assertIn('and until 2 s of busy GPU work passed with no kernel of a new name (12 s at most)', notes[0][1])
+        self.assert_windows_after_the_first(notes)
+        tuned = query(db, "SELECT count(*), max(k.start_ns) FROM kernels k JOIN strings s ON s.id = k.name_id "
+                          "WHERE s.text LIKE 'candidate_%'")[0]
+        self.assertGreater(tuned[0], 150)
+        loop = [r[0] for r in query(db, "SELECT k.start_ns FROM kernels k JOIN strings s ON s.id = k.name_id "
+                                        "WHERE s.text = 'step()' AND k.start_ns > ? ORDER BY k.start_ns", (tuned[1],))]
+        self.assertGreater(len(loop), 100, 'the loop was not recorded')
+        recorded = notes[1][0] - loop[0]
+        self.assertTrue(1.5e9 < recorded < 2.6e9, recorded)
+        # the summary says how the first period ended
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertIn('until 2 s of busy GPU work passed with no kernel of a new name', text)
 
     def test_with_only_pool_records_the_first_period_goes_by_the_clock(self):
         # no kernel, copy or memset is recorded to count GPU work by: the first period must

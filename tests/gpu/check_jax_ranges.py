@@ -10,7 +10,10 @@ steps, under JAX's default (preallocation) and its platform allocator:
 - under the platform allocator, found automatically, the iterations are the
   steps run, the first of which may stand apart (its execution's buffers come
   from another call path than the later ones'); under preallocation the
-  device sees no per-step allocations: the count is shown, not judged.
+  device sees no per-step allocations: the steps come from their kernels,
+  and the first window of kernels (sampled) must reach past XLA's
+  compilation of the step (session 38: its pauses used the 5 s up, and the
+  20 steps 4 s later were never recorded).
 About 1 minute.
 usage: check_jax_ranges.py --build BUILD --out DIR [--steps 20]"""
 import argparse
@@ -61,5 +64,18 @@ for name, env in MODES:
         # allocations, not as a step (session 35: 19 found for 20)
         report(d.get('iteration_source') == 'auto' and a.steps - 1 <= d.get('iterations', 0) <= a.steps,
                '%s: found automatically, the iterations are the steps run (the first may stand apart)' % name,
+               'found %s from %s for %d steps' % (d.get('iterations'), d.get('iteration_source'), a.steps))
+    if name == 'prealloc':
+        # the steps' kernels: after XLA's compilation of the step ended
+        compiled = rows(db, "SELECT max(end_ns) FROM ranges WHERE message LIKE 'XlaCompile:#module=jit_step#%'")[0][0]
+        after = rows(db, 'SELECT count(*) FROM kernels WHERE start_ns > ?', (compiled or 0,))[0][0]
+        closed = rows(db, "SELECT min(t_ns) FROM notes WHERE component = 'kernels' AND message = 'paused'")[0][0]
+        print('   prealloc: compilation of jit_step ended at %s ns; %d kernels after it; first window closed at %s ns'
+              % (compiled, after, closed), flush=True)
+        report(compiled is not None and after >= a.steps,
+               'prealloc: the first kernel window reaches past the compilation: the steps\' kernels are recorded',
+               '%d kernels after the compilation' % after)
+        report(d.get('iteration_source') == 'auto' and a.steps - 2 <= d.get('iterations', 0) <= a.steps,
+               'prealloc: iterations found from the steps\' kernels',
                'found %s from %s for %d steps' % (d.get('iterations'), d.get('iteration_source'), a.steps))
 finish()

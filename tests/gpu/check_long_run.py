@@ -8,10 +8,11 @@ first 5 s and then 1 s of every 20 s):
   the top growing site is the line of long_run.py that keeps them;
 - keeping nothing: `growth` says stable;
 - a jitted JAX MLP step under JAX's preallocation (its steps allocate
-  nothing; XLA's compilation takes much of the first kernel window), 45 s:
-  the iterations are its steps, found in the kernels of a window after the
+  nothing; XLA's compilation takes seconds of the first kernel window), 45 s:
+  the iterations are its steps, found in the kernels recorded after the
   compilation (at least 5, at most the steps run; on the trace of 20 steps
-  the compilation took the whole first window and none was found), and
+  of session 38 the compilation took the whole first window and none was
+  found; the first window now lasts until the kernels' names settle), and
   `growth` says stable.
 Every trace must show at least two kernel spans (else the check proves
 nothing: FAIL). About 3.5 minutes.
@@ -50,7 +51,7 @@ for name, keep in (('creep', 50), ('hold', 0), ('jax', 0)):
             c['steps'], g['iterations'], g['iteration_source'], g['iteration_detection'][:400], g['verdict']), flush=True)
         report(g['iteration_source'] == 'auto' and 5 <= g['iterations'] <= c['steps'] and
                'kernel launch' in g['iteration_detection'],
-               'jax: the iterations are steps of a later kernel window, after XLA\'s compilation',
+               'jax: the iterations are steps, from kernels recorded after XLA\'s compilation',
                '%s from %s' % (g['iterations'], g['iteration_source']))
         report(g['verdict'] == 'stable', 'jax: growth says stable', 'verdict %s' % g['verdict'])
         continue

@@ -17,6 +17,10 @@
  *             steady MS
  *   pause MS: 3 kernels "_Z5setupv", 2.5 s with no CUDA call (a program
  *             importing, building its model on the CPU), then as steady MS
+ *   autotune MS: for 1.5 s a kernel of a new name every 5 ms ("candidate_N",
+ *             "_Z4stepv" the first: a compiler's autotuning, which runs the
+ *             step's kernel among its candidates), 1.2 s with no CUDA call
+ *             (compiling on the CPU), then as steady MS
  *   subscribe: sleeps 300 ms with no CUDA call (the shim, which detaches CUPTI
  *             outside its windows, then waits for an API exit with its own
  *             subscriber in CUPTI's one slot), then subscribes as
@@ -124,7 +128,19 @@ int main(int argc, char **argv)
         struct timespec wait = {2, 500000000};
         nanosleep(&wait, NULL);
     }
-    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "pause") || !strcmp(mode, "graph") ||
+    if (emit && !strcmp(mode, "autotune")) {
+        char name[32] = "_Z4stepv";
+        struct timespec gap = {0, 5000000}, compile = {1, 200000000};
+        uint64_t until = mono() + 1500000000ull;
+        for (uint32_t i = 1; mono() < until; i++) {
+            emit("kernel", name, 1, 32, 1000, 200000 + i);
+            snprintf(name, sizeof name, "candidate_%u", i);
+            nanosleep(&gap, NULL);
+        }
+        nanosleep(&compile, NULL);
+    }
+    if (emit && (!strcmp(mode, "steady") || !strcmp(mode, "pause") || !strcmp(mode, "autotune") ||
+                 !strcmp(mode, "graph") ||
                  !strncmp(mode, "subscribe", 9))) {
         uint64_t until = mono() + (uint64_t)(argc > 2 ? atof(argv[2]) : 3500) * 1000000ull;
         int on = 0, all = 0;
