@@ -251,12 +251,12 @@ class SigkillTest(SignalTest):
     # test allows 250 ms, for a CI host whose cores are shared and busy.
     WINDOW = 0.25
 
-    def kill_after(self, delay):
+    def kill_after(self, delay, how='forever'):
         """Runs fatal_signal forever, SIGKILLs it delay s after its first CUDA
         call; returns (allocations it had reported WINDOW s before the kill, files left)."""
         db = os.path.join(self.dir, 'trace.db')
         env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUEUE_EVENTS=self.QUEUE, LD_PRELOAD=SHIM)
-        p = subprocess.Popen([prog('fatal_signal'), 'forever'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        p = subprocess.Popen([prog('fatal_signal'), how], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              env=env, cwd=self.dir, text=True)
         seen = []
         reader = threading.Thread(target=lambda: seen.extend((time.monotonic(), l) for l in p.stdout))
@@ -305,3 +305,17 @@ class SigkillTest(SignalTest):
                 recorded = query(db, 'SELECT count(*) FROM events')[0][0]
                 # at most the last WINDOW s and what the queue held are missing
                 self.assertGreaterEqual(recorded, 2 * allocs - self.QUEUE, (delay, files))
+
+    def test_a_sigkill_of_a_program_allocating_steadily_loses_only_the_last_moments(self):
+        # a pair every 200 us: the writer gathers a trickle for 1 ms and commits every 50 ms,
+        # not after each drain; what the program had done WINDOW s before the kill is all
+        # in the file (nothing of it waits in the queue at this pace)
+        for delay in (0.4, 0.9):
+            with self.subTest(delay=delay):
+                for f in os.listdir(self.dir):
+                    os.unlink(os.path.join(self.dir, f))
+                allocs, files = self.kill_after(delay, 'forever-paced')
+                self.assertIn('trace.db', files)
+                self.assertGreater(allocs, 200)
+                recorded = query(os.path.join(self.dir, 'trace.db'), 'SELECT count(*) FROM events')[0][0]
+                self.assertGreaterEqual(recorded, 2 * allocs, delay)

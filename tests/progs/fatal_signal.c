@@ -4,7 +4,8 @@
  * read past the end of a mapped file), run (no signal: return 0, after a
  * kill(SIGTERM) of itself, for a SIGTERM that is ignored) or forever
  * (allocates until killed, printing the count every 1024 allocations for
- * tests/test_signals.py's SIGKILL test), or worker-term (a second thread
+ * tests/test_signals.py's SIGKILL test; forever-paced: a pair every 200 us,
+ * the count every 32), or worker-term (a second thread
  * allocates and frees, counting its completed calls in the file argv[2]
  * (8 bytes), until the main thread sends it SIGTERM after argv[3] us: the
  * signal lands anywhere in a hook), or term-in-cupti (SIGTERM raised while
@@ -119,7 +120,8 @@ int main(int argc, char **argv)
                  : !strcmp(argv[i], "signal-after") ? 4 : 0;
     if (options & 1)
         own_handler();
-    bool forever = !strcmp(how, "forever");
+    bool paced = !strcmp(how, "forever-paced"); /* a pair every 200 us, as a training loop allocates */
+    bool forever = paced || !strcmp(how, "forever");
     for (long i = 0; forever || i < n; i++) {
         void *p;
         if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess)
@@ -136,10 +138,12 @@ int main(int argc, char **argv)
             printf("\n");
             fflush(stdout);
         }
-        if (forever && (i & 1023) == 0) {
+        if (forever && (i & (paced ? 31 : 1023)) == 0) {
             printf("%ld\n", i);
             fflush(stdout);
         }
+        if (paced)
+            usleep(200);
     }
     printf("allocated %ld\n", n);
     fflush(stdout);
