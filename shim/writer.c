@@ -328,21 +328,22 @@ static void *writer_main(void *arg)
         tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
         int n = drain_once(buf, &in_txn, &txn_start);
-        /* Commit when caught up (nothing came since the last drain) or every
-         * COMMIT_EVERY_NS, not after each drain: while a program allocates
-         * steadily each drain finds a few events, and a commit each (writing
-         * the changed pages to the WAL) cost the writer ~3.5 us of CPU an
-         * event, 7 times the rest (a paced stand-in loop; 3 s of CPU a run
-         * on the GPU's transformer step under cudaMallocAsync). */
-        if (in_txn && (n <= 0 || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
+        if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
         if (!in_txn)
             gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
         if (n >= BATCH)
             continue; /* behind: drain on at once */
+        /* Caught up: committed, and sleeps before the next drain, with the
+         * write lock free for other connections. A program allocating
+         * steadily leaves a few events a drain, and drained at once each
+         * paid a commit (its changed pages written to the WAL): ~3.5 us of
+         * the writer's CPU an event, 7 times the rest (a paced stand-in
+         * loop; 3 s of CPU a run on the GPU's transformer step under
+         * cudaMallocAsync). A trickle gathers for 1 ms. */
         if (n > 0)
-            idle_ns = 1000000; /* a trickle: let it gather for 1 ms, not a drain an event */
+            idle_ns = 1000000;
         /* Sleep until woken by a stop request; idle, backing off to 10 ms. */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
