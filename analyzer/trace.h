@@ -149,7 +149,7 @@ struct gt_trace {
         int64_t recorded_ns;     /* time with kernel records on, over the trace */
         int64_t (*spans)[2];     /* [start, end] of each span with records on, in order */
         size_t nspans;
-        char how[256];           /* the shim's note */
+        char how[512];           /* the shim's note */
     } kernels;
 
     char err[600];         /* message of the last error (without the path) */

@@ -38,7 +38,7 @@ void gt_notes_after_fork_child(void);
 /* cupti.c */
 void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */
 void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush */
-void gt_cupti_work_at(uint64_t start_ns, bool new_name); /* writer: a kernel (of a new name), copy or memset began */
+void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name); /* writer: a kernel (of a new name), copy or memset */
 void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
 void gt_cupti_after_fork_child(void);
 void gt_cupti_resume_after_failed_exec(void);

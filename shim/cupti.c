@@ -340,11 +340,11 @@ unavailable:
             "(GPUTRACE_CUPTI=0 turns CUPTI off)", why);
 }
 
-/* Writer thread: the start of each kernel, copy and memset record of ours;
- * new_name: a kernel whose name no record had before. */
-void gt_cupti_work_at(uint64_t start_ns, bool new_name)
+/* Writer thread: each kernel, copy and memset record of ours; new_name: a
+ * kernel whose name no record had before. */
+void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name)
 {
-    gt_windows_work_at(&C.win, start_ns, new_name);
+    gt_windows_work_at(&C.win, start_ns, end_ns, new_name);
 }
 
 /* Writer thread, each round, outside SQLite: completed records reach us at

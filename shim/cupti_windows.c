@@ -16,9 +16,10 @@
  * starts of recorded kernels, copies and memsets counts at most 1 s. */
 #define PAUSE_COUNTS_NS S
 
-/* It also lasts until no kernel of a new name has run for SETTLE_NS of
- * busy work, each pause in it counted BUSY_GAP_NS at most (or for the
- * whole period, if shorter), and FULL_AT_MOST times the period at most.
+/* It also lasts until no kernel of a new name has begun for SETTLE_NS of
+ * busy work (the records' own time, each pause between them counted
+ * BUSY_GAP_NS at most: a kernel of seconds is busy all through), or for the
+ * whole period, if shorter; and FULL_AT_MOST times the period at most.
  * Before its first step a program may compile for seconds, launching now
  * and then the kernels of its start-up and a compiler's autotuning (XLA's;
  * Triton's under torch.compile's max-autotune; cuDNN's benchmark mode):
@@ -62,25 +63,38 @@ void gt_windows_start(struct gt_windows *w, uint32_t full_s, uint32_t every_s, b
     w->next_toggle = full_s > 0 ? now + w->full_ns : window_in_period(w, now, now);
 }
 
-void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, bool new_name)
+void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, uint64_t end_ns, bool new_name)
 {
     if (!w->full)
         return;
     if (start_ns > w->last_work) {
-        uint64_t gap = start_ns - w->last_work;
         if (w->last_work) {
+            uint64_t gap = start_ns - w->last_work;
             w->work_ns += gap < PAUSE_COUNTS_NS ? gap : PAUSE_COUNTS_NS;
-            w->busy_ns += gap < BUSY_GAP_NS ? gap : BUSY_GAP_NS;
         }
         w->last_work = start_ns;
     }
+    /* busy: records arrive a buffer at a time, streams interleaved, so only
+     * what lies past busy_to adds: the pause before it (capped), its time */
+    if (!w->busy_to)
+        w->busy_to = start_ns;
+    if (start_ns > w->busy_to) {
+        uint64_t gap = start_ns - w->busy_to;
+        w->busy_ns += gap < BUSY_GAP_NS ? gap : BUSY_GAP_NS;
+        w->busy_to = start_ns;
+    }
     if (new_name)
         w->busy_at_new_name = w->busy_ns;
+    if (end_ns > w->busy_to) {
+        w->busy_ns += end_ns - w->busy_to;
+        w->busy_to = end_ns;
+    }
 }
 
 /* The first period is over: its work so far, with the time since the
- * latest record counted as work too (up to a pause), since records reach
- * the writer only with each flush; and the kernels' names settled. */
+ * latest record counted as work too (up to a pause; busy, likewise),
+ * since records reach the writer only with each flush; and the kernels'
+ * names settled. */
 static bool first_period_over(const struct gt_windows *w, uint64_t now)
 {
     if (!w->last_work)
@@ -89,7 +103,9 @@ static bool first_period_over(const struct gt_windows *w, uint64_t now)
     uint64_t work = w->work_ns + (since < PAUSE_COUNTS_NS ? since : PAUSE_COUNTS_NS);
     if (work < w->full_ns)
         return false;
-    return work >= FULL_AT_MOST * w->full_ns || w->busy_ns - w->busy_at_new_name >= settle_ns(w);
+    uint64_t idle = now > w->busy_to ? now - w->busy_to : 0;
+    uint64_t busy = w->busy_ns + (idle < BUSY_GAP_NS ? idle : BUSY_GAP_NS);
+    return work >= FULL_AT_MOST * w->full_ns || busy - w->busy_at_new_name >= settle_ns(w);
 }
 
 bool gt_windows_due(const struct gt_windows *w, bool recording, uint64_t now)

@@ -13,8 +13,9 @@ struct gt_windows {
     uint64_t full_ns, every_ns; /* the settings, in ns */
     bool full;                  /* in the first period, which counts GPU work, not wall time */
     uint64_t work_ns, last_work; /* that work so far, and the start of the latest record of it */
-    uint64_t busy_ns;           /* that work with each pause counted BUSY_GAP_NS at most */
-    uint64_t busy_at_new_name;  /* busy_ns when a kernel of a name not seen before ran last */
+    uint64_t busy_ns;           /* the records' time, with each pause between them counted BUSY_GAP_NS at most */
+    uint64_t busy_to;           /* busy_ns counts up to here: the latest end of a record */
+    uint64_t busy_at_new_name;  /* busy_ns when a kernel of a name not seen before began last */
     uint64_t next_toggle;       /* after the first period: when the window opens or closes */
     uint64_t period_end;        /* of the period the next window lies in */
     uint64_t rng;               /* where in its period each window lies (xorshift; never rand(): the program's) */
@@ -28,8 +29,8 @@ void gt_windows_start(struct gt_windows *w, uint32_t full_s, uint32_t every_s, b
                       uint64_t seed);
 
 /* A kernel (new_name: of a name no record had before), copy or memset of
- * ours began at start_ns. */
-void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, bool new_name);
+ * ours ran from start_ns to end_ns. */
+void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, uint64_t end_ns, bool new_name);
 
 /* The window now open (recording) is due to close, or the one to come
  * (!recording) to open. */

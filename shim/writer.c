@@ -333,18 +333,20 @@ static void *writer_main(void *arg)
         if (!in_txn)
             gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
-        if (n >= BATCH)
-            continue; /* behind: drain on at once */
+        /* Behind (a full batch, or an eighth of a small queue: producers may
+         * be waiting for room): drain on at once. */
+        if (n > 0)
+            idle_ns = 1000000;
+        if (n >= BATCH || n >= (int)(gt_config.queue_events / 8))
+            continue;
         /* Caught up: committed, and sleeps before the next drain, with the
          * write lock free for other connections. A program allocating
          * steadily leaves a few events a drain, and drained at once each
          * paid a commit (its changed pages written to the WAL): ~3.5 us of
          * the writer's CPU an event, 7 times the rest (a paced stand-in
          * loop; 3 s of CPU a run on the GPU's transformer step under
-         * cudaMallocAsync). A trickle gathers for 1 ms. */
-        if (n > 0)
-            idle_ns = 1000000;
-        /* Sleep until woken by a stop request; idle, backing off to 10 ms. */
+         * cudaMallocAsync). A trickle gathers for 1 ms; idle, the sleep
+         * backs off to 10 ms. A stop request wakes it. */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + idle_ns;
@@ -354,8 +356,8 @@ static void *writer_main(void *arg)
         if (!W.stop_req && !atomic_load(&W.signal_name))
             pthread_cond_timedwait(&W.wake, &W.mu, &ts);
         pthread_mutex_unlock(&W.mu);
-        if (n <= 0 && idle_ns < 10000000)
-            idle_ns *= 2;
+        if (n <= 0)
+            idle_ns = idle_ns * 2 < 10000000 ? idle_ns * 2 : 10000000;
     }
     /* At a fatal signal the signalled thread may hold any lock of CUDA,
      * CUPTI or NVML: none of them is called; their last records are lost. */

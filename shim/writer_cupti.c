@@ -71,7 +71,7 @@ static void kernel(const CUpti_ActivityKernel10 *k)
 {
     bool seen;
     int64_t id = name_id(k->name, &seen);
-    gt_cupti_work_at(k->start, !seen);
+    gt_cupti_work_at(k->start, k->end, !seen);
     GT_BIND_INT(KERNEL, start_ns, rel(k->start));
     GT_BIND_INT(KERNEL, end_ns, rel(k->end));
     BIND_IDS(KERNEL, k);
@@ -96,7 +96,7 @@ static const char *copy_kind(uint8_t k)
 
 static void copy(const CUpti_ActivityMemcpy6 *m)
 {
-    gt_cupti_work_at(m->start, false);
+    gt_cupti_work_at(m->start, m->end, false);
     GT_BIND_INT(MEMCPY, start_ns, rel(m->start));
     GT_BIND_INT(MEMCPY, end_ns, rel(m->end));
     BIND_IDS(MEMCPY, m);
@@ -107,7 +107,7 @@ static void copy(const CUpti_ActivityMemcpy6 *m)
 
 static void set(const CUpti_ActivityMemset4 *m)
 {
-    gt_cupti_work_at(m->start, false);
+    gt_cupti_work_at(m->start, m->end, false);
     GT_BIND_INT(MEMSET, start_ns, rel(m->start));
     GT_BIND_INT(MEMSET, end_ns, rel(m->end));
     BIND_IDS(MEMSET, m);

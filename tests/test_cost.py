@@ -260,6 +260,7 @@ class KernelSampling(TraceTest):
         # the summary says how the first period ended
         text = run([GPUTRACE, 'summary', db], preload=False).stdout
         self.assertIn('until 2 s of busy GPU work passed with no kernel of a new name', text)
+        self.assertIn('CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)', text)  # all of it
 
     def test_with_only_pool_records_the_first_period_goes_by_the_clock(self):
         # no kernel, copy or memset is recorded to count GPU work by: the first period must

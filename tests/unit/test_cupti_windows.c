@@ -12,13 +12,26 @@
 #define S 1000000000ull
 #define T0 (1000 * S) /* the process's clock when recording starts */
 
-/* A program: at each kernel's start (from T0), whether its name is new. */
+/* A program: each kernel's start (from T0) and length (0: 10 us), and
+ * whether its name is new. */
 struct kernel {
     uint64_t at;
     bool new_name;
+    uint64_t len;
 };
 
-/* The writer: every 10 ms up to `until`, the kernels begun by then are
+/* Records reach the writer at once, or (flush_ns) as CUPTI hands them over:
+ * every flush_ns, a buffer's worth at a time, in the order of `order` (set:
+ * each flush's records by stream, two streams of alternate kernels). */
+static uint64_t flush_ns;
+static bool by_stream;
+
+static void tell(struct gt_windows *w, const struct kernel *k)
+{
+    gt_windows_work_at(w, T0 + k->at, T0 + k->at + (k->len ? k->len : 10000), k->new_name);
+}
+
+/* The writer: every 10 ms up to `until`, the kernels it has by then are
  * told, then the state changes when due. Returns the toggles' times
  * (open, close, ...) after T0, the first period's close first. */
 static int run(struct gt_windows *w, const struct kernel *k, size_t nk, uint64_t until, uint64_t *toggles, int max)
@@ -27,9 +40,14 @@ static int run(struct gt_windows *w, const struct kernel *k, size_t nk, uint64_t
     int n = 0;
     size_t i = 0;
     for (uint64_t now = T0; now <= T0 + until && n < max; now += 10 * MS) {
-        for (; i < nk && T0 + k[i].at <= now; i++)
-            if (recording)
-                gt_windows_work_at(w, T0 + k[i].at, k[i].new_name);
+        uint64_t seen = flush_ns ? (now - T0) / flush_ns * flush_ns : now - T0; /* records handed over by now */
+        size_t from = i;
+        for (; i < nk && k[i].at + (k[i].len ? k[i].len : 10000) <= seen; i++)
+            ;
+        for (int pass = 0; pass < (by_stream ? 2 : 1); pass++)
+            for (size_t j = from; j < i; j++)
+                if (recording && (!by_stream || (j & 1) == (size_t)pass))
+                    tell(w, &k[j]);
         if (!gt_windows_due(w, recording, now))
             continue;
         toggles[n++] = now - T0;
@@ -46,8 +64,14 @@ static int run(struct gt_windows *w, const struct kernel *k, size_t nk, uint64_t
 static size_t loop(struct kernel *k, size_t n, uint64_t from, uint64_t len, uint64_t gap, uint64_t new_for)
 {
     for (uint64_t t = from; t < from + len; t += gap)
-        k[n++] = (struct kernel){t, t < from + new_for};
+        k[n++] = (struct kernel){t, t < from + new_for, 0};
     return n;
+}
+
+static void at_once(void)
+{
+    flush_ns = 0;
+    by_stream = false;
 }
 
 static bool near(uint64_t got, uint64_t want)
@@ -95,7 +119,7 @@ static void test_pauses_for_compiling_after_the_last_new_name_do_not_close_it_be
                                      4864, 6117, 6170};
     size_t n = 0;
     for (size_t i = 0; i < sizeof at_ms / sizeof *at_ms; i++)
-        K[n++] = (struct kernel){at_ms[i] * MS, at_ms[i] <= 3700};
+        K[n++] = (struct kernel){at_ms[i] * MS, at_ms[i] <= 3700, 0};
     n = loop(K, n, 9120 * MS, 40 * MS, 2 * MS, 0);
     struct gt_windows w;
     gt_windows_start(&w, 5, 20, true, T0, 42);
@@ -208,6 +232,64 @@ static void test_the_notes_words_give_the_settling_and_the_most(void)
     CHECKF(strstr(words, "until 1 s of busy GPU work passed with no kernel of a new name (6 s at most)") != NULL, "%s", words);
 }
 
+static void test_kernels_of_seconds_are_busy_work_not_pauses(void)
+{
+    /* a loop of one kernel of 1 s back to back (a large GEMM, a collective that
+     * waits): busy all through; counted as pauses of 0.1 s it waited for the 30 s */
+    size_t n = 0;
+    for (uint64_t t = 0; t < 40 * S; t += S + 1 * MS)
+        K[n++] = (struct kernel){t, t == 0, S};
+    struct gt_windows w;
+    gt_windows_start(&w, 5, 20, true, T0, 42);
+    uint64_t t[8];
+    CHECK_EQ_INT(run(&w, K, n, 40 * S, t, 1), 1);
+    CHECKF(t[0] <= 6 * S + 30 * MS, "closed at %.3f s", t[0] / 1e9);
+}
+
+static void test_sparse_kernels_of_new_names_close_at_six_times_the_period_of_work(void)
+{
+    /* a kernel of a new name every 0.5 s: work counts each gap whole (0.5 s), busy
+     * 0.1 s: the most is 30 s of work, 30 s here, not of busy work (150 s) */
+    size_t n = loop(K, 0, 0, 200 * S, 500 * MS, 200 * S);
+    struct gt_windows w;
+    gt_windows_start(&w, 5, 20, true, T0, 42);
+    uint64_t t[8];
+    CHECK_EQ_INT(run(&w, K, n, 200 * S, t, 1), 1);
+    CHECKF(near(t[0], 30 * S) || (t[0] > 30 * S && t[0] < 30500 * MS), "closed at %.3f s", t[0] / 1e9);
+}
+
+static void test_records_handed_over_a_buffer_at_a_time_by_stream_end_the_period_alike(void)
+{
+    /* the cases above, as CUPTI hands records over: every 500 ms, each buffer's
+     * kernels of two streams one stream after the other; the period ends within
+     * a flush of where it ended with every record told at once */
+    struct {
+        uint64_t full_ns, loop_from, tune_for, want, late;
+        bool odd_only; /* the autotuning's new names all on the second stream, none the buffer's last record */
+    } cases[] = {{5, 10 * S, 8 * S, 12900 * MS, 530 * MS, false},
+                 {5, 10 * S, 8 * S, 12900 * MS, 530 * MS, true},
+                 {5, 0, 200 * MS, 5 * S, 530 * MS, false},
+                 {1, 0, 500 * MS, 1500 * MS, 530 * MS, false},
+                 /* the time since the latest record counts as busy too (up to 0.1 s): the
+                  * flush at 1 s ends it, not the next at 1.5 s */
+                 {1, 0, 5 * MS, 1 * S, 30 * MS, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = cases[c].loop_from ? loop(K, 0, 0, cases[c].tune_for, 10 * MS, cases[c].tune_for) : 0;
+        for (size_t j = 0; cases[c].odd_only && j < n; j++)
+            K[j].new_name = (j & 1) && j % 50 != 49; /* (50 records a buffer) */
+        n = loop(K, n, cases[c].loop_from, 20 * S, 5 * MS, cases[c].loop_from ? 0 : cases[c].tune_for);
+        flush_ns = 500 * MS;
+        by_stream = true;
+        struct gt_windows w;
+        gt_windows_start(&w, (uint32_t)cases[c].full_ns, 20, true, T0, 42);
+        uint64_t t[8];
+        int got = run(&w, K, n, 30 * S, t, 1);
+        at_once();
+        CHECKF(got == 1 && t[0] + 30 * MS >= cases[c].want && t[0] <= cases[c].want + cases[c].late,
+               "case %zu: closed at %.3f s, %.3f s at once", c, got ? t[0] / 1e9 : -1.0, cases[c].want / 1e9);
+    }
+}
+
 int main(void)
 {
     TAP_RUN(test_the_first_period_counts_gpu_work_and_a_pause_as_one_second);
@@ -216,6 +298,9 @@ int main(void)
     TAP_RUN(test_a_loop_whose_names_are_new_only_in_its_first_steps_closes_at_the_period);
     TAP_RUN(test_names_new_without_end_close_at_six_times_the_period);
     TAP_RUN(test_a_period_shorter_than_the_settling_waits_its_own_length);
+    TAP_RUN(test_kernels_of_seconds_are_busy_work_not_pauses);
+    TAP_RUN(test_sparse_kernels_of_new_names_close_at_six_times_the_period_of_work);
+    TAP_RUN(test_records_handed_over_a_buffer_at_a_time_by_stream_end_the_period_alike);
     TAP_RUN(test_windows_last_one_second_at_random_moments_of_their_periods);
     TAP_RUN(test_without_a_first_period_the_first_window_lies_in_the_first_period);
     TAP_RUN(test_without_kinds_that_tell_gpu_work_the_first_period_goes_by_the_clock);
