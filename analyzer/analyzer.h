@@ -103,6 +103,8 @@ struct gt_leaks {
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
+    int64_t preallocated;  /* a preallocating framework's pool of these bytes (prealloc.c): none not told */
+    int prealloc_device;
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
@@ -134,6 +136,8 @@ struct gt_growth {
      * later ones) and the gaps between them the level rose across */
     size_t windows, window_rises;
     int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
+    int64_t preallocated;   /* a preallocating framework's pool of these bytes (prealloc.c): stable not told */
+    int prealloc_device;
     struct gt_growth_site *sites;
     size_t nsites;
 };
@@ -153,6 +157,17 @@ struct gt_untraced {
     int64_t total;     /* NVML's total for the device (a MIG slice's own); -1 */
     int64_t t;
 };
+
+/* ---- prealloc.c: one allocation of most of a device (total, or the
+ * devices table's when total <= 0) in selection s, made before event
+ * before_ev and live at event live_at_ev (the loop's first; 0: whenever
+ * freed, as JAX frees its pool at exit in a trace with no loop): a
+ * preallocating framework's pool (JAX's default). Its bytes (*device: its
+ * device), or 0. */
+int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int64_t total,
+                        int *device);
+/* what to say to trace such a program at tensor level */
+#define GT_PREALLOC_TO_DO "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform (JAX)"
 
 /* ---- room.c: what the process can really get for the level peak fits */
 struct gt_room {

@@ -347,6 +347,11 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         free(se);
         free(sx);
     }
+    /* stable, where a preallocating framework carves its arrays inside one
+     * allocation held all along: what grows in there is not seen */
+    if (!strcmp(g->verdict, "stable") &&
+        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, -1, &g->prealloc_device)) > 0)
+        g->verdict = "unknown";
     free(x);
     free(y);
     free(ends);
@@ -419,6 +424,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
     }
+    if (g->preallocated)
+        printf("  (not told: one allocation of %s, most of device %d, was made before the loop and held: a\n"
+               "   preallocating framework (JAX's default) carves its arrays inside it, out of the trace's sight;\n"
+               "   %s)\n", gt_fmt_bytes(g->preallocated, b1), g->prealloc_device, GT_PREALLOC_TO_DO);
     if (g->later_seen && !g->later_used)
         printf("  (%zu steps seen in later kernel windows are not fitted: they run at another pace than the\n"
                "   iterations, or in fewer than 2 windows after them; the verdict is the iterations' own)\n",
@@ -498,6 +507,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         gt_json_kdouble(j, "scatter_bytes", g.noise);
         gt_json_kstr(j, "verdict", g.verdict);
+        gt_json_kint_or_null(j, "preallocated_bytes", g.preallocated ? g.preallocated : -1);
         gt_json_kint(j, "growth_steps", (int64_t)g.steps);
         gt_json_kint(j, "growth_steps_at_new_highs", (int64_t)g.steps_at_new_highs);
         gt_json_kint(j, "steady_tail_iterations", (int64_t)g.steady_tail);

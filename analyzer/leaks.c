@@ -229,6 +229,11 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         l->classified = 1;
     }
     l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
+    /* a preallocating framework's arrays live inside one allocation: that
+     * nothing else accumulated tells nothing of them */
+    if (!code)
+        l->preallocated = gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0,
+                                          -1, &l->prealloc_device);
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
@@ -262,6 +267,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         add(l->held, &l->nheld, &l->held_bytes, &l->held_count, held);
         add(l->at_end, &l->nat_end, &l->at_end_bytes, &l->at_end_count, end);
     }
+    if (l->preallocated && !l->nsites)
+        l->told = 0;
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
     free(ph);
@@ -308,6 +315,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "accumulation_told");   /* total_bytes is what accumulated (3 or more iterations) */
         gt_json_bool(j, l.told);
         gt_json_kint(j, "iterations", (int64_t)l.iterations);
+        gt_json_kint_or_null(j, "preallocated_bytes", l.preallocated ? l.preallocated : -1);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
         gt_json_obj_end(j);
@@ -315,16 +323,23 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         char b[GT_FMT_LEN];
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
+        if (l.preallocated)
+            printf("%s one allocation of %s, most of device %d, was made %s and held: a preallocating framework "
+                   "(JAX's default) carves its arrays inside it, out of the trace's sight, so what it keeps there is "
+                   "not seen (%s).\n", l.nsites ? "Note:" : "Leaks: not told:", gt_fmt_bytes(l.preallocated, b),
+                   l.prealloc_device, l.iterations ? "before the loop" : "early", GT_PREALLOC_TO_DO);
         if (l.nsites == 0 && l.classified && l.iterations == 2) {
             printf("Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on (run or "
                    "mark more steps). What was live at process end is below.\n");
         } else if (l.nsites == 0) {
             if (l.classified)
-                printf("No leaks: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
+                printf("%s: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
+                       l.preallocated ? "Outside it" : "No leaks",
                        l.iterations - 1, l.iterations,
                        l.nheld || l.nat_end || l.ncached ? "; what was live at process end is below" : "");
             else
-                printf("No leaks: every allocation was freed before the process ended%s.\n",
+                printf("%s: every allocation was freed before the process ended%s.\n",
+                       l.preallocated ? "Outside it" : "No leaks",
                        l.ncached ? " (apart from caching-allocator memory below)" : "");
         } else {
             printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),

@@ -23,10 +23,6 @@ static int bs_cmp(const void *a, const void *b)
     return (x->peak > y->peak) - (x->peak < y->peak);
 }
 
-/* One allocation of this share of the device: a preallocating framework
- * (as gputrace sweep tells it). */
-#define PREALLOC_SHARE 0.5
-
 /* New highs, what each iteration kept past its end and its failed
  * allocations (pk->high), and whether peaks follow history: a complete
  * iteration of a smaller batch size after a larger one peaked as high. */
@@ -199,12 +195,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     /* one allocation of most of the device before the loop (JAX's default):
      * the batch is carved inside it, out of the trace's sight: no fit at all */
     size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
-    for (size_t i = 0; i < loop && pk->room.total > 0 && !pk->preallocated; i++) {
-        const struct gt_event *e = &c->t.ev[i];
-        const struct gt_api_attr *a = gt_attr(&c->t, e);
-        pk->preallocated = !e->failed && a->known && a->op == GT_OP_ALLOC && gt_sel_has(&c->t, &pk->sel, e) &&
-                           (double)e->size >= PREALLOC_SHARE * (double)pk->room.total;
-    }
+    pk->preallocated = pk->room.total > 0 && gt_preallocated(c, &pk->sel, loop, loop, pk->room.total, NULL) > 0;
     if (pk->nbs >= 2 && !pk->preallocated) {
         double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
         for (size_t i = 0; i < pk->nbs; i++) {
@@ -245,8 +236,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     if (pk->preallocated) {
         pk->withheld_why = "one allocation holds most of the device (a preallocating framework, JAX's default):"
                            " the batch's tensors are carved inside it, where the trace cannot see them";
-        pk->what_to_do = "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"
-                         " (JAX), or gputrace sweep -- CMD";
+        pk->what_to_do = GT_PREALLOC_TO_DO ", or gputrace sweep -- CMD";
     } else if (pk->history && pk->carried_bytes >= 0) {
         char b1[GT_FMT_LEN];
         snprintf(pk->why_buf, sizeof pk->why_buf,

@@ -248,6 +248,8 @@
     el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
+    if (g.preallocated_bytes)
+      el('p', {'class': 'note prealloc'}, box, preallocNote(g.preallocated_bytes) + ': what grows there is not seen.');
     if (g.verdict === 'growing' && typeof g.growth_steps === 'number') {
       var cache = g.sites_are_segments && g.growth_steps && g.growth_steps_at_new_highs === g.growth_steps &&
         g.steady_tail_iterations >= 3;
@@ -265,11 +267,21 @@
         g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s)]; }));
   }
 
+  /* a preallocating framework's pool (JAX's default): what the trace cannot see inside it */
+  function preallocNote(bytes) {
+    return 'Not told: one allocation of ' + fmtBytes(bytes) + ', most of the device, was made before the loop and held;' +
+      ' a preallocating framework (JAX\'s default) carves its arrays inside it, out of the trace\'s sight' +
+      ' (trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)';
+  }
+
   function leaks(parent, l, id) {
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
-    var untold = l.classified_by_iterations && l.accumulation_told === false;   /* 2 iterations: a first and a last */
+    if (l.preallocated_bytes)
+      el('p', {'class': 'note prealloc'}, box, preallocNote(l.preallocated_bytes) + ': what it keeps there is not seen.' +
+        ' Outside it:');
+    var untold = l.classified_by_iterations && l.accumulation_told === false && !l.preallocated_bytes;   /* 2 iterations */
     el('p', {}, box, (untold ? 'What accumulates is not told: ' + l.iterations + ' iterations, a first and a last (it shows from 3)' :
       fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
       (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '')) +
@@ -370,10 +382,15 @@
         ids.ledger), {'data-device': dev.device});
     });
     if (g.error) item('growth', 'Growth', 'unknown', 'unknown: ' + g.error, ids.growth);
+    else if (g.preallocated_bytes) item('growth', 'Growth', g.verdict, 'unknown: a preallocating framework\'s arrays' +
+      ' lie inside its one allocation of ' + fmtBytes(g.preallocated_bytes) + ', out of sight', ids.growth, '');
     else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)',
       ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
+    else if (l.preallocated_bytes && !l.total_bytes)
+      item('leaks', 'Leaks', '', 'not told: a preallocating framework\'s arrays lie inside its one allocation of ' +
+        fmtBytes(l.preallocated_bytes) + ', out of sight', ids.leaks);
     else if (l.classified_by_iterations && l.accumulation_told === false && !l.total_bytes)
       item('leaks', 'Leaks', '', 'not told: ' + l.iterations + ' iterations; what accumulates shows from 3', ids.leaks);
     else if (typeof l.total_bytes === 'number')

@@ -206,6 +206,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kstr(j, "growth_verdict", g.verdict);
+        gt_json_kint_or_null(j, "preallocated_bytes", g.preallocated ? g.preallocated : l.preallocated ? l.preallocated : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
             gt_json_double(j, g.slope);
@@ -277,6 +278,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                (long long)l.count, gt_s(l.count), l.nsites, gt_s((long long)l.nsites),
                l.classified ? "" : " live at exit, not told from memory held for the run (fewer than 2 iterations to "
                                    "split it by)");
+    else if (l.preallocated)
+        printf("  leaks: not told (a preallocating framework's arrays lie inside its one allocation of most of device %d;"
+               " gputrace leaks)", l.prealloc_device);
     else if (l.classified && l.iterations == 2)
         printf("  leaks: not told (2 iterations: what accumulates shows from 3; gputrace leaks)");
     else
@@ -289,6 +293,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
                gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
                g.later_used ? "; with steps seen in later kernel windows" : "");
+    else if (g.preallocated)
+        printf("  growth: unknown (a preallocating framework's arrays lie inside its one allocation of most of device %d,"
+               " out of sight; gputrace growth)\n", g.prealloc_device);
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
                c->sel_name, g.later_used ? ", with steps seen in later kernel windows" : "");

@@ -742,7 +742,8 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
     return t.close()
 
 
-def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, autotune=False, init_kernels=0):
+def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, autotune=False, init_kernels=0,
+                        pool_gib=100, keep_per_step=0, free_pool=False):
     """A JAX program under preallocation: its one device allocation, then
     XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
     as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
@@ -759,11 +760,15 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     H200 the first kernel window held only these). init_kernels: before
     jit_step's compilation, the program's initialisation runs 3 small
     functions' kernels that many times over (random parameters, one by one).
+    pool_gib: the size of its one device allocation (the device has 80 GiB).
+    keep_per_step: each step also allocates that many bytes of device memory
+    outside the pool and keeps them (at train.py:88). free_pool: the pool
+    is given back at the end (as JAX does at exit).
     (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
-    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d.db' % (inside, compile_tid, kernel_steps, autotune,
-                                                                         init_kernels)),
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d-%d-%d-%d.db' % (
+        inside, compile_tid, kernel_steps, autotune, init_kernels, pool_gib, keep_per_step, free_pool)),
               command_line='python train.py')
-    t.alloc(100 * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+    pool = t.alloc(pool_gib * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
 
     def autotuning(reps):
         for _ in range(reps):
@@ -800,7 +805,11 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     for i in range(kernel_steps):
         for name in ('input_fusion', 'gemm_fusion_dot', 'loop_tanh_fusion', 'gemm_fusion_dot_1', 'loop_add_fusion'):
             t.kernel(name)
+        if keep_per_step:
+            t.alloc(keep_per_step, ['keep', 'train.py:88', 'main'], api='cuMemAlloc_v2')
         t.t += 50000
+    if free_pool:
+        t.free(pool, api='cuMemFree_v2')
     return t.close()
 
 

@@ -408,6 +408,71 @@ class LongRunKernelsSampled(T.AnalyzerTest):
         self.assertEqual((d['iterations'], d['later_steps_fitted'], d['verdict']), (10, 0, 'stable'))
 
 
+class PreallocatingFramework(T.AnalyzerTest):
+    """JAX under preallocation: one allocation of most of the device before the loop, its
+    arrays carved inside it out of the trace's sight. Its steps are found from their kernels;
+    that nothing grew or accumulated outside the pool says nothing of what it keeps inside."""
+
+    def test_growth_and_leaks_are_not_told_inside_the_pool(self):
+        db = T.xla_compile_staging(self.dir, kernel_steps=20)
+        g = self.json('growth', db)
+        self.assertEqual(g['iterations'], 20)
+        self.assertEqual((g['verdict'], g['preallocated_bytes']), ('unknown', 100 * T.GiB))
+        self.assertEqual(g['slope_bytes_per_iteration'], 0)   # what the trace sees: nothing
+        text = self.ok('growth', db).stdout
+        self.assertIn('-> unknown', text)
+        self.assertIn('(not told: one allocation of 100.00 GiB, most of device 0, was made before the loop and held',
+                      text)
+        self.assertIn('XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform', text)
+        l = self.json('leaks', db)
+        self.assertEqual((l['total_bytes'], l['accumulation_told'], l['preallocated_bytes']), (0, False, 100 * T.GiB))
+        text = self.ok('leaks', db).stdout
+        self.assertTrue(text.startswith('Leaks: not told: one allocation of 100.00 GiB, most of device 0'), text)
+        self.assertNotIn('No leaks', text)
+        self.assertIn('Outside it: nothing allocated during the loop', text)
+        s = self.json('summary', db)
+        self.assertEqual((s['growth_verdict'], s['leaks_told'], s['preallocated_bytes']), ('unknown', False, 100 * T.GiB))
+        text = self.ok('summary', db).stdout
+        self.assertIn("leaks: not told (a preallocating framework's arrays lie inside its one allocation of most of "
+                      "device 0; gputrace leaks)", text)
+        self.assertIn("growth: unknown (a preallocating framework's arrays lie inside its one allocation of most of "
+                      "device 0, out of sight; gputrace growth)", text)
+
+    def test_without_iterations_a_pool_given_back_at_exit_still_hides_its_arrays(self):
+        # the GPU's JAX trace of 20 steps: no iterations found, the pool freed at exit
+        for free_pool in (False, True):
+            with self.subTest(free_pool=free_pool):
+                db = T.xla_compile_staging(self.dir, free_pool=free_pool)
+                l = self.json('leaks', db)
+                self.assertEqual((l['iterations'], l['total_bytes'], l['accumulation_told'], l['preallocated_bytes']),
+                                 (0, 0, False, 100 * T.GiB))
+                text = self.ok('leaks', db).stdout
+                self.assertTrue(text.startswith('Leaks: not told: one allocation of 100.00 GiB, most of device 0, was '
+                                                'made early and held'), text)
+
+    def test_an_allocation_of_under_half_the_device_is_no_preallocation(self):
+        db = T.xla_compile_staging(self.dir, kernel_steps=20, pool_gib=20)   # of 80 GiB
+        g = self.json('growth', db)
+        self.assertEqual((g['verdict'], g['preallocated_bytes']), ('stable', None))
+        l = self.json('leaks', db)
+        self.assertEqual((l['accumulation_told'], l['preallocated_bytes']), (True, None))
+        self.assertIn('No leaks: nothing allocated during the loop', self.ok('leaks', db).stdout)
+
+    def test_growth_outside_the_pool_is_still_told(self):
+        # what the trace does see grow is growth, pool or not; the pool is said beside it
+        db = T.xla_compile_staging(self.dir, kernel_steps=20, keep_per_step=3 * T.MiB)
+        g = self.json('growth', db)
+        self.assertEqual(g['verdict'], 'growing')
+        self.assertWithin(g['slope_bytes_per_iteration'], 3 * T.MiB)
+        self.assertIn('train.py:88', frames_text(g['sites'][0]))
+        l = self.json('leaks', db)
+        self.assertEqual((l['accumulation_told'], l['preallocated_bytes']), (True, 100 * T.GiB))
+        self.assertEqual(l['total_bytes'], 20 * 3 * T.MiB)   # a site keeping what later steps make: all of it
+        text = self.ok('leaks', db).stdout
+        self.assertTrue(text.startswith('Note: one allocation of 100.00 GiB, most of device 0'), text)
+        self.assertIn('Leaks: 60.00 MiB in 20 allocations', text)
+
+
 class PeakAndFit(T.AnalyzerTest):
     """Seeds 000/002/003: peak per batch size and peak = fixed + per_sample * bs."""
 

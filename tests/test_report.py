@@ -313,6 +313,22 @@ class Layout(ReportTest):
         self.assertIn('What accumulates is not told: 2 iterations', panel[0].text)
         self.assertNotIn('0 B in 0 allocations', panel[0].text)
 
+    def test_a_preallocating_frameworks_growth_and_leaks_read_not_told(self):
+        # JAX under preallocation: its steps found from their kernels, its arrays inside one
+        # allocation of most of the device: neither "stable" nor "none" is an answer
+        dom, data, _ = self.report(T.xla_compile_staging(self.dir, kernel_steps=20))
+        self.assertEqual(data['traces'][0]['growth']['preallocated_bytes'], 100 * T.GiB)
+        growth = self.item(dom, 0, 'growth')[0]
+        self.assertEqual(growth.attrs['data-value'], 'unknown')
+        self.assertIn("unknown: a preallocating framework's arrays lie inside its one allocation of 100.00 GiB", growth.text)
+        leaks = self.item(dom, 0, 'leaks')[0]
+        self.assertIn("not told: a preallocating framework's arrays lie inside its one allocation of 100.00 GiB",
+                      leaks.text)
+        self.assertNotIn('none', leaks.text)
+        notes = [e.text for e in dom.find('p', 'prealloc', 0)]
+        self.assertEqual(len(notes), 2, notes)   # the growth panel's and the leaks panel's
+        self.assertTrue(all('XLA_PYTHON_CLIENT_PREALLOCATE=false' in n for n in notes), notes)
+
     def test_a_sweeps_traces_draw_peak_by_batch_size_and_the_proven_boundary(self):
         # gputrace sweep's runs: one process per batch size, each noting GPUTRACE_BATCH_SIZE (the
         # shim's "sweep" note); batch size 4 ran out of memory and ended there

@@ -78,4 +78,7 @@ for name, env in MODES:
         report(d.get('iteration_source') == 'auto' and a.steps - 2 <= d.get('iterations', 0) <= a.steps,
                'prealloc: iterations found from the steps\' kernels',
                'found %s from %s for %d steps' % (d.get('iterations'), d.get('iteration_source'), a.steps))
+        report(d.get('growth_verdict') == 'unknown' and (d.get('preallocated_bytes') or 0) > 0,
+               'prealloc: growth unknown inside the preallocated pool (not "stable")',
+               'verdict %s, preallocated %s' % (d.get('growth_verdict'), d.get('preallocated_bytes')))
 finish()

@@ -12,8 +12,9 @@ first 5 s and then 1 s of every 20 s):
   the iterations are its steps, found in the kernels recorded after the
   compilation (at least 5, at most the steps run; on the trace of 20 steps
   of session 38 the compilation took the whole first window and none was
-  found; the first window now lasts until the kernels' names settle), and
-  `growth` says stable.
+  found; the first window now lasts until the kernels' names settle);
+  `growth` says unknown and `leaks` not told (its arrays lie inside XLA's one
+  allocation of most of the device, out of the trace's sight).
 Every trace must show at least two kernel spans (else the check proves
 nothing: FAIL). About 3.5 minutes.
 usage: check_long_run.py --build BUILD --out DIR [--seconds 60]"""
@@ -53,7 +54,11 @@ for name, keep in (('creep', 50), ('hold', 0), ('jax', 0)):
                'kernel launch' in g['iteration_detection'],
                'jax: the iterations are steps, from kernels recorded after XLA\'s compilation',
                '%s from %s' % (g['iterations'], g['iteration_source']))
-        report(g['verdict'] == 'stable', 'jax: growth says stable', 'verdict %s' % g['verdict'])
+        # its arrays lie inside XLA's one allocation of 75% of the device: not "stable"
+        report(g['verdict'] == 'unknown' and (g.get('preallocated_bytes') or 0) > 0 and not g.get('leaks_told'),
+               'jax: growth unknown and leaks not told, inside the preallocated pool',
+               'verdict %s, preallocated %s, leaks told %s' % (g['verdict'], g.get('preallocated_bytes'),
+                                                             g.get('leaks_told')))
         continue
     try:
         g = report_json(gputrace, 'growth', db)
