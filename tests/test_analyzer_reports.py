@@ -458,6 +458,21 @@ class PreallocatingFramework(T.AnalyzerTest):
         self.assertEqual((l['accumulation_told'], l['preallocated_bytes']), (True, None))
         self.assertIn('No leaks: nothing allocated during the loop', self.ok('leaks', db).stdout)
 
+    def test_one_large_tensor_of_a_framework_that_allocates_as_needed_is_no_pool(self):
+        # PyTorch holding a dataset of 60% of the device: a tensor, whose fellows the trace sees
+        t = T.Trace(os.path.join(self.dir, 'dataset.db'))
+        t.alloc(48 * T.GiB, ['c10::cuda::CUDACachingAllocator::malloc', 'load_dataset', 'main'], api='cudaMalloc')
+        for step in range(6):
+            t.push('step %d' % step)
+            t.free(t.alloc(T.MiB, ['c10::cuda::CUDACachingAllocator::malloc', 'forward', 'main'], api='cudaMalloc'))
+            t.pop()
+        db = t.close()
+        g = self.json('growth', db)
+        self.assertEqual((g['verdict'], g['preallocated_bytes']), ('stable', None))
+        l = self.json('leaks', db)
+        self.assertEqual((l['accumulation_told'], l['preallocated_bytes']), (True, None))
+        self.assertFalse(self.json('peak', db)['preallocated'])
+
     def test_growth_outside_the_pool_is_still_told(self):
         # what the trace does see grow is growth, pool or not; the pool is said beside it
         db = T.xla_compile_staging(self.dir, kernel_steps=20, keep_per_step=3 * T.MiB)
