@@ -80,20 +80,16 @@ static int64_t held_outside(struct gt_ctx *c, const struct gt_sel *sel)
     return out;
 }
 
-/* The largest single device or pool allocation made before the first
- * iteration (anywhere, when no iterations are found). */
-static int64_t largest_before_loop(struct gt_ctx *c)
+/* A preallocating framework's pool made before the first iteration
+ * (anywhere, when no iterations are found): its bytes, or 0 (prealloc.c:
+ * half the device or more, not through an allocator that takes memory as
+ * needed: a PyTorch job holding a dataset of 60% of the device is swept). */
+static int64_t largest_before_loop(struct gt_ctx *c, int64_t device_total)
 {
-    size_t end = c->iters_loaded && c->iters.n ? c->iters.it[0].first_ev : c->t.nev;
-    int64_t big = 0;
-    for (size_t i = 0; i < end; i++) {
-        const struct gt_event *e = &c->t.ev[i];
-        const struct gt_api_attr *a = gt_attr(&c->t, e);
-        if (!e->failed && a->known && a->op == GT_OP_ALLOC && (a->memory == GT_MEM_DEVICE || a->memory == GT_MEM_POOL) &&
-            e->size > big)
-            big = e->size;
-    }
-    return big;
+    int found = c->iters_loaded && c->iters.n;
+    size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
+    struct gt_sel s = {GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), GT_ANY_DEVICE};
+    return gt_preallocated(c, &s, end, found ? end : 0, device_total, NULL);
 }
 
 /* Reads one trace of the run into r (the one with the highest peak wins). */
@@ -148,7 +144,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         snprintf(r->level, sizeof r->level, "%s", c.sel_name);
         r->device_total = pk.device_total;
         r->outside = held_outside(&c, &pk.sel);
-        r->largest_before_loop = largest_before_loop(&c);
+        r->largest_before_loop = largest_before_loop(&c, pk.device_total);
     }
     struct gt_oom_end end;
     if (gt_oom_ended_program(&c, &end)) {
