@@ -158,14 +158,13 @@ struct gt_untraced {
     int64_t t;
 };
 
-/* ---- prealloc.c: one allocation of most of a device (total, or the
- * devices table's when total <= 0) in selection s, made before event
- * before_ev and live at event live_at_ev (the loop's first; 0: whenever
- * freed, as JAX frees its pool at exit in a trace with no loop): a
- * preallocating framework's pool (JAX's default). Its bytes (*device: its
- * device), or 0. */
-int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int64_t total,
-                        int *device);
+/* ---- prealloc.c: one allocation of most of a device (--device-bytes, or
+ * the devices table's total) in selection s, made before event before_ev
+ * and live at event live_at_ev (the loop's first; 0: whenever freed, as
+ * JAX frees its pool at exit in a trace with no loop), by a preallocating
+ * framework's allocator (JAX's default): its bytes (*device: its device),
+ * or 0. */
+int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int *device);
 /* what to say to trace such a program at tensor level */
 #define GT_PREALLOC_TO_DO "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform (JAX)"
 

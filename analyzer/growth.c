@@ -350,7 +350,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     /* stable, where a preallocating framework carves its arrays inside one
      * allocation held all along: what grows in there is not seen */
     if (!strcmp(g->verdict, "stable") &&
-        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, -1, &g->prealloc_device)) > 0)
+        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, &g->prealloc_device)) > 0)
         g->verdict = "unknown";
     free(x);
     free(y);

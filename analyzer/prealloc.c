@@ -1,10 +1,13 @@
 /* A preallocating framework (JAX's default; TensorFlow's): one allocation of
  * most of a device, made before the loop and still held, inside which the
  * framework carves every array out of the trace's sight. No figure of memory
- * in use inside it can be stood behind: peak fits no line (peak.c), and
- * growth and leaks say they cannot tell (a JAX MLP under preallocation read
- * "growth: stable, 0 B per iteration" once its steps were found from their
- * kernels, whatever it kept inside the pool). */
+ * in use inside it can be stood behind: peak fits no line (peak.c), sweep
+ * stops at its first run, and growth and leaks say they cannot tell (a JAX
+ * MLP under preallocation read "growth: stable, 0 B per iteration" once its
+ * steps were found from their kernels, whatever it kept inside the pool).
+ * Only on evidence that a framework's pool made it: a plain CUDA program's
+ * one large buffer, or a PyTorch job's dataset held on the device, is
+ * memory the trace sees being used, and its growth is told. */
 #include <string.h>
 
 #include "analyzer.h"
@@ -12,48 +15,51 @@
 /* One allocation of this share of the device (as gputrace sweep tells it). */
 #define PREALLOC_SHARE 0.5
 
-/* Allocators that take memory as it is needed, a segment or an array at a
- * time: a large allocation through one is one large tensor (a dataset held
- * on the device), whose fellows the trace sees, not a pool made up front. */
-static const char *const grows_as_needed[] = {
-    "c10::cuda::",      /* PyTorch, both backends */
-    "CUDACachingAllocator",
-    "libc10_cuda.so",
-    "cupy.cuda.memory", /* CuPy's memory pool */
+/* Frames of the allocators that preallocate: XLA's and TensorFlow's BFC
+ * allocator, RAPIDS' pool (ledger.c names these a framework's too). */
+static const char *const pool_frames[] = {
+    "BFCAllocator", /* tsl::BFCAllocator::Extend (xla_cuda_plugin.so) on an H200, JAX 0.11.2 */
+    "stream_executor::", "xla_cuda_plugin", "xla::", "libxla", "tensorflow::", "libtensorflow", "rmm::mr::",
 };
 
-static int through_one_that_grows(struct gt_ctx *c, int32_t site, int *code)
+/* Made by a preallocating framework? With frames, when they pass through
+ * one's allocator; without (a sweep's runs, GPUTRACE_STACK_DEPTH=0), when
+ * the program called the driver for it (cuMemAlloc, cuMemCreate), as XLA
+ * and TensorFlow do, where PyTorch, CuPy and most CUDA programs call the
+ * runtime (cudaMalloc). */
+static int made_by_a_pool(struct gt_ctx *c, const struct gt_event *e)
 {
-    char **f;
-    int n;
-    *code = gt_trace_frames(&c->t, site, &f, &n);
-    for (int k = 0; k < n && !*code; k++)
-        for (size_t q = 0; q < sizeof grows_as_needed / sizeof *grows_as_needed; q++)
-            if (strstr(f[k], grows_as_needed[q]))
+    char **f = NULL;
+    int n = 0;
+    if (e->site >= 0 && gt_trace_frames(&c->t, e->site, &f, &n) != GT_EXIT_OK)
+        return 0;   /* frames unreadable: not called a pool on no evidence */
+    if (n == 0)
+        return !strncmp(c->t.api[e->api].name, "cuMem", 5);
+    for (int k = 0; k < n; k++)
+        for (size_t q = 0; q < sizeof pool_frames / sizeof *pool_frames; q++)
+            if (strstr(f[k], pool_frames[q]))
                 return 1;
     return 0;
 }
 
-int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int64_t total,
-                        int *device)
+int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int *device)
 {
     const struct gt_trace *t = &c->t;
     for (size_t i = 0; i < before_ev && i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = gt_attr(t, e);
-        if (e->failed || !a->known || a->op != GT_OP_ALLOC || !gt_sel_has(t, s, e) || e->device < 0)
+        /* (a stream-ordered pool's allocation is one tensor: PyTorch's async backend) */
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || a->memory != GT_MEM_DEVICE || !gt_sel_has(t, s, e) ||
+            e->device < 0)
             continue;
-        int64_t of = total > 0 ? total : gt_trace_device_total(t, e->device);
+        int64_t of = c->o->device_bytes > 0 ? c->o->device_bytes : gt_trace_device_total(t, e->device);
         if (of <= 0 || (double)e->size < PREALLOC_SHARE * (double)of)
             continue;
         uint32_t freed = c->p.partner[i];
         if (freed != GT_NO_EVENT && freed < live_at_ev)
             continue;   /* given back before the loop: no pool of the loop's */
-        int code = GT_EXIT_OK;
-        if (e->site >= 0 && through_one_that_grows(c, e->site, &code))
+        if (!made_by_a_pool(c, e))
             continue;
-        if (code)
-            continue;   /* frames unreadable: not called a pool on no evidence */
         if (device)
             *device = e->device;
         return e->size;

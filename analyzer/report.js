@@ -249,7 +249,8 @@
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
     if (g.preallocated_bytes)
-      el('p', {'class': 'note prealloc'}, box, preallocNote(g.preallocated_bytes) + ': what grows there is not seen.');
+      el('p', {'class': 'note prealloc'}, box, preallocNote('Not told', g.preallocated_bytes, true) +
+        ': what grows there is not seen.');
     if (g.verdict === 'growing' && typeof g.growth_steps === 'number') {
       var cache = g.sites_are_segments && g.growth_steps && g.growth_steps_at_new_highs === g.growth_steps &&
         g.steady_tail_iterations >= 3;
@@ -268,8 +269,9 @@
   }
 
   /* a preallocating framework's pool (JAX's default): what the trace cannot see inside it */
-  function preallocNote(bytes) {
-    return 'Not told: one allocation of ' + fmtBytes(bytes) + ', most of the device, was made before the loop and held;' +
+  function preallocNote(lead, bytes, loop) {
+    return lead + ': one allocation of ' + fmtBytes(bytes) + ', most of the device, was made ' +
+      (loop ? 'before the loop' : 'early') + ' and held;' +
       ' a preallocating framework (JAX\'s default) carves its arrays inside it, out of the trace\'s sight' +
       ' (trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)';
   }
@@ -278,10 +280,10 @@
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Leaks: live at process end');
     if (!l || l.error) { el('p', {'class': 'note'}, box, l ? l.error : 'not computed'); return; }
+    var untold = l.classified_by_iterations && l.accumulation_told === false && l.iterations === 2;   /* a first and a last */
     if (l.preallocated_bytes)
-      el('p', {'class': 'note prealloc'}, box, preallocNote(l.preallocated_bytes) + ': what it keeps there is not seen.' +
-        ' Outside it:');
-    var untold = l.classified_by_iterations && l.accumulation_told === false && !l.preallocated_bytes;   /* 2 iterations */
+      el('p', {'class': 'note prealloc'}, box, preallocNote(l.total_bytes || untold ? 'Note' : 'Not told',
+        l.preallocated_bytes, l.iterations > 0) + ': what it keeps there is not seen. Outside it:');
     el('p', {}, box, (untold ? 'What accumulates is not told: ' + l.iterations + ' iterations, a first and a last (it shows from 3)' :
       fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
       (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '')) +

@@ -82,14 +82,15 @@ static int64_t held_outside(struct gt_ctx *c, const struct gt_sel *sel)
 
 /* A preallocating framework's pool made before the first iteration
  * (anywhere, when no iterations are found): its bytes, or 0 (prealloc.c:
- * half the device or more, not through an allocator that takes memory as
- * needed: a PyTorch job holding a dataset of 60% of the device is swept). */
-static int64_t largest_before_loop(struct gt_ctx *c, int64_t device_total)
+ * half the device or more, by XLA's or TensorFlow's allocator, or through
+ * the driver where the run has no stacks: a PyTorch job holding a dataset
+ * of 60% of the device through cudaMalloc is swept). */
+static int64_t largest_before_loop(struct gt_ctx *c)
 {
     int found = c->iters_loaded && c->iters.n;
     size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
     struct gt_sel s = {GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), GT_ANY_DEVICE};
-    return gt_preallocated(c, &s, end, found ? end : 0, device_total, NULL);
+    return gt_preallocated(c, &s, end, found ? end : 0, NULL);
 }
 
 /* Reads one trace of the run into r (the one with the highest peak wins). */
@@ -144,7 +145,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         snprintf(r->level, sizeof r->level, "%s", c.sel_name);
         r->device_total = pk.device_total;
         r->outside = held_outside(&c, &pk.sel);
-        r->largest_before_loop = largest_before_loop(&c, pk.device_total);
+        r->largest_before_loop = largest_before_loop(&c);
     }
     struct gt_oom_end end;
     if (gt_oom_ended_program(&c, &end)) {

@@ -473,6 +473,51 @@ class PreallocatingFramework(T.AnalyzerTest):
         self.assertEqual((l['accumulation_told'], l['preallocated_bytes']), (True, None))
         self.assertFalse(self.json('peak', db)['preallocated'])
 
+    def big_buffer_then_a_loop(self, name, where, api, iterations=6):
+        # one allocation of 60% of the 80 GiB device before the loop, then steps that each
+        # allocate and free 1 MiB
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        t.alloc(48 * T.GiB, where, api=api)
+        for step in range(iterations):
+            t.push('step %d' % step)
+            t.free(t.alloc(T.MiB, ['forward', 'main'], api='cudaMalloc'))
+            t.pop()
+        return t.close()
+
+    def test_only_a_frameworks_pool_is_one_not_any_large_buffer(self):
+        # a plain CUDA program's buffer for its data, with stacks or without (site none),
+        # and a stream-ordered pool's tensor, are memory the trace sees being used; without
+        # stacks a driver call (cuMemAlloc, as XLA makes it) is taken as a framework's
+        for name, where, api, pool in (('plain', ['main'], 'cudaMalloc', False),
+                                       ('plain-no-stack', None, 'cudaMalloc', False),
+                                       ('async-no-stack', None, 'cudaMallocAsync', False),
+                                       ('driver-no-stack', None, 'cuMemAlloc_v2', True),
+                                       ('driver-plain', ['main'], 'cuMemAlloc_v2', False),
+                                       ('xla', ['tsl::BFCAllocator::Extend', 'main'], 'cuMemAlloc_v2', True)):
+            with self.subTest(name=name):
+                db = self.big_buffer_then_a_loop(name, where, api)
+                g, l, p = self.json('growth', db), self.json('leaks', db), self.json('peak', db)
+                self.assertEqual((g['verdict'], g['preallocated_bytes']),
+                                 ('unknown', 48 * T.GiB) if pool else ('stable', None))
+                self.assertEqual((l['accumulation_told'], l['preallocated_bytes']),
+                                 (False, 48 * T.GiB) if pool else (True, None))
+                self.assertIs(p['preallocated'], pool)
+                if not pool:
+                    self.assertIn('No leaks', self.ok('leaks', db).stdout)
+
+    def test_two_iterations_beside_a_pool_read_one_leaks_line(self):
+        db = self.big_buffer_then_a_loop('two', ['tsl::BFCAllocator::Extend', 'main'], 'cuMemAlloc_v2', iterations=2)
+        text = self.ok('leaks', db).stdout
+        self.assertEqual([l for l in text.splitlines() if l.startswith('Leaks:')],
+                         ['Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on '
+                          '(run or mark more steps). What was live at process end is below.'])
+        self.assertTrue(text.startswith('Note: one allocation of 48.00 GiB, most of device 0'), text)
+
+    def test_peak_withholds_for_a_pool_given_back_at_exit_in_a_trace_without_iterations(self):
+        # the GPU's JAX trace of 20 steps: no iterations, the pool freed at exit
+        d = self.json('peak', T.xla_compile_staging(self.dir, free_pool=True))
+        self.assertIs(d['preallocated'], True)
+
     def test_growth_outside_the_pool_is_still_told(self):
         # what the trace does see grow is growth, pool or not; the pool is said beside it
         db = T.xla_compile_staging(self.dir, kernel_steps=20, keep_per_step=3 * T.MiB)

@@ -20,8 +20,10 @@
  *            which fails just past its end, as a shape near the boundary
  *            that a pool cannot place (the conv net on an H200 fit at 277
  *            while 266-269 failed, their traces at the device's end)
- *   --prealloc P: take P% of the device in one allocation first and carve
- *            every tensor from it, as JAX does by default
+ *   --prealloc P: take P% of the device in one allocation first (the
+ *            driver's cuMemAlloc, reached by dlsym, in a function named as
+ *            XLA's allocator) and carve every tensor from it, as JAX does by
+ *            default
  *   --prealloc-vmm P: the same through the driver's virtual-memory API
  *            (one cuMemCreate of P%, mapped into a reserved range), reached
  *            by dlopen/dlsym, as JAX 0.11.2 on CUDA 13 preallocates
@@ -178,6 +180,19 @@ static size_t vmm_arena(size_t want)
     return want;
 }
 
+/* The arena of --prealloc (the driver's cuMemAlloc) or --prealloc-vmm, named
+ * as XLA's allocator is on a GPU (tsl::BFCAllocator::Extend): the frame by
+ * which the analyzer tells a preallocating framework's pool. */
+__attribute__((noinline, used)) size_t BFCAllocator_Extend(size_t want, int vmm)
+{
+    if (vmm)
+        return vmm_arena(want);
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    __typeof__(&cuMemAlloc) alloc = h ? (__typeof__(alloc))dlsym(h, "cuMemAlloc_v2") : NULL;
+    CUdeviceptr p;
+    return alloc && alloc(&p, want) == CUDA_SUCCESS ? want : 0;
+}
+
 static void release(void *p, size_t n)
 {
     if (arena)
@@ -295,19 +310,11 @@ int main(int argc, char **argv)
     void *ws = NULL;
     if (workspace && cudaMalloc(&ws, workspace) != cudaSuccess)
         return 1;
-    if (prealloc) {
-        struct cudaDeviceProp prop;
-        cudaGetDeviceProperties(&prop, 0);
-        size_t want = prop.totalGlobalMem / 100 * (size_t)prealloc;
-        void *p;
-        if (cudaMalloc(&p, want) != cudaSuccess)
-            return 1;
-        arena = want;
-    }
-    if (prealloc_vmm) {
+    if (prealloc || prealloc_vmm) {
         struct cudaDeviceProp prop;
         cudaGetDeviceProperties(&prop, 0);   /* (the runtime makes the context the driver calls need) */
-        if (!(arena = vmm_arena(prop.totalGlobalMem / 100 * (size_t)prealloc_vmm)))
+        if (!(arena = BFCAllocator_Extend(prop.totalGlobalMem / 100 * (size_t)(prealloc ? prealloc : prealloc_vmm),
+                                          prealloc_vmm != 0)))
             return 1;
     }
     void *model = tensor(fixed / 2);
