@@ -16,10 +16,12 @@
 #define PREALLOC_SHARE 0.5
 
 /* Frames of the allocators that preallocate: XLA's and TensorFlow's BFC
- * allocator, RAPIDS' pool (ledger.c names these a framework's too). */
+ * allocator, RAPIDS' pool and arena resources. Not XLA or StreamExecutor
+ * as such: under XLA's platform allocator each array is its own
+ * allocation through them, which the trace sees. */
 static const char *const pool_frames[] = {
     "BFCAllocator", /* tsl::BFCAllocator::Extend (xla_cuda_plugin.so) on an H200, JAX 0.11.2 */
-    "stream_executor::", "xla_cuda_plugin", "xla::", "libxla", "tensorflow::", "libtensorflow", "rmm::mr::",
+    "pool_memory_resource", "arena_memory_resource",
 };
 
 /* Made by a preallocating framework? With frames, when they pass through

@@ -493,7 +493,15 @@ class PreallocatingFramework(T.AnalyzerTest):
                                        ('async-no-stack', None, 'cudaMallocAsync', False),
                                        ('driver-no-stack', None, 'cuMemAlloc_v2', True),
                                        ('driver-plain', ['main'], 'cuMemAlloc_v2', False),
-                                       ('xla', ['tsl::BFCAllocator::Extend', 'main'], 'cuMemAlloc_v2', True)):
+                                       ('xla', ['tsl::BFCAllocator::Extend', 'main'], 'cuMemAlloc_v2', True),
+                                       # XLA's platform allocator: each array its own allocation
+                                       ('xla-platform', ['stream_executor::gpu::CudaExecutor::Allocate',
+                                                         'xla::PjRtStreamExecutorRawClient::AllocateRawBuffer', 'main'],
+                                        'cuMemAlloc_v2', False),
+                                       ('rmm-pool', ['rmm::mr::pool_memory_resource::do_allocate', 'main'],
+                                        'cudaMalloc', True),
+                                       ('rmm-plain', ['rmm::mr::cuda_memory_resource::do_allocate', 'main'],
+                                        'cudaMalloc', False)):
             with self.subTest(name=name):
                 db = self.big_buffer_then_a_loop(name, where, api)
                 g, l, p = self.json('growth', db), self.json('leaks', db), self.json('peak', db)
