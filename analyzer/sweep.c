@@ -26,7 +26,6 @@
 #include "sweep_run.h"
 
 #define DEFAULT_MAX_RUNS 20
-#define PREALLOC_SHARE 0.5   /* one allocation of this much of the device before the loop: a preallocating framework */
 #define TAIL_LINES 10
 
 /* gputrace sweep --help (the command table is in commands.c) */
@@ -241,15 +240,14 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
      * framework makes: it fails inside its own arena, and says so only in its
      * own words (oom_said); a model of one huge tensor that fails at batch
      * size 1 is no preallocation */
-    if (r->number == 1 && (!r->oom || r->oom_said) && r->device_total > 0 &&
-        (double)r->largest_before_loop >= PREALLOC_SHARE * (double)r->device_total) {
+    if (r->number == 1 && (!r->oom || r->oom_said) && r->device_total > 0 && r->preallocated > 0) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
         s->stopped = "preallocation";
         snprintf(s->why, sizeof s->why,
                  "run 1 allocated %s of the device's %s at once before its first iteration: the program preallocates "
                  "the device, so its peak does not follow the batch size. JAX/XLA: run it with "
                  "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform; TensorFlow: "
-                 "TF_FORCE_GPU_ALLOW_GROWTH=true", gt_fmt_bytes(r->largest_before_loop, b1), gt_fmt_bytes(r->device_total, b2));
+                 "TF_FORCE_GPU_ALLOW_GROWTH=true", gt_fmt_bytes(r->preallocated, b1), gt_fmt_bytes(r->device_total, b2));
         return -1;
     }
     if (r->oom && measured == GT_EXIT_OK) {

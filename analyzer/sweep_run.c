@@ -85,7 +85,7 @@ static int64_t held_outside(struct gt_ctx *c, const struct gt_sel *sel)
  * half the device or more, by XLA's or TensorFlow's allocator, or through
  * the driver where the run has no stacks: a PyTorch job holding a dataset
  * of 60% of the device through cudaMalloc is swept). */
-static int64_t largest_before_loop(struct gt_ctx *c)
+static int64_t preallocated(struct gt_ctx *c)
 {
     int found = c->iters_loaded && c->iters.n;
     size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
@@ -145,7 +145,7 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         snprintf(r->level, sizeof r->level, "%s", c.sel_name);
         r->device_total = pk.device_total;
         r->outside = held_outside(&c, &pk.sel);
-        r->largest_before_loop = largest_before_loop(&c);
+        r->preallocated = preallocated(&c);
     }
     struct gt_oom_end end;
     if (gt_oom_ended_program(&c, &end)) {

@@ -36,7 +36,7 @@ struct gt_sweep_run {
     int64_t pool_split;          /* it failed in the pool's own request while the pool held at least
                                   * as much unused (oom's pool_split_bytes): that unused; -1 not so, */
     char *split_trace;           /* in this trace (malloc'ed) */
-    int64_t largest_before_loop; /* a preallocating framework's pool before the first iteration, or 0 */
+    int64_t preallocated;  /* a preallocating framework's pool before the first iteration (prealloc.c), or 0 */
     int64_t in_use;              /* under a stream-ordered pool: its bytes in use at their peak
                                   * (peak is then the pool's highest reservation read); -1 none */
     int pool_unread;             /* the fitted level is a pool the trace holds no reading of:

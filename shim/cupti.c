@@ -324,15 +324,16 @@ void gt_cupti_start(void)
     if (atomic_load(&foreign)) /* a client registered its buffers while we started: theirs */
         yield();
     gt_note("cupti", false, "on: %s (CUPTI %u): %s", C.path, C.version, *extra ? extra : "no activity kinds");
-    char full_s[24], rule[160];
-    snprintf(full_s, sizeof full_s, "%u s", gt_config.kernels_full_s);
-    gt_windows_first_period_words(&C.win, rule, sizeof rule);
-    if (C.sampling)
+    if (C.sampling) {
+        char full_s[24], rule[160];
+        snprintf(full_s, sizeof full_s, "%u s", gt_config.kernels_full_s);
+        gt_windows_first_period_words(&C.win, rule, sizeof rule);
         gt_note("kernels", false, "sampled: %s%s%s, then during 1 s at a random moment of every %u s; kernels, "
                 "copies and memsets alike, CUPTI detached between (GPUTRACE_KERNELS_EVERY_S=0 records every kernel)%s",
                 gt_config.kernels_full_s ? "every kernel for the first " : "no kernel before the first window",
                 gt_config.kernels_full_s ? full_s : "", rule, gt_config.kernels_every_s,
                 C.recording ? "; recording" : "; paused");
+    }
     return;
 unavailable:
     atomic_store(&state, C_UNAVAILABLE);

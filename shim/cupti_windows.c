@@ -33,9 +33,14 @@
 #define BUSY_GAP_NS (100 * 1000000ull)
 #define FULL_AT_MOST 6
 
+static uint64_t at_most(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
 static uint64_t settle_ns(const struct gt_windows *w)
 {
-    return w->full_ns < SETTLE_NS ? w->full_ns : SETTLE_NS;
+    return at_most(w->full_ns, SETTLE_NS);
 }
 
 /* The window of the period from `from`: 1 s at a random moment of it, and
@@ -68,10 +73,8 @@ void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, uint64_t end_ns
     if (!w->full)
         return;
     if (start_ns > w->last_work) {
-        if (w->last_work) {
-            uint64_t gap = start_ns - w->last_work;
-            w->work_ns += gap < PAUSE_COUNTS_NS ? gap : PAUSE_COUNTS_NS;
-        }
+        if (w->last_work)
+            w->work_ns += at_most(start_ns - w->last_work, PAUSE_COUNTS_NS);
         w->last_work = start_ns;
     }
     /* busy: records arrive a buffer at a time, streams interleaved, so only
@@ -79,8 +82,7 @@ void gt_windows_work_at(struct gt_windows *w, uint64_t start_ns, uint64_t end_ns
     if (!w->busy_to)
         w->busy_to = start_ns;
     if (start_ns > w->busy_to) {
-        uint64_t gap = start_ns - w->busy_to;
-        w->busy_ns += gap < BUSY_GAP_NS ? gap : BUSY_GAP_NS;
+        w->busy_ns += at_most(start_ns - w->busy_to, BUSY_GAP_NS);
         w->busy_to = start_ns;
     }
     if (new_name)
@@ -99,12 +101,10 @@ static bool first_period_over(const struct gt_windows *w, uint64_t now)
 {
     if (!w->last_work)
         return false; /* no GPU work yet */
-    uint64_t since = now > w->last_work ? now - w->last_work : 0;
-    uint64_t work = w->work_ns + (since < PAUSE_COUNTS_NS ? since : PAUSE_COUNTS_NS);
+    uint64_t work = w->work_ns + (now > w->last_work ? at_most(now - w->last_work, PAUSE_COUNTS_NS) : 0);
     if (work < w->full_ns)
         return false;
-    uint64_t idle = now > w->busy_to ? now - w->busy_to : 0;
-    uint64_t busy = w->busy_ns + (idle < BUSY_GAP_NS ? idle : BUSY_GAP_NS);
+    uint64_t busy = w->busy_ns + (now > w->busy_to ? at_most(now - w->busy_to, BUSY_GAP_NS) : 0);
     return work >= FULL_AT_MOST * w->full_ns || busy - w->busy_at_new_name >= settle_ns(w);
 }
 

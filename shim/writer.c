@@ -333,10 +333,10 @@ static void *writer_main(void *arg)
         if (!in_txn)
             gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
-        /* Behind (a full batch, or an eighth of a small queue: producers may
-         * be waiting for room): drain on at once. */
         if (n > 0)
             idle_ns = 1000000;
+        /* Behind (a full batch, or an eighth of a small queue: producers may
+         * be waiting for room): drain on at once. */
         if (n >= BATCH || n >= (int)(gt_config.queue_events / 8))
             continue;
         /* Caught up: committed, and sleeps before the next drain, with the
