@@ -468,7 +468,7 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
         return code;
     if (m == GT_ITERMODE_BEST || m == GT_ITERMODE_AUTO) {
         if (!(code = gt_iter_from_alloc_pattern(t, p, sel, out)) && !out->n)
-            code = gt_iter_from_kernel_pattern(t, out);
+            code = gt_iter_from_kernel_pattern(t, INT64_MIN, out);
         if (code)
             return code;
     }
@@ -535,16 +535,15 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
         snprintf(was, sizeof was, "%.150s", out->how);
         char note[sizeof out->lib_note];
         memcpy(note, out->lib_note, sizeof note);
-        int kernels_tried = out->from_kernels;
         gt_iterations_free(out);
         memset(out, 0, sizeof *out);
-        /* the steps after the compilation may still show in their kernels
-         * (a run long enough for a later kernel window); not before it ended
-         * (on an H200 the first kernel window ended inside jit_step's
-         * compilation: the kernels before it, of the random initialisation's
-         * small functions, read "33 iterations" for 20 steps) */
-        if (!kernels_tried && (code = gt_iter_from_kernel_pattern(t, out)) == GT_EXIT_OK && out->n &&
-            out->it[0].start >= compiled) {
+        /* the steps after the compilation may still show in their kernels,
+         * looked for among the kernels after it only: before it lie the
+         * random initialisation's small functions (they read "33 iterations"
+         * for 20 steps on an H200) and the compiler's own kernels, and a
+         * pattern over the whole trace found none (a JAX MLP, its 20 steps of
+         * 210 kernels each recorded after the compilation, on an H200) */
+        if ((code = gt_iter_from_kernel_pattern(t, compiled, out)) == GT_EXIT_OK && out->n) {
             size_t n = strlen(out->how);
             snprintf(out->how + n, sizeof out->how - n, " (a pattern of allocations inside XLA's compilation of %.60s"
                      " was passed over: the compiler's work)", *module ? module : "a module");

@@ -76,7 +76,9 @@ struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
  * empty if no pattern. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
                                struct gt_iterations *out);
-int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out);
+/* kernels starting before `after` are left out (INT64_MIN: none): the steps
+ * after a compilation, whose kernels before it are the compiler's */
+int gt_iter_from_kernel_pattern(struct gt_trace *t, int64_t after, struct gt_iterations *out);
 /* The spans kernels were recorded in (iterations_spans.c): 1 when kernels
  * are not sampled (the whole trace); span s's kernels k[*lo .. *hi) (*lo:
  * where the previous span ended) and its end (-1: the trace's). */

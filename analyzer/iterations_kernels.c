@@ -462,13 +462,20 @@ static void drop_compiler_kernels(struct gt_trace *t, struct gt_kernel *k, size_
  * "iteration" of many. The pattern is looked for in each span alone, and
  * the iterations come from the span where it repeats most, the last one
  * ending with its span (not with the trace). */
-int gt_iter_from_kernel_pattern(struct gt_trace *t, struct gt_iterations *out)
+int gt_iter_from_kernel_pattern(struct gt_trace *t, int64_t after, struct gt_iterations *out)
 {
     struct gt_kernel *k;
     size_t nk;
     int code = gt_trace_kernels(t, &k, &nk);
     if (!code)
         drop_compiler_kernels(t, k, &nk);
+    if (!code && after != INT64_MIN) {
+        size_t kept = 0;
+        for (size_t i = 0; i < nk; i++)
+            if (k[i].start >= after)
+                k[kept++] = k[i];
+        nk = kept;
+    }
     if (code || nk < 6) {
         free(k);
         return code;

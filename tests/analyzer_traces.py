@@ -743,7 +743,7 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
 
 
 def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, autotune=False, init_kernels=0,
-                        pool_gib=100, keep_per_step=0, free_pool=False):
+                        pool_gib=100, keep_per_step=0, free_pool=False, init_shares=False):
     """A JAX program under preallocation: its one device allocation, then
     XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
     as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
@@ -759,14 +759,16 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     compilations of jit_data and jit__normal before and of jit_step (on an
     H200 the first kernel window held only these). init_kernels: before
     jit_step's compilation, the program's initialisation runs 3 small
-    functions' kernels that many times over (random parameters, one by one).
+    functions' kernels that many times over (random parameters, one by one);
+    init_shares: one of them has the name of one of the step's kernels (on
+    the H200, 15 of the step's 29 kernel names ran before its compilation).
     pool_gib: the size of its one device allocation (the device has 80 GiB).
     keep_per_step: each step also allocates that many bytes of device memory
     outside the pool and keeps them (at train.py:88). free_pool: the pool
     is given back at the end (as JAX does at exit).
     (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
-    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d-%d-%d-%d.db' % (
-        inside, compile_tid, kernel_steps, autotune, init_kernels, pool_gib, keep_per_step, free_pool)),
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d-%d-%d-%d-%d.db' % (
+        inside, compile_tid, kernel_steps, autotune, init_kernels, pool_gib, keep_per_step, free_pool, init_shares)),
               command_line='python train.py')
     pool = t.alloc(pool_gib * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
 
@@ -783,7 +785,8 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
         t.pop()
         t.t += 100000
     for _ in range(init_kernels):
-        for name in ('loop_dynamic_slice_fusion', 'loop_squeeze_fusion', 'loop_multiply_fusion'):
+        for name in ('loop_dynamic_slice_fusion', 'loop_squeeze_fusion',
+                     'loop_add_fusion' if init_shares else 'loop_multiply_fusion'):
             t.kernel(name)
         t.t += 30000
     main_tid = t.tid

@@ -137,6 +137,12 @@ class Iterations(T.AnalyzerTest):
         # nor the initialisation's kernels before jit_step was compiled (its steps were not recorded)
         d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True, init_kernels=33))
         self.assertEqual((d['iteration_source'], d['iterations']), ('none', 0), d['iteration_detection'])
+        # and when the steps were recorded too, they are found among the kernels after the
+        # compilation alone (on an H200 a pattern over the whole trace found none: 0 iterations)
+        for shares in (False, True):
+            d = self.json('summary', T.xla_compile_staging(self.dir, autotune=True, init_kernels=33, kernel_steps=20,
+                                                           init_shares=shares))
+            self.assertEqual((d['iteration_source'], d['iterations']), ('auto', 20), d['iteration_detection'])
 
     def test_a_jax_step_compiled_again_every_step_keeps_its_kernels(self):
         # its kernels run on the GPU while the host compiles the next step: they are
