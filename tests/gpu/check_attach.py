@@ -10,7 +10,7 @@ GPUTRACE_KERNELS_EVERY_S=2) so that they close in the middle of things:
   handle, as JAX's profiler does) and starts a profiling session of its own
   (cuptiProfilerInitialize) while our windows run: the call succeeds, the trace
   says CUPTI then stays attached, and the program's training goes on;
-- rss: the traced process's resident memory over a 40-s training run with a
+- rss: the traced process's anonymous resident memory over a 40-s run with a
   detach every 2 s, against the same run with GPUTRACE_CUPTI=0: does each
   cuptiFinalize leave CUPTI's buffers behind?
 - first period: train_mlp.py (its first step comes ~4 s after its first CUDA
@@ -123,7 +123,13 @@ def profiler():
 
 
 def rss_run(name, env):
-    """VmRSS of the child every 0.5 s, from the parent."""
+    """RssAnon of the child every 0.5 s, from the parent: its anonymous
+    memory (heap, buffers), where a leak would grow. Not VmRSS: that also
+    counts the pages of libraries and files mapped in as they are first
+    touched (session 40: +129 MB of VmRSS in one run's second half with
+    windows, none in the next; in a probe of four configurations,
+    tests/gpu/probe_rss.py, RssAnon stayed flat in each while the file-backed
+    pages rose 48 MB with CUPTI off and untouched with windows)."""
     db = fresh(name)
     e = dict(os.environ, LD_PRELOAD=shim, GPUTRACE_OUTPUT=db, **env)
     proc = subprocess.Popen(['python3', os.path.join(here, 'transformer_step.py'), '--steps', str(a.rss_steps)],
@@ -134,7 +140,7 @@ def rss_run(name, env):
         while proc.poll() is None:
             try:
                 with open('/proc/%d/status' % proc.pid) as f:
-                    kb = [int(l.split()[1]) for l in f if l.startswith('VmRSS')]
+                    kb = [int(l.split()[1]) for l in f if l.startswith('RssAnon')]
                 if kb and kb[0]:  # none (or 0) once the process is exiting
                     samples.append((time.monotonic() - t0, kb[0]))
             except OSError:
@@ -160,7 +166,7 @@ def rss():
         half = [kb for t, kb in samples[n // 2:]]
         res[name] = (rc, half[0] if half else 0, half[-1] if half else 0, max(kb for _, kb in samples) if samples else 0,
                      kernel_notes(db).count('paused') if os.path.exists(db) else 0, lo, hi, err[-200:])
-        print('   %s: rc %d, VmRSS second half %d -> %d kB (max %d), %d pauses, loop %.1f..%.1f s' % (
+        print('   %s: rc %d, RssAnon second half %d -> %d kB (max %d), %d pauses, loop %.1f..%.1f s' % (
             name, rc, res[name][1], res[name][2], res[name][3], res[name][4], lo, hi), flush=True)
     g0 = res['rss-cupti0'][2] - res['rss-cupti0'][1]
     g1 = res['rss-windows'][2] - res['rss-windows'][1]

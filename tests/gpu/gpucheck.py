@@ -64,7 +64,10 @@ def counters(stdout):
     for line in stdout.splitlines():
         if '=' in line and ' ' not in line:
             k, v = line.split('=', 1)
-            out[k] = float(v) if '.' in v else int(v)
+            try:
+                out[k] = float(v) if '.' in v else int(v)
+            except ValueError:  # a name, such as gpu=<uuid>
+                out[k] = v
     return out
 
 
