@@ -374,9 +374,12 @@ static int kernel_anchor(struct gt_trace *t, const struct gt_kernel *k, const ui
                      best_cover);
         else if (more_cover)
             snprintf(why, sizeof why, "no exact repeating pattern: the steps differ");
+        else if (best_n <= exact_n)
+            snprintf(why, sizeof why, "the exact pattern of %zu launches repeats %zu times", exact_p, exact_n);
         else
-            snprintf(why, sizeof why, "the exact pattern of %zu launches repeats, and it begins %zu step%s more", exact_p,
-                     best_n - exact_n, best_n - exact_n == 1 ? "" : "s");
+            snprintf(why, sizeof why, "the exact pattern of %zu launches repeats %zu times, and %zu step%s more "
+                     "differ%s from it", exact_p, exact_n, best_n - exact_n, best_n - exact_n == 1 ? "" : "s",
+                     best_n - exact_n == 1 ? "s" : "");
         snprintf(out->how, sizeof out->how,
                  "automatic: one kernel recurs once per step, %zu times, about every %zu launches (%zu launch%s before "
                  "it; %s)%s", best_n, best_med, best[0], best[0] == 1 ? "" : "es", why,
