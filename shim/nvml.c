@@ -73,7 +73,8 @@ bool gt_nvml_open(const struct gt_devices *devs, bool asked)
     if (asked)
         gt_note("nvml", false, "on: used memory of %d device(s) every %u ms", N.n, gt_config.sample_ms);
     else
-        gt_note("nvml", false, "on: used memory of %d device(s) at the start and the end (the ledger)", N.n);
+        gt_note("nvml", false, "on: used memory of %d device(s) after the first allocation, every 50 ms for 16 s, "
+                "then at 32, 64, 128 ... s, and at the end (the ledger)", N.n);
     return true;
 }
 
