@@ -410,6 +410,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
     }
+    if (g->n && !its->it[g->n - 1].closed)
+        printf(" (the last, not closed, runs to the end of the record: not fitted)");
     if (g->later_used) {
         char b3[GT_FMT_LEN], b4[GT_FMT_LEN];
         printf("\n  slope: %s per iteration (Theil-Sen over the medians of %zu kernel windows: %zu iterations and %zu\n"

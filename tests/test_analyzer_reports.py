@@ -450,6 +450,16 @@ class PreallocatingFramework(T.AnalyzerTest):
                 self.assertTrue(text.startswith('Leaks: not told: one allocation of 100.00 GiB, most of device 0, was '
                                                 'made early and held'), text)
 
+    def test_the_last_iteration_open_to_the_end_is_marked_in_the_list(self):
+        # its end is the trace's (after JAX gave the pool back): a level no step ended at
+        text = self.ok('growth', T.xla_compile_staging(self.dir, kernel_steps=20, free_pool=True)).stdout
+        line = next(l for l in text.splitlines() if l.startswith('  live at iteration end:'))
+        self.assertTrue(line.endswith('0 B (the last, not closed, runs to the end of the record: not fitted)'), line)
+        # marked iterations are each closed: no mark
+        text = self.ok('growth', T.leak_retained(self.dir)).stdout
+        self.assertIn('  live at iteration end:', text)
+        self.assertNotIn('not closed', text)
+
     def test_an_allocation_of_under_half_the_device_is_no_preallocation(self):
         db = T.xla_compile_staging(self.dir, kernel_steps=20, pool_gib=20)   # of 80 GiB
         g = self.json('growth', db)
