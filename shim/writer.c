@@ -23,6 +23,10 @@
 
 #define BATCH 4096
 #define COMMIT_EVERY_NS (50 * 1000000ull)  /* well inside the promised 100 ms */
+/* the sleep between drains that caught up (writer_main) */
+#define GATHER_MIN_NS (1000000ull)
+#define GATHER_MAX_NS (10000000ull)
+#define GATHER_ENOUGH 256
 #define LOCK_WAIT_AT_STOP_NS (1000 * 1000000ull) /* exit waits this long at most for another connection's lock */
 #define PENDING_SLOT_WAIT_NS (2000 * 1000000ull)
 #define PENDING_SLOT_WAIT_AT_SIGNAL_NS (50 * 1000000ull) /* the signalled thread may hold one forever */
@@ -321,7 +325,7 @@ static void *writer_main(void *arg)
         return NULL;
     }
     bool in_txn = false;
-    uint64_t txn_start = 0, idle_ns = 1000000;
+    uint64_t txn_start = 0, gather_ns = GATHER_MIN_NS;
     for (;;) {
         if (stop_requested())
             break;
@@ -333,31 +337,36 @@ static void *writer_main(void *arg)
         if (!in_txn)
             gt_window_tick(gt_now_ns()); /* the flight recorder's own transaction, when due */
         pthread_mutex_unlock(&W.sql_mu);
-        if (n > 0)
-            idle_ns = 1000000;
         /* Behind (a full batch, or an eighth of a small queue: producers may
          * be waiting for room): drain on at once. */
-        if (n >= BATCH || n >= (int)(gt_config.queue_events / 8))
+        if (n >= BATCH || n >= (int)(gt_config.queue_events / 8)) {
+            gather_ns = GATHER_MIN_NS;
             continue;
+        }
         /* Caught up: committed, and sleeps before the next drain, with the
-         * write lock free for other connections. A program allocating
-         * steadily leaves a few events a drain, and drained at once each
-         * paid a commit (its changed pages written to the WAL): ~3.5 us of
-         * the writer's CPU an event, 7 times the rest (a paced stand-in
-         * loop; 3 s of CPU a run on the GPU's transformer step under
-         * cudaMallocAsync). A trickle gathers for 1 ms; idle, the sleep
-         * backs off to 10 ms. A stop request wakes it. */
+         * write lock free for other connections. Each commit writes its
+         * changed pages to the WAL (tens of us), and a program allocating
+         * steadily leaves only a few events a drain: drained at once, ~3.5
+         * us of the writer's CPU an event (a paced stand-in loop; 3 s of CPU
+         * a run on an H200's transformer step under cudaMallocAsync); a
+         * drain every 1 ms still cost ~50 ms of CPU a second at any pace
+         * under a few 10,000 events a second (4 us a call on the H200). So
+         * the sleep doubles, to 10 ms, while a drain finds fewer than
+         * GATHER_ENOUGH events (or none: idle) and halves, to 1 ms, while it
+         * finds four times that. A stop request wakes it. */
+        if (n < GATHER_ENOUGH)
+            gather_ns = gather_ns * 2 < GATHER_MAX_NS ? gather_ns * 2 : GATHER_MAX_NS;
+        else if (n >= 4 * GATHER_ENOUGH)
+            gather_ns = gather_ns / 2 > GATHER_MIN_NS ? gather_ns / 2 : GATHER_MIN_NS;
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + idle_ns;
+        uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + gather_ns;
         ts.tv_sec = (time_t)(t / 1000000000ull);
         ts.tv_nsec = (long)(t % 1000000000ull);
         pthread_mutex_lock(&W.mu);
         if (!W.stop_req && !atomic_load(&W.signal_name))
             pthread_cond_timedwait(&W.wake, &W.mu, &ts);
         pthread_mutex_unlock(&W.mu);
-        if (n <= 0)
-            idle_ns = idle_ns * 2 < 10000000 ? idle_ns * 2 : 10000000;
     }
     /* At a fatal signal the signalled thread may hold any lock of CUDA,
      * CUPTI or NVML: none of them is called; their last records are lost. */

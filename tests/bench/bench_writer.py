@@ -4,7 +4,11 @@ step, ~8 us of CPU work after each, ~1,400 events a step): the step time
 traced against bare, and the writer thread's CPU time per 1,000 events, for
 one or more builds side by side, fresh processes interleaved in shuffled
 order; medians and spread. The first build's stand-in runs every build.
-usage: bench_writer.py BUILD [BUILD...] [--runs N] [--steps N]"""
+--work W: CPU work after each allocation (bench_paced's W, 10000 by default:
+~240,000 events a second on the CI machine); a larger W is a slower pace
+(80000: ~30,000 events a second, the H200 transformer step's under
+cudaMallocAsync, where the writer's fixed cost a wake-up shows).
+usage: bench_writer.py BUILD [BUILD...] [--runs N] [--steps N] [--work W]"""
 import argparse
 import os
 import random
@@ -18,6 +22,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('builds', nargs='+')
 ap.add_argument('--runs', type=int, default=7)
 ap.add_argument('--steps', type=int, default=100)
+ap.add_argument('--work', type=int, default=10000)
 a = ap.parse_args()
 builds = [os.path.abspath(b) for b in a.builds]
 prog = os.path.join(builds[0], 'tests', 'bench', 'bench_paced')
@@ -43,7 +48,7 @@ def run(label, build, i):
         env.update(LD_PRELOAD=os.path.join(build, 'shim', 'libgputrace.so'), GPUTRACE_OUTPUT=db)
     # ptrace-free: the program is stopped at exit by a SIGSTOP it cannot see, so
     # its threads' CPU times are read while they still exist
-    p = subprocess.Popen(['bash', '-c', '"$@" & pid=$!; echo $pid; wait $pid', '_', prog, str(a.steps)],
+    p = subprocess.Popen(['bash', '-c', '"$@" & pid=$!; echo $pid; wait $pid', '_', prog, str(a.steps), '700', str(a.work)],
                          env=env, stdout=subprocess.PIPE, text=True)
     pid = int(p.stdout.readline())
     cpu = {}
@@ -72,8 +77,8 @@ for r in range(a.runs):
     for i in order:
         res[i].append(run(i, labels[i], r))
 bare = statistics.median(x[0] for x in res[0])
-print('bench_writer: %d runs x %d steps, median step (us), spread, ratio to bare; writer CPU ms per 1,000 events'
-      % (a.runs, a.steps))
+print('bench_writer: %d runs x %d steps (work %d), median step (us), spread, ratio to bare; writer CPU ms per 1,000 '
+      'events' % (a.runs, a.steps, a.work))
 for i, label in enumerate(labels):
     steps = [x[0] for x in res[i]]
     line = '  %-40s %8.1f  %8.1f-%-8.1f  %.4f' % (label or 'bare', statistics.median(steps), min(steps), max(steps),
