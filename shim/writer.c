@@ -311,6 +311,20 @@ static void tick(void)
     atomic_store(&W.in_tick, false);
 }
 
+/* The longest sleep between drains: GATHER_MAX_NS, less where a burst could
+ * fill the queue meanwhile (nothing wakes the writer when it is full: its
+ * producers wait; half the queue at a fast thread's ~1 event a us) or
+ * GPUTRACE_SAMPLE_MS asks for readings more often (taken from this loop). */
+static uint64_t gather_max_ns(void)
+{
+    uint64_t max = GATHER_MAX_NS, fill = (uint64_t)gt_config.queue_events / 2 * 1000ull;
+    if (fill < max)
+        max = fill;
+    if (gt_config.sample_ms && (uint64_t)gt_config.sample_ms * 1000000ull < max)
+        max = (uint64_t)gt_config.sample_ms * 1000000ull;
+    return max > GATHER_MIN_NS ? max : GATHER_MIN_NS;
+}
+
 static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
@@ -325,7 +339,7 @@ static void *writer_main(void *arg)
         return NULL;
     }
     bool in_txn = false;
-    uint64_t txn_start = 0, gather_ns = GATHER_MIN_NS;
+    uint64_t txn_start = 0, gather_ns = GATHER_MIN_NS, gather_max = gather_max_ns();
     for (;;) {
         if (stop_requested())
             break;
@@ -351,11 +365,11 @@ static void *writer_main(void *arg)
          * a run on an H200's transformer step under cudaMallocAsync); a
          * drain every 1 ms still cost ~50 ms of CPU a second at any pace
          * under a few 10,000 events a second (4 us a call on the H200). So
-         * the sleep doubles, to 10 ms, while a drain finds fewer than
-         * GATHER_ENOUGH events (or none: idle) and halves, to 1 ms, while it
-         * finds four times that. A stop request wakes it. */
+         * the sleep doubles, to 10 ms (gather_max_ns), while a drain finds
+         * fewer than GATHER_ENOUGH events (or none: idle) and halves, to 1
+         * ms, while it finds four times that. A stop request wakes it. */
         if (n < GATHER_ENOUGH)
-            gather_ns = gather_ns * 2 < GATHER_MAX_NS ? gather_ns * 2 : GATHER_MAX_NS;
+            gather_ns = gather_ns * 2 < gather_max ? gather_ns * 2 : gather_max;
         else if (n >= 4 * GATHER_ENOUGH)
             gather_ns = gather_ns / 2 > GATHER_MIN_NS ? gather_ns / 2 : GATHER_MIN_NS;
         struct timespec ts;

@@ -308,7 +308,7 @@ class SigkillTest(SignalTest):
 
     def test_a_sigkill_of_a_program_allocating_steadily_loses_only_the_last_moments(self):
         # a pair every 200 us: the writer commits each drain that catches up, then lets the
-        # trickle gather for 1 ms; what the program had done WINDOW s before the kill is
+        # trickle gather for up to 10 ms; what the program had done WINDOW s before the kill is
         # all in the file (nothing of it waits in the queue at this pace)
         for delay in (0.4, 0.9):
             with self.subTest(delay=delay):
