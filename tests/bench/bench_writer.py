@@ -12,6 +12,7 @@ usage: bench_writer.py BUILD [BUILD...] [--runs N] [--steps N] [--work W]"""
 import argparse
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sqlite3
@@ -87,3 +88,4 @@ for i, label in enumerate(labels):
         per_k = [1000 * x[1] * 1000 / x[2] for x in res[i] if x[2]]
         line += '  writer %.3f ms (%.3f-%.3f)' % (statistics.median(per_k), min(per_k), max(per_k))
     print(line)
+shutil.rmtree(tmp, ignore_errors=True)
