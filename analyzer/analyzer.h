@@ -104,7 +104,7 @@ struct gt_leaks {
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
     int64_t preallocated;  /* a preallocating framework's pool of these bytes (prealloc.c): none not told */
-    int prealloc_device;
+    int prealloc_device, prealloc_percent;   /* its device, and its share of it */
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
@@ -137,7 +137,7 @@ struct gt_growth {
     size_t windows, window_rises;
     int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
     int64_t preallocated;   /* a preallocating framework's pool of these bytes (prealloc.c): stable not told */
-    int prealloc_device;
+    int prealloc_device, prealloc_percent;   /* its device, and its share of it */
     struct gt_growth_site *sites;
     size_t nsites;
 };
@@ -158,13 +158,14 @@ struct gt_untraced {
     int64_t t;
 };
 
-/* ---- prealloc.c: one allocation of most of a device (--device-bytes, or
- * the devices table's total) in selection s, made before event before_ev
+/* ---- prealloc.c: one allocation of a large share of a device (--device-bytes,
+ * or the devices table's total) in selection s, made before event before_ev
  * and live at event live_at_ev (the loop's first; 0: whenever freed, as
  * JAX frees its pool at exit in a trace with no loop), by a preallocating
- * framework's allocator (JAX's default): its bytes (*device: its device),
- * or 0. */
-int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int *device);
+ * framework's allocator (JAX's default): its bytes (*device: its device,
+ * *percent: its share of it, rounded; either may be NULL), or 0. */
+int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int *device,
+                        int *percent);
 /* what to say to trace such a program at tensor level */
 #define GT_PREALLOC_TO_DO "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform (JAX)"
 
@@ -255,7 +256,7 @@ struct gt_peak {
     int history;                /* peaks follow history: a smaller batch after a larger one peaked as high, */
     int64_t carried_bytes;      /* or a peak held this much that other batch sizes allocated (-1: none), */
     int64_t carried_batch_size; /* at this batch size's peak */
-    int preallocated;           /* one allocation holds most of the device: no fit at all */
+    int preallocated;           /* a preallocating framework's pool (prealloc.c): no fit at all */
     struct gt_room room;
     struct gt_slack slack;      /* the pool's slack per batch size (a pool level only) */
     int64_t safety;             /* of the margin: the safety term at the batch size predicted; -1 none */

@@ -233,7 +233,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
      * nothing else accumulated tells nothing of them */
     if (!code)
         l->preallocated = gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0,
-                                          &l->prealloc_device);
+                                          &l->prealloc_device, &l->prealloc_percent);
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
@@ -324,10 +324,10 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
         if (l.preallocated)
-            printf("%s one allocation of %s, most of device %d, was made %s and held: a preallocating framework "
+            printf("%s one allocation of %s, %d%% of device %d, was made %s and held: a preallocating framework "
                    "(JAX's default) carves its arrays inside it, out of the trace's sight, so what it keeps there is "
                    "not seen (%s).\n", l.nsites || (l.classified && l.iterations == 2) ? "Note:" : "Leaks: not told:",
-                   gt_fmt_bytes(l.preallocated, b),
+                   gt_fmt_bytes(l.preallocated, b), l.prealloc_percent,
                    l.prealloc_device, l.iterations ? "before the loop" : "early", GT_PREALLOC_TO_DO);
         if (l.nsites == 0 && l.classified && l.iterations == 2) {
             printf("Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on (run or "

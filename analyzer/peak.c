@@ -192,10 +192,10 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     int code2 = gt_room_compute(c, &pk->sel, pk->overall_ev, &pk->room);
     if (code2)
         return code2;
-    /* one allocation of most of the device before the loop (JAX's default):
+    /* a preallocating framework's pool made before the loop (JAX's default):
      * the batch is carved inside it, out of the trace's sight: no fit at all */
     size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
-    pk->preallocated = pk->room.total > 0 && gt_preallocated(c, &pk->sel, loop, its->n ? loop : 0, NULL) > 0;
+    pk->preallocated = pk->room.total > 0 && gt_preallocated(c, &pk->sel, loop, its->n ? loop : 0, NULL, NULL) > 0;
     if (pk->nbs >= 2 && !pk->preallocated) {
         double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
         for (size_t i = 0; i < pk->nbs; i++) {
@@ -234,7 +234,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     /* Never a number the data does not support; the first reason that holds. */
     pk->withheld_max_batch_size = -1;
     if (pk->preallocated) {
-        pk->withheld_why = "one allocation holds most of the device (a preallocating framework, JAX's default):"
+        pk->withheld_why = "a preallocating framework's pool (JAX's default) holds the device's memory for it:"
                            " the batch's tensors are carved inside it, where the trace cannot see them";
         pk->what_to_do = GT_PREALLOC_TO_DO ", or gputrace sweep -- CMD";
     } else if (pk->history && pk->carried_bytes >= 0) {

@@ -270,7 +270,7 @@
 
   /* a preallocating framework's pool (JAX's default): what the trace cannot see inside it */
   function preallocNote(lead, bytes, loop) {
-    return lead + ': one allocation of ' + fmtBytes(bytes) + ', most of the device, was made ' +
+    return lead + ': one allocation of ' + fmtBytes(bytes) + ' was made ' +
       (loop ? 'before the loop' : 'early') + ' and held;' +
       ' a preallocating framework (JAX\'s default) carves its arrays inside it, out of the trace\'s sight' +
       ' (trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)';

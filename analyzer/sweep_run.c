@@ -90,7 +90,7 @@ static int64_t preallocated(struct gt_ctx *c)
     int found = c->iters_loaded && c->iters.n;
     size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
     struct gt_sel s = {GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), GT_ANY_DEVICE};
-    return gt_preallocated(c, &s, end, found ? end : 0, NULL);
+    return gt_preallocated(c, &s, end, found ? end : 0, NULL, NULL);
 }
 
 /* Reads one trace of the run into r (the one with the highest peak wins). */

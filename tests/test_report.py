@@ -315,7 +315,7 @@ class Layout(ReportTest):
 
     def test_a_preallocating_frameworks_growth_and_leaks_read_not_told(self):
         # JAX under preallocation: its steps found from their kernels, its arrays inside one
-        # allocation of most of the device: neither "stable" nor "none" is an answer
+        # allocation of a large share of the device: neither "stable" nor "none" is an answer
         dom, data, _ = self.report(T.xla_compile_staging(self.dir, kernel_steps=20))
         self.assertEqual(data['traces'][0]['growth']['preallocated_bytes'], 100 * T.GiB)
         growth = self.item(dom, 0, 'growth')[0]

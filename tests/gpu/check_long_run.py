@@ -14,7 +14,7 @@ first 5 s and then 1 s of every 20 s):
   of session 38 the compilation took the whole first window and none was
   found; the first window now lasts until the kernels' names settle);
   `growth` says unknown and `leaks` not told (its arrays lie inside XLA's one
-  allocation of most of the device, out of the trace's sight).
+  allocation of a large share of the device, out of the trace's sight).
 Every trace must show at least two kernel spans (else the check proves
 nothing: FAIL). About 3.5 minutes.
 usage: check_long_run.py --build BUILD --out DIR [--seconds 60]"""
