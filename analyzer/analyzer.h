@@ -96,6 +96,12 @@ void gt_phase(const char *what, double since);
  * program was using when it ended). With 2, held and at_end (after the
  * first), and what accumulates is not told (told 0). With fewer everything
  * that is not cached is in sites (classified 0). */
+/* a preallocating framework's pool (prealloc.c) */
+struct gt_prealloc {
+    int64_t bytes;
+    int device, percent, count;   /* percent of the device's total (-1: unknown); allocations */
+};
+
 struct gt_leaks {
     struct gt_site_sum *sites, *cached, *held, *at_end;
     size_t nsites, ncached, nheld, nat_end;
@@ -104,7 +110,7 @@ struct gt_leaks {
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
     int64_t preallocated;  /* a preallocating framework's pool of these bytes (prealloc.c): none not told */
-    int prealloc_device, prealloc_percent;   /* its device, and its share of it */
+    struct gt_prealloc prealloc;
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
@@ -137,7 +143,7 @@ struct gt_growth {
     size_t windows, window_rises;
     int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
     int64_t preallocated;   /* a preallocating framework's pool of these bytes (prealloc.c): stable not told */
-    int prealloc_device, prealloc_percent;   /* its device, and its share of it */
+    struct gt_prealloc prealloc;
     struct gt_growth_site *sites;
     size_t nsites;
 };
@@ -158,14 +164,21 @@ struct gt_untraced {
     int64_t t;
 };
 
-/* ---- prealloc.c: one allocation of a large share of a device (--device-bytes,
- * or the devices table's total) in selection s, made before event before_ev
- * and live at event live_at_ev (the loop's first; 0: whenever freed, as
- * JAX frees its pool at exit in a trace with no loop), by a preallocating
- * framework's allocator (JAX's default): its bytes (*device: its device,
- * *percent: its share of it, rounded; either may be NULL), or 0. */
-int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int *device,
-                        int *percent);
+/* ---- prealloc.c: a preallocating framework's pool in selection s, made
+ * before event before_ev and live at event live_at_ev (the loop's first; 0:
+ * whenever freed, as JAX frees its pool at exit in a trace with no loop): the
+ * allocations of a pooling allocator (its frames: XLA's or TensorFlow's BFC,
+ * RAPIDS' pool or arena) holding half or more of the device memory then held,
+ * or one allocation of half the device or more made through the driver in a
+ * trace without stacks; one_only: only the latter's kind, one allocation of
+ * half the device (the sweep's test). Its bytes (out: what, where), or 0. */
+int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_ev, size_t live_at_ev, int one_only,
+                        struct gt_prealloc *out);
+/* its words: "one allocation of 100.00 GiB, 78% of device 0, was made" (or
+ * "13 allocations of ... in all, ..., were made"); "its one allocation of 78%
+ * of device 0" */
+const char *gt_prealloc_made(const struct gt_prealloc *p, char *buf, size_t len);
+const char *gt_prealloc_short(const struct gt_prealloc *p, char *buf, size_t len);
 /* what to say to trace such a program at tensor level */
 #define GT_PREALLOC_TO_DO "trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform (JAX)"
 

@@ -350,8 +350,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     /* stable, where a preallocating framework carves its arrays inside one
      * allocation held all along: what grows in there is not seen */
     if (!strcmp(g->verdict, "stable") &&
-        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, &g->prealloc_device,
-                                           &g->prealloc_percent)) > 0)
+        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, 0, &g->prealloc)) > 0)
         g->verdict = "unknown";
     free(x);
     free(y);
@@ -428,10 +427,13 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
     }
     if (g->preallocated)
-        printf("  (not told: one allocation of %s, %d%% of device %d, was made before the loop and held: a\n"
-               "   preallocating framework (JAX's default) carves its arrays inside it, out of the trace's sight;\n"
-               "   %s)\n", gt_fmt_bytes(g->preallocated, b1), g->prealloc_percent, g->prealloc_device,
+    {
+        char made[160];
+        printf("  (not told: %s before the loop and held: a\n"
+               "   preallocating framework (JAX's default) carves its arrays inside %s, out of the trace's sight;\n"
+               "   %s)\n", gt_prealloc_made(&g->prealloc, made, sizeof made), g->prealloc.count == 1 ? "it" : "them",
                GT_PREALLOC_TO_DO);
+    }
     if (g->later_seen && !g->later_used)
         printf("  (%zu steps seen in later kernel windows are not fitted: they run at another pace than the\n"
                "   iterations, or in fewer than 2 windows after them; the verdict is the iterations' own)\n",

@@ -229,11 +229,11 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         l->classified = 1;
     }
     l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
-    /* a preallocating framework's arrays live inside one allocation: that
+    /* a preallocating framework's arrays live inside its pool: that
      * nothing else accumulated tells nothing of them */
     if (!code)
         l->preallocated = gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0,
-                                          &l->prealloc_device, &l->prealloc_percent);
+                                          0, &l->prealloc);
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
@@ -323,24 +323,25 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         char b[GT_FMT_LEN];
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
+        char made[160];
         if (l.preallocated)
-            printf("%s one allocation of %s, %d%% of device %d, was made %s and held: a preallocating framework "
-                   "(JAX's default) carves its arrays inside it, out of the trace's sight, so what it keeps there is "
-                   "not seen (%s).\n", l.nsites || (l.classified && l.iterations == 2) ? "Note:" : "Leaks: not told:",
-                   gt_fmt_bytes(l.preallocated, b), l.prealloc_percent,
-                   l.prealloc_device, l.iterations ? "before the loop" : "early", GT_PREALLOC_TO_DO);
+            printf("%s %s %s and held: a preallocating framework (JAX's default) carves its arrays inside %s, out "
+                   "of the trace's sight, so what it keeps there is not seen (%s).\n",
+                   l.nsites || (l.classified && l.iterations == 2) ? "Note:" : "Leaks: not told:",
+                   gt_prealloc_made(&l.prealloc, made, sizeof made), l.iterations ? "before the loop" : "early",
+                   l.prealloc.count == 1 ? "it" : "them", GT_PREALLOC_TO_DO);
         if (l.nsites == 0 && l.classified && l.iterations == 2) {
             printf("Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on (run or "
                    "mark more steps). What was live at process end is below.\n");
         } else if (l.nsites == 0) {
             if (l.classified)
                 printf("%s: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
-                       l.preallocated ? "Outside it" : "No leaks",
+                       l.preallocated ? "Outside the pool" : "No leaks",
                        l.iterations - 1, l.iterations,
                        l.nheld || l.nat_end || l.ncached ? "; what was live at process end is below" : "");
             else
                 printf("%s: every allocation was freed before the process ended%s.\n",
-                       l.preallocated ? "Outside it" : "No leaks",
+                       l.preallocated ? "Outside the pool" : "No leaks",
                        l.ncached ? " (apart from caching-allocator memory below)" : "");
         } else {
             printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),

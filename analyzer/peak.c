@@ -195,7 +195,7 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     /* a preallocating framework's pool made before the loop (JAX's default):
      * the batch is carved inside it, out of the trace's sight: no fit at all */
     size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
-    pk->preallocated = pk->room.total > 0 && gt_preallocated(c, &pk->sel, loop, its->n ? loop : 0, NULL, NULL) > 0;
+    pk->preallocated = pk->room.total > 0 && gt_preallocated(c, &pk->sel, loop, its->n ? loop : 0, 0, NULL) > 0;
     if (pk->nbs >= 2 && !pk->preallocated) {
         double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
         for (size_t i = 0; i < pk->nbs; i++) {

@@ -270,9 +270,9 @@
 
   /* a preallocating framework's pool (JAX's default): what the trace cannot see inside it */
   function preallocNote(lead, bytes, loop) {
-    return lead + ': one allocation of ' + fmtBytes(bytes) + ' was made ' +
-      (loop ? 'before the loop' : 'early') + ' and held;' +
-      ' a preallocating framework (JAX\'s default) carves its arrays inside it, out of the trace\'s sight' +
+    return lead + ': ' + fmtBytes(bytes) + ' was allocated ' + (loop ? 'before the loop' : 'early') +
+      ' and held by a preallocating framework\'s pool (JAX\'s default), which carves its arrays inside, out of the' +
+      ' trace\'s sight' +
       ' (trace at tensor level: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform)';
   }
 
@@ -283,7 +283,7 @@
     var untold = l.classified_by_iterations && l.accumulation_told === false && l.iterations === 2;   /* a first and a last */
     if (l.preallocated_bytes)
       el('p', {'class': 'note prealloc'}, box, preallocNote(l.total_bytes || untold ? 'Note' : 'Not told',
-        l.preallocated_bytes, l.iterations > 0) + ': what it keeps there is not seen. Outside it:');
+        l.preallocated_bytes, l.iterations > 0) + ': what it keeps there is not seen. Outside the pool:');
     el('p', {}, box, (untold ? 'What accumulates is not told: ' + l.iterations + ' iterations, a first and a last (it shows from 3)' :
       fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
       (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '')) +
@@ -385,13 +385,13 @@
     });
     if (g.error) item('growth', 'Growth', 'unknown', 'unknown: ' + g.error, ids.growth);
     else if (g.preallocated_bytes) item('growth', 'Growth', g.verdict, 'unknown: a preallocating framework\'s arrays' +
-      ' lie inside its one allocation of ' + fmtBytes(g.preallocated_bytes) + ', out of sight', ids.growth, '');
+      ' lie inside its pool of ' + fmtBytes(g.preallocated_bytes) + ', out of sight', ids.growth, '');
     else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)',
       ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
     else if (l.preallocated_bytes && !l.total_bytes)
-      item('leaks', 'Leaks', '', 'not told: a preallocating framework\'s arrays lie inside its one allocation of ' +
+      item('leaks', 'Leaks', '', 'not told: a preallocating framework\'s arrays lie inside its pool of ' +
         fmtBytes(l.preallocated_bytes) + ', out of sight', ids.leaks);
     else if (l.classified_by_iterations && l.accumulation_told === false && !l.total_bytes)
       item('leaks', 'Leaks', '', 'not told: ' + l.iterations + ' iterations; what accumulates shows from 3', ids.leaks);

@@ -217,7 +217,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_obj_end(j);
         goto out;
     }
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], pool[96];
     printf("Process %lld", (long long)p->pid);
     if (p->host)
         printf(" on %s", p->host);
@@ -279,8 +279,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                l.classified ? "" : " live at exit, not told from memory held for the run (fewer than 2 iterations to "
                                    "split it by)");
     else if (l.preallocated)
-        printf("  leaks: not told (a preallocating framework's arrays lie inside its one allocation of %d%% of device"
-               " %d; gputrace leaks)", l.prealloc_percent, l.prealloc_device);
+        printf("  leaks: not told (a preallocating framework's arrays lie inside %s; gputrace leaks)",
+               gt_prealloc_short(&l.prealloc, pool, sizeof pool));
     else if (l.classified && l.iterations == 2)
         printf("  leaks: not told (2 iterations: what accumulates shows from 3; gputrace leaks)");
     else
@@ -294,8 +294,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
                g.later_used ? "; with steps seen in later kernel windows" : "");
     else if (g.preallocated)
-        printf("  growth: unknown (a preallocating framework's arrays lie inside its one allocation of %d%% of device"
-               " %d, out of sight; gputrace growth)\n", g.prealloc_percent, g.prealloc_device);
+        printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
+               gt_prealloc_short(&g.prealloc, pool, sizeof pool));
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
                c->sel_name, g.later_used ? ", with steps seen in later kernel windows" : "");

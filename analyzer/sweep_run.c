@@ -82,15 +82,17 @@ static int64_t held_outside(struct gt_ctx *c, const struct gt_sel *sel)
 
 /* A preallocating framework's pool made before the first iteration
  * (anywhere, when no iterations are found): its bytes, or 0 (prealloc.c:
- * half the device or more, by XLA's or TensorFlow's allocator, or through
- * the driver where the run has no stacks: a PyTorch job holding a dataset
- * of 60% of the device through cudaMalloc is swept). */
+ * one allocation of half the device or more, by XLA's, TensorFlow's or
+ * RAPIDS' allocator, or through the driver where the run has no stacks: a
+ * PyTorch job holding a dataset of 60% of the device through cudaMalloc is
+ * swept; a growing pool's regions are too, its peaks following the batch
+ * size at their granularity). */
 static int64_t preallocated(struct gt_ctx *c)
 {
     int found = c->iters_loaded && c->iters.n;
     size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
     struct gt_sel s = {GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), GT_ANY_DEVICE};
-    return gt_preallocated(c, &s, end, found ? end : 0, NULL, NULL);
+    return gt_preallocated(c, &s, end, found ? end : 0, 1, NULL);
 }
 
 /* Reads one trace of the run into r (the one with the highest peak wins). */

@@ -320,9 +320,9 @@ class Layout(ReportTest):
         self.assertEqual(data['traces'][0]['growth']['preallocated_bytes'], 100 * T.GiB)
         growth = self.item(dom, 0, 'growth')[0]
         self.assertEqual(growth.attrs['data-value'], 'unknown')
-        self.assertIn("unknown: a preallocating framework's arrays lie inside its one allocation of 100.00 GiB", growth.text)
+        self.assertIn("unknown: a preallocating framework's arrays lie inside its pool of 100.00 GiB", growth.text)
         leaks = self.item(dom, 0, 'leaks')[0]
-        self.assertIn("not told: a preallocating framework's arrays lie inside its one allocation of 100.00 GiB",
+        self.assertIn("not told: a preallocating framework's arrays lie inside its pool of 100.00 GiB",
                       leaks.text)
         self.assertNotIn('none', leaks.text)
         notes = [e.text for e in dom.find('p', 'prealloc', 0)]
