@@ -15,7 +15,9 @@ steps, under JAX's default (preallocation) and its platform allocator:
   compilation of the step (session 38: its pauses used the 5 s up, and the
   20 steps 4 s later were never recorded);
 - under XLA_PYTHON_CLIENT_MEM_FRACTION=0.3, a pool of 30% of the device: growth
-  unknown and leaks not told, as under the default's 75%.
+  unknown and leaks not told, as under the default's 75%; under
+  XLA_PYTHON_CLIENT_PREALLOCATE=false alone, the BFC allocator's regions the
+  same (its arrays lie inside them).
 About 1 minute.
 usage: check_jax_ranges.py --build BUILD --out DIR [--steps 20]"""
 import argparse
@@ -36,6 +38,8 @@ os.makedirs(a.out, exist_ok=True)
 MODES = (('prealloc', {}),
          # processes sharing a GPU: a pool of 30% (session 40: a pool was half the device or more)
          ('fraction', {'XLA_PYTHON_CLIENT_MEM_FRACTION': '0.3'}),
+         # the BFC allocator growing by regions: its arrays inside them as well
+         ('growing', {'XLA_PYTHON_CLIENT_PREALLOCATE': 'false'}),
          ('platform', {'XLA_PYTHON_CLIENT_PREALLOCATE': 'false', 'XLA_PYTHON_CLIENT_ALLOCATOR': 'platform'}))
 for name, env in MODES:
     db = fresh_db(a.out, 'jax-' + name)
@@ -76,6 +80,10 @@ for name, env in MODES:
                'fraction: a pool of 30%% of the device hides its arrays as well: growth unknown, leaks not told',
                'verdict %s, leaks told %s, preallocated %s of %s' % (d.get('growth_verdict'), d.get('leaks_told'),
                                                                    pool, total))
+    if name == 'growing':
+        report(d.get('growth_verdict') in ('unknown', 'growing') and (d.get('preallocated_bytes') or 0) > 0,
+               'growing: the BFC allocator\'s regions are taken for its pool: growth not "stable"',
+               'verdict %s, preallocated %s' % (d.get('growth_verdict'), d.get('preallocated_bytes')))
     if name == 'prealloc':
         # the steps' kernels: after XLA's compilation of the step ended
         compiled = rows(db, "SELECT max(end_ns) FROM ranges WHERE message LIKE 'XlaCompile:#module=jit_step#%'")[0][0]
