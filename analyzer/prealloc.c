@@ -44,20 +44,31 @@ enum evidence { NONE, DRIVER, POOL };
  * pooling allocator; without (a sweep's runs, GPUTRACE_STACK_DEPTH=0), when
  * the program called the driver for it (cuMemAlloc, cuMemCreate), as XLA and
  * TensorFlow do, where PyTorch, CuPy and most CUDA programs call the runtime
- * (cudaMalloc). */
-static enum evidence made_by(struct gt_ctx *c, const struct gt_event *e)
+ * (cudaMalloc). by_site: what each call site's frames said (0: not read yet;
+ * every allocation before the loop is asked, a trace's millions). */
+static enum evidence made_by(struct gt_ctx *c, const struct gt_event *e, signed char *by_site)
 {
-    char **f = NULL;
-    int n = 0;
-    if (e->site >= 0 && gt_trace_frames(&c->t, e->site, &f, &n) != GT_EXIT_OK)
-        return NONE;   /* frames unreadable: not called a pool on no evidence */
-    if (n == 0)
-        return !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
-    for (int k = 0; k < n; k++)
-        for (size_t q = 0; q < sizeof pool_frames / sizeof *pool_frames; q++)
-            if (strstr(f[k], pool_frames[q]))
-                return POOL;
-    return NONE;
+    enum { UNREAD, NO_FRAMES, POOL_FRAMES, OTHER_FRAMES };
+    signed char *known = e->site >= 0 && (size_t)e->site < c->t.nsites ? &by_site[e->site] : NULL;
+    if (!known || *known == UNREAD) {
+        char **f = NULL;
+        int n = 0, said = OTHER_FRAMES;
+        if (e->site >= 0 && gt_trace_frames(&c->t, e->site, &f, &n) != GT_EXIT_OK)
+            said = OTHER_FRAMES;   /* frames unreadable: not called a pool on no evidence */
+        else if (n == 0)
+            said = NO_FRAMES;
+        for (int k = 0; k < n && said != POOL_FRAMES; k++)
+            for (size_t q = 0; q < sizeof pool_frames / sizeof *pool_frames; q++)
+                if (strstr(f[k], pool_frames[q]))
+                    said = POOL_FRAMES;
+        if (!known)
+            return said == POOL_FRAMES ? POOL
+                 : said == NO_FRAMES && !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
+        *known = (signed char)said;
+    }
+    if (*known == POOL_FRAMES)
+        return POOL;
+    return *known == NO_FRAMES && !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
 }
 
 #define MAX_DEV 64
@@ -69,6 +80,7 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
     int64_t held[MAX_DEV] = {0}, pooled[MAX_DEV] = {0}, largest[MAX_DEV] = {0};
     int count[MAX_DEV] = {0};
     enum evidence largest_by[MAX_DEV] = {NONE};
+    signed char *by_site = gt_xcalloc(c->t.nsites + 1, 1);
     for (size_t i = 0; i < before_ev && i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = gt_attr(t, e);
@@ -80,7 +92,7 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
             continue;   /* given back before the loop: none of the loop's */
         held[e->device] += e->size;
         /* (a stream-ordered pool's allocation is one tensor: PyTorch's async backend) */
-        enum evidence by = a->memory == GT_MEM_DEVICE ? made_by(c, e) : NONE;
+        enum evidence by = a->memory == GT_MEM_DEVICE ? made_by(c, e, by_site) : NONE;
         if (by == POOL) {
             pooled[e->device] += e->size;
             count[e->device]++;
@@ -90,6 +102,7 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
             largest_by[e->device] = by;
         }
     }
+    free(by_site);
     struct gt_prealloc best = {0};
     for (int d = 0; d < MAX_DEV; d++) {
         int64_t of = c->o->device_bytes > 0 ? c->o->device_bytes : gt_trace_device_total(t, d);
