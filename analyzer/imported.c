@@ -4,14 +4,19 @@
  * 'imported', which no device figure counts. This says how much of it was
  * still mapped at the end, for the ledger. Traces older than schema 3 have
  * none of these rows: every figure is then 0. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer.h"
+#include "format.h"
 
-/* IPC-opened ranges never closed: they carry their size. */
+/* IPC opens and closes in order (an open carries its range's size). Paired
+ * here, not through the allocations view, which pairs every event of the
+ * trace again: 8 of summary's 9 s on 2 million events. */
 static const char sql_ipc[] =
-    "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM allocations"
-    " WHERE memory = 'imported' AND api IN ('cudaIpcOpenMemHandle', 'cuIpcOpenMemHandle_v2') AND free_ns IS NULL";
+    "SELECT a.op = 'alloc', e.ptr, e.size FROM events e JOIN apis a ON a.id = e.api"
+    " WHERE a.name IN ('cudaIpcOpenMemHandle', 'cuIpcOpenMemHandle_v2', 'cudaIpcCloseMemHandle', 'cuIpcCloseMemHandle')"
+    " AND e.result = 0 ORDER BY e.id";
 /* Mappings of imported handles that no later cuMemUnmap covered: an imported
  * handle's size is only known from its mappings. */
 static const char sql_vmm[] =
@@ -41,10 +46,47 @@ static int two_ints(struct gt_trace *t, const char *sql, int64_t *a, int64_t *b)
     return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading imported memory");
 }
 
+/* IPC-opened ranges never closed: the next close of an address ends its open. */
+static int ipc_open_at_end(struct gt_trace *t, int64_t *ranges, int64_t *bytes)
+{
+    sqlite3_stmt *st;
+    *ranges = *bytes = 0;
+    int code = gt_trace_prepare_optional(t, sql_ipc, &st, "reading imported memory");
+    if (code || !st)
+        return code;
+    struct open { int64_t ptr, size; } *open = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t ptr = sqlite3_column_int64(st, 1);
+        if (sqlite3_column_int(st, 0)) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                open = gt_xrealloc(open, cap * sizeof *open);
+            }
+            open[n++] = (struct open){ptr, sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2)};
+            continue;
+        }
+        for (size_t k = 0; k < n; k++)
+            if (open[k].ptr == ptr) {   /* the earliest open of it still open */
+                memmove(&open[k], &open[k + 1], (n - k - 1) * sizeof *open);
+                n--;
+                break;
+            }
+    }
+    sqlite3_finalize(st);
+    for (size_t k = 0; k < n; k++) {
+        (*ranges)++;
+        *bytes += open[k].size > 0 ? open[k].size : 0;
+    }
+    free(open);
+    return rc == SQLITE_DONE ? GT_EXIT_OK : gt_trace_sql_error(t, rc, "reading imported memory");
+}
+
 int gt_imported_at_end(struct gt_trace *t, struct gt_imported *out)
 {
     memset(out, 0, sizeof *out);
-    int code = two_ints(t, sql_ipc, &out->ipc_ranges, &out->ipc_bytes);
+    int code = ipc_open_at_end(t, &out->ipc_ranges, &out->ipc_bytes);
     if (!code)
         code = two_ints(t, sql_vmm, &out->vmm_handles, &out->vmm_bytes);
     return code;
