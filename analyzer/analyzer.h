@@ -314,7 +314,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j);
 struct gt_imported {
     int64_t ipc_ranges, ipc_bytes, vmm_handles, vmm_bytes;
 };
-int gt_imported_at_end(struct gt_trace *t, struct gt_imported *out);
+int gt_imported_at_end(struct gt_ctx *c, struct gt_imported *out);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
 int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u);

@@ -303,10 +303,10 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
 
 /* Memory of other processes mapped here at the end (NCCL peers, CUDA IPC):
  * apart from every bucket above, which are this process's own. */
-static int ledger_imported(struct gt_trace *t, struct gt_json *j)
+static int ledger_imported(struct gt_ctx *c, struct gt_json *j)
 {
     struct gt_imported im;
-    int code = gt_imported_at_end(t, &im);
+    int code = gt_imported_at_end(c, &im);
     if (code)
         return code;
     if (j) {
@@ -484,5 +484,5 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr_end(j);
     free(cat_of);
     free(lv);
-    return code ? code : ledger_imported(t, j);
+    return code ? code : ledger_imported(c, j);
 }
