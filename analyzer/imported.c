@@ -108,7 +108,7 @@ static int any_imported(struct gt_ctx *c, int *any)
     if (rc != SQLITE_DONE)
         return gt_trace_sql_error(t, rc, "reading imported memory");
     for (size_t i = 0; i < t->nev && !*any; i++)
-        *any = opens[t->ev[i].api] && !t->ev[i].failed;
+        *any = opens[gt_api_base(t->ev[i].api)] && !t->ev[i].failed;   /* (made during a capture too) */
     return GT_EXIT_OK;
 }
 

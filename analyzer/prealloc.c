@@ -77,6 +77,10 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
                         struct gt_prealloc *out)
 {
     const struct gt_trace *t = &c->t;
+    /* device and pool memory whatever the command looks at: a command on a
+     * trace with stream-ordered allocations selects the pool alone, and a
+     * framework's pool is device memory */
+    const struct gt_sel sel = {s->mem_mask | GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), s->device};
     int64_t held[MAX_DEV] = {0}, pooled[MAX_DEV] = {0}, largest[MAX_DEV] = {0};
     int count[MAX_DEV] = {0};
     enum evidence largest_by[MAX_DEV] = {NONE};
@@ -85,7 +89,7 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = gt_attr(t, e);
         if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->size <= 0 || e->device < 0 || e->device >= MAX_DEV ||
-            !gt_sel_has(t, s, e) || (a->memory != GT_MEM_DEVICE && a->memory != GT_MEM_POOL))
+            !gt_sel_has(t, &sel, e) || (a->memory != GT_MEM_DEVICE && a->memory != GT_MEM_POOL))
             continue;
         uint32_t freed = c->p.partner[i];
         if (freed != GT_NO_EVENT && freed < live_at_ev)

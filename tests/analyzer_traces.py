@@ -743,7 +743,7 @@ def kernels_accumulation(dirpath, steps=20, accum=4, optimizer=('fused_adam',)):
 
 
 def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, autotune=False, init_kernels=0,
-                        pool_gib=100, keep_per_step=0, free_pool=False, init_shares=False):
+                        pool_gib=100, keep_per_step=0, free_pool=False, init_shares=False, async_alloc=False):
     """A JAX program under preallocation: its one device allocation, then
     XLA's compilation of jit_step (an XlaCompile range in the TSL domain,
     as JAX pushes it) whose autotuner pins 4 host staging buffers of a few
@@ -762,16 +762,21 @@ def xla_compile_staging(dirpath, inside=True, compile_tid=None, kernel_steps=0, 
     functions' kernels that many times over (random parameters, one by one);
     init_shares: one of them has the name of one of the step's kernels (on
     the H200, 15 of the step's 29 kernel names ran before its compilation).
+    async_alloc: a stream-ordered allocation kept from the start (a library's
+    cudaMallocAsync: the commands then look at pool memory).
     pool_gib: the size of its one device allocation (the device has 128 GiB:
     100 of it is 78%, near JAX's 75% of an H200's 139.8).
     keep_per_step: each step also allocates that many bytes of device memory
     outside the pool and keeps them (at train.py:88). free_pool: the pool
     is given back at the end (as JAX does at exit).
     (cudaMallocHost stands for the driver's cuMemHostAlloc XLA calls.)"""
-    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d-%d-%d-%d-%d.db' % (
-        inside, compile_tid, kernel_steps, autotune, init_kernels, pool_gib, keep_per_step, free_pool, init_shares)),
+    t = Trace(os.path.join(dirpath, 'xla_compile-%d-%s-%d-%d-%d-%d-%d-%d-%d-%d.db' % (
+        inside, compile_tid, kernel_steps, autotune, init_kernels, pool_gib, keep_per_step, free_pool, init_shares,
+        async_alloc)),
               command_line='python train.py', device_total=128 * GiB)
     pool = t.alloc(pool_gib * GiB, ['BFCAllocator::AllocateRaw', 'main'], api='cuMemAlloc_v2')
+    if async_alloc:
+        t.alloc(MiB, ['library_workspace', 'main'], api='cudaMallocAsync')
 
     def autotuning(reps):
         for _ in range(reps):

@@ -473,6 +473,15 @@ class PreallocatingFramework(T.AnalyzerTest):
                     'Leaks: not told: one allocation of %d.00 GiB, %d%% of device 0, was made before the loop'
                     % (gib, pct)))
 
+    def test_a_stream_ordered_allocation_elsewhere_does_not_hide_the_pool(self):
+        # with one cudaMallocAsync in the trace the commands look at pool memory; the
+        # framework's pool is device memory, and still its arrays' home
+        db = T.xla_compile_staging(self.dir, kernel_steps=20, async_alloc=True)
+        for cmd in ('growth', 'leaks'):
+            self.assertEqual(self.json(cmd, db)['preallocated_bytes'], 100 * T.GiB, cmd)
+        self.assertEqual(self.json('growth', db)['verdict'], 'unknown')
+        self.assertIs(self.json('peak', db)['preallocated'], True)
+
     def test_a_growing_pools_regions_hide_their_arrays_too(self):
         # XLA_PYTHON_CLIENT_PREALLOCATE=false alone: the BFC allocator grows by regions of
         # 2, 4, 8 ... MiB, and the arrays lie inside them the same way
