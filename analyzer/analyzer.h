@@ -109,8 +109,7 @@ struct gt_leaks {
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
-    int64_t preallocated;  /* a preallocating framework's pool of these bytes (prealloc.c): none not told */
-    struct gt_prealloc prealloc;
+    struct gt_prealloc prealloc;   /* a preallocating framework's pool (bytes 0: none): none not told */
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
 int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
@@ -142,8 +141,7 @@ struct gt_growth {
      * later ones) and the gaps between them the level rose across */
     size_t windows, window_rises;
     int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
-    int64_t preallocated;   /* a preallocating framework's pool of these bytes (prealloc.c): stable not told */
-    struct gt_prealloc prealloc;
+    struct gt_prealloc prealloc;    /* a preallocating framework's pool (bytes 0: none): stable not told */
     struct gt_growth_site *sites;
     size_t nsites;
 };

@@ -350,7 +350,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     /* stable, where a preallocating framework carves its arrays inside one
      * allocation held all along: what grows in there is not seen */
     if (!strcmp(g->verdict, "stable") &&
-        (g->preallocated = gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, 0, &g->prealloc)) > 0)
+        gt_preallocated(c, &c->sel, its->it[0].first_ev, its->it[0].first_ev, 0, &g->prealloc) > 0)
         g->verdict = "unknown";
     free(x);
     free(y);
@@ -426,8 +426,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
     }
-    if (g->preallocated)
-    {
+    if (g->prealloc.bytes) {
         char made[160];
         printf("  (not told: %s before the loop and held: a\n"
                "   preallocating framework (JAX's default) carves its arrays inside %s, out of the trace's sight;\n"
@@ -513,7 +512,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         gt_json_kdouble(j, "scatter_bytes", g.noise);
         gt_json_kstr(j, "verdict", g.verdict);
-        gt_json_kint_or_null(j, "preallocated_bytes", g.preallocated ? g.preallocated : -1);
+        gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : -1);
         gt_json_kint(j, "growth_steps", (int64_t)g.steps);
         gt_json_kint(j, "growth_steps_at_new_highs", (int64_t)g.steps_at_new_highs);
         gt_json_kint(j, "steady_tail_iterations", (int64_t)g.steady_tail);

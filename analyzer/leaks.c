@@ -232,8 +232,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     /* a preallocating framework's arrays live inside its pool: that
      * nothing else accumulated tells nothing of them */
     if (!code)
-        l->preallocated = gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0,
-                                          0, &l->prealloc);
+        gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0, 0, &l->prealloc);
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
@@ -267,7 +266,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         add(l->held, &l->nheld, &l->held_bytes, &l->held_count, held);
         add(l->at_end, &l->nat_end, &l->at_end_bytes, &l->at_end_count, end);
     }
-    if (l->preallocated && !l->nsites)
+    if (l->prealloc.bytes && !l->nsites)
         l->told = 0;
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
@@ -315,7 +314,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "accumulation_told");   /* total_bytes is what accumulated (3 or more iterations) */
         gt_json_bool(j, l.told);
         gt_json_kint(j, "iterations", (int64_t)l.iterations);
-        gt_json_kint_or_null(j, "preallocated_bytes", l.preallocated ? l.preallocated : -1);
+        gt_json_kint_or_null(j, "preallocated_bytes", l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
         gt_json_obj_end(j);
@@ -324,7 +323,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
         char made[160];
-        if (l.preallocated)
+        if (l.prealloc.bytes)
             printf("%s %s %s and held: a preallocating framework (JAX's default) carves its arrays inside %s, out "
                    "of the trace's sight, so what it keeps there is not seen (%s).\n",
                    l.nsites || (l.classified && l.iterations == 2) ? "Note:" : "Leaks: not told:",
@@ -336,12 +335,12 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         } else if (l.nsites == 0) {
             if (l.classified)
                 printf("%s: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
-                       l.preallocated ? "Outside the pool" : "No leaks",
+                       l.prealloc.bytes ? "Outside the pool" : "No leaks",
                        l.iterations - 1, l.iterations,
                        l.nheld || l.nat_end || l.ncached ? "; what was live at process end is below" : "");
             else
                 printf("%s: every allocation was freed before the process ended%s.\n",
-                       l.preallocated ? "Outside the pool" : "No leaks",
+                       l.prealloc.bytes ? "Outside the pool" : "No leaks",
                        l.ncached ? " (apart from caching-allocator memory below)" : "");
         } else {
             printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),

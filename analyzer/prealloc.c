@@ -49,26 +49,25 @@ enum evidence { NONE, DRIVER, POOL };
 static enum evidence made_by(struct gt_ctx *c, const struct gt_event *e, signed char *by_site)
 {
     enum { UNREAD, NO_FRAMES, POOL_FRAMES, OTHER_FRAMES };
-    signed char *known = e->site >= 0 && (size_t)e->site < c->t.nsites ? &by_site[e->site] : NULL;
-    if (!known || *known == UNREAD) {
+    int in_range = e->site >= 0 && (size_t)e->site < c->t.nsites;
+    int said = in_range ? by_site[e->site] : UNREAD;
+    if (said == UNREAD) {
         char **f = NULL;
-        int n = 0, said = OTHER_FRAMES;
+        int n = 0;
         if (e->site >= 0 && gt_trace_frames(&c->t, e->site, &f, &n) != GT_EXIT_OK)
             said = OTHER_FRAMES;   /* frames unreadable: not called a pool on no evidence */
-        else if (n == 0)
-            said = NO_FRAMES;
+        else
+            said = n == 0 ? NO_FRAMES : OTHER_FRAMES;
         for (int k = 0; k < n && said != POOL_FRAMES; k++)
             for (size_t q = 0; q < sizeof pool_frames / sizeof *pool_frames; q++)
                 if (strstr(f[k], pool_frames[q]))
                     said = POOL_FRAMES;
-        if (!known)
-            return said == POOL_FRAMES ? POOL
-                 : said == NO_FRAMES && !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
-        *known = (signed char)said;
+        if (in_range)
+            by_site[e->site] = (signed char)said;
     }
-    if (*known == POOL_FRAMES)
+    if (said == POOL_FRAMES)
         return POOL;
-    return *known == NO_FRAMES && !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
+    return said == NO_FRAMES && !strncmp(c->t.api[e->api].name, "cuMem", 5) ? DRIVER : NONE;
 }
 
 #define MAX_DEV 64
@@ -126,14 +125,25 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
     return best.bytes;
 }
 
+/* "78% of device 0" ("over 100%" past --device-bytes), "device 0" where its total is unknown */
+static void share_of_device(const struct gt_prealloc *p, char *buf, size_t len)
+{
+    if (p->percent < 0)
+        snprintf(buf, len, "device %d", p->device);
+    else
+        snprintf(buf, len, "%s%d%% of device %d", p->percent > 100 ? "over " : "", p->percent > 100 ? 100 : p->percent,
+                 p->device);
+}
+
 /* "one allocation of 100.00 GiB, 78% of device 0, was made", "13 allocations
  * of 15.00 GiB in all, 11% of device 0, were made" */
 const char *gt_prealloc_made(const struct gt_prealloc *p, char *buf, size_t len)
 {
-    char b[GT_FMT_LEN], share[48] = "";
-    if (p->percent >= 0)
-        snprintf(share, sizeof share, ", %s%d%% of device %d,", p->percent > 100 ? "over " : "",
-                 p->percent > 100 ? 100 : p->percent, p->device);
+    char b[GT_FMT_LEN], of[40], share[48] = "";
+    if (p->percent >= 0) {
+        share_of_device(p, of, sizeof of);
+        snprintf(share, sizeof share, ", %s,", of);
+    }
     if (p->count == 1)
         snprintf(buf, len, "one allocation of %s%s was made", gt_fmt_bytes(p->bytes, b), share);
     else
@@ -145,14 +155,10 @@ const char *gt_prealloc_made(const struct gt_prealloc *p, char *buf, size_t len)
 const char *gt_prealloc_short(const struct gt_prealloc *p, char *buf, size_t len)
 {
     char share[48];
-    if (p->percent < 0)
-        snprintf(share, sizeof share, "on device %d", p->device);
-    else
-        snprintf(share, sizeof share, "%s%d%% of device %d", p->percent > 100 ? "over " : "",
-                 p->percent > 100 ? 100 : p->percent, p->device);
+    share_of_device(p, share, sizeof share);
     if (p->count == 1)
-        snprintf(buf, len, "its one allocation of %s", share);
+        snprintf(buf, len, "its one allocation %s %s", p->percent < 0 ? "on" : "of", share);
     else
-        snprintf(buf, len, "its %d allocations, %s", p->count, share);
+        snprintf(buf, len, "its %d allocations, %s%s", p->count, p->percent < 0 ? "on " : "", share);
     return buf;
 }

@@ -206,7 +206,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kstr(j, "growth_verdict", g.verdict);
-        gt_json_kint_or_null(j, "preallocated_bytes", g.preallocated ? g.preallocated : l.preallocated ? l.preallocated : -1);
+        gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
             gt_json_double(j, g.slope);
@@ -278,7 +278,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                (long long)l.count, gt_s(l.count), l.nsites, gt_s((long long)l.nsites),
                l.classified ? "" : " live at exit, not told from memory held for the run (fewer than 2 iterations to "
                                    "split it by)");
-    else if (l.preallocated)
+    else if (l.prealloc.bytes)
         printf("  leaks: not told (a preallocating framework's arrays lie inside %s; gputrace leaks)",
                gt_prealloc_short(&l.prealloc, pool, sizeof pool));
     else if (l.classified && l.iterations == 2)
@@ -293,7 +293,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
                gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
                g.later_used ? "; with steps seen in later kernel windows" : "");
-    else if (g.preallocated)
+    else if (g.prealloc.bytes)
         printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
     else if (g.used >= 2)
