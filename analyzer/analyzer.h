@@ -81,6 +81,8 @@ int gt_text_sites(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, size_
 /* Does selection s touch more than one device? Sets *dev to the device with
  * the highest peak. */
 int gt_ctx_primary_device(struct gt_ctx *c, const struct gt_sel *s, int *dev);
+/* The devices the selected levels span, the busiest (highest peak) first: how many, at most max in out. */
+size_t gt_ctx_devices(struct gt_ctx *c, const struct gt_sel *s, int *out, size_t max);
 
 /* Monotonic seconds, and a line "timing: WHAT SECONDS" on stderr when the
  * environment has GPUTRACE_TIMING (for the benchmark). */
@@ -251,9 +253,19 @@ struct gt_peak_bs {
     double median_peak;
     size_t n;
 };
+/* Of several devices, each one's answer apart from the one given (peak.c). */
+#define GT_PEAK_MAX_DEVICES 16
+struct gt_peak_other {
+    int device;
+    int64_t largest;            /* its largest batch, given or withheld; -1 none */
+    int given;
+};
 struct gt_peak {
     struct gt_sel sel;          /* the level and device the peaks are of */
-    int multi_device;           /* the level spans devices; sel.device is the busiest */
+    int multi_device;           /* the level spans this many devices (0: one); sel.device is the one told */
+    int binding;                /* of them, told as the one that runs out first (else the busiest) */
+    struct gt_peak_other others[GT_PEAK_MAX_DEVICES];
+    size_t nothers;
     struct gt_window *w;        /* per iteration */
     unsigned char *incomplete;  /* per iteration: a failed allocation cut it short */
     size_t n;

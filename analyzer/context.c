@@ -122,27 +122,46 @@ int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out)
     return GT_EXIT_OK;
 }
 
-int gt_ctx_primary_device(struct gt_ctx *c, const struct gt_sel *s, int *dev)
+size_t gt_ctx_devices(struct gt_ctx *c, const struct gt_sel *s, int *out, size_t max)
 {
     struct gt_level *lv;
-    size_t n = gt_levels(&c->t, &c->p, &lv);
-    int ndev = 0, seen[64];
-    int64_t best = -1;
-    *dev = GT_ANY_DEVICE;
+    size_t n = gt_levels(&c->t, &c->p, &lv), ndev = 0;
+    int64_t *peak = gt_xmalloc((max + 1) * sizeof *peak);
     for (size_t i = 0; i < n; i++) {
         if (!(s->mem_mask & GT_MASK(lv[i].memory)))
             continue;
-        int known = 0;
-        for (int k = 0; k < ndev; k++)
-            known |= seen[k] == lv[i].device;
-        if (!known && ndev < 64)
-            seen[ndev++] = lv[i].device;
-        if (lv[i].peak > best) {
-            best = lv[i].peak;
-            *dev = lv[i].device;
+        size_t k = 0;
+        while (k < ndev && out[k] != lv[i].device)
+            k++;
+        if (k == ndev) {
+            if (ndev == max)
+                continue;
+            out[ndev] = lv[i].device;
+            peak[ndev++] = lv[i].peak;
+        } else if (lv[i].peak > peak[k]) {
+            peak[k] = lv[i].peak;
         }
     }
     free(lv);
+    /* the busiest first (insertion sort: a handful) */
+    for (size_t i = 1; i < ndev; i++)
+        for (size_t k = i; k > 0 && peak[k] > peak[k - 1]; k--) {
+            int64_t tp = peak[k];
+            peak[k] = peak[k - 1];
+            peak[k - 1] = tp;
+            int td = out[k];
+            out[k] = out[k - 1];
+            out[k - 1] = td;
+        }
+    free(peak);
+    return ndev;
+}
+
+int gt_ctx_primary_device(struct gt_ctx *c, const struct gt_sel *s, int *dev)
+{
+    int devs[64];
+    size_t ndev = gt_ctx_devices(c, s, devs, 64);
+    *dev = ndev ? devs[0] : GT_ANY_DEVICE;
     return ndev > 1;
 }
 

@@ -125,18 +125,12 @@ static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt
         pk->history = 1;
 }
 
-int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
+static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *sel)
 {
     memset(pk, 0, sizeof *pk);
     pk->device_total = pk->max_batch_size = -1;
     pk->carried_bytes = pk->carried_batch_size = -1;
-    pk->sel = c->sel;
-    if (pk->sel.device == GT_ANY_DEVICE) {
-        int dev;
-        pk->multi_device = gt_ctx_primary_device(c, &pk->sel, &dev);
-        if (pk->multi_device)
-            pk->sel.device = dev;   /* device capacity is per device: report the busiest */
-    }
+    pk->sel = *sel;
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
     pk->device_total = gt_ctx_device_total(c, &pk->sel);
     pk->room.available = pk->room.margin = pk->room.pool_reserved_max = -1;
@@ -296,6 +290,63 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     /* a line through history is no model of the batch: no fit numbers at all */
     if (pk->history)
         memset(&pk->fit, 0, sizeof pk->fit);
+    return GT_EXIT_OK;
+}
+
+/* The largest batch a device's answer would give, given or withheld; -1: none. */
+static int64_t largest(const struct gt_peak *pk)
+{
+    return pk->max_batch_size >= 0 ? pk->max_batch_size : pk->withheld_max_batch_size;
+}
+
+/* Which of several devices' answers stands for the program: any device
+ * whose answer is withheld (what it would say is not supported there, so
+ * no device's number can be stood behind), the one with the smallest;
+ * else the device that runs out first (a model split across two cards
+ * fails on the fuller one, whatever the other's peak); else, when no
+ * device's memory follows the batch, the busiest (devs[0]). */
+static int binds_before(const struct gt_peak *a, const struct gt_peak *b)
+{
+    if (!!a->withheld_why != !!b->withheld_why)
+        return a->withheld_why != NULL;
+    int64_t x = largest(a), y = largest(b);
+    return x >= 0 && (y < 0 || x < y);
+}
+
+int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
+{
+    int devs[GT_PEAK_MAX_DEVICES];
+    size_t ndev = c->sel.device == GT_ANY_DEVICE ? gt_ctx_devices(c, &c->sel, devs, GT_PEAK_MAX_DEVICES) : 0;
+    if (ndev < 2)
+        return peak_on(c, pk, &c->sel);
+    /* device capacity is per device: each device's own answer */
+    struct gt_peak each[GT_PEAK_MAX_DEVICES];
+    size_t best = 0;
+    for (size_t d = 0; d < ndev; d++) {
+        struct gt_sel sel = c->sel;
+        sel.device = devs[d];
+        int code = peak_on(c, &each[d], &sel);
+        if (code) {
+            for (size_t q = 0; q <= d; q++)
+                gt_peak_free(&each[q]);
+            memset(pk, 0, sizeof *pk);
+            return code;
+        }
+        if (d && binds_before(&each[d], &each[best]))
+            best = d;
+    }
+    *pk = each[best];
+    /* (its why_buf moved with it: point withheld_why there again) */
+    if (each[best].withheld_why == each[best].why_buf)
+        pk->withheld_why = pk->why_buf;
+    pk->multi_device = (int)ndev;
+    pk->binding = largest(pk) >= 0;
+    for (size_t d = 0; d < ndev; d++) {
+        if (d == best)
+            continue;
+        pk->others[pk->nothers++] = (struct gt_peak_other){devs[d], largest(&each[d]), each[d].max_batch_size >= 0};
+        gt_peak_free(&each[d]);
+    }
     return GT_EXIT_OK;
 }
 

@@ -131,12 +131,33 @@ static void print_history(const struct gt_iterations *its, const struct gt_peak 
     printf("  failed allocations in iterations: %lld\n", (long long)failed);
 }
 
+/* Of several devices, what each other one alone would give (the one told
+ * runs out first, or is the busiest; --device N tells any one). */
+static void print_others(const struct gt_peak *pk)
+{
+    if (!pk->nothers)
+        return;
+    printf("  other devices (each fitted alone; --device N shows one):");
+    for (size_t i = 0; i < pk->nothers; i++) {
+        const struct gt_peak_other *o = &pk->others[i];
+        if (o->largest < 0)
+            printf("%s device %d: no largest batch size", i ? ";" : "", o->device);
+        else
+            printf("%s device %d: %lld%s", i ? ";" : "", o->device, (long long)o->largest,
+                   o->given ? "" : " (withheld there)");
+    }
+    printf("\n");
+}
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_peak *pk,
                       const struct gt_site_sum *s, size_t ns)
 {
-    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], dev[64] = "";
-    if (pk->sel.device != GT_ANY_DEVICE)
-        snprintf(dev, sizeof dev, " on device %d%s", pk->sel.device, pk->multi_device ? ", the busiest of several" : "");
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN], dev[96] = "";
+    if (pk->sel.device != GT_ANY_DEVICE && pk->multi_device)
+        snprintf(dev, sizeof dev, " on device %d (of %d devices, %s)", pk->sel.device, pk->multi_device,
+                 pk->binding ? "the first to run out" : "the busiest");
+    else if (pk->sel.device != GT_ANY_DEVICE)
+        snprintf(dev, sizeof dev, " on device %d", pk->sel.device);
     if (pk->device_total > 0)
         printf("Peak of %s memory%s (device size %s)\n", c->sel_name, dev, gt_fmt_bytes(pk->device_total, b1));
     else
@@ -218,6 +239,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     }
     if (pk->withheld_why)
         printf("  no largest batch size: %s;\n    what would give one: %s\n", pk->withheld_why, pk->what_to_do);
+    print_others(pk);
     if (pk->history)
         print_history(its, pk);
     if (pk->overall_ev == GT_NO_EVENT) {
@@ -255,6 +277,17 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         else
             gt_json_int(j, pk.sel.device);
+        gt_json_key(j, "other_devices");
+        gt_json_arr(j);
+        for (size_t i = 0; i < pk.nothers; i++) {
+            gt_json_obj(j);
+            gt_json_kint(j, "device", pk.others[i].device);
+            gt_json_kint_or_null(j, "largest_batch_size", pk.others[i].largest);
+            gt_json_key(j, "given");
+            gt_json_bool(j, pk.others[i].given);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
         gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
         gt_json_kstr(j, "iteration_detection", its->how);
         gt_json_key(j, "iterations");

@@ -79,8 +79,9 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
     struct gt_peak pk;
     int code = gt_peak_compute(&c, &pk);
     if (!code) {
-        int dev;
-        gt_ctx_primary_device(&c, &pk.sel, &dev);
+        int dev = pk.sel.device;   /* of several, the one peak told (its peak below) */
+        if (dev == GT_ANY_DEVICE)
+            gt_ctx_primary_device(&c, &pk.sel, &dev);
         r->device = dev == GT_ANY_DEVICE ? -1 : dev;
         r->peak = pk.overall_peak;
         r->peak_t = pk.overall_ev == GT_NO_EVENT ? -1 : c.t.ev[pk.overall_ev].t;

@@ -201,6 +201,28 @@ class LargestBatch(T.AnalyzerTest):
         self.assertEqual(d['margin_bytes'], d['room']['rounded_device_allocations'] * (GRANULARITY - 1))
         self.assertGreaterEqual(d['room']['rounded_device_allocations'], 3 + 1 + 3)   # state, input, layers
 
+    def test_a_model_split_across_two_devices_is_limited_by_the_one_that_runs_out_first(self):
+        # device 0: the larger weights, the higher peak at every traced batch;
+        # device 1: most of the activations, so it runs out first as the batch grows
+        w0, w1, a0, a1 = 20 * 1000 * MiB, 2 * 1000 * MiB, 10 * MiB, 90 * MiB
+        split = lambda bss: [prog('split_model'), str(w0), str(w1), str(a0), str(a1)] + [str(b) for b in bss]
+        two = dict(FAKE_CUDA_DEVICE_COUNT=2)
+        db = self.traced(split([8, 16, 24, 32, 40]), **two)
+        d = self.json('peak', db)
+        real = self.real_largest(lambda bs: split([bs]), **two)
+        self.check_never_over(d, real)
+        self.assertEqual(d['device'], 1)
+        self.assertEqual([o['device'] for o in d['other_devices']], [0])
+        self.assertGreater(d['other_devices'][0]['largest_batch_size'], real)   # device 0 alone would over-promise
+        text = self.ok('peak', db).stdout
+        self.assertIn('on device 1 (of 2 devices, the first to run out)', text)
+        self.assertIn('other devices (each fitted alone; --device N shows one): device 0: %d'
+                      % d['other_devices'][0]['largest_batch_size'], text)
+        # asked for a device, that device's own answer
+        d0 = self.json('peak', '--device', '0', db)
+        self.assertEqual((d0['device'], d0['other_devices']), (0, []))
+        self.assertEqual(d0['max_batch_size'], d['other_devices'][0]['largest_batch_size'])
+
     def test_without_nvml_samples_no_number_but_why_and_what_to_do(self):
         db = self.traced(sweep_train(['--batch-sizes', '2,4,6,8,10']), nvml=False)
         d = self.json('peak', db)
