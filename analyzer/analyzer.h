@@ -143,6 +143,17 @@ struct gt_growth {
      * later ones) and the gaps between them the level rose across */
     size_t windows, window_rises;
     int64_t one_off_step;   /* the slope was one step up between windows, of these bytes (0: not) */
+    /* the fitted iterations a staircase Theil-Sen reads flat (growth.c's
+     * held_steps): the rise from first to last, held (0: none), in how many
+     * steps, the largest and where, whether one came in the span's second
+     * half, and whether that is growth */
+    struct {
+        int64_t rise, largest;
+        size_t steps;
+        double largest_at;
+        int late, growing;
+    } held;
+    int scatter_hides;      /* not growing, and the scatter could hide a tenth of the level: unknown */
     struct gt_prealloc prealloc;    /* a preallocating framework's pool (bytes 0: none): stable not told */
     struct gt_growth_site *sites;
     size_t nsites;

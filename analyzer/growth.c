@@ -22,8 +22,12 @@ const char gt_help_growth[] =
     "\n"
     "Verdict: growing when the slope exceeds --threshold (default 0 bytes) and\n"
     "the growth it predicts over the fitted iterations is more than 3 times the\n"
-    "scatter (1.4826 x median absolute residual); stable otherwise; unknown with\n"
-    "fewer than 3 iterations after warm-up.\n"
+    "scatter (1.4826 x median absolute residual), or when the level rose in held\n"
+    "steps the median does not see (a staircase: none given back, more than one\n"
+    "step, one in the second half; the slope is then the rise's average); unknown\n"
+    "when 3 times the scatter exceeds a tenth of the level (a growth that large\n"
+    "would not show) or with fewer than 3 iterations after warm-up; stable\n"
+    "otherwise.\n"
     "\n"
     "  --fail-above B   exit 1 when the slope exceeds B bytes per iteration (CI)\n"
     "  --threshold B    smallest slope called growing (default 0)\n"
@@ -119,6 +123,8 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
         }
         if (y[m - 1] > y[0]) {
             double slope = gt_theil_sen(x, y, m, SITE_FIT_POINTS, NULL);
+            if (slope <= 0 && g->held.growing && x[m - 1] > x[0])
+                slope = (y[m - 1] - y[0]) / (x[m - 1] - x[0]);   /* its steps, held (held_steps) */
             if (slope > 0) {
                 struct gt_growth_site *s = &g->sites[g->nsites++];
                 s->site = row_site[r];
@@ -137,10 +143,60 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
 }
 
 /* growing: above the threshold, and the growth over the span fitted (in
- * iterations) stands out of the scatter */
-static const char *verdict(const struct gt_ctx *c, const struct gt_growth *g, double span)
+ * iterations) stands out of the scatter. Stable only where the scatter
+ * could not hide much: where three times it is over a tenth of the level
+ * (the live bytes the points hold, their median), a growth of that much over
+ * the span would not show, and the verdict is unknown (iterations that end
+ * at different points of a step whose memory varies: 66 MiB of scatter
+ * about 160 MiB hid a leak a helper planted). */
+#define SCATTER_HIDES_SHARE 0.1
+static const char *verdict(const struct gt_ctx *c, struct gt_growth *g, double span, double level /* -1: none */)
 {
-    return g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise ? "growing" : "stable";
+    if (g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise)
+        return "growing";
+    g->scatter_hides = level >= 0 && 3 * g->noise > SCATTER_HIDES_SHARE * level;
+    return g->scatter_hides ? "unknown" : "stable";
+}
+
+/* Growth in steps that Theil-Sen cannot see: when most iterations hold one
+ * level, the median of pairwise slopes is 0 whatever the steps between the
+ * levels (8 MiB kept at iterations 45 and 190 of 200 read stable; at 120 and
+ * 170 growing). The fitted points are a staircase when none drops below an
+ * earlier one by more than the scatter; what it rose from first to last is
+ * held. Growing when that rise, with its largest step taken out, still
+ * stands out of the scatter (one step is a one-off: a checkpoint loaded, a
+ * cache reserving for a larger batch once, as fit_windows says over
+ * windows) and some step came in the second half of the span (steps that
+ * all came early are a cache settling, then holding). The slope is then the
+ * rise over the span, its average. */
+static void held_steps(const struct gt_ctx *c, struct gt_growth *g, const double *x, const double *y, size_t n)
+{
+    double span = x[n - 1] - x[0], rise = y[n - 1] - y[0], high = y[0], largest = 0;
+    size_t steps = 0;
+    int late = 0;
+    if (n < 3 || span <= 0 || rise <= 3 * g->noise || rise <= 0)
+        return;
+    for (size_t k = 1; k < n; k++) {
+        if (y[k] < high - g->noise)
+            return;   /* gave memory back: no staircase */
+        double d = y[k] - y[k - 1];
+        if (d > g->noise && d > 0) {
+            steps++;
+            late |= x[k] > x[0] + span / 2;
+            if (d > largest)
+                largest = d, g->held.largest_at = x[k];
+        }
+        high = y[k] > high ? y[k] : high;
+    }
+    g->held.rise = (int64_t)rise;
+    g->held.steps = steps;
+    g->held.largest = (int64_t)largest;
+    g->held.late = late;
+    if (rise - largest > 3 * g->noise && rise - largest > 0 && late && rise / span > (double)c->o->threshold) {
+        g->held.growing = 1;
+        g->slope = rise / span;
+        g->verdict = "growing";
+    }
 }
 
 /* Steps seen in later kernel windows, placed among the iterations: those
@@ -228,7 +284,8 @@ static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, 
         }
     }
     free(r);
-    g->verdict = verdict(c, g, wx[nw - 1] - wx[0]);
+    /* (a few windows' scatter is their steps': no level test) */
+    g->verdict = verdict(c, g, wx[nw - 1] - wx[0], -1);
     if (!strcmp(g->verdict, "growing"))
         site_growth(c, we, wx, nw, g);
     free(wx);
@@ -332,8 +389,14 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
             r[k] = fabs(y[k] - (g->intercept + g->slope * x[k]));
         g->noise = 1.4826 * gt_median(r, g->used);   /* robust standard deviation */
         free(r);
-        if (g->used >= 3)
-            g->verdict = verdict(c, g, x[g->used - 1] - x[0]);
+        if (g->used >= 3) {
+            double *ys = gt_xmalloc(g->used * sizeof *ys);
+            memcpy(ys, y, g->used * sizeof *ys);
+            g->verdict = verdict(c, g, x[g->used - 1] - x[0], gt_median(ys, g->used));
+            free(ys);
+            if (!strcmp(g->verdict, "stable"))
+                held_steps(c, g, x, y, g->used);
+        }
         /* call sites: evenly spaced sample of the fitted points */
         size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;
         size_t *se = gt_xmalloc(m * sizeof *se);
@@ -422,9 +485,31 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                g->one_off_step ? ", once by " : "", g->one_off_step ? gt_fmt_bytes(g->one_off_step, b4) : "");
         if (g->one_off_step)
             printf("         (without that one step up no slope is left: a one-off step, not growth)\n");
+    } else if (g->held.growing) {
+        char b3[GT_FMT_LEN];
+        printf("\n  slope: %s per iteration on average: the level rose %s over %zu iterations in %zu steps, each\n"
+               "         held to the end (Theil-Sen, which the iterations holding one level outvote, reads 0 B;\n"
+               "         scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), gt_fmt_bytes(g->held.rise, b3), g->used, g->held.steps,
+               gt_fmt_bytes_d(g->noise, b2), g->verdict);
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+        char b3[GT_FMT_LEN];
+        if (g->scatter_hides)
+            printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"
+                   "   these iterations would not show, over a tenth of their level; iterations that end at the\n"
+                   "   same point of each step would tell: mark the step (an NVTX range, or gputrace_iteration()))\n",
+                   gt_fmt_bytes_d(g->noise, b2), gt_fmt_bytes_d(3 * g->noise, b3));
+        else if (g->held.rise && g->held.steps == 1)
+            printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
+                   "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
+                   gt_fmt_bytes(g->held.largest, b3), (long long)its->it[(size_t)g->held.largest_at].index);
+        else if (g->held.rise)
+            printf("  (the level rose %s in %zu steps, %s, and held: %s)\n", gt_fmt_bytes(g->held.rise, b3),
+                   g->held.steps, g->held.late ? "one of them far larger than the rest" : "all in the first half of these iterations",
+                   g->held.late ? "one step up and small ones, not growth per iteration"
+                                : "a cache settling, not growth per iteration");
     }
     if (g->prealloc.bytes) {
         char made[160];
@@ -516,6 +601,13 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "growth_steps", (int64_t)g.steps);
         gt_json_kint(j, "growth_steps_at_new_highs", (int64_t)g.steps_at_new_highs);
         gt_json_kint(j, "steady_tail_iterations", (int64_t)g.steady_tail);
+        /* a staircase of held steps (held_steps): its rise and steps; growing by it or not */
+        gt_json_kint_or_null(j, "held_rise_bytes", g.held.rise ? g.held.rise : -1);
+        gt_json_kint(j, "held_rise_steps", (int64_t)(g.held.rise ? g.held.steps : 0));
+        gt_json_key(j, "growing_in_held_steps");
+        gt_json_bool(j, g.held.growing);
+        gt_json_key(j, "scatter_hides_growth");
+        gt_json_bool(j, g.scatter_hides);
         gt_json_key(j, "live_bytes_at_iteration_end");
         gt_json_arr_inline(j);
         for (size_t k = 0; k < g.n; k++)
