@@ -26,7 +26,8 @@ const char gt_help_growth[] =
     "steps the median does not see (a staircase: none given back, more than one\n"
     "step, one in the second half; the slope is then the rise's average); unknown\n"
     "when 3 times the scatter exceeds a tenth of the level (a growth that large\n"
-    "would not show) or with fewer than 3 iterations after warm-up; stable\n"
+    "would not show; unless under --threshold an iteration) or with fewer than 3\n"
+    "iterations after warm-up; stable\n"
     "otherwise.\n"
     "\n"
     "  --fail-above B   exit 1 when the slope exceeds B bytes per iteration (CI)\n"
@@ -148,13 +149,16 @@ static void site_growth(struct gt_ctx *c, const size_t *ends, const double *x, s
  * (the live bytes the points hold, their median), a growth of that much over
  * the span would not show, and the verdict is unknown (iterations that end
  * at different points of a step whose memory varies: 66 MiB of scatter
- * about 160 MiB hid a leak a helper planted). */
+ * about 160 MiB hid a leak a helper planted), unless what it could hide an
+ * iteration is under --threshold. */
 #define SCATTER_HIDES_SHARE 0.1
 static const char *verdict(const struct gt_ctx *c, struct gt_growth *g, double span, double level /* -1: none */)
 {
     if (g->slope > (double)c->o->threshold && g->slope > 0 && g->slope * span > 3 * g->noise)
         return "growing";
-    g->scatter_hides = level >= 0 && 3 * g->noise > SCATTER_HIDES_SHARE * level;
+    /* (and more an iteration than --threshold: what it passes over is not asked about) */
+    g->scatter_hides = level >= 0 && 3 * g->noise > SCATTER_HIDES_SHARE * level && span > 0 &&
+                       3 * g->noise / span > (double)c->o->threshold;
     return g->scatter_hides ? "unknown" : "stable";
 }
 
