@@ -20,8 +20,13 @@ void gt_args_init(struct gt_args *a)
 
 int gt_usage_error(const struct gt_command *cmd, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "gputrace: ");
-    fprintf(stderr, fmt, arg);
+    /* one line whatever was typed: a control character in an argument ($'1\n2') is shown as '?' */
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    fprintf(stderr, "gputrace: %s", msg);
     if (cmd && cmd->help)
         fprintf(stderr, "; see gputrace %s --help\n", cmd->name);
     else

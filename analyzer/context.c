@@ -71,6 +71,15 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     }
     if (code)
         return code;
+    /* a trace never closed (WAL mode: the shim closes in rollback mode), no
+     * -wal beside it: copied without it while being written, the events
+     * since SQLite's last checkpoint are not there, and nothing else would
+     * say so (or another program's connection checkpointed it all on
+     * closing: it cannot be told apart, hence "if") */
+    if (c->t.wal_missing && !c->t.proc.end_reason)
+        fprintf(stderr, "gputrace: %s: note: never closed, and no -wal file beside it: if it was copied without its "
+                "-wal, the events written since SQLite's last checkpoint are not read; copy %s-wal with it\n",
+                path, path);
     t0 = gt_now();
     gt_pair_events(&c->t, &c->p);
     gt_phase("pair", t0);
@@ -185,6 +194,8 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kstr(j, "file", c->path);
     gt_json_kint_or_null(j, "rank", c->t.proc.rank);
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
+    gt_json_key(j, "wal_missing");   /* never closed, no -wal beside it (the note on stderr) */
+    gt_json_bool(j, c->t.wal_missing && !c->t.proc.end_reason);
     gt_recorder_json(&c->t, j);
 }
 

@@ -412,7 +412,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         if (code)
             break;
         struct instant at[2] = {{.name = "exit"}, {.name = "peak"}};
-        int64_t end = t->ev[t->nev - 1].t + 1, peak;
+        int64_t last_t = t->ev[t->nev - 1].t, end = last_t < INT64_MAX ? last_t + 1 : last_t, peak;
         at[0].t = ns && last.t > end ? last.t : end;
         at[0].have_nvml = ns && last.t >= t->ev[t->nev - 1].t;
         at[0].s = last;

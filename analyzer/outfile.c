@@ -50,6 +50,17 @@ void gt_outfile_say_chosen(struct gt_outfile *of, int code)
     of->chosen = NULL;
 }
 
+/* Is path an SQLite database (a trace, the one being read among them)? */
+static int is_sqlite(const char *path)
+{
+    char head[16] = "";
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
+}
+
 int gt_outfile_open(struct gt_outfile *of, const char *path)
 {
     char *chosen = of->chosen;   /* set by gt_outfile_default, kept */
@@ -60,6 +71,16 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
         of->f = stdout;
         return GT_EXIT_OK;
     }
+    /* -o a trace (the one read: `export -o t.db t.db`) would replace it with the output */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && is_sqlite(path)) {
+        fprintf(stderr, "gputrace: %s is a SQLite database (a trace?), which -o would replace; name another output "
+                "file\n", path);
+        return GT_EXIT_OUTPUT;
+    }
+    /* -o a link: the file it points to is replaced, the link kept */
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (of->target = realpath(path, NULL)))
+        path = of->target;
     /* same directory: rename() is atomic only within one file system */
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path + 1) : 0;
@@ -74,6 +95,8 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
         }
         free(of->tmp);
         of->tmp = NULL;
+        free(of->target);
+        of->target = NULL;
         return GT_EXIT_OUTPUT;
     }
     mode_t mask = umask(0);   /* mkstemp makes 0600; give the file the usual mode */
@@ -89,6 +112,8 @@ void gt_outfile_abort(struct gt_outfile *of)
         unlink(of->tmp);
         free(of->tmp);
         of->tmp = NULL;
+        free(of->target);
+        of->target = NULL;
     }
 }
 
@@ -106,7 +131,7 @@ int gt_outfile_commit(struct gt_outfile *of)
         err = errno;
     if (fclose(of->f) && !err)
         err = errno ? errno : EIO;
-    if (!err && rename(of->tmp, of->path))
+    if (!err && rename(of->tmp, of->target ? of->target : of->path))
         err = errno;
     if (err) {
         fprintf(stderr, "gputrace: %s: cannot write the output file (%s); nothing was written\n", of->path, strerror(err));
@@ -114,6 +139,8 @@ int gt_outfile_commit(struct gt_outfile *of)
     }
     free(of->tmp);
     of->tmp = NULL;
+    free(of->target);
+    of->target = NULL;
     return err ? GT_EXIT_OUTPUT : GT_EXIT_OK;
 }
 

@@ -224,12 +224,58 @@ static int outlier(const struct gt_ranks *R, const struct gt_rank_file *r)
     return R->majority && strcmp(r->verdict, "unknown") && strcmp(r->verdict, R->majority);
 }
 
-static int has_rank(const struct gt_ranks *R, int64_t rank)
+static int rank_cmp(const void *a, const void *b)
 {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The ranks of the world size no trace was given for, as ranges [from, to]
+ * (a trace's WORLD_SIZE is the program's word: 2,000,000,000 listed one by
+ * one printed gigabytes). Calls back once per range; returns how many. */
+static int64_t missing_ranges(const struct gt_ranks *R, void (*range)(void *, int64_t, int64_t), void *arg)
+{
+    int64_t *have = gt_xmalloc((R->nmains + 1) * sizeof *have), next = 0, count = 0;
+    size_t n = 0;
     for (size_t i = 0; i < R->nmains; i++)
-        if (R->mains[i]->rank == rank)
-            return 1;
-    return 0;
+        if (R->mains[i]->rank >= 0 && R->mains[i]->rank < R->world_size)
+            have[n++] = R->mains[i]->rank;
+    qsort(have, n, sizeof *have, rank_cmp);
+    have[n] = R->world_size > 0 ? R->world_size : 0;   /* the end, as one more rank present */
+    for (size_t i = 0; i <= n; i++) {
+        if (have[i] > next) {
+            range(arg, next, have[i] - 1);
+            count += have[i] - next;
+        }
+        if (have[i] + 1 > next)
+            next = have[i] + 1;
+    }
+    free(have);
+    return count;
+}
+
+/* JSON: every missing rank up to MISSING_LISTED, then the count alone */
+#define MISSING_LISTED 10000
+struct missing_json {
+    struct gt_json *j;
+    int64_t listed;
+};
+
+static void missing_json_range(void *arg, int64_t from, int64_t to)
+{
+    struct missing_json *m = arg;
+    for (int64_t k = from; k <= to && m->listed < MISSING_LISTED; k++, m->listed++)
+        gt_json_int(m->j, k);
+}
+
+static void missing_text_range(void *arg, int64_t from, int64_t to)
+{
+    int *any = arg;
+    const char *lead = (*any)++ ? ", " : "Missing (no trace given for): rank ";
+    if (from == to)
+        printf("%s%lld", lead, (long long)from);
+    else
+        printf("%s%lld-%lld", lead, (long long)from, (long long)to);
 }
 
 int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts *o)
@@ -395,10 +441,10 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
     gt_json_arr_end(j);
     gt_json_key(j, "missing_ranks");
     gt_json_arr_inline(j);
-    for (int64_t k = 0; k < R->world_size; k++)
-        if (!has_rank(R, k))
-            gt_json_int(j, k);
+    struct missing_json mj = {j, 0};
+    int64_t missing = missing_ranges(R, missing_json_range, &mj);
     gt_json_arr_end(j);
+    gt_json_kint(j, "missing_rank_count", missing);
     gt_json_key(j, "iterations");
     gt_json_arr(j);
     for (size_t q = 0; q < R->niter; q++) {
@@ -509,9 +555,7 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     if (!any)
         printf("Failed: none\n");
     any = 0;
-    for (int64_t k = 0; k < R->world_size; k++)
-        if (!has_rank(R, k))
-            printf("%s%lld", any++ ? ", " : "Missing (no trace given for): rank ", (long long)k);
+    missing_ranges(R, missing_text_range, &any);
     if (any)
         printf("\n");
     for (size_t k = 0; k < R->nfiles; k++) {

@@ -201,10 +201,20 @@ static int symbolize_one(const char *path, const char *tool)
     gt_trace_close(&t);
 
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    char name[4096];
+    if (sqlite3_open_v2(gt_sqlite_name(path, name, sizeof name), &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         code = fail_sql(path, db, "cannot open for writing");
         sqlite3_close(db);
         return code == GT_EXIT_CORRUPT ? GT_EXIT_MISSING : code;
+    }
+    /* SQLite falls back to reading alone where it cannot write (the file or
+     * its directory read-only): said, not left to the first store to fail */
+    if (sqlite3_db_readonly(db, "main") == 1) {
+        fprintf(stderr, "gputrace: %s: cannot write to it (the file or its directory is read-only), and symbolize "
+                "stores file:line in the trace itself; copy it somewhere writable\n", path);
+        sqlite3_close(db);
+        free(exe);
+        return GT_EXIT_MISSING;
     }
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt *sel = NULL;

@@ -70,10 +70,27 @@ static const char *one_line(const char *msg, char *out, size_t cap)
 
 /* Maps a SQLite error (rc, its message) met while doing `what` to an exit
  * status and a message saying what to do. */
+/* SQLite's unix files open by full path of at most 512 bytes, its -journal
+ * and -wal names included: a longer one cannot open (the path's length, or
+ * 0 when it is short enough or not known). */
+#define SQLITE_PATH_MAX 504
+static size_t too_long(const char *path)
+{
+    char cwd[4096];
+    size_t n = strlen(path);
+    if (path[0] != '/')
+        n += getcwd(cwd, sizeof cwd) ? strlen(cwd) + 1 : 0;
+    return n > SQLITE_PATH_MAX ? n : 0;
+}
+
 int gt_trace_sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what)
 {
     char buf[160];
     const char *msg = one_line(raw, buf, sizeof buf);
+    size_t long_path = (rc & 0xff) == SQLITE_CANTOPEN && t->path ? too_long(t->path) : 0;
+    if (long_path)
+        return gt_trace_fail(t, GT_EXIT_MISSING, "cannot open the trace: its full path is %zu bytes, and SQLite opens "
+                    "none over %d; move or copy it to a shorter path", long_path, SQLITE_PATH_MAX);
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -332,6 +349,13 @@ static int load_devices_and_drops(struct gt_trace *t)
     return rc == SQLITE_DONE ? GT_EXIT_OK : sql_fail(t, rc, "reading the drops table");
 }
 
+const char *gt_sqlite_name(const char *path, char *buf, size_t n)
+{
+    if (strncmp(path, "file:", 5) != 0 || (size_t)snprintf(buf, n, "./%s", path) >= n)
+        return path;
+    return buf;
+}
+
 int gt_trace_open(struct gt_trace *t, const char *path)
 {
     memset(t, 0, sizeof *t);
@@ -339,14 +363,22 @@ int gt_trace_open(struct gt_trace *t, const char *path)
     int code = check_file(t, path);
     if (code)
         return code;
-    int rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    char name[4096];
+    int rc = sqlite3_open_v2(gt_sqlite_name(path, name, sizeof name), &t->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                             NULL);
     if (rc != SQLITE_OK)
         return sql_fail(t, rc, "opening");
     sqlite3_busy_timeout(t->db, 2000);
     sqlite3_exec(t->db, "PRAGMA query_only = 1; PRAGMA cache_size = -16384", NULL, NULL, NULL);
     int64_t app_id, version;
-    if ((code = gt_trace_pragma_int(t, "PRAGMA application_id", &app_id)))
+    if ((code = gt_trace_pragma_int(t, "PRAGMA application_id", &app_id))) {
+        /* (in a read-only directory SQLite cannot even read a WAL-mode file
+         * without its -wal: it fails here, and the missing -wal is why) */
+        if (t->wal_missing)
+            return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and "
+                        "its -wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);
         return code;
+    }
     if (app_id == 0 && t->wal_missing)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and its "
                     "-wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);

@@ -158,6 +158,10 @@ struct gt_trace {
 /* Opens and validates path; loads process, devices, drops and the apis table.
  * Returns GT_EXIT_OK or an exit status with t->err set. */
 int gt_trace_open(struct gt_trace *t, const char *path);
+/* The name to give sqlite3_open_v2 for a file's path: SQLite reads a name
+ * beginning with "file:" as a URI where its build turns URIs on (Debian's),
+ * another file or none; such a (relative) path is given as ./PATH, in buf. */
+const char *gt_sqlite_name(const char *path, char *buf, size_t n);
 /* Loads all events in (t_ns, id) order. GT_EXIT_EMPTY if there are none. */
 int gt_trace_load_events(struct gt_trace *t);
 void gt_trace_close(struct gt_trace *t);

@@ -65,7 +65,9 @@ static void *read_slice(void *arg)
     sqlite3_stmt *st = NULL;
     int rc = SQLITE_OK;
     if (!db) {
-        rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+        char name[4096];
+        rc = sqlite3_open_v2(gt_sqlite_name(s->path, name, sizeof name), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                             NULL);
         if (rc == SQLITE_OK) {
             sqlite3_busy_timeout(db, 2000);
             sqlite3_exec(db, "PRAGMA mmap_size = 0; PRAGMA cache_size = -16384", NULL, NULL, NULL);
@@ -205,7 +207,8 @@ int gt_trace_load_events(struct gt_trace *t)
         code = gt_trace_pragma_int(t, "SELECT max(id) FROM events", &hi);
     if (code)
         return code;
-    size_t span = hi >= lo ? (size_t)(hi - lo) + 1 : 0;
+    /* (unsigned: ids at both ends of int64 do not overflow the difference) */
+    size_t span = hi >= lo ? (size_t)((uint64_t)hi - (uint64_t)lo) + 1 : 0;
     if (hi < lo || (lo == 0 && hi == 0))
         span = 0;
     if (span >= UINT32_MAX - 2)

@@ -15,6 +15,7 @@ struct gt_outfile {
     char *tmp;           /* NULL: stdout */
     const char *path;
     char *chosen;        /* the default file chosen for a terminal (gt_outfile_default) */
+    char *target;        /* path, or where the link at path points: the file replaced */
 };
 int gt_outfile_open(struct gt_outfile *of, const char *path);
 

@@ -54,7 +54,15 @@ static void fail(const char *what)
 bool gt_db_open(const char *path)
 {
     D.path = path;
-    if (sqlite3_open_v2(path, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, gt_vfs_name()) != SQLITE_OK) {
+    /* SQLite reads a name beginning with "file:" as a URI where its build
+     * turns URIs on (Debian's): GPUTRACE_OUTPUT=file:x.db opened x.db's
+     * creating name elsewhere and turned tracing off. Such a relative name
+     * goes as ./NAME (on the writer thread: one open at a time). */
+    static char name[4096];
+    const char *open_as = path;
+    if (!strncmp(path, "file:", 5) && (size_t)snprintf(name, sizeof name, "./%s", path) < sizeof name)
+        open_as = name;
+    if (sqlite3_open_v2(open_as, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, gt_vfs_name()) != SQLITE_OK) {
         struct stat st;
         if (gt_vfs_file_swapped() || (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
             fprintf(stderr, "gputrace: trace file %s was replaced (a link or another file put at its name) between "

@@ -1,0 +1,134 @@
+"""Trace files as users handle them (a helper's hostile probe, session 41):
+names SQLite would read as URIs, output over the trace read, a copy made
+without its -wal after a checkpoint, a read-only trace given to symbolize,
+paths longer than SQLite opens, a world size from the environment that
+would list billions of missing ranks, a usage error with a newline."""
+import os
+import shutil
+import sqlite3
+import subprocess
+
+import analyzer_traces as T
+import gtlib
+
+
+def small_trace(path, pid, rank=None):
+    t = T.Trace(path, pid=pid, rank=rank)
+    for s in range(4):
+        t.push('train_step %d' % s)
+        t.free(t.alloc(T.MiB, ['forward', 'main']))
+        t.pop()
+    return t.close()
+
+
+class UriLikeNames(T.AnalyzerTest):
+    def test_a_relative_name_beginning_with_file_colon_is_that_file(self):
+        # Debian's SQLite reads "file:two.db" as a URI naming two.db
+        small_trace(os.path.join(self.dir, 'file:two.db'), pid=1111)
+        small_trace(os.path.join(self.dir, 'two.db'), pid=2222)
+        p = subprocess.run([gtlib.GPUTRACE, 'summary', '--json', 'file:two.db'], cwd=self.dir, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(T.json.loads(p.stdout)['pid'], 1111)
+
+    def test_the_shim_writes_a_trace_named_file_colon(self):
+        env = gtlib.base_env(GPUTRACE_OUTPUT='file:x.db', GPUTRACE_QUIET=1, GPUTRACE_CUPTI=0)
+        p = gtlib.run([gtlib.prog('demo_loop')], env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, '')
+        self.assertEqual(sorted(os.listdir(self.dir)), ['file:x.db'])
+        self.assertGreater(gtlib.query(os.path.join(self.dir, 'file:x.db'), 'SELECT count(*) FROM events')[0][0], 0)
+
+
+class OutputFiles(T.AnalyzerTest):
+    def test_export_and_report_refuse_to_write_over_a_trace(self):
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        before = open(db, 'rb').read()
+        for cmd in ('export', 'report'):
+            line = self.assertOneErrorLine(self.gputrace(cmd, '-o', db, db), 10, db)
+            self.assertIn('which -o would replace', line)
+            self.assertEqual(open(db, 'rb').read(), before)
+
+    def test_output_through_a_link_replaces_its_file_and_keeps_the_link(self):
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        real, link = os.path.join(self.dir, 'real.json'), os.path.join(self.dir, 'link.json')
+        open(real, 'w').write('old')
+        os.symlink('real.json', link)
+        self.ok('export', '-o', link, db)
+        self.assertTrue(os.path.islink(link))
+        self.assertIn('traceEvents', open(real).read())
+
+
+class CopiedWithoutWal(T.AnalyzerTest):
+    def test_a_copy_made_while_written_without_its_wal_says_its_last_events_may_be_missing(self):
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        con = sqlite3.connect(db)   # as a live trace is: not closed, WAL mode, a commit not yet checkpointed
+        con.execute('UPDATE processes SET end_ns = NULL, end_reason = NULL')
+        con.commit()
+        con.execute('PRAGMA journal_mode=WAL')
+        con.execute('PRAGMA wal_autocheckpoint=0')
+        con.execute("INSERT INTO notes(t_ns, component, message) VALUES (1, 'test', 'after the checkpoint')")
+        con.commit()
+        try:
+            os.mkdir(os.path.join(self.dir, 'copy'))
+            copy = shutil.copy(db, os.path.join(self.dir, 'copy', 't.db'))
+            p = self.gputrace('summary', '--json', copy)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(T.json.loads(p.stdout)['wal_missing'])
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn('no -wal file beside it: if it was copied without its -wal', p.stderr)
+            self.assertIn('copy %s-wal with it' % copy, p.stderr)
+            # the trace itself, its -wal beside it, says nothing
+            p = self.gputrace('summary', '--json', db)
+            self.assertEqual((p.returncode, p.stderr), (0, ''))
+            self.assertFalse(T.json.loads(p.stdout)['wal_missing'])
+        finally:
+            con.close()
+
+
+class ReadOnlyAndLongPaths(T.AnalyzerTest):
+    def test_symbolize_on_a_trace_it_cannot_write_says_so(self):
+        if os.geteuid() != 0 or not shutil.which('setpriv'):
+            self.skipTest('needs root and setpriv to run as another user')
+        os.chmod(self.dir, 0o755)
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        os.chmod(db, 0o444)
+        p = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', gtlib.GPUTRACE,
+                            'symbolize', db], capture_output=True, text=True, timeout=60)
+        line = self.assertOneErrorLine(p, 3, db)
+        self.assertIn('read-only', line)
+
+    def test_a_path_longer_than_sqlite_opens_says_so(self):
+        deep = self.dir
+        while len(deep) < 520:
+            deep = os.path.join(deep, 'd' * 60)
+        os.makedirs(deep)
+        db = os.path.join(deep, 't.db')   # (Python's SQLite cannot make it there either)
+        os.rename(small_trace(os.path.join(self.dir, 't.db'), pid=1), db)
+        line = self.assertOneErrorLine(self.gputrace('summary', db), 3)
+        self.assertIn('shorter path', line)
+
+
+class HostileWorldSize(T.AnalyzerTest):
+    def test_a_world_size_of_two_billion_lists_missing_ranks_as_a_range(self):
+        db = small_trace(os.path.join(self.dir, 'r0.db'), pid=1, rank=0)
+        con = sqlite3.connect(db)
+        con.execute('UPDATE processes SET world_size = 2000000000')
+        con.commit()
+        con.close()
+        p = self.gputrace('ranks', db, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('Missing (no trace given for): rank 1-1999999999\n', p.stdout)
+        self.assertLess(len(p.stdout), 10000)
+        d = self.json('ranks', db)
+        self.assertEqual(d['missing_rank_count'], 1999999999)
+        self.assertEqual(len(d['missing_ranks']), 10000)
+        self.assertEqual(d['missing_ranks'][:2], [1, 2])
+
+
+class UsageLines(T.AnalyzerTest):
+    def test_a_newline_in_an_option_value_stays_one_line(self):
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        p = self.gputrace('top', '--top', '1\n2', db)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
