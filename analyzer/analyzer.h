@@ -105,9 +105,10 @@ struct gt_prealloc {
 };
 
 struct gt_leaks {
-    struct gt_site_sum *sites, *cached, *held, *at_end;
-    size_t nsites, ncached, nheld, nat_end;
+    struct gt_site_sum *sites, *cached, *held, *at_end, *steady;
+    size_t nsites, ncached, nheld, nat_end, nsteady;
     int64_t bytes, count, cached_bytes, cached_count, held_bytes, held_count, at_end_bytes, at_end_count;
+    int64_t steady_bytes, steady_count;   /* kept by sites that stopped growing in the loop's first half */
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */

@@ -44,7 +44,9 @@ const char gt_help_leaks[] =
     "and kept is held for the run (parameters, optimizer state); in the last\n"
     "iteration or after the loop is in use when the process ended, and so is a\n"
     "site's that only the iteration before the last left live (iterations found\n"
-    "automatically may begin inside the program's step). Without\n"
+    "automatically may begin inside the program's step). With 6 or more, a site\n"
+    "that kept no more after the loop's first half than before is held steady\n"
+    "(a cache that evicts, a buffer made once), not a leak. Without\n"
     "iterations everything live is listed, and the report says it cannot tell.\n"
     "--no-cache-heuristic reports nothing as cached.\n"
     "If the process was killed, \"at process end\" means when the trace stops.\n";
@@ -190,6 +192,74 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     return ph;
 }
 
+/* First iteration k whose end lies after event a (n: none). */
+static size_t end_after(const struct gt_iterations *it, size_t a)
+{
+    size_t lo = 0, hi = it->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (it->it[mid].end_ev <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Of the sites that keep what later iterations made, those that stopped
+ * growing: their live bytes at iteration ends reached their highest in the
+ * loop's first half and no end after it held more (a cache of 8 entries
+ * that evicts its oldest; a segment made once for a larger batch and
+ * reused). What such a site holds at exit is held steady, not accumulating
+ * (a helper's probe: an LRU of 8 MiB read as a leak beside growth's
+ * "stable"). The last iteration's end is left out (it may be the trace's).
+ * With fewer than 6 iterations the halves say nothing: none is steady. */
+#define STEADY_MIN_ITERATIONS 6
+static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
+                                      const struct gt_site_sum *ph)
+{
+    const struct gt_trace *t = &c->t;
+    size_t ns = t->nsites + 1, n = it->n, nrows = 0;
+    unsigned char *steady = gt_xcalloc(ns, 1);
+    if (n < STEADY_MIN_ITERATIONS)
+        return steady;
+    int32_t *row = gt_xmalloc(ns * sizeof *row);
+    for (size_t site = 0; site < ns; site++)
+        row[site] = ph[site * PHASE_N + PHASE_LOOP].count ? (int32_t)nrows++ : -1;
+    int64_t *d = gt_xcalloc(nrows * (n + 1) + 1, sizeof *d);
+    for (size_t a = 0; a < t->nev && nrows; a++) {
+        const struct gt_event *e = &t->ev[a];
+        if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC || e->size <= 0 ||
+            !gt_sel_has(t, s, e))
+            continue;
+        int32_t r = row[e->site >= 0 ? (size_t)e->site : t->nsites];
+        if (r < 0)
+            continue;
+        size_t f = c->p.partner[a], k0 = end_after(it, a), k1 = f == GT_NO_EVENT ? n : end_after(it, f);
+        if (k0 < k1) {
+            d[(size_t)r * (n + 1) + k0] += e->size;
+            d[(size_t)r * (n + 1) + k1] -= e->size;
+        }
+    }
+    for (size_t site = 0; site < ns; site++) {
+        if (row[site] < 0)
+            continue;
+        const int64_t *dr = d + (size_t)row[site] * (n + 1);
+        int64_t live = 0, first_half = INT64_MIN, second_half = INT64_MIN;
+        for (size_t k = 0; k + 1 < n; k++) {
+            live += dr[k];
+            if (k < n / 2)
+                first_half = live > first_half ? live : first_half;
+            else
+                second_half = live > second_half ? live : second_half;
+        }
+        steady[site] = first_half > 0 && second_half <= first_half;
+    }
+    free(d);
+    free(row);
+    return steady;
+}
+
 static void add(struct gt_site_sum *list, size_t *n, int64_t *bytes, int64_t *count, struct gt_site_sum part)
 {
     if (!part.count)
@@ -215,6 +285,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     l->cached = gt_xmalloc((n + 1) * sizeof *l->cached);
     l->held = gt_xmalloc((n + 1) * sizeof *l->held);
     l->at_end = gt_xmalloc((n + 1) * sizeof *l->at_end);
+    l->steady = gt_xmalloc((n + 1) * sizeof *l->steady);
+    unsigned char *steady = NULL;
     int pattern = -1, code = GT_EXIT_OK;
     const struct gt_iterations *it = NULL;
     struct gt_site_sum *ph = NULL;
@@ -226,6 +298,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
      * used (a run that died in its second step) */
     if (!code && n && it->n >= 2) {
         ph = live_by_phase(c, &s, it);
+        steady = stopped_growing(c, &s, it, ph);
         l->classified = 1;
     }
     l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
@@ -256,6 +329,10 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
             continue;
         }
         const struct gt_site_sum *p = ph ? &ph[(all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites) * PHASE_N] : NULL;
+        if (p && p[PHASE_LOOP].count && steady[all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites]) {
+            add(l->steady, &l->nsteady, &l->steady_bytes, &l->steady_count, all[i]);
+            continue;
+        }
         if (!p || p[PHASE_LOOP].count) {   /* a site that keeps what later iterations make: all of it grows */
             add(l->sites, &l->nsites, &l->bytes, &l->count, all[i]);
             continue;
@@ -270,6 +347,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         l->told = 0;
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
+    gt_qsort(l->steady, l->nsteady, sizeof *l->steady, by_bytes);
+    free(steady);
     free(ph);
     free(all);
     return code;
@@ -281,6 +360,7 @@ void gt_leaks_free(struct gt_leaks *l)
     free(l->cached);
     free(l->held);
     free(l->at_end);
+    free(l->steady);
     memset(l, 0, sizeof *l);
 }
 
@@ -301,6 +381,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             {"cached_bytes", "cached_count", "cached_sites", l.cached_bytes, l.cached_count, l.cached, l.ncached},
             {"held_for_run_bytes", "held_for_run_count", "held_for_run_sites", l.held_bytes, l.held_count, l.held, l.nheld},
             {"at_end_bytes", "at_end_count", "at_end_sites", l.at_end_bytes, l.at_end_count, l.at_end, l.nat_end},
+            {"held_steady_bytes", "held_steady_count", "held_steady_sites", l.steady_bytes, l.steady_count, l.steady,
+             l.nsteady},
         };
         for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
             gt_json_kint(j, g[k].bytes, g[k].b);
@@ -337,7 +419,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                 printf("%s: nothing allocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : "No leaks",
                        l.iterations - 1, l.iterations,
-                       l.nheld || l.nat_end || l.ncached ? "; what was live at process end is below" : "");
+                       l.nheld || l.nat_end || l.ncached || l.nsteady ? "; what was live at process end is below" : "");
             else
                 printf("%s: every allocation was freed before the process ended%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : "No leaks",
@@ -359,6 +441,13 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                    gt_fmt_bytes(l.held_bytes, b), (long long)l.held_count, l.held_count == 1 ? "" : "s", l.nheld,
                    l.nheld == 1 ? "" : "s");
             code = gt_text_sites(c, l.held, l.nheld, (size_t)c->o->top, 2);
+        }
+        if (!code && l.nsteady) {
+            printf("Held steady (allocated during the loop and never freed, but no call site below held more after the\n"
+                   "loop's first half: a cache that evicts, a buffer made once and reused; not a leak): %s in %lld\n"
+                   "allocation%s at %zu call site%s:\n", gt_fmt_bytes(l.steady_bytes, b), (long long)l.steady_count,
+                   gt_s(l.steady_count), l.nsteady, gt_s((long long)l.nsteady));
+            code = gt_text_sites(c, l.steady, l.nsteady, (size_t)c->o->top, 2);
         }
         if (!code && l.nat_end) {
             printf("In use when the process ended (allocated %s): %s in %lld allocation%s at %zu call site%s:\n",

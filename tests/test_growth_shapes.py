@@ -1,9 +1,11 @@
-"""growth on shapes Theil-Sen alone misreads (a helper's probe, session 41):
+"""growth and leaks on shapes they misread (a helper's probe, session 41):
 memory kept at a few iterations only (the median of pairwise slopes is 0
 when most iterations hold one level, so two steps of 8 MiB read "stable" or
-"growing" by where they fell), and live bytes at iteration ends that
-scatter so widely that a leak inside them cannot show (then "stable" is
-more than the data says)."""
+"growing" by where they fell); live bytes at iteration ends that scatter so
+widely that a leak inside them cannot show (then "stable" is more than the
+data says); and what a call site keeps that stopped growing in the loop's
+first half (a cache that evicts its oldest, a buffer made once), which is
+held steady, not a leak."""
 import os
 import random
 
@@ -13,7 +15,7 @@ MiB = T.MiB
 WEIGHTS = 64 * MiB
 
 
-def loop(dirpath, name, steps, keep_at=(), give_back_at=(), end_scatter=0, seed=7):
+def loop(dirpath, name, steps, keep_at=(), give_back_at=(), end_scatter=0, seed=7, lru=0):
     """NVTX-marked steps over weights of 64 MiB: each step an activation of
     32 MiB, freed inside the step; at the steps in keep_at one 8 MiB buffer
     is kept from then on (keep_cache), and at the steps in give_back_at the
@@ -23,7 +25,7 @@ def loop(dirpath, name, steps, keep_at=(), give_back_at=(), end_scatter=0, seed=
     rnd = random.Random(seed)
     t = T.Trace(os.path.join(dirpath, name + '.db'))
     t.alloc(WEIGHTS, ['init_weights', 'main'])
-    kept = []
+    kept, cache = [], []
     for s in range(steps):
         t.push('train_step %d' % s)
         act = t.alloc(32 * MiB, ['forward', 'train_step', 'main'])
@@ -31,6 +33,10 @@ def loop(dirpath, name, steps, keep_at=(), give_back_at=(), end_scatter=0, seed=
             kept.append(t.alloc(8 * MiB, ['keep_cache', 'train_step', 'main']))
         if s in give_back_at:
             t.free(kept.pop(0))
+        if lru:
+            cache.append(t.alloc(MiB, ['cache_insert', 'train_step', 'main']))
+            if len(cache) > lru:
+                t.free(cache.pop(0))
         t.free(act)
         tail = t.alloc(rnd.randrange(1, end_scatter) // 512 * 512 + 512, ['collate', 'train_step', 'main']) \
             if end_scatter else None
@@ -97,3 +103,29 @@ class ScatterHides(T.AnalyzerTest):
         d = self.json('growth', loop(self.dir, 'narrow', 60, end_scatter=1 * MiB))
         self.assertEqual((d['verdict'], d['scatter_hides_growth']), ('stable', False))
         self.assertGreater(d['scatter_bytes'], 0)
+
+
+class HeldSteady(T.AnalyzerTest):
+    def test_a_cache_that_evicts_its_oldest_is_held_steady_not_a_leak(self):
+        d = self.json('leaks', loop(self.dir, 'lru', 40, lru=8))
+        self.assertEqual((d['total_bytes'], d['sites']), (0, []))
+        self.assertEqual((d['held_steady_bytes'], d['held_steady_count']), (8 * MiB, 8))
+        self.assertEqual(d['held_steady_sites'][0]['frames'][0].split(' (')[0], 'cache_insert')
+        text = self.ok('leaks', loop(self.dir, 'lru', 40, lru=8)).stdout
+        self.assertIn('No leaks', text)
+        self.assertIn('Held steady (allocated during the loop and never freed', text)
+
+    def test_a_buffer_made_once_in_the_loop_and_kept_is_held_steady(self):
+        d = self.json('leaks', loop(self.dir, 'once', 100, keep_at=(7,)))
+        self.assertEqual((d['total_bytes'], d['held_steady_bytes']), (0, 8 * MiB))
+
+    def test_what_a_site_keeps_in_the_second_half_too_is_a_leak(self):
+        # kept at 45 and 190 of 200; kept at every step 1..59 of 60 (every live allocation of the site)
+        for name, steps, keep in (('rare', 200, (45, 190)), ('every', 60, tuple(range(1, 60)))):
+            d = self.json('leaks', loop(self.dir, name, steps, keep_at=keep))
+            self.assertEqual((d['total_bytes'], d['held_steady_bytes']), (len(keep) * 8 * MiB, 0), name)
+
+    def test_with_fewer_than_6_iterations_no_site_is_held_steady(self):
+        d = self.json('leaks', loop(self.dir, 'short', 5, lru=3))
+        self.assertEqual(d['held_steady_bytes'], 0)
+        self.assertGreater(d['total_bytes'], 0)
