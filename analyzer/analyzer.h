@@ -295,6 +295,7 @@ struct gt_peak {
     struct gt_room room;
     struct gt_slack slack;      /* the pool's slack per batch size (a pool level only) */
     int64_t safety;             /* of the margin: the safety term at the batch size predicted; -1 none */
+    int64_t held_through;       /* allocated before the loop and held through it: the least a fixed part can be */
     char why_buf[256];          /* withheld_why, when it carries figures */
     struct gt_peak_high *high;  /* per iteration */
     int64_t overall_peak;

@@ -359,6 +359,7 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint_or_null(j, "pool_reserved_max_bytes", pk.room.pool_reserved_max);
         gt_json_kint_or_null(j, "pool_slack_bytes", pk.room.pool_slack);
         gt_json_kint_or_null(j, "safety_bytes", pk.safety);
+        gt_json_kint(j, "held_through_loop_bytes", pk.held_through);
         gt_json_kint(j, "device_granularity_bytes", pk.room.granularity);
         gt_json_kint(j, "pool_granularity_bytes", pk.room.pool_granularity);
         gt_json_kint(j, "rounded_device_allocations", pk.room.rounded);

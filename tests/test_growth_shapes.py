@@ -5,7 +5,8 @@ when most iterations hold one level, so two steps of 8 MiB read "stable" or
 widely that a leak inside them cannot show (then "stable" is more than the
 data says); and what a call site keeps that stopped growing in the loop's
 first half (a cache that evicts its oldest, a buffer made once), which is
-held steady, not a leak."""
+held steady, not a leak; peaks that curve up with the batch size, whose
+line's fixed part falls below what every peak holds (no largest batch)."""
 import os
 import random
 
@@ -129,3 +130,44 @@ class HeldSteady(T.AnalyzerTest):
         d = self.json('leaks', loop(self.dir, 'short', 5, lru=3))
         self.assertEqual(d['held_steady_bytes'], 0)
         self.assertGreater(d['total_bytes'], 0)
+
+
+def quadratic(dirpath, sizes, square):
+    """64 MiB of weights, then a step per size n (NVTX 'train_step batch_size=n')
+    holding n x 256 KiB of activations and, with square, n x n x 4 KiB more
+    (attention over a sequence length given as the batch size)."""
+    t = T.Trace(os.path.join(dirpath, 'quad-%d.db' % square))
+    w = t.alloc(WEIGHTS, ['init_weights', 'main'])
+    for n in sizes:
+        t.push('train_step batch_size=%d' % n)
+        a = t.alloc(n * 256 * 1024, ['forward', 'train_step', 'main'])
+        b = t.alloc(n * n * 4096, ['attention', 'train_step', 'main']) if square else None
+        if b is not None:
+            t.free(b)
+        t.free(a)
+        t.pop()
+    t.free(w)
+    return t.close()
+
+
+class CurvedPeaks(T.AnalyzerTest):
+    SIZES = [16, 24, 32, 40, 48, 56, 64]
+
+    def test_peaks_that_curve_up_give_no_largest_batch(self):
+        db = quadratic(self.dir, self.SIZES, square=True)
+        d = self.json('peak', '--device-bytes', str(16 << 30), db)
+        # the line fits well (R^2 over 0.9) yet its fixed part is below the weights every peak holds
+        self.assertGreater(d['fit']['r2'], 0.9)
+        self.assertLess(d['fit']['fixed_bytes'], WEIGHTS)
+        self.assertEqual(d['room']['held_through_loop_bytes'], WEIGHTS)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertIn('peaks curve up with the batch size', d['max_batch_size_withheld'])
+        self.assertIn('gputrace sweep', d['what_would_give_one'])
+
+    def test_a_straight_line_over_the_weights_still_gives_one(self):
+        d = self.json('peak', '--device-bytes', str(16 << 30), quadratic(self.dir, self.SIZES, square=False))
+        self.assertEqual(d['room']['held_through_loop_bytes'], WEIGHTS)
+        truth = (16 * 1024 - 64) * 4   # (16 GiB - 64 MiB) / 256 KiB
+        self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
+        self.assertLessEqual(d['max_batch_size'], truth)
+        self.assertGreaterEqual(d['max_batch_size'], 0.97 * truth)
