@@ -24,7 +24,8 @@ A process start costs 10-16 s on the H100: with --truth about 2 minutes, a
 bisection about 3-4. The GPU must be otherwise idle (other processes move the
 boundary).
 usage: check_answers.py --build BUILD --out DIR [--model conv|transformer]
-       [--alloc async|default|expandable] [--truth N] [--batch-sizes A,B,..] [--mixed]"""
+       [--alloc async|default|expandable] [--truth N] [--batch-sizes A,B,..] [--mixed]
+       [--traced-only]   (the traced run and peak's answer alone, under a minute)"""
 import argparse
 import json
 import math
@@ -42,6 +43,7 @@ ap.add_argument('--truth', type=int, help='the real largest batch found before: 
 ap.add_argument('--batch-sizes', default='2,3,4,5,6,7,8,9,10',
                 help='the batch sizes traced in one process, in order (e.g. nearer the boundary: 40,60,80,100,120)')
 ap.add_argument('--mixed', action='store_true', help='only the default allocator in the mixed order 8, 2, 6, 4, 10')
+ap.add_argument('--traced-only', action='store_true', help='the traced run and peak\'s answer alone: no plain runs')
 a = ap.parse_args()
 here = os.path.dirname(os.path.abspath(__file__))
 shim = os.path.abspath(os.path.join(a.build, 'shim', 'libgputrace.so'))
@@ -162,6 +164,8 @@ if pk:
     print_figures(pk)
     P = pk['max_batch_size']
     print('   %s: peak prints %s%s' % (TAG, P, '' if P is not None else ' (' + str(pk['max_batch_size_withheld']) + ')'))
+    print('   held through the loop %s; fixed part %s' % (mib(pk['room'].get('held_through_loop_bytes')),
+                                                          mib(pk['fit'] and pk['fit']['fixed_bytes'])))
     if a.alloc == 'async':
         report(P is not None, '%s: peak prints a largest batch' % TAG,
                'P = %s%s' % (P, '' if P is not None else ': ' + str(pk['max_batch_size_withheld'])))
@@ -173,6 +177,8 @@ if pk:
                '%s: no number from batch sizes in one process under the caching allocator' % TAG,
                'P = %s; carried %s at batch size %s; %s' % (P, mib(pk.get('carried_bytes')), pk.get('carried_batch_size'),
                                                            pk['max_batch_size_withheld']))
+    if a.traced_only:
+        finish()
     try:
         if P is None:
             R = None
