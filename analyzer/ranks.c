@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "format.h"
@@ -282,14 +283,31 @@ int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts 
 {
     memset(R, 0, sizeof *R);
     R->files = gt_xcalloc((size_t)n + 1, sizeof *R->files);
-    R->nfiles = (size_t)n;
+    dev_t *dev = gt_xcalloc((size_t)n + 1, sizeof *dev);
+    ino_t *ino = gt_xcalloc((size_t)n + 1, sizeof *ino);
     int status = GT_EXIT_OK;
     for (int i = 0; i < n; i++) {
-        R->files[i].order = i;
-        int code = read_one(&R->files[i], paths[i], o);
+        /* a file given twice (a glob and its name) would count as two ranks */
+        struct stat st;
+        int known = stat(paths[i], &st) == 0, twice = -1;
+        for (size_t k = 0; known && k < R->nfiles && twice < 0; k++)
+            if (dev[k] == st.st_dev && ino[k] == st.st_ino)
+                twice = (int)k;
+        if (twice >= 0) {
+            fprintf(stderr, "gputrace: %s: the same file as %s, given twice: read once\n", paths[i],
+                    R->files[twice].path);
+            continue;
+        }
+        size_t m = R->nfiles++;
+        dev[m] = known ? st.st_dev : 0;
+        ino[m] = known ? st.st_ino : 0;
+        R->files[m].order = (int)m;
+        int code = read_one(&R->files[m], paths[i], o);
         if (code && !status)
             status = code;
     }
+    free(dev);
+    free(ino);
     group(R);
     job_view(R);
     /* iterations matched by index: the union of the mains' indices */

@@ -126,9 +126,16 @@ class HostileWorldSize(T.AnalyzerTest):
         self.assertEqual(d['missing_ranks'][:2], [1, 2])
 
 
-class UsageLines(T.AnalyzerTest):
+class UsageAndRanks(T.AnalyzerTest):
     def test_a_newline_in_an_option_value_stays_one_line(self):
         db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
         p = self.gputrace('top', '--top', '1\n2', db)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+
+    def test_a_file_given_twice_is_one_rank(self):
+        db = small_trace(os.path.join(self.dir, 'r0.db'), pid=1, rank=0)
+        p = self.gputrace('ranks', '--json', db, os.path.join(self.dir, '.', 'r0.db'))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(T.json.loads(p.stdout)['ranks']), 1)
+        self.assertIn('given twice: read once', p.stderr)
