@@ -9,6 +9,9 @@
 
 #include "config.h"
 
+/* lifecycle.c's (shim.h): weak, for config_table, which links this file alone */
+bool gt_stderr_ok(void) __attribute__((weak));
+
 /* The storage; every other file sees it as const through gt_config. */
 static struct gt_config cfg;
 extern const struct gt_config gt_config __attribute__((alias("cfg")));
@@ -95,7 +98,7 @@ static void warn(const char *fmt, ...)
 
 void gt_config_warn(void)
 {
-    if (*warnings)
+    if (*warnings && (!gt_stderr_ok || gt_stderr_ok()))
         fputs(warnings, stderr);
     warnings[0] = 0;
 }

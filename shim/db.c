@@ -40,14 +40,14 @@ static void fail(const char *what)
     if (D.initialising)
         return;
     if (gt_vfs_file_swapped())
-        fprintf(stderr, "gputrace: a file beside trace %s (its -wal or -journal) is a link or was replaced; nothing "
+        gt_eprintf("gputrace: a file beside trace %s (its -wal or -journal) is a link or was replaced; nothing "
                         "was written to it, tracing stopped, the program continues\n", D.path);
     else if (gt_vfs_file_lost())
-        fprintf(stderr, "gputrace: the program closed the trace file's descriptor and reused its number; tracing "
+        gt_eprintf("gputrace: the program closed the trace file's descriptor and reused its number; tracing "
                         "stopped so that nothing is written into the program's files (%s is incomplete), the "
                         "program continues\n", D.path);
     else
-        fprintf(stderr, "gputrace: writing trace %s failed (%.40s: %s); further events are counted as dropped, the "
+        gt_eprintf("gputrace: writing trace %s failed (%.40s: %s); further events are counted as dropped, the "
                         "program continues\n", D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
 }
 
@@ -65,11 +65,11 @@ bool gt_db_open(const char *path)
     if (sqlite3_open_v2(open_as, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, gt_vfs_name()) != SQLITE_OK) {
         struct stat st;
         if (gt_vfs_file_swapped() || (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
-            fprintf(stderr, "gputrace: trace file %s was replaced (a link or another file put at its name) between "
+            gt_eprintf("gputrace: trace file %s was replaced (a link or another file put at its name) between "
                             "its creation and its opening; nothing was written to it, tracing is off, the program "
                             "continues\n", path);
         else
-            fprintf(stderr, "gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
+            gt_eprintf("gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
                     D.db ? sqlite3_errmsg(D.db) : "out of memory");
         sqlite3_close(D.db);
         D.db = NULL;
@@ -124,7 +124,7 @@ bool gt_db_prepare(void)
                 break;
         }
         if (s->params[n] || sqlite3_bind_parameter_count(D.st[i]) != n) {
-            fprintf(stderr, "gputrace: internal error: statement %s does not take the parameters db.h names\n",
+            gt_eprintf("gputrace: internal error: statement %s does not take the parameters db.h names\n",
                     s->name);
             fail("prepare");
             return false;
@@ -153,7 +153,7 @@ void gt_db_give_up(const char *why)
     if (D.failed)
         return;
     D.failed = true;
-    fprintf(stderr, "gputrace: writing trace %s stopped: %s; what was not written is counted as dropped, the "
+    gt_eprintf("gputrace: writing trace %s stopped: %s; what was not written is counted as dropped, the "
                     "program continues\n", D.path, why);
 }
 

@@ -75,7 +75,7 @@ static void debug_lookup(const char *via, const char *symbol, long version, unsi
     char line[512];
     int n = snprintf(line, sizeof line, "gputrace: debug: %s(%s, version %ld, flags %llu) -> %p%s%s\n", via,
                      symbol ? symbol : "(null)", version, flags, real, given != real ? " (our hook)" : "", hint);
-    if (n > 0)
+    if (n > 0 && gt_stderr_ok())
         (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 

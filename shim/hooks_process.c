@@ -7,9 +7,11 @@
  * in its parent's memory and must leave the parent's trace alone.
  * Cost for untraced processes: one atomic load. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -42,6 +44,30 @@ GT_EXPORT void _Exit(int status)
     if (tracing())
         gt_stop("_exit");
     real__Exit(status);
+    __builtin_unreachable();
+}
+
+/* glibc's quick_exit ends in its internal _exit, which no hook sees, and
+ * runs no destructor: 40,000 of 80,000 events were lost, nothing said (a
+ * helper's probe). The at_quick_exit handlers run after the trace ends. */
+GT_EXPORT void quick_exit(int status)
+{
+    REAL(quick_exit);
+    if (tracing())
+        gt_stop("quick_exit");
+    real_quick_exit(status);
+    __builtin_unreachable();
+}
+
+/* main leaving by pthread_exit: the process lives on until its last thread
+ * ends, and the writer's would be that thread; it is told, and ends with
+ * the program's others (writer.c). */
+GT_EXPORT void pthread_exit(void *retval)
+{
+    REAL(pthread_exit);
+    if (tracing() && syscall(SYS_gettid) == getpid())
+        gt_writer_main_exited();
+    real_pthread_exit(retval);
     __builtin_unreachable();
 }
 

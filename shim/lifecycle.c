@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "activity.h"
@@ -78,8 +79,27 @@ bool gt_owns_trace(void)
     return owner != 0 && owner == getpid();
 }
 
+static struct {
+    bool open;
+    dev_t dev;
+    ino_t ino;
+} stderr_at_start;
+
+bool gt_stderr_ok(void)
+{
+    struct stat st;
+    return stderr_at_start.open && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_at_start.dev &&
+           st.st_ino == stderr_at_start.ino;
+}
+
 __attribute__((constructor)) static void gt_load(void)
 {
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) == 0) {
+        stderr_at_start.open = true;
+        stderr_at_start.dev = st.st_dev;
+        stderr_at_start.ino = st.st_ino;
+    }
     gt_runlog_process_started();
     gt_config_load();
     /* sigaction and signal pass straight through in a process without a
@@ -161,7 +181,7 @@ static void stop_in_handler(const char *reason)
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
         if (gt_writer_stop_from_signal(reason, SIGNAL_BUDGET_NS)) {
             size_t n = atomic_exchange(&signal_summary_len, 0);
-            if (n && write(STDERR_FILENO, signal_summary, n) < 0)
+            if (n && gt_stderr_ok() && write(STDERR_FILENO, signal_summary, n) < 0)
                 n = 0;
         }
     }
@@ -205,7 +225,7 @@ static void start_trace(void)
     bool queue = gt_queue_init(gt_config.queue_events), stacks = queue && gt_stacks_init();
     if (!stacks || !gt_writer_start(writer_open_failed, signal_stopped)) {
         if (!stacks)
-            fprintf(stderr, "gputrace: out of memory for the event queue (%u events) or the stack set; tracing is "
+            gt_eprintf("gputrace: out of memory for the event queue (%u events) or the stack set; tracing is "
                             "off, the program continues\n", gt_config.queue_events);
         gt_stacks_discard();
         gt_queue_discard();
@@ -272,7 +292,8 @@ static void stop(const char *reason, bool may_resume)
     if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];
         summary_line(&s, line, sizeof line);
-        fputs(line, stderr);
+        if (gt_stderr_ok())
+            fputs(line, stderr);
     }
 }
 

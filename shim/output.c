@@ -28,7 +28,7 @@ static void warn_unknown_escape(const char *pat, char c)
         return;
     said = true;
     char esc[3] = {'%', c, 0};
-    fprintf(stderr, "gputrace: GPUTRACE_OUTPUT=%.200s: unknown escape '%s', kept as written "
+    gt_eprintf("gputrace: GPUTRACE_OUTPUT=%.200s: unknown escape '%s', kept as written "
                     "(escapes: %%p pid, %%h host, %%r rank, %%%% a percent sign)\n", pat, esc);
 }
 

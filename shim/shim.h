@@ -362,7 +362,7 @@ static inline void *gt_real_of(struct gt_hook *h)
  * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
  * a vfork child of a traced process only reads memory in those hooks. */
 #define GT_LIBC_FUNCTIONS(X) \
-    X(_exit) X(_Exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal)
+    X(_exit) X(_Exit) X(quick_exit) X(pthread_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal)
 #define GT_LIBC_ENUM(name) GT_LIBC_##name,
 enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
 extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
@@ -457,6 +457,16 @@ enum gt_start { GT_START_TRACE, GT_START_CUDA };
 void gt_start_lazily(enum gt_start what) __attribute__((cold));
 void gt_stop(const char *reason);          /* drain, finalize, close; idempotent; only in the owner */
 bool gt_owns_trace(void);                  /* false in a vfork child of the traced process */
+/* Is fd 2 still the stderr the program was started with? A program started
+ * with 2>&- that then opened its data file got fd 2, and the shim's line
+ * went into it (a helper's probe). Async-signal-safe (fstat). Every shim
+ * message goes through it: gt_eprintf. */
+bool gt_stderr_ok(void);
+#define gt_eprintf(...)                      \
+    do {                                     \
+        if (gt_stderr_ok())                  \
+            fprintf(stderr, __VA_ARGS__);    \
+    } while (0)
 void gt_restart_after_failed_exec(void);
 
 /* writer.c */
@@ -467,6 +477,7 @@ struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_devic
 bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const struct gt_writer_summary *));
 bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns); /* async-signal-safe */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
+void gt_writer_main_exited(void);   /* the main thread leaves by pthread_exit (hooks_process.c) */
 bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
 void gt_writer_fork_prepare(void);

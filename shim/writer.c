@@ -5,6 +5,7 @@
  * opening and closing of the file live here; what each record becomes is
  * writer_events.c's (allocation events) and writer_activity.c's (everything
  * else), all through db.c. All SQLite work happens on this thread. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +55,8 @@ static struct {
     _Atomic int finished;
     void (*signal_stopped)(const struct gt_writer_summary *); /* lifecycle.c's, on this thread */
     atomic_bool entered;       /* the writer thread runs its own code: its start is over */
+    atomic_bool main_exited;   /* the main thread left by pthread_exit (gt_writer_main_exited) */
+    pid_t tid;                 /* the writer thread's */
     atomic_bool in_tick, fork_pending; /* see tick() */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -77,7 +80,7 @@ static void init_failed(const char *path, bool temporary)
     gt_db_clear_failure();
     gt_db_initialising(false);
     bool removed = temporary && gt_output_discard(path);
-    fprintf(stderr, "gputrace: cannot initialise trace file %s: %s; tracing is off (%s), the program continues\n",
+    gt_eprintf("gputrace: cannot initialise trace file %s: %s; tracing is off (%s), the program continues\n",
             path, reason, removed ? "the file was removed" : "the file holds no events");
 }
 
@@ -90,7 +93,7 @@ static bool create_file(void)
 {
     char err[4400], tmp[4200];
     if (gt_output_create(tmp, sizeof tmp, err, sizeof err) != 0) {
-        fprintf(stderr, "gputrace: cannot create trace file %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
+        gt_eprintf("gputrace: cannot create trace file %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
         return false;
     }
     snprintf(W.path, sizeof W.path, "%s", tmp);
@@ -111,7 +114,7 @@ static bool create_file(void)
     gt_db_close(false);
     gt_db_initialising(false);
     if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
-        fprintf(stderr, "gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
+        gt_eprintf("gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
                         "program continues\n", err, tmp);
         return false;
     }
@@ -325,10 +328,37 @@ static uint64_t gather_max_ns(void)
     return max > GATHER_MIN_NS ? max : GATHER_MIN_NS;
 }
 
+/* After the main thread left by pthread_exit, the process ends with its last
+ * thread: is the writer the only one left (the main thread a zombie)? Then
+ * it is what keeps the process alive, which the program never asked for. */
+static bool only_writer_left(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return false;
+    pid_t pid = getpid();
+    bool other = false;
+    for (struct dirent *e; !other && (e = readdir(d));) {
+        pid_t t = (pid_t)atol(e->d_name);
+        other = t > 0 && t != pid && t != W.tid;
+    }
+    closedir(d);
+    return !other;
+}
+
+void gt_writer_main_exited(void)
+{
+    pthread_mutex_lock(&W.mu);
+    atomic_store(&W.main_exited, true);
+    pthread_cond_broadcast(&W.wake);
+    pthread_mutex_unlock(&W.mu);
+}
+
 static void *writer_main(void *arg)
 {
     bool create = arg != NULL;
     static struct gt_rec buf[BATCH];
+    W.tid = (pid_t)syscall(SYS_gettid);
     atomic_store(&W.entered, true);
     pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
     bool opened = open_db(create);
@@ -343,6 +373,20 @@ static void *writer_main(void *arg)
     for (;;) {
         if (stop_requested())
             break;
+        /* main left by pthread_exit and every other thread has ended: the
+         * process would have exited (status 0) but for this thread. The trace
+         * is finished as at exit, and this thread's end is the process's:
+         * glibc calls exit(0) on the last thread, running the program's
+         * atexit handlers and the shim's destructor (which finds the writer
+         * done). A helper's probe: such a program never ended. */
+        if (atomic_load(&W.main_exited) && only_writer_left()) {
+            pthread_mutex_lock(&W.mu);
+            W.stop_req = true;
+            W.stop_reason = "exit";
+            W.reopen = false;
+            pthread_mutex_unlock(&W.mu);
+            break;
+        }
         tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
         pthread_mutex_lock(&W.sql_mu);
         int n = drain_once(buf, &in_txn, &txn_start);
@@ -442,7 +486,7 @@ static bool spawn(bool create)
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        fprintf(stderr, "gputrace: cannot start the writer thread (%s); tracing is off, the program continues\n",
+        gt_eprintf("gputrace: cannot start the writer thread (%s); tracing is off, the program continues\n",
                 strerror(rc));
         return false;
     }
@@ -502,10 +546,13 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
     bool done = W.stop_done;
     pthread_mutex_unlock(&W.mu);
     if (!done) {
-        fprintf(stderr, "gputrace: the writer did not finish within 30 s; trace %s may be incomplete\n", W.path);
+        gt_eprintf("gputrace: the writer did not finish within 30 s; trace %s may be incomplete\n", W.path);
         return false;
     }
-    pthread_join(W.thread, NULL);
+    /* (on the writer thread itself when it was the process's last: its end
+     * is the exit running this; it has finished, and joins no one) */
+    if (!pthread_equal(pthread_self(), W.thread))
+        pthread_join(W.thread, NULL);
     W.thread_running = false;
     if (out) {
         snprintf(out->path, sizeof out->path, "%s", W.path);

@@ -355,7 +355,7 @@ void gt_activity_write(void)
     for (struct gt_note_rec *n = gt_notes_take(), *next; n; n = next) {
         next = n->next;
         if (n->to_stderr && !gt_config.quiet)
-            fprintf(stderr, "gputrace: %s %s\n", n->component, n->message);
+            gt_eprintf("gputrace: %s %s\n", n->component, n->message);
         GT_BIND_INT(NOTE, t_ns, rel(n->t_ns));
         GT_BIND_TEXT(NOTE, component, n->component);
         GT_BIND_TEXT(NOTE, message, n->message);

@@ -32,6 +32,26 @@ class ExitPathTest(TraceTest):
     def test_capital_exit_loses_nothing(self):
         self.check_complete('_Exit', reason='_exit')
 
+    def test_quick_exit_loses_nothing(self):
+        # glibc's quick_exit ends in its internal _exit, past the _exit hook
+        self.check_complete('quick_exit')
+
+    def test_main_leaving_by_pthread_exit_ends_the_process_and_the_trace(self):
+        # the process ends with its last thread; the writer's must not keep it alive
+        self.check_complete('pthread_exit', expect_rc=0, reason='exit')
+
+    def test_a_data_file_on_fd_2_gets_no_shim_line(self):
+        # started with 2>&-: the program's data file gets fd 2; the summary line, or the
+        # line saying the trace could not be created, must not go into it
+        for out in (os.path.join(self.dir, 't.db'), '/nonexistent-dir/t.db'):
+            data = os.path.join(self.dir, 'data.txt')
+            env = base_env(GPUTRACE_OUTPUT=out, GPUTRACE_CUPTI=0, LD_PRELOAD=SHIM)
+            p = subprocess.run(['/bin/sh', '-c', 'exec "$0" "$1" 2>&-', prog('fd2_data'), data], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            self.assertEqual(open(data).read(), 'DATA\n', out)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, 't.db')))
+
     def test_exec_loses_nothing(self):
         self.check_complete('exec')
 

@@ -3,6 +3,7 @@
  * be killed (hang: prints "allocated N", then sleeps). Exit code 7, so a test
  * can see the shim does not change it. */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,10 @@ int main(int argc, char **argv)
         _exit(7);
     if (!strcmp(how, "_Exit"))
         _Exit(7);
+    if (!strcmp(how, "quick_exit"))
+        quick_exit(7);
+    if (!strcmp(how, "pthread_exit"))   /* main leaves, the process ends with its last thread: status 0 */
+        pthread_exit(NULL);
     if (!strcmp(how, "exec")) {
         execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL);
         return 99;
