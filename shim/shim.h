@@ -457,6 +457,15 @@ enum gt_start { GT_START_TRACE, GT_START_CUDA };
 void gt_start_lazily(enum gt_start what) __attribute__((cold));
 void gt_stop(const char *reason);          /* drain, finalize, close; idempotent; only in the owner */
 bool gt_owns_trace(void);                  /* false in a vfork child of the traced process */
+/* fdlift.c: while a library opens descriptors, the free numbers below a mark
+ * held (0-2 when closed; high: up to near the limit, for libunwind's pipe) */
+#define GT_FD_LIFT_MAX 1024
+struct gt_fd_lift {
+    int fd[GT_FD_LIFT_MAX];
+    int n;
+};
+void gt_fd_lift_begin(struct gt_fd_lift *l, bool high);
+void gt_fd_lift_end(struct gt_fd_lift *l);
 /* Is fd 2 still the stderr the program was started with? A program started
  * with 2>&- that then opened its data file got fd 2, and the shim's line
  * went into it (a helper's probe). Async-signal-safe (fstat). Every shim

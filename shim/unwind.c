@@ -101,7 +101,11 @@ bool gt_unwind_load(char *why, size_t cap)
     }
     gt_unw.get_accessors = (unw_accessors_t * (*)(unw_addr_space_t)) acc;
     gt_unw.local_addr_space = *(unw_addr_space_t *)as;
+    /* libunwind opens its memory-check pipe here: kept off the low numbers (fdlift.c) */
+    struct gt_fd_lift lift;
+    gt_fd_lift_begin(&lift, true);
     ((int (*)(unw_addr_space_t, unw_caching_policy_t))pol)(gt_unw.local_addr_space, UNW_CACHE_PER_THREAD);
+    gt_fd_lift_end(&lift);
     gt_unw.backtrace = (int (*)(void **, int))bt;   /* last: its being set means "loaded" */
     return true;
 }

@@ -125,7 +125,20 @@ static bool create_file(void)
 /* Opens the trace file. create: a new file from the output pattern (never an
  * existing one), with the schema and the processes row; otherwise reopen
  * W.path (after a failed exec). */
+static bool open_db_lifted(bool create);
+
+/* SQLite puts /dev/null on a closed fd 0-2 and keeps it: held meanwhile
+ * (fdlift.c), its files (trace, -wal, -shm) land above them */
 static bool open_db(bool create)
+{
+    static struct gt_fd_lift lift;   /* (the writer thread's alone; its stack is 1 MiB) */
+    gt_fd_lift_begin(&lift, false);
+    bool ok = open_db_lifted(create);
+    gt_fd_lift_end(&lift);
+    return ok;
+}
+
+static bool open_db_lifted(bool create)
 {
     if (create && !create_file())
         return false;

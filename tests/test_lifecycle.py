@@ -52,6 +52,27 @@ class ExitPathTest(TraceTest):
             self.assertEqual(open(data).read(), 'DATA\n', out)
         self.assertTrue(os.path.exists(os.path.join(self.dir, 't.db')))
 
+    def test_files_a_program_opens_on_reused_numbers_are_never_written(self):
+        # libunwind's memory-check pipe, checked when stepping through code without
+        # unwind information, must not be what a program's closefrom(3) frees for its files
+        import platform
+        if platform.machine() != 'x86_64':
+            self.skipTest('the program makes x86-64 machine code')
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'), GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1)
+        p = run([prog('fd_reuse'), 'jit'], env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for i in range(6):
+            self.assertEqual(open(os.path.join(self.dir, 'own%d.dat' % i), 'rb').read(), b'X', i)
+
+    def test_a_program_started_with_stdout_closed_gets_fd_1_for_its_file(self):
+        log = os.path.join(self.dir, 'log.txt')
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'), GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1,
+                       LD_PRELOAD=SHIM)
+        p = subprocess.run(['/bin/sh', '-c', 'exec "$0" openlog "$1" >&-', prog('fd_reuse'), log], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(open(log).read(), 'stdout fd=1\n')
+
     def test_exec_loses_nothing(self):
         self.check_complete('exec')
 

@@ -1,0 +1,60 @@
+/* fdlift.c - where the libraries the shim loads open their descriptors.
+ * libunwind opens a pipe when its caching policy is set (the first CUDA
+ * call), on the lowest free numbers, and writes a byte of memory into it,
+ * after reading one from it, whenever it checks an address while stepping
+ * through code without unwind information (JIT code). A program that
+ * closes descriptors it does not own (closefrom(3), as daemons do) and
+ * opens its own files gets those numbers: libunwind then read from and
+ * wrote into the program's file (a helper's probe: own1.dat overwritten in
+ * 3 runs of 3). Started with fd 0, 1 or 2 closed, the pipe took them, and
+ * the program's printf went into the pipe; SQLite puts /dev/null on a
+ * closed 0-2 when it opens the trace and keeps it there.
+ * So while such a library opens its descriptors, the free numbers below a
+ * mark are held by copies of /dev/null: 0-2 when closed (the program's own
+ * view of them is kept), and for libunwind's pipe all the numbers up to
+ * near the descriptor limit (at most 1024), where a program's reuse after
+ * closefrom does not reach and from where libunwind, finding its pipe
+ * closed, opens a new one instead of writing into a file. */
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+void gt_fd_lift_begin(struct gt_fd_lift *l, bool high)
+{
+    l->n = 0;
+    int mark = 3;
+    struct rlimit rl;
+    if (high && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t cur = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1024 ? 1024 : rl.rlim_cur;
+        /* room above the mark for the program's other threads meanwhile */
+        if (cur > 128)
+            mark = (int)cur - 32;
+    }
+    int base = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (base < 0)
+        return;
+    if (base >= mark) {
+        close(base);
+        return;
+    }
+    l->fd[l->n++] = base;
+    while (l->n < GT_FD_LIFT_MAX) {
+        int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);   /* the lowest free number */
+        if (fd < 0)
+            break;
+        if (fd >= mark) {
+            close(fd);
+            break;
+        }
+        l->fd[l->n++] = fd;
+    }
+}
+
+void gt_fd_lift_end(struct gt_fd_lift *l)
+{
+    for (int i = 0; i < l->n; i++)
+        close(l->fd[i]);
+    l->n = 0;
+}
