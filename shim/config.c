@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 
@@ -103,6 +104,24 @@ void gt_config_warn(void)
     warnings[0] = 0;
 }
 
+/* A flag: on for 1, true, yes, on; off for unset, empty, 0, false, no, off
+ * (GPUTRACE_DISABLE=false turned tracing off: any value but "0" was on);
+ * anything else is on, as before, with a warning line. */
+static bool read_flag(const struct gt_config_var *v, const char *s)
+{
+    static const char *const off[] = {"0", "false", "no", "off"}, *const on[] = {"1", "true", "yes", "on"};
+    if (!s || !*s)
+        return false;
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(s, off[i]))
+            return false;
+        if (!strcasecmp(s, on[i]))
+            return true;
+    }
+    warn("gputrace: %s=%.64s read as on (expected 1 or 0)\n", v->name, s);
+    return true;
+}
+
 /* value of an integer variable, or its default with one warning line */
 static long read_int(const struct gt_config_var *v, const char *s)
 {
@@ -128,7 +147,7 @@ void gt_config_load(void)
             snprintf((char *)&cfg + v->offset, v->size, "%s", s && *s ? s : v->def);
             break;
         case GT_CFG_FLAG:
-            store_int(v, s && *s && strcmp(s, "0") != 0);
+            store_int(v, read_flag(v, s));
             break;
         case GT_CFG_BOOL:
         case GT_CFG_INT:

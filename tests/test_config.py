@@ -52,3 +52,30 @@ class ConfigTableTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class FlagValues(unittest.TestCase):
+    """A flag reads 1/true/yes/on as on and 0/false/no/off as off (GPUTRACE_DISABLE=false
+    turned tracing off: any value but "0" was on); anything else is on, with a warning."""
+
+    def run_demo(self, **env):
+        import tempfile
+        import gtlib
+        with tempfile.TemporaryDirectory() as d:
+            e = gtlib.base_env(GPUTRACE_OUTPUT=os.path.join(d, 't.db'), GPUTRACE_CUPTI=0, **env)
+            p = gtlib.run([prog('demo_loop')], env=e, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return p.stderr, os.path.exists(os.path.join(d, 't.db'))
+
+    def test_false_no_off_are_off_and_true_yes_on_are_on(self):
+        for off in ('false', 'No', 'OFF', '0'):
+            self.assertEqual(self.run_demo(GPUTRACE_DISABLE=off)[1], True, off)
+            self.assertIn('gputrace: wrote', self.run_demo(GPUTRACE_QUIET=off)[0], off)
+        for on in ('true', 'YES', 'on', '1'):
+            self.assertEqual(self.run_demo(GPUTRACE_DISABLE=on)[1], False, on)
+            self.assertEqual(self.run_demo(GPUTRACE_QUIET=on)[0], '', on)
+
+    def test_another_value_is_on_and_said(self):
+        err, written = self.run_demo(GPUTRACE_QUIET='maybe')
+        self.assertTrue(written)
+        self.assertEqual(err, 'gputrace: GPUTRACE_QUIET=maybe read as on (expected 1 or 0)\n')
