@@ -65,7 +65,8 @@ GT_EXPORT void quick_exit(int status)
 GT_EXPORT void pthread_exit(void *retval)
 {
     REAL(pthread_exit);
-    if (tracing() && syscall(SYS_gettid) == getpid())
+    /* (tracing or not yet: another thread may start the trace after main left) */
+    if (syscall(SYS_gettid) == getpid())
         gt_writer_main_exited();
     real_pthread_exit(retval);
     __builtin_unreachable();

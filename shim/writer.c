@@ -344,6 +344,19 @@ static uint64_t gather_max_ns(void)
 /* After the main thread left by pthread_exit, the process ends with its last
  * thread: is the writer the only one left (the main thread a zombie)? Then
  * it is what keeps the process alive, which the program never asked for. */
+static bool main_is_zombie(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');   /* "pid (comm) S ...": comm may hold anything */
+    return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 static bool only_writer_left(void)
 {
     DIR *d = opendir("/proc/self/task");
@@ -353,7 +366,9 @@ static bool only_writer_left(void)
     bool other = false;
     for (struct dirent *e; !other && (e = readdir(d));) {
         pid_t t = (pid_t)atol(e->d_name);
-        other = t > 0 && t != pid && t != W.tid;
+        /* the main thread lingers as a zombie until the process ends (a fork
+         * child's main thread is the one that forked: alive) */
+        other = t > 0 && t != W.tid && (t != pid || !main_is_zombie(pid));
     }
     closedir(d);
     return !other;
