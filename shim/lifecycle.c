@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "activity.h"
@@ -79,27 +78,9 @@ bool gt_owns_trace(void)
     return owner != 0 && owner == getpid();
 }
 
-static struct {
-    bool open;
-    dev_t dev;
-    ino_t ino;
-} stderr_at_start;
-
-bool gt_stderr_ok(void)
-{
-    struct stat st;
-    return stderr_at_start.open && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == stderr_at_start.dev &&
-           st.st_ino == stderr_at_start.ino;
-}
-
 __attribute__((constructor)) static void gt_load(void)
 {
-    struct stat st;
-    if (fstat(STDERR_FILENO, &st) == 0) {
-        stderr_at_start.open = true;
-        stderr_at_start.dev = st.st_dev;
-        stderr_at_start.ino = st.st_ino;
-    }
+    gt_stderr_remember();
     gt_runlog_process_started();
     gt_config_load();
     /* sigaction and signal pass straight through in a process without a

@@ -469,8 +469,9 @@ void gt_fd_lift_end(struct gt_fd_lift *l);
 /* Is fd 2 still the stderr the program was started with? A program started
  * with 2>&- that then opened its data file got fd 2, and the shim's line
  * went into it (a helper's probe). Async-signal-safe (fstat). Every shim
- * message goes through it: gt_eprintf. */
+ * message goes through it: gt_eprintf. (errline.c; fd 2 noted at load) */
 bool gt_stderr_ok(void);
+void gt_stderr_remember(void);
 #define gt_eprintf(...)                      \
     do {                                     \
         if (gt_stderr_ok())                  \
