@@ -12,8 +12,8 @@
  * So while such a library opens its descriptors, the free numbers below a
  * mark are held by copies of /dev/null: 0-2 when closed (the program's own
  * view of them is kept), and for libunwind's pipe all the numbers up to
- * near the descriptor limit (at most 1024), where a program's reuse after
- * closefrom does not reach and from where libunwind, finding its pipe
+ * 256 (with a descriptor limit of 512 or more), where a program's reuse
+ * after closefrom rarely reaches and from where libunwind, finding its pipe
  * closed, opens a new one instead of writing into a file. */
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -27,10 +27,12 @@ void gt_fd_lift_begin(struct gt_fd_lift *l, bool high)
     int mark = 3;
     struct rlimit rl;
     if (high && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        /* 256: past the numbers a program's reuse reaches, short of the
+         * limit (room for its other threads' files meanwhile) and quick
+         * (the fewer held, the shorter the moment a fork could copy them) */
         rlim_t cur = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1024 ? 1024 : rl.rlim_cur;
-        /* room above the mark for the program's other threads meanwhile */
-        if (cur > 128)
-            mark = (int)cur - 32;
+        if (cur >= 512)
+            mark = 256;
     }
     int base = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (base < 0)

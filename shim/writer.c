@@ -57,6 +57,7 @@ static struct {
     atomic_bool entered;       /* the writer thread runs its own code: its start is over */
     atomic_bool main_exited;   /* the main thread left by pthread_exit (gt_writer_main_exited) */
     pid_t tid;                 /* the writer thread's */
+    sigset_t program_mask;     /* the starting thread's signal mask: the writer's when it ends the process */
     atomic_bool in_tick, fork_pending; /* see tick() */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -344,6 +345,9 @@ static uint64_t gather_max_ns(void)
 /* After the main thread left by pthread_exit, the process ends with its last
  * thread: is the writer the only one left (the main thread a zombie)? Then
  * it is what keeps the process alive, which the program never asked for. */
+/* how often, once main has left, the writer looks whether it is the last */
+#define LOOK_EVERY_NS (50 * 1000 * 1000ull)
+
 static bool main_is_zombie(pid_t pid)
 {
     char path[64], buf[256];
@@ -374,12 +378,11 @@ static bool only_writer_left(void)
     return !other;
 }
 
+/* (an atomic alone: the writer looks within 10 ms, and main may leave from a
+ * signal handler that interrupted the shim holding W.mu) */
 void gt_writer_main_exited(void)
 {
-    pthread_mutex_lock(&W.mu);
     atomic_store(&W.main_exited, true);
-    pthread_cond_broadcast(&W.wake);
-    pthread_mutex_unlock(&W.mu);
 }
 
 static void *writer_main(void *arg)
@@ -396,8 +399,8 @@ static void *writer_main(void *arg)
         signal_done();
         return NULL;
     }
-    bool in_txn = false;
-    uint64_t txn_start = 0, gather_ns = GATHER_MIN_NS, gather_max = gather_max_ns();
+    bool in_txn = false, last_thread = false;
+    uint64_t txn_start = 0, gather_ns = GATHER_MIN_NS, gather_max = gather_max_ns(), last_look = 0;
     for (;;) {
         if (stop_requested())
             break;
@@ -407,12 +410,16 @@ static void *writer_main(void *arg)
          * glibc calls exit(0) on the last thread, running the program's
          * atexit handlers and the shim's destructor (which finds the writer
          * done). A helper's probe: such a program never ended. */
-        if (atomic_load(&W.main_exited) && only_writer_left()) {
+        uint64_t now = gt_now_ns();
+        if (atomic_load(&W.main_exited) && now - last_look >= LOOK_EVERY_NS && (last_look = now, only_writer_left())) {
+            /* what CUPTI still holds reaches the drain below, as at exit */
+            gt_cupti_flush_for_stop();
             pthread_mutex_lock(&W.mu);
             W.stop_req = true;
             W.stop_reason = "exit";
             W.reopen = false;
             pthread_mutex_unlock(&W.mu);
+            last_thread = true;
             break;
         }
         tick(); /* outside SQLite: CUPTI flush, devices, NVML samples */
@@ -496,6 +503,10 @@ static void *writer_main(void *arg)
             W.signal_stopped(&s);
     }
     signal_done();
+    /* the process's last thread: glibc's exit(0) runs the program's atexit
+     * handlers here, with the signal mask its threads had, not the writer's */
+    if (last_thread)
+        pthread_sigmask(SIG_SETMASK, &W.program_mask, NULL);
     return NULL;
 }
 
@@ -507,6 +518,7 @@ static bool spawn(bool create)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signals */
+    W.program_mask = old;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1 << 20);
@@ -657,4 +669,5 @@ void gt_writer_forget(void)
     W.stop_req = W.stop_done = false;
     atomic_store(&W.signal_name, NULL);
     atomic_store(&W.deadline, 0);
+    atomic_store(&W.main_exited, false);   /* the child's main thread is the one that forked */
 }
