@@ -8,7 +8,8 @@
  * wrote into the program's file (a helper's probe: own1.dat overwritten in
  * 3 runs of 3). Started with fd 0, 1 or 2 closed, the pipe took them, and
  * the program's printf went into the pipe; SQLite puts /dev/null on a
- * closed 0-2 when it opens the trace and keeps it there.
+ * closed 0-2 when it opens the trace and keeps it there (the shim's own
+ * SQLite opens above 2, vfs.c; this is for a system SQLite).
  * So while such a library opens its descriptors, the free numbers below a
  * mark are held by copies of /dev/null: 0-2 when closed (the program's own
  * view of them is kept), and for libunwind's pipe all the numbers up to

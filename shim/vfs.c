@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "vfs.h"
 
@@ -180,6 +181,30 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
     return SQLITE_OK;
 }
 
+#if GT_SQLITE_PRIVATE
+/* SQLite's open for its files: never on fd 0, 1 or 2. SQLite itself refuses
+ * those, closes the file and puts /dev/null there for good: a program
+ * started with >&- then got fd 4 for the file it opened, and its printf
+ * went nowhere (a helper's probe). Moved up at once instead, 0-2 left free. */
+static int open_above_stdio(const char *path, int flags, int mode)
+{
+    int fd = open(path, flags, mode);
+    if (fd >= 0 && fd <= 2) {
+        int up = fcntl(fd, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 3);
+        close(fd);
+        fd = up;
+    }
+    return fd;
+}
+#endif
+
+static bool stdio_free;   /* open_above_stdio is SQLite's open */
+
+bool gt_vfs_keeps_stdio_free(void)
+{
+    return stdio_free;
+}
+
 /* Registers the VFS (not as the default: SQLite in this process is ours
  * alone, but say which VFS at each open anyway). Idempotent. */
 const char *gt_vfs_name(void)
@@ -195,6 +220,11 @@ const char *gt_vfs_name(void)
         real_vfs = sqlite3_vfs_find(NULL);
         if (!real_vfs)
             return NULL;
+#if GT_SQLITE_PRIVATE
+        /* (a system SQLite may be the program's too: its calls are left alone) */
+        stdio_free = real_vfs->iVersion >= 3 && real_vfs->xSetSystemCall &&
+                     real_vfs->xSetSystemCall(real_vfs, "open", (sqlite3_syscall_ptr)open_above_stdio) == SQLITE_OK;
+#endif
         our_vfs = *real_vfs;
         our_vfs.zName = "gputrace";
         our_vfs.szOsFile = (int)sizeof(struct vfile) + real_vfs->szOsFile;

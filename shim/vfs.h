@@ -8,6 +8,8 @@
 
 /* Registers the VFS once; its name for sqlite3_open_v2, or NULL (then the default). */
 const char *gt_vfs_name(void);
+/* SQLite's files never take fd 0-2 (its open is ours: a private SQLite only) */
+bool gt_vfs_keeps_stdio_free(void);
 /* A descriptor SQLite held no longer named the trace's file (the program closed
  * it and the number was reused): writes were refused. */
 bool gt_vfs_file_lost(void);

@@ -20,6 +20,7 @@
 
 #include "activity.h"
 #include "db.h"
+#include "vfs.h"
 #include "writer.h"
 
 #define BATCH 4096
@@ -128,14 +129,20 @@ static bool create_file(void)
  * W.path (after a failed exec). */
 static bool open_db_lifted(bool create);
 
-/* SQLite puts /dev/null on a closed fd 0-2 and keeps it: held meanwhile
- * (fdlift.c), its files (trace, -wal, -shm) land above them */
+/* SQLite puts /dev/null on a closed fd 0-2 and keeps it. With the shim's
+ * own SQLite its open never takes them (vfs.c); a system SQLite's is left
+ * alone, and 0-2 are held meanwhile instead (fdlift.c: a program thread
+ * opening a file in that moment gets another number) */
 static bool open_db(bool create)
 {
     static struct gt_fd_lift lift;   /* (the writer thread's alone; its stack is 1 MiB) */
-    gt_fd_lift_begin(&lift, false);
+    gt_vfs_name();   /* (registers it: SQLite's open is ours from then on, where it can be) */
+    bool hold = !gt_vfs_keeps_stdio_free();
+    if (hold)
+        gt_fd_lift_begin(&lift, false);
     bool ok = open_db_lifted(create);
-    gt_fd_lift_end(&lift);
+    if (hold)
+        gt_fd_lift_end(&lift);
     return ok;
 }
 
