@@ -61,7 +61,9 @@ class ExitPathTest(TraceTest):
         if platform.machine() != 'x86_64':
             self.skipTest('the program makes x86-64 machine code')
         if SANITIZER == 'thread':
-            self.skipTest("the program closes every descriptor from 3, ThreadSanitizer's runtime's among them")
+            # (its files stay intact there too; ThreadSanitizer reports the close of the writer's
+            # descriptors from the program's thread as a race and exits 66: the case is that close)
+            self.skipTest('the program closes the writer thread\'s descriptors: a race ThreadSanitizer reports')
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'), GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1)
         p = run([prog('fd_reuse'), 'jit'], env=env, cwd=self.dir)
         self.assertEqual(p.returncode, 0, p.stderr)
