@@ -35,24 +35,15 @@ void gt_fd_lift_begin(struct gt_fd_lift *l, bool high)
         if (cur >= 512)
             mark = 256;
     }
-    int base = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (base < 0)
-        return;
-    if (base >= mark) {
-        close(base);
-        return;
-    }
-    l->fd[l->n++] = base;
-    while (l->n < GT_FD_LIFT_MAX) {
-        int fd = fcntl(base, F_DUPFD_CLOEXEC, 0);   /* the lowest free number */
-        if (fd < 0)
-            break;
-        if (fd >= mark) {
-            close(fd);
-            break;
-        }
+    /* each new descriptor takes the lowest free number; the last one taken
+     * (at or past the mark, or one too many) is not kept */
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && fd < mark && l->n < GT_FD_LIFT_MAX) {
         l->fd[l->n++] = fd;
+        fd = fcntl(l->fd[0], F_DUPFD_CLOEXEC, 0);
     }
+    if (fd >= 0)
+        close(fd);
 }
 
 void gt_fd_lift_end(struct gt_fd_lift *l)

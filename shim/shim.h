@@ -488,6 +488,7 @@ bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const str
 bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns); /* async-signal-safe */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
 void gt_writer_main_exited(void);   /* the main thread leaves by pthread_exit (hooks_process.c) */
+bool gt_only_thread_left(pid_t tid);  /* lastthread.c: no thread but tid (and a zombie main) remains */
 bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
 void gt_writer_fork_prepare(void);

@@ -5,7 +5,6 @@
  * opening and closing of the file live here; what each record becomes is
  * writer_events.c's (allocation events) and writer_activity.c's (everything
  * else), all through db.c. All SQLite work happens on this thread. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -349,43 +348,11 @@ static uint64_t gather_max_ns(void)
     return max > GATHER_MIN_NS ? max : GATHER_MIN_NS;
 }
 
-/* After the main thread left by pthread_exit, the process ends with its last
- * thread: is the writer the only one left (the main thread a zombie)? Then
- * it is what keeps the process alive, which the program never asked for. */
-/* how often, once main has left, the writer looks whether it is the last */
+/* how often, once main has left, the writer looks whether it is the last
+ * thread (lastthread.c) */
 #define LOOK_EVERY_NS (50 * 1000 * 1000ull)
 
-static bool main_is_zombie(pid_t pid)
-{
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');   /* "pid (comm) S ...": comm may hold anything */
-    return p && p[1] == ' ' && p[2] == 'Z';
-}
-
-static bool only_writer_left(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return false;
-    pid_t pid = getpid();
-    bool other = false;
-    for (struct dirent *e; !other && (e = readdir(d));) {
-        pid_t t = (pid_t)atol(e->d_name);
-        /* the main thread lingers as a zombie until the process ends (a fork
-         * child's main thread is the one that forked: alive) */
-        other = t > 0 && t != W.tid && (t != pid || !main_is_zombie(pid));
-    }
-    closedir(d);
-    return !other;
-}
-
-/* (an atomic alone: the writer looks within 10 ms, and main may leave from a
+/* (an atomic alone: the writer looks within 50 ms, and main may leave from a
  * signal handler that interrupted the shim holding W.mu) */
 void gt_writer_main_exited(void)
 {
@@ -418,7 +385,7 @@ static void *writer_main(void *arg)
          * atexit handlers and the shim's destructor (which finds the writer
          * done). A helper's probe: such a program never ended. */
         uint64_t now = gt_now_ns();
-        if (atomic_load(&W.main_exited) && now - last_look >= LOOK_EVERY_NS && (last_look = now, only_writer_left())) {
+        if (atomic_load(&W.main_exited) && now - last_look >= LOOK_EVERY_NS && (last_look = now, gt_only_thread_left(W.tid))) {
             /* what CUPTI still holds reaches the drain below, as at exit */
             gt_cupti_flush_for_stop();
             pthread_mutex_lock(&W.mu);

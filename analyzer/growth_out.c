@@ -1,0 +1,228 @@
+/* growth_out.c - `gputrace growth`'s text and JSON: live bytes at each
+ * iteration's end, the slope and verdict (and how the memory grew), and the
+ * call sites that grow (computed in growth.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "cli.h"
+#include "format.h"
+
+/* How the first m growing sites read (gt_site_texts). */
+static int site_texts(struct gt_ctx *c, const struct gt_growth *g, size_t m, char ***texts)
+{
+    int32_t *ids = gt_xmalloc((m + 1) * sizeof *ids);
+    for (size_t i = 0; i < m; i++)
+        ids[i] = g->sites[i].site;
+    int code = gt_site_texts(c, ids, m, texts);
+    free(ids);
+    return code;
+}
+
+/* Are the growing sites segments of a caching allocator (device memory
+ * whose top site passes through one)? Then a site is where the allocator
+ * asked for more, not necessarily the allocation that is kept (seed 001 under
+ * PyTorch's default allocator on an H100: the segment is requested in the
+ * backward pass, the kept tensor is the forward's output). */
+static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
+{
+    *code = GT_EXIT_OK;
+    if (!g->nsites || strcmp(c->sel_name, "device") != 0)
+        return 0;
+    return gt_site_in_caching_allocator(c, g->sites[0].site, code);
+}
+
+/* Iterations at the end holding the same bytes, from which a step pattern
+ * is worth a word under a caching allocator. */
+#define STEADY_TAIL 3
+
+static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
+{
+    char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", c->sel_name, its->how, g->warmup);
+    if (g->used < 2) {
+        printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
+        return GT_EXIT_OK;
+    }
+    printf("  live at iteration end:");
+    for (size_t k = 0; k < g->n; k++) {
+        if (g->n > 12 && k == 6) {
+            printf(" ... (%zu more)", g->n - 12);
+            k = g->n - 6;
+        }
+        printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
+    }
+    if (g->n && !its->it[g->n - 1].closed)
+        printf(" (the last, not closed, runs to the end of the record: not fitted)");
+    if (g->later_used) {
+        char b3[GT_FMT_LEN], b4[GT_FMT_LEN];
+        printf("\n  slope: %s per iteration (Theil-Sen over the medians of %zu kernel windows: %zu iterations and %zu\n"
+               "         steps seen in %zu later windows, placed at about %s a step, the iterations' median; scatter %s)\n"
+               "         -> %s: the level rose across %zu of the %zu gaps between windows%s%s\n",
+               gt_fmt_bytes_d(g->slope, b1), g->windows, g->used - g->later_used, g->later_used, g->windows - 1,
+               gt_fmt_ns(g->step_ns, b3), gt_fmt_bytes_d(g->noise, b2), g->verdict, g->window_rises, g->windows - 1,
+               g->one_off_step ? ", once by " : "", g->one_off_step ? gt_fmt_bytes(g->one_off_step, b4) : "");
+        if (g->one_off_step)
+            printf("         (without that one step up no slope is left: a one-off step, not growth)\n");
+    } else if (g->held.growing) {
+        char b3[GT_FMT_LEN];
+        printf("\n  slope: %s per iteration on average: the level rose %s over %zu iterations in %zu steps, each\n"
+               "         held to the end (Theil-Sen, which the iterations holding one level outvote, reads 0 B;\n"
+               "         scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), gt_fmt_bytes(g->held.rise, b3), g->used, g->held.steps,
+               gt_fmt_bytes_d(g->noise, b2), g->verdict);
+    } else {
+        printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+        char b3[GT_FMT_LEN];
+        if (g->scatter_hides)
+            printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"
+                   "   these iterations would not show, over a tenth of their level; iterations that end at the\n"
+                   "   same point of each step would tell: mark the step (an NVTX range, or gputrace_iteration()))\n",
+                   gt_fmt_bytes_d(g->noise, b2), gt_fmt_bytes_d(3 * g->noise, b3));
+        else if (g->held.rise && g->held.steps == 1)
+            printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
+                   "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
+                   gt_fmt_bytes(g->held.largest, b3), (long long)its->it[(size_t)g->held.largest_at].index);
+        else if (g->held.rise)
+            printf("  (the level rose %s in %zu steps, %s, and held: %s)\n", gt_fmt_bytes(g->held.rise, b3),
+                   g->held.steps, g->held.late ? "one of them far larger than the rest" : "all in the first half of these iterations",
+                   g->held.late ? "one step up and small ones, not growth per iteration"
+                                : "a cache settling, not growth per iteration");
+    }
+    if (g->prealloc.bytes) {
+        char made[160];
+        printf("  (not told: %s before the loop and held: a\n"
+               "   preallocating framework (JAX's default) carves its arrays inside %s, out of the trace's sight;\n"
+               "   %s)\n", gt_prealloc_made(&g->prealloc, made, sizeof made), g->prealloc.count == 1 ? "it" : "them",
+               GT_PREALLOC_TO_DO);
+    }
+    if (g->later_seen && !g->later_used)
+        printf("  (%zu steps seen in later kernel windows are not fitted: they run at another pace than the\n"
+               "   iterations, or in fewer than 2 windows after them; the verdict is the iterations' own)\n",
+               g->later_seen);
+    if (!strcmp(g->verdict, "growing")) {
+        printf("  how it grew: at %zu of %zu %s (", g->steps, g->used - 1, g->later_used ? "points" : "iterations");
+        if (g->steps_at_new_highs == g->steps)
+            printf("each one whose peak was the highest yet");
+        else
+            printf("%zu of them with the highest peak yet", g->steps_at_new_highs);
+        if (g->steady_tail >= 2)
+            printf("); the last %zu ended holding the same bytes", g->steady_tail);
+        else
+            printf(")");
+        printf("\n");
+    }
+    if (!g->nsites) {
+        printf("  no call site holds more memory at the end of later iterations\n");
+        return GT_EXIT_OK;
+    }
+    printf("  call sites whose live memory grows per iteration:\n");
+    size_t m = g->nsites < (size_t)c->o->top ? g->nsites : (size_t)c->o->top;
+    char **texts;
+    int code = site_texts(c, g, m, &texts);
+    if (code)
+        return code;
+    struct gt_table tb;
+    gt_table_init(&tb, 3, 0x3);
+    gt_table_row(&tb, "per iteration", "live at end", "call site (innermost first)");
+    for (size_t i = 0; i < m; i++)
+        gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), texts[i]);
+    gt_table_print(&tb, stdout, 4);
+    gt_site_texts_free(texts, m);
+    int in_cache = segment_level(c, g, &code);
+    if (in_cache)
+        printf("  (device memory of a caching allocator: a site above is the request that needed a new segment,\n"
+               "   which can be another tensor than the one kept; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
+               "   the trace sees every tensor, and the site that grows is the one that keeps it)\n");
+    if (in_cache && !strcmp(g->verdict, "growing") && g->steps && g->steps_at_new_highs == g->steps &&
+        g->steady_tail >= STEADY_TAIL)
+        printf("  (growth in steps, each at an iteration that peaked highest yet, then steady: a caching allocator\n"
+               "   reserving for the largest batch or shape yet grows so, and so does a leak that fills its cached\n"
+               "   segments before it needs a new one; only a tensor-level trace tells them apart)\n");
+    return code;
+}
+
+int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
+{
+    struct gt_growth g;
+    int code = gt_growth_compute(c, &g);
+    if (code) {
+        gt_growth_free(&g);
+        return code;
+    }
+    const struct gt_iterations *its = &c->iters;
+    if (j) {
+        gt_json_obj(j);
+        gt_ctx_json_head(c, j);
+        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_kint(j, "iterations", (int64_t)g.n);
+        gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
+        gt_json_kstr(j, "iteration_detection", its->how);
+        gt_json_kint(j, "warmup", (int64_t)g.warmup);
+        gt_json_kint(j, "iterations_fitted", (int64_t)g.used);
+        /* of them, steps seen in later spans of sampled kernels, placed at step_ns a step */
+        gt_json_kint(j, "later_steps_seen", (int64_t)g.later_seen);
+        gt_json_kint(j, "later_steps_fitted", (int64_t)g.later_used);
+        gt_json_kint_or_null(j, "later_steps_placed_at_ns", g.later_used ? g.step_ns : -1);
+        /* then fitted over the kernel windows' medians: how many, and the gaps the level rose across */
+        gt_json_kint(j, "kernel_windows_fitted", (int64_t)g.windows);
+        gt_json_kint(j, "window_rises", (int64_t)g.window_rises);
+        gt_json_kint_or_null(j, "one_off_step_bytes", g.one_off_step ? g.one_off_step : -1);
+        gt_json_key(j, "slope_bytes_per_iteration");
+        if (g.used >= 2)
+            gt_json_double(j, g.slope);
+        else
+            gt_json_null(j);
+        gt_json_kdouble(j, "scatter_bytes", g.noise);
+        gt_json_kstr(j, "verdict", g.verdict);
+        gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : -1);
+        gt_json_kint(j, "growth_steps", (int64_t)g.steps);
+        gt_json_kint(j, "growth_steps_at_new_highs", (int64_t)g.steps_at_new_highs);
+        gt_json_kint(j, "steady_tail_iterations", (int64_t)g.steady_tail);
+        /* a staircase of held steps (held_steps): its rise and steps; growing by it or not */
+        gt_json_kint_or_null(j, "held_rise_bytes", g.held.rise ? g.held.rise : -1);
+        gt_json_kint(j, "held_rise_steps", (int64_t)(g.held.rise ? g.held.steps : 0));
+        gt_json_key(j, "growing_in_held_steps");
+        gt_json_bool(j, g.held.growing);
+        gt_json_key(j, "scatter_hides_growth");
+        gt_json_bool(j, g.scatter_hides);
+        gt_json_key(j, "live_bytes_at_iteration_end");
+        gt_json_arr_inline(j);
+        for (size_t k = 0; k < g.n; k++)
+            gt_json_int(j, g.end_live[k]);
+        gt_json_arr_end(j);
+        char **texts = NULL;
+        code = site_texts(c, &g, g.nsites, &texts);
+        gt_json_key(j, "sites");
+        gt_json_arr(j);
+        for (size_t i = 0; i < g.nsites && !code; i++) {
+            gt_json_obj(j);
+            gt_json_kdouble(j, "bytes_per_iteration", g.sites[i].slope);
+            gt_json_kint(j, "live_bytes_first", g.sites[i].first);
+            gt_json_kint(j, "live_bytes_last", g.sites[i].last);
+            gt_json_kint_or_null(j, "stack_id", gt_trace_stack_id(&c->t, g.sites[i].site));
+            code = gt_json_frames(c, j, g.sites[i].site, texts[i]);
+            gt_json_obj_end(j);
+        }
+        gt_json_arr_end(j);
+        gt_site_texts_free(texts, g.nsites);
+        if (!code) {
+            int seg = segment_level(c, &g, &code);
+            gt_json_key(j, "sites_are_segments");
+            gt_json_bool(j, seg);
+        }
+        gt_json_obj_end(j);
+    } else {
+        code = print_text(c, its, &g);
+    }
+    if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path, c->sel_name,
+                gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
+        code = GT_EXIT_FAIL_ABOVE;
+    }
+    gt_growth_free(&g);
+    return code;
+}
