@@ -50,7 +50,10 @@ int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts 
 void gt_ranks_free(struct gt_ranks *R);
 /* The peak of r's iteration of this index; -1 if r has none. */
 int64_t gt_ranks_iter_peak(const struct gt_rank_file *r, int64_t index);
-/* The --json object of gputrace ranks. */
+/* The ranks of the world size no trace was given for, as ranges [from, to]:
+ * calls range once per range; returns how many ranks are missing. */
+int64_t gt_ranks_missing(const struct gt_ranks *R, void (*range)(void *, int64_t, int64_t), void *arg);
+/* The --json object of gputrace ranks (ranks_out.c). */
 void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j);
 
 #endif
