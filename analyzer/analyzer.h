@@ -341,6 +341,8 @@ int gt_imported_at_end(struct gt_ctx *c, struct gt_imported *out);
 /* ledger.c: the memory ledger, as summary's "ledger" key (j) or its text (NULL). */
 int gt_report_ledger(struct gt_ctx *c, struct gt_json *j);
 int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u);
+/* The same around time at (an out-of-memory failure): NVML's samples either side of it. */
+int gt_ledger_untraced_near(struct gt_ctx *c, int d, int64_t at, struct gt_untraced *u);
 /* What the trace shows device d holding just before time at, by the
  * ledger's buckets (framework allocator, program's direct allocations, each
  * library, the pool at its reservation with in_use beside it). Returns how

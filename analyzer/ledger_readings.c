@@ -278,3 +278,51 @@ int gt_ledger_untraced(struct gt_ctx *c, int d, struct gt_untraced *u)
     u->t = last.t;
     return GT_EXIT_OK;
 }
+
+/* What NVML showed held outside the trace around time at on device d (an
+ * out-of-memory failure): the larger of what the last sample at or before it
+ * and the first after it show. Another job that held memory at the failure
+ * and ended before the program did is in those samples, not in the one at
+ * exit (gt_ledger_untraced). u->t: the sample taken. */
+int gt_ledger_untraced_near(struct gt_ctx *c, int d, int64_t at, struct gt_untraced *u)
+{
+    struct gt_trace *t = &c->t;
+    struct gt_nvml_sample near[2];
+    int have[2] = {0, 0}, more = 0, code;
+    struct gt_rows r;
+    memset(u, 0, sizeof *u);
+    u->bytes = u->others = u->total = u->no_ones = -1;
+    code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
+    while (!code && (more = gt_rows_next(&r)) > 0) {
+        if (gt_rows_int(&r, 1, -1) != d)
+            continue;
+        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
+                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
+        if (s.t <= at) {
+            near[0] = s;
+            have[0] = 1;
+        } else if (!have[1]) {
+            near[1] = s;
+            have[1] = 1;
+        }
+    }
+    if (!code && more < 0)
+        code = -more;
+    gt_rows_close(&r);
+    if (code || !t->nev)
+        return code;
+    for (int k = 0; k < 2; k++) {
+        if (!have[k])
+            continue;
+        int64_t held = near[k].used - traced_at(c, d, near[k].t);
+        if (held < 0)
+            held = 0;
+        if (held > u->bytes) {
+            u->bytes = held;
+            gt_nvml_split(&near[k], &u->others, &u->no_ones);
+            u->total = near[k].total > 0 ? near[k].total : -1;
+            u->t = near[k].t;
+        }
+    }
+    return GT_EXIT_OK;
+}

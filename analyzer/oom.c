@@ -90,7 +90,12 @@ static int successful_alloc(const struct gt_trace *t, size_t i)
  * a second of the same size that fails, and the first freed as the exception
  * unwinds are two requests, not one growth (on an H200 under cudaMallocAsync
  * a conv net's 8.38 GiB failure read as a 16.75 GiB growth, tests/gpu/
- * RESULTS.md session 33). Returns how many such chunks. */
+ * RESULTS.md session 33). One growth is one burst: each chunk made within
+ * CHUNK_GAP_NS of the next (or of the failure), each released within
+ * CHUNK_GAP_NS of the failure (PyTorch unmaps and releases them in the call
+ * that failed); chunks made long before, freed later by a cleanup or an
+ * empty_cache() before a retry, are not the request's. Returns how many. */
+#define CHUNK_GAP_NS 50000000   /* 50 ms */
 static int rolled_back_chunks(const struct gt_ctx *c, size_t f)
 {
     const struct gt_trace *t = &c->t;
@@ -104,17 +109,19 @@ static int rolled_back_chunks(const struct gt_ctx *c, size_t f)
             break;
         }
     int n = 0;
+    int64_t later = fe->t;   /* the next chunk's time, or the failure's */
     for (size_t i = f; i-- > 0;) {
         const struct gt_event *e = &t->ev[i];
         if (e->failed)
             break;
         if (!successful_alloc(t, i))
             continue;   /* a map, a free of something else */
-        if (gt_api_base(e->api) != gt_api_base(fe->api) || e->size != fe->size)
+        if (gt_api_base(e->api) != gt_api_base(fe->api) || e->size != fe->size || later - e->t > CHUNK_GAP_NS)
             break;
         uint32_t fr = c->p.partner[i];
-        if (fr == GT_NO_EVENT || fr < f || fr > next_alloc)
+        if (fr == GT_NO_EVENT || fr < f || fr > next_alloc || t->ev[fr].t - fe->t > CHUNK_GAP_NS)
             break;
+        later = e->t;
         n++;
     }
     return n;
@@ -147,8 +154,10 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
             if (c->o->device != GT_ANY_DEVICE && e->device != c->o->device)
                 continue;   /* another device's failure: --device names the one to explain */
             struct request *x = n ? &r[n - 1] : NULL;
+            /* a retry: the same call and size on the same device, nothing allocated since (two devices'
+             * failures of one size are two requests) */
             int retry = x && last_success <= x->last && gt_api_base(t->ev[x->last].api) == gt_api_base(e->api) &&
-                        t->ev[x->last].size == e->size;
+                        t->ev[x->last].size == e->size && t->ev[x->last].device == e->device;
             if (!retry) {
                 if (n == cap) {
                     cap = cap ? cap * 2 : 16;
@@ -234,10 +243,8 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
         end->call = gt_attr(&c->t, &c->t.ev[q->last])->name;
         /* the pool's part, judged as gputrace oom judges it (gt_oom_ledger_at) */
-        struct untraced_cache uc;
         struct at_failure f;
-        memset(&uc, 0, sizeof uc);
-        int failed = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &uc, &f);
+        int failed = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &f);
         end->pool_unused = failed ? -1 : f.pool_unused;
         end->pool_split = failed ? -1 : f.pool_split;
     }
@@ -276,8 +283,11 @@ static void json_request(struct oom_ctx *o, struct gt_json *j, const struct requ
     else
         gt_json_null(j);
     gt_json_kstr(j, "api", c->t.api[e->api].name);
+    gt_json_kstr(j, "memory_kind", gt_memory_name(gt_attr(&c->t, e)->memory));
+    gt_json_key(j, "request_exceeds_device");
+    gt_json_bool(j, total > 0 && q->requested > total);
     gt_json_key(j, "device");
-    if (q->device == GT_ANY_DEVICE)
+    if (q->device == GT_ANY_DEVICE || q->device < 0)
         gt_json_null(j);
     else
         gt_json_int(j, q->device);
@@ -299,7 +309,10 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
     const struct gt_event *e = &c->t.ev[q->last];
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], b4[GT_FMT_LEN];
     char dev[32] = "", att[48] = "";
-    if (q->device != GT_ANY_DEVICE)
+    int kind = gt_attr(&c->t, e)->memory;
+    if (kind == GT_MEM_HOST)
+        snprintf(dev, sizeof dev, " (pinned host memory)");
+    else if (q->device != GT_ANY_DEVICE && q->device >= 0)
         snprintf(dev, sizeof dev, " on device %d", q->device);
     if (q->attempts > 1)
         snprintf(att, sizeof att, ", %d attempts", q->attempts);
@@ -315,7 +328,13 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
     printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", c->sel_name,
            gt_fmt_bytes(q->live_sel, b1), gt_fmt_bytes(q->live_device, b2), gt_fmt_bytes(q->live_pool, b3),
            total > 0 ? gt_fmt_bytes(total, b4) : "unknown");
-    if (total > 0 && q->requested >= 0) {
+    if (kind == GT_MEM_HOST || kind == GT_MEM_MANAGED)
+        printf("     %s memory is not bounded by a device's memory: the host's memory, its limits on locked\n"
+               "     pages or the driver refused it\n", kind == GT_MEM_HOST ? "pinned host" : "managed");
+    else if (total > 0 && q->requested > total)
+        printf("     the request alone is %s more than the device total: no freeing makes it fit (a size computed\n"
+               "     wrongly, or work that has to be split)\n", gt_fmt_bytes(q->requested - total, b1));
+    else if (total > 0 && q->requested >= 0) {
         if (needed > 0)
             printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
         else
@@ -364,7 +383,6 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     size_t nrec = 0;
     for (size_t k = 0; k < n; k++)
         nrec += r[k].recovered;
-    struct untraced_cache *uc = gt_xcalloc(1, sizeof *uc);
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
@@ -373,9 +391,10 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr(j);
     } else if (!code) {
         if (n == 0)
-            printf("No %s: no CUDA allocation call failed while traced. (A framework may refuse before it calls\n"
-                   "CUDA, as XLA does a buffer past the device and PyTorch past its memory fraction: its own error\n"
-                   "then names the request.)\n", nothers ? "out-of-memory failures" : "failed allocations");
+            printf("No %s: no CUDA allocation call failed%s while traced.\n(A framework may refuse before it "
+                   "calls CUDA, as XLA does a buffer past the device and PyTorch\npast its memory fraction: its own "
+                   "error then names the request.)\n", nothers ? "out-of-memory failures" : "failed allocations",
+                   nothers ? " for want of memory" : "");
         else
             printf("Out of memory: %zu request%s failed (%s%zu recovered from)\n", n, n == 1 ? "" : "s",
                    n > nrec ? "1 ended the program, " : "", nrec);
@@ -383,8 +402,11 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     for (size_t k = 0; k < n && !code; k++) {
         const struct request *q = &r[ended_first(r, n, k)];
         struct gt_sel s = {c->sel.mem_mask, q->device};
-        int64_t total = c->o->device_bytes >= 0 ? c->o->device_bytes
-                        : q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
+        int kind = gt_attr(&c->t, &c->t.ev[q->last])->memory;
+        int off_device = kind == GT_MEM_HOST || kind == GT_MEM_MANAGED;   /* not bounded by a device's memory */
+        int64_t total = off_device ? -1
+                        : c->o->device_bytes >= 0 ? c->o->device_bytes
+                        : q->device == GT_ANY_DEVICE || q->device < 0 ? -1 : gt_trace_device_total(&c->t, q->device);
         int64_t bs = -1, reduction = -1, index = -1;
         int in_it = 0;
         for (size_t w = 0; o.its && w < o.its->n; w++)
@@ -406,7 +428,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_oom_failure_unknown(&f);
         if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
-            code = gt_oom_ledger_at(c, q, total, sites, ns, uc, &f);
+            code = off_device ? GT_EXIT_OK : gt_oom_ledger_at(c, q, total, sites, ns, &f);
         }
         if (j && !code) {
             gt_json_obj(j);
@@ -455,7 +477,6 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             printf("  ... %zu more (--top)\n", nothers - (size_t)c->o->top);
     }
     gt_peak_free(&o.pk);
-    free(uc);
     free(others);
     free(r);
     return code;

@@ -31,19 +31,17 @@ struct at_failure {
     int nb;                  /* 0: device unknown, no ledger */
     int64_t outside;         /* held outside the trace (NVML); -1 not measured */
     int64_t free;            /* -1 unknown (no total) */
-    int64_t short_by;        /* >= 0; -1 unknown */
+    int64_t outside_dt;      /* when NVML's sample for outside was taken, from the failure (< 0: before) */
+    int64_t short_by;        /* >= 0; -1 unknown (or, without NVML, no shortfall the trace shows) */
+    int short_by_lower_bound;   /* without NVML: what is not measured could only add to it */
     long sites_to_free;      /* -1: none named */
     int64_t pool_unused;     /* a request outside the pool, short by less than the pool's reservation beyond
                               * its bytes in use: that much; -1 otherwise */
     int64_t pool_split;      /* the pool's own request, failed with at least as much unused in the pool (its
                               * free memory in pieces, none large enough): that unused; -1 otherwise */
+    int64_t pool_trim;       /* the pool's own request, failed with less unused than the request but at least
+                              * the shortfall (trimming the pool gives the device that back): that unused; -1 */
     const char *call;        /* the failed call's name */
-};
-
-/* NVML's figures per device, read once for all the requests on it. */
-struct untraced_cache {
-    unsigned char have[GT_HOST_SLOT];
-    struct gt_untraced u[GT_HOST_SLOT];
 };
 
 /* Nothing known yet (a request past the detailed ones stays so). */
@@ -52,7 +50,7 @@ void gt_oom_failure_unknown(struct at_failure *f);
  * outside the trace, free, short by, the pool's part; s: the call sites live
  * then, largest first (NULL, 0: none named). 0, or an exit code. */
 int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
-                     struct untraced_cache *uc, struct at_failure *f);
+                     struct at_failure *f);
 void gt_oom_json_ledger(struct gt_json *j, const struct at_failure *f);
 /* reduction: the batch-size reduction oom prints (> 0: it says what fits). */
 void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t requested, const struct gt_site_sum *s);

@@ -16,7 +16,7 @@
 void gt_oom_failure_unknown(struct at_failure *f)
 {
     memset(f, 0, sizeof *f);
-    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = f->pool_split = -1;
+    f->outside = f->free = f->short_by = f->sites_to_free = f->pool_unused = f->pool_split = f->pool_trim = -1;
 }
 
 /* The pool's own request (cudaMallocAsync, cuMemAllocAsync: the device's
@@ -32,7 +32,8 @@ void gt_oom_failure_unknown(struct at_failure *f)
  * program allocated nothing more, the first after it, the larger. On that
  * H200 under cudaMallocAsync 16 of 17 failures near a conv net's limit were
  * this: 8.34 GiB asked for with 30.7 GiB unused, the device 0.86 GiB short
- * (tests/gpu/RESULTS.md, session 32). That bound, or -1. */
+ * (tests/gpu/RESULTS.md, session 32). That bound (any size: the caller
+ * compares it with the request and the shortfall), or -1. */
 static int64_t pool_split(struct gt_ctx *c, const struct request *q)
 {
     struct gt_trace *t = &c->t;
@@ -58,11 +59,11 @@ static int64_t pool_split(struct gt_ctx *c, const struct request *q)
         return -1;
     int64_t own = (q->requested + POOL_PAGE - 1) / POOL_PAGE * POOL_PAGE;
     int64_t unused = reserved - live - count * POOL_PAGE - own;   /* no term past 2^62: no overflow */
-    return unused >= q->requested ? unused : -1;
+    return unused > 0 ? unused : -1;
 }
 
 int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, const struct gt_site_sum *s, size_t ns,
-                     struct untraced_cache *uc, struct at_failure *f)
+                     struct at_failure *f)
 {
     gt_oom_failure_unknown(f);
     if (q->device == GT_ANY_DEVICE || q->device < 0 || q->device >= GT_HOST_SLOT)
@@ -71,14 +72,13 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     if (n < 0)
         return -n;
     f->nb = n;
-    if (!uc->have[q->device]) {
-        int code = gt_ledger_untraced(c, q->device, &uc->u[q->device]);
-        if (code)
-            return code;
-        uc->have[q->device] = 1;
-    }
-    const struct gt_untraced u = uc->u[q->device];
+    struct gt_untraced u;
+    int64_t at = c->t.ev[q->last].t;
+    int code = gt_ledger_untraced_near(c, q->device, at, &u);
+    if (code)
+        return code;
     f->outside = u.bytes;
+    f->outside_dt = u.bytes >= 0 ? u.t - at : 0;
     int64_t held = 0;
     for (int k = 0; k < n; k++)
         held += f->b[k].bytes;
@@ -92,6 +92,13 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     if (q->requested < 0)
         return GT_EXIT_OK;
     f->short_by = q->requested > f->free ? q->requested - f->free : 0;   /* never a negative need */
+    if (f->outside < 0) {
+        /* without NVML the context, the driver and other jobs are not measured: free is an upper
+         * bound, a shortfall from it a lower bound, and "it fitted" is not known */
+        if (!f->short_by)
+            f->short_by = -1;
+        f->short_by_lower_bound = f->short_by > 0;
+    }
     /* A stream-ordered pool that keeps what its frees return (PyTorch's
      * backend:cudaMallocAsync sets its release threshold to UINT64_MAX; CUDA's
      * default, 0, releases at each synchronization) gives none of it to an
@@ -103,8 +110,13 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
     for (int k = 0; k < n && f->short_by > 0 && a->memory == GT_MEM_DEVICE; k++)
         if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use >= f->short_by)
             f->pool_unused = f->b[k].bytes - f->b[k].in_use;
-    if (f->short_by > 0 && a->memory == GT_MEM_POOL)
-        f->pool_split = pool_split(c, q);
+    if (f->short_by > 0 && a->memory == GT_MEM_POOL) {
+        int64_t unused = pool_split(c, q);
+        if (unused >= q->requested)
+            f->pool_split = unused;
+        else if (unused >= f->short_by)
+            f->pool_trim = unused;   /* less than the request, but what the device was short of */
+    }
     int64_t sum = 0;
     for (size_t k = 0; f->short_by > 0 && k < ns; k++)
         if ((sum += s[k].bytes) >= f->short_by) {
@@ -133,8 +145,16 @@ void gt_oom_json_ledger(struct gt_json *j, const struct at_failure *f)
     gt_json_key(j, "free_is_upper_bound");
     gt_json_bool(j, f->free >= 0 && f->outside < 0);
     gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
+    gt_json_key(j, "short_by_is_lower_bound");
+    gt_json_bool(j, f->short_by_lower_bound);
+    gt_json_key(j, "outside_sample_offset_ns");   /* NVML's sample taken, from the failure (< 0: before it) */
+    if (f->outside >= 0)
+        gt_json_int(j, f->outside_dt);
+    else
+        gt_json_null(j);
     gt_json_kint_or_null(j, "pool_unused_bytes", f->pool_unused);
     gt_json_kint_or_null(j, "pool_split_bytes", f->pool_split);
+    gt_json_kint_or_null(j, "pool_trim_bytes", f->pool_trim);
     gt_json_kint_or_null(j, "sites_to_free", f->sites_to_free);
 }
 
@@ -147,20 +167,28 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
     for (int k = 0; k < f->nb; k++)
         printf("%s %s %s", k ? "," : "", f->b[k].name, gt_fmt_bytes(f->b[k].bytes, b1));
     if (f->outside >= 0)
-        printf("%s outside the trace %s (NVML at exit: the CUDA context and driver,\n"
-               "     kernel modules, rounding of what was live, other processes)\n", f->nb ? ";" : "", gt_fmt_bytes(f->outside, b1));
+        printf("%s outside the trace %s\n     (NVML %s %s it: the CUDA context and driver, kernel modules, rounding "
+               "of what was live, other processes)\n", f->nb ? ";" : "",
+               gt_fmt_bytes(f->outside, b1), gt_fmt_ns(f->outside_dt < 0 ? -f->outside_dt : f->outside_dt, b2),
+               f->outside_dt < 0 ? "before" : "after");
     else
         printf("%s outside the trace: not measured (no NVML samples)\n", f->nb ? ";" : "");
-    if (f->free < 0 || f->short_by < 0)
+    if (f->free < 0)
         return;
     printf("     free then: %s%s; requested %s: ", f->outside < 0 ? "at most " : "", gt_fmt_bytes(f->free, b1),
            gt_fmt_bytes(requested, b2));
-    if (f->short_by == 0) {
-        printf("by the ledger it fitted: the failure came from fragmentation or memory the trace and NVML's last sample\n"
-               "     do not show (no shortfall to name)\n");
+    if (f->short_by < 0) {
+        printf("not known whether it fitted:\n"
+               "     the CUDA context, the driver and other processes are not measured without NVML (trace where\n"
+               "     libnvidia-ml.so.1 loads)\n");
         return;
     }
-    printf("short by %s\n", gt_fmt_bytes(f->short_by, b1));
+    if (f->short_by == 0) {
+        printf("by the ledger it fitted: the failure came from fragmentation or memory the trace and NVML's samples\n"
+               "     around it do not show (no shortfall to name)\n");
+        return;
+    }
+    printf("short by %s%s\n", f->short_by_lower_bound ? "at least " : "", gt_fmt_bytes(f->short_by, b1));
     if (f->pool_split >= 0) {
         printf("     the pool held at least %s unused (its reservation less its bytes in use, their rounding and\n"
                "     what the failed call may have grown it by), at least the request, and did not serve it from\n"
@@ -170,6 +198,13 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
                "     fit in about half their fresh runs). To fit, leave room: gputrace sweep finds a size that fit\n"
                "     repeatedly with room\n",
                gt_fmt_bytes(f->pool_split, b1));
+        return;
+    }
+    if (f->pool_trim >= 0) {
+        printf("     the pool held at least %s unused (its reservation less its bytes in use, their rounding and\n"
+               "     what the failed call may have grown it by): less than the request, more than the shortfall.\n"
+               "     To fit: trim the pool before it (torch.cuda.empty_cache(), cudaMemPoolTrimTo: the device gets\n"
+               "     back the chunks no allocation holds), or leave room\n", gt_fmt_bytes(f->pool_trim, b1));
         return;
     }
     if (f->pool_unused >= 0) {
@@ -190,6 +225,15 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
         printf("     to fit: the %ld largest call site%s live then (below) held %s, enough to cover it\n", f->sites_to_free,
                f->sites_to_free == 1 ? "" : "s", gt_fmt_bytes(sum, b1));
     } else {
-        printf("     to fit: more than all the traced memory live then would have had to go\n");
+        int64_t beyond = -1;   /* a pool's reservation beyond its bytes in use, as last read */
+        for (int k = 0; k < f->nb; k++)
+            if (f->b[k].in_use >= 0 && f->b[k].bytes - f->b[k].in_use > beyond)
+                beyond = f->b[k].bytes - f->b[k].in_use;
+        if (beyond >= f->short_by)
+            printf("     to fit: freeing live memory would not have done; the pool held up to %s beyond its bytes in\n"
+                   "     use (as last read): trimming it before (torch.cuda.empty_cache(), cudaMemPoolTrimTo) gives the\n"
+                   "     device back the chunks no allocation holds\n", gt_fmt_bytes(beyond, b1));
+        else
+            printf("     to fit: more than all the traced memory live then would have had to go\n");
     }
 }

@@ -165,6 +165,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "failed", n.failed);
         gt_json_kint(j, "other", n.other);
         gt_json_kint(j, "unmatched_frees", (int64_t)c->p.unmatched_frees);
+        gt_json_kint(j, "reallocated_while_live", (int64_t)c->p.reallocated_unfreed);
         gt_json_kint(j, "recorded", p->events_recorded);
         gt_json_kint(j, "dropped", p->events_dropped);
         gt_json_obj_end(j);
@@ -254,6 +255,11 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     for (size_t i = 0; i < t->ndrops; i++)
         if (t->drops[i].count)
             printf("    dropped %lld: %s\n", (long long)t->drops[i].count, t->drops[i].reason);
+    if (c->p.reallocated_unfreed)
+        printf("  %zu allocation%s at an address still live: a free the trace did not see (cudaDeviceReset frees\n"
+               "  every allocation of the device without a free call); the older %s counted live to the end\n",
+               c->p.reallocated_unfreed, gt_s((long long)c->p.reallocated_unfreed),
+               c->p.reallocated_unfreed == 1 ? "one is" : "ones are");
     if (c->p.unmatched_frees)
         printf("  %zu free%s of memory allocated before tracing started (not counted)\n", c->p.unmatched_frees,
                gt_s((long long)c->p.unmatched_frees));

@@ -342,3 +342,130 @@ class PoolSplit(T.AnalyzerTest):
         self.assertEqual(self.json('oom', '--device', '0', db)['failures'], [])
         f = self.json('oom', '--device', '1', db)['failures']
         self.assertEqual((len(f), f[0]['device'], f[0]['live_pool_bytes']), (1, 1, 100 * T.MiB))
+
+
+class OomTellsOnlyWhatTheTraceShows(T.AnalyzerTest):
+    """Each figure of `oom` against a planted situation (a helper's probe,
+    session 42): NVML's samples around the failure, not at exit; no shortfall
+    claimed without NVML; a growth of chunks is one burst; one request per
+    device; a request past the device; host and managed memory not judged
+    against a device; a pool's reserve that covered the shortfall named."""
+    G = T.GiB
+
+    def test_another_job_that_held_memory_at_the_failure_and_ended_before_exit_counts(self):
+        t = T.Trace(os.path.join(self.dir, 'other.db'), device_total=16 * self.G)
+        a = t.alloc(4 * self.G, ['load_model', 'main'])
+        t.nvml_sample(outside=6 * self.G + 300 * T.MiB, others=6 * self.G)
+        t.alloc(8 * self.G, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        t.nvml_sample(outside=300 * T.MiB, others=0)   # the other job has ended
+        b = t.alloc(8 * self.G, ['forward', 'main'])
+        t.free(b)
+        t.free(a)
+        t.nvml_sample(outside=300 * T.MiB, others=0)
+        db = t.close()
+        f = self.json('oom', db)['failures'][0]
+        free = 16 * self.G - 4 * self.G - 6 * self.G - 300 * T.MiB
+        self.assertEqual((f['free_bytes'], f['short_by_bytes']), (free, 8 * self.G - free))
+        self.assertLess(f['outside_sample_offset_ns'], 0)   # the sample before it
+        self.assertNotIn('by the ledger it fitted', self.ok('oom', db).stdout)
+
+    def test_without_nvml_no_fit_is_claimed_and_a_shortfall_is_a_lower_bound(self):
+        t = T.Trace(os.path.join(self.dir, 'nonvml.db'), device_total=64 * T.MiB)
+        t.alloc(40 * T.MiB, ['load_model', 'main'])
+        t.alloc(20 * T.MiB, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)   # under "at most 24 free"
+        t.alloc(30 * T.MiB, ['forward', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)   # over it
+        db = t.close()
+        under, over = sorted(self.json('oom', db)['failures'], key=lambda f: f['requested_bytes'])
+        self.assertEqual((under['short_by_bytes'], under['short_by_is_lower_bound']), (None, False))
+        self.assertEqual((over['short_by_bytes'], over['short_by_is_lower_bound']), (6 * T.MiB, True))
+        text = self.ok('oom', db).stdout
+        self.assertNotIn('by the ledger it fitted', text)
+        self.assertIn('not known whether it fitted', text)
+        self.assertIn('short by at least 6.00 MiB', text)
+
+    def test_chunks_made_long_before_and_freed_by_a_later_cleanup_are_not_the_request(self):
+        t = T.Trace(os.path.join(self.dir, 'chunks.db'), device_total=10 * T.MiB, tick_ns=1000)
+        chunks = [t.alloc(2 * T.MiB, ['weights', 'main'], api='cuMemCreate') for _ in range(5)]
+        t.t += 200 * 1000 * 1000   # 200 ms later
+        t.alloc(2 * T.MiB, ['grow', 'main'], api='cuMemCreate', result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        t.t += 100 * 1000 * 1000
+        for c in chunks:
+            t.free(c)
+        f = self.json('oom', t.close())['failures'][0]
+        self.assertEqual((f['requested_bytes'], f['requested_is_lower_bound'], f['chunks_rolled_back']),
+                         (2 * T.MiB, False, 0))
+        self.assertEqual(f['live_device_bytes'], 10 * T.MiB)
+
+    def test_a_burst_of_chunks_released_at_the_failure_is_one_growth(self):
+        t = T.Trace(os.path.join(self.dir, 'burst.db'), device_total=10 * T.MiB)
+        t.alloc(4 * T.MiB, ['weights', 'main'])
+        chunks = [t.alloc(2 * T.MiB, ['grow', 'main'], api='cuMemCreate') for _ in range(3)]
+        t.alloc(2 * T.MiB, ['grow', 'main'], api='cuMemCreate', result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        for c in chunks:
+            t.free(c)
+        f = self.json('oom', t.close())['failures'][0]
+        self.assertEqual((f['requested_bytes'], f['requested_is_lower_bound'], f['chunks_rolled_back']),
+                         (8 * T.MiB, True, 3))
+
+    def test_failures_of_one_size_on_two_devices_are_two_requests(self):
+        t = T.Trace(os.path.join(self.dir, 'twodev.db'), device_total=100 * T.MiB)
+        t.alloc(90 * T.MiB, ['a', 'main'], device=0)
+        t.alloc(80 * T.MiB, ['b', 'main'], device=1)
+        t.alloc(30 * T.MiB, ['c', 'main'], device=0, result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        t.alloc(30 * T.MiB, ['c', 'main'], device=1, result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        f = self.json('oom', t.close())['failures']
+        self.assertEqual(sorted((x['device'], x['attempts'], x['live_device_bytes']) for x in f),
+                         [(0, 1, 90 * T.MiB), (1, 1, 80 * T.MiB)])
+
+    def test_a_request_larger_than_the_device_is_said_to_fit_by_no_freeing(self):
+        t = T.Trace(os.path.join(self.dir, 'big.db'), device_total=64 * T.MiB)
+        t.alloc(10 * T.MiB, ['a', 'main'])
+        t.alloc(100 * T.MiB, ['b', 'main'], result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        db = t.close()
+        self.assertIs(self.json('oom', db)['failures'][0]['request_exceeds_device'], True)
+        text = self.ok('oom', db).stdout
+        self.assertIn('no freeing makes it fit', text)
+        self.assertNotIn('that much had to go', text)
+
+    def test_host_and_managed_failures_are_not_judged_against_a_device(self):
+        t = T.Trace(os.path.join(self.dir, 'host.db'), device_total=1 * self.G)
+        t.alloc(900 * T.MiB, ['a', 'main'])
+        t.alloc(1 << 50, ['b', 'main'], api='cudaMallocHost', device=-1, result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        t.alloc(1 << 50, ['c', 'main'], api='cudaMallocManaged', result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        db = t.close()
+        by_kind = {f['memory_kind']: f for f in self.json('oom', db)['failures']}
+        self.assertEqual(sorted(by_kind), ['host', 'managed'])
+        self.assertIsNone(by_kind['host']['device'])
+        for f in by_kind.values():
+            self.assertEqual((f['device_total_bytes'], f['needed_bytes'], f['short_by_bytes']), (None, None, None))
+        text = self.ok('oom', db).stdout
+        self.assertNotIn('device -1', text)
+        self.assertNotIn('that much had to go', text)
+        self.assertIn('pinned host memory is not bounded', text)
+
+    def test_a_pool_whose_unused_reserve_covered_the_shortfall_is_named(self):
+        MiB = T.MiB
+        t = T.Trace(os.path.join(self.dir, 'trim.db'), device_total=64 * MiB)
+        t.nvml_sample(outside=0)
+        t.con.execute("INSERT INTO memory_pools(t_ns, op, size, utilized_size, device, release_threshold)"
+                      " VALUES (?, 'sampled', ?, 0, 0, ?)", (t.now(), 40 * MiB, 2 ** 63 - 1))
+        t.nvml_sample(outside=40 * MiB)   # the pool's reservation is outside the live bytes: 24 MiB free
+        t.alloc(30 * MiB, ['forward', 'main'], api='cudaMallocAsync', result=T.CUDA_ERROR_MEMORY_ALLOCATION)
+        db = t.close()
+        f = self.json('oom', db)['failures'][0]
+        self.assertEqual(f['short_by_bytes'], 6 * MiB)
+        self.assertIsNone(f['pool_split_bytes'])
+        self.assertEqual(f['pool_trim_bytes'], 10 * MiB)   # 40 reserved - 0 in use - the request's own 30
+        text = self.ok('oom', db).stdout
+        self.assertIn('trim the pool', text)
+        self.assertNotIn('more than all the traced memory', text)
+
+    def test_an_address_allocated_again_while_live_is_counted_in_summary(self):
+        t = T.Trace(os.path.join(self.dir, 'reset.db'), device_total=64 * T.MiB)
+        p = t.alloc(50 * T.MiB, ['a', 'main'])
+        t.live.pop(p)                       # cudaDeviceReset: gone without a free call
+        t.free_lists.setdefault(50 * T.MiB, []).append(p)
+        t.alloc(50 * T.MiB, ['a', 'main'])  # the same address again
+        db = t.close()
+        self.assertEqual(self.json('summary', db)['events']['reallocated_while_live'], 1)
+        self.assertIn('1 allocation at an address still live', self.ok('summary', db).stdout)
