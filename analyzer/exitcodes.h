@@ -25,7 +25,8 @@
     X(GT_EXIT_NO_MATCH, 11, "--memory or --device selects no memory in the trace")                     \
     X(GT_EXIT_SWEEP_FAILED, 12, "sweep: a run failed other than by running out of memory, or cannot be measured") \
     X(GT_EXIT_SWEEP_PREALLOC, 13, "sweep: the program preallocates the device; run it as the message says") \
-    X(GT_EXIT_SWEEP_UNPROVEN, 14, "sweep: --max-runs reached before the largest batch size was proven") \
+    X(GT_EXIT_SWEEP_UNPROVEN, 14, "sweep: --max-runs reached, or every size up to 2^31 fit: the largest not proven") \
+    X(GT_EXIT_SWEEP_NONE_FITS, 15, "sweep: even batch size 1 runs out of memory")                   \
     X(GT_EXIT_NOMEM, 70, "internal error: out of memory")
 
 enum gt_exit {

@@ -2,11 +2,14 @@
  * with the shim preloaded (kept in front of any LD_PRELOAD the user already
  * has) and returns CMD's exit status, so it drops into scripts and CI jobs
  * unchanged. Its options are rows of the option table (cli_options.c). */
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,9 +23,11 @@ const char gt_help_run[] =
     "usage: gputrace run [-o PATH] [--stack-depth N] [--quiet] -- CMD [ARG...]\n"
     "\n"
     "Run CMD with libgputrace.so preloaded; every process of CMD that uses CUDA\n"
-    "writes its own trace database. Exits with CMD's exit status: 128+N if CMD\n"
-    "was killed by signal N, 127 if CMD was not found, 126 if it could not be\n"
-    "run, 2 if gputrace itself could not start it.\n"
+    "writes its own trace database. Exits with CMD's exit status, or dies of the\n"
+    "signal that killed CMD (a script that runs it stops on ^C as it would without\n"
+    "gputrace); 127 if CMD was not found, 126 if it could not be run, 2 if gputrace\n"
+    "itself could not start it. SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to\n"
+    "gputrace alone (kill PID) are passed on to CMD.\n"
     "\n"
     "  -o, --output PATH    trace file (sets GPUTRACE_OUTPUT; %p pid, %h host,\n"
     "                       %r rank). An existing PATH is replaced only if it is a\n"
@@ -74,21 +79,38 @@ static int finished_trace(const char *path, const struct stat *st)
  * database, a trace still being written) is refused, as is a path whose
  * directory does not exist: the command is not started then. Returns 0, or
  * -1 after one line on stderr. */
-static int prepare_output(const char *arg, char *out, size_t cap)
+static int prepare_output(const char *arg, char *out, size_t cap, char *aside, size_t aside_cap)
 {
     struct stat st;
     size_t n = strlen(arg);
+    aside[0] = 0;
+    /* the shim opens GPUTRACE_OUTPUT from the traced process's directory: a
+     * command that changes directory first (a wrapper script's cd) would put
+     * a relative path elsewhere than the place checked here */
+    char cwd[PATH_MAX];
+    if (arg[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        size_t m = strlen(cwd);
+        if (m + 1 + n >= cap) {
+            fprintf(stderr, "gputrace run: -o: the path is too long\n");
+            return -1;
+        }
+        snprintf(out, cap, "%s/%s", strcmp(cwd, "/") ? cwd : "", arg);
+    } else if ((size_t)snprintf(out, cap, "%s", arg) >= cap) {
+        fprintf(stderr, "gputrace run: -o: the path is too long\n");
+        return -1;
+    }
     if ((n && arg[n - 1] == '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode))) {
         if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
             fprintf(stderr, "gputrace run: -o %s: no such directory; create it first\n", arg);
             return -1;
         }
-        snprintf(out, cap, "%s%sgputrace-%%p.db", arg, n && arg[n - 1] == '/' ? "" : "/");
+        size_t m = strlen(out);
+        if (m + 20 >= cap) {
+            fprintf(stderr, "gputrace run: -o: the path is too long\n");
+            return -1;
+        }
+        snprintf(out + m, cap - m, "%sgputrace-%%p.db", n && arg[n - 1] == '/' ? "" : "/");
         return 0;
-    }
-    if ((size_t)snprintf(out, cap, "%s", arg) >= cap) {
-        fprintf(stderr, "gputrace run: -o: the path is too long\n");
-        return -1;
     }
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", arg);
@@ -114,11 +136,49 @@ static int prepare_output(const char *arg, char *out, size_t cap)
                         "being written to it); choose another path, or remove it first\n", arg);
         return -1;
     }
-    char side[PATH_MAX + 8];
-    unlink(arg);
-    snprintf(side, sizeof side, "%s-shm", arg);
+    /* moved aside, not removed: the shim never replaces a file, and a
+     * command that fails to start (a typo) must not cost the old trace */
+    char side[PATH_MAX + 64];
+    snprintf(aside, aside_cap, "%s.replaced-%d", out, (int)getpid());
+    if (rename(out, aside) != 0) {
+        fprintf(stderr, "gputrace run: -o %s: cannot move the old trace aside: %s\n", arg, strerror(errno));
+        aside[0] = 0;
+        return -1;
+    }
+    snprintf(side, sizeof side, "%s-shm", out);
     unlink(side);
     return 0;
+}
+
+/* After the command: the new trace replaces the old, or the old comes back. */
+static void settle_aside(const char *out, const char *aside)
+{
+    struct stat st;
+    if (!aside[0])
+        return;
+    if (lstat(out, &st) == 0)
+        unlink(aside);
+    else if (rename(aside, out) != 0)
+        fprintf(stderr, "gputrace run: the old trace is left at %s: %s\n", aside, strerror(errno));
+}
+
+/* Ends this process as the command ended: by the same signal (a calling
+ * shell stops its script on a child that died of SIGINT, and not on one that
+ * exited 130), without a core of our own; status when that cannot be. */
+static int end_as(int sig, int status)
+{
+    if (sig <= 0)
+        return status;
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    fflush(NULL);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    return status;   /* a signal whose default is to go on (SIGCHLD, SIGWINCH...) */
 }
 
 int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
@@ -126,9 +186,9 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     (void)cmd;
     if (gt_preload_shim("gputrace run") != 0)
         return GT_RUN_EXIT_FAILED;
+    char out[PATH_MAX + 32], aside[PATH_MAX + 64] = "";
     if (a->out) {
-        char out[PATH_MAX + 32];
-        if (prepare_output(a->out, out, sizeof out) != 0)
+        if (prepare_output(a->out, out, sizeof out, aside, sizeof aside) != 0)
             return GT_RUN_EXIT_FAILED;
         setenv("GPUTRACE_OUTPUT", out, 1);
     }
@@ -142,8 +202,11 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
         setenv("GPUTRACE_QUIET", "1", 1);
     /* One closing line for the whole command, unless asked for none */
     int closing = !a->quiet && !(quiet_env && *quiet_env && strcmp(quiet_env, "0") != 0) && gt_run_log_begin() == 0;
-    int status = gt_spawn_wait(a->files, NULL, "gputrace run");   /* CMD [ARG...], NULL-terminated */
+    int sig = 0;
+    struct gt_spawn how = {.term_signal = &sig};
+    int status = gt_spawn_wait(a->files, &how, "gputrace run");   /* CMD [ARG...], NULL-terminated */
+    settle_aside(out, aside);
     if (closing)
         gt_run_log_end();
-    return status;
+    return end_as(sig, status);
 }

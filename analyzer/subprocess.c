@@ -60,10 +60,18 @@ int gt_preload_shim(const char *who)
     return 0;
 }
 
-/* Opens path for the child's output; -1 after one line on stderr. */
+/* Opens path for the child's output, above 0-2 (a sweep started with its
+ * stdout closed would get 1 here, and the child's dup2 onto 1 would then keep
+ * the close-on-exec flag: the run's prints went into its own data file); -1
+ * after one line on stderr. */
 static int open_output(const char *path, const char *who)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0 && fd <= STDERR_FILENO) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+        close(fd);
+        fd = high;
+    }
     if (fd < 0)
         fprintf(stderr, "%s: cannot create %s: %s\n", who, path, strerror(errno));
     return fd;
@@ -79,15 +87,24 @@ static double monotonic_s(void)
 #define KILL_GRACE_S 10.0     /* between SIGTERM and SIGKILL: time for the shim to close its trace */
 #define REAP_GRACE_S 30.0     /* after SIGKILL: a process stuck in the driver may never be reaped */
 
-/* With a timeout the child leads its own process group, so that a wrapper's
- * children (a shell script, a launcher) are stopped with it; the terminal's
- * ^C and ^\ then reach that group through us. */
-static volatile sig_atomic_t group;   /* the child's group while we wait; 0 none */
+/* Signals for the child while we wait. Without a timeout it shares our
+ * process group: the terminal's ^C, ^\\ and hangup reach it as they reach us,
+ * and we pass on only what kill() sent to us alone (a job scheduler's or an
+ * orchestrator's SIGTERM), so that it is not orphaned. With a timeout it
+ * leads its own group, so that a wrapper's children (a shell script, a
+ * launcher) are stopped with it; then every one of these reaches that group
+ * through us (and, when our stdin is the terminal, the terminal is handed to
+ * its group for the run, as a shell does for a job). */
+static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+#define NPASSED ((int)(sizeof passed_on / sizeof *passed_on))
+static volatile sig_atomic_t target;   /* the child's pid, or minus its group; 0 none */
 
-static void pass_on(int sig)
+static void pass_on(int sig, siginfo_t *info, void *uc)
 {
-    if (group > 0)
-        kill(-group, sig);
+    (void)uc;
+    pid_t to = (pid_t)target;
+    if (to < 0 || (to > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE)))
+        kill(to, sig);
 }
 
 /* Whether any process of group g is left (a zombie that another init does
@@ -150,6 +167,8 @@ static pid_t wait_child(pid_t pid, int *status, double timeout_s, int *timed_out
 int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who)
 {
     int out = -1, err = -1;
+    if (how && how->term_signal)
+        *how->term_signal = 0;
     if (how && how->stdout_path && (out = open_output(how->stdout_path, who)) < 0)
         return GT_RUN_EXIT_FAILED;
     if (how && how->stderr_path && (err = open_output(how->stderr_path, who)) < 0) {
@@ -157,18 +176,27 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
             close(out);
         return GT_RUN_EXIT_FAILED;
     }
+    /* SIGCHLD inherited as ignored makes the kernel reap the child itself and
+     * waitpid fail (a launcher or daemon may leave it so): the default while
+     * we wait; the child gets what we were given */
+    struct sigaction chld_dfl = {.sa_handler = SIG_DFL}, old_chld;
+    sigemptyset(&chld_dfl.sa_mask);
+    sigaction(SIGCHLD, &chld_dfl, &old_chld);
+    double timeout_s = how ? how->timeout_s : 0;
+    int tty = timeout_s > 0 && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
     fflush(NULL);   /* nothing buffered here may be written twice by the child */
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "%s: fork failed: %s\n", who, strerror(errno));
+        sigaction(SIGCHLD, &old_chld, NULL);
         if (out >= 0)
             close(out);
         if (err >= 0)
             close(err);
         return GT_RUN_EXIT_FAILED;
     }
-    double timeout_s = how ? how->timeout_s : 0;
     if (pid == 0) {
+        sigaction(SIGCHLD, &old_chld, NULL);
         if (timeout_s > 0)
             setpgid(0, 0);
         if ((out >= 0 && dup2(out, STDOUT_FILENO) < 0) || (err >= 0 && dup2(err, STDERR_FILENO) < 0))
@@ -183,17 +211,31 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
         close(out);
     if (err >= 0)
         close(err);
-    /* Like a shell: the child gets ^C, we wait for it and report its status
-     * (in its own group, the child gets it from us). */
+    void (*old_ttou)(int) = SIG_DFL;
     if (timeout_s > 0) {
         setpgid(pid, pid);   /* (either side may run first) */
-        group = pid;
+        if (tty >= 0) {
+            old_ttou = signal(SIGTTOU, SIG_IGN);   /* a background group may not set the terminal's group */
+            if (tcsetpgrp(tty, pid) != 0)
+                tty = -1;
+        }
     }
-    void (*old_int)(int) = signal(SIGINT, timeout_s > 0 ? pass_on : SIG_IGN);
-    void (*old_quit)(int) = signal(SIGQUIT, timeout_s > 0 ? pass_on : SIG_IGN);
+    target = timeout_s > 0 ? -pid : pid;
+    struct sigaction act = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART}, old[NPASSED];
+    sigemptyset(&act.sa_mask);
+    for (int k = 0; k < NPASSED; k++)
+        sigaction(passed_on[k], &act, &old[k]);
     int status = 0, code, late = 0;
     pid_t w = wait_child(pid, &status, timeout_s, &late);
-    group = 0;
+    int wait_errno = errno;
+    target = 0;
+    for (int k = 0; k < NPASSED; k++)
+        sigaction(passed_on[k], &old[k], NULL);
+    if (tty >= 0) {
+        tcsetpgrp(tty, getpgrp());
+        signal(SIGTTOU, old_ttou);
+    }
+    sigaction(SIGCHLD, &old_chld, NULL);
     if (late && how->timed_out)
         *how->timed_out = 1;
     if (w == -2) {
@@ -201,13 +243,14 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
                 who, (int)pid, REAP_GRACE_S);
         code = 128 + SIGKILL;
     } else if (w < 0) {
+        fprintf(stderr, "%s: cannot wait for the command (pid %d): %s\n", who, (int)pid, strerror(wait_errno));
         code = GT_RUN_EXIT_FAILED;
     } else if (WIFSIGNALED(status)) {
         code = 128 + WTERMSIG(status);
+        if (how && how->term_signal)
+            *how->term_signal = WTERMSIG(status);
     } else {
         code = WEXITSTATUS(status);
     }
-    signal(SIGINT, old_int);
-    signal(SIGQUIT, old_quit);
     return code;
 }

@@ -18,11 +18,13 @@ struct gt_spawn {
     const char *stderr_path;   /* the child's stderr; NULL: ours */
     double timeout_s;          /* > 0: past it the child gets SIGTERM, and SIGKILL 10 s later */
     int *timed_out;            /* set to 1 when it did (not NULL with timeout_s) */
+    int *term_signal;          /* set to N when a signal N ended it, else 0; may be NULL */
 };
 
 /* Runs argv[0] (searched in PATH) with argv, in a child process, and waits
  * for it (or stops it past how->timeout_s); like a shell, ^C and ^\ go to the
- * child while we wait. Returns its
+ * child while we wait, and SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to us
+ * alone are passed on to it (subprocess.c says how). Returns its
  * exit status: 128+N when killed by signal N, 127 when not found, 126 when
  * it could not be executed (after one line on the child's stderr, starting
  * with who), GT_RUN_EXIT_FAILED when no child could be started. how may be

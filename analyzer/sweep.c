@@ -97,26 +97,29 @@ const char gt_help_sweep[] =
     "Exit status: 0 when the largest batch size is proven; 12 when a run failed\n"
     "other than by running out of memory (or wrote no trace, or the peak does not\n"
     "change with the batch size); 13 for a preallocating program; 14 when\n"
-    "--max-runs was reached first; 2 for a usage error or a directory that cannot\n"
-    "be used.\n";
+    "--max-runs was reached first, or every size up to 2^31 fit; 15 when even\n"
+    "batch size 1 ran out of memory; 2 for a usage error or a directory that\n"
+    "cannot be used.\n";
 
 /* Makes the sweep's directory (given, or named after the time) and puts its
  * absolute path in out. Returns 0, or -1 after one line on stderr. */
 static int make_dir(const char *given, char *out, size_t cap)
 {
     char name[PATH_MAX];
+    int made = 0;
     if (given) {
         snprintf(name, sizeof name, "%s", given);
     } else {
+        /* the directory this sweep makes itself: two sweeps started in one
+         * second must not share one (each would read the other's traces) */
         time_t now = time(NULL);
         char stamp[32];
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
         snprintf(name, sizeof name, "gputrace-sweep-%s", stamp);
-        struct stat st;
-        for (int k = 2; stat(name, &st) == 0 && k < 100; k++)
+        for (int k = 2; !(made = mkdir(name, 0777) == 0) && errno == EEXIST && k < 1000; k++)
             snprintf(name, sizeof name, "gputrace-sweep-%s-%d", stamp, k);
     }
-    if (mkdir(name, 0777) != 0 && errno != EEXIST) {
+    if (!made && mkdir(name, 0777) != 0 && (errno != EEXIST || !given)) {
         fprintf(stderr, "gputrace: --dir %s: cannot create it: %s%s\n", name, strerror(errno),
                 errno == ENOENT ? " (create its parent first)" : "");
         return -1;
@@ -306,8 +309,14 @@ static void run_sweep(struct sweep *s)
         enum gt_sweep_phase ph;
         int model;
         int64_t bs = gt_sweep_plan_next(&s->plan, &ph, &model);
-        if (!bs)
+        if (!bs) {
+            if (s->plan.hi == GT_SWEEP_NONE && !gt_sweep_plan_verified(&s->plan)) {
+                s->stopped = "max-batch-size";
+                snprintf(s->why, sizeof s->why, "every batch size tried fit, up to %lld: none larger is tried (does the "
+                         "command's memory grow with its batch size?)", (long long)s->plan.lo);
+            }
             return;
+        }
         if (ph != GT_SWEEP_MODEL && !s->modelled && keep_model(s) != 0)
             return;
         if ((int)s->nruns >= s->max_runs) {
@@ -380,9 +389,11 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
     fflush(stdout);
     int code = GT_EXIT_OK;
     if (s.stopped)
-        code = !strcmp(s.stopped, "preallocation") ? GT_EXIT_SWEEP_PREALLOC
-               : !strcmp(s.stopped, "max-runs")    ? GT_EXIT_SWEEP_UNPROVEN
-                                                   : GT_EXIT_SWEEP_FAILED;
+        code = !strcmp(s.stopped, "preallocation")                                         ? GT_EXIT_SWEEP_PREALLOC
+               : !strcmp(s.stopped, "max-runs") || !strcmp(s.stopped, "max-batch-size") ? GT_EXIT_SWEEP_UNPROVEN
+                                                                                           : GT_EXIT_SWEEP_FAILED;
+    else if (gt_sweep_plan_verified(&s.plan) && !gt_sweep_plan_answer(&s.plan))
+        code = GT_EXIT_SWEEP_NONE_FITS;   /* proven, but a script must not read a null as a size */
     for (size_t i = 0; i < s.nruns; i++)
         gt_sweep_run_free(&s.runs[i]);
     free(s.runs);

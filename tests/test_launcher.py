@@ -2,6 +2,9 @@
 output path and stack depth on, and returns the command's exit status."""
 import os
 import signal
+import subprocess
+import sys
+import time
 
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
 
@@ -85,9 +88,52 @@ class LauncherTest(TraceTest):
         self.assertTrue(parts[0].endswith('/libgputrace.so'), parts)
         self.assertEqual(parts[1:], ['libm.so.6'])
 
-    def test_run_reports_signal_death_like_a_shell(self):
-        p = self.launch(['--', '/bin/sh', '-c', 'kill -TERM $$'])
-        self.assertEqual(p.returncode, 128 + signal.SIGTERM)
+    def test_run_dies_of_the_signal_that_killed_the_command(self):
+        # as the command itself would end: a calling shell stops its script on
+        # a child that died of SIGINT, not on one that exited 130
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            p = self.launch(['--quiet', '--', '/bin/sh', '-c', 'kill -%d $$' % sig])
+            self.assertEqual(p.returncode, -sig, p.stderr)
+        p = run(['/bin/sh', '-c', '"$0" run --quiet -- /bin/sh -c "kill -INT \\$\\$"; echo "after $?"', GPUTRACE],
+                preload=False, env=base_env(), cwd=self.dir)
+        self.assertIn('after 130', p.stdout)   # what the shell saw: the same as for the plain command
+        self.assertNotIn('core', ' '.join(os.listdir(self.dir)))
+
+    def test_a_signal_sent_to_run_alone_reaches_the_command(self):
+        # an orchestrator's kill PID must not orphan the command
+        marker = os.path.join(self.dir, 'got')
+        script = "trap 'echo TERM > %s; exit 7' TERM; touch %s.ready; while :; do sleep 0.05; done" % (marker, marker)
+        proc = subprocess.Popen([GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', script], env=base_env(),
+                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(200):
+            if os.path.exists(marker + '.ready'):
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(timeout=20), 7)
+        with open(marker) as f:
+            self.assertEqual(f.read(), 'TERM\n')
+
+    def test_an_ignored_sigchld_inherited_does_not_lose_the_status(self):
+        keep = 'import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])'
+        p = run([sys.executable, '-c', keep, GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', 'exit 5'],
+                preload=False, env=base_env(), cwd=self.dir)
+        self.assertEqual((p.returncode, p.stderr), (5, ''))
+
+    def test_a_relative_output_is_where_run_was_started_when_the_command_changes_directory(self):
+        os.mkdir(os.path.join(self.dir, 'sub'))
+        p = self.launch(['-o', 't.db', '--', '/bin/sh', '-c', 'cd sub && exec "$0"', prog('output')])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(query(os.path.join(self.dir, 't.db'), 'SELECT count(*) FROM events'), [(20,)])
+        self.assertEqual(os.listdir(os.path.join(self.dir, 'sub')), [])
+
+    def test_a_command_that_does_not_start_keeps_the_old_trace(self):
+        db = os.path.join(self.dir, 'keep.db')
+        self.launch(['-o', db, '--quiet', '--', prog('output')])
+        p = self.launch(['-o', db, '--quiet', '--', 'pyhton-typo'])
+        self.assertEqual(p.returncode, 127)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['keep.db'])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
 
     def test_run_usage_errors_exit_2_with_one_line(self):
         for args in ([], ['-o'], ['--stack-depth', 'x', 'true'], ['--bogus', 'true']):

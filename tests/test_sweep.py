@@ -9,7 +9,10 @@ import json
 import math
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import gtlib
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
@@ -786,10 +789,68 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['stopped'], doc['runs_used'], doc['runs'][0]['oom_from']), ('preallocation', 1, 'message'))
 
     def test_batch_size_one_out_of_memory_proves_none_fits(self):
+        # proven, but not a size: a status of its own, so that `sweep && use it` does not read a null
         p, doc, d = self.sweep_json([], self.train('--fixed', 2048 * MIB))
-        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.returncode, 15, p.stderr)
         self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (None, 1, True))
         self.assertEqual(doc['runs_used'], 1)
+
+    def test_a_command_that_fits_at_every_size_up_to_the_cap_is_not_proven(self):
+        # 2 bytes a sample in 1 TiB: every size up to 2^31 fits; the cap is no answer
+        p, doc, d = self.sweep_json([], self.train('--per-sample', 2), device=1 << 40)
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertEqual((doc['stopped'], doc['verified'], doc['min_failing_batch_size']), ('max-batch-size', False, None))
+        self.assertIn('every batch size tried fit', doc['stopped_why'])
+
+    def test_sweeps_started_together_without_dir_each_get_their_own(self):
+        # (the race it guards against, a directory checked then made, showed in
+        # about 1 of 30 pairs: this catches it only sometimes)
+        procs = [subprocess.Popen([GPUTRACE, 'sweep', '--json', '--quiet', '--max-runs', '1', '--'] + self.train(),
+                                  env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        dirs = [json.loads(p.communicate(timeout=120)[0])['dir'] for p in procs]
+        self.assertEqual(len(set(dirs)), 4, dirs)
+        for d in dirs:
+            self.assertEqual(len([f for f in os.listdir(d) if f.endswith('.db')]), 1, os.listdir(d))
+
+    def test_a_sweep_with_its_stdout_closed_gives_each_run_its_own(self):
+        d = os.path.join(self.dir, 'closed')
+        cmd = ['/bin/sh', '-c', '"$@"; echo printed', 'sh'] + self.train()
+        p = subprocess.run([GPUTRACE, 'sweep', '--quiet', '--max-runs', '1', '--dir', d, '--'] + cmd,
+                           env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           preexec_fn=lambda: os.close(1))
+        self.assertEqual(p.returncode, 14, p.stderr)
+        with open(os.path.join(d, 'bs1-run1.stdout')) as f:
+            self.assertIn('printed', f.read())
+
+    def test_a_signal_sent_to_a_sweep_with_a_run_timeout_reaches_its_run(self):
+        # with --run-timeout each run leads its own process group: a SIGTERM
+        # sent to the sweep alone must stop the run too, not orphan it
+        d = os.path.join(self.dir, 'term')
+        pidfile = os.path.join(self.dir, 'run.pid')
+        cmd = ['/bin/sh', '-c', 'echo $$ > %s; "$@"; exec sleep 60' % pidfile, 'sh'] + self.train()
+        proc = subprocess.Popen([GPUTRACE, 'sweep', '--quiet', '--run-timeout', '100', '--dir', d, '--'] + cmd,
+                                env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        for _ in range(500):
+            if os.path.exists(pidfile) and os.path.getsize(pidfile):
+                break
+            time.sleep(0.02)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        with open(pidfile) as f:
+            pid = int(f.read())
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            self.fail('the run (pid %d) outlived the sweep' % pid)
 
     def test_command_that_ignores_the_batch_size_stops_the_sweep(self):
         # after 1, 2, 4 and three sizes each 16 times larger: 64, 1024, 16384
