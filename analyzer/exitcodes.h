@@ -21,7 +21,7 @@
     X(GT_EXIT_EMPTY, 7, "an empty trace: no events recorded")                                        \
     X(GT_EXIT_NO_ITERATIONS, 8, "growth, or export --iterations A:B: no iterations found")           \
     X(GT_EXIT_ADDR2LINE, 9, "symbolize: addr2line could not be run")                                 \
-    X(GT_EXIT_OUTPUT, 10, "export, report: the output file could not be written")                    \
+    X(GT_EXIT_OUTPUT, 10, "the output could not be written (a file of export, report; stdout)")                    \
     X(GT_EXIT_NO_MATCH, 11, "--memory or --device selects no memory in the trace")                     \
     X(GT_EXIT_SWEEP_FAILED, 12, "sweep: a run failed other than by running out of memory, or cannot be measured") \
     X(GT_EXIT_SWEEP_PREALLOC, 13, "sweep: the program preallocates the device; run it as the message says") \

@@ -181,7 +181,7 @@ static int export_ranges(struct exporter *x)
     while (!code && (more = gt_rows_next(&r)) > 0) {
         const char *kind = gt_rows_text(&r, 2);
         int64_t tid = gt_rows_int(&r, 5, -1), s = gt_rows_int(&r, 6, 0), e = gt_rows_int(&r, 7, -1);
-        if (e < 0 || e > x->trace_end)
+        if (e < 0)
             e = x->trace_end > s ? x->trace_end : s;   /* never closed: lasts until the trace ends */
         if (tid < 0 || (kind && !strcmp(kind, "start"))) {
             size_t k = 0;
@@ -457,7 +457,7 @@ static int set_window(struct exporter *x)
 static int export_one(struct exporter *x, int index)
 {
     struct gt_trace *t = &x->c->t;
-    x->trace_end = t->proc.end_ns >= 0 ? t->proc.end_ns : 0;
+    x->trace_end = gt_trace_end_ns(t);
     if (t->nev && t->ev[t->nev - 1].t > x->trace_end)
         x->trace_end = t->ev[t->nev - 1].t;
     int code = set_window(x);

@@ -1,7 +1,9 @@
 /* main.c - gputrace's entry point: finds the command's row in the command
  * table (commands.c) and runs it; everything else about the command line is
  * data in cli.h's tables, read by cli.c. */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -14,5 +16,16 @@ int main(int argc, char **argv)
     const struct gt_command *cmd = gt_command_find(argv[1]);
     if (!cmd)
         return gt_unknown_command(argv[1]);
-    return gt_command_main(cmd, argc - 2, argv + 2);
+    gt_terminal_guard();
+    int status = gt_command_main(cmd, argc - 2, argv + 2);
+    /* a full disk or a closed pipe under what was printed: a script must not
+     * take a cut JSON for an answer */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "gputrace: cannot write to standard output%s%s%s; what was printed is incomplete\n",
+                errno ? " (" : "", errno ? strerror(errno) : "", errno ? ")" : "");
+        if (status == GT_EXIT_OK || status == GT_EXIT_FAIL_ABOVE)
+            status = GT_EXIT_OUTPUT;
+    }
+    return status;
 }

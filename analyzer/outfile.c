@@ -78,6 +78,20 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
                 "file\n", path);
         return GT_EXIT_OUTPUT;
     }
+    /* -o /dev/null, a FIFO, /dev/stdout (a link to /proc/self/fd/1, a pipe or
+     * a terminal): written to as they are, as -o - is. A file put in their
+     * place would replace /dev/null itself for a user allowed to (root in a
+     * container) */
+    int exists = stat(path, &st) == 0;
+    if ((exists && !S_ISREG(st.st_mode)) || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6)) {
+        if (!(of->f = fopen(path, "w"))) {
+            fprintf(stderr, "gputrace: %s: cannot open it for writing (%s)\n", path, strerror(errno));
+            return GT_EXIT_OUTPUT;
+        }
+        of->direct = 1;
+        return GT_EXIT_OK;
+    }
+    mode_t keep = exists ? st.st_mode & 07777 : 0;   /* an output replaced keeps its mode */
     /* -o a link: the file it points to is replaced, the link kept */
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (of->target = realpath(path, NULL)))
         path = of->target;
@@ -99,14 +113,18 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
         of->target = NULL;
         return GT_EXIT_OUTPUT;
     }
-    mode_t mask = umask(0);   /* mkstemp makes 0600; give the file the usual mode */
+    mode_t mask = umask(0);   /* mkstemp makes 0600; give the file the usual mode, or the one it had */
     umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    fchmod(fd, keep ? keep : 0666 & ~mask);
     return GT_EXIT_OK;
 }
 
 void gt_outfile_abort(struct gt_outfile *of)
 {
+    if (of->direct) {
+        fclose(of->f);
+        of->direct = 0;
+    }
     if (of->tmp) {
         fclose(of->f);
         unlink(of->tmp);
@@ -123,6 +141,9 @@ int gt_outfile_commit(struct gt_outfile *of)
     if (fflush(of->f) || ferror(of->f))
         err = errno ? errno : EIO;
     if (!of->tmp) {
+        if (of->direct && fclose(of->f) && !err)
+            err = errno ? errno : EIO;
+        of->direct = 0;
         if (err)
             fprintf(stderr, "gputrace: cannot write the output (%s)\n", strerror(err));
         return err ? GT_EXIT_OUTPUT : GT_EXIT_OK;

@@ -116,7 +116,7 @@ static void series_json(struct gt_json *j, const struct series *s)
 int gt_report_timeline(struct gt_ctx *c, struct gt_json *j, int64_t *end_ns)
 {
     struct gt_trace *t = &c->t;
-    int64_t end = t->proc.end_ns > 0 ? t->proc.end_ns : 0;
+    int64_t end = gt_trace_end_ns(t);
     if (t->nev && t->ev[t->nev - 1].t > end)
         end = t->ev[t->nev - 1].t;
     /* one series per (memory level, device) that changes, in that order */

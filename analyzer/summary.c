@@ -111,7 +111,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     const struct gt_trace *t = &c->t;
     const struct gt_process *p = &t->proc;
     struct counts n = count_events(t);
-    int64_t duration = p->end_ns >= 0 ? p->end_ns : t->ev[t->nev - 1].t;
+    int64_t duration = gt_trace_end_ns(&c->t);
     struct gt_level *lv;
     size_t nlv = gt_levels(t, &c->p, &lv);
     const struct gt_iterations *its;

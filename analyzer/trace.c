@@ -462,3 +462,30 @@ int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what)
 {
     return sql_fail(t, rc, what);
 }
+
+int64_t gt_trace_end_ns(struct gt_trace *t)
+{
+    if (t->proc.end_ns >= 0)
+        return t->proc.end_ns;
+    /* not closed (killed): the last thing recorded, of any kind; a job under
+     * a caching allocator makes almost no allocation call after its first
+     * steps, and its ranges and kernels went on for minutes after the last */
+    int64_t end = t->nev ? t->ev[t->nev - 1].t : 0;
+    static const char *const sql[] = {
+        "SELECT max(coalesce(end_ns, start_ns)) FROM ranges", "SELECT max(t_ns) FROM marks",
+        "SELECT max(end_ns) FROM kernels", "SELECT max(end_ns) FROM memcpys", "SELECT max(end_ns) FROM memsets",
+        "SELECT max(t_ns) FROM memory_samples", "SELECT max(t_ns) FROM iterations",
+    };
+    for (size_t k = 0; k < sizeof sql / sizeof *sql; k++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(t->db, sql[k], -1, &st, NULL) != SQLITE_OK)
+            continue;   /* a trace older than the table */
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
+            int64_t v = sqlite3_column_int64(st, 0);
+            if (v > end)
+                end = v;
+        }
+        sqlite3_finalize(st);
+    }
+    return end;
+}

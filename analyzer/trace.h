@@ -209,6 +209,10 @@ int64_t gt_recorder_run_peak(const struct gt_trace *t, int memory, int64_t devic
 
 /* Total memory of a device ordinal from the devices table; -1 unknown. */
 int64_t gt_trace_device_total(const struct gt_trace *t, int device);
+/* When the trace ends: the process's end where it was closed, else (killed)
+ * the last time anything in it was recorded: events, ranges, marks,
+ * kernels, copies, samples. */
+int64_t gt_trace_end_ns(struct gt_trace *t);
 
 /* Shortcuts over t->api[e->api]. */
 static inline const struct gt_api_attr *gt_attr(const struct gt_trace *t, const struct gt_event *e)

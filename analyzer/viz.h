@@ -16,6 +16,7 @@ struct gt_outfile {
     const char *path;
     char *chosen;        /* the default file chosen for a terminal (gt_outfile_default) */
     char *target;        /* path, or where the link at path points: the file replaced */
+    int direct;          /* f is path itself, opened for writing: a device, a FIFO, a terminal */
 };
 int gt_outfile_open(struct gt_outfile *of, const char *path);
 

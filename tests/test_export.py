@@ -7,6 +7,8 @@ documented; output files appear whole or not at all."""
 import json
 import os
 import sqlite3
+import stat
+import subprocess
 
 import analyzer_traces as T
 import gtlib
@@ -148,15 +150,21 @@ class Content(ExportTest):
         marks = [e for e in ev if e['ph'] == 'i' and e['name'] == 'checkpoint <saved>']
         self.assertEqual(len(marks), 1)
 
-    def test_killed_process_ranges_end_with_the_last_event(self):
+    def test_killed_process_open_ranges_end_with_the_last_thing_recorded(self):
         db, p = self.planted()
         con = sqlite3.connect(db)
         con.execute('UPDATE processes SET end_ns = NULL, end_reason = NULL')
         con.commit()
+        last = max(v for (v,) in con.execute(
+            'SELECT max(t_ns) FROM events UNION ALL SELECT max(coalesce(end_ns, start_ns)) FROM ranges '
+            'UNION ALL SELECT max(t_ns) FROM marks UNION ALL SELECT max(end_ns) FROM kernels '
+            'UNION ALL SELECT max(end_ns) FROM memcpys UNION ALL SELECT max(end_ns) FROM memsets '
+            'UNION ALL SELECT max(t_ns) FROM memory_samples UNION ALL SELECT max(t_ns) FROM iterations') if v is not None)
         con.close()
+        self.assertGreaterEqual(last, p.calls[-1][0])
         ev = self.export(db)
         shut = [e for e in ev if e['ph'] == 'X' and e['name'] == 'shutdown'][0]
-        self.assertAlmostEqual(shut['ts'] + shut['dur'], us(p.calls[-1][0]), places=3)
+        self.assertAlmostEqual(shut['ts'] + shut['dur'], us(last), places=3)
 
     def test_overlapping_start_end_ranges_go_on_separate_lanes(self):
         db, p = self.planted()
@@ -241,6 +249,40 @@ class Limits(ExportTest):
 
 
 class Output(ExportTest):
+
+    def test_a_fifo_is_written_to_not_replaced(self):
+        # -o /dev/null, a FIFO, /dev/stdout: written as they are; a file put in
+        # their place replaced /dev/null itself for root (a helper's probe)
+        import threading
+        db, _ = self.planted()
+        fifo = os.path.join(self.dir, 'pipe')
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo, 'rb').read()))
+        reader.start()
+        p = self.gputrace('export', db, '-o', fifo)
+        reader.join(30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        check_trace_events(self, json.loads(got[0]))
+        self.assertEqual(sorted(os.listdir(self.dir)), ['pipe', 'timeline.db'])
+
+    def test_a_replaced_output_keeps_its_mode(self):
+        db, _ = self.planted()
+        out = os.path.join(self.dir, 'private.json')
+        with open(out, 'w') as f:
+            f.write('{}')
+        os.chmod(out, 0o600)
+        self.ok('export', db, '-o', out)
+        self.assertEqual(stat.S_IMODE(os.stat(out).st_mode), 0o600)
+
+    def test_a_write_error_on_stdout_is_exit_10(self):
+        db, _ = self.planted()
+        for cmd in ('summary', 'top'):
+            with open('/dev/full', 'w') as full:
+                p = subprocess.run([gtlib.GPUTRACE, cmd, '--json', db], stdout=full, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(p.returncode, 10, (cmd, p.stderr))
+            self.assertIn('cannot write to standard output', p.stderr)
 
     def test_stdout_holds_the_same_document(self):
         db, _ = self.planted()
@@ -333,3 +375,28 @@ class EndToEnd(ExportTest):
         self.assertEqual(len(inst), len(p.calls))
         moved = [e for e in inst if e['tid'] == V.SECOND_TID]
         self.assertEqual([e['ts'] for e in moved], [(t_mid + 1) / 1000.0])
+
+
+class KilledTraceTest(T.AnalyzerTest):
+    """A killed process's trace has no end time: it ends at the last thing
+    recorded of any kind, not at the last allocation call (a job under a
+    caching allocator makes almost none after its first steps), and a range
+    that was closed keeps its own end (a helper's probe: every step read 0
+    long in the export)."""
+
+    def test_closed_ranges_keep_their_length_and_the_run_its_duration(self):
+        t = T.Trace(os.path.join(self.dir, 'killed.db'))
+        t.alloc(64 * T.MiB, ['warmup', 'main'])   # the last allocation call, at 1 us
+        db = t.close(end_reason=None)
+        con = sqlite3.connect(db)
+        for k in range(5):
+            s = 1000000 * (k + 1)
+            con.execute("INSERT INTO ranges(source, kind, message, tid, start_ns, end_ns, depth)"
+                        " VALUES ('nvtx', 'push', ?, 4242, ?, ?, 0)", ('step %d' % k, s, s + 900000))
+        con.commit()
+        con.close()
+        doc = json.loads(self.ok('export', db).stdout)
+        steps = sorted((e['ts'], e['dur']) for e in doc['traceEvents']
+                       if e.get('ph') == 'X' and e.get('name', '').startswith('step '))
+        self.assertEqual(steps, [(1000.0 * (k + 1), 900.0) for k in range(5)])
+        self.assertEqual(self.json('summary', db)['duration_ns'], 5900000)

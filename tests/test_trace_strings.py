@@ -94,3 +94,53 @@ class InvalidUtf8Test(T.AnalyzerTest):
                 self.fail('gputrace %s --json: %s' % (cmd, e))
         self.assertIn('layer_\ufffd\ufffd\ufffd_forward', json.dumps(docs['leaks'], ensure_ascii=False))
         self.assertIn(REPLACED_RANGE, json.dumps(docs['growth'], ensure_ascii=False))
+
+
+def on_a_terminal(args):
+    """(exit status, bytes) of args run with stdout on a pseudo-terminal."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.run(args, stdout=slave, stderr=subprocess.PIPE, timeout=60)
+    os.close(slave)
+    out = b''
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.returncode, out
+
+
+class TerminalEscapesTest(T.AnalyzerTest):
+    """A trace's strings must not drive the reader's terminal: a command line
+    that sets the window's title (OSC 0) and a frame's file that writes the
+    clipboard (OSC 52) print as '?' on a terminal; a pipe gets the bytes."""
+    TITLE = '\x1b]0;TITLE\x07'
+    CLIP = '\x1b]52;c;ZWNobyBwd25lZA==\x07'
+
+    def trace(self):
+        t = T.Trace(os.path.join(self.dir, 'esc.db'), command_line='./prog ' + self.TITLE + '\x9b31m')
+        t.alloc(T.MiB, ['train_step', 'main'])
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute("UPDATE frames SET file=?, line=3 WHERE function='train_step'", ('/x/' + self.CLIP + 'train.py',))
+        con.commit()
+        con.close()
+        return db
+
+    def test_control_characters_print_as_question_marks_on_a_terminal(self):
+        db = self.trace()
+        for cmd in ('summary', 'top', 'leaks'):
+            rc, out = on_a_terminal([gtlib.GPUTRACE, cmd, db])
+            self.assertEqual(rc, 0, cmd)
+            self.assertNotIn(b'\x1b', out, cmd)
+            self.assertNotIn(b'\x07', out, cmd)
+            self.assertNotIn(b'\xc2\x9b', out, cmd)   # a C1 CSI
+        rc, out = on_a_terminal([gtlib.GPUTRACE, 'summary', db])
+        self.assertIn(b'./prog ?]0;TITLE?', out)
+        # through a pipe the trace's bytes are unchanged
+        self.assertIn(self.TITLE, self.ok('summary', db).stdout)
