@@ -24,6 +24,8 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_WINDOW_CHECKPOINT] = {"window_checkpoint_skipped", false,
         "flight recorder (GPUTRACE_WINDOW_S): a checkpoint not taken for lack of memory; the trace keeps more than the "
         "window (nothing in it is wrong)"},
+    [GT_DROP_RANGE_TOO_DEEP] = {"range_too_deep", false,
+        "push/pop range not recorded: more than 128 ranges open on one thread (its pop is matched, the others kept)"},
 };
 
 void gt_drop(enum gt_drop_reason r)

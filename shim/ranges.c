@@ -11,6 +11,7 @@
 #include "activity.h"
 
 #define STACK_MAX 128
+#define OVERFLOW_KINDS 8   /* (source, domain) pairs past STACK_MAX at once on one thread */
 
 struct entry {
     uint64_t id, start, parent;
@@ -27,7 +28,10 @@ struct tstate {
     _Atomic int lock;         /* taken by its thread, and by the sweep at trace start */
     _Atomic int in_use;
     int32_t tid;
-    int n, overflow;
+    int n;
+    /* pushes past STACK_MAX, not recorded, by (source, domain): each one's pop
+     * is that pair's, so a pop of another domain still closes its own range */
+    struct { gt_domain dom; int8_t source; int count; } over[OVERFLOW_KINDS];
     struct entry e[STACK_MAX];
 };
 
@@ -108,7 +112,8 @@ static void thread_exit(void *arg)
     lock(s);
     for (int i = 0; i < s->n; i++)
         free(s->e[i].msg); /* opened before any trace and never closed: nothing to show */
-    s->n = s->overflow = 0;
+    s->n = 0;
+    memset(s->over, 0, sizeof s->over);
     unlock(s);
     atomic_store(&s->in_use, 0);
 }
@@ -165,8 +170,16 @@ int gt_range_push(int source, gt_domain dom, char *msg)
             depth++;
         }
     if (s->n == STACK_MAX) { /* absurdly deep: keep the count so pops still match */
-        s->overflow++;
+        int k = 0;
+        while (k < OVERFLOW_KINDS && s->over[k].count && !(s->over[k].source == source && s->over[k].dom == dom))
+            k++;
+        if (k < OVERFLOW_KINDS) {
+            s->over[k].source = (int8_t)source;
+            s->over[k].dom = dom;
+            s->over[k].count++;
+        }
         unlock(s);
+        gt_drop(GT_DROP_RANGE_TOO_DEEP);
         free(msg);
         return depth;
     }
@@ -193,11 +206,12 @@ int gt_range_pop(int source, gt_domain dom)
     struct gt_rec open, close;
     int emit = 0;
     lock(s);
-    if (s->overflow) {
-        s->overflow--;
-        unlock(s);
-        return STACK_MAX;
-    }
+    for (int k = 0; k < OVERFLOW_KINDS; k++)
+        if (s->over[k].count && s->over[k].source == source && s->over[k].dom == dom) {
+            s->over[k].count--;   /* the innermost of this pair was one not recorded */
+            unlock(s);
+            return STACK_MAX;
+        }
     int i = s->n - 1;
     while (i >= 0 && !(s->e[i].source == source && s->e[i].dom == dom))
         i--;
@@ -367,7 +381,8 @@ void gt_ranges_after_fork_child(void)
 {
     for (struct tstate *s = atomic_load(&registry); s; s = s->next) {
         atomic_store(&s->lock, 0);
-        s->n = s->overflow = 0;
+        s->n = 0;
+    memset(s->over, 0, sizeof s->over);
         if (s != me)
             atomic_store(&s->in_use, 0);
     }

@@ -163,7 +163,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */

@@ -63,6 +63,23 @@ class NvtxRanges(TraceTest):
         self.assertTrue(r['inner bs=8'][6] < marks[0][3] < r['inner bs=8'][7])
         self.assertIntegrity(db)
 
+    def test_ranges_past_the_stack_are_counted_and_pops_stay_with_their_domain(self):
+        # 127 ranges of the program, a library's in its own domain (the 128th
+        # the shim keeps on a thread), 2 more of the program's past it: those
+        # are counted as drops, and each pop closes its own domain's range (a
+        # helper's probe: the library's pop took one of the uncounted ones,
+        # lib-op never closed and every later pop closed the wrong range)
+        p, db = self.trace([prog('nvtx_ranges'), 'deep'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = self.ranges(db)
+        self.assertEqual(len([m for m in r if m.startswith('lvl')]), 127)
+        self.assertNotIn('lvl127', r)
+        self.assertEqual(sizes_in(db, r['lib-op'][6], r['lib-op'][7]), [2000])
+        self.assertEqual(query(db, 'SELECT count(*) FROM ranges WHERE end_ns IS NULL'), [(0,)])
+        self.assertEqual(sizes_in(db, r['lvl126'][6], r['lvl126'][7]), [2000])
+        self.assertEqual(sizes_in(db, r['lvl125'][6], r['lvl125'][7]), [2000, 3000])
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'range_too_deep'"), [(2,)])
+
     def test_ranges_nest_per_thread(self):
         p, db = self.trace([prog('nvtx_ranges'), 'threads'])
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -111,10 +111,47 @@ static int nocuda(void)
     return 0;
 }
 
+/* 127 ranges open on the main thread, a library's range in its own domain
+ * (the 128th, the last the shim keeps), two more of the program's (past it,
+ * not recorded): each pop must close its own domain's range. */
+static int deep(void)
+{
+    void *p, *q, *r;
+    cudaMalloc(&p, 1000);
+    char name[32];
+    for (int i = 0; i < 127; i++) {
+        snprintf(name, sizeof name, "lvl%d", i);
+        nvtxRangePushA(name);
+    }
+    nvtxDomainHandle_t lib = nvtxDomainCreateA("lib");
+    nvtxEventAttributes_t at;
+    memset(&at, 0, sizeof at);
+    at.version = NVTX_VERSION;
+    at.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    at.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    at.message.ascii = "lib-op";
+    nvtxDomainRangePushEx(lib, &at);
+    nvtxRangePushA("lvl127");
+    nvtxRangePushA("lvl128");
+    cudaMalloc(&q, 2000);      /* inside lib-op and every lvl */
+    nvtxDomainRangePop(lib);   /* closes lib-op */
+    nvtxRangePop();            /* lvl128, lvl127: not recorded */
+    nvtxRangePop();
+    nvtxRangePop();            /* closes lvl126 */
+    cudaMalloc(&r, 3000);      /* inside lvl125, outside lvl126 */
+    for (int i = 0; i < 126; i++)
+        nvtxRangePop();
+    cudaFree(p);
+    cudaFree(q);
+    cudaFree(r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "basic";
-    int rc = !strcmp(mode, "threads") ? threads() : !strcmp(mode, "nocuda") ? nocuda() : basic();
+    int rc = !strcmp(mode, "threads") ? threads() : !strcmp(mode, "nocuda") ? nocuda() : !strcmp(mode, "deep") ? deep()
+                                                                                                       : basic();
     puts("done");
     return rc;
 }
