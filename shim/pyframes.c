@@ -486,7 +486,7 @@ static inline __attribute__((always_inline)) void walk(const struct py_layout *L
     int n = 0, nseg = 0;   /* out's counts, kept in registers: out->ids may alias anything RD reads */
     /* 1024 links at most: a chain is never that long before it reaches the
      * frames we keep, and a loop (which CPython never makes) cannot hang us */
-    for (int links = 0; f && links < 1024 && n < GT_PY_MAX_FRAMES; links++) {
+    for (int links = 0; f && links < 1024 && n < GT_PY_MAX_FRAMES - 1; links++) {
         const char *code = RD(const char *, f, L->fr_code);
         char owner = RD(char, f, L->fr_owner);
         if ((unsigned char)owner > (L->owner_cstack >= 0 ? L->owner_cstack : 2))
@@ -516,6 +516,8 @@ static inline __attribute__((always_inline)) void walk(const struct py_layout *L
             break;
         f = RD(const char *, f, L->fr_previous);
     }
+    if (GT_UNLIKELY(n == GT_PY_MAX_FRAMES - 1 && f))
+        out->ids[n++] = GT_PY_CUT_MARK;   /* deeper than kept: say so, rather than end as if complete */
     out->n = n;
     out->nseg = nseg;
 }

@@ -312,6 +312,9 @@ void gt_py_discard(void);                  /* fork child */
  * threads) gets the frames of the one thread waiting in backward(), after
  * this marker id (the writer names it "<backward>"). */
 #define GT_PY_BACKWARD_MARK (GT_PYFRAME_TAG | 1)
+/* The last of GT_PY_MAX_FRAMES when the thread's Python stack is deeper: the
+ * outer frames are not recorded (the writer names it "<more Python frames>"). */
+#define GT_PY_CUT_MARK (GT_PYFRAME_TAG | 2)
 int gt_py_capture_backward(struct gt_py_stack *out); /* one segment; 0: none */
 void gt_py_backward_after_fork(void);
 

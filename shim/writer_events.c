@@ -109,6 +109,8 @@ static uint64_t frame_id_for(uintptr_t ip)
         return e->a;
     if (ip == GT_PY_BACKWARD_MARK)   /* the frames after it are the thread's waiting in backward() */
         return python_frame_row(ip, "<backward>", NULL, 0);
+    if (ip == GT_PY_CUT_MARK)   /* the Python frames further out were not recorded */
+        return python_frame_row(ip, "<more Python frames>", NULL, 0);
     if (ip & GT_PYFRAME_TAG)
         return python_frame_row(ip, NULL, NULL, 0);
     uint64_t id = ++E.next_frame_id;

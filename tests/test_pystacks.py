@@ -168,6 +168,17 @@ class PythonStacksTest(TraceTest):
                          [here('cuda_alloc', 'cuda_alloc'), here('deep_bottom', 'deep')] +
                          [here('deep_recurse', 'deep')] * 20 + [here('main_deep', 'main'), here('module', '<module>')])
 
+    def test_a_stack_deeper_than_kept_ends_with_a_marker(self):
+        # 300 deep: the innermost 127 frames and a marker that says the outer
+        # ones are not recorded (it read as a complete stack, and stacks that
+        # differed only further out were one call site)
+        _, db = self.run_script('verydeep')
+        frames = python_frames(db, SIZES['deep'])
+        self.assertEqual(len(frames), 128)
+        self.assertEqual(frames[:3], [here('cuda_alloc', 'cuda_alloc'), here('deep_bottom', 'deep'),
+                                      here('deep_recurse', 'deep')])
+        self.assertEqual(frames[-1], ('<more Python frames>', None, None))
+
     def test_c_function_calling_back_into_python_keeps_both_sides(self):
         _, db = self.run_script('callback')
         self.assertEqual(python_frames(db, SIZES['callback']),

@@ -94,6 +94,8 @@ def main(what):
             ex.submit(pooled).result()
     if 'deep' in what:
         cuda_free(deep(20))  # site: main_deep
+    if 'verydeep' in what:
+        cuda_free(deep(300))  # site: main_verydeep
     if 'callback' in what:
         via_c()  # site: main_via_c
     if 'keep' in what:
