@@ -134,6 +134,22 @@ static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
     return 1;
 }
 
+/* Would a slice [s, e] nest on tid's track as it stands? Push/pop ranges
+ * nest within their own NVTX domain only: a library's range that a program's
+ * range ends inside would be cut to it (its length lost). */
+static int nests(struct exporter *x, int64_t tid, int64_t s, int64_t e)
+{
+    for (size_t i = 0; i < x->ntracks; i++)
+        if (x->tracks[i].tid == tid) {
+            const struct track *k = &x->tracks[i];
+            size_t n = k->n;
+            while (n && k->ends[n - 1] <= s)
+                n--;
+            return !n || e <= k->ends[n - 1];
+        }
+    return 1;
+}
+
 /* A complete slice; returns 0 if it fell outside the window. The caller
  * writes extra fields and closes the object. */
 static int slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const char *cat, const char *name)
@@ -183,7 +199,8 @@ static int export_ranges(struct exporter *x)
         int64_t tid = gt_rows_int(&r, 5, -1), s = gt_rows_int(&r, 6, 0), e = gt_rows_int(&r, 7, -1);
         if (e < 0)
             e = x->trace_end > s ? x->trace_end : s;   /* never closed: lasts until the trace ends */
-        if (tid < 0 || (kind && !strcmp(kind, "start"))) {
+        int64_t cs = s < x->from ? x->from : s, ce = e > x->to ? x->to : e;   /* as place_slice will cut it */
+        if (tid < 0 || (kind && !strcmp(kind, "start")) || !nests(x, tid, cs, ce)) {
             size_t k = 0;
             while (k < x->nlanes && x->lane_end[k] > s)
                 k++;

@@ -68,8 +68,13 @@
     if (!(span > 0)) return [lo];
     var step = Math.pow(10, Math.floor(Math.log(span / n) / Math.LN10)), out = [];
     [1, 2, 5, 10].some(function (m) { if (span / (step * m) <= n) { step *= m; return true; } return false; });
-    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
-    return out;
+    /* a step below the doubles' spacing at lo never advances v (times near
+     * 1e18 ns, a zoom of a few ns): at most 3n ticks, and none that repeats */
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9 && out.length < 3 * n + 3; v += step) {
+      if (out.length && v <= out[out.length - 1]) break;
+      out.push(v);
+    }
+    return out.length ? out : [lo];
   }
   function byteTicks(hi, n) {   /* multiples of a power of two, for readable byte labels */
     if (!(hi > 0)) return [0];
@@ -133,6 +138,21 @@
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Peak per iteration (' + pk.memory + ' memory)');
     if (!its.length) { el('p', {'class': 'note'}, box, 'No iterations found: ' + (pk.iteration_detection || '')); return; }
+    /* past MAX_BARS iterations (a long job's hundreds of thousands drew a
+     * rect and a tooltip each: a 40 s page) a bar is a run of consecutive
+     * iterations at its highest peak */
+    var MAX_BARS = 1000, all = its, group = Math.ceil(all.length / MAX_BARS);
+    if (group > 1) {
+      its = [];
+      for (var g = 0; g < all.length; g += group) {
+        var top = all[g], last = all[Math.min(g + group, all.length) - 1];
+        for (var q = g; q < g + group && q < all.length; q++) if (all[q].peak_bytes > top.peak_bytes) top = all[q];
+        its.push({index: all[g].index, last_index: last.index, peak_bytes: top.peak_bytes, batch_size: top.batch_size,
+          failed_allocation: all.slice(g, g + group).some(function (it) { return it.failed_allocation; })});
+      }
+      el('p', {'class': 'note'}, box, all.length + ' iterations: each bar is ' + group +
+        ' consecutive ones at their highest peak');
+    }
     var ymax = 1;
     its.forEach(function (it) { ymax = Math.max(ymax, it.peak_bytes); });
     /* bar k centred on k, labelled once with its iteration's index: every
@@ -148,7 +168,8 @@
       var r = sv('rect', {x: p.x(k) - w * 0.4, y: y, width: Math.max(w * 0.8, 0.5), height: p.y(0) - y,
         fill: colors.of(it.batch_size), 'class': 'bar' + (it.failed_allocation ? ' failed' : ''),
         'data-bytes': it.peak_bytes, 'data-batch-size': it.batch_size === null ? '' : it.batch_size}, p.body);
-      tip(r, 'iteration ' + it.index + ': peak ' + fmtBytes(it.peak_bytes) +
+      tip(r, (it.last_index !== undefined ? 'iterations ' + it.index + '-' + it.last_index : 'iteration ' + it.index) +
+        ': peak ' + fmtBytes(it.peak_bytes) +
         (it.batch_size !== null ? ', batch size ' + it.batch_size : '') + (it.failed_allocation ? ' (cut short by a failed allocation)' : ''));
     });
     legend(box, colors.sizes.map(function (s) { return {color: colors.of(s), label: 'batch size ' + s}; })

@@ -18,8 +18,10 @@ function gtTimelinePanel(H, parent, tr, id) {
   var allocs = typeof a0 === 'number' && typeof a1 === 'number' && a1 > a0 ? {x0: a0, x1: a1} : whole;
   /* the view can be given in the address, #t=FROM,TO (ns), and zooming
    * writes it there: a zoomed view can be bookmarked or shared */
+  var MIN_VIEW = 10;   /* ns: no narrower view (a few ns is below the clock's resolution anyway) */
   var m = /^#t=(\d+),(\d+)$/.exec(window.location.hash);
-  var view = m && +m[2] > +m[1] ? {x0: +m[1], x1: +m[2]} : allocs;
+  var view = m && +m[2] > +m[1] && +m[1] < end ? {x0: +m[1], x1: Math.min(+m[2], end)} : allocs;
+  if (view.x1 - view.x0 < MIN_VIEW) view = allocs;
   function same(a, b) { return Math.round(a.x0) === Math.round(b.x0) && Math.round(a.x1) === Math.round(b.x1); }
   function remember() {
     if (window.history && window.history.replaceState)
@@ -58,8 +60,16 @@ function gtTimelinePanel(H, parent, tr, id) {
     var p = plot(holder, {cls: 'timeline', x0: view.x0, x1: view.x1, y0: 0, y1: ymax * 1.05, height: 300,
       xlabel: 'time since the first CUDA call', ylabel: 'memory in use'});
     attrs(p.svg, {'data-x0': Math.round(view.x0), 'data-x1': Math.round(view.x1)});
+    /* a band per iteration while each can be told apart (3 px or more on
+     * average); a long job's many thousands in view are left out, said below */
+    var inView = 0;
+    its.forEach(function (it) { if (!(it.end_ns < view.x0 || it.start_ns > view.x1)) inView++; });
+    var bands = inView * 3 <= p.W;
+    if (!bands)
+      el('p', {'class': 'note bands-left-out'}, holder, inView + ' iterations in view: too many to draw apart; zoom in ' +
+        '(drag across the chart) to see them');
     its.forEach(function (it, k) {
-      if (it.end_ns < view.x0 || it.start_ns > view.x1) return;
+      if (!bands || it.end_ns < view.x0 || it.start_ns > view.x1) return;
       var x0 = p.x(Math.max(it.start_ns, view.x0)), x1 = p.x(Math.min(it.end_ns, view.x1));
       var r = sv('rect', {x: x0, y: p.T, width: Math.max(x1 - x0, 0.5), height: p.H - p.T - p.B,
         'class': 'band' + (k % 2 ? ' odd' : '')}, p.body);
@@ -109,8 +119,9 @@ function gtTimelinePanel(H, parent, tr, id) {
     p.svg.addEventListener('mouseup', function (ev) {
       var x = px(ev);
       if (sel && Math.abs(x - start) > 4) {
-        var a = p.xinv(Math.min(x, start)), b = p.xinv(Math.max(x, start));
-        view = {x0: Math.max(0, a), x1: Math.min(end, b)};
+        var a = Math.max(0, p.xinv(Math.min(x, start))), b = Math.min(end, p.xinv(Math.max(x, start)));
+        if (b - a < MIN_VIEW) { a = Math.max(0, (a + b - MIN_VIEW) / 2); b = Math.min(end, a + MIN_VIEW); }
+        view = {x0: a, x1: b};
         remember();
         draw();
       } else if (sel) { sel.remove(); }

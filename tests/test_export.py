@@ -402,3 +402,26 @@ class KilledTraceTest(T.AnalyzerTest):
                        if e.get('ph') == 'X' and e.get('name', '').startswith('step '))
         self.assertEqual(steps, [(1000.0 * (k + 1), 900.0) for k in range(5)])
         self.assertEqual(self.json('summary', db)['duration_ns'], 5900000)
+
+
+class DomainsTest(T.AnalyzerTest):
+    def test_push_ranges_of_two_domains_ending_out_of_order_keep_their_lengths(self):
+        # push/pop ranges nest within their own domain only: a library's range
+        # that the program's range ends inside was cut to the program's end
+        t = T.Trace(os.path.join(self.dir, 'domains.db'))
+        t.free(t.alloc(T.MiB, ['f', 'main']))
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute("INSERT INTO ranges(source, kind, domain, message, tid, start_ns, end_ns, depth)"
+                    " VALUES ('nvtx', 'push', NULL, 'app_step', 4242, 1000, 10000, 0)")
+        con.execute("INSERT INTO ranges(source, kind, domain, message, tid, start_ns, end_ns, depth)"
+                    " VALUES ('nvtx', 'push', 'NCCL', 'allreduce', 4242, 5000, 15000, 0)")
+        con.execute("INSERT INTO ranges(source, kind, domain, message, tid, start_ns, end_ns, depth)"
+                    " VALUES ('nvtx', 'push', 'NCCL', 'inside', 4242, 2000, 3000, 0)")
+        con.execute('UPDATE processes SET end_ns = 20000')
+        con.commit()
+        con.close()
+        doc = json.loads(self.ok('export', db).stdout)
+        got = {e['name']: (e['ts'], e['dur']) for e in doc['traceEvents'] if e.get('ph') == 'X'
+               and e['name'] in ('app_step', 'allreduce', 'inside')}
+        self.assertEqual(got, {'app_step': (1.0, 9.0), 'allreduce': (5.0, 10.0), 'inside': (2.0, 1.0)})

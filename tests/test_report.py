@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 
 import analyzer_traces as T
@@ -176,7 +177,12 @@ class Render(ReportTest):
         self.assertEqual(drawn, len(pool['points']) // 2)
         peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
-        self.assertEqual(len(dom.find('rect', 'bar', 0)), len(batches))
+        # 3,000 iterations: 1,000 bars of 3 consecutive ones each, at their highest peak
+        bars = dom.find('rect', 'bar', 0)
+        self.assertEqual(len(bars), 1000)
+        its = data['traces'][0]['peak']['iterations']
+        self.assertEqual([int(b.attrs['data-bytes']) for b in bars],
+                         [max(it['peak_bytes'] for it in its[k:k + 3]) for k in range(0, 3000, 3)])
 
     def test_a_trace_that_fails_gets_an_error_panel_and_the_others_are_reported(self):
         db = T.leak_retained(self.dir)
@@ -240,6 +246,44 @@ class Render(ReportTest):
             self.assertEqual(self.series_paths(dom, 0)['%s (GPU 0)' % memory], want, memory)
         self.assertEqual(len(dom.find('rect', 'band', 0)), 2)   # iterations 2 and 3 only
         self.assertEqual(len(dom.find('rect', 'bar', 0)), len(V.BATCHES))   # the other charts are not zoomed
+
+
+    def test_a_view_below_the_clocks_resolution_or_past_the_end_still_renders(self):
+        # the time axis' ticks never advanced where a step is below the
+        # doubles' spacing (times near 1e18 ns, a view a few ns wide): the
+        # page froze, then failed (a helper's probe)
+        t = T.Trace(os.path.join(self.dir, 'far.db'))
+        a = t.alloc(T.MiB, ['f', 'main'])
+        b = t.alloc(2 * T.MiB, ['g', 'main'])
+        t.free(a)
+        t.free(b)
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute('UPDATE events SET t_ns = ? + id * 64', (10 ** 18,))
+        con.execute('UPDATE processes SET end_ns = ?', (10 ** 18 + 1000,))
+        con.commit()
+        con.close()
+        self.report(db)
+        db, p = V.timeline(self.dir)
+        self.report(db, fragment='#t=100000000000000000,100000000000000016')
+        self.report(db, fragment='#t=1000,1003')
+
+
+    def test_many_iterations_are_drawn_in_bounded_bars_and_bands(self):
+        # a long job's iterations drew a rect and a tooltip each (200,000: a
+        # 40 s page): past 1,000 a bar stands for consecutive iterations at
+        # their highest peak, and bands too many to tell apart are left out
+        t = T.Trace(os.path.join(self.dir, 'long.db'))
+        for k in range(3000):
+            t.push('step %d' % k)
+            t.free(t.alloc((k % 7 + 1) * T.MiB, ['step', 'main']))
+            t.pop()
+        dom, data, _ = self.report(t.close())
+        bars = dom.find('rect', 'bar')
+        self.assertEqual(len(bars), 1000)
+        self.assertEqual(max(int(b.attrs['data-bytes']) for b in bars), 7 * T.MiB)
+        self.assertEqual(dom.find('rect', 'band'), [])
+        self.assertTrue(any('too many to draw apart' in e.text for e in dom.find('p')))
 
 
 class Layout(ReportTest):
