@@ -31,7 +31,8 @@ struct at_failure {
     int nb;                  /* 0: device unknown, no ledger */
     int64_t outside;         /* held outside the trace (NVML); -1 not measured */
     int64_t free;            /* -1 unknown (no total) */
-    int64_t outside_dt;      /* when NVML's sample for outside was taken, from the failure (< 0: before) */
+    int64_t outside_t;       /* when NVML's sample for outside was taken (the trace's time); -1 none */
+    int64_t outside_dt;      /* and from the failure (< 0: before) */
     int64_t short_by;        /* >= 0; -1 unknown (or, without NVML, no shortfall the trace shows) */
     int short_by_lower_bound;   /* without NVML: what is not measured could only add to it */
     long sites_to_free;      /* -1: none named */

@@ -79,6 +79,7 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
         return code;
     f->outside = u.bytes;
     f->outside_dt = u.bytes >= 0 ? u.t - at : 0;
+    f->outside_t = u.bytes >= 0 ? u.t : -1;
     int64_t held = 0;
     for (int k = 0; k < n; k++)
         held += f->b[k].bytes;
@@ -147,11 +148,8 @@ void gt_oom_json_ledger(struct gt_json *j, const struct at_failure *f)
     gt_json_kint_or_null(j, "short_by_bytes", f->short_by);
     gt_json_key(j, "short_by_is_lower_bound");
     gt_json_bool(j, f->short_by_lower_bound);
-    gt_json_key(j, "outside_sample_offset_ns");   /* NVML's sample taken, from the failure (< 0: before it) */
-    if (f->outside >= 0)
-        gt_json_int(j, f->outside_dt);
-    else
-        gt_json_null(j);
+    /* the trace's time of NVML's sample (no negative figure in a report: an offset before the failure would be) */
+    gt_json_kint_or_null(j, "outside_sampled_at_ns", f->outside >= 0 ? f->outside_t : -1);
     gt_json_kint_or_null(j, "pool_unused_bytes", f->pool_unused);
     gt_json_kint_or_null(j, "pool_split_bytes", f->pool_split);
     gt_json_kint_or_null(j, "pool_trim_bytes", f->pool_trim);

@@ -366,7 +366,7 @@ class OomTellsOnlyWhatTheTraceShows(T.AnalyzerTest):
         f = self.json('oom', db)['failures'][0]
         free = 16 * self.G - 4 * self.G - 6 * self.G - 300 * T.MiB
         self.assertEqual((f['free_bytes'], f['short_by_bytes']), (free, 8 * self.G - free))
-        self.assertLess(f['outside_sample_offset_ns'], 0)   # the sample before it
+        self.assertLess(f['outside_sampled_at_ns'], f['time_ns'])   # the sample before it
         self.assertNotIn('by the ledger it fitted', self.ok('oom', db).stdout)
 
     def test_without_nvml_no_fit_is_claimed_and_a_shortfall_is_a_lower_bound(self):
