@@ -67,7 +67,12 @@ static const char *shown(const char *path, const char *cwd)
 static void say_one(FILE *out, const struct trace_file *t, const char *cwd, int with_pid)
 {
     char a[GT_FMT_LEN], b[GT_FMT_LEN];
-    fprintf(out, "%s (", shown(t->path, cwd));
+    for (const char *c = shown(t->path, cwd); *c; c++)   /* one line: a control character in the name escaped */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\x%02x", (unsigned char)*c);
+        else
+            fputc(*c, out);
+    fputs(" (", out);
     if (with_pid)
         fprintf(out, "pid %d%s", t->pid, t->done ? ", " : "");
     if (with_pid && t->rank >= 0)
@@ -116,7 +121,16 @@ void gt_run_log_end(void)
         int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
         if (!open_rec && !wrote_rec)
             continue;
-        const char *path = field[nf - 1];
+        char *path = field[nf - 1];   /* \\, \t and \n escaped by the shim (runlog.c) */
+        char *o = path;
+        for (const char *c = path; *c; c++)
+            if (*c == '\\' && (c[1] == 't' || c[1] == 'n' || c[1] == '\\')) {
+                c++;
+                *o++ = *c == 't' ? '\t' : *c == 'n' ? '\n' : '\\';
+            } else {
+                *o++ = *c;
+            }
+        *o = 0;
         struct trace_file *e = find(t, n, path);
         if (!e) {
             if (n == cap) {

@@ -12,6 +12,23 @@
 #include "shim.h"
 
 static char abs_path[PATH_MAX]; /* this process's trace, as the launcher will name it */
+static char log_path[2 * PATH_MAX]; /* abs_path as the log's lines hold it: \\, \t and \n escaped */
+
+/* A tab or newline in the path would break the log's lines: escaped, as the
+ * launcher reads them back (run_log.c). */
+static void escape_path(void)
+{
+    char *o = log_path;
+    for (const char *c = abs_path; *c && o < log_path + sizeof log_path - 3; c++) {
+        if (*c == '\\' || *c == '\t' || *c == '\n') {
+            *o++ = '\\';
+            *o++ = *c == '\t' ? 't' : *c == '\n' ? 'n' : '\\';
+        } else {
+            *o++ = *c;
+        }
+    }
+    *o = 0;
+}
 static uint64_t started_ns;     /* when this process began (CLOCK_MONOTONIC, shared by all processes) */
 
 /* The launcher lists a parent before its children by this, not by pid:
@@ -43,11 +60,10 @@ void gt_runlog_opened(const char *path)
         return;
     if (!realpath(path, abs_path))
         snprintf(abs_path, sizeof abs_path, "%s", path);
-    if (strchr(abs_path, '\n') || strchr(abs_path, '\t'))
-        return;
-    char line[PATH_MAX + 64];
+    escape_path();
+    char line[sizeof log_path + 64];
     int n = snprintf(line, sizeof line, "open\t%d\t%ld\t%llu\t%s\n", (int)getpid(), gt_rank(),
-                     (unsigned long long)started_ns, abs_path);
+                     (unsigned long long)started_ns, log_path);
     if (n > 0 && (size_t)n < sizeof line)
         append(line, (size_t)n);
 }
@@ -56,11 +72,11 @@ void gt_runlog_opened(const char *path)
  * True when the launcher will say it; false: the caller says it itself. */
 bool gt_runlog_wrote(const struct gt_writer_summary *s)
 {
-    if (!*gt_config.run_log || !*abs_path || strchr(abs_path, '\n') || strchr(abs_path, '\t'))
+    if (!*gt_config.run_log || !*abs_path)
         return false;
-    char line[PATH_MAX + 128];
+    char line[sizeof log_path + 128];
     int n = snprintf(line, sizeof line, "wrote\t%d\t%llu\t%llu\t%llu\t%llu\t%s\n", (int)getpid(),
                      (unsigned long long)s->events, (unsigned long long)s->dropped,
-                     (unsigned long long)s->peak_device, (unsigned long long)s->peak_pool, abs_path);
+                     (unsigned long long)s->peak_device, (unsigned long long)s->peak_pool, log_path);
     return n > 0 && (size_t)n < sizeof line && append(line, (size_t)n);
 }

@@ -168,6 +168,17 @@ class ClosingLineTest(TraceTest):
                          ['gputrace run: no process of the command called CUDA: nothing was traced'])
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_a_trace_name_with_a_tab_or_newline_is_still_in_the_closing_line(self):
+        # the run log is lines of tab-separated fields: such a name was left
+        # out, and the line said no process had called CUDA
+        for name in ('a\tb.db', 'a\nb.db'):
+            p = self.launch(['-o', name, '--', prog('output')])
+            self.assertEqual(p.returncode, 3, p.stderr)
+            lines = self.gputrace_lines(p.stderr)
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn('gputrace run: wrote %s (20 events' % name.replace('\t', '\\x09').replace('\n', '\\x0a'),
+                          lines[0])
+
     def test_one_cuda_process_is_one_closing_line_with_its_figures(self):
         p = self.launch(['-o', 'out.db', '--', prog('output')])
         self.assertEqual(p.returncode, 3, p.stderr)
