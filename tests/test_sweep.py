@@ -824,6 +824,33 @@ class SweepTest(TraceTest):
         with open(os.path.join(d, 'bs1-run1.stdout')) as f:
             self.assertIn('printed', f.read())
 
+    def test_a_run_under_a_timeout_reads_the_terminal(self):
+        # with --run-timeout each run leads its own process group: it was never
+        # given the terminal, so a read from it stopped the run (SIGTTIN) until
+        # the timeout killed it
+        import fcntl
+        import pty
+        import termios
+        d = os.path.join(self.dir, 'tty')
+        master, slave = pty.openpty()
+
+        def own_terminal():
+            os.setsid()
+            fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+        cmd = ['/bin/sh', '-c', 'read x; echo "got $x"; "$@"', 'sh'] + self.train()
+        proc = subprocess.Popen([GPUTRACE, 'sweep', '--quiet', '--max-runs', '1', '--run-timeout', '20', '--dir', d,
+                                 '--'] + cmd, env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir,
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=own_terminal)
+        os.close(slave)
+        time.sleep(1)
+        os.write(master, b'hello\n')
+        out, err = proc.communicate(timeout=60)
+        os.close(master)
+        self.assertEqual(proc.returncode, 14, err)   # --max-runs 1: not proven, but run
+        with open(os.path.join(d, 'bs1-run1.stdout')) as f:
+            self.assertIn('got hello', f.read())
+
     def test_a_signal_sent_to_a_sweep_with_a_run_timeout_reaches_its_run(self):
         # with --run-timeout each run leads its own process group: a SIGTERM
         # sent to the sweep alone must stop the run too, not orphan it
