@@ -369,7 +369,8 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
     }
     for (size_t l = 0; l < nlv && !code; l++) {
         int d = lv[l].device;
-        if (d < 0 || d >= GT_HOST_SLOT || seen[d] || (lv[l].memory != GT_MEM_DEVICE && lv[l].memory != GT_MEM_POOL))
+        if (d < 0 || d >= GT_HOST_SLOT || seen[d] || (lv[l].memory != GT_MEM_DEVICE && lv[l].memory != GT_MEM_POOL) ||
+            (c->o->device != GT_ANY_DEVICE && d != c->o->device))
             continue;
         seen[d] = 1;
         struct gt_nvml_sample first = {0}, last = {0};

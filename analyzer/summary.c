@@ -114,6 +114,13 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     int64_t duration = gt_trace_end_ns(&c->t);
     struct gt_level *lv;
     size_t nlv = gt_levels(t, &c->p, &lv);
+    /* --memory and --device given choose the peaks shown, as they choose the leaks */
+    size_t kept = 0;
+    for (size_t i = 0; i < nlv; i++)
+        if ((!c->o->memory_set || (c->o->mem_mask & GT_MASK(lv[i].memory))) &&
+            (c->o->device == GT_ANY_DEVICE || lv[i].device == c->o->device))
+            lv[kept++] = lv[i];
+    nlv = kept;
     const struct gt_iterations *its;
     int code = gt_ctx_iterations(c, &its);
     struct gt_leaks l;

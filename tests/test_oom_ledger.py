@@ -469,3 +469,22 @@ class OomTellsOnlyWhatTheTraceShows(T.AnalyzerTest):
         db = t.close()
         self.assertEqual(self.json('summary', db)['events']['reallocated_while_live'], 1)
         self.assertIn('1 allocation at an address still live', self.ok('summary', db).stdout)
+
+
+class SummaryFilters(T.AnalyzerTest):
+    def test_memory_and_device_given_choose_the_peaks_and_ledger_summary_shows(self):
+        # they chose only the leaks line: the peaks and the ledger still showed every device and kind
+        t = T.Trace(os.path.join(self.dir, 'two.db'), device_total=16 * T.GiB)
+        t.alloc(100 * T.MiB, ['a', 'main'], device=0)
+        t.alloc(200 * T.MiB, ['b', 'main'], device=1)
+        t.alloc(50 * T.MiB, ['c', 'main'], api='cudaMallocAsync', device=1)
+        db = t.close()
+        every = self.json('summary', db)
+        self.assertEqual(sorted((p['memory'], p['device']) for p in every['peaks']),
+                         [('device', 0), ('device', 1), ('pool', 1)])
+        one = self.json('summary', '--device', '1', db)
+        self.assertEqual(sorted((p['memory'], p['device']) for p in one['peaks']), [('device', 1), ('pool', 1)])
+        self.assertEqual([l['device'] for l in one['ledger']], [1])
+        pool = self.json('summary', '--memory', 'pool', db)
+        self.assertEqual([(p['memory'], p['device'], p['peak_bytes']) for p in pool['peaks']], [('pool', 1, 50 * T.MiB)])
+        self.assertNotIn('memory on device 0', self.ok('summary', '--device', '1', db).stdout)
