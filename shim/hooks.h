@@ -28,6 +28,15 @@
  * arguments and rc, evaluated after the real call returned. SIZE is recorded
  * for failed calls too (what an OOM asked for): it must not read an output
  * argument the failed call never set (a pitch). */
+/* width x height (x depth) of a pitched request, saturated: a product past
+ * 2^64 wrapped to a small number (0 for 2^33 x 2^31), and an out-of-memory
+ * report then said 0 bytes were asked for */
+static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 #define GT_HOOK_ALLOC(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
     GT_EXPORT GT_HOOK_RESULT sym params \
     { \

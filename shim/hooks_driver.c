@@ -86,7 +86,7 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
 #define DRIVER_HOOKS(X) \
     X(ALLOC, cuMemAlloc_v2, cuMemAlloc_v2, (CUdeviceptr *p, size_t size), (p, size), p ? *p : 0, size, DEV, NOSTREAM) \
     X(FREE, cuMemFree_v2, cuMemFree_v2, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
-    X(ALLOC, cuMemAllocPitch_v2, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int elem), (p, pitch, width, height, elem), p ? *p : 0, (rc == GT_HOOK_OK && pitch ? *pitch : width) * height, DEV, NOSTREAM) \
+    X(ALLOC, cuMemAllocPitch_v2, cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int elem), (p, pitch, width, height, elem), p ? *p : 0, gt_size_mul(rc == GT_HOOK_OK && pitch ? *pitch : width, height), DEV, NOSTREAM) \
     X(ALLOC, cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, DEV, NOSTREAM) \
     X(ALLOC, cuMemAllocHost_v2, cuMemAllocHost_v2, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \

@@ -63,11 +63,25 @@ static bool is_ours(void *p)
     return dladdr(p, &a) && dladdr((void *)&gt_real_symbol, &b) && a.dli_fbase == b.dli_fbase;
 }
 
+/* Is file (a loaded object's name) the library hint names ("libcudart.so")?
+ * Its base name starts with the hint's stem ("libcudart") followed by '.' or
+ * '-': a wheel repaired by auditwheel carries the runtime renamed
+ * (torch/lib/libcudart-d0da41ae.so.11.0), loaded RTLD_LOCAL where RTLD_NEXT
+ * does not see it; every hooked call then failed with error 302. */
+static bool names_library(const char *file, const char *hint)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *so = strstr(hint, ".so");
+    size_t stem = so ? (size_t)(so - hint) : strlen(hint);
+    return !strncmp(base, hint, stem) && (base[stem] == '.' || base[stem] == '-');
+}
+
 static int collect(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     struct candidates *c = data;
-    if (info->dlpi_name && strstr(info->dlpi_name, c->hint) &&
+    if (info->dlpi_name && names_library(info->dlpi_name, c->hint) &&
         (size_t)snprintf(c->name[c->n], sizeof c->name[0], "%s", info->dlpi_name) < sizeof c->name[0])
         c->n++;
     return c->n == MAX_CANDIDATES;

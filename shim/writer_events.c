@@ -158,7 +158,9 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
 {
     const struct gt_call *c = &rec->call;
     *has_size = rec->flags & GT_CALL_HAS_SIZE;
-    *size = (int64_t)c->size;
+    /* a failed request past what int64 holds (cudaMalloc(SIZE_MAX)) is said
+     * as INT64_MAX, not as a negative size */
+    *size = c->size > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c->size;
     *device = c->device;
     if (c->result != 0 && ai)
         gt_window_failed(ai->memory, c->device);

@@ -35,6 +35,36 @@ class CaptureTest(TraceTest):
 
     @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
                                             'preloaded (the thread stage runs no Python program)')
+    def test_a_runtime_bundled_under_another_name_and_loaded_locally_is_called_and_traced(self):
+        # a wheel repaired by auditwheel bundles libcudart-<hash>.so, which its
+        # extension (loaded RTLD_LOCAL, as Python loads them) calls: the shim's
+        # export takes the call and RTLD_NEXT cannot see the runtime; every
+        # hooked call failed with error 302 (a helper's probe)
+        ext = os.path.join(BUILD, 'tests', 'progs', 'libbundled_ext.so')
+        plain = run([prog('local_loader'), ext], preload=False, env=base_env())
+        p, db = self.trace([prog('local_loader'), ext])
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout))
+        self.assertEqual(plain.returncode, 0, plain.stdout)
+        self.assertEqual(query(db, 'SELECT api, size, result FROM events_v ORDER BY id'),
+                         [('cudaMalloc', 4096, 0), ('cudaFree', 4096, 0), ('cudaMallocHost', 8192, 0),
+                          ('cudaFreeHost', 8192, 0)])
+
+    @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
+    def test_a_failed_request_past_64_bits_is_recorded_at_its_saturated_size(self):
+        # width x height wrapped (2^33 x 2^31 recorded 0 bytes) and SIZE_MAX was
+        # recorded as -1: an out-of-memory report then said 0 bytes were asked for
+        script = ('import ctypes\n'
+                  'rt = ctypes.CDLL("libcudart.so.13")\n'
+                  'p, pitch = ctypes.c_void_p(), ctypes.c_size_t()\n'
+                  'rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))\n'
+                  'print(rt.cudaMallocPitch(ctypes.byref(p), ctypes.byref(pitch), ctypes.c_size_t(1 << 33), '
+                  'ctypes.c_size_t(1 << 31)) != 0)\n'
+                  'print(rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(2 ** 64 - 1)) != 0)\n')
+        p, db = self.trace([sys.executable, '-c', script])
+        self.assertEqual((p.returncode, p.stdout), (0, 'True\nTrue\n'), p.stderr)
+        self.assertEqual(query(db, 'SELECT api, size FROM events_v WHERE result != 0 ORDER BY id'),
+                         [('cudaMallocPitch', 2 ** 63 - 1), ('cudaMalloc', 2 ** 63 - 1)])
+
     def test_an_allocation_records_the_device_current_on_its_thread(self):
         # the device is asked of CUDA after the call (cudaGetDevice, or the driver's current context):
         # device 0, then device 1 after cudaSetDevice(1), through the runtime and the driver alike
