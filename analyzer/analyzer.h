@@ -322,6 +322,7 @@ struct gt_oom_end {
                              * bytes in use (as last read; oom's pool_unused_bytes): that reserve; -1 */
     int64_t pool_split;     /* the pool's own request failed with at least as much unused in the pool
                              * (oom's pool_split_bytes): that unused; -1 */
+    int memory;             /* the failed request's memory kind (GT_MEM_HOST, GT_MEM_MANAGED: not a device's) */
 };
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */

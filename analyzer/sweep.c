@@ -255,11 +255,20 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
     }
     if (r->oom && measured == GT_EXIT_OK) {
         gt_sweep_plan_add(&s->plan, r->batch_size, 1, r->need_lb);
+        /* what NVML showed held outside the trace in this run counts as in a
+         * run that fit (memory a library takes only at large sizes: the model
+         * stepped down one failure at a time, 19 runs for 7) */
+        int lower = 0;
         if (r->unaccounted > s->unaccounted) {
             s->unaccounted = r->unaccounted;
-            if (gt_sweep_available(s) >= 0)
-                gt_sweep_plan_lower_available(&s->plan, gt_sweep_available(s));
+            lower = 1;
         }
+        if (r->untraced > s->untraced) {
+            s->untraced = r->untraced;
+            lower = 1;
+        }
+        if (lower && gt_sweep_available(s) >= 0)
+            gt_sweep_plan_lower_available(&s->plan, gt_sweep_available(s));
         return 0;
     }
     if (r->exit_status != 0) {
@@ -272,6 +281,8 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
         snprintf(s->why, sizeof s->why, "run %d (batch size %lld) %s, and %s; its last lines on stderr (%s):", r->number,
                  (long long)r->batch_size, how,
                  measured != GT_EXIT_OK ? "its trace cannot be read"
+                 : r->host_oom          ? "its trace ends on a failed pinned host (or managed) allocation, not the "
+                                          "device's memory"
                  : r->ntraces           ? "its trace does not end on an out-of-memory failure"
                                         : "wrote no trace",
                  r->stderr_path);

@@ -150,7 +150,13 @@ static int measure_trace(struct gt_sweep_run *r, const char *path, const struct 
         r->preallocated = preallocated(&c);
     }
     struct gt_oom_end end;
-    if (gt_oom_ended_program(&c, &end)) {
+    /* pinned host or managed memory running out is not the device's: the run
+     * failed for another reason (its host request, counted as the batch's
+     * device need, moved the search by terabytes) */
+    int ended = gt_oom_ended_program(&c, &end);
+    if (ended && (end.memory == GT_MEM_HOST || end.memory == GT_MEM_MANAGED))
+        r->host_oom = 1;
+    else if (ended) {
         r->oom = 1;
         if (end.pool_split > r->pool_split) {
             r->pool_split = end.pool_split;

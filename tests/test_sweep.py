@@ -879,6 +879,27 @@ class SweepTest(TraceTest):
             os.kill(pid, signal.SIGKILL)
             self.fail('the run (pid %d) outlived the sweep' % pid)
 
+    def test_a_run_that_runs_out_of_pinned_host_memory_is_not_a_device_out_of_memory(self):
+        # its 2^50-byte host request was taken as the batch's device need, and
+        # moved the search by terabytes (a helper's probe)
+        p, doc, d = self.sweep_json([], self.train('--host-oom-above', 200))
+        self.assertEqual((p.returncode, doc['stopped']), (12, 'failed'), p.stderr)
+        self.assertFalse(any(r['oom'] for r in doc['runs']))
+        self.assertIn('pinned host', doc['stopped_why'])
+
+    def test_memory_held_outside_the_trace_in_a_failed_run_moves_the_model(self):
+        # above 200 the stand-in's driver holds 50,000,000 B no traced call made:
+        # NVML's reading in the first failed run says so (the model stepped
+        # down one failure at a time: 19 runs, for 7)
+        env = {'LD_LIBRARY_PATH': gtlib.WITH_NVML}
+        d = os.path.join(self.dir, 'untraced')
+        p = run([GPUTRACE, 'sweep', '--json', '--quiet', '--dir', d, '--'] + self.train('--untraced-above', '200:50000000'),
+                preload=False, env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, **env), cwd=self.dir)
+        doc = json.loads(p.stdout)
+        truth = (DEVICE - 50000000 - 64 * MIB) // (3 * MIB)
+        self.assertEqual((p.returncode, doc['max_batch_size'], doc['verified']), (0, truth, True), p.stderr)
+        self.assertLessEqual(doc['runs_used'], 8)
+
     def test_command_that_ignores_the_batch_size_stops_the_sweep(self):
         # after 1, 2, 4 and three sizes each 16 times larger: 64, 1024, 16384
         p, doc, d = self.sweep_json([], [prog('sweep_train'), '--batch-size', '5'])

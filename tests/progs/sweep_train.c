@@ -79,6 +79,9 @@
  *   --workspace-above N:B: above batch size N each step also takes a B-byte
  *     workspace after its forward, freed at once, as a library choosing
  *     another algorithm for a larger batch does: memory jumps by B there
+ *   --host-oom-above N: above batch size N a step's pinned host buffer
+ *     (cudaMallocHost of 2^50 bytes) fails, and the program ends on it as
+ *     on an out-of-memory error (exit 1): the host's memory, not the device's
  *   --untraced-above N:B: above batch size N the stand-in driver takes B
  *     bytes at the start that no traced call made (another process, or a
  *     library's memory the trace does not see)
@@ -234,6 +237,7 @@ int main(int argc, char **argv)
     size_t per_sample = (size_t)arg_ll(argc, argv, "--per-sample", 3 << 20);
     long long knee = arg_ll(argc, argv, "--knee", 0);
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
+    long long host_oom_above = arg_ll(argc, argv, "--host-oom-above", 0);
     long long oom_at = arg_ll(argc, argv, "--oom-at", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     long long prealloc_vmm = arg_ll(argc, argv, "--prealloc-vmm", 0);
@@ -381,6 +385,13 @@ int main(int argc, char **argv)
             }
             if (crash_above && bs > crash_above)
                 abort();
+            if (host_oom_above && bs > host_oom_above) {
+                void *pinned;
+                if (cudaMallocHost(&pinned, (size_t)1 << 50) != cudaSuccess) {
+                    fprintf(stderr, "RuntimeError: out of pinned host memory\n");
+                    return 1;
+                }
+            }
             if (oom_at && bs == oom_at)
                 release(tensor(free_bytes() + ((size_t)1 << 20)), 0);   /* (exits: the device cannot hold it) */
             grads = tensor(fixed / 4);       /* backward */
