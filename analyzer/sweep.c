@@ -295,6 +295,23 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
                  r->number, (long long)r->batch_size, r->stderr_path);
         return -1;
     }
+    /* past phase 1 with nothing failed yet: a run at least twice as large
+     * as one that fit, its peak no higher, says the memory stopped following
+     * the batch size (a data set that clamps it, a program that catches its
+     * out-of-memory error and exits 0): doubling on proves nothing (it ran
+     * to 20,971,520 and called that the answer) */
+    if (s->modelled && s->plan.hi == GT_SWEEP_NONE && r->peak >= 0)
+        for (size_t k = 0; k < s->plan.n; k++) {
+            const struct gt_sweep_point *q = &s->plan.pts[k];
+            if (!q->oom && q->peak >= r->peak && q->batch_size > 0 && r->batch_size >= 2 * q->batch_size) {
+                s->stopped = "batch-size-ignored";
+                snprintf(s->why, sizeof s->why, "the peak at batch size %lld (%s) is no higher than at %lld: the "
+                         "command's memory stopped following the batch size (does it cap it, or catch its out-of-"
+                         "memory error and go on?); its last lines on stderr (%s):", (long long)r->batch_size,
+                         gt_fmt_bytes(r->peak, (char[GT_FMT_LEN]){0}), (long long)q->batch_size, r->stderr_path);
+                return -1;
+            }
+        }
     if (r->outside > s->outside)
         s->outside = r->outside;
     if (r->untraced > s->untraced)
@@ -390,6 +407,7 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
         fprintf(stderr, "gputrace sweep: stopped: %s\n", s.why);
         const struct gt_sweep_run *r = s.nruns ? &s.runs[s.nruns - 1] : NULL;
         if (r && ((!strcmp(s.stopped, "failed") && r->exit_status) || !strcmp(s.stopped, "no-trace") ||
+                  (!strcmp(s.stopped, "batch-size-ignored") && strstr(s.why, "last lines")) ||
                   !strcmp(s.stopped, "run-timeout")))
             gt_sweep_print_tail(stderr, r->stderr_path, TAIL_LINES);
     }

@@ -900,6 +900,14 @@ class SweepTest(TraceTest):
         self.assertEqual((p.returncode, doc['max_batch_size'], doc['verified']), (0, truth, True), p.stderr)
         self.assertLessEqual(doc['runs_used'], 8)
 
+    def test_memory_that_stops_following_the_batch_size_past_phase_1_stops_the_sweep(self):
+        # above 200 the command takes 200's memory: past the model it doubled
+        # on to 20,971,520 and called that the answer (a helper's probe)
+        p, doc, d = self.sweep_json([], self.train('--clamp-above', 200))
+        self.assertEqual((p.returncode, doc['stopped']), (12, 'batch-size-ignored'), p.stderr)
+        self.assertLessEqual(doc['runs_used'], 6)
+        self.assertIn('stopped following the batch size', doc['stopped_why'])
+
     def test_command_that_ignores_the_batch_size_stops_the_sweep(self):
         # after 1, 2, 4 and three sizes each 16 times larger: 64, 1024, 16384
         p, doc, d = self.sweep_json([], [prog('sweep_train'), '--batch-size', '5'])

@@ -79,6 +79,8 @@
  *   --workspace-above N:B: above batch size N each step also takes a B-byte
  *     workspace after its forward, freed at once, as a library choosing
  *     another algorithm for a larger batch does: memory jumps by B there
+ *   --clamp-above N: batch sizes above N take N's memory (a data set that
+ *     caps the batch, a program that uses less than it is given)
  *   --host-oom-above N: above batch size N a step's pinned host buffer
  *     (cudaMallocHost of 2^50 bytes) fails, and the program ends on it as
  *     on an out-of-memory error (exit 1): the host's memory, not the device's
@@ -238,6 +240,7 @@ int main(int argc, char **argv)
     long long knee = arg_ll(argc, argv, "--knee", 0);
     long long fail_above = arg_ll(argc, argv, "--fail-above", 0), crash_above = arg_ll(argc, argv, "--crash-above", 0);
     long long host_oom_above = arg_ll(argc, argv, "--host-oom-above", 0);
+    long long clamp_above = arg_ll(argc, argv, "--clamp-above", 0);
     long long oom_at = arg_ll(argc, argv, "--oom-at", 0);
     long long prealloc = arg_ll(argc, argv, "--prealloc", 0);
     long long prealloc_vmm = arg_ll(argc, argv, "--prealloc-vmm", 0);
@@ -338,7 +341,7 @@ int main(int argc, char **argv)
             bs = strtoll(list, &end, 10);
             list = *end == ',' ? end + 1 : NULL;
         }
-        size_t half = (size_t)bs * (per_sample / 2);
+        size_t half = (size_t)(clamp_above && bs > clamp_above ? clamp_above : bs) * (per_sample / 2);
         refuse_all = refuse_above && bs > refuse_above;   /* (the model is on the device by now) */
         for (long long step = 0; step < steps; step++, index++) {
             if (!unmarked)
