@@ -92,6 +92,17 @@ static char base[4096]; /* the expanded pattern: the name the trace will get */
  * without renameat2's RENAME_NOREPLACE gets link + unlink, just as safe. */
 static int place(const char *tmp, const char *path)
 {
+    /* a name with SQLite's side files beside it is taken too: a run killed
+     * there left NAME-wal, which SQLite would read into this trace (the new
+     * run lost, the old one shown), and the side files are not ours to touch */
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
+        char side[sizeof base + 16];
+        struct stat st;
+        snprintf(side, sizeof side, "%s%s", path, sides[k]);
+        if (lstat(side, &st) == 0)
+            return -EEXIST;
+    }
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
         return 0;
     if (errno != EINVAL && errno != ENOSYS)

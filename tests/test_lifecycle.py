@@ -3,6 +3,7 @@ get a trace only if they use CUDA; processes without CUDA leave nothing; a bad
 output path costs one stderr line and nothing else; the program's output and
 exit code never change."""
 import os
+import re
 import subprocess
 
 from gtlib import SANITIZER, SHIM, TraceTest, base_env, prog, query, run
@@ -201,6 +202,25 @@ class OutputTest(TraceTest):
         self.assertEqual(len(others), 1, others)
         self.assertRegex(others[0], r'^trace\.\d+\.db$')
         self.assertEqual(query(os.path.join(self.dir, others[0]), 'SELECT count(*) FROM events'), [(20,)])
+
+    def test_a_name_with_a_side_file_left_beside_it_is_taken(self):
+        # a run killed at trace.db left trace.db-wal; the user removed trace.db
+        # alone: SQLite read that WAL into the new trace (the new run lost, the
+        # old shown) and the side file was not the shim's to touch
+        for side in ('-wal', '-shm', '-journal'):
+            left = os.path.join(self.dir, 'trace.db' + side)
+            with open(left, 'w') as f:
+                f.write('left by another run')
+            p, _ = self.trace([prog('output')])
+            self.assertEqual(p.returncode, 3, p.stderr)
+            with open(left) as f:
+                self.assertEqual(f.read(), 'left by another run', side)
+            self.assertFalse(os.path.exists(os.path.join(self.dir, 'trace.db')), side)
+            others = [f for f in os.listdir(self.dir) if re.match(r'^trace\.\d+\.db$', f)]
+            self.assertEqual(len(others), 1, os.listdir(self.dir))
+            self.assertEqual(query(os.path.join(self.dir, others[0]), 'SELECT count(*) FROM events'), [(20,)])
+            for f in os.listdir(self.dir):
+                os.unlink(os.path.join(self.dir, f))
 
     def test_pattern_expands_pid_host_and_rank(self):
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'r%r-%h-%p.db'), GPUTRACE_QUIET=1, RANK=3)
