@@ -83,6 +83,7 @@ __attribute__((constructor)) static void gt_load(void)
     gt_stderr_remember();
     gt_runlog_process_started();
     gt_config_load();
+    gt_output_remember_dir();
     /* sigaction and signal pass straight through in a process without a
      * trace: found now, not at a first call that may come inside a signal
      * handler, where dlsym (the loader's lock, malloc) is not safe */

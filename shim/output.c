@@ -87,6 +87,18 @@ static int try_create(const char *path)
 }
 
 static char base[4096]; /* the expanded pattern: the name the trace will get */
+static char start_dir[4096]; /* where the process started: a relative pattern's directory */
+
+/* At load: a relative GPUTRACE_OUTPUT (the default, gputrace-%p.db) is taken
+ * from where the process started, as `gputrace run -o` takes it. Read later,
+ * on the writer thread, it followed a program's chdir made right after its
+ * first CUDA call, or failed half way through (the temporary file in one
+ * directory, its name in another). */
+void gt_output_remember_dir(void)
+{
+    if (gt_config.output_pattern[0] != '/' && !getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = 0;
+}
 
 /* Moves tmp to path unless something is there (then -EEXIST); a file system
  * without renameat2's RENAME_NOREPLACE gets link + unlink, just as safe. */
@@ -117,7 +129,12 @@ static int place(const char *tmp, const char *path)
  * name in tmp_out, else -errno with a readable reason in err. */
 int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
 {
-    expand(gt_config.output_pattern, base, sizeof base);
+    size_t d = 0;
+    if (gt_config.output_pattern[0] != '/' && start_dir[0])
+        d = (size_t)snprintf(base, sizeof base, "%s/", strcmp(start_dir, "/") ? start_dir : "");
+    if (d >= sizeof base)
+        d = 0;
+    expand(gt_config.output_pattern, base + d, sizeof base - d);
     size_t n = strlen(base);
     struct stat st;
     if (n && (base[n - 1] == '/' || (stat(base, &st) == 0 && S_ISDIR(st.st_mode)))) {

@@ -514,6 +514,7 @@ __sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
 void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
 
 /* output.c: created as NAME.creating-PID, named once its schema is committed */
+void gt_output_remember_dir(void);   /* at load: where a relative GPUTRACE_OUTPUT lives */
 int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap);
 int gt_output_publish(const char *tmp, char *path_out, size_t cap, char *err, size_t errcap);
 bool gt_output_discard(const char *tmp); /* could not be initialised: removed if still ours */

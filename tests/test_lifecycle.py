@@ -5,6 +5,8 @@ exit code never change."""
 import os
 import re
 import subprocess
+import sys
+import unittest
 
 from gtlib import SANITIZER, SHIM, TraceTest, base_env, prog, query, run
 
@@ -202,6 +204,27 @@ class OutputTest(TraceTest):
         self.assertEqual(len(others), 1, others)
         self.assertRegex(others[0], r'^trace\.\d+\.db$')
         self.assertEqual(query(os.path.join(self.dir, others[0]), 'SELECT count(*) FROM events'), [(20,)])
+
+    @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
+    def test_a_relative_output_is_where_the_process_started_whatever_it_moves_to(self):
+        # the writer thread resolved it later, in whatever directory the program
+        # had moved to right after its first CUDA call (a race: the trace there,
+        # or lost half way through)
+        os.mkdir(os.path.join(self.dir, 'moved'))
+        script = ('import ctypes, os\n'
+                  'rt = ctypes.CDLL("libcudart.so.13")\n'
+                  'p = ctypes.c_void_p()\n'
+                  'rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096))\n'
+                  'os.chdir("moved")\n'
+                  'for _ in range(50):\n'
+                  '    rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096))\n')
+        for _ in range(3):
+            p = run([sys.executable, '-c', script], env=base_env(GPUTRACE_OUTPUT='rel.db', GPUTRACE_QUIET=1),
+                    cwd=self.dir)
+            self.assertEqual((p.returncode, p.stderr), (0, ''))
+            self.assertEqual(query(os.path.join(self.dir, 'rel.db'), 'SELECT count(*) FROM events'), [(51,)])
+            self.assertEqual(os.listdir(os.path.join(self.dir, 'moved')), [])
+            os.unlink(os.path.join(self.dir, 'rel.db'))
 
     def test_a_name_with_a_side_file_left_beside_it_is_taken(self):
         # a run killed at trace.db left trace.db-wal; the user removed trace.db
