@@ -58,7 +58,12 @@ bool gt_queue_init(uint32_t capacity)
         return false;
     slots = mem;
     mask = capacity - 1;
-    for (uint64_t i = 0; i < capacity; i++)   /* no position's "published" (pos + 1); pages touched now */
+    /* no position's "published" (pos + 1): the mapping is zero already; the
+     * stores touch its pages now rather than on the hot path, but at most
+     * 64 MiB of them (GPUTRACE_QUEUE_EVENTS at its largest made 1 GiB
+     * resident at the first CUDA call) */
+    uint64_t touched = ((uint64_t)64 << 20) / sizeof(struct gt_slot);
+    for (uint64_t i = 0; i < capacity && i < touched; i++)
         atomic_store_explicit(&slots[i].seq, 0, memory_order_relaxed);
     atomic_store(&head, 0);
     atomic_store(&tail, 0);

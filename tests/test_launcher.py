@@ -284,3 +284,16 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(self.gputrace_lines(p.stderr), [])
         p = self.launch(['--', prog('output')], GPUTRACE_QUIET=1)
         self.assertEqual(self.gputrace_lines(p.stderr), [])
+
+
+class RunLogTest(TraceTest):
+    def test_a_run_log_that_is_a_fifo_delays_nothing(self):
+        # the writer opened it blocking: the program's exit waited the 30 s the
+        # writer is given (a helper's probe)
+        fifo = os.path.join(self.dir, 'log')
+        os.mkfifo(fifo)
+        t0 = time.monotonic()
+        p, db = self.trace([prog('output')], env_extra={'GPUTRACE_RUN_LOG': fifo})
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
