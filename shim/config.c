@@ -3,6 +3,7 @@
  * README's Configuration table lists the same variables with the same
  * defaults (tests/test_config.py checks). Depends on libc only. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,16 @@ void gt_config_warn(void)
     if (*warnings && (!gt_stderr_ok || gt_stderr_ok()))
         fputs(warnings, stderr);
     warnings[0] = 0;
+}
+
+/* A disabled shim starts no trace, and so said nothing: a mistyped
+ * GPUTRACE_DISABLE (read as on) turned tracing off in silence. Its first
+ * CUDA call says the warnings, once. */
+void gt_config_warn_once(void)
+{
+    static _Atomic int said;
+    if (!atomic_load_explicit(&said, memory_order_relaxed) && !atomic_exchange(&said, 1))
+        gt_config_warn();
 }
 
 /* A flag: on for 1, true, yes, on; off for unset, empty, 0, false, no, off

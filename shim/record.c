@@ -15,8 +15,11 @@ bool gt_hook_enter(void)
     if (gt_in_shim)
         return false;
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
-    if (GT_UNLIKELY(st != GT_ACTIVE) && ((st != GT_UNINIT && st != GT_STARTING) || gt_config.disabled))
-        return false; /* stopped or failed: pass through */
+    if (GT_UNLIKELY(st != GT_ACTIVE) && ((st != GT_UNINIT && st != GT_STARTING) || gt_config.disabled)) {
+        if (gt_config.disabled)
+            gt_config_warn_once(); /* GPUTRACE_DISABLE=fasle: its warning, by a process that calls CUDA */
+        return false; /* stopped, failed or disabled: pass through */
+    }
     gt_in_shim = 1;
     return true;
 }
