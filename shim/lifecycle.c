@@ -269,7 +269,13 @@ static void stop(const char *reason, bool may_resume)
     gt_cost_note(gt_writer_cpu_s());
     gt_unwind_memo_note();
     struct gt_writer_summary s;
+    s.path[0] = 0;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
+    /* writing failed mid-run (a full disk): its first line said so; the last
+     * says what it cost, since the drops table could not take it either */
+    if (!ok && s.path[0] && s.write_failed && gt_stderr_ok())
+        gt_eprintf("gputrace: trace %s is incomplete: at least %llu events were not written after writing it "
+                   "failed (the line above said why)\n", s.path, (unsigned long long)s.dropped);
     /* under `gputrace run` the launcher says it, in one line for every process */
     if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];

@@ -571,6 +571,7 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
     if (out) {
         snprintf(out->path, sizeof out->path, "%s", W.path);
         gt_events_summary(&out->events, &out->dropped, &out->peak_device, &out->peak_pool);
+        out->write_failed = gt_db_failed();
     }
     return !gt_db_failed();
 }

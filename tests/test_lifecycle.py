@@ -93,6 +93,28 @@ class ExitPathTest(TraceTest):
         self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('exit',)])
 
 
+class WriteFailureTest(TraceTest):
+    def test_a_write_that_fails_mid_run_costs_two_lines_saying_what_was_lost(self):
+        # a full disk (here the file-size limit): the first line said "further
+        # events are counted as dropped", but the drops table could not take
+        # them either and nothing more was said (a helper's probe)
+        import resource
+
+        def small_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300000, 300000))
+        db = os.path.join(self.dir, 'full.db')
+        p = subprocess.run([prog('exit_modes'), 'return', '100000'], capture_output=True, text=True, timeout=120,
+                           env=dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM),
+                           cwd=self.dir, preexec_fn=small_files)
+        self.assertEqual((p.returncode, p.stdout), (7, 'allocated 100000\n'), p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 2, p.stderr)
+        self.assertIn('writing trace %s failed' % db, lines[0])
+        m = re.search(r'is incomplete: at least (\d+) events were not written', lines[1])
+        self.assertTrue(m, lines[1])
+        self.assertGreater(int(m.group(1)), 0)
+
+
 class ForkTest(TraceTest):
     def test_fork_child_without_cuda_leaves_no_file(self):
         p, db = self.trace([prog('fork_child'), 'quiet'])
