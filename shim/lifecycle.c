@@ -276,6 +276,12 @@ static void stop(const char *reason, bool may_resume)
     if (!ok && s.path[0] && s.write_failed && gt_stderr_ok())
         gt_eprintf("gputrace: trace %s is incomplete: at least %llu events were not written after writing it "
                    "failed (the line above said why)\n", s.path, (unsigned long long)s.dropped);
+    if (ok && s.replaced) {   /* deleted, or its directory removed, or another file moved there: not "wrote" */
+        if (gt_stderr_ok())
+            gt_eprintf("gputrace: trace %s was removed or replaced while it was written: what it held is lost\n",
+                       s.path);
+        return;
+    }
     /* under `gputrace run` the launcher says it, in one line for every process */
     if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];

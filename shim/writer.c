@@ -59,6 +59,8 @@ static struct {
     pid_t tid;                 /* the writer thread's */
     sigset_t program_mask;     /* the starting thread's signal mask: the writer's when it ends the process */
     atomic_bool in_tick, fork_pending; /* see tick() */
+    dev_t dev;                 /* the trace file as opened: one removed or replaced at its name */
+    ino_t ino;                 /* while written was said "wrote" (gt_writer_stop) */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The one line for a trace file that could not be initialised: SQLite's
@@ -151,6 +153,12 @@ static bool open_db_lifted(bool create)
         return false;
     if (!gt_db_open(W.path))
         return false;
+    struct stat st;
+    W.dev = W.ino = 0;
+    if (stat(W.path, &st) == 0) {
+        W.dev = st.st_dev;
+        W.ino = st.st_ino;
+    }
     gt_db_initialising(true);
     gt_thread_untraced();
     if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
@@ -572,6 +580,8 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
         snprintf(out->path, sizeof out->path, "%s", W.path);
         gt_events_summary(&out->events, &out->dropped, &out->peak_device, &out->peak_pool);
         out->write_failed = gt_db_failed();
+        struct stat st;   /* removed, or another file put at its name, while written */
+        out->replaced = W.ino && (stat(W.path, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino);
     }
     return !gt_db_failed();
 }

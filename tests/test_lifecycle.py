@@ -115,6 +115,28 @@ class WriteFailureTest(TraceTest):
         self.assertGreater(int(m.group(1)), 0)
 
 
+class TraceRemovedTest(TraceTest):
+    @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
+    def test_a_trace_removed_while_written_is_not_said_to_be_written(self):
+        # its directory recreated, the file deleted or another moved onto its
+        # name: the shim said "wrote" over a file that was not there
+        db = os.path.join(self.dir, 'gone.db')
+        script = ('import ctypes, os, sys, time\n'
+                  'rt = ctypes.CDLL("libcudart.so.13")\n'
+                  'p = ctypes.c_void_p()\n'
+                  'rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096))\n'
+                  'for _ in range(200):\n'
+                  '    if os.path.exists(sys.argv[1]): break\n'
+                  '    time.sleep(0.01)\n'
+                  'os.unlink(sys.argv[1])\n'
+                  'rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096))\n')
+        p = run([sys.executable, '-c', script, db], env=base_env(GPUTRACE_OUTPUT=db), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('wrote', p.stderr)
+        self.assertIn('was removed or replaced while it was written', p.stderr)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+
+
 class ForkTest(TraceTest):
     def test_fork_child_without_cuda_leaves_no_file(self):
         p, db = self.trace([prog('fork_child'), 'quiet'])
