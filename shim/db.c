@@ -29,6 +29,7 @@ static struct {
     sqlite3_stmt *st[GT_ST_COUNT];
     bool failed;
     bool initialising; /* a failure is the writer's one "cannot initialise" line, not ours */
+    bool said_incomplete; /* fail()'s line said the trace is incomplete: nothing more to say at exit */
 } D;
 
 /* The failure policy's one line. */
@@ -39,6 +40,7 @@ static void fail(const char *what)
     D.failed = true;
     if (D.initialising)
         return;
+    D.said_incomplete = gt_vfs_file_swapped() || gt_vfs_file_lost();
     if (gt_vfs_file_swapped())
         gt_eprintf("gputrace: a file beside trace %s (its -wal or -journal) is a link or was replaced; nothing "
                         "was written to it, tracing stopped, the program continues\n", D.path);
@@ -207,6 +209,11 @@ void gt_db_forget(void)
     memset(&D, 0, sizeof D);
 }
 
+bool gt_db_write_failed(void)
+{
+    return D.failed && !D.said_incomplete;
+}
+
 bool gt_db_failed(void)
 {
     return D.failed;
@@ -214,7 +221,7 @@ bool gt_db_failed(void)
 
 void gt_db_clear_failure(void)
 {
-    D.failed = false;
+    D.failed = D.said_incomplete = false;
 }
 
 const char *gt_db_errmsg(void)

@@ -132,6 +132,7 @@ void gt_db_give_up(const char *why);   /* stop writing: one stderr line, the res
 void gt_db_close(bool finished);     /* finalize, (rollback journal again,) close */
 void gt_db_forget(void);             /* fork child: the parent's connection is abandoned, never closed */
 bool gt_db_failed(void);             /* a write failed since the file was opened */
+bool gt_db_write_failed(void);       /* ...and its line did not say the trace is incomplete (a full disk) */
 void gt_db_clear_failure(void);      /* the file could not be initialised: tracing is off anyway */
 void gt_db_initialising(bool on);    /* failures meanwhile are said by the writer, once */
 const char *gt_db_errmsg(void);

@@ -579,7 +579,7 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
     if (out) {
         snprintf(out->path, sizeof out->path, "%s", W.path);
         gt_events_summary(&out->events, &out->dropped, &out->peak_device, &out->peak_pool);
-        out->write_failed = gt_db_failed();
+        out->write_failed = gt_db_write_failed();
         struct stat st;   /* removed, or another file put at its name, while written */
         out->replaced = W.ino && (stat(W.path, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino);
     }
