@@ -33,8 +33,6 @@ class CaptureTest(TraceTest):
                 self.assertIsNone(strm, api)
         self.assertIntegrity(db)
 
-    @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
-                                            'preloaded (the thread stage runs no Python program)')
     def test_a_runtime_bundled_under_another_name_and_loaded_locally_is_called_and_traced(self):
         # a wheel repaired by auditwheel bundles libcudart-<hash>.so, which its
         # extension (loaded RTLD_LOCAL, as Python loads them) calls: the shim's
@@ -65,6 +63,8 @@ class CaptureTest(TraceTest):
         self.assertEqual(query(db, 'SELECT api, size FROM events_v WHERE result != 0 ORDER BY id'),
                          [('cudaMallocPitch', 2 ** 63 - 1), ('cudaMalloc', 2 ** 63 - 1)])
 
+    @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
+                                            'preloaded (the thread stage runs no Python program)')
     def test_an_allocation_records_the_device_current_on_its_thread(self):
         # the device is asked of CUDA after the call (cudaGetDevice, or the driver's current context):
         # device 0, then device 1 after cudaSetDevice(1), through the runtime and the driver alike
