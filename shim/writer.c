@@ -116,6 +116,17 @@ static bool create_file(void)
     }
     gt_db_close(false);
     gt_db_initialising(false);
+    /* the close checkpoints the schema into the file and removes its -wal;
+     * a -wal left holding data (the disk filled) means the file alone is no
+     * trace: published without it, a truncated file sat at the final name */
+    struct stat wal;
+    char wal_path[sizeof tmp + 8];
+    snprintf(wal_path, sizeof wal_path, "%s-wal", tmp);
+    if (lstat(wal_path, &wal) == 0 && wal.st_size > 0) {
+        gt_eprintf("gputrace: cannot initialise trace file %s: its schema could not be written into it (is the disk "
+                   "full?); tracing is off (the file holds no events), the program continues\n", tmp);
+        return false;
+    }
     if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
         gt_eprintf("gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
                         "program continues\n", err, tmp);

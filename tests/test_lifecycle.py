@@ -115,6 +115,25 @@ class WriteFailureTest(TraceTest):
         self.assertGreater(int(m.group(1)), 0)
 
 
+    def test_a_disk_that_fills_while_the_trace_is_created_leaves_no_file_at_its_name(self):
+        # the schema's checkpoint failed at the close: the file was published
+        # without its -wal, a truncated "trace" at the final name (a helper's
+        # probe, on a 200 KiB tmpfs; mounting one needs root)
+        mnt = os.path.join(self.dir, 'small')
+        os.mkdir(mnt)
+        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=200k', 'tmpfs', mnt], capture_output=True).returncode:
+            self.skipTest('mounting a small tmpfs needs root')
+        try:
+            db = os.path.join(mnt, 't.db')
+            p = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=db), cwd=self.dir)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertFalse(os.path.exists(db), os.listdir(mnt))
+            self.assertIn('cannot initialise trace file', p.stderr)
+            self.assertEqual(len([l for l in p.stderr.splitlines() if l.startswith('gputrace')]), 1, p.stderr)
+        finally:
+            subprocess.run(['umount', mnt], capture_output=True)
+
+
 class TraceRemovedTest(TraceTest):
     @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
     def test_a_trace_removed_while_written_is_not_said_to_be_written(self):
