@@ -102,6 +102,30 @@ static int in_window(const struct exporter *x, int64_t t)
     return t >= x->from && t <= x->to;
 }
 
+/* tid's track of open slices; NULL when it has none and create is 0. */
+static struct track *track_of(struct exporter *x, int64_t tid, int create)
+{
+    for (size_t i = 0; i < x->ntracks; i++)
+        if (x->tracks[i].tid == tid)
+            return &x->tracks[i];
+    if (!create)
+        return NULL;
+    x->tracks = gt_xrealloc(x->tracks, (x->ntracks + 1) * sizeof *x->tracks);
+    struct track *k = &x->tracks[x->ntracks++];
+    memset(k, 0, sizeof *k);
+    k->tid = tid;
+    return k;
+}
+
+/* How many of k's slices are still open at time s (the others ended by then). */
+static size_t open_at(const struct track *k, int64_t s)
+{
+    size_t n = k->n;
+    while (n && k->ends[n - 1] <= s)
+        n--;
+    return n;
+}
+
 /* Clips [*s, *e] to the window and to the slices still open on tid, so that
  * slices nest as the format requires. Returns 0 if nothing is left. */
 static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
@@ -112,18 +136,8 @@ static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
         return 0;
     *s = *s < x->from ? x->from : *s;
     *e = *e > x->to ? x->to : *e;
-    struct track *k = NULL;
-    for (size_t i = 0; i < x->ntracks && !k; i++)
-        if (x->tracks[i].tid == tid)
-            k = &x->tracks[i];
-    if (!k) {
-        x->tracks = gt_xrealloc(x->tracks, (x->ntracks + 1) * sizeof *x->tracks);
-        k = &x->tracks[x->ntracks++];
-        memset(k, 0, sizeof *k);
-        k->tid = tid;
-    }
-    while (k->n && k->ends[k->n - 1] <= *s)
-        k->n--;
+    struct track *k = track_of(x, tid, 1);
+    k->n = open_at(k, *s);
     if (k->n && *e > k->ends[k->n - 1])
         *e = k->ends[k->n - 1];
     if (k->n == k->cap) {
@@ -139,15 +153,9 @@ static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
  * range ends inside would be cut to it (its length lost). */
 static int nests(struct exporter *x, int64_t tid, int64_t s, int64_t e)
 {
-    for (size_t i = 0; i < x->ntracks; i++)
-        if (x->tracks[i].tid == tid) {
-            const struct track *k = &x->tracks[i];
-            size_t n = k->n;
-            while (n && k->ends[n - 1] <= s)
-                n--;
-            return !n || e <= k->ends[n - 1];
-        }
-    return 1;
+    const struct track *k = track_of(x, tid, 0);
+    size_t n = k ? open_at(k, s) : 0;
+    return !n || e <= k->ends[n - 1];
 }
 
 /* A complete slice; returns 0 if it fell outside the window. The caller

@@ -23,6 +23,13 @@ void gt_nvml_split(const struct gt_nvml_sample *s, int64_t *others, int64_t *no_
         *no_ones = rest - *others;
 }
 
+/* The sample at the row r stands on (GT_ROWS_SAMPLES' columns). */
+static struct gt_nvml_sample sample_row(struct gt_rows *r)
+{
+    return (struct gt_nvml_sample){gt_rows_int(r, 0, 0), gt_rows_int(r, 2, 0), gt_rows_int(r, 3, -1),
+                                   gt_rows_int(r, 4, -1), gt_rows_int(r, 5, -1), gt_rows_int(r, 6, -1)};
+}
+
 /* When device d's first traced call was made; INT64_MAX if none. */
 static int64_t first_call_on(const struct gt_trace *t, int d)
 {
@@ -48,8 +55,7 @@ int gt_ledger_samples(struct gt_trace *t, int d, struct gt_nvml_sample *first, s
     while (!*code && (more = gt_rows_next(&r)) > 0) {
         if (gt_rows_int(&r, 1, -1) != d)
             continue;
-        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
-                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
+        struct gt_nvml_sample s = sample_row(&r);
         if (!n++)
             *first = s;
         if (!placed && s.process >= 0 && s.t >= used_from) {
@@ -73,8 +79,7 @@ int gt_ledger_sample_between(struct gt_trace *t, int d, int64_t at, int64_t befo
     int found = 0, more;
     *code = gt_rows_open(t, &r, GT_ROWS_SAMPLES);
     while (!*code && !found && (more = gt_rows_next(&r)) > 0) {
-        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
-                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
+        struct gt_nvml_sample s = sample_row(&r);
         if (gt_rows_int(&r, 1, -1) == d && s.t >= at && s.t < before) {
             *out = s;
             found = 1;
@@ -296,8 +301,7 @@ int gt_ledger_untraced_near(struct gt_ctx *c, int d, int64_t at, struct gt_untra
     while (!code && (more = gt_rows_next(&r)) > 0) {
         if (gt_rows_int(&r, 1, -1) != d)
             continue;
-        struct gt_nvml_sample s = {gt_rows_int(&r, 0, 0), gt_rows_int(&r, 2, 0), gt_rows_int(&r, 3, -1), gt_rows_int(&r, 4, -1),
-                                   gt_rows_int(&r, 5, -1), gt_rows_int(&r, 6, -1)};
+        struct gt_nvml_sample s = sample_row(&r);
         if (s.t <= at) {
             near[0] = s;
             have[0] = 1;
