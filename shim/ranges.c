@@ -382,7 +382,7 @@ void gt_ranges_after_fork_child(void)
     for (struct tstate *s = atomic_load(&registry); s; s = s->next) {
         atomic_store(&s->lock, 0);
         s->n = 0;
-    memset(s->over, 0, sizeof s->over);
+        memset(s->over, 0, sizeof s->over);
         if (s != me)
             atomic_store(&s->in_use, 0);
     }
