@@ -267,6 +267,7 @@ struct gt_peak_bs {
 };
 /* Of several devices, each one's answer apart from the one given (peak.c). */
 #define GT_PEAK_MAX_DEVICES 16
+enum { GT_PEAK_CUT_BY_FAILURE = 1, GT_PEAK_CUT_BY_END = 2 };   /* a failed allocation; the process died in it */
 struct gt_peak_other {
     int device;
     int64_t largest;            /* its largest batch, given or withheld; -1 none */
@@ -279,7 +280,7 @@ struct gt_peak {
     struct gt_peak_other others[GT_PEAK_MAX_DEVICES];
     size_t nothers;
     struct gt_window *w;        /* per iteration */
-    unsigned char *incomplete;  /* per iteration: a failed allocation cut it short */
+    unsigned char *incomplete;  /* per iteration: 0, or what cut it short (GT_PEAK_CUT_*): not fitted */
     size_t n;
     struct gt_peak_bs *bs;
     size_t nbs;
@@ -297,6 +298,9 @@ struct gt_peak {
     int64_t safety;             /* of the margin: the safety term at the batch size predicted; -1 none */
     int64_t held_through;       /* allocated before the loop and held through it: the least a fixed part can be */
     char why_buf[256];          /* withheld_why, when it carries figures */
+    int64_t other_grows_bs;     /* >= 0: device memory beside a pool fit rose at every batch size, up to
+                                 * this one (from other_low to other_high): -1 not */
+    int64_t other_low, other_high;
     struct gt_peak_high *high;  /* per iteration */
     int64_t overall_peak;
     uint32_t overall_ev;

@@ -81,7 +81,10 @@ const char *gt_fmt_bytes_d(double b, char buf[GT_FMT_LEN])
         r = round_to(a, 100);
     }
     const char *sign = b < 0 && r > 0 ? "-" : "";
-    if (u == 0)
+    double hundredths = round_to(a, 100);
+    if (u == 0 && a < 10 && hundredths != round_to(a, 1))   /* 0.32 B an iteration is not "0 B" */
+        snprintf(buf, GT_FMT_LEN, "%s%.2f B", b < 0 && hundredths > 0 ? "-" : "", hundredths);
+    else if (u == 0)
         snprintf(buf, GT_FMT_LEN, "%s%.0f B", sign, r);
     else
         snprintf(buf, GT_FMT_LEN, "%s%.2f %s", sign, r, units[u]);

@@ -149,6 +149,47 @@ static int64_t held_through(const struct gt_ctx *c, const struct gt_sel *sel, co
     return held;
 }
 
+/* Under a pool fit, traced device memory beside it (a library's cudaMalloc
+ * workspace) is taken from the room at its peak, as fixed (room.c): when
+ * its peak per batch size rose at every batch size traced, it follows the
+ * batch, and the pool's line alone would over-promise (a helper's probe:
+ * 10 MiB a sample in each level, the answer twice the truth). A library's
+ * one allocation made at some batch size is a step, not this. */
+static void other_levels(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
+{
+    pk->other_grows_bs = pk->other_low = pk->other_high = -1;
+    if (pk->nbs < 3 || pk->sel.mem_mask != GT_MASK(GT_MEM_POOL))
+        return;
+    struct gt_sel o = pk->sel;
+    o.mem_mask = GT_MASK(GT_MEM_DEVICE);
+    o.device = pk->room.device;
+    struct gt_window *w = gt_xmalloc((its->n + 1) * sizeof *w);
+    for (size_t k = 0; k < its->n; k++) {
+        w[k].first_ev = its->it[k].first_ev;
+        w[k].end_ev = its->it[k].end_ev;
+    }
+    gt_window_live(&c->t, &c->p, &o, w, its->n);
+    int64_t prev = -1, low = -1;
+    int rises = 1;
+    for (size_t b = 0; b < pk->nbs && rises; b++) {
+        int64_t top = -1;
+        for (size_t k = 0; k < its->n; k++)
+            if (its->it[k].batch_size == pk->bs[b].batch_size && !pk->incomplete[k] && w[k].peak > top)
+                top = w[k].peak;
+        if (b == 0)
+            low = top;
+        else
+            rises = top > prev;
+        prev = top;
+    }
+    free(w);
+    if (rises && low >= 0) {
+        pk->other_grows_bs = pk->bs[pk->nbs - 1].batch_size;
+        pk->other_low = low;
+        pk->other_high = prev;
+    }
+}
+
 /* The fixed part may fall this far below what is held through the loop
  * (a share, and rounding) before the line is taken to curve. */
 #define HELD_SHARE_SLACK 0.02
@@ -159,6 +200,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     memset(pk, 0, sizeof *pk);
     pk->device_total = pk->max_batch_size = -1;
     pk->carried_bytes = pk->carried_batch_size = -1;
+    pk->other_grows_bs = pk->other_low = pk->other_high = -1;
     pk->sel = *sel;
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
     pk->device_total = gt_ctx_device_total(c, &pk->sel);
@@ -181,9 +223,17 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     for (size_t k = 0; k < its->n; k++) {
         for (size_t i = its->it[k].first_ev; i < its->it[k].end_ev && !pk->incomplete[k]; i++) {
             const struct gt_event *e = &c->t.ev[i];
-            pk->incomplete[k] = e->failed && gt_attr(&c->t, e)->known && gt_attr(&c->t, e)->op == GT_OP_ALLOC;
+            if (e->failed && gt_attr(&c->t, e)->known && gt_attr(&c->t, e)->op == GT_OP_ALLOC)
+                pk->incomplete[k] = GT_PEAK_CUT_BY_FAILURE;
         }
     }
+    /* nor did the iteration a process died in (killed: the trace has no
+     * end; or a signal): its peak is part of a step (a helper's probe: a
+     * job killed 8 allocations into its last step was fitted as if whole,
+     * and the answer was 15% over) */
+    const char *end = c->t.proc.end_reason;
+    if (its->n && !its->it[its->n - 1].closed && !pk->incomplete[its->n - 1] && (!end || !strncmp(end, "signal", 6)))
+        pk->incomplete[its->n - 1] = GT_PEAK_CUT_BY_END;
     struct bs_peak *bp = gt_xmalloc((its->n + 1) * sizeof *bp);
     size_t nb = 0;
     for (size_t k = 0; k < its->n; k++)
@@ -215,6 +265,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     int code2 = gt_room_compute(c, &pk->sel, pk->overall_ev, &pk->room);
     if (code2)
         return code2;
+    other_levels(c, its, pk);
     /* a preallocating framework's pool made before the loop (JAX's default):
      * the batch is carved inside it, out of the trace's sight: no fit at all */
     size_t loop = its->n ? its->it[0].first_ev : c->t.nev;
@@ -251,10 +302,19 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
             pk->room.margin += pk->room.pool_slack + pk->safety;
         } else {
             double n = (room - pk->fit.intercept) / pk->fit.slope;
-            /* tolerance: an exact fit may land a hair below an integer */
-            candidate = n <= 0 ? 0 : (int64_t)floor(n + 1e-9 * (n > 1 ? n : 1));
+            /* tolerance: an exact fit may land a hair below an integer;
+             * past GT_PEAK_MAX_REACH times the largest traced it is withheld
+             * below (and never cast beyond int64_t) */
+            candidate = n <= 0 ? 0 : n > 1e15 ? INT64_MAX : (int64_t)floor(n + 1e-9 * (n > 1 ? n : 1));
         }
     }
+    int64_t largest_traced = pk->nbs ? pk->bs[pk->nbs - 1].batch_size : 0;
+    /* the smallest growth the fitted level can show: one unit of its rounding */
+    double rounding = 512;
+    if ((pk->sel.mem_mask & GT_MASK(GT_MEM_POOL)) && r->pool_granularity > rounding)
+        rounding = (double)r->pool_granularity;
+    if ((pk->sel.mem_mask & GT_MASK(GT_MEM_DEVICE)) && r->granularity > rounding)
+        rounding = (double)r->granularity;
     /* Never a number the data does not support; the first reason that holds. */
     pk->withheld_max_batch_size = -1;
     if (pk->preallocated) {
@@ -295,6 +355,30 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
                  gt_fmt_bytes_d(pk->fit.intercept, b1), gt_fmt_bytes(pk->held_through, b2));
         pk->withheld_why = pk->why_buf;
         pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
+    } else if (candidate == INT64_MAX || pk->fit.slope * (double)(largest_traced - pk->bs[0].batch_size) < rounding) {
+        /* a per-sample cost the trace barely shows, extrapolated without end
+         * (a helper's probe: 1 byte per 1,000 samples gave 84 trillion; at
+         * 10^15 samples the figure overflowed) */
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        if (candidate == INT64_MAX)
+            snprintf(pk->why_buf, sizeof pk->why_buf, "the line would reach beyond 10^15 samples");
+        else
+            snprintf(pk->why_buf, sizeof pk->why_buf,
+                     "the line grows by %s across the batch sizes traced (%lld to %lld), less than the allocator's"
+                     " rounding (%s): the per-sample cost is not measured", gt_fmt_bytes_d(pk->fit.slope *
+                     (double)(largest_traced - pk->bs[0].batch_size), b1), (long long)pk->bs[0].batch_size,
+                     (long long)largest_traced, gt_fmt_bytes(rounding, b2));
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "trace batch sizes further apart, or gputrace sweep -- CMD";
+    } else if (pk->other_grows_bs >= 0) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        snprintf(pk->why_buf, sizeof pk->why_buf,
+                 "traced memory beside the fitted level grows with the batch size too (%s at batch size %lld, %s at"
+                 " %lld): the line fits the %s level alone", gt_fmt_bytes(pk->other_low, b1),
+                 (long long)pk->bs[0].batch_size, gt_fmt_bytes(pk->other_high, b2), (long long)pk->other_grows_bs,
+                 c->sel_name);
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
     } else if (pk->nbs < 3) {
         pk->withheld_why = "only 2 batch sizes: a line passes through any two points, so nothing tests the fit";
         pk->what_to_do = "trace 3 or more batch sizes, or gputrace sweep -- CMD";
@@ -330,7 +414,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
         pk->max_batch_size = candidate;
     }
     if (pk->max_batch_size < 0)
-        pk->withheld_max_batch_size = candidate;
+        pk->withheld_max_batch_size = candidate == INT64_MAX ? -1 : candidate;
     /* a line through history is no model of the batch: no fit numbers at all */
     if (pk->history)
         memset(&pk->fit, 0, sizeof pk->fit);

@@ -190,7 +190,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             if (!all && k == highest)
                 why[nwhy++] = "the highest peak";
             if (pk->incomplete[k])
-                why[nwhy++] = "allocation failed: incomplete, not fitted";
+                why[nwhy++] = pk->incomplete[k] == GT_PEAK_CUT_BY_END ? "the process died in it: incomplete, not fitted"
+                                                                      : "allocation failed: incomplete, not fitted";
             note[0] = 0;
             for (size_t q = 0; q < nwhy; q++)
                 len += (size_t)snprintf(note + len, sizeof note - len, "%s%s", q ? "; " : "", why[q]);
@@ -301,7 +302,9 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "start_ns", its->it[k].start);
             gt_json_kint(j, "end_ns", its->it[k].end);
             gt_json_key(j, "failed_allocation");
-            gt_json_bool(j, pk.incomplete[k]);
+            gt_json_bool(j, pk.incomplete[k] == GT_PEAK_CUT_BY_FAILURE);
+            gt_json_key(j, "process_died_in_it");
+            gt_json_bool(j, pk.incomplete[k] == GT_PEAK_CUT_BY_END);
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);

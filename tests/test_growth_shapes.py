@@ -171,3 +171,26 @@ class CurvedPeaks(T.AnalyzerTest):
         self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
         self.assertLessEqual(d['max_batch_size'], truth)
         self.assertGreaterEqual(d['max_batch_size'], 0.97 * truth)
+
+
+class SubByteSlopes(T.AnalyzerTest):
+    """A slope under a byte an iteration is printed as one (a helper's probe:
+    "0 B per iteration -> growing", and --fail-above 0 failed on "grows 0 B")."""
+
+    def test_a_slope_under_a_byte_is_printed_with_its_decimals(self):
+        t = T.Trace(os.path.join(self.dir, 'tiny.db'))
+        t.alloc(T.MiB, ['init', 'main'])
+        for i in range(3000):
+            t.iteration(i, None)
+            a = t.alloc(4096, ['forward', 'main'])
+            if i in (1000, 2000):
+                t.alloc(512, ['keep', 'main'])
+            t.free(a)
+        db = t.close()
+        slope = self.json('growth', db)['slope_bytes_per_iteration']
+        self.assertTrue(0.005 < slope < 1, slope)
+        p = self.gputrace('growth', db, '--fail-above', '0')
+        shown = '%.2f B per iteration' % slope
+        self.assertIn('slope: ' + shown, p.stdout)
+        self.assertIn('grows ' + shown + ', above --fail-above 0 B', p.stderr)
+        self.assertNotIn(' 0 B per iteration', p.stdout + p.stderr)
