@@ -158,6 +158,11 @@ struct gt_growth {
     struct gt_prealloc prealloc;    /* a preallocating framework's pool (bytes 0: none): stable not told */
     struct gt_growth_site *sites;
     size_t nsites;
+    char memory[64];        /* the level it speaks of ("pool", "device", ...) */
+    /* the level chosen by default (the pool) when device memory outside it
+     * grew and the report follows that instead: its verdict and slope */
+    const char *default_verdict;   /* NULL: the report is of the default level */
+    double default_slope;
 };
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);

@@ -28,7 +28,7 @@ static int site_texts(struct gt_ctx *c, const struct gt_growth *g, size_t m, cha
 static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
 {
     *code = GT_EXIT_OK;
-    if (!g->nsites || strcmp(c->sel_name, "device") != 0)
+    if (!g->nsites || strcmp(g->memory, "device") != 0)
         return 0;
     return gt_site_in_caching_allocator(c, g->sites[0].site, code);
 }
@@ -40,7 +40,11 @@ static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
-    printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", c->sel_name, its->how, g->warmup);
+    printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", g->memory, its->how, g->warmup);
+    if (g->default_verdict)
+        printf("  (the level reports take by default, %s memory, is %s (%s per iteration); device memory outside it"
+               " grows: this report follows it, --memory %s gives the default's)\n", c->sel_name, g->default_verdict,
+               gt_fmt_bytes_d(g->default_slope, b1), c->sel_name);
     if (g->used < 2) {
         printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
         return GT_EXIT_OK;
@@ -156,7 +160,17 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
-        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_kstr(j, "memory", g.memory);
+        gt_json_key(j, "default_level");
+        if (g.default_verdict) {
+            gt_json_obj(j);
+            gt_json_kstr(j, "memory", c->sel_name);
+            gt_json_kstr(j, "verdict", g.default_verdict);
+            gt_json_kdouble(j, "slope_bytes_per_iteration", g.default_slope);
+            gt_json_obj_end(j);
+        } else {
+            gt_json_null(j);
+        }
         gt_json_kint(j, "iterations", (int64_t)g.n);
         gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
         gt_json_kstr(j, "iteration_detection", its->how);
@@ -219,7 +233,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     }
     if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
-        fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path, c->sel_name,
+        fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path, g.memory,
                 gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
         code = GT_EXIT_FAIL_ABOVE;
     }

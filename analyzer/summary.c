@@ -214,6 +214,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kstr(j, "growth_verdict", g.verdict);
+        gt_json_kstr(j, "growth_memory", g.memory);
         gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
@@ -303,7 +304,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     printf("\n");
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
         printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu %s ended holding the"
-               " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), c->sel_name, g.steps,
+               " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, g.steps,
                gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
                g.later_used ? "; with steps seen in later kernel windows" : "");
     else if (g.prealloc.bytes)
@@ -311,7 +312,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
-               c->sel_name, g.later_used ? ", with steps seen in later kernel windows" : "");
+               g.memory, g.later_used ? ", with steps seen in later kernel windows" : "");
     else
         printf("  growth: unknown (%s)\n", its->n ? "fewer than 3 iterations after warm-up" : "no iterations");
     if (!code)

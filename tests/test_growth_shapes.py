@@ -194,3 +194,44 @@ class SubByteSlopes(T.AnalyzerTest):
         self.assertIn('slope: ' + shown, p.stdout)
         self.assertIn('grows ' + shown + ', above --fail-above 0 B', p.stderr)
         self.assertNotIn(' 0 B per iteration', p.stdout + p.stderr)
+
+
+class DeviceBesidePool(T.AnalyzerTest):
+    """A stream-ordered pool makes the pool the default level; device memory
+    outside it that grows is followed, not hidden (a helper's probe: 80 MiB
+    of cudaMalloc leaked beside one 2 MiB pool allocation read "stable", and
+    --fail-above passed)."""
+
+    def trace(self, leak=4 * T.MiB):
+        t = T.Trace(os.path.join(self.dir, 'beside.db'))
+        t.alloc(T.GiB, ['init_params', 'main'])
+        t.alloc(2 * T.MiB, ['lib_init', 'main'], api='cudaMallocAsync')
+        for _ in range(20):
+            t.push('train_step')
+            a = t.alloc(10 * T.MiB, ['forward', 'train_step', 'main'], api='cudaMallocAsync')
+            if leak:
+                t.alloc(leak, ['keep_activation', 'train_step', 'main'])
+            t.free(a)
+            t.pop()
+        return t.close()
+
+    def test_growing_device_memory_beside_a_flat_pool_is_the_verdict(self):
+        db = self.trace()
+        d = self.json('growth', db)
+        self.assertEqual((d['memory'], d['verdict'], d['slope_bytes_per_iteration']), ('device', 'growing', 4 * T.MiB))
+        self.assertEqual(d['default_level'], {'memory': 'pool', 'verdict': 'stable', 'slope_bytes_per_iteration': 0})
+        self.assertIn('keep_activation', ' '.join(d['sites'][0]['frames']))
+        p = self.gputrace('growth', db, '--fail-above', '1M')
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn('live device memory grows 4.00 MiB per iteration', p.stderr)
+        self.assertIn('(the level reports take by default, pool memory, is stable (0 B per iteration); device memory'
+                      ' outside it grows', p.stdout)
+        s = self.json('summary', db)
+        self.assertEqual((s['growth_verdict'], s['growth_memory']), ('growing', 'device'))
+        self.assertIn('growth: growing, 4.00 MiB per iteration of device memory', self.ok('summary', db).stdout)
+        # asked for the pool, the pool
+        self.assertEqual(self.json('growth', db, '--memory', 'pool')['verdict'], 'stable')
+
+    def test_flat_device_memory_beside_the_pool_leaves_the_pool_report(self):
+        d = self.json('growth', self.trace(leak=0))
+        self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('pool', 'stable', None))
