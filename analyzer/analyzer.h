@@ -47,6 +47,8 @@ struct gt_ctx {
  * memory level: --memory, else pool if the trace has pool allocations, else
  * device. Returns an exit status (message in c->t.err). */
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o);
+/* A memory selection's name: "pool", "device", "device+pool", ... */
+void gt_sel_name(unsigned mask, char *out, size_t cap);
 void gt_ctx_close(struct gt_ctx *c);
 /* Iterations per the options, found once and cached. */
 int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
@@ -306,6 +308,9 @@ struct gt_peak {
     int64_t other_grows_bs;     /* >= 0: device memory beside a pool fit rose at every batch size, up to
                                  * this one (from other_low to other_high): -1 not */
     int64_t other_low, other_high;
+    char memory[64];            /* the level fitted ("pool", "device", ...) */
+    int default_flat;           /* the default level (a pool) did not grow with the batch size and device
+                                 * memory outside it did: this is the device level's answer */
     struct gt_peak_high *high;  /* per iteration */
     int64_t overall_peak;
     uint32_t overall_ev;

@@ -56,6 +56,16 @@ static int check_selection(struct gt_ctx *c, const struct gt_opts *o)
     return GT_EXIT_NO_MATCH;
 }
 
+void gt_sel_name(unsigned mask, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (int m = 0; m < 6; m++)
+        if (mask & GT_MASK(m)) {
+            size_t l = strlen(out);
+            snprintf(out + l, cap - l, "%s%s", l ? "+" : "", gt_memory_name(m));
+        }
+}
+
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
 {
     memset(c, 0, sizeof *c);
@@ -99,12 +109,7 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
             }
         }
     }
-    c->sel_name[0] = 0;
-    for (int m = 0; m < 6; m++)
-        if (c->sel.mem_mask & GT_MASK(m)) {
-            size_t l = strlen(c->sel_name);
-            snprintf(c->sel_name + l, sizeof c->sel_name - l, "%s%s", l ? "+" : "", gt_memory_name(m));
-        }
+    gt_sel_name(c->sel.mem_mask, c->sel_name, sizeof c->sel_name);
     if (o->memory_set || o->device != GT_ANY_DEVICE)
         return check_selection(c, o);
     return GT_EXIT_OK;

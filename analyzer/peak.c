@@ -202,6 +202,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     pk->carried_bytes = pk->carried_batch_size = -1;
     pk->other_grows_bs = pk->other_low = pk->other_high = -1;
     pk->sel = *sel;
+    gt_sel_name(sel->mem_mask, pk->memory, sizeof pk->memory);
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
     pk->device_total = gt_ctx_device_total(c, &pk->sel);
     pk->room.available = pk->room.margin = pk->room.pool_reserved_max = -1;
@@ -376,7 +377,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
                  "traced memory beside the fitted level grows with the batch size too (%s at batch size %lld, %s at"
                  " %lld): the line fits the %s level alone", gt_fmt_bytes(pk->other_low, b1),
                  (long long)pk->bs[0].batch_size, gt_fmt_bytes(pk->other_high, b2), (long long)pk->other_grows_bs,
-                 c->sel_name);
+                 pk->memory);
         pk->withheld_why = pk->why_buf;
         pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
     } else if (pk->nbs < 3) {
@@ -421,6 +422,33 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     return GT_EXIT_OK;
 }
 
+/* A stream-ordered pool is the level reports take by default; when its
+ * peaks do not grow with the batch size and device memory outside it does
+ * (the batch's tensors in cudaMalloc beside one pool allocation), the device
+ * level is the answer (a helper's probe: "peak does not grow with batch
+ * size" while the device peak grew 10 MiB a sample). */
+static int peak_on_level(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *sel)
+{
+    int code = peak_on(c, pk, sel);
+    if (code || c->o->memory_set || sel->mem_mask != GT_MASK(GT_MEM_POOL) || pk->history ||
+        (pk->fit.ok && pk->fit.slope > 0) || pk->nbs < 2)
+        return code;
+    struct gt_sel d = *sel;
+    d.mem_mask = GT_MASK(GT_MEM_DEVICE);
+    struct gt_peak alt;
+    code = peak_on(c, &alt, &d);
+    if (code || !alt.fit.ok || !(alt.fit.slope > 0)) {
+        gt_peak_free(&alt);
+        return code;
+    }
+    gt_peak_free(pk);
+    *pk = alt;
+    if (alt.withheld_why == alt.why_buf)
+        pk->withheld_why = pk->why_buf;
+    pk->default_flat = 1;
+    return GT_EXIT_OK;
+}
+
 /* The largest batch a device's answer would give, given or withheld; -1: none. */
 static int64_t largest(const struct gt_peak *pk)
 {
@@ -446,14 +474,14 @@ int gt_peak_compute(struct gt_ctx *c, struct gt_peak *pk)
     int devs[GT_PEAK_MAX_DEVICES];
     size_t ndev = c->sel.device == GT_ANY_DEVICE ? gt_ctx_devices(c, &c->sel, devs, GT_PEAK_MAX_DEVICES) : 0;
     if (ndev < 2)
-        return peak_on(c, pk, &c->sel);
+        return peak_on_level(c, pk, &c->sel);
     /* device capacity is per device: each device's own answer */
     struct gt_peak each[GT_PEAK_MAX_DEVICES];
     size_t best = 0;
     for (size_t d = 0; d < ndev; d++) {
         struct gt_sel sel = c->sel;
         sel.device = devs[d];
-        int code = peak_on(c, &each[d], &sel);
+        int code = peak_on_level(c, &each[d], &sel);
         if (code) {
             for (size_t q = 0; q <= d; q++)
                 gt_peak_free(&each[q]);

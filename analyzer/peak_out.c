@@ -159,9 +159,12 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     else if (pk->sel.device != GT_ANY_DEVICE)
         snprintf(dev, sizeof dev, " on device %d", pk->sel.device);
     if (pk->device_total > 0)
-        printf("Peak of %s memory%s (device size %s)\n", c->sel_name, dev, gt_fmt_bytes(pk->device_total, b1));
+        printf("Peak of %s memory%s (device size %s)\n", pk->memory, dev, gt_fmt_bytes(pk->device_total, b1));
     else
-        printf("Peak of %s memory%s (device size unknown: --device-bytes N gives it)\n", c->sel_name, dev);
+        printf("Peak of %s memory%s (device size unknown: --device-bytes N gives it)\n", pk->memory, dev);
+    if (pk->default_flat)
+        printf("  (the level reports take by default, %s memory, does not grow with the batch size; device memory"
+               " outside it does: this answer follows it, --memory %s gives the default's)\n", c->sel_name, c->sel_name);
     printf("  iterations: %s\n", its->how);
     if (pk->n) {
         /* thousands of iterations make thousands of lines: of many, the
@@ -244,7 +247,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     if (pk->history)
         print_history(its, pk);
     if (pk->overall_ev == GT_NO_EVENT) {
-        printf("  no %s memory was ever live\n", c->sel_name);
+        printf("  no %s memory was ever live\n", pk->memory);
         return GT_EXIT_OK;
     }
     long k = iteration_of(its, pk->overall_ev);
@@ -272,7 +275,9 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
-        gt_json_kstr(j, "memory", c->sel_name);
+        gt_json_kstr(j, "memory", pk.memory);
+        gt_json_key(j, "default_level_flat");
+        gt_json_bool(j, pk.default_flat);
         gt_json_key(j, "device");
         if (pk.sel.device == GT_ANY_DEVICE)
             gt_json_null(j);

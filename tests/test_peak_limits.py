@@ -105,3 +105,25 @@ class Limits(T.AnalyzerTest):
         d = self.json('peak', t.close())
         self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
         self.assertLessEqual(d['max_batch_size'], (80 * GiB - OUTSIDE - FIXED - 64 * MiB) // PER_SAMPLE)
+
+    def test_the_device_level_answers_when_the_default_pool_level_does_not_grow(self):
+        # the batch's tensors in cudaMalloc beside one pool allocation: "peak
+        # does not grow with batch size" was said of the pool
+        t = T.Trace(os.path.join(self.dir, 'flatpool.db'))
+        t.alloc(FIXED, ['init_params', 'main'])
+        t.alloc(2 * MiB, ['lib_init', 'main'], api='cudaMallocAsync')
+        t.nvml_sample(OUTSIDE)
+        for i, bs in enumerate((2, 4, 6, 8, 10)):
+            t.iteration(i, bs)
+            t.free(t.alloc(PER_SAMPLE * bs, ['forward', 'main']))
+        t.iteration(5, None)
+        t.nvml_sample(OUTSIDE)
+        db = t.close()
+        d = self.json('peak', db)
+        self.assertEqual((d['memory'], d['default_level_flat']), ('device', True))
+        self.assertEqual(d['fit']['per_sample_bytes'], PER_SAMPLE)
+        self.assertEqual(d['max_batch_size'], (80 * GiB - OUTSIDE - 2 * MiB - FIXED) // PER_SAMPLE)
+        self.assertIn('(the level reports take by default, pool memory, does not grow with the batch size; device'
+                      ' memory outside it does', self.ok('peak', db).stdout)
+        d = self.json('peak', db, '--memory', 'pool')
+        self.assertEqual((d['memory'], d['default_level_flat'], d['max_batch_size']), ('pool', False, None))
