@@ -155,6 +155,7 @@ struct gt_growth {
         size_t steps;
         double largest_at;
         int late, growing;
+        int under_threshold;   /* it would be growing, but its average is under --threshold */
     } held;
     int scatter_hides;      /* not growing, and the scatter could hide a tenth of the level: unknown */
     struct gt_prealloc prealloc;    /* a preallocating framework's pool (bytes 0: none): stable not told */

@@ -89,7 +89,13 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
                    "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
                    gt_fmt_bytes(g->held.largest, b3), (long long)its->it[(size_t)g->held.largest_at].index);
-        else if (g->held.rise)
+        else if (g->held.under_threshold) {
+            char b4[GT_FMT_LEN];
+            printf("  (the level rose %s in %zu steps, each held to the end: %s per iteration on average, not above\n"
+                   "   --threshold %s)\n", gt_fmt_bytes(g->held.rise, b3), g->held.steps,
+                   gt_fmt_bytes_d((double)g->held.rise / (double)(g->used - 1), b2),
+                   gt_fmt_bytes(c->o->threshold, b4));
+        } else if (g->held.rise)
             printf("  (the level rose %s in %zu steps, %s, and held: %s)\n", gt_fmt_bytes(g->held.rise, b3),
                    g->held.steps, g->held.late ? "one of them far larger than the rest" : "all in the first half of these iterations",
                    g->held.late ? "one step up and small ones, not growth per iteration"

@@ -235,3 +235,48 @@ class DeviceBesidePool(T.AnalyzerTest):
     def test_flat_device_memory_beside_the_pool_leaves_the_pool_report(self):
         d = self.json('growth', self.trace(leak=0))
         self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('pool', 'stable', None))
+
+
+class OneStepInTheMiddle(T.AnalyzerTest):
+    """One buffer kept once is a one-off wherever it falls (a helper's probe:
+    at iteration 5 of 10 it read growing at 9 MiB an iteration, at 15 of 20
+    stable: Theil-Sen's median is not 0 when half the pairs straddle the step)."""
+
+    def trace(self, n, at, second=None):
+        t = T.Trace(os.path.join(self.dir, 'step%d_%d.db' % (n, at)))
+        t.alloc(T.GiB, ['init_params', 'main'])
+        for i in range(n):
+            t.push('train_step')
+            a = t.alloc(64 * T.MiB, ['forward', 'train_step', 'main'])
+            if i in (at, second):
+                t.alloc(64 * T.MiB, ['load_eval_buffer', 'main'])
+            t.free(a)
+            t.pop()
+        return t.close()
+
+    def test_one_step_kept_anywhere_is_stable_and_said(self):
+        for n, at in ((10, 5), (20, 10), (100, 50), (20, 15)):
+            d = self.json('growth', self.trace(n, at))
+            self.assertEqual((d['verdict'], d['slope_bytes_per_iteration'], d['held_rise_bytes'], d['held_rise_steps']),
+                             ('stable', 0, 64 * T.MiB, 1), (n, at))
+        self.assertIn('one step up of 64.00 MiB at iteration 50, held to the end: a one-off',
+                      self.ok('growth', self.trace(100, 50)).stdout)
+
+    def test_two_steps_kept_are_growth(self):
+        d = self.json('growth', self.trace(20, 8, second=14))
+        self.assertEqual(d['verdict'], 'growing')
+
+    def test_held_steps_under_threshold_say_so(self):
+        # 47 equal steps of 256 KiB under --threshold 1M: the text gave "one
+        # of them far larger than the rest", false
+        t = T.Trace(os.path.join(self.dir, 'creep.db'))
+        t.alloc(T.MiB, ['init', 'main'])
+        for i in range(40):
+            t.push('train_step')
+            t.alloc(256 * T.KiB, ['keep', 'main'])
+            t.pop()
+        db = t.close()
+        p = self.ok('growth', db, '--threshold', '1M')
+        self.assertIn('(the level rose 9.50 MiB in 38 steps, each held to the end: 256.00 KiB per iteration on average,'
+                      ' not above\n   --threshold 1.00 MiB)', p.stdout)
+        self.assertNotIn('far larger', p.stdout)
