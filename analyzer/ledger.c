@@ -81,20 +81,45 @@ static int site_category(struct gt_trace *t, int32_t site, int *code)
 
 /* Live bytes on device d just before the first event at or after time at:
  * device-level by category, and pool bytes in use. */
-static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_cat[NCAT], int64_t *pool_live)
+struct instant {
+    const char *name;    /* "exit", "peak" */
+    int64_t t;
+    int64_t by_cat[NCAT], pool_live, pool_reserved;
+    int pool_below;      /* the pool's reading then was below its bytes in use: not the program's pool, not taken */
+    int pool_read_later; /* no reading by then, but the pool was read later in the trace */
+    int64_t managed_live;   /* managed memory live on the device (its resident pages NVML counts, unseen) */
+    int64_t graph_memory;   /* held for graphs' allocation nodes (graph_memory) */
+    int64_t modules;     /* kernel modules and library start-up, measured after the first iteration; -1 */
+    int have_nvml;
+    struct gt_nvml_sample s;
+};
+
+/* What device d held at time at, by who holds it (x->by_cat, the pool's
+ * bytes in use and its reservation, the graphs' memory, managed memory). A
+ * reservation read below the bytes in use is of another pool than the one
+ * the program allocates from (only the device's current pool is read): it
+ * is not taken (a helper's probe: 1 GiB read for 2 GiB in use, and the
+ * missing GiB was named the CUDA context). */
+static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, struct instant *x)
 {
     struct gt_trace *t = &c->t;
+    int64_t *by_cat = x->by_cat;
     memset(by_cat, 0, NCAT * sizeof *by_cat);
-    *pool_live = 0;
+    x->pool_live = x->managed_live = 0;
+    x->pool_below = 0;
+    x->pool_reserved = gt_ledger_pool_reserved_at(c, d, at);
+    x->graph_memory = gt_ledger_graph_memory_at(t, d, at);
     for (size_t i = 0; i < t->nev && t->ev[i].t < at; i++) {
         int m, slot;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
         if (!delta || slot != d)
             continue;
         if (m == GT_MEM_POOL) {
-            *pool_live += delta;
+            x->pool_live += delta;
             continue;
         }
+        if (m == GT_MEM_MANAGED)
+            x->managed_live += delta;
         if (m != GT_MEM_DEVICE)
             continue;
         uint32_t a = gt_alloc_of(t, &c->p, i);
@@ -114,6 +139,12 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, int64_t by_
             cat = cat_of[site];
         }
         by_cat[cat] += delta;
+    }
+    if (x->pool_reserved >= 0 && x->pool_reserved < x->pool_live) {
+        x->pool_reserved = -1;
+        x->pool_below = 1;
+    } else if (x->pool_reserved < 0 && x->pool_live) {
+        x->pool_read_later = gt_room_pool_reserved_max(c, d) >= 0;
     }
     return GT_EXIT_OK;
 }
@@ -138,15 +169,6 @@ static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
     return at;
 }
 
-struct instant {
-    const char *name;    /* "exit", "peak" */
-    int64_t t;
-    int64_t by_cat[NCAT], pool_live, pool_reserved;
-    int64_t graph_memory;   /* held for graphs' allocation nodes (graph_memory) */
-    int64_t modules;     /* kernel modules and library start-up, measured after the first iteration; -1 */
-    int have_nvml;
-    struct gt_nvml_sample s;
-};
 
 static int64_t accounted(const struct instant *x, int64_t context)
 {
@@ -250,8 +272,9 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
             printf("      %-34s %12s (%s in use)\n", "stream-ordered pool (reserved)", gt_fmt_bytes(x->pool_reserved, b),
                    gt_fmt_bytes(x->pool_live, b2));
         else
-            printf("      %-34s %12s in use (its reservation is not in the trace: the pool could not be read)\n",
-                   "stream-ordered pool", gt_fmt_bytes(x->pool_live, b));
+            printf("      %-34s %12s in use (its reservation %s)\n", "stream-ordered pool", gt_fmt_bytes(x->pool_live, b),
+                   x->pool_below ? "read then is below its bytes in use: not the pool the program allocates from"
+                   : x->pool_read_later ? "was not read by then" : "is not in the trace: the pool could not be read");
     }
     if (x->graph_memory > 0)
         printf("      %-34s %12s (held by the driver for graphs' runs until trimmed)\n", GRAPH_MEMORY_NAME,
@@ -272,7 +295,10 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
                    x->s.process ? 100.0 * (double)un / (double)x->s.process : 0.0);
         }
         printf("\n");
-        if (context >= 0 && x->s.process - acc > 0 && x->modules < 0)
+        if (context >= 0 && x->s.process - acc > 0 && x->managed_live > 0)
+            printf("      %-34s (%s of managed memory is live on the device: its pages there are in NVML's figure,\n"
+                   "      %-34s  not in the trace)\n", "", gt_fmt_bytes(x->managed_live, b), "");
+        else if (context >= 0 && x->s.process - acc > 0 && x->modules < 0)
             printf("      %-34s (driver memory taken after the first sample that no traced call made: kernel modules\n"
                    "      %-34s  of libraries initialised later, e.g. cuBLAS at its first use)\n", "", "");
         else if (context >= 0 && x->s.process - acc > 0)
@@ -334,12 +360,10 @@ int gt_ledger_buckets(struct gt_ctx *c, int d, int64_t at, struct gt_bucket *out
     for (size_t k = 0; k <= t->nsites; k++)
         cat_of[k] = -1;
     struct instant x = {.name = "failure", .t = at};
-    int code = live_at(c, d, at, cat_of, x.by_cat, &x.pool_live);
+    int code = live_at(c, d, at, cat_of, &x);
     free(cat_of);
     if (code)
         return -code;
-    x.pool_reserved = gt_ledger_pool_reserved_at(c, d, at);
-    x.graph_memory = gt_ledger_graph_memory_at(t, d, at);
     int n = 0;
     for (int k = 0; k < NCAT && n < max; k++)
         if (x.by_cat[k])
@@ -383,31 +407,48 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         int cut = per_process && t->recorder.on && first.t < t->recorder.complete_from_ns;
         int64_t context = -1;
         struct instant start = {.name = "start", .t = first.t};
+        char context_why[320] = "";
         if (per_process && !cut) {
-            if ((code = live_at(c, d, first.t, cat_of, start.by_cat, &start.pool_live)))
+            if ((code = live_at(c, d, first.t, cat_of, &start)))
                 break;
-            start.pool_reserved = gt_ledger_pool_reserved_at(c, d, first.t);
-            start.graph_memory = gt_ledger_graph_memory_at(t, d, first.t);
             int64_t traced = accounted(&start, -1);
             context = first.process - traced;
+            if (context < 0 || start.managed_live > 0) {
+                /* NVML's figure below what the trace shows live (a sample
+                 * read before allocations the trace places before it), or
+                 * managed pages NVML counts and the trace cannot see */
+                char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+                if (start.managed_live > 0)
+                    snprintf(context_why, sizeof context_why, "%s of managed memory was live at the first NVML sample:"
+                             " its pages on the device are in NVML's figure and not in the trace, so the CUDA context"
+                             " is not measured", gt_fmt_bytes(start.managed_live, b1));
+                else
+                    snprintf(context_why, sizeof context_why, "NVML's figure for this process at its first sample (%s)"
+                             " is below what the trace shows live then (%s): the sample was read before allocations"
+                             " the trace places before it, so the CUDA context is not measured",
+                             gt_fmt_bytes(first.process, b1), gt_fmt_bytes(traced, b2));
+                context = -1;
+            }
         }
         /* kernel modules and library start-up, measured on their own: the
          * growth of what the trace does not show between the first sample
          * and the one taken when the first iteration ended (lazily loaded
          * modules arrive at a kernel's first launch, with no call to trace) */
-        int64_t modules = -1, modules_t = -1;
+        int64_t modules = -1, modules_t = -1, modules_managed = 0;
         const struct gt_iterations *its;
         if (context >= 0 && !(code = gt_ctx_iterations(c, &its)) && its->n) {   /* (a remainder over the context) */
             struct gt_nvml_sample s;
             if (gt_ledger_sample_between(t, d, its->it[0].end > first.t ? its->it[0].end : first.t + 1, last.t, &s, &code)) {
                 struct instant x = {.t = s.t};
-                if ((code = live_at(c, d, s.t, cat_of, x.by_cat, &x.pool_live)))
+                if ((code = live_at(c, d, s.t, cat_of, &x)))
                     break;
-                x.pool_reserved = gt_ledger_pool_reserved_at(c, d, s.t);
-                x.graph_memory = gt_ledger_graph_memory_at(t, d, s.t);
-                modules = s.process - accounted(&x, -1) - context;
-                modules = modules > 0 ? modules : 0;
-                modules_t = s.t;
+                if (x.managed_live > 0) {
+                    modules_managed = x.managed_live;   /* its resident pages are in NVML's figure, unseen */
+                } else {
+                    modules = s.process - accounted(&x, -1) - context;
+                    modules = modules > 0 ? modules : 0;
+                    modules_t = s.t;
+                }
             }
         }
         if (code)
@@ -419,9 +460,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[0].s = last;
         at[1].t = peak_instant(c, d, &peak);
         for (int k = 0; k < 2 && !code; k++) {
-            code = live_at(c, d, at[k].t, cat_of, at[k].by_cat, &at[k].pool_live);
-            at[k].pool_reserved = gt_ledger_pool_reserved_at(c, d, at[k].t);
-            at[k].graph_memory = gt_ledger_graph_memory_at(t, d, at[k].t);
+            code = live_at(c, d, at[k].t, cat_of, &at[k]);
             at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;
         }
         if (code)
@@ -445,7 +484,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
                                          "context is not measured, device-wide figures include other processes"
                         : cut ? "flight recorder: allocations freed before the window are not in the trace, so the CUDA "
                                 "context, measured against the first NVML sample, is not known"
-                              : NULL;
+                        : context_why[0] ? context_why : NULL;
         if (j) {
             gt_json_obj(j);
             gt_json_kint(j, "device", d);
@@ -457,6 +496,7 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint_or_null(j, "modules_measured_at_ns", modules_t);
             gt_json_key(j, "modules_refuted");
             gt_json_bool(j, modules_refuted);
+            gt_json_kint_or_null(j, "modules_managed_bytes", modules_managed ? modules_managed : -1);
             gt_json_key(j, "per_process");
             gt_json_bool(j, per_process);
             gt_json_kint_or_null(j, "total_bytes", ns ? last.total : gt_trace_device_total(t, d));
@@ -476,7 +516,12 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
                     text_instant(&at[k], context, per_process);
             if (why)
                 printf("    (%s)\n", why);
-            else if (modules_refuted)
+            else if (modules_managed) {
+                char b1[GT_FMT_LEN];
+                printf("    (kernel modules and library start-up are not measured: %s of managed memory was live on the"
+                       " device after the first iteration, whose pages there NVML counts and the trace cannot see)\n",
+                       gt_fmt_bytes(modules_managed, b1));
+            } else if (modules_refuted)
                 printf("    (the kernel modules measured after the first iteration are left out: with them the buckets"
                        " exceed NVML's figure at exit, so that measurement was wrong)\n");
         }

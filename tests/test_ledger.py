@@ -274,3 +274,77 @@ class ModulesMeasuredOnTheirOwn(T.AnalyzerTest):
         self.assertNotIn('CUDA modules and library start-up', [b['name'] for b in x['buckets']])
         self.assertGreaterEqual(x['unaccounted_bytes'], 0)
         self.assertIn('exceed NVML', self.ok('summary', db).stdout)
+
+
+class ReadingsTheLedgerCannotTake(T.AnalyzerTest):
+    """What the ledger's buckets cannot rest on is said, never folded into
+    another bucket (a helper's probe, session 43)."""
+
+    def samples(self, db, times, process):
+        con = sqlite3.connect(db)
+        for ts in times:
+            con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) '
+                        'VALUES (?,0,?,?,?)', (ts, process, 80 * T.GiB, process))
+        con.commit()
+        con.close()
+
+    def test_a_pool_reading_below_its_bytes_in_use_is_not_taken(self):
+        # a program's own pool (cudaMallocFromPoolAsync) beside the device's
+        # current pool, which alone is read: 1 GiB read for 2 GiB in use, and
+        # the missing GiB was named the CUDA context
+        t = T.Trace(os.path.join(self.dir, 'pools.db'))
+        t.alloc(T.GiB, ['init_params', 'main'], api='cudaMallocAsync')
+        t.alloc(T.GiB, ['kv_cache', 'main'], api='cudaMallocFromPoolAsync')
+        read, first = t.now(), t.now()
+        t.t += 10
+        last = t.now()
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute("INSERT INTO memory_pools(t_ns, op, pool_type, size, utilized_size, release_threshold, device) "
+                    "VALUES (?, 'sampled', 'local', ?, ?, -1, 0)", (read, T.GiB, T.GiB))
+        con.commit()
+        con.close()
+        self.samples(db, (first, last), 500 * T.MiB + 2 * T.GiB)
+        x = self.json('summary', db)['ledger'][0]
+        self.assertEqual(x['context_bytes'], 500 * T.MiB)
+        pool = [b for b in x['instants'][0]['buckets'] if b['kind'] == 'pool'][0]
+        self.assertEqual((pool['bytes'], pool['in_use_bytes'], pool['reservation_known']), (2 * T.GiB, 2 * T.GiB, False))
+        self.assertEqual(x['instants'][0]['unaccounted_bytes'], 0)
+        self.assertIn('its reservation read then is below its bytes in use: not the pool the program allocates from',
+                      self.ok('summary', db).stdout)
+
+    def test_an_nvml_figure_below_the_traced_memory_says_why_the_context_is_unknown(self):
+        t = T.Trace(os.path.join(self.dir, 'early.db'))
+        t.alloc(2 * T.GiB, ['init_params', 'main'])
+        first = t.now()
+        t.alloc(T.GiB, ['more', 'main'])
+        last = t.now()
+        db = t.close()
+        self.samples(db, (first, last), T.GiB)
+        x = self.json('summary', db)['ledger'][0]
+        self.assertIsNone(x['context_bytes'])
+        self.assertIn("NVML's figure for this process at its first sample (1.00 GiB) is below what the trace shows live"
+                      " then (2.00 GiB)", x['context_unknown_why'])
+
+    def test_managed_memory_live_on_the_device_is_not_named_kernel_modules(self):
+        # 4 GiB of cudaMallocManaged made before the loop, resident by the
+        # end of the first iteration: it was named "CUDA modules and library
+        # start-up 4.00 GiB"
+        t = T.Trace(os.path.join(self.dir, 'managed.db'))
+        t.alloc(T.GiB, ['init_params', 'main'])
+        t.nvml_sample(500 * T.MiB)
+        t.alloc(4 * T.GiB, ['embedding_table', 'main'], api='cudaMallocManaged')
+        for i in range(5):
+            t.push('train_step')
+            t.free(t.alloc(256 * T.MiB, ['forward', 'main']))
+            t.pop()
+            t.nvml_sample(500 * T.MiB + 4 * T.GiB)
+        db = t.close()
+        x = self.json('summary', db)['ledger'][0]
+        self.assertIsNone(x['modules_bytes'])
+        self.assertEqual(x['modules_managed_bytes'], 4 * T.GiB)
+        self.assertEqual(x['context_bytes'], 500 * T.MiB)
+        text = self.ok('summary', db).stdout
+        self.assertNotIn('CUDA modules and library start-up', text)
+        self.assertIn('kernel modules and library start-up are not measured: 4.00 GiB of managed memory was live', text)
+        self.assertIn('(4.00 GiB of managed memory is live on the device', text)
