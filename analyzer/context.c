@@ -201,7 +201,38 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
     gt_json_key(j, "wal_missing");   /* never closed, no -wal beside it (the note on stderr) */
     gt_json_bool(j, c->t.wal_missing && !c->t.proc.end_reason);
+    gt_json_key(j, "record_gaps");   /* null: none (gt_ctx_print_gaps) */
+    if (c->t.proc.events_dropped > 0 || c->p.reallocated_unfreed) {
+        gt_json_obj(j);
+        gt_json_kint(j, "dropped", c->t.proc.events_dropped > 0 ? c->t.proc.events_dropped : 0);
+        gt_json_kint(j, "reallocated_while_live", (int64_t)c->p.reallocated_unfreed);
+        gt_json_obj_end(j);
+    } else {
+        gt_json_null(j);
+    }
     gt_recorder_json(&c->t, j);
+}
+
+/* Events the trace lost (dropped, counted by reason) and allocations at an
+ * address still live (a free not seen) make live memory look larger than it
+ * was: said where a report's figures rest on what stayed live (leaks, growth),
+ * not only in summary (a helper's probe: 5 dropped frees read as a 320 MiB
+ * leak and growth, with no word in either report). */
+void gt_ctx_print_gaps(const struct gt_ctx *c)
+{
+    long long dropped = c->t.proc.events_dropped > 0 ? c->t.proc.events_dropped : 0;
+    size_t again = c->p.reallocated_unfreed;
+    if (!dropped && !again)
+        return;
+    char what[160] = "";
+    if (dropped)
+        snprintf(what, sizeof what, "%lld event%s dropped", dropped, gt_s(dropped));
+    if (again) {
+        size_t l = strlen(what);
+        snprintf(what + l, sizeof what - l, "%s%zu allocation%s at an address still live (a free not seen)",
+                 dropped ? ", " : "", again, gt_s((long long)again));
+    }
+    printf("Note: the record has gaps (%s): memory below may have been freed; gputrace summary says more.\n", what);
 }
 
 /* Name prefixes of functions that belong to a memory allocator's own code

@@ -40,6 +40,7 @@ static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_growth *g)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+    gt_ctx_print_gaps(c);
     printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", g->memory, its->how, g->warmup);
     if (g->default_verdict)
         printf("  (the level reports take by default, %s memory, is %s (%s per iteration); device memory outside it"

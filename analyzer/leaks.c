@@ -402,6 +402,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         gt_json_obj_end(j);
     } else {
         char b[GT_FMT_LEN];
+        gt_ctx_print_gaps(c);
         if (killed)
             printf("Note: the process did not exit normally (killed?); \"at process end\" means when the trace stops.\n");
         char made[160];
