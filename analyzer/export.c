@@ -470,8 +470,13 @@ static int set_window(struct exporter *x)
             e = its->it[k].end;
     }
     if (s < 0 || e < 0) {
-        snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: %s (%s)", (long long)x->o->iter_a, (long long)x->o->iter_b,
-                 its->n ? "no such iterations in this trace" : "no iterations found", its->how);
+        if (its->n)
+            snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: no such iterations in this trace (%.400s);"
+                     " give indexes it has", (long long)x->o->iter_a, (long long)x->o->iter_b, its->how);
+        else
+            snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: %.400s; mark the loop (an NVTX range,"
+                     " gputrace_iteration()) or export without --iterations", (long long)x->o->iter_a,
+                     (long long)x->o->iter_b, its->how);
         return GT_EXIT_NO_ITERATIONS;
     }
     x->from = s > x->from ? s : x->from;

@@ -38,7 +38,8 @@ const char gt_help_peak[] =
     "kept, the failed allocations. And what was live at the overall peak, by\n"
     "call site. Iterations cut short by a failed allocation are listed but not\n"
     "fitted. --device-bytes B: the device total to use. When the memory spans\n"
-    "several devices, the busiest device is reported (--device N picks one).\n"
+    "several devices, the one that runs out first is reported (--device N picks\n"
+    "one).\n"
     "Without iterations the overall peak is still reported (exit 0).\n"
     "\n"
     "Text lists up to " GT_STR(PEAK_ALL_UP_TO) " iterations; of more, the first, the last, the one\n"
@@ -219,7 +220,14 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         gt_table_print(&tb, stdout, 4);
     } else if (pk->n) {
-        printf("  batch sizes unknown: put \"batch_size=N\" in the iteration range's message or pass it to gputrace_iteration()\n");
+        int told = 0;   /* iterations that carry a batch size, all cut short: not unknown */
+        for (size_t k = 0; k < pk->n && !told; k++)
+            told = its->it[k].batch_size >= 0;
+        if (told)
+            printf("  no batch size has a complete iteration: every iteration that carries one was cut short\n");
+        else
+            printf("  batch sizes unknown: put \"batch_size=N\" in the iteration range's message or pass it to"
+                   " gputrace_iteration()\n");
     }
     if (pk->fit.ok) {
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
@@ -236,6 +244,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         if (pk->fit.r2 < GT_FIT_RELIABLE_R2)
             printf("  the fit is poor (R^2 < %.2f): these peaks do not follow batch size\n", GT_FIT_RELIABLE_R2);
+    } else if (pk->nbs == 1 && c->t.run_batch_size >= 0) {
+        /* one run of a sweep: its fit is the sweep's (gputrace sweep --json, report over the runs) */
+        printf("  one run of a sweep (batch size %lld): the fit over its runs is the sweep's own, and gputrace report"
+               " DIR/*.db -o sweep.html draws them\n", (long long)c->t.run_batch_size);
     } else if (pk->nbs == 1) {
         printf("  one batch size only: run several batch sizes to fit peak = fixed + per_sample x batch_size\n");
     } else if (pk->history) {

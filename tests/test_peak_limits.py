@@ -127,3 +127,46 @@ class Limits(T.AnalyzerTest):
                       ' memory outside it does', self.ok('peak', db).stdout)
         d = self.json('peak', db, '--memory', 'pool')
         self.assertEqual((d['memory'], d['default_level_flat'], d['max_batch_size']), ('pool', False, None))
+
+
+class Wording(T.AnalyzerTest):
+    """What peak and export say of traces a user meets in the first hour (a
+    helper's probe, session 43)."""
+
+    def sweep_run(self, bs, oom):
+        t = T.Trace(os.path.join(self.dir, 'bs%d-run1.db' % bs))
+        t.alloc(FIXED, ['init_params', 'main'])
+        t.iteration(0, bs)
+        act = t.alloc(bs * PER_SAMPLE, ['forward', 'main'], result=2 if oom else 0)
+        if act:
+            t.free(act)
+        db = t.close()
+        with T.sqlite3.connect(db) as con:
+            con.execute("INSERT INTO notes (t_ns, component, message) VALUES (0, 'sweep', ?)",
+                        ('batch size %d (GPUTRACE_BATCH_SIZE)' % bs,))
+        return db
+
+    def test_a_sweeps_run_is_not_told_to_run_several_batch_sizes(self):
+        out = self.ok('peak', self.sweep_run(300, oom=False)).stdout
+        self.assertIn('one run of a sweep (batch size 300): the fit over its runs is the sweep\'s own', out)
+        self.assertNotIn('run several batch sizes', out)
+
+    def test_iterations_that_carry_a_batch_size_and_were_cut_short_are_not_unknown(self):
+        # the sweep's run out of memory: its one iteration, batch 307, failed
+        out = self.ok('peak', self.sweep_run(307, oom=True)).stdout
+        self.assertIn('no batch size has a complete iteration: every iteration that carries one was cut short', out)
+        self.assertNotIn('batch sizes unknown', out)
+
+    def test_peak_help_says_which_device_is_reported(self):
+        out = self.ok('peak', '--help').stdout
+        self.assertIn('the one that runs out first is reported', out)
+        self.assertNotIn('busiest device is reported', out)
+
+    def test_export_of_iterations_a_trace_lacks_says_what_to_do_once(self):
+        t = T.Trace(os.path.join(self.dir, 'flat.db'))
+        t.free(t.alloc(MiB, ['main']))
+        db = t.close()
+        p = self.gputrace('export', db, '--iterations', '0:3', '-o', os.path.join(self.dir, 'x.json'))
+        line = self.assertOneErrorLine(p, 8, db)
+        self.assertEqual(line.count('no iterations found'), 1, line)
+        self.assertIn('or export without --iterations', line)
