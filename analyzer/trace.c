@@ -356,6 +356,22 @@ const char *gt_sqlite_name(const char *path, char *buf, size_t n)
     return buf;
 }
 
+/* "file:PATH?immutable=1", the path's '%', '?' and '#' escaped; 0 when it
+ * does not fit. */
+static int immutable_uri(const char *path, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "file:");
+    for (const char *p = path; *p; p++) {
+        if (n + 4 >= cap)
+            return 0;
+        if (*p == '%' || *p == '?' || *p == '#')
+            n += (size_t)snprintf(out + n, cap - n, "%%%02X", (unsigned char)*p);
+        else
+            out[n++] = *p;
+    }
+    return (size_t)snprintf(out + n, cap - n, "?immutable=1") < cap - n;
+}
+
 int gt_trace_open(struct gt_trace *t, const char *path)
 {
     memset(t, 0, sizeof *t);
@@ -363,9 +379,19 @@ int gt_trace_open(struct gt_trace *t, const char *path)
     int code = check_file(t, path);
     if (code)
         return code;
-    char name[4096];
-    int rc = sqlite3_open_v2(gt_sqlite_name(path, name, sizeof name), &t->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    char name[4096], uri[3 * 4096 + 32];
+    const char *open_as = gt_sqlite_name(path, name, sizeof name);
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+    /* A WAL-mode trace without its -wal (copied without it): opened as
+     * immutable, SQLite creates no -wal and -shm beside it (a helper's probe:
+     * the analyzer left both in the user's directory, then told them to copy
+     * the -wal its run had made, and a trace's name with a -wal beside it is
+     * taken by the shim) */
+    if (t->wal_missing && immutable_uri(path, uri, sizeof uri)) {
+        open_as = uri;
+        flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(open_as, &t->db, flags, NULL);
     if (rc != SQLITE_OK)
         return sql_fail(t, rc, "opening");
     sqlite3_busy_timeout(t->db, 2000);

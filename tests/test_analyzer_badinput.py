@@ -200,6 +200,10 @@ class KilledTraces(T.AnalyzerTest):
             line = self.assertOneErrorLine(self.gputrace(cmd, copy), 4, copy)
             self.assertIn('-wal file', line)
             self.assertIn('missing', line)
+        # and the analyzer made no -wal or -shm beside the copy (it told the
+        # user to copy the -wal its own run had made, and a name with a -wal
+        # beside it is taken by the shim)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(copy))), ['killed.db'])
 
 
 class HostileNumbers(T.AnalyzerTest):

@@ -78,6 +78,9 @@ class CopiedWithoutWal(T.AnalyzerTest):
             self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
             self.assertIn('no -wal file beside it: if it was copied without its -wal', p.stderr)
             self.assertIn('copy %s-wal with it' % copy, p.stderr)
+            self.assertEqual(os.listdir(os.path.dirname(copy)), ['t.db'])   # nothing made beside it
+            copy = shutil.copy(db, os.path.join(self.dir, 'copy', 'odd %?#name.db'))   # (escaped in its URI)
+            self.assertTrue(T.json.loads(self.gputrace('summary', '--json', copy).stdout)['wal_missing'])
             # the trace itself, its -wal beside it, says nothing
             p = self.gputrace('summary', '--json', db)
             self.assertEqual((p.returncode, p.stderr), (0, ''))
