@@ -100,6 +100,14 @@ static void writer_open_failed(void)
     atomic_store(&gt_state, GT_FAILED);
 }
 
+/* Bytes as the analyzer prints them (format.c): halves rounded away from
+ * zero, and 1023.995 KiB carried to 1.00 MiB; printf alone rounds 77.625
+ * MiB to even, "77.62", where every report says "77.63" (a helper's probe). */
+static double hundredths(double v)
+{
+    return (double)(uint64_t)(v * 100 + 0.5) / 100;
+}
+
 static void human(uint64_t b, char *out, size_t cap)
 {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -109,7 +117,11 @@ static void human(uint64_t b, char *out, size_t cap)
         v /= 1024;
         i++;
     }
-    snprintf(out, cap, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+    if (i && hundredths(v) >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, cap, i ? "%.2f %s" : "%.0f %s", i ? hundredths(v) : v, u[i]);
 }
 
 /* The summary line on stderr when a trace ends. */

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import unittest
 
+import gtlib
 from gtlib import SANITIZER, SHIM, TraceTest, base_env, prog, query, run
 
 
@@ -217,6 +218,19 @@ class NoCudaTest(TraceTest):
 
 
 class OutputTest(TraceTest):
+    @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
+    def test_the_exit_line_rounds_bytes_as_the_reports_do(self):
+        # 81,395,712 B is 77.625 MiB: printf's rounding to even said 77.62
+        # where summary, run and the report say 77.63; 1023.995 KiB is 1.00 MiB
+        for size, shown in ((81395712, '77.63 MiB'), (1048571, '1.00 MiB')):
+            db = os.path.join(self.dir, '%d.db' % size)
+            script = ('import ctypes\nrt = ctypes.CDLL("libcudart.so.13")\np = ctypes.c_void_p()\n'
+                      'rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(%d))\nrt.cudaFree(p)\n' % size)
+            p = run([sys.executable, '-c', script], env=base_env(GPUTRACE_OUTPUT=db))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('peak device memory %s)' % shown, p.stderr)
+            self.assertIn('%s at' % shown, gtlib.run([gtlib.GPUTRACE, 'summary', db], preload=False).stdout)
+
     def test_program_output_and_exit_code_identical_with_and_without_shim(self):
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'))
         bare = run([prog('output')], preload=False, env=env, cwd=self.dir)
