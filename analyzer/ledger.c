@@ -83,7 +83,8 @@ static int site_category(struct gt_trace *t, int32_t site, int *code)
  * device-level by category, and pool bytes in use. */
 struct instant {
     const char *name;    /* "exit", "peak" */
-    int64_t t;
+    int64_t t;           /* everything before it counts */
+    int64_t shown_t;     /* the time said: the peak's event, the process's end (0: t) */
     int64_t by_cat[NCAT], pool_live, pool_reserved;
     int pool_below;      /* the pool's reading then was below its bytes in use: not the program's pool, not taken */
     int pool_read_later; /* no reading by then, but the pool was read later in the trace */
@@ -150,11 +151,12 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, struct inst
 }
 
 /* The instant device d's memory in use (device + pool level) peaked. */
-static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
+static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak, int64_t *shown)
 {
     struct gt_trace *t = &c->t;
     int64_t live = 0, at = -1;
     *peak = 0;
+    *shown = -1;
     for (size_t i = 0; i < t->nev; i++) {
         int m, slot;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &slot);
@@ -163,7 +165,8 @@ static int64_t peak_instant(struct gt_ctx *c, int d, int64_t *peak)
         live += delta;
         if (live > *peak) {
             *peak = live;
-            at = i + 1 < t->nev ? t->ev[i + 1].t : t->ev[i].t + 1;
+            at = t->ev[i].t < INT64_MAX ? t->ev[i].t + 1 : t->ev[i].t;   /* (live_at counts what came before) */
+            *shown = t->ev[i].t;
         }
     }
     return at;
@@ -196,7 +199,7 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
 {
     gt_json_obj(j);
     gt_json_kstr(j, "instant", x->name);
-    gt_json_kint(j, "t_ns", x->t);
+    gt_json_kint(j, "t_ns", x->shown_t > 0 ? x->shown_t : x->t);
     gt_json_key(j, "buckets");
     gt_json_arr(j);
     for (int k = 0; k < NCAT; k++) {
@@ -263,7 +266,7 @@ static void json_instant(struct gt_json *j, const struct instant *x, int64_t con
 static void text_instant(const struct instant *x, int64_t context, int per_process)
 {
     char b[GT_FMT_LEN], b2[GT_FMT_LEN];
-    printf("    at %s (%s):\n", x->name, gt_fmt_ns(x->t, b));
+    printf("    at %s (%s):\n", x->name, gt_fmt_ns(x->shown_t > 0 ? x->shown_t : x->t, b));
     for (int k = 0; k < NCAT; k++)
         if (x->by_cat[k])
             printf("      %-34s %12s\n", cat_name(k), gt_fmt_bytes(x->by_cat[k], b));
@@ -458,7 +461,10 @@ int gt_report_ledger(struct gt_ctx *c, struct gt_json *j)
         at[0].t = ns && last.t > end ? last.t : end;
         at[0].have_nvml = ns && last.t >= t->ev[t->nev - 1].t;
         at[0].s = last;
-        at[1].t = peak_instant(c, d, &peak);
+        at[1].t = peak_instant(c, d, &peak, &at[1].shown_t);
+        /* the exit said where the process ended (summary's "exit after"), not after its last event */
+        if (t->proc.end_ns > at[0].t)
+            at[0].shown_t = t->proc.end_ns;
         for (int k = 0; k < 2 && !code; k++) {
             code = live_at(c, d, at[k].t, cat_of, &at[k]);
             at[k].modules = modules_t >= 0 && at[k].t >= modules_t ? modules : -1;

@@ -348,3 +348,22 @@ class ReadingsTheLedgerCannotTake(T.AnalyzerTest):
         self.assertNotIn('CUDA modules and library start-up', text)
         self.assertIn('kernel modules and library start-up are not measured: 4.00 GiB of managed memory was live', text)
         self.assertIn('(4.00 GiB of managed memory is live on the device', text)
+
+    def test_the_ledgers_instants_are_the_times_the_summary_says(self):
+        # "exit after 9.683 ms" above a ledger "at exit (358.599 us)" (its
+        # last event), and a peak said at the next event's time
+        t = T.Trace(os.path.join(self.dir, 'times.db'))
+        t.alloc(T.GiB, ['init_params', 'main'])
+        t.nvml_sample(500 * T.MiB)
+        a = t.alloc(256 * T.MiB, ['forward', 'main'])
+        t.free(a)
+        t.t += 5000000   # the process runs on after its last allocation
+        t.nvml_sample(500 * T.MiB)
+        db = t.close()
+        d = self.json('summary', db)
+        instants = {i['instant']: i['t_ns'] for i in d['ledger'][0]['instants']}
+        peak = [p for p in d['peaks'] if p['memory'] == 'device'][0]
+        self.assertEqual(instants['peak'], peak['peak_time_ns'])
+        self.assertEqual(instants['exit'], d['duration_ns'])
+        self.assertEqual([b['bytes'] for b in d['ledger'][0]['instants'][1]['buckets'] if b['kind'] == 'direct'],
+                         [T.GiB + 256 * T.MiB])
