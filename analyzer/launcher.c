@@ -207,6 +207,6 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     int status = gt_spawn_wait(a->files, &how, "gputrace run");   /* CMD [ARG...], NULL-terminated */
     settle_aside(out, aside);
     if (closing)
-        gt_run_log_end();
+        gt_run_log_end(status);
     return end_as(sig, status);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exitcodes.h"
 #include "format.h"
 #include "run_log.h"
 
@@ -98,7 +99,7 @@ static int by_start(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-void gt_run_log_end(void)
+void gt_run_log_end(int status)
 {
     if (!log_dir[0])
         return;
@@ -172,8 +173,13 @@ void gt_run_log_end(void)
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         cwd[0] = 0;
-    if (n == 0) {
-        fprintf(stderr, "gputrace run: no process of the command called CUDA: nothing was traced\n");
+    if (n == 0 && (status == GT_RUN_EXIT_NOT_FOUND || status == GT_RUN_EXIT_CANNOT_EXEC)) {
+        /* (it was never run, or ended as one: "cannot run" said why) */
+    } else if (n == 0) {
+        /* the shim starts a trace at the first call it records: a program
+         * that only asked for devices or synchronized made none */
+        fprintf(stderr, "gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs):"
+                        " nothing was traced\n");
     } else if (n == 1) {
         fprintf(stderr, "gputrace run: wrote ");
         say_one(stderr, &t[0], cwd, !t[0].done);

@@ -8,6 +8,8 @@
  * its own line). */
 int gt_run_log_begin(void);
 /* After the command ends: one line on stderr, then the run log is removed. */
-void gt_run_log_end(void);
+/* status: the command's; 126 or 127 with nothing traced is a command that
+ * could not be run, already said: no closing line then. */
+void gt_run_log_end(int status);
 
 #endif

@@ -169,8 +169,16 @@ class ClosingLineTest(TraceTest):
         p = self.launch(['--', '/bin/sh', '-c', 'echo hi; /bin/true'])
         self.assertEqual((p.returncode, p.stdout), (0, 'hi\n'))
         self.assertEqual(self.gputrace_lines(p.stderr),
-                         ['gputrace run: no process of the command called CUDA: nothing was traced'])
+                         ['gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs): nothing was traced'])
         self.assertEqual(os.listdir(self.dir), [])
+
+    def test_a_command_that_cannot_be_run_gets_its_one_line_only(self):
+        # "cannot run" was followed by "no process of the command called CUDA"
+        p = self.launch(['--', 'no-such-command-here'])
+        self.assertEqual(p.returncode, 127)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("cannot run 'no-such-command-here'", lines[0])
 
     def test_a_trace_name_with_a_tab_or_newline_is_still_in_the_closing_line(self):
         # the run log is lines of tab-separated fields: such a name was left
@@ -254,7 +262,7 @@ class ClosingLineTest(TraceTest):
         p = self.launch(['--', '/bin/sh', '-c', '(sleep 0.5; exec %s) 2>%s/late.err >/dev/null &' % (prog('output'), self.dir)])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(self.gputrace_lines(p.stderr),
-                         ['gputrace run: no process of the command called CUDA: nothing was traced'])
+                         ['gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs): nothing was traced'])
         deadline = time.monotonic() + 20
         late = os.path.join(self.dir, 'late.err')
         said = []
