@@ -41,7 +41,7 @@ const char gt_help_run[] =
     "  --quiet              no closing line on stderr (GPUTRACE_QUIET=1)\n"
     "\n"
     "At the end one line on stderr lists the trace files the command's processes\n"
-    "wrote (parent, ranks, workers), or says that none of them called CUDA.\n"
+    "wrote (parent, ranks, workers), or says that none made a call it records.\n"
     "  -h, --help           this text\n";
 
 /* Is path a finished gputrace trace: a SQLite file with our application_id,

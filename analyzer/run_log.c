@@ -2,7 +2,7 @@
  * private directory and names it in GPUTRACE_RUN_LOG; every traced process of
  * the command appends a line when it creates its trace and one when it
  * finishes it (shim/runlog.c) and stays quiet; at the end the launcher says,
- * in one line, the files written, or that no process called CUDA. */
+ * in one line, the files written, or that no process made a call it records. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* run_log.h - `gputrace run`'s closing line (run_log.c): the files written by
- * every traced process of the command, or that none called CUDA. */
+ * every traced process of the command, or that none made a call it records. */
 #ifndef GT_RUN_LOG_H
 #define GT_RUN_LOG_H
 
