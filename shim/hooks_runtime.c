@@ -4,7 +4,20 @@
  * it, and hands the result to record.c (a capture's beginning and end to
  * graphs.c); nothing else happens here. The _ptsz
  * names are what the headers compile to under --default-stream per-thread. */
+/* cudaGraphInstantiate took 5 parameters in CUDA 11 (pGraphExec, graph,
+ * pErrorNode, pLogBuffer, bufferSize) and takes 3 from CUDA 12 (pGraphExec,
+ * graph, flags) under the same name: the header's 3-parameter declaration
+ * is put aside and the hook takes and passes on all five. Arguments go in
+ * registers (x86-64 SysV, AArch64), so a 3-parameter runtime ignores the two
+ * it does not take; with three, a CUDA 11 program whose instantiation failed
+ * had its log written through whatever the shim left in those registers (a
+ * helper's review: a crash on the first call). */
+#define cudaGraphInstantiate gt_header_cudaGraphInstantiate
 #include <cuda_runtime_api.h>
+#undef cudaGraphInstantiate
+extern __host__ cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g,
+                                                           unsigned long long flags_or_error_node_11, char *log_11,
+                                                           size_t log_size_11);
 
 #include "hooks.h"
 
@@ -46,7 +59,7 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(BEGIN, cudaStreamBeginCaptureToGraph_ptsz, PTSZ(s), (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \
     X(END, cudaStreamEndCapture, s, (cudaStream_t s, cudaGraph_t *g), (s, g)) \
     X(END, cudaStreamEndCapture_ptsz, PTSZ(s), (cudaStream_t s, cudaGraph_t *g), (s, g)) \
-    X(GRAPH, cudaGraphInstantiate, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
+    X(GRAPH, cudaGraphInstantiate, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags_or_error_node_11, char *log_11, size_t log_size_11), (e, g, flags_or_error_node_11, log_11, log_size_11)) \
     X(GRAPH, cudaGraphInstantiateWithFlags, -, (cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags), (e, g, flags)) \
     X(GRAPH, cudaGraphInstantiateWithParams, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \
     X(GRAPH, cudaGraphInstantiateWithParams_ptsz, -, (cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *params), (e, g, params)) \

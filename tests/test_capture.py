@@ -47,6 +47,16 @@ class CaptureTest(TraceTest):
                          [('cudaMalloc', 4096, 0), ('cudaFree', 4096, 0), ('cudaMallocHost', 8192, 0),
                           ('cudaFreeHost', 8192, 0)])
 
+    def test_a_cuda_11_programs_graph_instantiation_gets_all_five_arguments(self):
+        # CUDA 11's cudaGraphInstantiate took (exec, graph, errorNode, log,
+        # logSize), CUDA 12's the same name (exec, graph, flags): the hook
+        # passed on three, and the runtime wrote its log through garbage
+        # registers (a crash here)
+        plain = run([prog('graph_instantiate_11')], preload=False, env=base_env())
+        self.assertEqual((plain.returncode, plain.stdout), (0, "rc 1 node NULL log 'graph is NULL (CUDA 11's log)'\n"))
+        p = run([prog('graph_instantiate_11')], env=base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db')))
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), p.stderr)
+
     @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
     def test_a_failed_request_past_64_bits_is_recorded_at_its_saturated_size(self):
         # width x height wrapped (2^33 x 2^31 recorded 0 bytes) and SIZE_MAX was
