@@ -146,6 +146,51 @@ void *gt_hook_real(struct gt_hook *h)
     return p;
 }
 
+/* ---- the caller's own runtime -------------------------------------------
+ * Every hooked runtime call reaches our one definition (preloaded, first in
+ * the global scope), from whichever library made it. Without us each
+ * library binds to the runtime it was linked with (the runtime's symbols are
+ * versioned: cudaMalloc@libcudart.so.12 never binds to 13's), so with two
+ * runtimes loaded one row's single real function sent a CUDA 12 library's
+ * calls to CUDA 13's runtime: its errors landed in the other runtime's
+ * last-error, and cudaGetDriverEntryPoint handed it CUDA 13's versions of
+ * driver functions, called with CUDA 12's parameters (a helper's review).
+ * dlsym on the calling object's own handle searches its dependencies
+ * only: its runtime's definition. A caller that has none in its
+ * dependencies (ctypes' libffi, a program that dlopen()s the runtime and
+ * asks dlsym) gets the row's. The memo is per thread (a call site of one
+ * thread asks once); an entry for a runtime unloaded since is not dropped. */
+GT_TLS struct gt_caller_memo gt_caller_memo[GT_CALLER_SETS][2];
+
+static void *callers_own(const char *name, const void *ra)
+{
+    Dl_info info;
+    if (!ra || !dladdr(ra, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) {
+        (void)dlerror();
+        return NULL;
+    }
+    void *p = gt_dlsym_real(h, name);
+    dlclose(h);   /* RTLD_NOLOAD took a reference; the object stays loaded */
+    (void)dlerror();
+    return p && !is_ours(p) ? p : NULL;
+}
+
+void *gt_real_for_caller_slow(struct gt_hook *h, const void *ra)
+{
+    void *real = callers_own(h->name, ra);
+    if (!real)
+        real = gt_real_of(h);
+    if (!real)
+        return NULL;   /* no runtime yet: asked again next time */
+    struct gt_caller_memo *set = gt_caller_memo[(((uintptr_t)ra >> 2) ^ ((uintptr_t)h >> 5)) % GT_CALLER_SETS];
+    set[1] = set[0];   /* the older way goes */
+    set[0] = (struct gt_caller_memo){ra, h, real};
+    return real;
+}
+
 #define LIBC_ROW(name) [GT_LIBC_##name] = {#name, NULL, "libc.so", NULL, 0},
 struct gt_hook gt_libc_hooks[GT_LIBC_N] = {GT_LIBC_FUNCTIONS(LIBC_ROW)};
 

@@ -361,6 +361,29 @@ static inline void *gt_real_of(struct gt_hook *h)
     return GT_LIKELY(p != NULL) ? p : gt_hook_real(h);
 }
 
+/* The real function of a CUDA runtime hook as its caller would have reached
+ * it: the definition in the calling object's own dependencies, when it has
+ * one (two runtimes in one process: a CUDA 12 library's calls go to CUDA
+ * 12's runtime, a CUDA 13 library's to 13's), else gt_real_of. Memoized per
+ * thread by (return address, hook), two ways a set (real.c). */
+struct gt_caller_memo {
+    const void *ra;
+    const struct gt_hook *h;
+    void *real;
+};
+#define GT_CALLER_SETS 16
+extern GT_TLS struct gt_caller_memo gt_caller_memo[GT_CALLER_SETS][2];
+void *gt_real_for_caller_slow(struct gt_hook *h, const void *ra);
+static inline void *gt_real_for_caller(struct gt_hook *h, const void *ra)
+{
+    struct gt_caller_memo *set = gt_caller_memo[(((uintptr_t)ra >> 2) ^ ((uintptr_t)h >> 5)) % GT_CALLER_SETS];
+    if (GT_LIKELY(set[0].ra == ra && set[0].h == h))
+        return set[0].real;
+    if (set[1].ra == ra && set[1].h == h)
+        return set[1].real;
+    return gt_real_for_caller_slow(h, ra);
+}
+
 /* The libc functions hooks_process.c interposes. Their rows live in real.c
  * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
  * a vfork child of a traced process only reads memory in those hooks. */
