@@ -290,11 +290,13 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kstr(j, "memory", pk.memory);
         gt_json_key(j, "default_level_flat");
         gt_json_bool(j, pk.default_flat);
-        gt_json_key(j, "device");
-        if (pk.sel.device == GT_ANY_DEVICE)
-            gt_json_null(j);
-        else
+        gt_json_key(j, "device");   /* the device told: of one, the room's (null: no memory at all) */
+        if (pk.sel.device != GT_ANY_DEVICE)
             gt_json_int(j, pk.sel.device);
+        else if (pk.overall_ev != GT_NO_EVENT && c->t.ev[pk.overall_ev].device >= 0)
+            gt_json_int(j, c->t.ev[pk.overall_ev].device);
+        else
+            gt_json_null(j);
         gt_json_key(j, "other_devices");
         gt_json_arr(j);
         for (size_t i = 0; i < pk.nothers; i++) {

@@ -49,6 +49,7 @@ class Limits(T.AnalyzerTest):
         db = self.loop('killed.db', (2, 4, 6, 8, 10, 12, 14, 16), killed_at=8)
         d = self.json('peak', db)
         self.assertEqual(d['max_batch_size'], truth())
+        self.assertEqual(d['device'], 0)   # the device told, of one too (it was null)
         last = d['iterations'][-1]
         self.assertEqual((last['batch_size'], last['process_died_in_it'], last['failed_allocation']), (16, True, False))
         self.assertNotIn(16, [b['batch_size'] for b in d['by_batch_size']])
