@@ -27,8 +27,10 @@ const char gt_help_ranks[] =
     "or not closed) and ranks missing from WORLD_SIZE.\n"
     "\n"
     "A rank with several files (DataLoader or compile workers inherit RANK) is\n"
-    "its main process's file: the one whose parent is no other file of that\n"
-    "rank on the same host; the others are listed as its children. Times are\n"
+    "its main process's file: the latest started of those whose parent is no\n"
+    "other file of that rank on the same host; the files that descend from it\n"
+    "are listed as its children, any other as an earlier run of the rank (the\n"
+    "job run again with the same names, a restart, a rank's exec). Times are\n"
     "each trace's own (peak_time_ns) and the job's (peak_job_time_ns: from the\n"
     "earliest rank's start, by the wall clock each trace recorded at its start,\n"
     "so ranks on different hosts line up as far as the hosts' clocks agree).\n"
@@ -124,34 +126,56 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
 }
 
 
-/* Groups files by rank: the main file of each rank is the one whose parent
- * is no other file of the rank on the same host (the earliest started if
- * several are); the rest point to it (parent). Files without a rank are
- * each their own main. */
+/* The file of rank's whose process is b's parent (same host, started no
+ * later), or -1. */
+static long parent_of(const struct gt_ranks *R, size_t b)
+{
+    const struct gt_rank_file *f = &R->files[b];
+    for (size_t q = 0; q < R->nfiles; q++) {
+        const struct gt_rank_file *p = &R->files[q];
+        if (q != b && !p->code && p->rank == f->rank && p->pid == f->ppid && !strcmp(p->host, f->host) &&
+            p->start_unix_ns <= f->start_unix_ns)
+            return (long)q;
+    }
+    return -1;
+}
+
+/* Groups files by rank. A root is a file whose parent is no other file of
+ * the rank on the same host; the rank's main file is its latest-started
+ * root, and the files that descend from it are its children (DataLoader or
+ * compile workers, which inherit RANK). Other roots, and what descends from
+ * them, are earlier runs of the rank (a job run again with the same names,
+ * a restart, the image a rank replaced by exec): they point to the main
+ * file marked earlier_run, never as its children (a helper's probe: the
+ * earliest root was taken, and a re-run's growing rank was listed as a
+ * child of the stale run's). Files without a rank are each their own main. */
 static void group(struct gt_ranks *R)
 {
-    for (size_t i = 0; i < R->nfiles; i++)
+    for (size_t i = 0; i < R->nfiles; i++) {
         R->files[i].parent = -1;
+        R->files[i].earlier_run = 0;
+    }
     for (size_t i = 0; i < R->nfiles; i++) {
         struct gt_rank_file *a = &R->files[i];
         if (a->code || a->rank < 0 || a->parent >= 0)
             continue;
-        /* the roots of this rank: no parent among its files */
         long best = -1;
         for (size_t k = 0; k < R->nfiles; k++) {
             struct gt_rank_file *b = &R->files[k];
-            if (b->code || b->rank != a->rank)
-                continue;
-            int child = 0;
-            for (size_t q = 0; q < R->nfiles && !child; q++)
-                child = q != k && !R->files[q].code && R->files[q].rank == a->rank && R->files[q].pid == b->ppid &&
-                        !strcmp(R->files[q].host, b->host);
-            if (!child && (best < 0 || b->start_unix_ns < R->files[best].start_unix_ns))
+            if (!b->code && b->rank == a->rank && parent_of(R, k) < 0 &&
+                (best < 0 || b->start_unix_ns > R->files[best].start_unix_ns ||
+                 (b->start_unix_ns == R->files[best].start_unix_ns && b->order > R->files[best].order)))
                 best = (long)k;
         }
-        for (size_t k = 0; k < R->nfiles; k++)
-            if (!R->files[k].code && R->files[k].rank == a->rank && (long)k != best)
-                R->files[k].parent = best;
+        for (size_t k = 0; k < R->nfiles; k++) {
+            if (R->files[k].code || R->files[k].rank != a->rank || (long)k == best)
+                continue;
+            long up = (long)k;   /* up the parents to a root (a cycle of pids ends the walk) */
+            for (size_t steps = 0; steps < R->nfiles && parent_of(R, (size_t)up) >= 0; steps++)
+                up = parent_of(R, (size_t)up);
+            R->files[k].parent = best;
+            R->files[k].earlier_run = up != best;
+        }
     }
 }
 

@@ -27,6 +27,8 @@ struct gt_rank_file {
     int64_t ooms;
     int oom_ended;
     long parent;                /* index of its rank's main file; -1: a main file */
+    int earlier_run;            /* with parent: not its child but a file of an earlier run of that rank (a job run
+                                 * again with the same names, a restart, the image before an exec) */
 };
 
 struct gt_ranks {

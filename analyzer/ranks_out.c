@@ -113,21 +113,23 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
         gt_json_kint(j, "ooms", r->ooms);
         gt_json_kstr(j, "end_reason", r->end_reason);
         gt_json_kstr(j, "failed", failure(r, fb, sizeof fb));
-        gt_json_key(j, "children");
-        gt_json_arr(j);
-        for (size_t k = 0; k < R->nfiles; k++) {
-            const struct gt_rank_file *ch = &R->files[k];
-            if (ch->parent < 0 || &R->files[ch->parent] != r)
-                continue;
-            gt_json_obj(j);
-            gt_json_kstr(j, "file", ch->path);
-            gt_json_kint_or_null(j, "pid", ch->pid);
-            gt_json_kint_or_null(j, "ppid", ch->ppid);
-            gt_json_kint(j, "peak_bytes", ch->peak);
-            gt_json_kint(j, "final_bytes", ch->final);
-            gt_json_obj_end(j);
+        for (int earlier = 0; earlier < 2; earlier++) {
+            gt_json_key(j, earlier ? "earlier_runs" : "children");
+            gt_json_arr(j);
+            for (size_t k = 0; k < R->nfiles; k++) {
+                const struct gt_rank_file *ch = &R->files[k];
+                if (ch->parent < 0 || &R->files[ch->parent] != r || ch->earlier_run != earlier)
+                    continue;
+                gt_json_obj(j);
+                gt_json_kstr(j, "file", ch->path);
+                gt_json_kint_or_null(j, "pid", ch->pid);
+                gt_json_kint_or_null(j, "ppid", ch->ppid);
+                gt_json_kint(j, "peak_bytes", ch->peak);
+                gt_json_kint(j, "final_bytes", ch->final);
+                gt_json_obj_end(j);
+            }
+            gt_json_arr_end(j);
         }
-        gt_json_arr_end(j);
         gt_json_obj_end(j);
     }
     gt_json_arr_end(j);
@@ -280,8 +282,9 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
         const struct gt_rank_file *ch = &R->files[k];
         if (ch->parent < 0)
             continue;
-        printf("Child of %s: pid %lld (%s), peak %s, final %s\n", rank_name(&R->files[ch->parent], n2, sizeof n2),
-               (long long)ch->pid, ch->path, gt_fmt_bytes(ch->peak, b1), gt_fmt_bytes(ch->final, b2));
+        printf("%s %s: pid %lld (%s), peak %s, final %s\n", ch->earlier_run ? "Earlier run of" : "Child of",
+               rank_name(&R->files[ch->parent], n2, sizeof n2), (long long)ch->pid, ch->path,
+               gt_fmt_bytes(ch->peak, b1), gt_fmt_bytes(ch->final, b2));
     }
     if (!o->all_iterations) {
         if (R->niter)

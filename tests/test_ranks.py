@@ -227,3 +227,25 @@ class OldTraces(RanksTest):
         p = subprocess.run([GPUTRACE, 'summary', '--json', f], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIsNone(json.loads(p.stdout)['process']['world_size'])
+
+
+class RunAgain(RanksTest):
+    def test_a_rank_run_again_is_read_from_its_latest_run_and_the_earlier_one_is_not_its_child(self):
+        # a job run twice into one directory (or a restart): the earliest
+        # root file was taken as the rank's, and the new run's growing rank
+        # was listed as a "child" of the stale one
+        for r in (0, 1):
+            self.assertEqual(self.rank(r, 8 * MiB, 0, world=2).returncode, 0)
+        first = set(self.files())
+        p = self.rank(1, 8 * MiB, 256 * KiB, world=2)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        again = (set(self.files()) - first).pop()
+        d = self.ranks_json()
+        one = [r for r in d['ranks'] if r['rank'] == 1][0]
+        self.assertEqual((one['file'], one['growth_verdict']), (again, 'growing'))
+        self.assertEqual([c['file'] for c in one['earlier_runs']], [f for f in first if 'r1-' in f])
+        self.assertEqual(one['children'], [])
+        self.assertIn(1, d['growing_ranks'])
+        out = self.ranks().stdout
+        self.assertIn('Earlier run of rank 1: pid', out)
+        self.assertNotIn('Child of rank 1', out)
