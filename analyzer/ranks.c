@@ -63,21 +63,25 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
 {
     struct gt_ctx c;
     r->path = path;
+    r->rank = r->local_rank = r->world_size = r->pid = r->ppid = -1;
     r->code = gt_ctx_open(&c, path, o);
+    /* who it was, also of a file left out (its rank was given: not missing) */
+    const struct gt_process *p = &c.t.proc;
+    if (p->present) {
+        r->rank = p->rank;
+        r->local_rank = p->local_rank;
+        r->world_size = p->world_size;
+        r->pid = p->pid;
+        r->ppid = p->ppid;
+        r->start_unix_ns = p->start_unix_ns;
+        r->end_reason = p->end_reason ? gt_xstrdup(p->end_reason) : NULL;
+    }
+    r->host = gt_xstrdup(p->present && p->host ? p->host : "");
     if (r->code) {
         snprintf(r->err, sizeof r->err, "%s", c.t.err[0] ? c.t.err : "cannot be read");
         gt_ctx_close(&c);
         return r->code;
     }
-    const struct gt_process *p = &c.t.proc;
-    r->rank = p->rank;
-    r->local_rank = p->local_rank;
-    r->world_size = p->world_size;
-    r->pid = p->pid;
-    r->ppid = p->ppid;
-    r->start_unix_ns = p->start_unix_ns;
-    r->host = gt_xstrdup(p->host ? p->host : "");
-    r->end_reason = p->end_reason ? gt_xstrdup(p->end_reason) : NULL;
     snprintf(r->memory, sizeof r->memory, "%s", c.sel_name);
 
     struct gt_peak pk;
@@ -240,11 +244,15 @@ static int rank_cmp(const void *a, const void *b)
  * one printed gigabytes). Calls back once per range; returns how many. */
 int64_t gt_ranks_missing(const struct gt_ranks *R, void (*range)(void *, int64_t, int64_t), void *arg)
 {
-    int64_t *have = gt_xmalloc((R->nmains + 1) * sizeof *have), next = 0, count = 0;
+    /* a rank whose file was given but not read is not missing: it is said apart */
+    int64_t *have = gt_xmalloc((R->nmains + R->nfiles + 1) * sizeof *have), next = 0, count = 0;
     size_t n = 0;
     for (size_t i = 0; i < R->nmains; i++)
         if (R->mains[i]->rank >= 0 && R->mains[i]->rank < R->world_size)
             have[n++] = R->mains[i]->rank;
+    for (size_t i = 0; i < R->nfiles; i++)
+        if (R->files[i].code && R->files[i].rank >= 0 && R->files[i].rank < R->world_size)
+            have[n++] = R->files[i].rank;
     qsort(have, n, sizeof *have, rank_cmp);
     have[n] = R->world_size > 0 ? R->world_size : 0;   /* the end, as one more rank present */
     for (size_t i = 0; i <= n; i++) {

@@ -16,7 +16,7 @@ static const char *failure(const struct gt_rank_file *r, char *buf, size_t len)
     if (r->oom_ended)
         return "ended on an out-of-memory failure";
     if (!r->end_reason)
-        return "trace not closed: the process was killed or crashed";
+        return "trace not closed: the process was killed or crashed, or still runs";
     static const char *const clean[] = {"exit", "_exit", "exec", "fork-child"};
     for (size_t k = 0; k < sizeof clean / sizeof *clean; k++)
         if (!strcmp(r->end_reason, clean[k]))
@@ -190,6 +190,7 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
             continue;
         gt_json_obj(j);
         gt_json_kstr(j, "file", R->files[i].path);
+        gt_json_kint_or_null(j, "rank", R->files[i].rank);
         gt_json_kstr(j, "error", R->files[i].err);
         gt_json_kint(j, "exit_code", R->files[i].code);
         gt_json_obj_end(j);
@@ -274,6 +275,15 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     }
     if (!any)
         printf("Failed: none\n");
+    for (size_t i = 0, shown = 0; i < R->nfiles; i++) {   /* given, left out (said on stderr): not missing */
+        const struct gt_rank_file *f = &R->files[i];
+        if (!f->code)
+            continue;
+        printf("%s", shown++ ? "          " : "Not read: ");
+        if (f->rank >= 0)
+            printf("rank %lld: ", (long long)f->rank);
+        printf("%s (%s)\n", f->path, f->err);
+    }
     any = 0;
     gt_ranks_missing(R, missing_text_range, &any);
     if (any)

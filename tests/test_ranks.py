@@ -249,3 +249,21 @@ class RunAgain(RanksTest):
         out = self.ranks().stdout
         self.assertIn('Earlier run of rank 1: pid', out)
         self.assertNotIn('Child of rank 1', out)
+
+    def test_a_rank_whose_file_was_given_but_not_read_is_not_missing(self):
+        # --device 0 left rank 1's file out (its memory is on device 1): it
+        # was listed as "Missing (no trace given for): rank 1"
+        for r in (0, 1):
+            self.assertEqual(self.rank(r, 8 * MiB, 0, world=2).returncode, 0)
+        files = self.files()
+        r1 = [f for f in files if 'r1-' in f][0]
+        con = sqlite3.connect(r1)
+        con.execute('UPDATE events SET device = 1')
+        con.commit()
+        con.close()
+        p = self.ranks('--device', '0')
+        self.assertEqual(p.returncode, 11, p.stderr)
+        self.assertNotIn('Missing', p.stdout)
+        self.assertIn('Not read: rank 1: %s (no memory on device 0' % r1, p.stdout)
+        d = json.loads(self.ranks('--json', '--device', '0').stdout)
+        self.assertEqual((d['missing_rank_count'], [u['rank'] for u in d['unreadable']]), (0, [1]))
