@@ -74,12 +74,12 @@ static void say_one(FILE *out, const struct trace_file *t, const char *cwd, int 
         else
             fputc(*c, out);
     fputs(" (", out);
-    if (with_pid)
-        fprintf(out, "pid %d%s", t->pid, t->done ? ", " : "");
+    if (with_pid)   /* each part ends ", ", which the next part follows */
+        fprintf(out, "pid %d, ", t->pid);
     if (with_pid && t->rank >= 0)
         fprintf(out, "rank %ld, ", t->rank);
     if (!t->done) {
-        fprintf(out, "%snot finished: its process was killed, or still runs)", with_pid ? ", " : "");
+        fputs("not finished: its process was killed, or still runs)", out);
         return;
     }
     fprintf(out, "%llu event%s, %llu dropped, peak device memory %s", t->events, gt_s((long long)t->events),

@@ -286,6 +286,11 @@ class ClosingLineTest(TraceTest):
         lines = self.gputrace_lines(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)
         self.assertRegex(lines[0], r'^gputrace run: wrote k\.db \(pid \d+, not finished: its process was killed, or still runs\)$')
+        # of a ranked process ("pid 24634rank 1, , not finished" before)
+        os.unlink(os.path.join(self.dir, 'hang.out'))
+        p = self.launch(['-o', 'r.db', '--', '/bin/sh', '-c', script.replace('k.db', 'r.db')], RANK='1')
+        self.assertRegex(self.gputrace_lines(p.stderr)[0],
+                         r'^gputrace run: wrote r\.db \(pid \d+, rank 1, not finished: its process was killed, or still runs\)$')
 
     def test_quiet_run_says_nothing(self):
         p = self.launch(['--quiet', '--', prog('output')])
