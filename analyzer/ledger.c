@@ -86,7 +86,8 @@ struct instant {
     int64_t t;           /* everything before it counts */
     int64_t shown_t;     /* the time said: the peak's event, the process's end (0: t) */
     int64_t by_cat[NCAT], pool_live, pool_reserved;
-    int pool_below;      /* the pool's reading then was below its bytes in use: not the program's pool, not taken */
+    int pool_below;      /* the pool's reading then was below its bytes in use, not taken: 1 and the next
+                          * too (not the program's pool), 2 the next is not (read before it grew) */
     int pool_read_later; /* no reading by then, but the pool was read later in the trace */
     int64_t managed_live;   /* managed memory live on the device (its resident pages NVML counts, unseen) */
     int64_t graph_memory;   /* held for graphs' allocation nodes (graph_memory) */
@@ -142,8 +143,12 @@ static int live_at(struct gt_ctx *c, int d, int64_t at, int *cat_of, struct inst
         by_cat[cat] += delta;
     }
     if (x->pool_reserved >= 0 && x->pool_reserved < x->pool_live) {
+        /* a reading from before the pool last grew (they are about 10 ms
+         * apart while it changes: at a peak it has often just grown) is
+         * stale, not another pool's: then the next reading holds the use */
+        int64_t next = gt_ledger_pool_reserved_after(t, d, at);
         x->pool_reserved = -1;
-        x->pool_below = 1;
+        x->pool_below = next < 0 || next < x->pool_live ? 1 : 2;
     } else if (x->pool_reserved < 0 && x->pool_live) {
         x->pool_read_later = gt_room_pool_reserved_max(c, d) >= 0;
     }
@@ -276,7 +281,8 @@ static void text_instant(const struct instant *x, int64_t context, int per_proce
                    gt_fmt_bytes(x->pool_live, b2));
         else
             printf("      %-34s %12s in use (its reservation %s)\n", "stream-ordered pool", gt_fmt_bytes(x->pool_live, b),
-                   x->pool_below ? "read then is below its bytes in use: not the pool the program allocates from"
+                   x->pool_below == 2 ? "was not read since it last grew"
+                   : x->pool_below ? "read then is below its bytes in use: not the pool the program allocates from"
                    : x->pool_read_later ? "was not read by then" : "is not in the trace: the pool could not be read");
     }
     if (x->graph_memory > 0)

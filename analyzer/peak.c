@@ -190,6 +190,26 @@ static void other_levels(struct gt_ctx *c, const struct gt_iterations *its, stru
     }
 }
 
+/* The last iteration's own work ended longer before the trace than the
+ * iterations' median step lasted: the process was stopped after it (a
+ * scheduler's SIGTERM once the loop was done, a hang in teardown), not in
+ * it (a review). */
+static int finished_before_the_end(struct gt_ctx *c, const struct gt_iterations *its)
+{
+    const struct gt_iteration *last = &its->it[its->n - 1];
+    if (last->end_ev <= last->first_ev || its->n < 2)
+        return 0;
+    double *d = gt_xmalloc(its->n * sizeof *d);
+    size_t m = 0;
+    for (size_t k = 0; k + 1 < its->n; k++)
+        if (its->it[k].closed && its->it[k].end > its->it[k].start)
+            d[m++] = (double)(its->it[k].end - its->it[k].start);
+    double step = m ? gt_median(d, m) : 0;
+    free(d);
+    int64_t quiet = gt_trace_end_ns(&c->t) - c->t.ev[last->end_ev - 1].t;
+    return step > 0 && (double)quiet > step;
+}
+
 /* The fixed part may fall this far below what is held through the loop
  * (a share, and rounding) before the line is taken to curve. */
 #define HELD_SHARE_SLACK 0.02
@@ -233,7 +253,8 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
      * job killed 8 allocations into its last step was fitted as if whole,
      * and the answer was 15% over) */
     const char *end = c->t.proc.end_reason;
-    if (its->n && !its->it[its->n - 1].closed && !pk->incomplete[its->n - 1] && (!end || !strncmp(end, "signal", 6)))
+    if (its->n && !its->it[its->n - 1].closed && !pk->incomplete[its->n - 1] && (!end || !strncmp(end, "signal", 6)) &&
+        !finished_before_the_end(c, its))
         pk->incomplete[its->n - 1] = GT_PEAK_CUT_BY_END;
     struct bs_peak *bp = gt_xmalloc((its->n + 1) * sizeof *bp);
     size_t nb = 0;
@@ -310,12 +331,11 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
         }
     }
     int64_t largest_traced = pk->nbs ? pk->bs[pk->nbs - 1].batch_size : 0;
-    /* the smallest growth the fitted level can show: one unit of its rounding */
-    double rounding = 512;
-    if ((pk->sel.mem_mask & GT_MASK(GT_MEM_POOL)) && r->pool_granularity > rounding)
-        rounding = (double)r->pool_granularity;
-    if ((pk->sel.mem_mask & GT_MASK(GT_MEM_DEVICE)) && r->granularity > rounding)
-        rounding = (double)r->granularity;
+    /* the least growth that measures a per-sample cost: the runtime's
+     * smallest unit of an allocation (the peaks are of requested bytes, to
+     * the byte; the addresses' alignment, up to a pool's 2 MiB pages, would
+     * withhold a real 64 KiB a sample: a review) */
+    const double rounding = 512;
     /* Never a number the data does not support; the first reason that holds. */
     pk->withheld_max_batch_size = -1;
     if (pk->preallocated) {

@@ -360,7 +360,8 @@ const char *gt_sqlite_name(const char *path, char *buf, size_t n)
  * does not fit. */
 static int immutable_uri(const char *path, char *out, size_t cap)
 {
-    size_t n = (size_t)snprintf(out, cap, "file:");
+    /* an absolute path after an empty authority: "file:" + "//tmp/x" would name a host */
+    size_t n = (size_t)snprintf(out, cap, path[0] == '/' ? "file://" : "file:");
     for (const char *p = path; *p; p++) {
         if (n + 4 >= cap)
             return 0;

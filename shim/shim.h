@@ -362,16 +362,22 @@ static inline void *gt_real_of(struct gt_hook *h)
 }
 
 /* The real function of a CUDA runtime hook as its caller would have reached
- * it: the definition in the calling object's own dependencies, when it has
- * one (two runtimes in one process: a CUDA 12 library's calls go to CUDA
- * 12's runtime, a CUDA 13 library's to 13's), else gt_real_of. Memoized per
- * thread by (return address, hook), two ways a set (real.c). */
+ * it. With one runtime loaded (nearly every process), the row's. With two
+ * (a CUDA 12 library beside PyTorch's CUDA 13: gt_runtimes_several, set by
+ * gt_runtimes_check), the runtime in the calling object's own dependencies,
+ * else the row's. Memoized per thread by (return address, hook), two ways a
+ * set (real.c): a call site's first call on a thread looks whether a second
+ * runtime was loaded since. */
+extern _Atomic(bool) gt_runtimes_several;
+/* When the loaded objects changed since the last look: are two or more
+ * CUDA runtimes loaded? (at a row's resolution, and from the writer's loop) */
+void gt_runtimes_check(void);
 struct gt_caller_memo {
     const void *ra;
     const struct gt_hook *h;
     void *real;
 };
-#define GT_CALLER_SETS 16
+#define GT_CALLER_SETS 32
 extern GT_TLS struct gt_caller_memo gt_caller_memo[GT_CALLER_SETS][2];
 void *gt_real_for_caller_slow(struct gt_hook *h, const void *ra);
 static inline void *gt_real_for_caller(struct gt_hook *h, const void *ra)

@@ -64,6 +64,20 @@ class CaptureTest(TraceTest):
                          [('cudaMalloc', 4096, 0), ('cudaFree', 4096, 0), ('cudaMallocHost', 8192, 0),
                           ('cudaFreeHost', 8192, 0), ('cudaMalloc', 1 << 20, 0), ('cudaFree', 1 << 20, 0)])
 
+    def test_another_preloaded_interposer_of_the_runtime_still_runs_in_either_order(self):
+        # routing a call to the caller's own runtime took the caller's
+        # dependencies' definition: another preload's wrapper was skipped, or,
+        # preloaded first, looped back into the shim and crashed (a review)
+        # (the call comes from a library linked to the runtime, as a framework's does)
+        other = os.path.join(BUILD, 'tests', 'progs', 'libother_interposer.so')
+        plain = run([prog('stripped_caller')], preload=False, env=base_env(LD_PRELOAD=other))
+        self.assertEqual((plain.returncode, plain.stdout), (0, 'other interposer: cudaMalloc 4096\nallocated\n'))
+        for order in ((SHIM, other), (other, SHIM)):
+            db = os.path.join(self.dir, 'o%d.db' % (order[0] == SHIM))
+            p = run([prog('stripped_caller')], preload=False, env=base_env(LD_PRELOAD=':'.join(order), GPUTRACE_OUTPUT=db))
+            self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), (order, p.stderr))
+            self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaMalloc'"), [(1,)])
+
     def test_a_cuda_11_programs_graph_instantiation_gets_all_five_arguments(self):
         # CUDA 11's cudaGraphInstantiate took (exec, graph, errorNode, log,
         # logSize), CUDA 12's the same name (exec, graph, flags): the hook

@@ -367,3 +367,25 @@ class ReadingsTheLedgerCannotTake(T.AnalyzerTest):
         self.assertEqual(instants['exit'], d['duration_ns'])
         self.assertEqual([b['bytes'] for b in d['ledger'][0]['instants'][1]['buckets'] if b['kind'] == 'direct'],
                          [T.GiB + 256 * T.MiB])
+
+    def test_a_reading_from_before_the_pool_grew_is_stale_not_another_pool(self):
+        # at a peak the pool has often just grown past its last reading (they
+        # are ~10 ms apart): that is no other pool's reading (a review)
+        t = T.Trace(os.path.join(self.dir, 'stale.db'))
+        t.alloc(T.GiB, ['init_params', 'main'], api='cudaMallocAsync')
+        read = t.now()
+        t.nvml_sample(500 * T.MiB)
+        a = t.alloc(T.GiB, ['forward', 'main'], api='cudaMallocAsync')
+        t.free(a)
+        later = t.now()
+        t.nvml_sample(500 * T.MiB + T.GiB)
+        db = t.close()
+        con = sqlite3.connect(db)
+        for ts, size in ((read, T.GiB), (later, 2 * T.GiB)):
+            con.execute("INSERT INTO memory_pools(t_ns, op, pool_type, size, utilized_size, release_threshold, device) "
+                        "VALUES (?, 'sampled', 'local', ?, ?, -1, 0)", (ts, size, size))
+        con.commit()
+        con.close()
+        text = self.ok('summary', db).stdout
+        self.assertIn('2.00 GiB in use (its reservation was not read since it last grew)', text)
+        self.assertNotIn('not the pool the program allocates from', text)

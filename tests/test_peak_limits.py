@@ -54,6 +54,17 @@ class Limits(T.AnalyzerTest):
         self.assertEqual((last['batch_size'], last['process_died_in_it'], last['failed_allocation']), (16, True, False))
         self.assertNotIn(16, [b['batch_size'] for b in d['by_batch_size']])
         self.assertIn('the process died in it: incomplete, not fitted', self.ok('peak', db).stdout)
+        # stopped by a signal well after its last step's work: that step is whole (a review)
+        t = T.Trace(os.path.join(self.dir, 'stopped.db'))
+        t.alloc(FIXED, ['init_params', 'main'])
+        t.nvml_sample(OUTSIDE)
+        for i, bs in enumerate((2, 4, 6, 8)):
+            t.iteration(i, bs)
+            t.free(t.alloc(PER_SAMPLE * bs, ['forward', 'main']))
+        t.t += 10 ** 9   # the loop is done; the scheduler's SIGTERM comes a second later
+        d = self.json('peak', t.close(end_reason='signal SIGTERM'))
+        self.assertEqual([b['batch_size'] for b in d['by_batch_size']], [2, 4, 6, 8])
+        self.assertFalse(d['iterations'][-1]['process_died_in_it'])
         # the same loop ending normally inside an unclosed last iteration is whole
         db = self.loop('whole.db', (2, 4, 6, 8, 10, 12, 14, 16))
         d = self.json('peak', db)
@@ -171,3 +182,22 @@ class Wording(T.AnalyzerTest):
         line = self.assertOneErrorLine(p, 8, db)
         self.assertEqual(line.count('no iterations found'), 1, line)
         self.assertIn('or export without --iterations', line)
+
+    def test_a_small_per_sample_cost_in_2_mib_aligned_pool_allocations_is_measured(self):
+        # the rule took the addresses' alignment (up to 2 MiB) as the least
+        # growth that measures a cost: 64 KiB a sample over batch sizes 1..8
+        # (448 KiB in all) was withheld (a review)
+        t = T.Trace(os.path.join(self.dir, 'aligned.db'))
+        t.alloc(FIXED, ['init_params', 'main'], api='cudaMallocAsync')
+        t.nvml_sample(OUTSIDE)
+        for i, bs in enumerate(range(1, 9)):
+            t.iteration(i, bs)
+            t.free(t.alloc(64 * T.KiB * bs, ['forward', 'main'], api='cudaMallocAsync'))
+        t.iteration(8, None)
+        t.nvml_sample(OUTSIDE)
+        db = t.close()
+        with T.sqlite3.connect(db) as con:
+            con.execute('UPDATE events SET ptr = ptr * 4096 WHERE ptr IS NOT NULL')   # 512-aligned: 2 MiB-aligned
+        d = self.json('peak', db)
+        self.assertIsNone(d['max_batch_size_withheld'])
+        self.assertEqual(d['fit']['per_sample_bytes'], 64 * T.KiB)

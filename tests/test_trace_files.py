@@ -81,6 +81,8 @@ class CopiedWithoutWal(T.AnalyzerTest):
             self.assertEqual(os.listdir(os.path.dirname(copy)), ['t.db'])   # nothing made beside it
             copy = shutil.copy(db, os.path.join(self.dir, 'copy', 'odd %?#name.db'))   # (escaped in its URI)
             self.assertTrue(T.json.loads(self.gputrace('summary', '--json', copy).stdout)['wal_missing'])
+            # a path given with '//' (no URI host: "invalid uri authority")
+            self.assertEqual(self.gputrace('summary', '/' + copy).returncode, 0)
             # the trace itself, its -wal beside it, says nothing
             p = self.gputrace('summary', '--json', db)
             self.assertEqual((p.returncode, p.stderr), (0, ''))
