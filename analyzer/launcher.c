@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -201,7 +202,10 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     if (a->quiet)
         setenv("GPUTRACE_QUIET", "1", 1);
     /* One closing line for the whole command, unless asked for none */
-    int closing = !a->quiet && !(quiet_env && *quiet_env && strcmp(quiet_env, "0") != 0) && gt_run_log_begin() == 0;
+    /* quiet as the shim reads the flag (shim/config.c): off for unset, empty, 0, false, no, off */
+    int env_quiet = quiet_env && *quiet_env && strcmp(quiet_env, "0") && strcasecmp(quiet_env, "false") &&
+                    strcasecmp(quiet_env, "no") && strcasecmp(quiet_env, "off");
+    int closing = !a->quiet && !env_quiet && gt_run_log_begin() == 0;
     int sig = 0;
     struct gt_spawn how = {.term_signal = &sig};
     int status = gt_spawn_wait(a->files, &how, "gputrace run");   /* CMD [ARG...], NULL-terminated */

@@ -292,6 +292,15 @@ class ClosingLineTest(TraceTest):
         self.assertRegex(self.gputrace_lines(p.stderr)[0],
                          r'^gputrace run: wrote r\.db \(pid \d+, rank 1, not finished: its process was killed, or still runs\)$')
 
+    def test_a_quiet_setting_that_means_off_keeps_the_closing_line(self):
+        # GPUTRACE_QUIET=false is off for the shim, but run took any value
+        # but "0" as quiet: no closing line, and each process its own
+        for off in ('false', 'off', 'NO'):
+            p = self.launch(['-o', 'q-%s.db' % off, '--', prog('output')], GPUTRACE_QUIET=off)
+            lines = self.gputrace_lines(p.stderr)
+            self.assertEqual(len(lines), 1, lines)
+            self.assertTrue(lines[0].startswith('gputrace run: wrote q-%s.db' % off), lines)
+
     def test_quiet_run_says_nothing(self):
         p = self.launch(['--quiet', '--', prog('output')])
         self.assertEqual(self.gputrace_lines(p.stderr), [])
