@@ -34,7 +34,8 @@ const char gt_help_ranks[] =
     "each trace's own (peak_time_ns) and the job's (peak_job_time_ns: from the\n"
     "earliest rank's start, by the wall clock each trace recorded at its start,\n"
     "so ranks on different hosts line up as far as the hosts' clocks agree).\n"
-    "Iterations are matched across ranks by index.\n"
+    "Iterations are matched across ranks by index (by position where a rank's\n"
+    "indices repeat, as a marker index restarting each epoch).\n"
     "\n"
     "  --all-iterations  text adds the peak of each iteration, rank by rank\n"
     "                    (--json always has it)\n"
@@ -298,7 +299,16 @@ int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts 
     free(ino);
     group(R);
     job_view(R);
-    /* iterations matched by index: the union of the mains' indices */
+    /* iterations matched by index: the union of the mains' indices; where a
+     * rank's indices repeat (a marker index restarting each epoch), by
+     * position instead: by index only each index's first iteration was
+     * kept, and the later epochs' peaks went unseen (a helper's probe) */
+    for (size_t i = 0; i < R->nmains && !R->by_position; i++)
+        for (size_t k = 1; k < R->mains[i]->niter && !R->by_position; k++)
+            R->by_position = R->mains[i]->iter_index[k] <= R->mains[i]->iter_index[k - 1];
+    for (size_t i = 0; R->by_position && i < R->nmains; i++)
+        for (size_t k = 0; k < R->mains[i]->niter; k++)
+            R->mains[i]->iter_index[k] = (int64_t)k;
     size_t cap = 0;
     for (size_t i = 0; i < R->nmains; i++)
         cap += R->mains[i]->niter;

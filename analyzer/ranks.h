@@ -44,6 +44,8 @@ struct gt_ranks {
     int64_t job_start;             /* earliest start_unix_ns of the mains */
     int64_t *iter_index;           /* iteration indices of any rank, sorted */
     size_t niter;
+    int by_position;               /* a rank's indices repeat (an epoch restarting them): every rank's
+                                    * iterations are numbered by position, 0, 1, ..., and matched so */
 };
 
 /* Reads every file (one that cannot be read is kept with its code and err).

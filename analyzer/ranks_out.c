@@ -165,6 +165,7 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
     int64_t missing = gt_ranks_missing(R, missing_json_range, &mj);
     gt_json_arr_end(j);
     gt_json_kint(j, "missing_rank_count", missing);
+    gt_json_kstr(j, "iterations_matched_by", R->by_position ? "position" : "index");
     gt_json_key(j, "iterations");
     gt_json_arr(j);
     for (size_t q = 0; q < R->niter; q++) {
@@ -298,8 +299,8 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     }
     if (!o->all_iterations) {
         if (R->niter)
-            printf("%zu iteration%s matched by index across ranks (--all-iterations lists their peaks)\n", R->niter,
-                   gt_s((long long)R->niter));
+            printf("%zu iteration%s matched by %s across ranks (--all-iterations lists their peaks)\n", R->niter,
+                   gt_s((long long)R->niter), R->by_position ? "position (a rank's indices repeat)" : "index");
         return;
     }
     struct gt_table it;
@@ -322,7 +323,9 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
         }
         gt_table_row_v(&it, cells);
     }
-    printf("Peak of each iteration, rank by rank:\n");
+    printf("Peak of each iteration%s, rank by rank:\n", R->by_position ? " (by position: a rank's indices repeat)" : "");
+    if ((size_t)ncols - 1 < R->nmains)
+        printf("  (the first %d of %zu ranks: --json has every one)\n", ncols - 1, R->nmains);
     gt_table_print(&it, stdout, 2);
     for (int c = 0; c < ncols; c++)
         free(cells[c]);

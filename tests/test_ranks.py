@@ -267,3 +267,29 @@ class RunAgain(RanksTest):
         self.assertIn('Not read: rank 1: %s (no memory on device 0' % r1, p.stdout)
         d = json.loads(self.ranks('--json', '--device', '0').stdout)
         self.assertEqual((d['missing_rank_count'], [u['rank'] for u in d['unreadable']]), (0, [1]))
+
+
+class EpochIndices(TraceTest):
+    def test_iterations_whose_index_restarts_each_epoch_are_matched_by_position(self):
+        # matched by index, only each index's first iteration was kept: the
+        # second epoch's peaks (rank 1's growth) went unseen (a helper's probe)
+        import analyzer_traces as T
+        files = []
+        for r in range(2):
+            t = T.Trace(os.path.join(self.dir, 'r%d.db' % r), pid=100 + r, rank=r)
+            t.alloc(8 * MiB, ['init', 'main'])
+            for epoch in range(2):
+                for k in range(4):
+                    t.iteration(k)
+                    a = t.alloc(MiB, ['fwd', 'step', 'main'])
+                    if r == 1:
+                        t.alloc(MiB, ['keep', 'step', 'main'])
+                    t.free(a)
+            files.append(t.close())
+        p = subprocess.run([GPUTRACE, 'ranks', '--json'] + files, capture_output=True, text=True, timeout=60)
+        d = json.loads(p.stdout)
+        self.assertEqual(d['iterations_matched_by'], 'position')
+        self.assertEqual([it['index'] for it in d['iterations']], list(range(8)))
+        self.assertEqual([it['peak_bytes'][1] for it in d['iterations']], [(9 + k + 1) * MiB for k in range(8)])
+        out = subprocess.run([GPUTRACE, 'ranks', '--all-iterations'] + files, capture_output=True, text=True).stdout
+        self.assertIn('Peak of each iteration (by position: a rank\'s indices repeat), rank by rank:', out)
