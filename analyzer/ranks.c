@@ -182,6 +182,23 @@ static void group(struct gt_ranks *R)
             R->files[k].earlier_run = up != best;
         }
     }
+    /* a file without a rank whose parent process is a rank's (a worker
+     * started with a clean environment) is that rank's child, not a rank of
+     * its own (a helper's probe: it was counted, and had the highest peak) */
+    for (size_t k = 0; k < R->nfiles; k++) {
+        struct gt_rank_file *f = &R->files[k];
+        if (f->code || f->rank >= 0)
+            continue;
+        for (size_t q = 0; q < R->nfiles; q++) {
+            const struct gt_rank_file *p = &R->files[q];
+            if (!p->code && p->rank >= 0 && p->pid == f->ppid && !strcmp(p->host, f->host) &&
+                p->start_unix_ns <= f->start_unix_ns) {
+                f->parent = p->parent >= 0 ? p->parent : (long)q;
+                f->earlier_run = p->earlier_run;
+                break;
+            }
+        }
+    }
 }
 
 /* The job's view over the main files. */

@@ -293,3 +293,21 @@ class EpochIndices(TraceTest):
         self.assertEqual([it['peak_bytes'][1] for it in d['iterations']], [(9 + k + 1) * MiB for k in range(8)])
         out = subprocess.run([GPUTRACE, 'ranks', '--all-iterations'] + files, capture_output=True, text=True).stdout
         self.assertIn('Peak of each iteration (by position: a rank\'s indices repeat), rank by rank:', out)
+
+    def test_a_file_without_a_rank_started_by_a_rank_is_its_child(self):
+        import analyzer_traces as T
+        files = []
+        for name, pid, rank in (('r0.db', 100, 0), ('r1.db', 101, 1), ('w.db', 300, None)):
+            t = T.Trace(os.path.join(self.dir, name), pid=pid, rank=rank)
+            t.alloc((60 if rank is None else 8) * MiB, ['init', 'main'])
+            files.append(t.close())
+            con = sqlite3.connect(files[-1])
+            con.execute('UPDATE processes SET ppid = ?', (100 if rank is None else 1,))
+            if rank is not None:
+                con.execute('UPDATE processes SET world_size = 2')
+            con.commit()
+            con.close()
+        d = json.loads(subprocess.run([GPUTRACE, 'ranks', '--json'] + files, capture_output=True, text=True).stdout)
+        self.assertEqual([r['rank'] for r in d['ranks']], [0, 1])
+        self.assertEqual([c['file'] for c in d['ranks'][0]['children']], [files[2]])
+        self.assertEqual(d['max_peak_rank'], 0)
