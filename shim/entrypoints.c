@@ -208,12 +208,6 @@ static struct gt_hook entry_hooks[N_ENTRY_HOOKS];
     __typeof__(&sym) real = (__typeof__(&sym))gt_real_of(&entry_hooks[E_##sym]); \
     if (!real) \
         return missing;
-/* The runtime's: the caller's own runtime's (shim.h), whose answer is the
- * driver's functions at the caller's CUDA version */
-#define REAL_RUNTIME(sym, missing) \
-    __typeof__(&sym) real = (__typeof__(&sym))gt_real_for_caller(&entry_hooks[E_##sym], __builtin_return_address(0)); \
-    if (!real) \
-        return missing;
 
 GT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *status)
@@ -244,7 +238,7 @@ GT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     GT_EXPORT cudaError_t sym(const char *symbol, void **funcPtr, unsigned long long flags, \
                               enum cudaDriverEntryPointQueryResult *status) \
     { \
-        REAL_RUNTIME(sym, cudaErrorSharedObjectSymbolNotFound) \
+        REAL(sym, cudaErrorSharedObjectSymbolNotFound) \
         cudaError_t rc = real(symbol, funcPtr, flags, status); \
         if (rc == cudaSuccess && funcPtr) { \
             void *p = *funcPtr; \
@@ -257,7 +251,7 @@ GT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     GT_EXPORT cudaError_t sym(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, \
                               enum cudaDriverEntryPointQueryResult *status) \
     { \
-        REAL_RUNTIME(sym, cudaErrorSharedObjectSymbolNotFound) \
+        REAL(sym, cudaErrorSharedObjectSymbolNotFound) \
         cudaError_t rc = real(symbol, funcPtr, cudaVersion, flags, status); \
         if (rc == cudaSuccess && funcPtr) { \
             void *p = *funcPtr; \

@@ -19,11 +19,8 @@
  * entry-point queries know it too), with the type of the CUDA header's
  * declaration: a row whose params disagree with the header does not compile
  * (the _ptsz variants are declared with __typeof__ of the plain name). */
-#ifndef GT_HOOK_REAL   /* (the runtime's hooks route by caller: gt_real_for_caller) */
-#define GT_HOOK_REAL(h) gt_real_of(h)
-#endif
 #define GT_RESOLVE(sym, params) \
-    __typeof__(&sym) real = (__typeof__(&sym))GT_HOOK_REAL(&GT_HOOK_TABLE[GT_H_##sym]); \
+    __typeof__(&sym) real = (__typeof__(&sym))gt_real_of(&GT_HOOK_TABLE[GT_H_##sym]); \
     if (GT_UNLIKELY(!real)) \
         return GT_HOOK_NOT_FOUND;
 

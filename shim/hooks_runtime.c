@@ -19,8 +19,6 @@ extern __host__ cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *e, c
                                                            unsigned long long flags_or_error_node_11, char *log_11,
                                                            size_t log_size_11);
 
-/* each caller's own runtime, where two are loaded (shim.h) */
-#define GT_HOOK_REAL(h) gt_real_for_caller(h, __builtin_return_address(0))
 #include "hooks.h"
 
 /* Per-thread-stream variants (what the headers name the calls under

@@ -139,99 +139,11 @@ void *gt_hook_real(struct gt_hook *h)
     if (atomic_load_explicit(&h->missed_at, memory_order_relaxed) == gen)
         return NULL;
     p = gt_real_symbol(h->name, h->lib);
-    if (p && !strcmp(h->lib, "libcudart.so"))
-        gt_runtimes_check();
     if (p)
         atomic_store_explicit(&h->real, p, memory_order_release);
     else
         atomic_store_explicit(&h->missed_at, gen, memory_order_relaxed);
     return p;
-}
-
-/* ---- the caller's own runtime -------------------------------------------
- * Every hooked runtime call reaches our one definition (preloaded, first in
- * the global scope), from whichever library made it. Without us each
- * library binds to the runtime it was linked with (the runtime's symbols are
- * versioned: cudaMalloc@libcudart.so.12 never binds to 13's), so with two
- * runtimes loaded one row's single real function sent a CUDA 12 library's
- * calls to CUDA 13's runtime: its errors landed in the other runtime's
- * last-error, and cudaGetDriverEntryPoint handed it CUDA 13's versions of
- * driver functions, called with CUDA 12's parameters (a helper's review).
- * Only then is a call routed: dlsym on the calling object's own handle
- * searches the object and its dependencies, and its answer is taken only
- * when a runtime defines it (not the caller itself, nor another preloaded
- * wrapper or a stub that forwards to us: a second review found both looped
- * back into the shim). A caller with no runtime among its dependencies
- * (ctypes' libffi, a program that dlopen()s the runtime) gets the row's.
- * With one runtime a call site's first call on a thread costs a look at the
- * loader's generation, and later ones the memo's two compares. An entry for
- * a runtime unloaded since is not dropped (nor is a row's). */
-_Atomic(bool) gt_runtimes_several;
-GT_TLS struct gt_caller_memo gt_caller_memo[GT_CALLER_SETS][2];
-
-/* the base of each loaded runtime, while collecting */
-struct runtimes {
-    int n;
-    const void *base[MAX_CANDIDATES];
-};
-
-static int count_runtimes(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct runtimes *r = data;
-    if (info->dlpi_name && names_library(info->dlpi_name, "libcudart.so") && r->n < MAX_CANDIDATES)
-        r->base[r->n++] = (const void *)info->dlpi_addr;
-    return 0;
-}
-
-void gt_runtimes_check(void)
-{
-    static _Atomic(unsigned long long) looked_at;
-    unsigned long long gen = gt_loaded_generation();
-    if (atomic_exchange_explicit(&looked_at, gen, memory_order_relaxed) == gen ||
-        atomic_load_explicit(&gt_runtimes_several, memory_order_relaxed))
-        return;   /* (once several, always: an unloaded runtime's callers are gone with it) */
-    struct runtimes r = {0};
-    dl_iterate_phdr(count_runtimes, &r);
-    if (r.n >= 2)
-        atomic_store_explicit(&gt_runtimes_several, true, memory_order_relaxed);
-}
-
-static void *callers_own(const char *name, const void *ra)
-{
-    Dl_info caller, def;
-    if (!ra || !dladdr(ra, &caller) || !caller.dli_fname || !caller.dli_fname[0])
-        return NULL;
-    void *h = dlopen(caller.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) {
-        (void)dlerror();
-        return NULL;
-    }
-    void *p = gt_dlsym_real(h, name);
-    dlclose(h);   /* RTLD_NOLOAD took a reference; the object stays loaded */
-    (void)dlerror();
-    if (!p || !dladdr(p, &def) || !def.dli_fname || def.dli_fbase == caller.dli_fbase ||
-        !names_library(def.dli_fname, "libcudart.so"))
-        return NULL;
-    return p;
-}
-
-void *gt_real_for_caller_slow(struct gt_hook *h, const void *ra)
-{
-    /* A call site's first call on this thread: a library loaded since the
-     * last look, with a runtime of its own, is seen before its first call
-     * is answered (a site memoized while one runtime was loaded is in a
-     * library linked to it: the second was not there to link to) */
-    gt_runtimes_check();
-    void *real = atomic_load_explicit(&gt_runtimes_several, memory_order_relaxed) ? callers_own(h->name, ra) : NULL;
-    if (!real)
-        real = gt_real_of(h);
-    if (!real)
-        return NULL;   /* no runtime yet: asked again next time */
-    struct gt_caller_memo *set = gt_caller_memo[(((uintptr_t)ra >> 2) ^ ((uintptr_t)h >> 5)) % GT_CALLER_SETS];
-    set[1] = set[0];   /* the older way goes */
-    set[0] = (struct gt_caller_memo){ra, h, real};
-    return real;
 }
 
 #define LIBC_ROW(name) [GT_LIBC_##name] = {#name, NULL, "libc.so", NULL, 0},

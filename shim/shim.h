@@ -361,35 +361,6 @@ static inline void *gt_real_of(struct gt_hook *h)
     return GT_LIKELY(p != NULL) ? p : gt_hook_real(h);
 }
 
-/* The real function of a CUDA runtime hook as its caller would have reached
- * it. With one runtime loaded (nearly every process), the row's. With two
- * (a CUDA 12 library beside PyTorch's CUDA 13: gt_runtimes_several, set by
- * gt_runtimes_check), the runtime in the calling object's own dependencies,
- * else the row's. Memoized per thread by (return address, hook), two ways a
- * set (real.c): a call site's first call on a thread looks whether a second
- * runtime was loaded since. */
-extern _Atomic(bool) gt_runtimes_several;
-/* When the loaded objects changed since the last look: are two or more
- * CUDA runtimes loaded? (at a row's resolution, and from the writer's loop) */
-void gt_runtimes_check(void);
-struct gt_caller_memo {
-    const void *ra;
-    const struct gt_hook *h;
-    void *real;
-};
-#define GT_CALLER_SETS 32
-extern GT_TLS struct gt_caller_memo gt_caller_memo[GT_CALLER_SETS][2];
-void *gt_real_for_caller_slow(struct gt_hook *h, const void *ra);
-static inline void *gt_real_for_caller(struct gt_hook *h, const void *ra)
-{
-    struct gt_caller_memo *set = gt_caller_memo[(((uintptr_t)ra >> 2) ^ ((uintptr_t)h >> 5)) % GT_CALLER_SETS];
-    if (GT_LIKELY(set[0].ra == ra && set[0].h == h))
-        return set[0].real;
-    if (set[1].ra == ra && set[1].h == h)
-        return set[1].real;
-    return gt_real_for_caller_slow(h, ra);
-}
-
 /* The libc functions hooks_process.c interposes. Their rows live in real.c
  * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
  * a vfork child of a traced process only reads memory in those hooks. */

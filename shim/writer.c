@@ -348,10 +348,8 @@ static bool stop_requested(void)
 static void tick(void)
 {
     atomic_store(&W.in_tick, true);
-    if (!atomic_load(&W.fork_pending)) {
+    if (!atomic_load(&W.fork_pending))
         gt_activity_tick();
-        gt_runtimes_check();   /* a second CUDA runtime loaded since: calls go to each caller's own */
-    }
     atomic_store(&W.in_tick, false);
 }
 
