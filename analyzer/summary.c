@@ -130,6 +130,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     struct gt_growth g;
     memset(&g, 0, sizeof g);
     g.verdict = "unknown";
+    snprintf(g.memory, sizeof g.memory, "%s", c->sel_name);   /* (no iterations: the level chosen) */
     if (!code && its->n)
         code = gt_growth_compute(c, &g);
     if (code)

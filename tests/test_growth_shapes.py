@@ -235,6 +235,10 @@ class DeviceBesidePool(T.AnalyzerTest):
     def test_flat_device_memory_beside_the_pool_leaves_the_pool_report(self):
         d = self.json('growth', self.trace(leak=0))
         self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('pool', 'stable', None))
+        # a trace without iterations still names its level in summary
+        t = T.Trace(os.path.join(self.dir, 'flat.db'))
+        t.free(t.alloc(T.MiB, ['main'], api='cudaMallocAsync'))
+        self.assertEqual(self.json('summary', '--iterations', 'none', t.close())['growth_memory'], 'pool')
 
 
 class OneStepInTheMiddle(T.AnalyzerTest):
