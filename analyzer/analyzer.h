@@ -49,6 +49,9 @@ struct gt_ctx {
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o);
 /* A memory selection's name: "pool", "device", "device+pool", ... */
 void gt_sel_name(unsigned mask, char *out, size_t cap);
+/* Does the trace have a successful allocation of that memory (on that
+ * device; GT_ANY_DEVICE: any)? */
+int gt_ctx_has_memory(const struct gt_ctx *c, int memory, int device);
 /* One line before a leaks or growth report when the record has gaps (dropped
  * events, allocations at an address still live). */
 void gt_ctx_print_gaps(const struct gt_ctx *c);

@@ -66,6 +66,18 @@ void gt_sel_name(unsigned mask, char *out, size_t cap)
         }
 }
 
+int gt_ctx_has_memory(const struct gt_ctx *c, int memory, int device)
+{
+    for (size_t i = 0; i < c->t.nev; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == memory &&
+            (device == GT_ANY_DEVICE || e->device == device))
+            return 1;
+    }
+    return 0;
+}
+
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
 {
     memset(c, 0, sizeof *c);
@@ -98,16 +110,7 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
         c->sel.mem_mask = o->mem_mask;
     } else {
         /* pool if the trace has pool allocations (on --device N, if given) */
-        c->sel.mem_mask = GT_MASK(GT_MEM_DEVICE);
-        for (size_t i = 0; i < c->t.nev; i++) {
-            const struct gt_event *e = &c->t.ev[i];
-            const struct gt_api_attr *a = gt_attr(&c->t, e);
-            if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_POOL &&
-                (o->device == GT_ANY_DEVICE || e->device == o->device)) {
-                c->sel.mem_mask = GT_MASK(GT_MEM_POOL);
-                break;
-            }
-        }
+        c->sel.mem_mask = GT_MASK(gt_ctx_has_memory(c, GT_MEM_POOL, o->device) ? GT_MEM_POOL : GT_MEM_DEVICE);
     }
     gt_sel_name(c->sel.mem_mask, c->sel_name, sizeof c->sel_name);
     if (o->memory_set || o->device != GT_ANY_DEVICE)

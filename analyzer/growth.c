@@ -163,6 +163,44 @@ static const char *verdict(const struct gt_ctx *c, struct gt_growth *g, double s
     return g->scatter_hides ? "unknown" : "stable";
 }
 
+/* The fitted points as a staircase: none drops below an earlier one by more
+ * than the scatter (else 0). Its rise first to last, the rises past the
+ * scatter (steps), the largest and where, and whether one came in the
+ * span's second half. */
+struct stairs {
+    double rise, largest, largest_at;
+    size_t steps;
+    int late;
+};
+
+static int staircase(const struct gt_growth *g, const double *x, const double *y, size_t n, struct stairs *s)
+{
+    double span = x[n - 1] - x[0], high = y[0];
+    *s = (struct stairs){.rise = y[n - 1] - y[0]};
+    for (size_t k = 1; k < n; k++) {
+        if (y[k] < high - g->noise)
+            return 0;   /* gave memory back */
+        double d = y[k] - y[k - 1];
+        if (d > g->noise && d > 0) {
+            s->steps++;
+            s->late |= x[k] > x[0] + span / 2;
+            if (d > s->largest)
+                s->largest = d, s->largest_at = x[k];
+        }
+        high = y[k] > high ? y[k] : high;
+    }
+    return 1;
+}
+
+static void say_stairs(struct gt_growth *g, const struct stairs *s)
+{
+    g->held.rise = (int64_t)s->rise;
+    g->held.steps = s->steps;
+    g->held.largest = (int64_t)s->largest;
+    g->held.largest_at = s->largest_at;
+    g->held.late = s->late;
+}
+
 /* Growth in steps that Theil-Sen cannot see: when most iterations hold one
  * level, the median of pairwise slopes is 0 whatever the steps between the
  * levels (8 MiB kept at iterations 45 and 190 of 200 read stable; at 120 and
@@ -176,31 +214,15 @@ static const char *verdict(const struct gt_ctx *c, struct gt_growth *g, double s
  * rise over the span, its average. */
 static void held_steps(const struct gt_ctx *c, struct gt_growth *g, const double *x, const double *y, size_t n)
 {
-    double span = x[n - 1] - x[0], rise = y[n - 1] - y[0], high = y[0], largest = 0;
-    size_t steps = 0;
-    int late = 0;
-    if (n < 3 || span <= 0 || rise <= 3 * g->noise || rise <= 0)
+    double span = x[n - 1] - x[0];
+    struct stairs s;
+    if (n < 3 || span <= 0 || y[n - 1] - y[0] <= 3 * g->noise || y[n - 1] <= y[0] || !staircase(g, x, y, n, &s))
         return;
-    for (size_t k = 1; k < n; k++) {
-        if (y[k] < high - g->noise)
-            return;   /* gave memory back: no staircase */
-        double d = y[k] - y[k - 1];
-        if (d > g->noise && d > 0) {
-            steps++;
-            late |= x[k] > x[0] + span / 2;
-            if (d > largest)
-                largest = d, g->held.largest_at = x[k];
-        }
-        high = y[k] > high ? y[k] : high;
-    }
-    g->held.rise = (int64_t)rise;
-    g->held.steps = steps;
-    g->held.largest = (int64_t)largest;
-    g->held.late = late;
-    if (rise - largest > 3 * g->noise && rise - largest > 0 && late) {
-        if (rise / span > (double)c->o->threshold) {
+    say_stairs(g, &s);
+    if (s.rise - s.largest > 3 * g->noise && s.rise - s.largest > 0 && s.late) {
+        if (s.rise / span > (double)c->o->threshold) {
             g->held.growing = 1;
-            g->slope = rise / span;
+            g->slope = s.rise / span;
             g->verdict = "growing";
         } else {
             g->held.under_threshold = 1;
@@ -212,27 +234,14 @@ static void held_steps(const struct gt_ctx *c, struct gt_growth *g, const double
  * the step falls near the middle of the fitted iterations (half the pairs
  * straddle it): a helper's probe, 64 MiB kept once at iteration 5 of 10
  * read growing at 9 MiB an iteration, at 15 of 20 stable. When the fitted
- * points are a staircase (none gives back more than the scatter) whose rise
- * is one step within the scatter, it is that one step, a one-off, as
- * held_steps says: stable, the step said. */
+ * points are a staircase whose rise is one step within the scatter, it is
+ * that one step, a one-off, as held_steps says: stable, the step said. */
 static void one_step(struct gt_growth *g, const double *x, const double *y, size_t n)
 {
-    double rise = y[n - 1] - y[0], high = y[0], largest = 0, at = 0;
-    size_t steps = 0;
-    for (size_t k = 1; k < n; k++) {
-        if (y[k] < high - g->noise)
-            return;
-        double d = y[k] - y[k - 1];
-        if (d > g->noise && d > 0)
-            steps++;
-        if (d > largest)
-            largest = d, at = x[k];
-        high = y[k] > high ? y[k] : high;
-    }
-    if (rise <= 0 || steps != 1 || rise - largest > 3 * g->noise)
+    struct stairs s;
+    if (!staircase(g, x, y, n, &s) || s.rise <= 0 || s.steps != 1 || s.rise - s.largest > 3 * g->noise)
         return;
-    g->held = (__typeof__(g->held)){.rise = (int64_t)rise, .largest = (int64_t)largest, .steps = 1, .largest_at = at,
-                                    .late = at > x[0] + (x[n - 1] - x[0]) / 2};
+    say_stairs(g, &s);
     g->slope = 0;
     g->verdict = "stable";
 }
@@ -475,14 +484,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
     int code = growth_on(c, g);
     if (code || c->o->memory_set || c->sel.mem_mask != GT_MASK(GT_MEM_POOL) || !strcmp(g->verdict, "growing"))
         return code;
-    int device_memory = 0;
-    for (size_t i = 0; i < c->t.nev && !device_memory; i++) {
-        const struct gt_event *e = &c->t.ev[i];
-        const struct gt_api_attr *a = gt_attr(&c->t, e);
-        device_memory = !e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == GT_MEM_DEVICE &&
-                        (c->sel.device == GT_ANY_DEVICE || e->device == c->sel.device);
-    }
-    if (!device_memory)
+    if (!gt_ctx_has_memory(c, GT_MEM_DEVICE, c->sel.device))
         return code;
     struct gt_sel keep = c->sel;
     char keep_name[sizeof c->sel_name];
