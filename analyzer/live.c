@@ -13,14 +13,14 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
     memset(p, 0, sizeof *p);
     p->partner = gt_xmalloc((t->nev ? t->nev : 1) * sizeof *p->partner);
     memset(p->partner, 0xff, (t->nev ? t->nev : 1) * sizeof *p->partner);
-    struct gt_hmap live[4], graph;   /* graph: addresses a CUDA graph's allocation nodes gave */
-    for (int s = 0; s < 4; s++)
+    struct gt_hmap live[GT_NSPACES], graph;   /* graph: addresses a CUDA graph's allocation nodes gave */
+    for (int s = 0; s < GT_NSPACES; s++)
         gt_hmap_init(&live[s]);
     gt_hmap_init(&graph);
     for (size_t i = 0; i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = &t->api[e->api];
-        if (e->failed || !a->known || e->u.ptr == 0 || a->space > 3)
+        if (e->failed || !a->known || e->u.ptr == 0 || a->space >= GT_NSPACES)
             continue;
         if (a->op == GT_OP_ALLOC) {
             uint32_t old = gt_hmap_put(&live[a->space], e->u.ptr, (uint32_t)i);
@@ -47,7 +47,7 @@ void gt_pair_events(const struct gt_trace *t, struct gt_pairs *p)
             p->partner[al] = (uint32_t)i;
         }
     }
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < GT_NSPACES; s++)
         gt_hmap_free(&live[s]);
     gt_hmap_free(&graph);
 }

@@ -247,7 +247,7 @@ static int load_apis(struct gt_trace *t)
 {
     static const char *const ops[] = {"alloc", "free", "map", "unmap"};
     static const char *const mems[] = {"device", "pool", "managed", "host", "reserve", "mapping"};
-    static const char *const spaces[] = {"addr", "handle", "va", "map"};
+    static const char *const spaces[] = {"addr", "handle", "va", "map", "array"};
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(t->db, "SELECT id, name, op, memory, space FROM apis", -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -257,7 +257,7 @@ static int load_apis(struct gt_trace *t)
         const char *name = (const char *)sqlite3_column_text(st, 1);
         int op = find_enum((const char *)sqlite3_column_text(st, 2), ops, 4);
         int mem = find_enum((const char *)sqlite3_column_text(st, 3), mems, 6);
-        int sp = find_enum((const char *)sqlite3_column_text(st, 4), spaces, 4);
+        int sp = find_enum((const char *)sqlite3_column_text(st, 4), spaces, 5);
         if (id <= 0 || id > 255 || op < 0 || mem < 0 || sp < 0)
             continue;   /* unknown kinds of calls are not counted */
         struct gt_api_attr *a = &t->api[id];

@@ -6,8 +6,9 @@
 -- Documentation of every table and column: schema/README.md.
 
 PRAGMA application_id = 1196446802;  -- 0x47505452, 'GPTR': marks a gputrace trace
-PRAGMA user_version = 4;             -- schema version; the analyzer refuses newer ones
-                                     -- (2: frames.kind; 3: processes.world_size, apis rows 39-46)
+PRAGMA user_version = 5;             -- schema version; the analyzer refuses newer ones
+                                     -- (2: frames.kind; 3: processes.world_size, apis rows 39-46;
+                                     -- 5: CUDA arrays, apis rows 47-56 in space 'array')
 
 -- One row: the traced process.
 CREATE TABLE processes (
@@ -75,7 +76,9 @@ CREATE TABLE devices (
 -- pool (stream-ordered pool allocation), managed, host (pinned host),
 -- reserve (virtual address range, no memory), mapping (VA mapped to a handle),
 -- imported (memory of another process mapped here: not this process's).
--- `space`: addresses live in one space per kind of handle; an alloc and its
+-- `space`: addresses live in one space per kind of handle (addr: device or
+-- host addresses; handle: VMM handles; va: reserved ranges; map: mappings;
+-- array: CUDA array handles); an alloc and its
 -- free pair up by (space, ptr); a free's memory and device are its alloc's.
 -- Virtual memory (VMM): physical memory is held from cuMemCreate until
 -- cuMemRelease, or, when the handle is still mapped then, until its last
@@ -90,7 +93,7 @@ CREATE TABLE apis (
   layer  TEXT NOT NULL,               -- runtime | driver
   op     TEXT NOT NULL,
   memory TEXT NOT NULL,
-  space  TEXT NOT NULL                -- addr | handle | va | map
+  space  TEXT NOT NULL                -- addr | handle | va | map | array
 );
 INSERT INTO apis VALUES (1,  'cudaMalloc',              'runtime', 'alloc', 'device',  'addr');
 INSERT INTO apis VALUES (2,  'cudaFree',                'runtime', 'free',  'device',  'addr');
@@ -139,6 +142,21 @@ INSERT INTO apis VALUES (44, 'cuIpcCloseMemHandle',     'driver',  'free',  'imp
 -- that leaves a reference is stored as 'cuMemRelease_while_retained' (op defer).
 INSERT INTO apis VALUES (45, 'cuMemRetainAllocationHandle', 'driver', 'defer', 'device', 'handle');
 INSERT INTO apis VALUES (46, 'cuMemRelease_while_retained', 'driver', 'defer', 'device', 'handle');
+-- CUDA arrays and mipmapped arrays (textures, surfaces): device memory named
+-- by a handle of their own (space 'array'); size is what the descriptor asks
+-- for (texels x bytes a texel, summed over mip levels; the driver's tiling
+-- adds to it), 0 for a sparse or deferred-mapping array, whose memory is
+-- mapped from cuMemCreate's.
+INSERT INTO apis VALUES (47, 'cudaMallocArray',         'runtime', 'alloc', 'device',  'array');
+INSERT INTO apis VALUES (48, 'cudaMalloc3DArray',       'runtime', 'alloc', 'device',  'array');
+INSERT INTO apis VALUES (49, 'cudaMallocMipmappedArray', 'runtime', 'alloc', 'device', 'array');
+INSERT INTO apis VALUES (50, 'cudaFreeArray',           'runtime', 'free',  'device',  'array');
+INSERT INTO apis VALUES (51, 'cudaFreeMipmappedArray',  'runtime', 'free',  'device',  'array');
+INSERT INTO apis VALUES (52, 'cuArrayCreate_v2',        'driver',  'alloc', 'device',  'array');
+INSERT INTO apis VALUES (53, 'cuArray3DCreate_v2',      'driver',  'alloc', 'device',  'array');
+INSERT INTO apis VALUES (54, 'cuMipmappedArrayCreate',  'driver',  'alloc', 'device',  'array');
+INSERT INTO apis VALUES (55, 'cuArrayDestroy',          'driver',  'free',  'device',  'array');
+INSERT INTO apis VALUES (56, 'cuMipmappedArrayDestroy', 'driver',  'free',  'device',  'array');
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
 -- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order; a free is recorded before the

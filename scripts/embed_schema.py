@@ -42,14 +42,15 @@ def main():
               '/* GT_MEM_GRAPH: no apis row has it; the analyzer gives it to a CUDA graph\'s allocation and free nodes (graph_calls) */',
               'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING, GT_MEM_IMPORTED,',
               '                 GT_MEM_GRAPH };',
-              'enum gt_space { GT_SPACE_ADDR, GT_SPACE_HANDLE, GT_SPACE_VA, GT_SPACE_MAP };',
+              'enum gt_space { GT_SPACE_ADDR, GT_SPACE_HANDLE, GT_SPACE_VA, GT_SPACE_MAP, GT_SPACE_ARRAY, GT_NSPACES };',
               'struct gt_api_info { int id; const char *name; unsigned char op, memory, space; };',
               'static const struct gt_api_info gt_api_table[] = {']
     ops = {'alloc': 'GT_OP_ALLOC', 'free': 'GT_OP_FREE', 'map': 'GT_OP_MAP', 'unmap': 'GT_OP_UNMAP', 'defer': 'GT_OP_DEFER'}
     mems = {'device': 'GT_MEM_DEVICE', 'pool': 'GT_MEM_POOL', 'managed': 'GT_MEM_MANAGED',
             'host': 'GT_MEM_HOST', 'reserve': 'GT_MEM_RESERVE', 'mapping': 'GT_MEM_MAPPING',
             'imported': 'GT_MEM_IMPORTED'}
-    spaces = {'addr': 'GT_SPACE_ADDR', 'handle': 'GT_SPACE_HANDLE', 'va': 'GT_SPACE_VA', 'map': 'GT_SPACE_MAP'}
+    spaces = {'addr': 'GT_SPACE_ADDR', 'handle': 'GT_SPACE_HANDLE', 'va': 'GT_SPACE_VA', 'map': 'GT_SPACE_MAP',
+              'array': 'GT_SPACE_ARRAY'}
     for i, name, _layer, op, mem, space in apis:
         lines.append('  {%s, "%s", %s, %s, %s},' % (i, name, ops[op], mems[mem], spaces[space]))
     lines += ['};', '#endif', '']

@@ -77,9 +77,16 @@ static bool read_runtime(struct gt_devices *out)
         cudaDriverGetVersion(&out->driver_version);
     for (int i = 0; i < out->count; i++) {
         struct gt_device_info *d = &out->dev[i];
-        struct cudaDeviceProp p;
-        if (cudaGetDeviceProperties(&p, i) != cudaSuccess)
+        /* Another runtime's struct may be larger than these headers' (it
+         * grew in CUDA 12): room to spare, so it never writes past ours. */
+        union {
+            struct cudaDeviceProp p;
+            char room[4 * sizeof(struct cudaDeviceProp)];
+        } u;
+        struct cudaDeviceProp *pp = &u.p;
+        if (cudaGetDeviceProperties(pp, i) != cudaSuccess)
             continue;
+        const struct cudaDeviceProp p = *pp;
         snprintf(d->name, sizeof d->name, "%s", p.name);
         d->total_bytes = p.totalGlobalMem;
         d->has_total = true;

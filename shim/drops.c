@@ -26,6 +26,8 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "window (nothing in it is wrong)"},
     [GT_DROP_RANGE_TOO_DEEP] = {"range_too_deep", false,
         "push/pop range not recorded: more than 128 ranges open on one thread (its pop is matched, the others kept)"},
+    [GT_DROP_ARRAY_SIZE_UNKNOWN] = {"array_size_unknown", false,
+        "CUDA array recorded with 0 bytes: its texel format is newer than this gputrace knows"},
 };
 
 void gt_drop(enum gt_drop_reason r)

@@ -2,7 +2,7 @@
  * (macros in hooks.h). They catch programs that call the driver themselves,
  * linked, through dlsym or through the entry-point queries (entrypoints.c):
  * PyTorch's expandable segments (cuMemCreate/cuMemMap), statically linked
- * cudart, driver-API programs. Inside a runtime hook the guard in record.c
+ * cudart, driver-API programs, and CUDA arrays (sizes: arrays.c). Inside a runtime hook the guard in record.c
  * makes them pass straight through: cudaMalloc -> cuMemAlloc_v2 is one event,
  * under the API the program called. */
 #include <cuda.h>
@@ -107,6 +107,11 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os_handle, CUmemAllocationHandleType type), (h, os_handle, type), h ? *h : 0, 0, ANY, NOSTREAM) \
     X(ALLOC, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2, (CUdeviceptr *p, CUipcMemHandle handle, unsigned int flags), (p, handle, flags), p ? *p : 0, IPC_SIZE(p), DEV, NOSTREAM) \
     X(FREE, cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr p), (p), p, 0, ANY, NOSTREAM) \
+    X(ALLOC, cuArrayCreate_v2, cuArrayCreate_v2, (CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d), (a, d), a ? *a : 0, d ? gt_array_bytes_driver(d->Format, d->NumChannels, d->Width, d->Height, 0, 0, 1) : 0, DEV, NOSTREAM) \
+    X(ALLOC, cuArray3DCreate_v2, cuArray3DCreate_v2, (CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d), (a, d), a ? *a : 0, d ? gt_array_bytes_driver(d->Format, d->NumChannels, d->Width, d->Height, d->Depth, d->Flags, 1) : 0, DEV, NOSTREAM) \
+    X(ALLOC, cuMipmappedArrayCreate, cuMipmappedArrayCreate, (CUmipmappedArray *m, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels), (m, d, levels), m ? *m : 0, d ? gt_array_bytes_driver(d->Format, d->NumChannels, d->Width, d->Height, d->Depth, d->Flags, levels) : 0, DEV, NOSTREAM) \
+    X(FREE, cuArrayDestroy, cuArrayDestroy, (CUarray a), (a), a, 0, ANY, NOSTREAM) \
+    X(FREE, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, (CUmipmappedArray m), (m), m, 0, ANY, NOSTREAM) \
     X(BEGIN, cuStreamBeginCapture, s, (CUstream s), (s)) \
     X(BEGIN, cuStreamBeginCapture_ptsz, PTSZ(s), (CUstream s), (s)) \
     X(GRAPH, cuGraphInstantiate, -, (CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n), (e, g, err, log, n)) \

@@ -1,4 +1,4 @@
-/* Interposers for the CUDA runtime allocation API (and the calls that make
+/* Interposers for the CUDA runtime allocation API, CUDA arrays included (and the calls that make
  * or launch CUDA graphs, which cupti.c must know of): a table, one row per
  * function (macros in hooks.h). Each hook resolves the real function, calls
  * it, and hands the result to record.c (a capture's beginning and end to
@@ -53,6 +53,11 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMalloc3D, cudaMalloc3D, (struct cudaPitchedPtr *pp, struct cudaExtent e), (pp, e), pp ? pp->ptr : 0, gt_size_mul(gt_size_mul(rc == GT_HOOK_OK && pp ? pp->pitch : e.width, e.height), e.depth), DEV, NOSTREAM) \
     X(ALLOC, cudaIpcOpenMemHandle, cudaIpcOpenMemHandle, (void **p, cudaIpcMemHandle_t handle, unsigned int flags), (p, handle, flags), p ? *p : 0, rc == GT_HOOK_OK && p ? gt_ipc_range_size((uint64_t)(uintptr_t)*p) : 0, DEV, NOSTREAM) \
     X(FREE, cudaIpcCloseMemHandle, cudaIpcCloseMemHandle, (void *p), (p), p, 0, ANY, NOSTREAM) \
+    X(ALLOC, cudaMallocArray, cudaMallocArray, (cudaArray_t *a, const struct cudaChannelFormatDesc *desc, size_t w, size_t h, unsigned int flags), (a, desc, w, h, flags), a ? *a : 0, gt_array_bytes_runtime(desc, w, h, 0, flags, 1), DEV, NOSTREAM) \
+    X(ALLOC, cudaMalloc3DArray, cudaMalloc3DArray, (cudaArray_t *a, const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned int flags), (a, desc, e, flags), a ? *a : 0, gt_array_bytes_runtime(desc, e.width, e.height, e.depth, flags, 1), DEV, NOSTREAM) \
+    X(ALLOC, cudaMallocMipmappedArray, cudaMallocMipmappedArray, (cudaMipmappedArray_t *m, const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned int levels, unsigned int flags), (m, desc, e, levels, flags), m ? *m : 0, gt_array_bytes_runtime(desc, e.width, e.height, e.depth, flags, levels), DEV, NOSTREAM) \
+    X(FREE, cudaFreeArray, cudaFreeArray, (cudaArray_t a), (a), a, 0, ANY, NOSTREAM) \
+    X(FREE, cudaFreeMipmappedArray, cudaFreeMipmappedArray, (cudaMipmappedArray_t m), (m), m, 0, ANY, NOSTREAM) \
     X(BEGIN, cudaStreamBeginCapture, s, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
     X(BEGIN, cudaStreamBeginCapture_ptsz, PTSZ(s), (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode)) \
     X(BEGIN, cudaStreamBeginCaptureToGraph, s, (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n, enum cudaStreamCaptureMode mode), (s, g, deps, data, n, mode)) \

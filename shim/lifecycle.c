@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "activity.h"
+#include "writer.h"
 
 /* The process whose trace this memory holds (0: none). A child that shares
  * the memory without fork's handlers having run -- a vfork() child, as
@@ -248,6 +249,7 @@ static void cuda_became_ready(void)
         return;
     gt_cupti_start();
     atomic_store_explicit(&gt_cuda_ready, true, memory_order_release);
+    gt_activity_cuda_ready();
 }
 
 void gt_start_lazily(enum gt_start what)

@@ -163,7 +163,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_RANGE_TOO_DEEP, GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -449,6 +449,13 @@ extern const struct gt_hook_table gt_runtime_hooks, gt_driver_hooks, gt_cupti_ho
 /* hooks_driver.c: the size of the IPC-opened range at ptr (the driver's
  * answer), 0 unknown; after the program's own successful call only. */
 uint64_t gt_ipc_range_size(uint64_t ptr);
+/* arrays.c: the bytes a CUDA array's descriptor asks for (flags: the
+ * runtime's cudaArray* or the driver's CUDA_ARRAY3D_*; levels 0 or 1: no mips) */
+struct cudaChannelFormatDesc;
+uint64_t gt_array_bytes_runtime(const struct cudaChannelFormatDesc *c, uint64_t w, uint64_t h, uint64_t d,
+                                unsigned flags, unsigned levels);
+uint64_t gt_array_bytes_driver(unsigned format, unsigned channels, uint64_t w, uint64_t h, uint64_t d,
+                               unsigned flags, unsigned levels);
 
 /* lifecycle.c: the only file that starts, stops, forks and execs the trace
  * (it fans out to each module's start/stop/fork function). */
@@ -490,6 +497,7 @@ struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_devic
 bool gt_writer_start(void (*open_failed)(void), void (*signal_stopped)(const struct gt_writer_summary *));
 bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns); /* async-signal-safe */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
+bool gt_writer_wake(void);          /* a round now; false: no writer thread */
 void gt_writer_main_exited(void);   /* the main thread leaves by pthread_exit (hooks_process.c) */
 bool gt_only_thread_left(pid_t tid);  /* lastthread.c: no thread but tid (and a zombie main) remains */
 bool gt_writer_resume(void);

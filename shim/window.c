@@ -52,7 +52,7 @@ static struct {
     int64_t *kept;                /* alloc rows the last prune kept (its checkpoint's live), sorted */
     size_t nkept;
     struct level lv[NMEM][NDEV];
-    struct u64map rows[4];        /* per apis.space: ptr -> (events.id of its live alloc row, -) */
+    struct u64map rows[GT_NSPACES];        /* per apis.space: ptr -> (events.id of its live alloc row, -) */
     bool rows_lost;               /* a put failed (no memory): rows[] no longer lists every live row */
 } R;
 
@@ -118,13 +118,13 @@ void gt_window_row(int space, uint64_t ptr, int64_t id)
 static bool live_rows(int64_t **out, size_t *nout)
 {
     size_t n = 0, k = 0;
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < GT_NSPACES; s++)
         n += R.rows[s].len;
     *out = NULL;
     *nout = 0;
     if (R.rows_lost || (n && !(*out = malloc(n * sizeof **out))))
         return false;
-    for (int s = 0; s < 4 && n; s++)
+    for (int s = 0; s < GT_NSPACES && n; s++)
         for (uint64_t i = 0; i < R.rows[s].cap; i++)
             if (R.rows[s].e[i].key && k < n)
                 (*out)[k++] = (int64_t)R.rows[s].e[i].a;
@@ -299,7 +299,7 @@ void gt_window_forget(void)
     for (int i = 0; i < R.ncp; i++)
         free(R.cp[i].live);
     free(R.kept);
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < GT_NSPACES; s++)
         u64map_free(&R.rows[s]);
     memset(&R, 0, sizeof R);
 }

@@ -559,6 +559,16 @@ double gt_writer_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+bool gt_writer_wake(void)
+{
+    if (!W.thread_running)
+        return false;
+    pthread_mutex_lock(&W.mu);
+    pthread_cond_broadcast(&W.wake);
+    pthread_mutex_unlock(&W.mu);
+    return true;
+}
+
 /* Asks the writer to drain, finish the process row and close; waits for it
  * (bounded, so a wedged writer cannot hang the exit of the program). */
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "activity.h"
 #include "db.h"
@@ -51,6 +52,9 @@ static struct {
     int nend_pools;
     struct gt_mem_sample end_pools[GT_MAX_DEVICES];  /* likewise the pools' reservation */
 } A;
+/* the devices are read and the ledger's first sample taken (or NVML is off):
+ * what the exit waits for (before_cuda_teardown) */
+static _Atomic bool devices_done;
 
 static const char *const source_names[] = {"nvtx", "marker"};
 
@@ -232,9 +236,6 @@ void gt_activity_tick(void)
          * Sampling every GPUTRACE_SAMPLE_MS only when asked for. */
         bool on = gt_nvml_open(&A.devs, gt_config.sample_ms != 0);
         atomic_store(&A.nvml_on, on);
-        /* after CUDA's own atexit handlers were registered: runs before them
-         * (with NVML or without: the graphs' memory, read while CUDA is up) */
-        atexit(end_sample);
         A.next_sample = now;
     }
     if (atomic_load(&A.nvml_on) && now >= A.next_sample && A.nsamples < MAX_SAMPLES - GT_MAX_DEVICES) {
@@ -272,6 +273,32 @@ void gt_activity_tick(void)
     }
     pool_sample(now, false);
     graph_sample(now, false);
+    if (!atomic_load_explicit(&devices_done, memory_order_relaxed) && (A.start_sampled || !atomic_load(&A.nvml_on)))
+        atomic_store_explicit(&devices_done, true, memory_order_release);
+}
+
+/* At exit, before CUDA's own teardown (an atexit handler registered at the
+ * program's first successful CUDA call, after CUDA registered its own): the
+ * ledger's last sample, while the contexts are up. A statically linked
+ * runtime tears the driver down in its atexit handler, and a program that
+ * lives a few ms past its first call (an nvcc sample) exits before the
+ * writer's next round: the writer is woken, and waited for (at most
+ * 500 ms), to read the devices and take the first sample before they go;
+ * once gone, every query failed and the trace had no devices and no ledger. */
+static void before_cuda_teardown(void)
+{
+    if (!atomic_load_explicit(&gt_cuda_ready, memory_order_acquire))
+        return;   /* a forked child that made no CUDA call: its parent's handler */
+    for (int i = 0; i < 500 && !atomic_load_explicit(&devices_done, memory_order_acquire) && gt_writer_wake(); i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    end_sample();
+}
+
+/* The program's thread, at its first successful CUDA call (once a process). */
+void gt_activity_cuda_ready(void)
+{
+    atexit(before_cuda_teardown);
+    gt_writer_wake();   /* the devices now, not at the writer's next round */
 }
 
 /* Writer, stopping (after the last drain and the exit sample): the pools' and graphs' last change. */
@@ -417,4 +444,5 @@ void gt_activity_forget(void)
 {
     gt_cupti_writer_forget();
     memset(&A, 0, sizeof A);
+    atomic_store(&devices_done, false);
 }

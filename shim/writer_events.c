@@ -17,7 +17,7 @@
 
 static struct {
     uint64_t start_mono;
-    struct u64map live[4];     /* per apis.space: ptr -> (size, device | memory << 32) */
+    struct u64map live[GT_NSPACES];     /* per apis.space: ptr -> (size, device | memory << 32) */
     struct u64map stack_ids;   /* hash -> (id, row written) */
     struct u64map frame_ids;   /* ip, or a Python frame's tagged id -> (id, -) */
     struct u64map tids;        /* tid -> (-, -) */
@@ -328,7 +328,7 @@ void gt_events_forget(void)
 {
     atomic_store_explicit(&alloc_devices, 0, memory_order_relaxed);
     atomic_store_explicit(&pool_devices, 0, memory_order_relaxed);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < GT_NSPACES; i++)
         u64map_free(&E.live[i]);
     u64map_free(&E.stack_ids);
     u64map_free(&E.frame_ids);

@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
+from gtlib import GPUTRACE, WITH_NVML, TraceTest, base_env, prog, query, run
 
 # The planted pattern of driver_paths.c: (api, bytes, device) per allocation,
 # in call order, and the free API of each, in free order (same order).
@@ -237,3 +237,73 @@ class VmmTest(TraceTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         peaks = {(x['memory'], x['device']): x['peak_bytes'] for x in json.loads(p.stdout)['peaks']}
         self.assertEqual(peaks, {('device', 0): 3 * G, ('host', -1): G})
+
+
+class ArraysTest(TraceTest):
+    """arrays.c: CUDA arrays through the runtime (which the stand-in, like the
+    real one, turns into driver calls) and the driver: each is one event with
+    the bytes its descriptor asks for, freed by its handle, and the two left
+    live are what leaks and the device level show at exit."""
+
+    def setUp(self):
+        super().setUp()
+        p, self.db = self.trace([prog('arrays')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.made, self.leaked = [], []
+        for line in p.stdout.splitlines():
+            w = line.split()
+            if w[0] == 'leak':
+                self.leaked.append(int(w[1], 16))
+            else:
+                self.made.append((w[0], int(w[1], 16), int(w[2])))
+
+    def test_each_array_is_one_event_with_the_bytes_its_descriptor_asks_for(self):
+        self.assertEqual(query(self.db, "SELECT api, ptr, size FROM events_v WHERE op = 'alloc' ORDER BY id"),
+                         self.made)
+        self.assertEqual(query(self.db, "SELECT count(*) FROM events_v WHERE layer = 'driver' AND api NOT LIKE 'cu%Array%'"),
+                         [(0,)])   # the runtime's calls reached the driver through the shim's wrappers, once each
+
+    def test_frees_pair_by_handle_and_the_live_ones_remain(self):
+        live = query(self.db, "SELECT ptr, size FROM allocations WHERE free_ns IS NULL ORDER BY ptr")
+        sizes = {h: b for _, h, b in self.made}
+        self.assertEqual(live, sorted((h, sizes[h]) for h in self.leaked))
+        self.assertEqual(query(self.db, "SELECT api, size FROM events_v WHERE op = 'free' ORDER BY id"),
+                         [('cudaFreeArray', 1000), ('cudaFreeArray', 8192), ('cudaFreeArray', 2560),
+                          ('cudaFreeArray', 0), ('cudaFreeMipmappedArray', 43008), ('cuArrayDestroy', 4000),
+                          ('cuMipmappedArrayDestroy', 585)])
+        self.assertEqual(query(self.db, 'SELECT count(*) FROM drops'), [(0,)])
+
+    def test_arrays_are_device_memory_in_the_analyzer(self):
+        sizes = {h: b for _, h, b in self.made}
+        peak = max(query(self.db, "SELECT live_bytes FROM memory_timeline WHERE memory = 'device'"))[0]
+        # every array made before the first free was live at once
+        self.assertEqual(peak, sum(b for _, _, b in self.made))
+        p = run([GPUTRACE, 'summary', '--json', self.db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        peaks = {(x['memory'], x['device']): x['peak_bytes'] for x in json.loads(p.stdout)['peaks']}
+        self.assertEqual(peaks, {('device', 0): peak})
+        p = run([GPUTRACE, 'leaks', '--json', self.db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        j = json.loads(p.stdout)
+        self.assertEqual(j['at_end_bytes'] + j['total_bytes'] + j['held_for_run_bytes'] + j['held_steady_bytes'],
+                         sum(sizes[h] for h in self.leaked))
+
+
+class StaticRuntimeTeardownTest(TraceTest):
+    """A statically linked runtime tears CUDA down in an atexit handler of its
+    own (the stand-in's FAKE_CUDA_TEARDOWN_AT_EXIT): a program that exits a
+    moment after its first CUDA call (an nvcc sample) still gets its devices
+    and the ledger's samples, read before that teardown. On an H200 a 6 ms
+    program built by plain nvcc had no devices, so no NVML samples and no
+    ledger: the writer reached them at its next round, after the teardown."""
+
+    def test_devices_and_samples_are_read_before_the_runtime_tears_down(self):
+        for run_no in range(5):   # the race it closes was lost on most runs
+            p, db = self.trace([prog('each_api')], name='t%d.db' % run_no,
+                               env_extra={'FAKE_CUDA_TEARDOWN_AT_EXIT': '1', 'GPUTRACE_CUPTI': '0',
+                                          'LD_LIBRARY_PATH': WITH_NVML})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(query(db, 'SELECT count(*) FROM devices'), [(1,)])
+            self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE component = 'devices'"), [(0,)])
+            kinds = [r[0] for r in query(db, 'SELECT t_ns FROM memory_samples ORDER BY t_ns')]
+            self.assertGreaterEqual(len(kinds), 2, 'a first sample and the exit sample')

@@ -98,12 +98,20 @@ static void fork_release(void) { pthread_mutex_unlock(&g_lock); }
 
 static void driver_init(void);
 
+/* FAKE_CUDA_TEARDOWN_AT_EXIT=1: as a statically linked runtime does, an
+ * atexit handler registered at the runtime's start tears CUDA down; every
+ * query after it fails with cudaErrorCudartUnloading. */
+static _Atomic int g_unloaded;
+static void teardown(void) { g_unloaded = 1; }
+
 static void env_init(void)
 {
     const char *s;
     uint64_t v;
     pthread_atfork(fork_prepare, fork_release, fork_release);
     driver_init();
+    if ((s = getenv("FAKE_CUDA_TEARDOWN_AT_EXIT")) != NULL && !strcmp(s, "1"))
+        atexit(teardown);
     if ((s = getenv("FAKE_CUDA_DEVICE_COUNT")) != NULL) {
         if (parse_u64(s, &v) != 0)
             fprintf(stderr, "fake_cudart: ignoring invalid FAKE_CUDA_DEVICE_COUNT=%s\n", s);
@@ -161,6 +169,10 @@ static struct {
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
     CUresult (*ipc_close)(CUdeviceptr);
+    CUresult (*array3d)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*mipmapped)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned int);
+    CUresult (*array_destroy)(CUarray);
+    CUresult (*mipmapped_destroy)(CUmipmappedArray);
     int (*charge)(int, long long);              /* test-only: the driver keeps the device's capacity */
     unsigned long long (*used)(int);
 } drv;
@@ -182,6 +194,8 @@ static void driver_init(void)
         {"cuMemAlloc", (void **)&drv.alloc}, {"cuMemFree", (void **)&drv.free},
         {"cuDevicePrimaryCtxRetain", (void **)&drv.retain}, {"cuCtxSetCurrent", (void **)&drv.set_current},
         {"cuIpcOpenMemHandle", (void **)&drv.ipc_open}, {"cuIpcCloseMemHandle", (void **)&drv.ipc_close},
+        {"cuArray3DCreate", (void **)&drv.array3d}, {"cuMipmappedArrayCreate", (void **)&drv.mipmapped},
+        {"cuArrayDestroy", (void **)&drv.array_destroy}, {"cuMipmappedArrayDestroy", (void **)&drv.mipmapped_destroy},
     };
     /* private to the stand-ins: one capacity per device for the memory of both */
     drv.charge = (int (*)(int, long long))dlsym(h, "fake_cuda_charge");
@@ -997,6 +1011,87 @@ cudaError_t cudaFreeHost(void *ptr)
     return ret(free_common(ptr, KBIT(K_PINNED)));
 }
 
+/* CUDA arrays go to the driver, as in the real runtime (cudaArray_t is the
+ * driver's CUarray): a channel descriptor of 1, 2 or 4 equal 8/16/32-bit
+ * channels, the flags' values the driver's. */
+static cudaError_t array_descriptor(const struct cudaChannelFormatDesc *c, struct cudaExtent e, unsigned flags,
+                                    CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (!c)
+        return cudaErrorInvalidValue;
+    int bits[4] = {c->x, c->y, c->z, c->w}, n = 0;
+    while (n < 4 && bits[n] > 0)
+        n++;
+    for (int i = 1; i < n; i++)
+        if (bits[i] != bits[0])
+            return cudaErrorInvalidChannelDescriptor;
+    if (n == 0 || n == 3 || (bits[0] != 8 && bits[0] != 16 && bits[0] != 32))
+        return cudaErrorInvalidChannelDescriptor;
+    CUarray_format f;
+    if (c->f == cudaChannelFormatKindFloat)
+        f = bits[0] == 32 ? CU_AD_FORMAT_FLOAT : CU_AD_FORMAT_HALF;
+    else if (c->f == cudaChannelFormatKindSigned || c->f == cudaChannelFormatKindUnsigned) {
+        int sig = c->f == cudaChannelFormatKindSigned;
+        f = bits[0] == 8 ? (sig ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8)
+          : bits[0] == 16 ? (sig ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT16)
+                          : (sig ? CU_AD_FORMAT_SIGNED_INT32 : CU_AD_FORMAT_UNSIGNED_INT32);
+    } else
+        return cudaErrorInvalidChannelDescriptor;
+    *d = (CUDA_ARRAY3D_DESCRIPTOR){e.width, e.height, e.depth, f, (unsigned)n, flags};
+    return cudaSuccess;
+}
+
+struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f)
+{
+    return (struct cudaChannelFormatDesc){x, y, z, w, f};
+}
+
+cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+                              unsigned int flags)
+{
+    NEED_DEVICE();
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    cudaError_t e = array_descriptor(desc, extent, flags, &d);
+    if (e != cudaSuccess || !array)
+        return ret(e != cudaSuccess ? e : cudaErrorInvalidValue);
+    if (!drv.array3d)
+        return ret(cudaErrorInsufficientDriver);
+    return ret(from_driver(drv.array3d((CUarray *)array, &d)));
+}
+
+cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height,
+                            unsigned int flags)
+{
+    return cudaMalloc3DArray(array, desc, (struct cudaExtent){width, height, 0}, flags);
+}
+
+cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *m, const struct cudaChannelFormatDesc *desc,
+                                     struct cudaExtent extent, unsigned int levels, unsigned int flags)
+{
+    NEED_DEVICE();
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    cudaError_t e = array_descriptor(desc, extent, flags, &d);
+    if (e != cudaSuccess || !m)
+        return ret(e != cudaSuccess ? e : cudaErrorInvalidValue);
+    if (!drv.mipmapped)
+        return ret(cudaErrorInsufficientDriver);
+    return ret(from_driver(drv.mipmapped((CUmipmappedArray *)m, &d, levels)));
+}
+
+cudaError_t cudaFreeArray(cudaArray_t array)
+{
+    if (!array)
+        return cudaSuccess;
+    return ret(drv.array_destroy ? from_driver(drv.array_destroy((CUarray)array)) : cudaErrorInvalidValue);
+}
+
+cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t m)
+{
+    if (!m)
+        return cudaSuccess;
+    return ret(drv.mipmapped_destroy ? from_driver(drv.mipmapped_destroy((CUmipmappedArray)m)) : cudaErrorInvalidValue);
+}
+
 cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
     size_t p, size;
@@ -1053,6 +1148,8 @@ cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes)
 cudaError_t cudaGetDeviceCount(int *count)
 {
     init();
+    if (g_unloaded)
+        return ret(cudaErrorCudartUnloading);
     if (!count)
         return ret(cudaErrorInvalidValue);
     *count = g_ndev;
@@ -1186,6 +1283,8 @@ cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
     NEED_DEVICE();
+    if (g_unloaded)
+        return ret(cudaErrorCudartUnloading);
     if (!prop)
         return ret(cudaErrorInvalidValue);
     if (!valid_dev(device))

@@ -36,7 +36,7 @@ unsigned long fake_cuda_v1_calls(void);
 #define CTX_BASE 0x130000000000ULL            /* primary context of device d: + 16 d */
 #define MAX_DEVICES 16
 
-enum kind { K_DEVICE = 1, K_ASYNC, K_MANAGED, K_PINNED };
+enum kind { K_DEVICE = 1, K_ASYNC, K_MANAGED, K_PINNED, K_ARRAY };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -177,7 +177,8 @@ static CUresult free_block(uint64_t addr, unsigned kinds)
                 host = b.host;
             else {
                 used[b.dev] -= b.size;
-                push(&freed, &nfreed, &capfreed, b);
+                if (b.kind != K_ARRAY)   /* a handle is never an address to reuse */
+                    push(&freed, &nfreed, &capfreed, b);
             }
             rc = CUDA_SUCCESS;
             break;
@@ -208,6 +209,72 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, siz
         *pPitch = pitch;
     return rc;
 }
+/* ---- CUDA arrays: device memory behind a handle of its own -------------------
+ * The stand-in knows the plain formats only (8/16/32-bit channels, 1, 2 or 4
+ * of them) and the layered flag; its handles are not device addresses (the
+ * real driver's are host pointers). Sparse and deferred-mapping arrays hold
+ * nothing, as on a real device. The size counted against the device is
+ * texels x texel bytes summed over the levels, rounded like cuMemAlloc. */
+#define ARRAY_BASE 0x150000000000ULL          /* array handles: + 16 n */
+static uint64_t next_array;
+
+static uint64_t texel_bytes(CUarray_format f, unsigned channels)
+{
+    unsigned b = f == CU_AD_FORMAT_UNSIGNED_INT8 || f == CU_AD_FORMAT_SIGNED_INT8 ? 1
+               : f == CU_AD_FORMAT_UNSIGNED_INT16 || f == CU_AD_FORMAT_SIGNED_INT16 || f == CU_AD_FORMAT_HALF ? 2
+               : f == CU_AD_FORMAT_UNSIGNED_INT32 || f == CU_AD_FORMAT_SIGNED_INT32 || f == CU_AD_FORMAT_FLOAT ? 4 : 0;
+    return channels == 1 || channels == 2 || channels == 4 ? (uint64_t)b * channels : 0;
+}
+
+static CUresult array_make(uint64_t *handle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    pthread_once(&once, env_init);
+    if (!handle || !d)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t texel = texel_bytes(d->Format, d->NumChannels);
+    if (!texel || d->Width == 0 || levels == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t size = 0;
+    int layered = (d->Flags & CUDA_ARRAY3D_LAYERED) != 0;
+    for (unsigned l = 0; l < levels; l++) {
+        uint64_t w = d->Width >> l, h = d->Height >> l, dd = layered ? d->Depth : d->Depth >> l;
+        size += texel * (w ? w : 1) * (h ? h : 1) * (dd ? dd : 1);
+    }
+    if (d->Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+        size = 0;
+    uint64_t sz = (size + granularity - 1) & ~(granularity - 1);
+    pthread_mutex_lock(&lock);
+    CUresult rc = CUDA_SUCCESS;
+    if (sz > cap_bytes || used[cur_dev] > cap_bytes - sz)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else {
+        uint64_t h = ARRAY_BASE + 16 * ++next_array;
+        if (push(&live, &nlive, &caplive, (struct block){h, sz, cur_dev, K_ARRAY, NULL}))
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else {
+            used[cur_dev] += sz;
+            *handle = h;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+    return array_make((uint64_t *)a, &d3, 1);
+}
+CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d) { return array_make((uint64_t *)a, d, 1); }
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *m, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels)
+{
+    return array_make((uint64_t *)m, d, levels);
+}
+CUresult cuArrayDestroy(CUarray a) { return free_block((uint64_t)(uintptr_t)a, 1u << K_ARRAY); }
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray m) { return free_block((uint64_t)(uintptr_t)m, 1u << K_ARRAY); }
+
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     (void)flags;
@@ -792,6 +859,11 @@ static const struct proc procs[] = {
     {"cuIpcOpenMemHandle", 11000, 0, (void *)cuIpcOpenMemHandle_v2},
     {"cuIpcCloseMemHandle", 4010, 0, (void *)cuIpcCloseMemHandle},
     {"cuMemGetAddressRange", 3020, 0, (void *)cuMemGetAddressRange_v2},
+    {"cuArrayCreate", 3020, 0, (void *)cuArrayCreate_v2},
+    {"cuArray3DCreate", 3020, 0, (void *)cuArray3DCreate_v2},
+    {"cuMipmappedArrayCreate", 5000, 0, (void *)cuMipmappedArrayCreate},
+    {"cuArrayDestroy", 2000, 0, (void *)cuArrayDestroy},
+    {"cuMipmappedArrayDestroy", 5000, 0, (void *)cuMipmappedArrayDestroy},
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
