@@ -137,6 +137,11 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
     struct request *r = NULL;
     size_t n = 0, cap = 0, ocap = 0;
     size_t last_success = 0;   /* index + 1 of the latest successful allocation */
+    /* ...of device memory (device, pool, managed), by device: what shows the
+     * program went on after a device's failure. A pin-memory thread's host
+     * allocation after it does not (a helper's probe: a fatal OOM read
+     * "recovered from", and sweep took the run for one that failed otherwise) */
+    size_t last_device_success[GT_HOST_SLOT] = {0}, last_any_device_success = 0;
     *others = NULL;
     *nothers = 0;
     for (size_t i = 0; i < t->nev; i++) {
@@ -197,16 +202,28 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
             }
             continue;
         }
-        if (successful_alloc(t, i))
+        if (successful_alloc(t, i)) {
             last_success = i + 1;
+            int mem = a->memory;
+            if (mem == GT_MEM_DEVICE || mem == GT_MEM_POOL || mem == GT_MEM_MANAGED) {
+                last_any_device_success = i + 1;
+                if (e->device >= 0 && e->device < GT_HOST_SLOT)
+                    last_device_success[e->device] = i + 1;
+            }
+        }
         int m, d;
         int64_t delta = gt_slot_delta(t, &c->p, i, &m, &d);
         if (delta && m >= 0 && m <= GT_MEM_GRAPH)
             live[m][d] += delta;
     }
     /* only the last request can have ended the program: the program went on past any earlier one */
-    for (size_t k = 0; k < n; k++)
-        r[k].recovered = k + 1 < n || last_success > r[k].last;
+    for (size_t k = 0; k < n; k++) {
+        int dev = r[k].device;
+        size_t went_on = dev == -1                      ? last_success   /* pinned host memory: any allocation */
+                         : dev >= 0 && dev < GT_HOST_SLOT ? last_device_success[dev]
+                                                          : last_any_device_success;
+        r[k].recovered = k + 1 < n || went_on > r[k].last;
+    }
     *out = r;
     return n;
 }

@@ -891,6 +891,27 @@ class OutOfMemoryRequests(T.AnalyzerTest):
         self.assertLess(text.index('the failure it ended on'), text.index('recovered from: the program went on'))
         self.assertNotIn(' -', text)
 
+    def test_a_host_allocation_after_a_device_failure_is_no_recovery(self):
+        # a DataLoader's pin-memory thread pins one more buffer after the
+        # training thread's fatal OOM: the program did not go on (sweep reads
+        # the run's end from this too)
+        t = T.Trace(os.path.join(self.dir, 'pin.db'), device_total=80 * T.GiB)
+        t.alloc(70 * T.GiB, ['forward', 'main'])
+        t.alloc(20 * T.GiB, ['forward', 'main'], result=2)
+        t.tid = 4300
+        t.alloc(64 * T.MiB, ['pin_memory_loop'], api='cudaMallocHost')
+        path = t.close()
+        d = self.json('oom', path)
+        self.assertEqual([x['ended_program'] for x in d['failures']], [True])
+        self.assertIn('1 ended the program', self.ok('oom', path).stdout)
+        # a device allocation after it, on any thread, is the program going on
+        t = T.Trace(os.path.join(self.dir, 'went_on.db'), device_total=80 * T.GiB)
+        t.alloc(70 * T.GiB, ['forward', 'main'])
+        t.alloc(20 * T.GiB, ['forward', 'main'], result=2)
+        t.tid = 4300
+        t.alloc(1 * T.GiB, ['forward', 'main'])
+        self.assertEqual([x['ended_program'] for x in self.json('oom', t.close())['failures']], [False])
+
     def expandable(self):
         t = T.Trace(os.path.join(self.dir, 'expandable.db'), device_total=80 * T.GiB)
         t.alloc(2 * T.MiB, ['probe_handle_type', 'main'], api='cuMemCreate', result=800)
