@@ -15,6 +15,8 @@ void gt_nvml_split(const struct gt_nvml_sample *s, int64_t *others, int64_t *no_
     if (s->process < 0)
         return;
     int64_t rest = s->used - s->process;
+    if (rest < 0)
+        return;   /* the device's figure below the process's: two readings that disagree */
     if (s->others >= 0 && s->others <= rest)
         *others = s->others;
     else

@@ -389,3 +389,36 @@ class ReadingsTheLedgerCannotTake(T.AnalyzerTest):
         text = self.ok('summary', db).stdout
         self.assertIn('2.00 GiB in use (its reservation was not read since it last grew)', text)
         self.assertNotIn('not the pool the program allocates from', text)
+
+
+class LedgerReadingsThatDisagree(T.AnalyzerTest):
+    """NVML's readings that contradict the trace or each other: no negative
+    remainder and no negative byte count is printed, and text and JSON agree."""
+
+    def test_a_context_the_exit_sample_refutes_is_left_out(self):
+        t = T.Trace(os.path.join(self.dir, 'ctx.db'))
+        t.alloc(1 * GiB, ['main'])
+        t.nvml_sample(outside=2 * GiB)          # the context, measured: 2 GiB beyond what is live
+        t.alloc(1 * GiB, ['main'])
+        t.nvml_sample(outside=512 * MiB)        # at exit: only 0.5 GiB beyond 2 GiB live
+        path = t.close()
+        dev = self.json('summary', path)['ledger'][0]
+        x = {i['instant']: i for i in dev['instants']}['exit']
+        self.assertIsNone(dev['context_bytes'])
+        self.assertIn('left out', dev['context_unknown_why'])
+        self.assertIsNone(x['unaccounted_bytes'])
+        text = self.ok('summary', path).stdout
+        self.assertNotIn('unaccounted -', text)
+        self.assertIn('is left out: with it the buckets exceed what NVML says', text)
+
+    def test_a_device_figure_below_the_process_figure_is_said_not_printed_negative(self):
+        t = T.Trace(os.path.join(self.dir, 'race.db'))
+        t.alloc(1 * GiB, ['main'])
+        t.nvml_sample(outside=500 * MiB)
+        t.con.execute('UPDATE memory_samples SET process_bytes = used_bytes + 100 * 1048576')
+        path = t.close()
+        x = self.json('summary', path)['ledger'][0]['instants'][0]
+        self.assertIsNone(x['other_processes_bytes'])
+        text = self.ok('summary', path).stdout
+        self.assertNotIn('-100', text)
+        self.assertIn('the two readings disagree', text)
