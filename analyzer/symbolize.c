@@ -167,7 +167,11 @@ struct store_ctx {
 static int store_line(void *arg, int64_t id, const char *file, int64_t line)
 {
     struct store_ctx *s = arg;
-    char *clean = realpath(file, NULL);   /* build trees leave "dir/../../src" paths */
+    /* build trees leave "dir/../../src" paths; a relative one (a build with
+     * -ffile-prefix-map=$PWD=.) is relative to where the module was built,
+     * not to where this runs: resolved here it named whatever file of that
+     * name the current directory held */
+    char *clean = file[0] == '/' ? realpath(file, NULL) : NULL;
     sqlite3_reset(s->update);
     sqlite3_bind_text(s->update, 1, clean ? clean : file, -1, SQLITE_TRANSIENT);
     free(clean);

@@ -101,3 +101,19 @@ class SymbolizeTest(TraceTest):
         self.assertNotIn('no longer on disk', b.stdout)
         self.assertEqual(self.frame_lines(there), self.frame_lines(here))
         self.assertEqual(self.frame_lines(there)['inner_layer'], ('call_chain.c', source_line('cudaMalloc(&p, n)')))
+
+    def test_relative_paths_in_debug_info_are_not_resolved_against_the_working_directory(self):
+        # debug info built with -ffile-prefix-map=BUILD=. names ./../tests/progs/call_chain.c;
+        # run from DIR/x, a decoy at DIR/tests/progs/call_chain.c was what realpath found
+        p, db = self.trace([prog('call_chain_relpath')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        os.makedirs(os.path.join(self.dir, 'tests', 'progs'))
+        os.mkdir(os.path.join(self.dir, 'x'))
+        with open(os.path.join(self.dir, 'tests', 'progs', 'call_chain.c'), 'w') as f:
+            f.write('/* not the program */\n')
+        s = self.symbolize(db, cwd=os.path.join(self.dir, 'x'))
+        self.assertEqual(s.returncode, 0, s.stderr)
+        path, line = query(db, "SELECT file, line FROM frames WHERE function = 'inner_layer'")[0]
+        self.assertEqual(line, source_line('cudaMalloc(&p, n)'))
+        self.assertFalse(path.startswith('/'), path)   # as the debug info says it, not made absolute here
+        self.assertTrue(path.endswith('tests/progs/call_chain.c'), path)
