@@ -462,12 +462,30 @@ static int set_window(struct exporter *x)
     int code = gt_ctx_iterations(x->c, &its);
     if (code)
         return code;
+    /* the first iteration A, and the first B from it on: indexes that
+     * restart each epoch (0..4, 0..4) give the first epoch's, not the last
+     * A and the last B (a window that mixed epochs) */
     int64_t s = -1, e = -1;
-    for (size_t k = 0; k < its->n; k++) {
-        if (its->it[k].index == x->o->iter_a)
+    size_t k = 0, a_at = its->n;
+    for (; k < its->n && s < 0; k++)
+        if (its->it[k].index == x->o->iter_a) {
             s = its->it[k].start;
+            a_at = k;
+        }
+    for (k = a_at; k < its->n && e < 0; k++)
         if (its->it[k].index == x->o->iter_b)
             e = its->it[k].end;
+    if (s >= 0 && e < 0) {
+        for (k = 0; k < a_at && e < 0; k++)
+            if (its->it[k].index == x->o->iter_b)
+                e = its->it[k].end;
+        if (e >= 0) {   /* B only before A: the window would be empty */
+            snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: iteration %lld ends before iteration"
+                     " %lld starts in this trace (its indexes are not in time order); give the first in time first",
+                     (long long)x->o->iter_a, (long long)x->o->iter_b, (long long)x->o->iter_b,
+                     (long long)x->o->iter_a);
+            return GT_EXIT_USAGE;
+        }
     }
     if (s < 0 || e < 0) {
         if (its->n)

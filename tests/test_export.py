@@ -247,6 +247,28 @@ class Limits(ExportTest):
         self.assertIn('no such iterations', p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'x.json')))
 
+    def epochs_trace(self, order):
+        t = T.Trace(os.path.join(self.dir, 'epochs.db'))
+        for idx in order:
+            t.iteration(idx)
+            t.free(t.alloc(1 << 20, ['step', 'main']))
+        return t.close()
+
+    def test_indexes_out_of_time_order_are_refused_not_an_empty_window(self):
+        db = self.epochs_trace([10, 5, 3, 7, 9])
+        p = self.gputrace('export', db, '--iterations', '5:10', '-o', os.path.join(self.dir, 'x.json'))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('iteration 10 ends before iteration 5 starts', p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'x.json')))
+
+    def test_indexes_that_restart_each_epoch_give_the_first_a_and_the_first_b_after_it(self):
+        db = self.epochs_trace([0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
+        ev = self.export(db, '--iterations', '1:2')
+        allocs = [e for e in ev if e['ph'] == 'i' and e['cat'] == 'alloc']
+        self.assertEqual(len(allocs), 2)   # the first epoch's iterations 1 and 2, not a window across epochs
+        starts = [r[0] for r in gtlib.query(db, 'SELECT t_ns FROM iterations ORDER BY t_ns')]
+        self.assertTrue(all(e['ts'] < starts[3] / 1000 for e in allocs))
+
 
 class Output(ExportTest):
 
