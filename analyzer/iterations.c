@@ -173,14 +173,65 @@ static int rcand_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* A kind of range: its candidates c[at .. at + n), in start order. */
+struct kind {
+    size_t at, n;
+    int64_t cover;   /* ns its ranges cover (covered(): their median's length times their number) */
+};
+
+static int64_t range_end(const struct gt_range *r, const struct rcand *c, size_t n, size_t k, int64_t end)
+{
+    const struct gt_range *x = &r[c[k].idx];
+    return x->end >= 0 ? x->end : k + 1 < n ? r[c[k + 1].idx].start : end;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The time a kind's ranges cover, robustly: its median range's length
+ * times their number. The first range of a program's first CUDA call holds
+ * the context's creation (3.5 ms of a stand-in's "init layer 0" against
+ * 10 us steps; hundreds of ms on a GPU): a sum made that one range count
+ * more than the loop. */
+static int64_t covered(const struct gt_range *r, const struct rcand *c, size_t n, int64_t end)
+{
+    int64_t *len = gt_xmalloc((n ? n : 1) * sizeof *len);
+    for (size_t k = 0; k < n; k++) {
+        int64_t e = range_end(r, c, n, k, end), s0 = r[c[k].idx].start;
+        len[k] = e > s0 ? e - s0 : 0;
+    }
+    gt_qsort(len, n, sizeof *len, cmp_i64);
+    int64_t median = n ? len[n / 2] : 0;
+    free(len);
+    return median > INT64_MAX / (int64_t)(n ? n : 1) ? INT64_MAX : median * (int64_t)n;
+}
+
+/* Does every range of a lie inside a range of b (in time, whatever the
+ * thread)? Both in start order. */
+static int inside(const struct gt_range *r, const struct rcand *a, size_t na, const struct rcand *b, size_t nb,
+                  int64_t end)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < na; i++) {
+        int64_t s0 = r[a[i].idx].start, e0 = range_end(r, a, na, i, end);
+        while (j < nb && range_end(r, b, nb, j, end) < e0)
+            j++;
+        if (j == nb || r[b[j].idx].start > s0)
+            return 0;
+    }
+    return na > 0;
+}
+
 /* Iterations from ranges: with a name, the matching ranges (any depth, any
  * domain) on the thread that has most of them; else the outermost kind of
  * range that repeats at least 3 times on one thread (numbered: a kind with a
  * number in its name, "step 0", that repeats at least twice), from the program's own
- * ranges: the default NVTX domain and marker ranges first, then domains the
- * program registered; never a CUDA library's domain (the shallowest such; among
- * equals the most repeated, then the first). want_marker: -1 any source, 0
- * NVTX only, 1 marker ranges only. */
+ * ranges, never a CUDA library's domain; which kind is said where the
+ * choice is made below. want_marker: -1 any source, 0 NVTX only, 1 marker
+ * ranges only. */
 static int from_ranges(struct gt_trace *t, const char *name, int want_marker, int numbered, struct gt_iterations *out)
 {
     struct gt_range *r;
@@ -220,26 +271,59 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
     }
     gt_qsort(c, nc, sizeof *c, rcand_cmp);
     size_t best = 0, best_n = 0, min_n = name ? 1 : numbered ? 2 : 3;
+    int64_t end = gt_iter_trace_end(t, r, nr);
+    /* The kinds that qualify, each with the time its ranges cover. */
+    struct kind *k = gt_xmalloc((nc ? nc : 1) * sizeof *k);
+    size_t nk = 0;
+    int64_t max_cover = 0;
     for (size_t g = 0; g < nc;) {
         size_t h = g + 1;
         while (h < nc && c[h].tid == c[g].tid && c[h].depth == c[g].depth &&
                !domain_cmp(c[h].domain, c[g].domain) && (name || !strcmp(c[h].norm, c[g].norm)))
             h++;
-        size_t cnt = h - g;
-        const struct rcand *x = &c[g], *b = &c[best];
-        int better = cnt >= min_n && (!numbered || strchr(x->norm, '#')) &&
-                     (!best_n || x->tier < b->tier ||
-                      (x->tier == b->tier &&
-                       (x->depth < b->depth ||
-                        (x->depth == b->depth && (cnt > best_n || (cnt == best_n && x->idx < b->idx))))));
-        if (better) {
-            best = g;
-            best_n = cnt;
+        if (h - g >= min_n && (!numbered || strchr(c[g].norm, '#'))) {
+            k[nk] = (struct kind){g, h - g, covered(r, c + g, h - g, end)};
+            max_cover = k[nk].cover > max_cover ? k[nk].cover : max_cover;
+            nk++;
         }
         g = h;
     }
+    /* A kind covering under a third of the time the widest covers is not
+     * the loop, however often it repeats: twelve "init layer" ranges around
+     * the parameters' allocations beat ten "step" ranges by their count, and
+     * the parameters read as 10 MiB of growth an iteration (a helper's
+     * probe). Among the rest: the program's own default domain and marker
+     * ranges before a domain it registered; a kind whose ranges lie inside
+     * another's (a marker "forward" inside NVTX steps, whose depths are
+     * counted apart) after it; the main thread's before another's (a loader
+     * thread prefetching 14 batches for 10 steps); the shallowest; the most
+     * repeated; the first. */
+    for (size_t i = 0; i < nk; i++) {
+        const struct kind *kx = &k[i];
+        if (!name && kx->cover < max_cover / 3)
+            continue;
+        const struct rcand *x = &c[kx->at], *b = &c[best];
+        int better;
+        if (!best_n)
+            better = 1;
+        else if (x->tier != b->tier)
+            better = x->tier < b->tier;
+        else if (inside(r, c + best, best_n, c + kx->at, kx->n, end))
+            better = 1;   /* the current best lies inside x */
+        else if (inside(r, c + kx->at, kx->n, c + best, best_n, end))
+            better = 0;
+        else if ((x->tid == t->proc.pid) != (b->tid == t->proc.pid))
+            better = x->tid == t->proc.pid;   /* the main thread's loop, not a loader thread's prefetching */
+        else
+            better = x->depth < b->depth ||
+                     (x->depth == b->depth && (kx->n > best_n || (kx->n == best_n && x->idx < b->idx)));
+        if (better) {
+            best = kx->at;
+            best_n = kx->n;
+        }
+    }
+    free(k);
     if (best_n >= min_n) {
-        int64_t end = gt_iter_trace_end(t, r, nr);
         size_t prev_end = 0;
         for (size_t k = 0; k < best_n; k++) {
             const struct gt_range *rr = &r[c[best + k].idx];

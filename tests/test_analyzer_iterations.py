@@ -607,3 +607,83 @@ class LibraryDomains(T.AnalyzerTest):
         d = self.json('growth', t.close())
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 5))
         self.assertIn('domain trainer', d['iteration_detection'])
+
+
+class LoopAmongTheProgramsRanges(T.AnalyzerTest):
+    """Which of the program's own repeating ranges is the loop: set-up ranges,
+    a loader thread's and ranges nested inside the steps are not (a helper's
+    probe: each was taken for the loop, and growth and leaks read the
+    parameters, or a loader's prefetching, as what grows)."""
+
+    LEAK = 2 * T.MiB
+
+    def steps(self, t, n=10, leak=True, inner=None):
+        kept = []
+        for i in range(n):
+            t.push('step %d' % i)
+            for j in range(2 if inner else 1):
+                if inner:
+                    t.push('forward', source=inner)
+                acts = [t.alloc(8 * T.MiB, ['forward', 'main']) for _ in range(8)]
+                for a in acts:
+                    t.free(a)
+                if inner:
+                    t.pop()
+            if leak:
+                kept.append(t.alloc(self.LEAK, ['keep_loss', 'main']))
+            t.pop()
+
+    def growth(self, t):
+        d = self.json('growth', t.close())
+        return d['iterations'], d['iteration_detection'], d['slope_bytes_per_iteration']
+
+    def test_set_up_ranges_around_each_layers_parameters_are_not_the_loop(self):
+        for leak in (True, False):
+            t = T.Trace(self.dir + '/layers-%d.db' % leak)
+            for i in range(12):
+                t.push('init layer %d' % i)
+                t.alloc(10 * T.MiB, ['init_parameters', 'main'])
+                t.pop()
+            self.steps(t, leak=leak)
+            n, how, slope = self.growth(t)
+            self.assertEqual(n, 10, how)
+            self.assertIn('"step 0"', how)
+            self.assertEqual(slope, self.LEAK if leak else 0)
+
+    def test_set_up_in_the_default_domain_does_not_beat_steps_in_a_registered_one(self):
+        t = T.Trace(self.dir + '/domains.db')
+        for i in range(4):
+            t.push('init %d' % i)
+            t.alloc(10 * T.MiB, ['init_parameters', 'main'])
+            t.pop()
+        for i in range(10):
+            t.push('train_step %d' % i, domain='trainer')
+            for a in [t.alloc(8 * T.MiB, ['forward', 'main']) for _ in range(8)]:
+                t.free(a)
+            t.alloc(self.LEAK, ['keep_loss', 'main'])
+            t.pop()
+        n, how, slope = self.growth(t)
+        self.assertEqual((n, slope), (10, self.LEAK), how)
+
+    def test_a_marker_range_inside_each_nvtx_step_is_not_the_loop(self):
+        t = T.Trace(self.dir + '/mixed.db')
+        self.steps(t, inner='marker')
+        for r in t.ranges:   # the shim counts depths per source: a marker range inside an NVTX one is at 0
+            if r[0] == 'marker':
+                r[6], r[7] = 0, None
+        n, how, slope = self.growth(t)
+        self.assertEqual((n, slope), (10, self.LEAK), how)
+
+    def test_a_loader_threads_prefetching_ranges_are_not_the_loop(self):
+        t = T.Trace(self.dir + '/loader.db')
+        for i in range(14):   # the loader thread runs ahead of the loop
+            t.tid = t.pid + 1
+            t.push('load %d' % i)
+            t.alloc(T.MiB, ['pin_batch', 'loader'], api='cudaMallocHost')
+            t.pop()
+            if i >= 4:
+                t.tid = t.pid
+                self.steps(t, n=1)
+        n, how, slope = self.growth(t)
+        self.assertEqual(n, 10, how)
+        self.assertIn('thread %d' % t.pid, how)
