@@ -13,6 +13,7 @@
 
 /* ranges.c: recording of ranges, marks and iterations (program threads). */
 typedef const char *gt_domain; /* interned domain name; NULL = default domain */
+char *gt_message_copy(const char *s);   /* a message as kept: malloc'd, capped, valid UTF-8 (ranges.c) */
 int gt_range_push(int source, gt_domain dom, char *msg);  /* takes msg (malloc'd or NULL); returns depth */
 int gt_range_pop(int source, gt_domain dom);              /* returns the depth popped, < 0 if none */
 uint64_t gt_range_start(int source, gt_domain dom, char *msg); /* returns the range id */

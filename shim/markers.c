@@ -12,7 +12,7 @@
 
 static char *dup_name(const char *name)
 {
-    return name ? strdup(name) : NULL;
+    return gt_message_copy(name);
 }
 
 GT_EXPORT void gputrace_mark(const char *name)

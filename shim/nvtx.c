@@ -22,7 +22,7 @@
 
 static char *dup_str(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    return gt_message_copy(s);
 }
 
 /* wchar_t is UTF-32 on Linux: encode as UTF-8. */
@@ -41,6 +41,10 @@ static char *dup_wide(const wchar_t *w)
         } else if (c < 0x800) {
             *o++ = (char)(0xc0 | c >> 6);
             *o++ = (char)(0x80 | (c & 0x3f));
+        } else if (c >= 0xd800 && c < 0xe000) {
+            *o++ = (char)0xef;   /* a lone surrogate: U+FFFD */
+            *o++ = (char)0xbf;
+            *o++ = (char)0xbd;
         } else if (c < 0x10000) {
             *o++ = (char)(0xe0 | c >> 12);
             *o++ = (char)(0x80 | (c >> 6 & 0x3f));
@@ -50,10 +54,16 @@ static char *dup_wide(const wchar_t *w)
             *o++ = (char)(0x80 | (c >> 12 & 0x3f));
             *o++ = (char)(0x80 | (c >> 6 & 0x3f));
             *o++ = (char)(0x80 | (c & 0x3f));
+        } else {
+            *o++ = (char)0xef;   /* past U+10FFFF: U+FFFD */
+            *o++ = (char)0xbf;
+            *o++ = (char)0xbd;
         }
     }
     *o = 0;
-    return out;
+    char *kept = gt_message_copy(out);
+    free(out);
+    return kept;
 }
 
 /* Domain names and registered strings live as long as the process: NVTX

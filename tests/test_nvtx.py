@@ -5,6 +5,7 @@ through the CUPTI stand-in (tests/fake_cupti). Without a GPU driver the real
 CUPTI is unavailable: the shim must say so once and trace allocations as ever."""
 import json
 import os
+import sqlite3
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,22 @@ class NvtxRanges(TraceTest):
         self.assertEqual(sizes_in(db, r['lvl126'][6], r['lvl126'][7]), [2000])
         self.assertEqual(sizes_in(db, r['lvl125'][6], r['lvl125'][7]), [2000, 3000])
         self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'range_too_deep'"), [(2,)])
+
+    def test_messages_are_capped_and_valid_utf8(self):
+        # 200 ranges of 1 MB names held 200 MB of the program's memory and
+        # wrote them all; a Latin-1 name made Python's sqlite3 fail on the table
+        p, db = self.trace([prog('nvtx_ranges'), 'odd'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        con = sqlite3.connect(db)   # the default text factory: fails on bytes that are not UTF-8
+        msgs = [m for (m,) in con.execute('SELECT message FROM ranges ORDER BY start_ns')]
+        con.close()
+        self.assertEqual(len(msgs), 202)
+        self.assertTrue(all(m.startswith('big aaa') and m.endswith('...') and len(m.encode()) <= 1024
+                            for m in msgs[:200]), (len(msgs[0]), msgs[0][-10:]))
+        self.assertEqual(msgs[200], 'caf\ufffd \ufffd end')
+        self.assertEqual(msgs[201], 'w\ufffd\ufffd!')
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'message_cut'"), [(200,)])
+        self.assertLess(os.path.getsize(db), 4 << 20)
 
     def test_ranges_nest_per_thread(self):
         p, db = self.trace([prog('nvtx_ranges'), 'threads'])

@@ -6,7 +6,8 @@
  *            mark, and a start/end range ended by another thread
  *   threads: 4 threads, each nesting "tN-outer" > "tN-inner" around its own
  *            allocations, all in flight at once
- *   nocuda:  NVTX calls only: no trace may be written */
+ *   nocuda:  NVTX calls only: no trace may be written
+ *   odd:     1 MB names, and names that are not UTF-8 */
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -147,11 +148,37 @@ static int deep(void)
     return 0;
 }
 
+/* odd: 200 ranges named by 1 MB each, one in Latin-1 (not UTF-8), one
+ * in UTF-32 past U+10FFFF and with a lone surrogate, around allocations */
+static int odd(void)
+{
+    size_t n = 1 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'a', n);
+    big[n] = 0;
+    memcpy(big, "big ", 4);
+    for (int i = 0; i < 200; i++) {
+        nvtxRangePushA(big);
+        void *p = alloc(1000);
+        cudaFree(p);
+        nvtxRangePop();
+    }
+    free(big);
+    nvtxRangePushA("caf\xe9 \xff end");   /* Latin-1: no UTF-8 */
+    void *p = alloc(2000);
+    nvtxRangePop();
+    wchar_t w[] = {L'w', (wchar_t)0xd800, (wchar_t)0x110000, L'!', 0};
+    nvtxRangePushW(w);
+    cudaFree(p);
+    nvtxRangePop();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "basic";
     int rc = !strcmp(mode, "threads") ? threads() : !strcmp(mode, "nocuda") ? nocuda() : !strcmp(mode, "deep") ? deep()
-                                                                                                       : basic();
+           : !strcmp(mode, "odd") ? odd() : basic();
     puts("done");
     return rc;
 }
