@@ -28,6 +28,8 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "push/pop range not recorded: more than 128 ranges open on one thread (its pop is matched, the others kept)"},
     [GT_DROP_ARRAY_SIZE_UNKNOWN] = {"array_size_unknown", false,
         "CUDA array recorded with 0 bytes: its texel format is newer than this gputrace knows"},
+    [GT_DROP_RANGE_NOT_KEPT] = {"range_not_kept", false,
+        "start/end range opened before the trace started not recorded: 1024 such ranges were open then"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

@@ -97,6 +97,14 @@ class NvtxRanges(TraceTest):
         self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'message_cut'"), [(200,)])
         self.assertLess(os.path.getsize(db), 4 << 20)
 
+    def test_ranges_opened_before_the_trace_are_kept_up_to_a_bound_and_the_rest_counted(self):
+        # a process that never calls CUDA pays for what it keeps pending: 1024 at most
+        p, db = self.trace([prog('nvtx_ranges'), 'pending'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT count(*), min(message), count(end_ns) FROM ranges WHERE message LIKE 'early %'"),
+                         [(1024, 'early 0', 1024)])
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'range_not_kept'"), [(2000 - 1024,)])
+
     def test_ranges_nest_per_thread(self):
         p, db = self.trace([prog('nvtx_ranges'), 'threads'])
         self.assertEqual(p.returncode, 0, p.stderr)

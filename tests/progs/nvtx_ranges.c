@@ -7,7 +7,8 @@
  *   threads: 4 threads, each nesting "tN-outer" > "tN-inner" around its own
  *            allocations, all in flight at once
  *   nocuda:  NVTX calls only: no trace may be written
- *   odd:     1 MB names, and names that are not UTF-8 */
+ *   odd:     1 MB names, and names that are not UTF-8
+ *   pending: 2000 start/end ranges open before the first CUDA call */
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -174,11 +175,28 @@ static int odd(void)
     return 0;
 }
 
+/* pending: 2000 start/end ranges opened before the first CUDA call, then
+ * an allocation (the trace starts), then each ended, oldest first */
+static int pending(void)
+{
+    static nvtxRangeId_t id[2000];
+    char name[32];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "early %d", i);
+        id[i] = nvtxRangeStartA(name);
+    }
+    void *p = alloc(1000);
+    for (int i = 0; i < 2000; i++)
+        nvtxRangeEnd(id[i]);
+    cudaFree(p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "basic";
     int rc = !strcmp(mode, "threads") ? threads() : !strcmp(mode, "nocuda") ? nocuda() : !strcmp(mode, "deep") ? deep()
-           : !strcmp(mode, "odd") ? odd() : basic();
+           : !strcmp(mode, "odd") ? odd() : !strcmp(mode, "pending") ? pending() : basic();
     puts("done");
     return rc;
 }
