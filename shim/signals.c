@@ -1,5 +1,5 @@
 /* Fatal signals: while a trace runs, a signal whose action is the default
- * (the process dies) is caught by the handler lifecycle.c gives, which has
+ * (the process dies; the list below) is caught by the handler lifecycle.c gives, which has
  * the writer finish the file and then dies by the same signal with the
  * default action. The program never sees this: sigaction() and signal() are
  * interposed and report the program's own view of each disposition; a
@@ -13,11 +13,19 @@
 
 #include "shim.h"
 
-static const int watched[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE};
+/* Every signal whose default action ends the process, but SIGKILL and
+ * SIGSTOP (never caught), SIGTRAP (a debugger's) and SIGXFSZ (the writer's
+ * own file may pass RLIMIT_FSIZE: it is counted, the program runs on). A
+ * death by SIGPIPE (a program piped into head), SIGILL (__builtin_trap),
+ * SIGALRM or SIGUSR1 left the trace unfinished, with nothing counted. */
+#define SIGNALS(X) X(SIGHUP) X(SIGINT) X(SIGQUIT) X(SIGTERM) X(SIGABRT) X(SIGSEGV) X(SIGBUS) X(SIGFPE) \
+    X(SIGILL) X(SIGPIPE) X(SIGALRM) X(SIGUSR1) X(SIGUSR2) X(SIGXCPU) X(SIGSYS) X(SIGVTALRM) X(SIGPROF)
+#define SIGNAL_NUMBER(s) s,
+#define SIGNAL_REASON(s) "signal " #s,
+static const int watched[] = {SIGNALS(SIGNAL_NUMBER)};
 #define NWATCHED (int)(sizeof watched / sizeof watched[0])
 /* The processes row's end_reason for each (same order). */
-static const char *const end_reasons[NWATCHED] = {"signal SIGHUP", "signal SIGINT", "signal SIGQUIT", "signal SIGTERM",
-                                                  "signal SIGABRT", "signal SIGSEGV", "signal SIGBUS", "signal SIGFPE"};
+static const char *const end_reasons[NWATCHED] = {SIGNALS(SIGNAL_REASON)};
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -48,9 +56,21 @@ static bool is_default(const struct sigaction *a)
     return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
 }
 
-/* What the kernel gets for the program's view a: ours in place of SIG_DFL. */
+static void one_shot(int sig, siginfo_t *info, void *uc);
+
+/* What the kernel gets for the program's view a: ours in place of SIG_DFL;
+ * a one-shot handler (SA_RESETHAND) through one_shot, which resets the
+ * disposition to ours, not to the kernel's SIG_DFL (a crash reporter's
+ * handler that logs and returns then left the trace unfinished: the second
+ * SIGSEGV met the real default). */
 static struct sigaction effective(const struct sigaction *a)
 {
+    if ((a->sa_flags & SA_RESETHAND) && !is_default(a) && !(!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN)) {
+        struct sigaction t = *a;
+        t.sa_flags = (a->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+        t.sa_sigaction = one_shot;
+        return t;
+    }
     if (!is_default(a))
         return *a;
     struct sigaction ours;
@@ -79,6 +99,32 @@ static void unlock(const sigset_t *old)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* A one-shot handler's signal: as the kernel does for SA_RESETHAND, the
+ * disposition is the default again before the handler runs (in the
+ * program's view; for the kernel, ours), then the program's handler runs. */
+static void one_shot(int sig, siginfo_t *info, void *uc)
+{
+    sigaction_fn real = real_sigaction();
+    int err = errno;
+    sigset_t mask;
+    lock(&mask);
+    struct sigaction prog = S.view[sig], dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    S.view[sig] = dfl;
+    struct sigaction e = effective(&dfl);
+    if (real)
+        real(sig, &e, NULL);
+    unlock(&mask);
+    errno = err;
+    if (prog.sa_flags & SA_SIGINFO) {
+        if (prog.sa_sigaction)
+            prog.sa_sigaction(sig, info, uc);
+    } else if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN) {
+        prog.sa_handler(sig);
+    }
+}
+
 /* At trace start: every watched signal whose disposition is the default gets
  * the handler; others (a program's handler, SIG_IGN) are left as they are.
  * Idempotent (a fork child that starts its own trace has them already). */
@@ -101,8 +147,10 @@ void gt_signals_install(void (*handler)(int, siginfo_t *, void *))
          * put back at once, or it comes after ours) */
         if (real(sig, &ours, &S.view[sig]) != 0)
             continue;
-        if (!is_default(&S.view[sig]))
-            real(sig, &S.view[sig], NULL);
+        if (!is_default(&S.view[sig])) {
+            struct sigaction e = effective(&S.view[sig]);
+            real(sig, &e, NULL);
+        }
     }
     atomic_store(&S.owner, getpid());
     atomic_store(&S.installed, true);
@@ -214,7 +262,7 @@ void gt_signals_die(int sig, const siginfo_t *info)
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     real(sig, &dfl, NULL);
-    bool fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE) && info && info->si_code > 0;
+    bool fault = (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info && info->si_code > 0;
     if (fault)
         return;
     sigset_t one;

@@ -21,7 +21,7 @@ ALLOCS = 100000  # 200,000 events
 # (status 86), and ASan's runtime has its own SIGSEGV/SIGBUS/SIGFPE handlers
 # (handle_segv, handle_sigbus, handle_sigfpe) installed before main, which
 # the shim leaves to the program as it leaves any program's handler.
-ASAN_FAULTS = ('SIGSEGV', 'SIGBUS', 'SIGFPE')
+ASAN_FAULTS = ('SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL')
 ASAN_FAULTS_WHY = 'under ASan+UBSan a fault is stopped by the sanitizer\'s own handler, never dies by its signal'
 
 
@@ -56,7 +56,9 @@ class SignalTest(TraceTest):
 class FatalSignalTest(SignalTest):
     def test_each_fatal_signal_writes_every_queued_event_and_dies_by_it(self):
         for how, sig in (('term', 'SIGTERM'), ('int', 'SIGINT'), ('quit', 'SIGQUIT'), ('hup', 'SIGHUP'),
-                         ('abort', 'SIGABRT'), ('segv', 'SIGSEGV'), ('bus', 'SIGBUS'), ('fpe', 'SIGFPE')):
+                         ('abort', 'SIGABRT'), ('segv', 'SIGSEGV'), ('bus', 'SIGBUS'), ('fpe', 'SIGFPE'),
+                         ('pipe', 'SIGPIPE'), ('ill', 'SIGILL'), ('alrm', 'SIGALRM'), ('usr1', 'SIGUSR1'),
+                         ('segv-oneshot', 'SIGSEGV'), ('term-oneshot', 'SIGTERM')):
             with self.subTest(how):
                 if SANITIZER == 'address' and sig in ASAN_FAULTS:
                     self.skipTest(ASAN_FAULTS_WHY)

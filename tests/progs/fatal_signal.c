@@ -1,7 +1,9 @@
 /* Allocates N buffers (each followed by its free: 2N events), then ends by
  * the way argv[1] names: term | int | quit | hup (kill() of itself), abort,
  * segv (a store to address 0), fpe (an integer division by zero), bus (a
- * read past the end of a mapped file), run (no signal: return 0, after a
+ * read past the end of a mapped file), pipe (a write to a pipe with no
+ * reader), ill (__builtin_trap), alrm | usr1 (kill() of itself), segv-oneshot
+ * (a SA_RESETHAND handler that reports and returns, then the fault again), run (no signal: return 0, after a
  * kill(SIGTERM) of itself, for a SIGTERM that is ignored) or forever
  * (allocates until killed, printing the count every 1024 allocations for
  * tests/test_signals.py's SIGKILL test; forever-paced: a pair every 200 us,
@@ -108,6 +110,13 @@ static int worker_term(const char *count_path, long delay_us)
         pause();
 }
 
+static void reported(int sig)
+{
+    (void)sig;
+    static const char line[] = "reported\n";
+    (void)!write(1, line, sizeof line - 1);
+}
+
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "run";
@@ -172,6 +181,42 @@ int main(int argc, char **argv)
         volatile int one = 1;
         int q = one / zero; /* a divide error: the kernel's SIGFPE */
         printf("%d\n", q);
+    }
+    else if (!strcmp(how, "pipe")) {   /* a write to a pipe nobody reads: a program piped into head */
+        int fds[2];
+        if (pipe(fds) == 0) {
+            close(fds[0]);
+            (void)!write(fds[1], "x", 1);
+        }
+    }
+    else if (!strcmp(how, "ill"))
+        __builtin_trap();
+    else if (!strcmp(how, "alrm"))
+        kill(getpid(), SIGALRM);
+    else if (!strcmp(how, "usr1"))
+        kill(getpid(), SIGUSR1);
+    else if (!strcmp(how, "segv-oneshot")) {
+        /* a crash reporter's handler, installed one-shot (SA_RESETHAND) after
+         * the trace started: it reports and returns, and the fault repeats
+         * with the default action */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = reported;
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGSEGV, &sa, NULL);
+        *(volatile int *)(uintptr_t)zero = 1;
+    }
+    else if (!strcmp(how, "term-oneshot")) {
+        /* a one-shot SIGTERM handler: after it ran, sigaction says the default */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = reported;
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGTERM, &sa, NULL);
+        kill(getpid(), SIGTERM);
+        printf("after the handler: %s\n", disposition(SIGTERM));
+        fflush(stdout);
+        kill(getpid(), SIGTERM);
     }
     else if (!strcmp(how, "bus")) {
         char path[] = "/tmp/fatal_signal_busXXXXXX";
