@@ -28,6 +28,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "push/pop range not recorded: more than 128 ranges open on one thread (its pop is matched, the others kept)"},
     [GT_DROP_ARRAY_SIZE_UNKNOWN] = {"array_size_unknown", false,
         "CUDA array recorded with 0 bytes: its texel format is newer than this gputrace knows"},
+    [GT_DROP_STACK_NOT_TAKEN] = {"stack_not_taken", false,
+        "event recorded without its native stack: the program put its own file on a descriptor of libunwind's "
+        "(its memory-check pipe), which libunwind would have read from and written into"},
     [GT_DROP_RANGE_NOT_KEPT] = {"range_not_kept", false,
         "start/end range opened before the trace started not recorded: 1024 such ranges were open then"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,

@@ -163,7 +163,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -236,8 +236,14 @@ struct gt_unwind {
     int (*is_signal_frame)(unw_cursor_t *);
     unw_accessors_t *(*get_accessors)(unw_addr_space_t as);
     unw_addr_space_t local_addr_space;
+    int npipe;                      /* libunwind's memory-check pipe, as opened (fdlift.c) */
+    struct { int fd; dev_t dev; ino_t ino; } pipe[2];
 };
 extern struct gt_unwind gt_unw;
+/* May libunwind be called: its pipe's descriptors still its own? (A program
+ * that dup2'd its own file onto one had libunwind read from it and hang, or
+ * write into it.) Once not, never again: stacks are then not taken, counted. */
+bool gt_unwind_usable(void);
 bool gt_unwind_load(char *why, size_t cap); /* false, with the reason in why, when libunwind is missing */
 bool gt_unwind_in_signal_frame(void);       /* this thread runs a signal handler (false: cannot tell) */
 /* unwind_memo.c: unw_backtrace(buf, max) from a per-thread memo of whole stacks */

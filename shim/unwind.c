@@ -5,7 +5,11 @@
  * (unw_get_accessors -> _ULx86_64_get_accessors), spelled by stringifying the
  * macros themselves, so the code stays architecture-neutral. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+
+#define PIPE_SCAN 512   /* where libunwind's pipe is looked for: fdlift.c puts it under 257 */
 
 #include "shim.h"
 
@@ -57,7 +61,7 @@ bool gt_unwind_in_signal_frame(void)
     /* stepping with gt_unw's step: no trace cache (unw_backtrace's per-thread
      * one, made at a thread's first use, breaks LeakSanitizer's check at exit
      * when made there on the main thread) */
-    if (!gt_unw.step)
+    if (!gt_unw.step || !gt_unwind_usable())
         return false;
     unw_context_t uc;
     unw_cursor_t c;
@@ -70,6 +74,26 @@ bool gt_unwind_in_signal_frame(void)
             return false;
     }
     return false;
+}
+
+static _Atomic bool pipe_lost;
+
+bool gt_unwind_usable(void)
+{
+    if (GT_UNLIKELY(atomic_load_explicit(&pipe_lost, memory_order_relaxed)))
+        return false;
+    for (int i = 0; i < gt_unw.npipe; i++) {
+        struct stat st;
+        if (fstat(gt_unw.pipe[i].fd, &st) == 0 && st.st_dev == gt_unw.pipe[i].dev && st.st_ino == gt_unw.pipe[i].ino)
+            continue;
+        /* closed (libunwind opens another at its next check, on a free
+         * number: harmless) or another file there: stop only for the latter */
+        if (fstat(gt_unw.pipe[i].fd, &st) == 0) {
+            atomic_store(&pipe_lost, true);
+            return false;
+        }
+    }
+    return true;
 }
 
 bool gt_unwind_load(char *why, size_t cap)
@@ -101,10 +125,25 @@ bool gt_unwind_load(char *why, size_t cap)
     }
     gt_unw.get_accessors = (unw_accessors_t * (*)(unw_addr_space_t)) acc;
     gt_unw.local_addr_space = *(unw_addr_space_t *)as;
-    /* libunwind opens its memory-check pipe here: kept off the low numbers (fdlift.c) */
+    /* libunwind opens its memory-check pipe here: kept off the low numbers
+     * (fdlift.c), and noted, so that a program's file put there later is
+     * seen before libunwind reads from it */
     struct gt_fd_lift lift;
     gt_fd_lift_begin(&lift, true);
+    unsigned char before[PIPE_SCAN / 8] = {0};
+    for (int fd = 0; fd < PIPE_SCAN; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            before[fd / 8] |= (unsigned char)(1u << (fd % 8));
     ((int (*)(unw_addr_space_t, unw_caching_policy_t))pol)(gt_unw.local_addr_space, UNW_CACHE_PER_THREAD);
+    for (int fd = 0; fd < PIPE_SCAN && gt_unw.npipe < 2; fd++) {
+        struct stat st;
+        if (!(before[fd / 8] & (1u << (fd % 8))) && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+            gt_unw.pipe[gt_unw.npipe].fd = fd;
+            gt_unw.pipe[gt_unw.npipe].dev = st.st_dev;
+            gt_unw.pipe[gt_unw.npipe].ino = st.st_ino;
+            gt_unw.npipe++;
+        }
+    }
     gt_fd_lift_end(&lift);
     gt_unw.backtrace = (int (*)(void **, int))bt;   /* last: its being set means "loaded" */
     return true;

@@ -228,6 +228,16 @@ void gt_unwind_memo_note(void)
                 (unsigned long long)c, (unsigned long long)atomic_load(&differed));
 }
 
+/* libunwind's own walk, while its descriptors are its own (gt_unwind_usable) */
+static inline int libunwind_backtrace(void **buf, int max)
+{
+    if (!gt_unwind_usable()) {
+        gt_drop(GT_DROP_STACK_NOT_TAKEN);
+        return 0;
+    }
+    return gt_unw.backtrace(buf, max);
+}
+
 /* unw_backtrace(buf, max), from the memo when this stack position last
  * unwound the same frames; hint: whatever else tells paths apart (0: none). */
 __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
@@ -235,7 +245,7 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     uintptr_t base = (uintptr_t)__builtin_frame_address(0);
     struct memo *m = max <= FRAMES && gt_unw.step ? memo() : NULL;
     if (!m)
-        return gt_unw.backtrace(buf, max);
+        return libunwind_backtrace(buf, max);
     uint64_t key = ((uint64_t)base ^ hint) * 0x9e3779b97f4a7c15ull;
     key = key ? key : 1;
     struct set *set = &m->set[key >> 57];
@@ -257,7 +267,11 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     }
     if (unplain) {
         gt_cost_count(GT_COST_MEMO_UNPLAIN);
-        return gt_unw.backtrace(buf, max);
+        return libunwind_backtrace(buf, max);
+    }
+    if (!gt_unwind_usable()) {   /* a new path needs libunwind's walk */
+        gt_drop(GT_DROP_STACK_NOT_TAKEN);
+        return 0;
     }
     int w = set->victim++ % WAYS;
     struct entry *e = &row[w];
@@ -269,7 +283,7 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     if (!plain) {   /* libunwind's own backtrace for this path, now and from now on */
         gt_cost_count(GT_COST_MEMO_UNPLAIN);
         e->n = -1;
-        return gt_unw.backtrace(buf, max);
+        return libunwind_backtrace(buf, max);
     }
     memcpy(e->ip, buf, (size_t)n * sizeof *buf);
     e->n = (int16_t)n;

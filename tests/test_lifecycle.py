@@ -74,6 +74,42 @@ class ExitPathTest(TraceTest):
         for i in range(6):
             self.assertEqual(open(os.path.join(self.dir, 'own%d.dat' % i), 'rb').read(), b'X', i)
 
+    def test_a_program_file_on_libunwinds_descriptor_is_never_read_stacks_are_counted_instead(self):
+        # a blocking pipe of the program's dup2'ed onto 256, where libunwind's
+        # memory-check pipe lies: libunwind read from it and the program hung
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1024:
+            self.skipTest('a descriptor limit under 1024: the pipe is not put at 256')
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        db = os.path.join(self.dir, 't.db')
+        env = dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1), LD_PRELOAD=SHIM)
+        p = subprocess.run([prog('fd_taken')], env=env, cwd=self.dir, capture_output=True, text=True, timeout=60,
+                           preexec_fn=limit)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(2 + 2 * 4000,)])
+        # every allocation after the dup2 that needed libunwind's walk: without its stack, counted
+        self.assertGreater(query(db, "SELECT count FROM drops WHERE reason = 'stack_not_taken'")[0][0], 0)
+
+    def test_the_trace_files_descriptors_are_off_the_numbers_a_program_reuses(self):
+        # between the check that a descriptor is still the trace's and the
+        # write, a program's closefrom and open could put its file there: the
+        # trace's files are kept above 300, where such reuse does not reach
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1024:
+            self.skipTest('a descriptor limit under 1024')
+        db = os.path.join(self.dir, 't.db')
+        env = dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1), LD_PRELOAD=SHIM)
+        p = subprocess.run([prog('fd_taken'), 'list'], env=env, cwd=self.dir, capture_output=True, text=True,
+                           timeout=60, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ours = [int(line.split()[0]) for line in p.stdout.splitlines() if os.path.basename(db) in line]
+        self.assertTrue(ours, p.stdout)
+        self.assertTrue(all(fd >= 300 for fd in ours), p.stdout)
+
     def test_a_program_started_with_stdout_closed_gets_fd_1_for_its_file(self):
         # (the writer opens the trace meanwhile: its SQLite never takes 0-2, not even for a moment)
         log = os.path.join(self.dir, 'log.txt')

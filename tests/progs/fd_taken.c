@@ -1,0 +1,61 @@
+/* After its first CUDA call the program puts a blocking pipe of its own on
+ * descriptor 256 (a control channel dup2'ed onto a fixed number), where the
+ * shim keeps libunwind's memory-check pipe when the descriptor limit allows
+ * (fdlift.c), then allocates from 40 depths of recursion 100 times. libunwind
+ * read from the program's pipe and the program hung. Prints "done".
+ * fd_taken list: prints its open descriptors instead, after the first call. */
+#include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+__attribute__((noinline)) static void deep(int d)
+{
+    if (d > 0) {
+        deep(d - 1);
+        __asm__ volatile("");
+        return;
+    }
+    void *p;
+    if (cudaMalloc(&p, 4096) == cudaSuccess)
+        cudaFree(p);
+}
+
+/* list: after the first CUDA call, prints "N TARGET" for each open descriptor */
+static int list(void)
+{
+    usleep(300000);   /* the writer has opened the trace */
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], target[4096];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            printf("%s %s\n", e->d_name, target);
+        }
+    }
+    if (d)
+        closedir(d);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    void *p;
+    if (cudaMalloc(&p, 1) != cudaSuccess)
+        return 3;
+    cudaFree(p);
+    if (argc > 1 && !strcmp(argv[1], "list"))
+        return list();
+    int ctl[2];
+    if (pipe(ctl) || dup2(ctl[0], 256) != 256)
+        return 4;
+    for (int i = 0; i < 100; i++)
+        for (int d = 0; d < 40; d++)
+            deep(d);
+    printf("done\n");
+    return 0;
+}
