@@ -249,7 +249,7 @@ static void cuda_became_ready(void)
         return;
     gt_cupti_start();
     atomic_store_explicit(&gt_cuda_ready, true, memory_order_release);
-    gt_activity_cuda_ready();
+    gt_activity_cuda_ready(gt_writer_wake);
 }
 
 void gt_start_lazily(enum gt_start what)

@@ -29,7 +29,7 @@ uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal 
 /* writer_activity.c */
 void gt_activity_begin(uint64_t start_mono);
 void gt_activity_tick(void);                       /* outside SQLite, each writer round */
-void gt_activity_cuda_ready(void);                /* program thread, first successful CUDA call */
+void gt_activity_cuda_ready(bool (*wake)(void));   /* program thread, first successful CUDA call */
 bool gt_activity_pending(void);                    /* anything for gt_activity_write? */
 void gt_activity_write(void);                      /* inside the writer's transaction */
 void gt_activity_stop_sample(void);                /* stopping: the ledger's last NVML sample */

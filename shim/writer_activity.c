@@ -285,20 +285,27 @@ void gt_activity_tick(void)
  * writer's next round: the writer is woken, and waited for (at most
  * 500 ms), to read the devices and take the first sample before they go;
  * once gone, every query failed and the trace had no devices and no ledger. */
+static bool (*wake_writer)(void);   /* writer.c's, handed over by lifecycle.c (writer.c calls this file) */
+
 static void before_cuda_teardown(void)
 {
     if (!atomic_load_explicit(&gt_cuda_ready, memory_order_acquire))
         return;   /* a forked child that made no CUDA call: its parent's handler */
-    for (int i = 0; i < 500 && !atomic_load_explicit(&devices_done, memory_order_acquire) && gt_writer_wake(); i++)
+    for (int i = 0; i < 500 && !atomic_load_explicit(&devices_done, memory_order_acquire) && wake_writer &&
+                    wake_writer();
+         i++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     end_sample();
 }
 
-/* The program's thread, at its first successful CUDA call (once a process). */
-void gt_activity_cuda_ready(void)
+/* The program's thread, at its first successful CUDA call (once a process):
+ * wake is what wakes the writer for a round now. */
+void gt_activity_cuda_ready(bool (*wake)(void))
 {
+    wake_writer = wake;
     atexit(before_cuda_teardown);
-    gt_writer_wake();   /* the devices now, not at the writer's next round */
+    if (wake)
+        wake();   /* the devices now, not at the writer's next round */
 }
 
 /* Writer, stopping (after the last drain and the exit sample): the pools' and graphs' last change. */
