@@ -271,6 +271,16 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
     return ended;
 }
 
+/* More live than the device holds: the record missed frees (an address
+ * allocated again while still live, dropped events); what had to go then
+ * cannot be told from it (a helper's probe printed 120 GiB live on an
+ * 80 GiB device, and 70 GiB "had to go"). */
+static int live_exceeds(const struct request *q, int64_t total)
+{
+    int64_t live;
+    return total > 0 && (__builtin_add_overflow(q->live_device, q->live_pool, &live) || live > total);
+}
+
 static void json_request(struct oom_ctx *o, struct gt_json *j, const struct request *q, int64_t total, int64_t needed,
                          int64_t bs, int64_t index, int in_it, int64_t reduction)
 {
@@ -290,13 +300,16 @@ static void json_request(struct oom_ctx *o, struct gt_json *j, const struct requ
     gt_json_kint(j, "live_device_bytes", q->live_device);
     gt_json_kint(j, "live_pool_bytes", q->live_pool);
     gt_json_kint_or_null(j, "device_total_bytes", total);
+    int over = live_exceeds(q, total);
+    gt_json_key(j, "live_exceeds_device");
+    gt_json_bool(j, over);
     gt_json_key(j, "needed_bytes");
-    if (total > 0 && q->requested >= 0)
+    if (total > 0 && q->requested >= 0 && !over)
         gt_json_int(j, needed > 0 ? needed : 0);
     else
         gt_json_null(j);
     gt_json_key(j, "unaccounted_bytes");
-    if (total > 0 && q->requested >= 0)
+    if (total > 0 && q->requested >= 0 && !over)
         gt_json_int(j, needed < 0 ? -needed : 0);
     else
         gt_json_null(j);
@@ -352,6 +365,9 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
     else if (total > 0 && q->requested > total)
         printf("     the request alone is %s more than the device total: no freeing makes it fit (a size computed\n"
                "     wrongly, or work that has to be split)\n", gt_fmt_bytes(q->requested - total, b1));
+    else if (live_exceeds(q, total))
+        printf("     more was live than the device holds: the record has gaps (frees not seen, or dropped events),\n"
+               "     so what had to go cannot be told from it\n");
     else if (total > 0 && q->requested >= 0) {
         if (needed > 0)
             printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
@@ -413,9 +429,11 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
                    "calls CUDA, as XLA does a buffer past the device and PyTorch\npast its memory fraction: its own "
                    "error then names the request.)\n", nothers ? "out-of-memory failures" : "failed allocations",
                    nothers ? " for want of memory" : "");
-        else
+        else {
             printf("Out of memory: %zu request%s failed (%s%zu recovered from)\n", n, n == 1 ? "" : "s",
                    n > nrec ? "1 ended the program, " : "", nrec);
+            gt_ctx_print_gaps(c);
+        }
     }
     for (size_t k = 0; k < n && !code; k++) {
         const struct request *q = &r[ended_first(r, n, k)];
@@ -446,7 +464,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_oom_failure_unknown(&f);
         if (k < MAX_DETAILED) {
             ns = gt_live_sites_before(&c->t, &c->p, &s, q->last, &sites, NULL, NULL);
-            code = off_device ? GT_EXIT_OK : gt_oom_ledger_at(c, q, total, sites, ns, &f);
+            code = off_device || live_exceeds(q, total) ? GT_EXIT_OK : gt_oom_ledger_at(c, q, total, sites, ns, &f);
         }
         if (j && !code) {
             gt_json_obj(j);

@@ -163,6 +163,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("Peak of %s memory%s (device size %s)\n", pk->memory, dev, gt_fmt_bytes(pk->device_total, b1));
     else
         printf("Peak of %s memory%s (device size unknown: --device-bytes N gives it)\n", pk->memory, dev);
+    gt_ctx_print_gaps(c);   /* a peak over frees the record missed is no peak the device held */
     if (pk->default_flat)
         printf("  (the level reports take by default, %s memory, does not grow with the batch size; device memory"
                " outside it does: this answer follows it, --memory %s gives the default's)\n", c->sel_name, c->sel_name);

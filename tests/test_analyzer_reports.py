@@ -912,6 +912,26 @@ class OutOfMemoryRequests(T.AnalyzerTest):
         t.alloc(1 * T.GiB, ['forward', 'main'])
         self.assertEqual([x['ended_program'] for x in self.json('oom', t.close())['failures']], [False])
 
+    def test_more_live_than_the_device_holds_gives_no_shortfall(self):
+        # an address allocated again while its first allocation is still live
+        # (a free not seen): 120 GiB "live" on an 80 GiB device; what had to go
+        # cannot be told, and oom and peak say the record has gaps
+        t = T.Trace(os.path.join(self.dir, 'gaps.db'), device_total=80 * T.GiB)
+        p = t.alloc(60 * T.GiB, ['load_model', 'main'])
+        t.live.pop(p)
+        t.free_lists.setdefault(60 * T.GiB, []).append(p)
+        t.alloc(60 * T.GiB, ['load_model', 'main'])   # the same address again
+        t.alloc(30 * T.GiB, ['forward', 'main'], result=2)
+        path = t.close()
+        f = self.json('oom', path)['failures'][0]
+        self.assertTrue(f['live_exceeds_device'])
+        self.assertIsNone(f['needed_bytes'])
+        text = self.ok('oom', path).stdout
+        self.assertIn('the record has gaps', text)
+        self.assertIn('what had to go cannot be told', text)
+        self.assertNotIn('had to go\n', text.replace('cannot be told from it\n', ''))
+        self.assertIn('the record has gaps', self.ok('peak', path).stdout)
+
     def expandable(self):
         t = T.Trace(os.path.join(self.dir, 'expandable.db'), device_total=80 * T.GiB)
         t.alloc(2 * T.MiB, ['probe_handle_type', 'main'], api='cuMemCreate', result=800)
