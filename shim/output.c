@@ -157,19 +157,24 @@ int gt_output_create(char *tmp_out, size_t cap, char *err, size_t errcap)
 
 /* The temporary file could not be initialised: removed, with what SQLite
  * left beside it, if it is still the file created (never another put at its
- * name). True when nothing of ours is left. */
+ * name). Its side files are SQLite's for this connection (the name is this
+ * process's NAME.creating-PID): removed whatever they hold (a -wal holding
+ * the schema a full disk could not take, a 16 KB -shm: left, they filled
+ * the disk the program's own file then did not fit on). True when nothing
+ * of ours is left. */
 bool gt_output_discard(const char *tmp)
 {
     struct stat st;
     if (lstat(tmp, &st) != 0 || st.st_dev != created.st_dev || st.st_ino != created.st_ino)
         return false;
+    bool all = true;
     for (int i = 0; i < 3; i++) {
         char side[4200];
         snprintf(side, sizeof side, "%s%s", tmp, (const char *[]){"-journal", "-wal", "-shm"}[i]);
-        if (lstat(side, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-            unlink(side); /* empty: SQLite's, never any data of anyone's */
+        if (lstat(side, &st) == 0 && S_ISREG(st.st_mode) && unlink(side) != 0)
+            all = false;
     }
-    return unlink(tmp) == 0;
+    return unlink(tmp) == 0 && all;
 }
 
 /* Gives the committed file tmp its name: the pattern's, or when a file is

@@ -123,8 +123,10 @@ static bool create_file(void)
     char wal_path[sizeof tmp + 8];
     snprintf(wal_path, sizeof wal_path, "%s-wal", tmp);
     if (lstat(wal_path, &wal) == 0 && wal.st_size > 0) {
+        bool removed = gt_output_discard(tmp);
         gt_eprintf("gputrace: cannot initialise trace file %s: its schema could not be written into it (is the disk "
-                   "full?); tracing is off (the file holds no events), the program continues\n", tmp);
+                   "full?); tracing is off (%s), the program continues\n", tmp,
+                   removed ? "the file was removed" : "the file holds no events");
         return false;
     }
     if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {

@@ -152,6 +152,22 @@ class WriteFailureTest(TraceTest):
         self.assertGreater(int(m.group(1)), 0)
 
 
+    def test_a_file_size_limit_met_while_the_trace_is_created_leaves_nothing_behind(self):
+        # the message said "the file was removed" and a 16 KB -shm stayed
+        import resource
+
+        def tiny_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+        out = os.path.join(self.dir, 'out')
+        os.mkdir(out)
+        p = subprocess.run([prog('exit_modes'), 'return', '10'], capture_output=True, text=True, timeout=120,
+                           env=dict(base_env(GPUTRACE_OUTPUT=os.path.join(out, 't.db'), GPUTRACE_CUPTI=0),
+                                    LD_PRELOAD=SHIM), cwd=self.dir, preexec_fn=tiny_files)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertIn('cannot initialise trace file', p.stderr)
+        self.assertIn('the file was removed', p.stderr)
+        self.assertEqual(os.listdir(out), [])
+
     def test_a_disk_that_fills_while_the_trace_is_created_leaves_no_file_at_its_name(self):
         # the schema's checkpoint failed at the close: the file was published
         # without its -wal, a truncated "trace" at the final name (a helper's
@@ -165,7 +181,10 @@ class WriteFailureTest(TraceTest):
             p = run([prog('output')], env=base_env(GPUTRACE_OUTPUT=db), cwd=self.dir)
             self.assertEqual(p.returncode, 3, p.stderr)
             self.assertFalse(os.path.exists(db), os.listdir(mnt))
+            # nothing of the shim's is left to fill the disk the program writes to
+            self.assertEqual(os.listdir(mnt), [])
             self.assertIn('cannot initialise trace file', p.stderr)
+            self.assertIn('the file was removed', p.stderr)
             self.assertEqual(len([l for l in p.stderr.splitlines() if l.startswith('gputrace')]), 1, p.stderr)
         finally:
             subprocess.run(['umount', mnt], capture_output=True)
