@@ -63,6 +63,13 @@
  * ~50 ns on an H100 host, a sixth of this path): 50 ms at 1 GHz, less at any
  * faster counter; where the counter is CLOCK_MONOTONIC, exactly 50 ms */
 #define REVALIDATE_TICKS 50000000ull
+/* ...or when this thread's last backward allocation is older than this
+ * (0.2 ms at 1 GHz, less at a faster counter): a pass's allocations come
+ * close together, and between two passes the waiting thread ran Python,
+ * which under a caching allocator makes no CUDA call that would move the
+ * epoch (a GAN's discriminator and generator passes: the generator's
+ * allocations were named by the discriminator's line, a helper's probe) */
+#define REUSE_GAP_TICKS 200000ull
 
 /* The frames of the waiting thread as last read by this thread, and the
  * spans of memory to read again to check them: frames that lie close
@@ -73,6 +80,7 @@ struct waiting {
     bool valid;                     /* false: read again */
     uint64_t epoch;                 /* gt_py_epoch() before the last read or check */
     uint64_t checked_ticks;         /* ...and when (gt_cost_read_ticks) */
+    uint64_t used_ticks;            /* when its frames were last given to an allocation */
     int uses;                       /* uses since then */
     const char *ts, *cframe;        /* its thread state, and its _PyCFrame (on its C stack) */
     int n;                          /* frames read, innermost first */
@@ -257,7 +265,7 @@ int gt_py_capture_backward(struct gt_py_stack *out)
     uint64_t epoch = gt_py_epoch();
     uint64_t ticks = gt_cost_read_ticks();
     if (w && w->valid && w->epoch == epoch && w->uses < REVALIDATE_EVERY &&
-        ticks - w->checked_ticks < REVALIDATE_TICKS) {
+        ticks - w->checked_ticks < REVALIDATE_TICKS && ticks - w->used_ticks < REUSE_GAP_TICKS) {
         w->uses++;   /* no Python thread recorded a call since the last check: the same frames */
     } else if (!w || !still_waiting(w)) {
         if (w)
@@ -294,6 +302,7 @@ int gt_py_capture_backward(struct gt_py_stack *out)
         w->checked_ticks = ticks;
         w->uses = 0;
     }
+    w->used_ticks = ticks;
     if (w->nids == 0)
         return 0;
     out->ids[0] = GT_PY_BACKWARD_MARK;

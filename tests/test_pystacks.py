@@ -309,6 +309,17 @@ class PythonStacksTest(TraceTest):
         self.assertEqual(query(db, "SELECT count(*), count(stack_id) FROM events_v WHERE op = 'free' AND size = 3100"),
                          [(1, 0)])
 
+    def test_a_kept_native_thread_names_the_second_pass_with_no_cuda_call_between(self):
+        # a GAN's discriminator then generator passes under a caching
+        # allocator: Python ran between them, no CUDA call did
+        script = os.path.join(HERE, 'progs', 'py_backward_again.py')
+        lines = sites(script)
+        p, db = self.trace([self.PYTHON, script, prog('libnative_worker.so'), 'no-call'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(python_frames(db, 3102)[:3],
+                         [('<backward>', None, None), ('_engine_run_backward', script, lines['engine']),
+                          ('second_pass', script, lines['second_pass'])])
+
     def test_gputrace_python_0_records_no_python_frames_and_says_so(self):
         _, db = self.run_script('main', env_extra={'GPUTRACE_PYTHON': 0})
         self.assertEqual(query(db, "SELECT count(*) FROM frames WHERE kind = 'python'"), [(0,)])

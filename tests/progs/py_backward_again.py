@@ -3,9 +3,12 @@ thread is) allocates during two passes that the main thread enters from two
 different lines (3101, then 3102), with nothing but a free on the main
 thread between them: the second allocation must name the second pass's
 line, not the frames kept from the first. Lines are marked "# site: NAME"
-for tests/test_pystacks.py. usage: py_backward_again.py LIBNATIVE_WORKER"""
+for tests/test_pystacks.py. With no-call, no CUDA call at all between the
+passes, a moment of Python instead (a forward pass a caching allocator serves
+from its cache). usage: py_backward_again.py LIBNATIVE_WORKER [no-call]"""
 import ctypes
 import sys
+import time
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.on_kept_thread.argtypes = [ctypes.c_size_t]
@@ -29,7 +32,10 @@ def second_pass():
 def main():
     kept = lib.malloc_here(3100)
     first_pass()
-    lib.free_here(kept)   # the main thread's one call between the passes
+    if len(sys.argv) > 2 and sys.argv[2] == 'no-call':
+        time.sleep(0.002)   # a forward pass served from an allocator's cache: Python runs, no CUDA call
+    else:
+        lib.free_here(kept)   # the main thread's one call between the passes
     second_pass()
 
 
