@@ -173,6 +173,41 @@ static int rcand_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* A push never popped (an exception skipped the pop: a caught out-of-memory
+ * that skipped its batch) puts every later range of its thread and domain
+ * one level deeper, inside it: a loop of 20 steps read as 6, the last
+ * running to the end, and its leak as "stable" (a helper's probe). Such a
+ * range is recognised by the next range of its thread, source and domain
+ * one level down being of its own kind ("step 6" inside "step 5", never
+ * closed); it is taken to end there, and the ranges after it go back up a
+ * level. The first 64 such ranges; r in start order. */
+static void repair_unpopped(struct gt_range *r, size_t nr)
+{
+    int fixed = 0;
+    for (size_t i = 0; i < nr && fixed < 64; i++) {
+        if (r[i].end >= 0)
+            continue;
+        size_t j = i + 1;
+        for (; j < nr; j++)
+            if (r[j].tid == r[i].tid && r[j].is_marker == r[i].is_marker && !domain_cmp(r[j].domain, r[i].domain))
+                break;
+        if (j == nr || r[j].depth != r[i].depth + 1)
+            continue;
+        char *a = normalize(r[i].message), *b = normalize(r[j].message);
+        int same = !strcmp(a, b);
+        free(a);
+        free(b);
+        if (!same)
+            continue;
+        r[i].end = r[j].start;
+        for (size_t k = j; k < nr; k++)
+            if (r[k].tid == r[i].tid && r[k].is_marker == r[i].is_marker && !domain_cmp(r[k].domain, r[i].domain) &&
+                r[k].depth > r[i].depth)
+                r[k].depth--;
+        fixed++;
+    }
+}
+
 /* A kind of range: its candidates c[at .. at + n), in start order. */
 struct kind {
     size_t at, n;
@@ -239,6 +274,7 @@ static int from_ranges(struct gt_trace *t, const char *name, int want_marker, in
     int code = gt_trace_ranges(t, &r, &nr);
     if (code || nr == 0)
         return code;
+    repair_unpopped(r, nr);
     struct rcand *c = gt_xmalloc(nr * sizeof *c);
     size_t nc = 0;
     char *norm_name = name ? normalize(name) : NULL;

@@ -687,3 +687,20 @@ class LoopAmongTheProgramsRanges(T.AnalyzerTest):
         n, how, slope = self.growth(t)
         self.assertEqual(n, 10, how)
         self.assertIn('thread %d' % t.pid, how)
+
+    def test_a_step_whose_pop_was_skipped_does_not_swallow_the_rest_of_the_loop(self):
+        # step 5's batch was skipped by an exception before its pop: every
+        # later step is one level deeper, inside it (20 steps read as 6)
+        t = T.Trace(self.dir + '/unpopped.db')
+        for i in range(20):
+            t.push('step %d' % i)
+            for a in [t.alloc(8 * T.MiB, ['forward', 'main']) for _ in range(4)]:
+                t.free(a)
+            if i > 5:
+                t.alloc(self.LEAK, ['keep_loss', 'main'])
+            if i == 5:
+                continue   # no pop
+            t.pop()
+        n, how, slope = self.growth(t)
+        self.assertEqual((n, slope), (20, self.LEAK), how)
+
