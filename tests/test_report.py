@@ -157,6 +157,23 @@ class Render(ReportTest):
         self.assertIn('largest batch size predicted to fit: %d' % T.eq_max_batch(outside=700 * T.MiB), fit_text)
         self.assertEqual([int(e.attrs['data-bytes']) for e in dom.find('line', 'limit', 2)], [T.EQ_DEVICE_TOTAL])
 
+    def test_a_burst_early_in_a_long_run_is_bucketed_over_the_calls_not_the_run(self):
+        # 6,000 changes in the first 3 ms of a 100 s run: bucketed over the
+        # whole run they fell into 3 buckets, and the chart, which opens on
+        # the calls' span, drew one spike and then nothing
+        t = T.Trace(os.path.join(self.dir, 'burst.db'), tick_ns=250)
+        for k in range(3000):
+            t.free(t.alloc((1 + k % 5) * T.MiB, ['step', 'main']))
+        t.t = 100 * 10**9   # the run goes on, with no call, for 100 s
+        db = t.close()
+        dom, data, _ = self.report(db)
+        dev = [s for s in data['traces'][0]['series'] if s['name'].startswith('device')][0]
+        self.assertTrue(dev['bucketed'])
+        times = dev['points'][0::2]
+        # the drawn points spread over the burst, many of them, not three
+        self.assertGreater(len(set(times)), BUCKETS // 2)
+        self.assertLessEqual(max(times), 3000 * 2 * 250 + 1000)
+
     def test_long_series_are_bucketed_with_exact_peaks(self):
         # many iterations: far more changes than the page draws; one batch of 77 plants the peak
         batches = [8 + (k % 5) for k in range(3000)]
