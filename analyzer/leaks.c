@@ -428,7 +428,9 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         } else {
             printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),
                    (long long)l.count, l.count == 1 ? "" : "s", l.nsites, l.nsites == 1 ? "" : "s",
-                   l.classified ? "allocated during the loop (after its first iteration)" : "live at process end");
+                   l.classified ? "allocated during the loop, iteration after iteration (each site's live allocations,"
+                                " the first iteration's too),"
+                                : "live at process end");
             code = gt_text_sites(c, l.sites, l.nsites, (size_t)c->o->top, 2);
             if (!code && !l.classified)
                 printf("  (without 3 or more iterations, memory held for the whole run (parameters, optimizer state) "
