@@ -393,6 +393,16 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
     if (!gt_sweep_has_placeholder(a->files) && !a->quiet)
         fprintf(stderr, "gputrace sweep: no {bs} in the command: each run gets its batch size only through "
                         "GPUTRACE_BATCH_SIZE\n");
+    /* A flight recorder keeps a run's last seconds: a peak earlier in the run
+     * was gone, and a run of 913 MiB read as the window's 11 MiB (a helper's
+     * probe). Each run's peak is its whole life's: its runs are traced whole. */
+    const char *window = getenv("GPUTRACE_WINDOW_S");
+    if (window && *window) {
+        if (!a->quiet)
+            fprintf(stderr, "gputrace sweep: GPUTRACE_WINDOW_S=%s is not passed on: a run's peak is its whole "
+                            "life's, which a flight recorder's window does not keep\n", window);
+        unsetenv("GPUTRACE_WINDOW_S");
+    }
     gt_sweep_plan_init(&s.plan, a->nbatch_sizes ? a->batch_sizes : NULL, (size_t)a->nbatch_sizes);
     if (a->repeat)
         s.plan.fits_needed = a->repeat;

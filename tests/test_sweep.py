@@ -77,6 +77,18 @@ class SweepTest(TraceTest):
         self.assertIn('batch size 321 (search): out of memory', lines[4])
         self.assertRegex(lines[0], r'batch size 1 \(model\): fits, peak 67\.00 MiB \(device\), [\d.]+ s; [\d.]+ s in all')
 
+    def test_a_flight_recorder_asked_for_in_the_environment_is_not_passed_to_the_runs(self):
+        # a window keeps a run's last seconds: a peak before them was gone and
+        # a 913 MiB run read as 11 MiB; each run's peak is its whole life's
+        d = os.path.join(self.dir, 'sweep')
+        p = run([GPUTRACE, 'sweep', '--json', '--dir', d, '--batch-sizes', '1,2,4', '--max-runs', '3', '--']
+                + self.train(), preload=False, env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE, GPUTRACE_WINDOW_S='1'),
+                cwd=self.dir)
+        self.assertIn('GPUTRACE_WINDOW_S=1 is not passed on', p.stderr)
+        doc = json.loads(p.stdout)
+        for r in doc['runs']:
+            self.assertEqual(query(r['trace'], 'SELECT count(*) FROM flight_recorder'), [(0,)])
+
     def test_memory_held_for_cuda_graphs_is_in_each_run_s_peak(self):
         # a graph captured in the first step holds 100 MiB for its node, with no
         # traced call: (1024 - 64 - 100) / 3 = 286.7, so 286 fits
