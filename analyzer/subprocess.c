@@ -95,7 +95,10 @@ static double monotonic_s(void)
  * launcher) are stopped with it; then every one of these reaches that group
  * through us (and, when our stdin is the terminal, the terminal is handed to
  * its group for the run, as a shell does for a job). */
-static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+/* SIGUSR1/SIGUSR2/SIGALRM too: Slurm's --signal and Lightning's requeue send
+ * SIGUSR1 to the job, and run, killed by it, orphaned the command (a
+ * helper's probe: exit 138, the command ran on with no closing line) */
+static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
 #define NPASSED ((int)(sizeof passed_on / sizeof *passed_on))
 static volatile sig_atomic_t target;   /* the child's pid, or minus its group; 0 none */
 

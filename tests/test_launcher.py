@@ -118,6 +118,24 @@ class LauncherTest(TraceTest):
         with open(marker) as f:
             self.assertEqual(f.read(), 'TERM\n')
 
+    def test_a_schedulers_sigusr1_sent_to_run_alone_reaches_the_command(self):
+        # Slurm's --signal and Lightning's requeue: run died of it (exit 138)
+        # and the command ran on, orphaned
+        for sig in ('USR1', 'USR2', 'ALRM'):
+            marker = os.path.join(self.dir, 'got' + sig)
+            script = "trap 'echo %s > %s; exit 9' %s; touch %s.ready; while :; do sleep 0.05; done" % (
+                sig, marker, sig, marker)
+            proc = subprocess.Popen([GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', script], env=base_env(),
+                                    cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(200):
+                if os.path.exists(marker + '.ready'):
+                    break
+                time.sleep(0.02)
+            proc.send_signal(getattr(signal, 'SIG' + sig))
+            self.assertEqual(proc.wait(timeout=20), 9, sig)
+            with open(marker) as f:
+                self.assertEqual(f.read(), sig + '\n')
+
     def test_an_ignored_sigchld_inherited_does_not_lose_the_status(self):
         keep = 'import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])'
         p = run([sys.executable, '-c', keep, GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', 'exit 5'],
