@@ -178,7 +178,7 @@ void gt_run_log_end(int status)
     } else if (n == 0) {
         /* the shim starts a trace at the first call it records: a program
          * that only asked for devices or synchronized made none */
-        fprintf(stderr, "gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs):"
+        fprintf(stderr, "gputrace run: no process of the command that the preload reached made a CUDA call gputrace records (memory, graphs):"
                         " nothing was traced\n");
     } else if (n == 1) {
         fprintf(stderr, "gputrace run: wrote ");

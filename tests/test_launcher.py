@@ -187,7 +187,7 @@ class ClosingLineTest(TraceTest):
         p = self.launch(['--', '/bin/sh', '-c', 'echo hi; /bin/true'])
         self.assertEqual((p.returncode, p.stdout), (0, 'hi\n'))
         self.assertEqual(self.gputrace_lines(p.stderr),
-                         ['gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs): nothing was traced'])
+                         ['gputrace run: no process of the command that the preload reached made a CUDA call gputrace records (memory, graphs): nothing was traced'])
         self.assertEqual(os.listdir(self.dir), [])
 
     def test_a_command_that_cannot_be_run_gets_its_one_line_only(self):
@@ -280,7 +280,7 @@ class ClosingLineTest(TraceTest):
         p = self.launch(['--', '/bin/sh', '-c', '(sleep 0.5; exec %s) 2>%s/late.err >/dev/null &' % (prog('output'), self.dir)])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(self.gputrace_lines(p.stderr),
-                         ['gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs): nothing was traced'])
+                         ['gputrace run: no process of the command that the preload reached made a CUDA call gputrace records (memory, graphs): nothing was traced'])
         deadline = time.monotonic() + 20
         late = os.path.join(self.dir, 'late.err')
         said = []

@@ -34,7 +34,7 @@ for name, code in (('python without CUDA', 'print(1)'), ('torch imported, no CUD
     os.makedirs(d, exist_ok=True)
     p = run([gputrace, 'run', '-o', d + '/', '--', 'python3', '-c', code])
     lines, files = gt_lines(p.stderr), glob.glob(os.path.join(d, '*.db'))
-    said_none = lines == ['gputrace run: no process of the command made a CUDA call gputrace records (memory, graphs): nothing was traced']
+    said_none = lines == ['gputrace run: no process of the command that the preload reached made a CUDA call gputrace records (memory, graphs): nothing was traced']
     report(p.returncode == 0 and len(lines) == 1 and (said_none == (not files)),
            'run, %s: one closing line that matches the files' % name, '%s; files %s' % (lines, [os.path.basename(f) for f in files]))
 
