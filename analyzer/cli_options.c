@@ -80,14 +80,14 @@ static const char *parse_format(struct gt_args *a, const struct gt_command *cmd,
 static const char *parse_batch_sizes(struct gt_args *a, const struct gt_command *cmd, const char *val)
 {
     (void)cmd;
-    const char *bad = "--batch-sizes takes a comma list of batch sizes from 1 to 2147483648 (e.g. 1,2,4,8), not \"%s\"";
+    const char *bad = "--batch-sizes takes a comma list of batch sizes from 1 to 2147483647 (e.g. 1,2,4,8), not \"%s\"";
     int n = 0;
     for (const char *s = val;; s++) {
         char *end;
         if (*s < '0' || *s > '9')
             return bad;
         long long v = strtoll(s, &end, 10);
-        if (v < 1 || v > 2147483648LL || n == (int)(sizeof a->batch_sizes / sizeof a->batch_sizes[0]))
+        if (v < 1 || v > 2147483647LL || n == (int)(sizeof a->batch_sizes / sizeof a->batch_sizes[0]))
             return bad;
         a->batch_sizes[n++] = v;
         s = end;

@@ -12,7 +12,7 @@
 #include "fit.h"
 
 #define GT_SWEEP_NONE INT64_MAX   /* hi before any run failed */
-#define GT_SWEEP_MAX_BS ((int64_t)1 << 31)   /* no batch size is tried beyond this */
+#define GT_SWEEP_MAX_BS ((int64_t)INT32_MAX)   /* no batch size is tried beyond this: the shim takes GPUTRACE_BATCH_SIZE up to it */
 /* Times phase 1 may go 16 times larger when its peaks were flat: a model's
  * bytes per sample can hide under what a step holds apart from them (an MLP
  * of 32 layers of 1024 in JAX on an H200 peaked at 340.17 MiB at batch sizes

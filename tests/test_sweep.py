@@ -89,6 +89,12 @@ class SweepTest(TraceTest):
         for r in doc['runs']:
             self.assertEqual(query(r['trace'], 'SELECT count(*) FROM flight_recorder'), [(0,)])
 
+    def test_a_batch_size_past_what_the_shim_takes_is_refused(self):
+        # GPUTRACE_BATCH_SIZE is read up to 2^31 - 1: a run of 2^31 had no batch size in its trace
+        p, _ = self.sweep(['--batch-sizes', '2147483648'], self.train())
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('from 1 to 2147483647', p.stderr)
+
     def test_memory_held_for_cuda_graphs_is_in_each_run_s_peak(self):
         # a graph captured in the first step holds 100 MiB for its node, with no
         # traced call: (1024 - 64 - 100) / 3 = 286.7, so 286 fits
