@@ -102,6 +102,66 @@ GT_UNINSTRUMENTED GT_EXPORT __sighandler_t signal(int sig, __sighandler_t handle
     return gt_signals_signal(sig, handler);
 }
 
+/* glibc's other ways to set a handler call its sigaction inside libc, past
+ * ours: through the view too (bsd_signal is signal). */
+GT_UNINSTRUMENTED GT_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&sysv_signal) real = (__typeof__(&sysv_signal))gt_libc_real_uninstrumented(GT_LIBC_sysv_signal);
+        if (!real) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
+    return gt_signals_sysv_signal(sig, handler);
+}
+
+/* what signal() is in a program compiled with -std=c99 (glibc's headers
+ * redirect it there outside the default feature set) */
+extern __sighandler_t __sysv_signal(int sig, __sighandler_t handler);
+GT_UNINSTRUMENTED GT_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&__sysv_signal) real = (__typeof__(&__sysv_signal))gt_libc_real_uninstrumented(GT_LIBC___sysv_signal);
+        if (!real) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
+    return gt_signals_sysv_signal(sig, handler);
+}
+
+GT_UNINSTRUMENTED GT_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&bsd_signal) real = (__typeof__(&bsd_signal))gt_libc_real_uninstrumented(GT_LIBC_bsd_signal);
+        if (!real) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
+    return gt_signals_signal(sig, handler);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"   /* sigset: deprecated, still called */
+GT_UNINSTRUMENTED GT_EXPORT __sighandler_t sigset(int sig, __sighandler_t handler)
+{
+    if (!gt_signals_watching(sig)) {
+        __typeof__(&sigset) real = (__typeof__(&sigset))gt_libc_real_uninstrumented(GT_LIBC_sigset);
+        if (!real) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
+    return gt_signals_sigset(sig, handler);
+}
+#pragma GCC diagnostic pop
+
 /* Before exec: finish the trace; if exec returns it failed, so resume. */
 #define AROUND_EXEC(call) \
     do { \

@@ -184,8 +184,11 @@ static void stop_in_handler(const char *reason)
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
 {
-    (void)uc;
     int saved = errno;
+    if (gt_signals_forward(sig, info, uc)) {   /* the program's handler after all (signals.c) */
+        errno = saved;
+        return;
+    }
     if (gt_owns_trace()) /* not a vfork child, nor a fork child before its own trace */
         stop_in_handler(gt_signals_end_reason(sig));
     errno = saved;

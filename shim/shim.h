@@ -371,7 +371,8 @@ static inline void *gt_real_of(struct gt_hook *h)
  * and are all resolved when a trace starts (gt_libc_hooks_resolve), so that
  * a vfork child of a traced process only reads memory in those hooks. */
 #define GT_LIBC_FUNCTIONS(X) \
-    X(_exit) X(_Exit) X(quick_exit) X(pthread_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal)
+    X(_exit) X(_Exit) X(quick_exit) X(pthread_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal) \
+    X(sysv_signal) X(__sysv_signal) X(bsd_signal) X(sigset)
 #define GT_LIBC_ENUM(name) GT_LIBC_##name,
 enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
 extern struct gt_hook gt_libc_hooks[GT_LIBC_N];
@@ -525,7 +526,12 @@ bool gt_signals_watching(int sig);
 const char *gt_signals_end_reason(int sig);                       /* "signal SIGTERM" */
 int gt_signals_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler);
+/* sysv_signal (one-shot, not blocked in its handler) and sigset (System V,
+ * SIG_HOLD blocks) through the program's view (signals.c) */
+__sighandler_t gt_signals_sysv_signal(int sig, __sighandler_t handler);
+__sighandler_t gt_signals_sigset(int sig, __sighandler_t handler);
 void gt_signals_die(int sig, const siginfo_t *info); /* in the handler: default action, same signal */
+bool gt_signals_forward(int sig, siginfo_t *info, void *uc); /* in the handler: the program's own, if the view has one */
 
 /* output.c: created as NAME.creating-PID, named once its schema is committed */
 void gt_output_remember_dir(void);   /* at load: where a relative GPUTRACE_OUTPUT lives */

@@ -51,9 +51,18 @@ static int slot_of(int sig)
     return -1;
 }
 
+/* sa_handler and sa_sigaction share their storage: SIG_DFL (0) is the
+ * default whatever SA_SIGINFO says, as for the kernel (a program's SIG_DFL
+ * given with SA_SIGINFO | SA_RESETHAND went through one_shot, which called
+ * nothing: the program survived its SIGTERM) */
 static bool is_default(const struct sigaction *a)
 {
-    return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+    return a->sa_handler == SIG_DFL;
+}
+
+static bool is_ignored(const struct sigaction *a)
+{
+    return a->sa_handler == SIG_IGN;
 }
 
 static void one_shot(int sig, siginfo_t *info, void *uc);
@@ -65,7 +74,7 @@ static void one_shot(int sig, siginfo_t *info, void *uc);
  * SIGSEGV met the real default). */
 static struct sigaction effective(const struct sigaction *a)
 {
-    if ((a->sa_flags & SA_RESETHAND) && !is_default(a) && !(!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN)) {
+    if ((a->sa_flags & SA_RESETHAND) && !is_default(a) && !is_ignored(a)) {
         struct sigaction t = *a;
         t.sa_flags = (a->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
         t.sa_sigaction = one_shot;
@@ -102,27 +111,64 @@ static void unlock(const sigset_t *old)
 /* A one-shot handler's signal: as the kernel does for SA_RESETHAND, the
  * disposition is the default again before the handler runs (in the
  * program's view; for the kernel, ours), then the program's handler runs. */
+static void run_handler(const struct sigaction *a, int sig, siginfo_t *info, void *uc)
+{
+    if (is_default(a) || is_ignored(a))
+        return;
+    if (a->sa_flags & SA_SIGINFO)
+        a->sa_sigaction(sig, info, uc);
+    else
+        a->sa_handler(sig);
+}
+
 static void one_shot(int sig, siginfo_t *info, void *uc)
 {
     sigaction_fn real = real_sigaction();
     int err = errno;
-    sigset_t mask;
-    lock(&mask);
-    struct sigaction prog = S.view[sig], dfl;
+    struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    S.view[sig] = dfl;
-    struct sigaction e = effective(&dfl);
-    if (real)
-        real(sig, &e, NULL);
+    if (atomic_load(&S.owner) != getpid()) {
+        /* a vfork child: its dispositions are its own, the view its parent's */
+        struct sigaction prog = S.view[sig];
+        if (real)
+            real(sig, &dfl, NULL);
+        errno = err;
+        run_handler(&prog, sig, info, uc);
+        return;
+    }
+    sigset_t mask;
+    lock(&mask);
+    struct sigaction prog = S.view[sig];
+    bool mine = (prog.sa_flags & SA_RESETHAND) && !is_default(&prog) && !is_ignored(&prog);
+    if (mine) {
+        S.view[sig] = dfl;
+        struct sigaction e = effective(&dfl);
+        if (real)
+            real(sig, &e, NULL);
+    }
     unlock(&mask);
     errno = err;
-    if (prog.sa_flags & SA_SIGINFO) {
-        if (prog.sa_sigaction)
-            prog.sa_sigaction(sig, info, uc);
-    } else if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN) {
-        prog.sa_handler(sig);
-    }
+    if (mine)
+        run_handler(&prog, sig, info, uc);
+    else if (is_default(&prog))
+        S.handler(sig, info, uc);   /* a second delivery after the reset: the default's end, ours */
+    else
+        run_handler(&prog, sig, info, uc);   /* another handler installed since */
+}
+
+/* The fatal-signal handler, first: a signal whose view is the program's own
+ * handler (installed at this moment, between the install's two calls) goes
+ * to it. True when it did. */
+bool gt_signals_forward(int sig, siginfo_t *info, void *uc)
+{
+    if (sig <= 0 || sig >= NSIG)
+        return false;
+    struct sigaction prog = S.view[sig];
+    if (is_default(&prog))
+        return false;
+    run_handler(&prog, sig, info, uc);
+    return true;
 }
 
 /* At trace start: every watched signal whose disposition is the default gets
@@ -247,6 +293,53 @@ __sighandler_t gt_signals_signal(int sig, __sighandler_t handler)
     if (gt_signals_sigaction(sig, &act, &old) != 0)
         return SIG_ERR;
     return old.sa_handler;
+}
+
+/* glibc's sysv_signal: one-shot, the signal not blocked in its handler, no
+ * restart. glibc's own calls its sigaction inside libc, past ours: a
+ * one-shot handler then reset to the kernel's default, and the death after
+ * it left the trace unfinished (a review's probe). */
+__sighandler_t gt_signals_sysv_signal(int sig, __sighandler_t handler)
+{
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction act, old;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESETHAND | SA_NODEFER;
+    if (gt_signals_sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* glibc's sigset (System V): SIG_HOLD blocks the signal; any other
+ * disposition is set and the signal unblocked. Returns SIG_HOLD when it
+ * was blocked, else the disposition before. */
+__sighandler_t gt_signals_sigset(int sig, __sighandler_t handler)
+{
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    sigset_t one, was;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    struct sigaction old;
+    if (handler == SIG_HOLD) {
+        if (gt_signals_sigaction(sig, NULL, &old) != 0 || sigprocmask(SIG_BLOCK, &one, &was) != 0)
+            return SIG_ERR;
+        return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+    }
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (gt_signals_sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0)
+        return SIG_ERR;
+    return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
 }
 
 /* Inside the handler, after the trace was finished (or given up on): die by

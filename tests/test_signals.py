@@ -226,6 +226,29 @@ class ProgramHandlersTest(SignalTest):
         self.assertEqual(open(os.path.join(self.dir, stale[0])).read(), 'mine\n')
         self.assertEqual(query(os.path.join(self.dir, 't.db'), 'SELECT events_recorded FROM processes'), [(10,)])
 
+    def test_one_shot_handlers_end_as_the_kernel_ends_them(self):
+        # a review's repros: the second of two signals at once was swallowed
+        # (63 of 100 survived), SIG_DFL given with SA_SIGINFO | SA_RESETHAND
+        # kept the program alive, and a vfork child's one-shot signal reset
+        # its parent's view, so the parent's handler never ran
+        for mode, runs in (('two', 10), ('siginfo-dfl', 1), ('sysv', 1), ('vfork', 1)):
+            for _ in range(runs):
+                bare, traced, db = self.both([prog('oneshot'), mode])
+                self.assertEqual((traced.returncode, traced.stdout), (bare.returncode, bare.stdout),
+                                 '%s: %s' % (mode, traced.stderr))
+        self.assertEqual(bare.stdout, 'parent handler ran 1 time(s); disposition now SIG_DFL\n')
+        for f in os.listdir(self.dir):   # the shim never replaces a file: trace.db is taken
+            os.unlink(os.path.join(self.dir, f))
+        bare, traced, db = self.both([prog('oneshot'), 'siginfo-dfl'])
+        self.assertEqual(traced.returncode, -signal.SIGTERM)
+        self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('signal SIGTERM',)])
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        bare, traced, db = self.both([prog('oneshot'), 'sysv'])
+        self.assertEqual((traced.returncode, traced.stdout),
+                         (-signal.SIGUSR2, 'after sigset, sigaction reports the handler\nhandler ran 1\n'))
+        self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('signal SIGUSR2',)])
+
     def test_a_vfork_child_resetting_a_handler_leaves_the_parents_view_alone(self):
         # CPython's subprocess resets every handler in its vfork child: the
         # child shares the parent's memory, and must not rewrite its view
