@@ -291,8 +291,10 @@ static void before_cuda_teardown(void)
 {
     if (!atomic_load_explicit(&gt_cuda_ready, memory_order_acquire))
         return;   /* a forked child that made no CUDA call: its parent's handler */
-    for (int i = 0; i < 500 && !atomic_load_explicit(&devices_done, memory_order_acquire) && wake_writer &&
-                    wake_writer();
+    /* while the trace is written: a writer that could not open the file is
+     * gone (a review's probe: every exit waited the whole 500 ms then) */
+    for (int i = 0; i < 500 && !atomic_load_explicit(&devices_done, memory_order_acquire) &&
+                    atomic_load(&gt_state) == GT_ACTIVE && wake_writer && wake_writer();
          i++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     end_sample();
