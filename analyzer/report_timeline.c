@@ -27,7 +27,8 @@ struct series {
 
 static void bucket_add(struct series *s, int64_t t, int64_t v)
 {
-    int64_t k = s->span > 0 ? (int64_t)((double)(t - s->lo) / (double)s->span * GT_REPORT_BUCKETS) : 0;
+    double at = s->span > 0 ? ((double)t - (double)s->lo) / (double)s->span * GT_REPORT_BUCKETS : 0.0;
+    int64_t k = at < 0 ? 0 : at >= GT_REPORT_BUCKETS ? GT_REPORT_BUCKETS - 1 : (int64_t)at;
     k = k < 0 ? 0 : k >= GT_REPORT_BUCKETS ? GT_REPORT_BUCKETS - 1 : k;
     struct bucket *b = &s->b[k];
     if (!b->used || v < b->vmin) {
@@ -145,7 +146,8 @@ int gt_report_timeline(struct gt_ctx *c, struct gt_json *j, int64_t *end_ns)
             idx[m][d]->memory = m;
             idx[m][d]->device = d == GT_HOST_SLOT ? -1 : d;
             idx[m][d]->lo = calls_from;
-            idx[m][d]->span = calls_to - calls_from;
+            if (__builtin_sub_overflow(calls_to, calls_from, &idx[m][d]->span))
+                idx[m][d]->span = INT64_MAX;   /* a trace's times can be anything (the fuzz test's are) */
         }
         live[m][d] += delta;
         series_add(idx[m][d], t->ev[i].t, live[m][d]);
