@@ -30,6 +30,10 @@ struct vfile {
     int fd;                  /* -1: not found, unchecked */
     dev_t dev;
     ino_t ino;
+    const char *name;        /* SQLite's, valid until the close */
+    int shm_fd;              /* the -shm's descriptor (the VFS's own), found at the first map; -1 not yet, -2 none */
+    dev_t shm_dev;
+    ino_t shm_ino;
 };
 
 static sqlite3_vfs *real_vfs;
@@ -90,7 +94,10 @@ static int find_fd(sqlite3_file *real, int size, const char *path)
 
 static int v_close(sqlite3_file *f)
 {
-    return REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
+    /* a descriptor no longer ours is the program's now: not closed (ours leaks) */
+    if (!REAL(f)->pMethods || !still_ours(f))
+        return SQLITE_OK;
+    return REAL(f)->pMethods->xClose(REAL(f));
 }
 static int v_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
 {
@@ -121,21 +128,64 @@ static int v_check(sqlite3_file *f, int *r) { return REAL(f)->pMethods->xCheckRe
 static int v_fcntl(sqlite3_file *f, int op, void *a) { return REAL(f)->pMethods->xFileControl(REAL(f), op, a); }
 static int v_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
 static int v_caps(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
-/* The -shm is the database's own (its descriptor is the VFS's, opened
- * beside the database's): checked through the database's, so that its
- * locks and mappings never reach a program's file on a reused number */
+/* The -shm's descriptor is the VFS's own, opened at the first map: found
+ * then by its inode among ours (above 300, vfs's open) and checked before
+ * every lock, unlock, map and unmap like the database's, so that SQLite's
+ * locks never land on a program's file put on its number (a review's probe:
+ * the trace's locks on bytes of the program's mine.dat; an unlock there
+ * would drop the program's own, the close close its descriptor). */
+static void find_shm(struct vfile *v)
+{
+    char path[4200];
+    struct stat want, got;
+    v->shm_fd = -2;
+    if (!v->name || (size_t)snprintf(path, sizeof path, "%s-shm", v->name) >= sizeof path || stat(path, &want) != 0)
+        return;
+    for (int fd = 3; fd < 4096; fd++)
+        if (fstat(fd, &got) == 0 && got.st_dev == want.st_dev && got.st_ino == want.st_ino) {
+            v->shm_fd = fd;
+            v->shm_dev = got.st_dev;
+            v->shm_ino = got.st_ino;
+            return;
+        }
+}
+
+static bool shm_ours(sqlite3_file *f)
+{
+    struct vfile *v = (struct vfile *)f;
+    if (!still_ours(f))
+        return false;
+    if (v->shm_fd < 0)
+        return true;
+    struct stat st;
+    if (fstat(v->shm_fd, &st) == 0 && st.st_dev == v->shm_dev && st.st_ino == v->shm_ino)
+        return true;
+    atomic_store(&lost, 1);
+    return false;
+}
+
 static int v_shmmap(sqlite3_file *f, int i, int sz, int ext, void volatile **p)
 {
-    return still_ours(f) ? REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p) : SQLITE_IOERR_SHMMAP;
+    struct vfile *v = (struct vfile *)f;
+    if (!shm_ours(f))
+        return SQLITE_IOERR_SHMMAP;
+    int rc = REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p);
+    if (rc == SQLITE_OK && v->shm_fd == -1)
+        find_shm(v);
+    return rc;
 }
 static int v_shmlock(sqlite3_file *f, int off, int n, int flags)
 {
-    if (!(flags & SQLITE_SHM_UNLOCK) && !still_ours(f))
-        return SQLITE_IOERR_SHMLOCK;
+    if (!shm_ours(f))
+        return flags & SQLITE_SHM_UNLOCK ? SQLITE_OK : SQLITE_IOERR_SHMLOCK;   /* nothing of ours to unlock there */
     return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
 }
 static void v_shmbarrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
-static int v_shmunmap(sqlite3_file *f, int del) { return REAL(f)->pMethods->xShmUnmap(REAL(f), del); }
+static int v_shmunmap(sqlite3_file *f, int del)
+{
+    /* not ours any more: its close would close the program's descriptor (ours leaks) */
+    return shm_ours(f) ? REAL(f)->pMethods->xShmUnmap(REAL(f), del) : SQLITE_OK;
+}
 static int v_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **p) { return REAL(f)->pMethods->xFetch(REAL(f), o, n, p); }
 static int v_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p) { return REAL(f)->pMethods->xUnfetch(REAL(f), o, p); }
 
@@ -146,6 +196,8 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
     memset(v, 0, sizeof *v);
     v->real = (sqlite3_file *)(v + 1);
     v->fd = -1;
+    v->shm_fd = -1;
+    v->name = name;
     int rc = real_vfs->xOpen(real_vfs, name, v->real, flags, out_flags);
     if (rc != SQLITE_OK || !v->real->pMethods)
         return rc;   /* base.pMethods stays NULL: SQLite calls no method of a file that did not open */

@@ -110,6 +110,18 @@ class ExitPathTest(TraceTest):
         self.assertTrue(ours, p.stdout)
         self.assertTrue(all(fd >= 300 for fd in ours), p.stdout)
 
+    def test_a_program_file_on_the_shms_descriptor_gets_no_lock_of_the_traces(self):
+        # the -shm's own descriptor was never checked: SQLite's locks landed on
+        # the program's file, and its unlocks and close would have been the program's loss
+        db = os.path.join(self.dir, 't.db')
+        env = dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM)
+        p = subprocess.run([prog('fd_taken'), 'shm'], env=env, cwd=self.dir, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((p.returncode, p.stdout), (0, 'locks 0\n'), p.stderr)
+        with open(os.path.join(self.dir, 'mine.dat'), 'rb') as f:
+            self.assertEqual(f.read(), b'0123456789')
+        self.assertIn("closed the trace file's descriptor", p.stderr)
+
     def test_a_program_started_with_stdout_closed_gets_fd_1_for_its_file(self):
         # (the writer opens the trace meanwhile: its SQLite never takes 0-2, not even for a moment)
         log = os.path.join(self.dir, 'log.txt')

@@ -6,6 +6,9 @@
  * fd_taken list: prints its open descriptors instead, after the first call. */
 #include <cuda_runtime_api.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +45,50 @@ static int list(void)
     return 0;
 }
 
+/* shm: puts its own file (mine.dat in the working directory) on the trace's
+ * -shm's descriptor, allocates on, and prints "locks N" for the POSIX locks
+ * /proc/locks lists on its file meanwhile */
+static int shm(void)
+{
+    usleep(300000);   /* the writer has its -shm open */
+    int fd = -1;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], target[4096];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n > 4 && (target[n] = 0, !strcmp(target + n - 4, "-shm")))
+            fd = atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    int mine = open("mine.dat", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || mine < 0 || write(mine, "0123456789", 10) != 10 || dup2(mine, fd) != fd)
+        return 4;
+    struct stat st;
+    fstat(mine, &st);
+    char ino[64];
+    snprintf(ino, sizeof ino, ":%lu ", (unsigned long)st.st_ino);
+    int locks = 0;
+    for (int i = 0; i < 3000; i++) {
+        void *p;
+        if (cudaMalloc(&p, 4096) == cudaSuccess)
+            cudaFree(p);
+        if (i % 100 == 0) {
+            FILE *f = fopen("/proc/locks", "r");
+            char line[512];
+            while (f && fgets(line, sizeof line, f))
+                locks += strstr(line, ino) && strstr(line, "POSIX");
+            if (f)
+                fclose(f);
+            usleep(2000);
+        }
+    }
+    printf("locks %d\n", locks);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     void *p;
@@ -50,6 +97,8 @@ int main(int argc, char **argv)
     cudaFree(p);
     if (argc > 1 && !strcmp(argv[1], "list"))
         return list();
+    if (argc > 1 && !strcmp(argv[1], "shm"))
+        return shm();
     int ctl[2];
     if (pipe(ctl) || dup2(ctl[0], 256) != 256)
         return 4;
