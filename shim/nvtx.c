@@ -75,8 +75,11 @@ struct interned { struct interned *next; char text[]; };
 static struct interned *interned[INTERN_BUCKETS];
 static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
 
-gt_domain gt_domain_intern(const char *name)
+gt_domain gt_domain_intern(const char *raw)
 {
+    /* kept as messages are: capped and valid UTF-8 (a domain named in
+     * Latin-1 made Python's sqlite3 fail on the ranges table) */
+    char *name = gt_message_copy(raw);
     if (!name)
         return NULL;
     uint32_t h = 2166136261u;   /* FNV-1a */
@@ -93,6 +96,7 @@ gt_domain gt_domain_intern(const char *name)
         *head = i;
     }
     pthread_mutex_unlock(&intern_mu);
+    free(name);
     return i ? i->text : NULL;
 }
 

@@ -40,33 +40,28 @@ char *gt_message_copy(const char *s)
 {
     if (!s)
         return NULL;
-    char *out = malloc(MESSAGE_MAX + 4), *o = out;
-    if (!out)
-        return NULL;
+    char buf[MESSAGE_MAX + 1];   /* built here, then copied at its own size */
+    size_t len = 0, cut_at = 0;  /* cut_at: the last character end with room for "..." after it */
     const unsigned char *p = (const unsigned char *)s;
-    bool cut = false;
     while (*p) {
         size_t n = utf8_char(p);
         size_t w = n ? n : 3;
-        if ((size_t)(o - out) + w > MESSAGE_MAX - 3) {
-            cut = true;
+        if (len + w > MESSAGE_MAX) {
+            memcpy(buf + cut_at, "...", 3);
+            len = cut_at + 3;
+            gt_drop(GT_DROP_MESSAGE_CUT);
             break;
         }
-        if (n) {
-            memcpy(o, p, n);
-            p += n;
-        } else {
-            memcpy(o, "\xef\xbf\xbd", 3);   /* U+FFFD */
-            p++;
-        }
-        o += w;
+        memcpy(buf + len, n ? (const char *)p : "\xef\xbf\xbd", w);   /* U+FFFD for a byte that begins none */
+        p += n ? n : 1;
+        len += w;
+        if (len <= MESSAGE_MAX - 3)
+            cut_at = len;
     }
-    if (cut) {
-        memcpy(o, "...", 3);
-        o += 3;
-        gt_drop(GT_DROP_MESSAGE_CUT);
-    }
-    *o = 0;
+    buf[len] = 0;
+    char *out = malloc(len + 1);
+    if (out)
+        memcpy(out, buf, len + 1);
     return out;
 }
 

@@ -89,7 +89,11 @@ class NvtxRanges(TraceTest):
         con = sqlite3.connect(db)   # the default text factory: fails on bytes that are not UTF-8
         msgs = [m for (m,) in con.execute('SELECT message FROM ranges ORDER BY start_ns')]
         con.close()
-        self.assertEqual(len(msgs), 202)
+        self.assertEqual(len(msgs), 204)
+        self.assertIn('b' * 1024, msgs)   # a message of exactly 1 KiB is kept whole
+        con = sqlite3.connect(db)
+        self.assertEqual(con.execute("SELECT domain FROM ranges WHERE message = 'in it'").fetchall(), [('caf\ufffd',)])
+        con.close()
         self.assertTrue(all(m.startswith('big aaa') and m.endswith('...') and len(m.encode()) <= 1024
                             for m in msgs[:200]), (len(msgs[0]), msgs[0][-10:]))
         self.assertEqual(msgs[200], 'caf\ufffd \ufffd end')

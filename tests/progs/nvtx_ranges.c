@@ -172,6 +172,23 @@ static int odd(void)
     nvtxRangePushW(w);
     cudaFree(p);
     nvtxRangePop();
+    char fits[1025];   /* exactly the 1 KiB kept: whole */
+    memset(fits, 'b', 1024);
+    fits[1024] = 0;
+    nvtxRangePushA(fits);
+    p = alloc(2500);
+    cudaFree(p);
+    nvtxRangePop();
+    nvtxDomainHandle_t dom = nvtxDomainCreateA("caf\xe9");   /* a domain named in Latin-1 */
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = "in it";
+    nvtxDomainRangePushEx(dom, &a);
+    p = alloc(3000);
+    cudaFree(p);
+    nvtxDomainRangePop(dom);
     return 0;
 }
 
