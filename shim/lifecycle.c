@@ -30,22 +30,31 @@ static _Atomic pid_t trace_pid;
  * its file once. */
 static struct gt_writer_summary reported;
 
+/* The forking thread's: whether prepare took the writer's lock. The parent
+ * undoes exactly that, whatever the state became meanwhile (an exit on
+ * another thread stopped the trace between the two: the lock stayed taken
+ * and the exit waited out the writer's 30 s). */
+static GT_TLS bool fork_prepared;
+
 static void fork_prepare(void)
 {
-    if (atomic_load(&gt_state) == GT_ACTIVE)
+    fork_prepared = atomic_load(&gt_state) == GT_ACTIVE;
+    if (fork_prepared)
         gt_writer_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-    if (atomic_load(&gt_state) == GT_ACTIVE)
+    if (fork_prepared)
         gt_writer_fork_parent();
+    fork_prepared = false;
 }
 
 /* The child has one thread and a copy of the parent's buffers: drop them all
  * (they are the parent's to write) and wait for the child's own CUDA call. */
 static void fork_child(void)
 {
+    fork_prepared = false;
     gt_runlog_process_started();
     bool had_trace = atomic_load(&gt_state) != GT_UNINIT;
     gt_signals_after_fork_child();

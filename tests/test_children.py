@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from gtlib import SHIM, TraceTest, base_env, prog, query
+from gtlib import SHIM, TraceTest, base_env, prog, query, run
 
 PY_PROG = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'progs', 'spawn_children.py')
 BIG = 1 << 16
@@ -81,3 +81,20 @@ class ChildrenTest(TraceTest):
 
     def test_python_multiprocessing_spawn(self):
         self.check([sys.executable, PY_PROG, 'mp_spawn'])
+
+
+class ForkDuringExitTest(TraceTest):
+    def test_an_exit_while_another_thread_forks_is_not_held(self):
+        # a fork's prepare took the writer's lock while the trace was active,
+        # the exit stopped it, and the fork's parent handler (asking the state
+        # again) did not give the lock back: 5 of 30 exits took 30 s
+        import time
+        for k in range(10):
+            db = os.path.join(self.dir, 'f%d.db' % k)
+            t0 = time.monotonic()
+            p = run([prog('fork_exit')], env=base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1),
+                    cwd=self.dir, timeout=60)
+            wall = time.monotonic() - t0
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertLess(wall, 10, 'run %d took %.1f s: %s' % (k, wall, p.stderr))
+            self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('exit',)])
