@@ -312,8 +312,7 @@ static void stop(const char *reason, bool may_resume)
     if (ok && !already_reported(&s) && !gt_runlog_wrote(&s) && !gt_config.quiet) {
         char line[4400];
         summary_line(&s, line, sizeof line);
-        if (gt_stderr_ok())
-            fputs(line, stderr);
+        gt_eprintf("%s", line);
     }
 }
 

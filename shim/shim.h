@@ -489,11 +489,8 @@ void gt_fd_lift_end(struct gt_fd_lift *l);
  * message goes through it: gt_eprintf. (errline.c; fd 2 noted at load) */
 bool gt_stderr_ok(void);
 void gt_stderr_remember(void);
-#define gt_eprintf(...)                      \
-    do {                                     \
-        if (gt_stderr_ok())                  \
-            fprintf(stderr, __VA_ARGS__);    \
-    } while (0)
+void gt_eprint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define gt_eprintf(...) gt_eprint(__VA_ARGS__)
 void gt_restart_after_failed_exec(void);
 
 /* writer.c */

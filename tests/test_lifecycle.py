@@ -122,6 +122,19 @@ class ExitPathTest(TraceTest):
             self.assertEqual(f.read(), b'0123456789')
         self.assertIn("closed the trace file's descriptor", p.stderr)
 
+    def test_a_line_on_a_stderr_nobody_reads_does_not_kill_the_program(self):
+        # (prog; echo $?) 2>&1 | true: the shim's closing line raised SIGPIPE (141; 0 untraced)
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            p = subprocess.run([prog('each_api')], env=dict(base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'),
+                                                                     GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM),
+                               cwd=self.dir, stdout=subprocess.DEVNULL, stderr=w, timeout=60)
+        finally:
+            os.close(w)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(query(os.path.join(self.dir, 't.db'), 'SELECT end_reason FROM processes'), [('exit',)])
+
     def test_a_program_started_with_stdout_closed_gets_fd_1_for_its_file(self):
         # (the writer opens the trace meanwhile: its SQLite never takes 0-2, not even for a moment)
         log = os.path.join(self.dir, 'log.txt')
