@@ -212,7 +212,7 @@ static void job_view(struct gt_ranks *R)
     gt_qsort(R->mains, R->nmains, sizeof *R->mains, cmp_main);
     R->max = NULL;
     R->job_start = INT64_MAX;
-    R->world_size = -1;
+    R->world_size = R->world_size_least = -1;
     double *v = gt_xmalloc((R->nmains + 1) * sizeof *v);
     for (size_t i = 0; i < R->nmains; i++) {
         struct gt_rank_file *r = R->mains[i];
@@ -223,6 +223,8 @@ static void job_view(struct gt_ranks *R)
             R->job_start = r->start_unix_ns;
         if (r->world_size > R->world_size)
             R->world_size = r->world_size;
+        if (r->world_size > 0 && (R->world_size_least <= 0 || r->world_size < R->world_size_least))
+            R->world_size_least = r->world_size;
     }
     gt_qsort(v, R->nmains, sizeof *v, cmp_double);
     R->median = R->nmains ? gt_median(v, R->nmains) : 0;

@@ -41,6 +41,7 @@ struct gt_ranks {
     const char *majority;          /* growth verdict of more than half the ranks with one; NULL: none */
     size_t hosts;
     int64_t world_size;            /* largest WORLD_SIZE recorded; -1 none */
+    int64_t world_size_least;      /* smallest recorded: differs from world_size when the ranks disagree */
     int64_t job_start;             /* earliest start_unix_ns of the mains */
     int64_t *iter_index;           /* iteration indices of any rank, sorted */
     size_t niter;

@@ -80,6 +80,8 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
     char fb[160];
     gt_json_obj(j);
     gt_json_kint_or_null(j, "world_size", R->world_size);
+    gt_json_key(j, "world_sizes_disagree");   /* world_size is then the largest recorded */
+    gt_json_bool(j, R->world_size > 0 && R->world_size_least != R->world_size);
     gt_json_kint(j, "hosts", (int64_t)R->hosts);
     gt_json_kint(j, "job_start_unix_ns", R->job_start);
     gt_json_key(j, "ranks");
@@ -213,7 +215,10 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN], n1[64], n2[64], fb[160];
     printf("%zu rank%s on %zu host%s", R->nmains, gt_s((long long)R->nmains), R->hosts, gt_s((long long)R->hosts));
-    if (R->world_size > 0)
+    if (R->world_size > 0 && R->world_size_least != R->world_size)
+        printf(" (the ranks disagree on the world size: %lld to %lld; the ranks missing are counted up to %lld)",
+               (long long)R->world_size_least, (long long)R->world_size, (long long)R->world_size);
+    else if (R->world_size > 0)
         printf(" (world size %lld)", (long long)R->world_size);
     printf("\n");
     struct gt_table tb;

@@ -146,6 +146,22 @@ class Failures(RanksTest):
         self.assertEqual(j['missing_ranks'], [2])
         self.assertIn('Missing (no trace given for): rank 2', self.ranks().stdout)
 
+    def test_ranks_that_disagree_on_the_world_size_are_said_to(self):
+        # 4, 4 and 8: "(world size 8)" and four ranks missing were said without the conflict
+        self.rank(0, 8 * MiB, 0, world=4)
+        self.rank(1, 8 * MiB, 0, world=4)
+        self.rank(2, 8 * MiB, 0, world=8)
+        self.rank(3, 8 * MiB, 0, world=4)
+        j = self.ranks_json()
+        self.assertTrue(j['world_sizes_disagree'])
+        self.assertIn('the ranks disagree on the world size: 4 to 8', self.ranks().stdout)
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        self.rank(0, 8 * MiB, 0, world=2)
+        self.rank(1, 8 * MiB, 0, world=2)
+        self.assertFalse(self.ranks_json()['world_sizes_disagree'])
+        self.assertIn('(world size 2)', self.ranks().stdout)
+
     def test_trace_never_closed_is_a_failed_rank(self):
         self.rank(0, 8 * MiB, 0, world=2)
         self.rank(1, 8 * MiB, 0, world=2)
