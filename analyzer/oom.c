@@ -424,7 +424,12 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "failures");
         gt_json_arr(j);
     } else if (!code) {
-        if (n == 0)
+        if (n == 0 && c->t.recorder.on && c->t.recorder.failed_before > 0)
+            printf("No %s in the window the trace keeps; %lld allocation call%s failed before it (the flight "
+                   "recorder's interval summaries count them; their sizes and stacks are gone: trace without "
+                   "GPUTRACE_WINDOW_S to keep them).\n", nothers ? "out-of-memory failures" : "failed allocations",
+                   (long long)c->t.recorder.failed_before, gt_s(c->t.recorder.failed_before));
+        else if (n == 0)
             printf("No %s: no CUDA allocation call failed%s while traced.\n(A framework may refuse before it "
                    "calls CUDA, as XLA does a buffer past the device and PyTorch\npast its memory fraction: its own "
                    "error then names the request.)\n", nothers ? "out-of-memory failures" : "failed allocations",

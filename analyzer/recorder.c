@@ -107,6 +107,20 @@ int gt_trace_recorder(struct gt_trace *t)
         return gt_trace_sql_error(t, rc, "reading the flight recorder's row");
     if (!w->on)
         return GT_EXIT_OK;
+    /* failed calls (out-of-memory ones among them) before the window: their
+     * events are gone, the summaries' counts are not (oom says so) */
+    code = gt_trace_prepare_optional(t, "SELECT coalesce(sum(failed), 0) FROM interval_summaries WHERE end_ns <= ?",
+                                     &st, "reading the interval summaries");
+    if (code)
+        return code;
+    if (st) {
+        sqlite3_bind_int64(st, 1, w->complete_from_ns);
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            w->failed_before = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_ROW)
+            return gt_trace_sql_error(t, rc, "reading the interval summaries");
+    }
     /* the interval that held each level's highest peak (the earliest of equals) */
     code = gt_trace_prepare_optional(t,
         "SELECT memory, coalesce(device, -1), peak_bytes, start_ns, end_ns FROM interval_summaries s"
@@ -212,6 +226,7 @@ void gt_recorder_json(const struct gt_trace *t, struct gt_json *j)
     gt_json_kint(j, "interval_ns", w->interval_ns);
     gt_json_kint(j, "complete_from_ns", w->complete_from_ns);
     gt_json_kstr(j, "covers", "the report's figures cover complete_from_ns to the end; whole_run_peaks the whole run");
+    gt_json_kint(j, "failed_calls_before", w->failed_before);   /* counted by the interval summaries */
     gt_json_key(j, "whole_run_peaks");
     gt_json_arr(j);
     for (size_t i = 0; i < w->npeaks; i++) {

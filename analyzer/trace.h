@@ -113,6 +113,7 @@ struct gt_run_peak {
 struct gt_recorder {
     int on;
     int64_t window_ns, interval_ns, complete_from_ns;
+    int64_t failed_before;   /* failed calls the interval summaries counted before complete_from_ns */
     struct gt_run_peak *peaks;
     size_t npeaks;
 };

@@ -85,6 +85,17 @@ class FlightRecorder(TraceTest):
                 self.assertEqual(json.loads(js.stdout)['flight_recorder']['complete_from_ns'], complete_from, cmd)
         self.assertIn('whole run: 1.00 GiB', run([GPUTRACE, 'summary', db], preload=False).stdout)
 
+    def test_oom_says_failures_before_the_window_that_the_summaries_counted(self):
+        # the 1 TiB request failed at the start, before the window: "no CUDA
+        # allocation call failed while traced" was said of it
+        db, n = self.job()
+        text = run([GPUTRACE, 'oom', db], preload=False)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn('1 allocation call failed before it', text.stdout)
+        self.assertNotIn('no CUDA allocation call failed', text.stdout)
+        d = json.loads(run([GPUTRACE, 'oom', '--json', db], preload=False).stdout)
+        self.assertEqual((d['failures'], d['flight_recorder']['failed_calls_before']), ([], 1))
+
     def test_without_a_window_nothing_is_deleted_or_summarized(self):
         db, n = self.job(window=None, run_ms='600')
         self.assertEqual(query(db, 'SELECT count(*) FROM flight_recorder'), [(0,)])
