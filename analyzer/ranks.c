@@ -94,6 +94,17 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
         r->device = dev == GT_ANY_DEVICE ? -1 : dev;
         r->peak = pk.overall_peak;
         r->peak_t = pk.overall_ev == GT_NO_EVENT ? -1 : c.t.ev[pk.overall_ev].t;
+        /* a flight recorder keeps the last seconds: the ranks' peaks are the
+         * whole run's, from its interval summaries (the window's were
+         * compared: 11 MiB for ranks that had peaked at 110 and 610) */
+        const struct gt_recorder *w = &c.t.recorder;
+        for (size_t i = 0; w->on && i < w->npeaks; i++)
+            if ((pk.sel.mem_mask & GT_MASK(w->peaks[i].memory)) && w->peaks[i].device == r->device &&
+                w->peaks[i].peak > r->peak) {
+                r->peak = w->peaks[i].peak;
+                r->peak_t = w->peaks[i].start_ns;   /* the interval that held it */
+            }
+        r->windowed = w->on;
         r->final = 0;
         for (size_t i = 0; i < c.t.nev; i++)
             r->final += gt_delta(&c.t, &c.p, &pk.sel, i);

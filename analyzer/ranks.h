@@ -18,6 +18,8 @@ struct gt_rank_file {
     char memory[64];            /* the level reported (as the reports choose it) */
     int device;                 /* the device of the peak; -1 unknown */
     int64_t peak, peak_t, final;   /* peak_t -1: nothing was ever live */
+    int windowed;               /* a flight recorder's trace: peak and peak_t are the whole run's (its interval
+                                   summaries'), the rest the window's */
     const char *verdict;        /* growing | stable | unknown */
     int has_slope;
     double slope;

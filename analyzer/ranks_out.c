@@ -97,6 +97,8 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
         gt_json_kint_or_null(j, "device", r->device);
         gt_json_kstr(j, "memory", r->memory);
         gt_json_kint(j, "peak_bytes", r->peak);
+        gt_json_key(j, "windowed");   /* a flight recorder's trace: peak_bytes is the whole run's */
+        gt_json_bool(j, r->windowed);
         gt_json_kint_or_null(j, "peak_time_ns", r->peak_t);
         gt_json_key(j, "peak_job_time_ns");
         if (r->peak_t >= 0 && r->start_unix_ns > 0)
@@ -221,6 +223,13 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     else if (R->world_size > 0)
         printf(" (world size %lld)", (long long)R->world_size);
     printf("\n");
+    size_t windowed = 0;
+    for (size_t i = 0; i < R->nmains; i++)
+        windowed += R->mains[i]->windowed != 0;
+    if (windowed)
+        printf("(flight recorder (GPUTRACE_WINDOW_S): %zu of these traces keep only their last seconds in full; their "
+               "peaks are the whole run's, from the interval summaries; growth, iterations and OOMs are the "
+               "window's)\n", windowed);
     struct gt_table tb;
     gt_table_init(&tb, 11, 0x7ec);
     gt_table_row(&tb, "rank", "host", "pid", "device", "memory", "peak", "at", "final", "growth", "iterations", "OOMs");

@@ -10,6 +10,7 @@ import subprocess
 from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
 
 MiB = 1 << 20
+GiB = 1 << 30
 KiB = 1 << 10
 STEPS = 8
 ACT = 1 * MiB
@@ -145,6 +146,20 @@ class Failures(RanksTest):
         self.assertEqual([x['ooms'] for x in j['ranks']], [0, 1])
         self.assertEqual(j['missing_ranks'], [2])
         self.assertIn('Missing (no trace given for): rank 2', self.ranks().stdout)
+
+    def test_flight_recorder_ranks_are_compared_by_their_whole_runs_peaks(self):
+        # window_loop's 1 GiB spike at the start is long gone from a 1 s window:
+        # the window's 3 MiB were compared as the ranks' peaks, and nothing said so
+        for r in (0, 1):
+            env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'w%d.db' % r), GPUTRACE_QUIET=1, RANK=r,
+                           WORLD_SIZE=2, GPUTRACE_WINDOW_S=1)
+            p = run([prog('window_loop'), '1800'], env=env, cwd=self.dir)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        j = self.ranks_json()
+        self.assertEqual([(x['rank'], x['peak_bytes'], x['windowed']) for x in j['ranks']],
+                         [(0, GiB + MiB, True), (1, GiB + MiB, True)])
+        self.assertIn('flight recorder (GPUTRACE_WINDOW_S): 2 of these traces keep only their last seconds',
+                      self.ranks().stdout)
 
     def test_ranks_that_disagree_on_the_world_size_are_said_to(self):
         # 4, 4 and 8: "(world size 8)" and four ranks missing were said without the conflict
