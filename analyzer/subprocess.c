@@ -101,10 +101,19 @@ static double monotonic_s(void)
 static const int passed_on[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
 #define NPASSED ((int)(sizeof passed_on / sizeof *passed_on))
 static volatile sig_atomic_t target;   /* the child's pid, or minus its group; 0 none */
+static volatile sig_atomic_t interrupted;   /* the last of these we received while waiting */
+
+int gt_spawn_interrupted(void)
+{
+    int sig = (int)interrupted;
+    interrupted = 0;
+    return sig;
+}
 
 static void pass_on(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
+    interrupted = sig;
     pid_t to = (pid_t)target;
     if (to < 0 || (to > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE)))
         kill(to, sig);

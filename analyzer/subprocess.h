@@ -30,5 +30,8 @@ struct gt_spawn {
  * with who), GT_RUN_EXIT_FAILED when no child could be started. how may be
  * NULL. */
 int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who);
+/* A signal gt_spawn_wait received (and passed on) while it waited, or 0;
+ * cleared by the call: ^C to a sweep, not a run that failed. */
+int gt_spawn_interrupted(void);
 
 #endif

@@ -369,7 +369,22 @@ static void run_sweep(struct sweep *s)
          * with the program's timing (on an H100 a transformer traced with stacks
          * fit at batch 152 twice where untraced runs failed at 149 and 150) */
         int depth = s->a->stack_depth >= 0 ? s->a->stack_depth : getenv("GPUTRACE_STACK_DEPTH") ? -1 : 0;
+        gt_spawn_interrupted();   /* (cleared: a signal before this run is not this run's) */
         int measured = gt_sweep_run(r, argv, s->dir, depth, (double)s->a->run_timeout / 1e9, &s->a->base);
+        int sig = gt_spawn_interrupted();
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+            /* ^C (or a scheduler's SIGTERM) to the sweep: the run it cut short
+             * is no result; what is proven so far is said, then the sweep dies
+             * of that signal as the command would (it exited 12, "a run
+             * failed", with the cut run tabled as failed) */
+            gt_sweep_run_free(r);
+            s->nruns--;
+            s->interrupted = sig;
+            s->stopped = "interrupted";
+            snprintf(s->why, sizeof s->why, "interrupted (%s) during the run of batch size %lld; what the runs before "
+                     "it proved is below", strsignal(sig), (long long)bs);
+            return;
+        }
         progress(s, r);
         if (take(s, r, measured) != 0)
             return;
@@ -437,5 +452,12 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
         gt_sweep_run_free(&s.runs[i]);
     free(s.runs);
     gt_sweep_plan_free(&s.plan);
+    if (s.interrupted) {   /* die of it, as a shell's job does: a calling script stops too */
+        fflush(stdout);
+        fflush(stderr);
+        signal(s.interrupted, SIG_DFL);
+        raise(s.interrupted);
+        code = 128 + s.interrupted;
+    }
     return code;
 }

@@ -17,6 +17,7 @@ struct sweep {
     struct gt_sweep_run *runs;
     size_t nruns, cap;
     int max_runs;
+    int interrupted;        /* the signal ^C or a scheduler sent the sweep; 0 none */
     double t0;
     char level[64];         /* the fitted level of the first run that had one */
     int64_t total;          /* the device's total bytes; -1 unknown */

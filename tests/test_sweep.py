@@ -89,6 +89,25 @@ class SweepTest(TraceTest):
         for r in doc['runs']:
             self.assertEqual(query(r['trace'], 'SELECT count(*) FROM flight_recorder'), [(0,)])
 
+    def test_an_interrupted_sweep_says_what_it_proved_and_dies_of_the_signal(self):
+        # ^C or kill -INT to the sweep: it exited 12 ("a run failed"), the cut run tabled as failed 130
+        import signal
+        import subprocess
+        import time
+        d = os.path.join(self.dir, 'sweep')
+        cmd = ['/bin/sh', '-c', 'sleep 0.4; exec "$0" --batch-size "$1"', prog('sweep_train'), '{bs}']
+        proc = subprocess.Popen([GPUTRACE, 'sweep', '--json', '--dir', d, '--'] + cmd,
+                                env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)   # a run or three done, one under way
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, -signal.SIGINT, err)
+        self.assertIn('stopped: interrupted (Interrupt)', err)
+        doc = json.loads(out)
+        self.assertTrue(doc['runs'])
+        self.assertTrue(all(r['exit_status'] == 0 for r in doc['runs']), doc['runs'])
+
     def test_a_batch_size_past_what_the_shim_takes_is_refused(self):
         # GPUTRACE_BATCH_SIZE is read up to 2^31 - 1: a run of 2^31 had no batch size in its trace
         p, _ = self.sweep(['--batch-sizes', '2147483648'], self.train())
@@ -632,10 +651,13 @@ class SweepTest(TraceTest):
         time.sleep(0.5)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
-        self.assertEqual(p.returncode, 12, err)
+        # the sweep stops, says what it proved (nothing yet) and dies of the signal;
+        # the run got it too, and ended by it
+        self.assertEqual(p.returncode, -signal.SIGINT, err)
         doc = json.loads(out)
-        self.assertEqual((doc['stopped'], doc['runs'][0]['exit_status'], doc['runs'][0]['timed_out']),
-                         ('failed', 128 + signal.SIGINT, False), err)
+        self.assertEqual((doc['stopped'], doc['runs']), ('interrupted', []), err)
+        self.assertEqual(query(os.path.join(d, 'bs1-run1.db'), 'SELECT end_reason FROM processes'),
+                         [('signal SIGINT',)])
 
     def test_the_run_timeout_stops_what_a_wrapper_started_too(self):
         # the command is a shell that starts the training and waits for it
