@@ -13,6 +13,7 @@
 
 /* lifecycle.c's (shim.h): weak, for config_table, which links this file alone */
 bool gt_stderr_ok(void) __attribute__((weak));
+void gt_eprint(const char *fmt, ...) __attribute__((weak));   /* errline.c's: SIGPIPE held off */
 
 /* The storage; every other file sees it as const through gt_config. */
 static struct gt_config cfg;
@@ -100,7 +101,9 @@ static void warn(const char *fmt, ...)
 
 void gt_config_warn(void)
 {
-    if (*warnings && (!gt_stderr_ok || gt_stderr_ok()))
+    if (*warnings && gt_eprint)
+        gt_eprint("%s", warnings);
+    else if (*warnings && (!gt_stderr_ok || gt_stderr_ok()))
         fputs(warnings, stderr);
     warnings[0] = 0;
 }

@@ -123,17 +123,20 @@ class ExitPathTest(TraceTest):
         self.assertIn("closed the trace file's descriptor", p.stderr)
 
     def test_a_line_on_a_stderr_nobody_reads_does_not_kill_the_program(self):
-        # (prog; echo $?) 2>&1 | true: the shim's closing line raised SIGPIPE (141; 0 untraced)
-        r, w = os.pipe()
-        os.close(r)
-        try:
-            p = subprocess.run([prog('each_api')], env=dict(base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'),
-                                                                     GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM),
-                               cwd=self.dir, stdout=subprocess.DEVNULL, stderr=w, timeout=60)
-        finally:
-            os.close(w)
-        self.assertEqual(p.returncode, 0)
-        self.assertEqual(query(os.path.join(self.dir, 't.db'), 'SELECT end_reason FROM processes'), [('exit',)])
+        # (prog; echo $?) 2>&1 | true: the shim's closing line raised SIGPIPE (141; 0 untraced);
+        # so could a warning about a bad GPUTRACE_* value, written at the start
+        for k, extra in enumerate(({}, {'GPUTRACE_STACK_DEPTH': 'lots'})):
+            r, w = os.pipe()
+            os.close(r)
+            db = os.path.join(self.dir, 't%d.db' % k)
+            try:
+                p = subprocess.run([prog('each_api')], env=dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, **extra),
+                                                                LD_PRELOAD=SHIM),
+                                   cwd=self.dir, stdout=subprocess.DEVNULL, stderr=w, timeout=60)
+            finally:
+                os.close(w)
+            self.assertEqual(p.returncode, 0, extra)
+            self.assertEqual(query(db, 'SELECT end_reason FROM processes'), [('exit',)])
 
     def test_a_program_started_with_stdout_closed_gets_fd_1_for_its_file(self):
         # (the writer opens the trace meanwhile: its SQLite never takes 0-2, not even for a moment)
