@@ -76,6 +76,8 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
         r->ppid = p->ppid;
         r->start_unix_ns = p->start_unix_ns;
         r->end_reason = p->end_reason ? gt_xstrdup(p->end_reason) : NULL;
+        int64_t end = gt_trace_end_ns(&c.t);
+        r->end_unix_ns = p->start_unix_ns > 0 && end > 0 && end < INT64_MAX - p->start_unix_ns ? p->start_unix_ns + end : 0;
     }
     r->host = gt_xstrdup(p->present && p->host ? p->host : "");
     if (r->code) {
@@ -169,7 +171,7 @@ static void group(struct gt_ranks *R)
 {
     for (size_t i = 0; i < R->nfiles; i++) {
         R->files[i].parent = -1;
-        R->files[i].earlier_run = 0;
+        R->files[i].earlier_run = R->files[i].concurrent = 0;
     }
     for (size_t i = 0; i < R->nfiles; i++) {
         struct gt_rank_file *a = &R->files[i];
@@ -191,6 +193,10 @@ static void group(struct gt_ranks *R)
                 up = parent_of(R, (size_t)up);
             R->files[k].parent = best;
             R->files[k].earlier_run = up != best;
+            /* a root that ran while the main one did is no earlier run */
+            const struct gt_rank_file *m = &R->files[best], *root = &R->files[up];
+            R->files[k].concurrent = up != best && root->end_unix_ns > 0 && m->start_unix_ns > 0 &&
+                                     root->end_unix_ns > m->start_unix_ns && !strcmp(root->host, m->host);
         }
     }
     /* a file without a rank whose parent process is a rank's (a worker

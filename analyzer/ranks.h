@@ -29,6 +29,9 @@ struct gt_rank_file {
     int64_t ooms;
     int oom_ended;
     long parent;                /* index of its rank's main file; -1: a main file */
+    int concurrent;             /* an "earlier run" that ran while the main file's process did: the same rank given
+                                   to two processes at once (a launcher's misconfiguration) */
+    int64_t end_unix_ns;        /* when its record ends (the process's end, or its last event); 0 unknown */
     int earlier_run;            /* with parent: not its child but a file of an earlier run of that rank (a job run
                                  * again with the same names, a restart, the image before an exec) */
 };

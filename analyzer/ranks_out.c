@@ -130,6 +130,10 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
                 gt_json_kint_or_null(j, "ppid", ch->ppid);
                 gt_json_kint(j, "peak_bytes", ch->peak);
                 gt_json_kint(j, "final_bytes", ch->final);
+                if (earlier) {   /* it ran while the rank's main file did: the same rank given twice */
+                    gt_json_key(j, "concurrent");
+                    gt_json_bool(j, ch->concurrent);
+                }
                 gt_json_obj_end(j);
             }
             gt_json_arr_end(j);
@@ -307,9 +311,12 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
         const struct gt_rank_file *ch = &R->files[k];
         if (ch->parent < 0)
             continue;
-        printf("%s %s: pid %lld (%s), peak %s, final %s\n", ch->earlier_run ? "Earlier run of" : "Child of",
+        printf("%s %s: pid %lld (%s), peak %s, final %s%s\n",
+               ch->concurrent ? "Running at the same time as" : ch->earlier_run ? "Earlier run of" : "Child of",
                rank_name(&R->files[ch->parent], n2, sizeof n2), (long long)ch->pid, ch->path,
-               gt_fmt_bytes(ch->peak, b1), gt_fmt_bytes(ch->final, b2));
+               gt_fmt_bytes(ch->peak, b1), gt_fmt_bytes(ch->final, b2),
+               ch->concurrent ? " (the same rank recorded by two processes at once: a launcher that gave it twice?)"
+                              : "");
     }
     if (!o->all_iterations) {
         if (R->niter)

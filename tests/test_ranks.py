@@ -7,7 +7,7 @@ import os
 import sqlite3
 import subprocess
 
-from gtlib import GPUTRACE, TraceTest, base_env, prog, query, run
+from gtlib import GPUTRACE, SHIM, TraceTest, base_env, prog, query, run
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -280,6 +280,21 @@ class RunAgain(RanksTest):
         out = self.ranks().stdout
         self.assertIn('Earlier run of rank 1: pid', out)
         self.assertNotIn('Child of rank 1', out)
+        self.assertFalse(one['earlier_runs'][0]['concurrent'])
+
+    def test_processes_given_the_same_rank_at_once_are_said_to_run_together(self):
+        # four processes at once, all RANK=0 (a launcher's misconfiguration):
+        # one rank and three "earlier runs" were said
+        env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'r%r-%p.db'), GPUTRACE_QUIET=1, RANK=0, LOCAL_RANK=0,
+                       WORLD_SIZE=4, LD_PRELOAD=SHIM)
+        procs = [subprocess.Popen([prog('window_loop'), '600'], env=env, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for _ in range(3)]
+        for q in procs:
+            self.assertEqual(q.wait(timeout=60), 0)
+        d = self.ranks_json()
+        runs = d['ranks'][0]['earlier_runs']
+        self.assertEqual([r['concurrent'] for r in runs], [True, True])
+        self.assertIn('Running at the same time as rank 0', self.ranks().stdout)
 
     def test_a_rank_whose_file_was_given_but_not_read_is_not_missing(self):
         # --device 0 left rank 1's file out (its memory is on device 1): it
