@@ -92,11 +92,29 @@ static int find_fd(sqlite3_file *real, int size, const char *path)
     return -1;
 }
 
+/* A file whose descriptor the program took is abandoned: its close would
+ * close the program's descriptor. What SQLite's file held (its shared-memory
+ * link, a spare descriptor record) is kept reachable here, a deliberate
+ * leak of a few hundred bytes, once a process at most a file. */
+#define ABANDONED_MAX 8
+static char abandoned[ABANDONED_MAX][1024];
+static _Atomic int nabandoned;
+
+static void abandon(sqlite3_file *f)
+{
+    int k = atomic_fetch_add(&nabandoned, 1);
+    if (k < ABANDONED_MAX)
+        memcpy(abandoned[k], REAL(f), real_vfs->szOsFile < 1024 ? (size_t)real_vfs->szOsFile : 1024);
+}
+
 static int v_close(sqlite3_file *f)
 {
-    /* a descriptor no longer ours is the program's now: not closed (ours leaks) */
-    if (!REAL(f)->pMethods || !still_ours(f))
+    if (!REAL(f)->pMethods)
         return SQLITE_OK;
+    if (!still_ours(f)) {   /* the program's descriptor now: not closed */
+        abandon(f);
+        return SQLITE_OK;
+    }
     return REAL(f)->pMethods->xClose(REAL(f));
 }
 static int v_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
@@ -183,8 +201,11 @@ static int v_shmlock(sqlite3_file *f, int off, int n, int flags)
 static void v_shmbarrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
 static int v_shmunmap(sqlite3_file *f, int del)
 {
-    /* not ours any more: its close would close the program's descriptor (ours leaks) */
-    return shm_ours(f) ? REAL(f)->pMethods->xShmUnmap(REAL(f), del) : SQLITE_OK;
+    /* not ours any more: its close would close the program's descriptor */
+    if (shm_ours(f))
+        return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+    abandon(f);   /* (its shared-memory link stays reachable) */
+    return SQLITE_OK;
 }
 static int v_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **p) { return REAL(f)->pMethods->xFetch(REAL(f), o, n, p); }
 static int v_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p) { return REAL(f)->pMethods->xUnfetch(REAL(f), o, p); }
