@@ -72,6 +72,13 @@ size_t gt_iter_bound(const struct gt_trace *t, int64_t x, int strict);
 int64_t gt_iter_trace_end(const struct gt_trace *t, const struct gt_range *r, size_t nr);
 /* Appends a zeroed iteration to out (capacity in *cap). */
 struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
+/* iterations_ranges.c: from the program's ranges (want_marker -1 any source,
+ * 0 NVTX, 1 marker ranges; name: ranges of that name only; numbered: a kind
+ * with a number in its name that repeats twice is enough); a numbered pair
+ * of steps around the pattern found; one step range around it */
+int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, int numbered, struct gt_iterations *out);
+int gt_iter_numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterations *out);
+int gt_iter_one_step_range(struct gt_trace *t, int want_marker, struct gt_iterations *out);
 /* Automatic detection (iterations_auto.c, iterations_kernels.c): out stays
  * empty if no pattern. */
 int gt_iter_from_alloc_pattern(struct gt_trace *t, const struct gt_pairs *p, const struct gt_sel *sel,
