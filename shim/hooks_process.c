@@ -72,7 +72,7 @@ GT_EXPORT void pthread_exit(void *retval)
     __builtin_unreachable();
 }
 
-/* Both are uninstrumented up to the pass-through (GT_UNINSTRUMENTED):
+/* All are uninstrumented up to the pass-through (GT_UNINSTRUMENTED):
  * ThreadSanitizer's runtime installs its own fatal-signal handlers through
  * sigaction during its initialisation, when an instrumented function's
  * entry crashes it. No trace watches signals then. */
@@ -89,77 +89,34 @@ GT_UNINSTRUMENTED GT_EXPORT int sigaction(int sig, const struct sigaction *act, 
     return gt_signals_sigaction(sig, act, old);
 }
 
-GT_UNINSTRUMENTED GT_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
-{
-    if (!gt_signals_watching(sig)) {
-        __typeof__(&signal) real = (__typeof__(&signal))gt_libc_real_uninstrumented(GT_LIBC_signal);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
+/* signal() and glibc's other ways to set a handler (they call its sigaction
+ * inside libc, past ours): through the view for a watched signal, straight
+ * through otherwise. */
+#define HANDLER_SETTER(name, through) \
+    GT_UNINSTRUMENTED GT_EXPORT __sighandler_t name(int sig, __sighandler_t handler) \
+    { \
+        if (!gt_signals_watching(sig)) { \
+            __typeof__(&name) real = (__typeof__(&name))gt_libc_real_uninstrumented(GT_LIBC_##name); \
+            if (!real) { \
+                errno = ENOSYS; \
+                return SIG_ERR; \
+            } \
+            return real(sig, handler); \
+        } \
+        return through(sig, handler); \
     }
-    return gt_signals_signal(sig, handler);
-}
-
-/* glibc's other ways to set a handler call its sigaction inside libc, past
- * ours: through the view too (bsd_signal is signal). */
-GT_UNINSTRUMENTED GT_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
-{
-    if (!gt_signals_watching(sig)) {
-        __typeof__(&sysv_signal) real = (__typeof__(&sysv_signal))gt_libc_real_uninstrumented(GT_LIBC_sysv_signal);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
-    }
-    return gt_signals_sysv_signal(sig, handler);
-}
 
 /* what signal() is in a program compiled with -std=c99 (glibc's headers
  * redirect it there outside the default feature set) */
 extern __sighandler_t __sysv_signal(int sig, __sighandler_t handler);
-GT_UNINSTRUMENTED GT_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
-{
-    if (!gt_signals_watching(sig)) {
-        __typeof__(&__sysv_signal) real = (__typeof__(&__sysv_signal))gt_libc_real_uninstrumented(GT_LIBC___sysv_signal);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
-    }
-    return gt_signals_sysv_signal(sig, handler);
-}
 
-GT_UNINSTRUMENTED GT_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
-{
-    if (!gt_signals_watching(sig)) {
-        __typeof__(&bsd_signal) real = (__typeof__(&bsd_signal))gt_libc_real_uninstrumented(GT_LIBC_bsd_signal);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
-    }
-    return gt_signals_signal(sig, handler);
-}
-
+HANDLER_SETTER(signal, gt_signals_signal)
+HANDLER_SETTER(bsd_signal, gt_signals_signal)
+HANDLER_SETTER(sysv_signal, gt_signals_sysv_signal)
+HANDLER_SETTER(__sysv_signal, gt_signals_sysv_signal)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"   /* sigset: deprecated, still called */
-GT_UNINSTRUMENTED GT_EXPORT __sighandler_t sigset(int sig, __sighandler_t handler)
-{
-    if (!gt_signals_watching(sig)) {
-        __typeof__(&sigset) real = (__typeof__(&sigset))gt_libc_real_uninstrumented(GT_LIBC_sigset);
-        if (!real) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real(sig, handler);
-    }
-    return gt_signals_sigset(sig, handler);
-}
+HANDLER_SETTER(sigset, gt_signals_sigset)
 #pragma GCC diagnostic pop
 
 /* Before exec: finish the trace; if exec returns it failed, so resume. */

@@ -275,6 +275,21 @@ GT_UNINSTRUMENTED bool gt_signals_watching(int sig)
     return false;
 }
 
+/* A handler set the way signal(), sysv_signal() and sigset() set one,
+ * through the program's view: flags, and the signal blocked in its handler
+ * or not. *old: the disposition before. */
+static int set_handler(int sig, __sighandler_t handler, int flags, bool block_self, struct sigaction *old)
+{
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (block_self && sig > 0 && sig < NSIG)
+        sigaddset(&act.sa_mask, sig);
+    act.sa_flags = flags;
+    return gt_signals_sigaction(sig, &act, old);
+}
+
 /* The interposed signal() for a watched signal: glibc's BSD semantics (SA_RESTART, the signal
  * blocked in its handler), through the sigaction above. */
 __sighandler_t gt_signals_signal(int sig, __sighandler_t handler)
@@ -283,16 +298,8 @@ __sighandler_t gt_signals_signal(int sig, __sighandler_t handler)
         errno = EINVAL;
         return SIG_ERR;
     }
-    struct sigaction act, old;
-    memset(&act, 0, sizeof act);
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    if (sig > 0 && sig < NSIG)
-        sigaddset(&act.sa_mask, sig);
-    act.sa_flags = SA_RESTART;
-    if (gt_signals_sigaction(sig, &act, &old) != 0)
-        return SIG_ERR;
-    return old.sa_handler;
+    struct sigaction old;
+    return set_handler(sig, handler, SA_RESTART, true, &old) == 0 ? old.sa_handler : SIG_ERR;
 }
 
 /* glibc's sysv_signal: one-shot, the signal not blocked in its handler, no
@@ -305,14 +312,8 @@ __sighandler_t gt_signals_sysv_signal(int sig, __sighandler_t handler)
         errno = EINVAL;
         return SIG_ERR;
     }
-    struct sigaction act, old;
-    memset(&act, 0, sizeof act);
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESETHAND | SA_NODEFER;
-    if (gt_signals_sigaction(sig, &act, &old) != 0)
-        return SIG_ERR;
-    return old.sa_handler;
+    struct sigaction old;
+    return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false, &old) == 0 ? old.sa_handler : SIG_ERR;
 }
 
 /* glibc's sigset (System V): SIG_HOLD blocks the signal; any other
@@ -328,16 +329,8 @@ __sighandler_t gt_signals_sigset(int sig, __sighandler_t handler)
     sigemptyset(&one);
     sigaddset(&one, sig);
     struct sigaction old;
-    if (handler == SIG_HOLD) {
-        if (gt_signals_sigaction(sig, NULL, &old) != 0 || sigprocmask(SIG_BLOCK, &one, &was) != 0)
-            return SIG_ERR;
-        return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
-    }
-    struct sigaction act;
-    memset(&act, 0, sizeof act);
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    if (gt_signals_sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0)
+    int rc = handler == SIG_HOLD ? gt_signals_sigaction(sig, NULL, &old) : set_handler(sig, handler, 0, false, &old);
+    if (rc != 0 || sigprocmask(handler == SIG_HOLD ? SIG_BLOCK : SIG_UNBLOCK, &one, &was) != 0)
         return SIG_ERR;
     return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
 }

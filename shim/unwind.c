@@ -84,11 +84,9 @@ bool gt_unwind_usable(void)
         return false;
     for (int i = 0; i < gt_unw.npipe; i++) {
         struct stat st;
-        if (fstat(gt_unw.pipe[i].fd, &st) == 0 && st.st_dev == gt_unw.pipe[i].dev && st.st_ino == gt_unw.pipe[i].ino)
-            continue;
         /* closed (libunwind opens another at its next check, on a free
          * number: harmless) or another file there: stop only for the latter */
-        if (fstat(gt_unw.pipe[i].fd, &st) == 0) {
+        if (fstat(gt_unw.pipe[i].fd, &st) == 0 && (st.st_dev != gt_unw.pipe[i].dev || st.st_ino != gt_unw.pipe[i].ino)) {
             atomic_store(&pipe_lost, true);
             return false;
         }

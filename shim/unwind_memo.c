@@ -280,10 +280,10 @@ __attribute__((noinline)) int gt_unwind_memo(void **buf, int max, uint64_t hint)
     e->max = (int16_t)max;
     e->base = base;
     set->key[w] = key;
-    if (!plain) {   /* libunwind's own backtrace for this path, now and from now on */
+    if (!plain) {   /* libunwind's own backtrace for this path, now and from now on (checked usable above) */
         gt_cost_count(GT_COST_MEMO_UNPLAIN);
         e->n = -1;
-        return libunwind_backtrace(buf, max);
+        return gt_unw.backtrace(buf, max);
     }
     memcpy(e->ip, buf, (size_t)n * sizeof *buf);
     e->n = (int16_t)n;
