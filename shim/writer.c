@@ -2,7 +2,7 @@
  * SQLite trace in batched transactions (WAL), so even a killed process
  * leaves a readable trace with the drop counts (the processes row's counters
  * are current at every commit). Its thread, loop, transactions and the
- * opening and closing of the file live here; what each record becomes is
+ * closing of the file live here (the opening is writer_open.c's); what each record becomes is
  * writer_events.c's (allocation events) and writer_activity.c's (everything
  * else), all through db.c. All SQLite work happens on this thread. */
 #include <errno.h>
@@ -62,137 +62,6 @@ static struct {
     dev_t dev;                 /* the trace file as opened: one removed or replaced at its name */
     ino_t ino;                 /* while written was said "wrote" (gt_writer_stop) */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .sql_mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* The one line for a trace file that could not be initialised: SQLite's
- * reason, or the file beside it that is a link (a planted -shm, -wal or
- * -journal: SQLite refuses to follow it, and says only "unable to open"). */
-static void init_failed(const char *path, bool temporary)
-{
-    const char *why = gt_db_errmsg();
-    char beside[4300], what[64] = "";
-    for (int i = 0; i < 3 && !what[0]; i++) {
-        const char *sfx = (const char *[]){"-shm", "-wal", "-journal"}[i];
-        struct stat st;
-        snprintf(beside, sizeof beside, "%s%s", path, sfx);
-        if (lstat(beside, &st) == 0 && S_ISLNK(st.st_mode))
-            snprintf(what, sizeof what, "its %s file is a symbolic link (never followed)", sfx);
-    }
-    char reason[4400];
-    snprintf(reason, sizeof reason, "%s", what[0] ? what : why); /* the close below may change SQLite's message */
-    gt_db_close(false);
-    gt_db_clear_failure();
-    gt_db_initialising(false);
-    bool removed = temporary && gt_output_discard(path);
-    gt_eprintf("gputrace: cannot initialise trace file %s: %s; tracing is off (%s), the program continues\n",
-            path, reason, removed ? "the file was removed" : "the file holds no events");
-}
-
-/* A new trace: the schema and the processes row committed under the
- * temporary name and closed (the close checkpoints and removes its -wal:
- * nothing beside the file is named after it), then given its name. A process killed before
- * the rename leaves NAME.creating-PID (the analyzer says what it is); after
- * it, a trace that opens. */
-static bool create_file(void)
-{
-    char err[4400], tmp[4200];
-    if (gt_output_create(tmp, sizeof tmp, err, sizeof err) != 0) {
-        gt_eprintf("gputrace: cannot create trace file %s; tracing is off, the program continues (set GPUTRACE_OUTPUT to a writable path)\n", err);
-        return false;
-    }
-    snprintf(W.path, sizeof W.path, "%s", tmp);
-    if (!gt_db_open(tmp)) {
-        gt_output_discard(tmp);
-        return false;
-    }
-    gt_db_initialising(true);
-    gt_thread_untraced();
-    /* WAL from the start: named, the file needs no journal write to switch
-     * (a kill during that would leave a hot journal a reader cannot roll back) */
-    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") || !gt_db_exec("BEGIN") ||
-        !gt_db_exec(gt_schema_sql) || !gt_db_prepare() || !gt_process_row(W.start_unix, W.start_mono) ||
-        !gt_window_begin(W.start_mono) || !gt_db_exec("COMMIT")) {
-        init_failed(tmp, true);
-        return false;
-    }
-    gt_db_close(false);
-    gt_db_initialising(false);
-    /* the close checkpoints the schema into the file and removes its -wal;
-     * a -wal left holding data (the disk filled) means the file alone is no
-     * trace: published without it, a truncated file sat at the final name */
-    struct stat wal;
-    char wal_path[sizeof tmp + 8];
-    snprintf(wal_path, sizeof wal_path, "%s-wal", tmp);
-    if (lstat(wal_path, &wal) == 0 && wal.st_size > 0) {
-        bool removed = gt_output_discard(tmp);
-        gt_eprintf("gputrace: cannot initialise trace file %s: its schema could not be written into it (is the disk "
-                   "full?); tracing is off (%s), the program continues\n", tmp,
-                   removed ? "the file was removed" : "the file holds no events");
-        return false;
-    }
-    if (gt_output_publish(tmp, W.path, sizeof W.path, err, sizeof err) != 0) {
-        gt_eprintf("gputrace: cannot name trace file %s (it stays %s, holding no events); tracing is off, the "
-                        "program continues\n", err, tmp);
-        return false;
-    }
-    gt_runlog_opened(W.path); /* under `gputrace run`: listed for the launcher's closing line */
-    return true;
-}
-
-/* Opens the trace file. create: a new file from the output pattern (never an
- * existing one), with the schema and the processes row; otherwise reopen
- * W.path (after a failed exec). */
-static bool open_db_lifted(bool create);
-
-/* SQLite puts /dev/null on a closed fd 0-2 and keeps it. With the shim's
- * own SQLite its open never takes them (vfs.c); a system SQLite's is left
- * alone, and 0-2 are held meanwhile instead (fdlift.c: a program thread
- * opening a file in that moment gets another number) */
-static bool open_db(bool create)
-{
-    static struct gt_fd_lift lift;   /* (the writer thread's alone; its stack is 1 MiB) */
-    gt_vfs_name();   /* (registers it: SQLite's open is ours from then on, where it can be) */
-    bool hold = !gt_vfs_keeps_stdio_free();
-    if (hold)
-        gt_fd_lift_begin(&lift, false);
-    bool ok = open_db_lifted(create);
-    if (hold)
-        gt_fd_lift_end(&lift);
-    return ok;
-}
-
-static bool open_db_lifted(bool create)
-{
-    if (create && !create_file())
-        return false;
-    if (!gt_db_open(W.path))
-        return false;
-    struct stat st;
-    W.dev = W.ino = 0;
-    if (stat(W.path, &st) == 0) {
-        W.dev = st.st_dev;
-        W.ino = st.st_ino;
-    }
-    gt_db_initialising(true);
-    gt_thread_untraced();
-    if (!gt_db_exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"))
-        goto fail;
-    /* A first commit at once: from now on the trace's -wal is not empty
-     * while it is open, so a reader that finds none (or an empty one) can
-     * tell a copy made without it, unless the process died in this moment. */
-    if (create && !gt_db_exec("BEGIN IMMEDIATE; UPDATE processes SET id = id; COMMIT"))
-        goto fail;
-    if (!gt_db_prepare())
-        goto fail;
-    gt_events_begin(W.start_mono);
-    gt_activity_begin(W.start_mono);
-    gt_db_initialising(false);
-    if (!create)
-        gt_process_reopen();
-    return true;
-fail:
-    init_failed(W.path, false);
-    return false;
-}
 
 /* A record off the queue, to the part that writes its kind. */
 static void write_record(struct gt_rec *rec)
@@ -387,7 +256,7 @@ static void *writer_main(void *arg)
     W.tid = (pid_t)syscall(SYS_gettid);
     atomic_store(&W.entered, true);
     pthread_mutex_lock(&W.sql_mu); /* a fork mid-open must not copy SQLite's locks */
-    bool opened = open_db(create);
+    bool opened = gt_writer_open(W.path, sizeof W.path, W.start_unix, W.start_mono, create, &W.dev, &W.ino);
     pthread_mutex_unlock(&W.sql_mu);
     if (!opened) {
         W.open_failed();

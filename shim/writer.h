@@ -9,8 +9,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shim.h"
+
+/* writer_open.c: the trace file opened (a new one when create, else path
+ * again); *dev and *ino: the file as opened, 0 when unknown */
+bool gt_writer_open(char *path, size_t path_size, uint64_t start_unix, uint64_t start_mono, bool create,
+                    dev_t *dev, ino_t *ino);
 
 /* writer_events.c */
 void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
