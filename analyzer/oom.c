@@ -331,6 +331,7 @@ static void json_request(struct oom_ctx *o, struct gt_json *j, const struct requ
     gt_json_kint_or_null(j, "batch_size", bs);
     gt_json_kint_or_null(j, "max_batch_size", o->pk.max_batch_size);
     gt_json_kint_or_null(j, "batch_size_reduction", reduction);
+    gt_json_kstr(j, "max_batch_size_withheld", o->pk.withheld_why);   /* peak's; null: given, or no fit */
 }
 
 static void text_request(struct oom_ctx *o, size_t k, const struct request *q, int64_t total, int64_t needed,
@@ -370,7 +371,10 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
                "     so what had to go cannot be told from it\n");
     else if (total > 0 && q->requested >= 0) {
         if (needed > 0)
-            printf("     request + live exceed the device total by %s: that much had to go\n", gt_fmt_bytes(needed, b1));
+            /* at least: what the device held beside the live bytes (the ledger's
+             * "free then", below) had to be made up too */
+            printf("     request + live exceed the device total by %s: at least that much had to go\n",
+                   gt_fmt_bytes(needed, b1));
         else
             printf("     request + live stay %s under the device total: that much was held beside the live bytes "
                    "(%sthe CUDA context and driver, memory held for CUDA graphs, other processes) or lost to "
@@ -385,6 +389,9 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
         else if (reduction == 0)
             printf("; the fit predicts up to %lld fits: this failure is not explained by the batch size\n",
                    (long long)o->pk.max_batch_size);
+        else if (o->pk.withheld_why)   /* peak's own reason, with what would give one */
+            printf("; no largest batch size from the fit: %s%s%s\n", o->pk.withheld_why,
+                   o->pk.what_to_do ? "; " : "", o->pk.what_to_do ? o->pk.what_to_do : "");
         else
             printf("; no fit of peak vs batch size (needs iterations with 2 or more batch sizes)\n");
     }

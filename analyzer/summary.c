@@ -106,6 +106,57 @@ static void capture_text(const struct capture *k)
     printf("\n");
 }
 
+/* The out-of-memory verdict: requests that failed for want of memory (a
+ * retry of one counts once), and whether the program ended on the last. */
+struct oom_verdict {
+    size_t requests;
+    int ended;
+    struct gt_oom_end end;
+};
+
+static void oom_verdict(struct gt_ctx *c, struct oom_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->requests = gt_oom_requests(c, &v->ended);
+    if (v->ended)
+        v->ended = gt_oom_ended_program(c, &v->end);
+}
+
+static void oom_json(struct gt_json *j, const struct oom_verdict *v)
+{
+    gt_json_key(j, "out_of_memory");
+    gt_json_obj(j);
+    gt_json_kint(j, "requests", (int64_t)v->requests);
+    gt_json_key(j, "ended_program");
+    gt_json_bool(j, v->ended);
+    if (v->ended) {
+        gt_json_kstr(j, "api", v->end.call);
+        gt_json_kint_or_null(j, "requested_bytes", v->end.requested);
+        gt_json_kint_or_null(j, "device", v->end.device == GT_ANY_DEVICE ? -1 : v->end.device);
+    }
+    gt_json_obj_end(j);
+}
+
+static void oom_text(const struct oom_verdict *v)
+{
+    char b[GT_FMT_LEN];
+    if (!v->requests)
+        return;
+    if (v->ended) {
+        printf("  out of memory: the program ended on a failed %s", v->end.call ? v->end.call : "request");
+        if (v->end.requested >= 0)
+            printf(" of %s", gt_fmt_bytes(v->end.requested, b));
+        if (v->end.device != GT_ANY_DEVICE && v->end.memory != GT_MEM_HOST && v->end.memory != GT_MEM_MANAGED)
+            printf(" on device %d", v->end.device);
+        if (v->requests > 1)
+            printf(", after %zu earlier one%s it went on from", v->requests - 1, gt_s((long long)(v->requests - 1)));
+        printf(" (gputrace oom)\n");
+    } else {
+        printf("  out of memory: %zu request%s failed; the program went on after %s (gputrace oom)\n", v->requests,
+               gt_s((long long)v->requests), v->requests == 1 ? "it" : "them");
+    }
+}
+
 int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
 {
     const struct gt_trace *t = &c->t;
@@ -135,6 +186,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         code = gt_growth_compute(c, &g);
     if (code)
         goto out;
+    struct oom_verdict oomv;
+    oom_verdict(c, &oomv);
     if (j) {
         gt_json_obj(j);
         gt_ctx_json_head(c, j);
@@ -222,6 +275,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
             gt_json_double(j, g.slope);
         else
             gt_json_null(j);
+        oom_json(j, &oomv);
         if (!code)
             code = gt_report_ledger(c, j);
         gt_json_obj_end(j);
@@ -316,6 +370,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                g.memory, g.later_used ? ", with steps seen in later kernel windows" : "");
     else
         printf("  growth: unknown (%s)\n", its->n ? "fewer than 3 iterations after warm-up" : "no iterations");
+    oom_text(&oomv);
     if (!code)
         code = gt_report_ledger(c, NULL);
 out:

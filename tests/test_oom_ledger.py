@@ -78,6 +78,41 @@ class OomLedger(T.AnalyzerTest):
         self.assertEqual(f['sites_to_free'], k + 1)
         self.assertIn('to fit: the %d largest call site' % (k + 1), self.ok('oom', db).stdout)
 
+    def test_two_batch_sizes_say_peaks_reason_for_no_fit_not_a_fixed_one(self):
+        db = self.run_oom([16, 32, 3000])   # two batch sizes ran: a line through them tests nothing
+        f = self.json('oom', db)['failures'][0]
+        why = self.json('peak', db)['max_batch_size_withheld']
+        self.assertTrue(why)
+        self.assertEqual(f['max_batch_size_withheld'], why)
+        self.assertIn('no largest batch size from the fit: ' + why, self.ok('oom', db).stdout)
+
+    def test_the_excess_over_the_device_total_is_a_lower_bound_beside_the_shortfall(self):
+        db = self.run_oom([16, 32, 48, 64, 3000])
+        requested, live = replay_failure(3000)
+        text = self.ok('oom', db).stdout
+        if requested + sum(live) > CAPACITY:
+            self.assertIn('at least that much had to go', text)
+        # the context and the other process held more: the shortfall is larger than the excess
+        self.assertIn('short by', text)
+        self.assertNotIn(': that much had to go', text)
+
+    def test_summary_says_the_program_ended_out_of_memory(self):
+        db = self.run_oom([16, 32, 3000])
+        requested, _ = replay_failure(3000)
+        s = self.json('summary', db)['out_of_memory']
+        self.assertEqual((s['requests'], s['ended_program'], s['requested_bytes'], s['device']), (1, True, requested, 0))
+        self.assertEqual(s['api'], self.json('oom', db)['failures'][0]['api'])
+        text = self.ok('summary', db).stdout
+        self.assertRegex(text, r'out of memory: the program ended on a failed \w+ of [0-9.]+ [KMG]iB on device 0 '
+                               r'\(gputrace oom\)')
+
+    def test_summary_of_a_run_without_failures_has_no_out_of_memory_line(self):
+        p, db = self.trace([prog('seed_batches'), 'nvtx', str(PARAMS), str(INPUT), ','.join(map(str, WIDTHS)), '16',
+                            '32'], env_extra=dict(PLANTED))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.json('summary', db)['out_of_memory'], {'requests': 0, 'ended_program': False})
+        self.assertNotIn('out of memory', self.ok('summary', db).stdout)
+
     def test_without_nvml_free_is_an_upper_bound(self):
         db = self.run_oom([16, 32, 48, 64, 3000], nvml=False)
         requested, live = replay_failure(3000)
