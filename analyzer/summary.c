@@ -308,7 +308,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     }
     printf("  trace: schema %lld, libgputrace %s, %s after %s\n", (long long)t->schema_version,
            p->library_version ? p->library_version : "?",
-           p->end_reason ? p->end_reason : "not closed (process killed?)", gt_fmt_ns(duration, b1));
+           p->end_reason ? p->end_reason : "not closed (the process was killed or crashed, or still runs)", gt_fmt_ns(duration, b1));
     for (size_t i = 0; i < t->ndevices; i++)
         printf("  device %lld: %s, %s\n", (long long)t->devices[i].id, t->devices[i].name ? t->devices[i].name : "?",
                t->devices[i].total_bytes >= 0 ? gt_fmt_bytes(t->devices[i].total_bytes, b1) : "size unknown");

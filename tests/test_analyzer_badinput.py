@@ -188,7 +188,7 @@ class KilledTraces(T.AnalyzerTest):
             f.write((1000).to_bytes(4, 'big'))
         d = self.json('summary', db)
         self.assertEqual(d['events']['allocs'], 3000)
-        self.assertIn('not closed', self.ok('summary', db).stdout)
+        self.assertIn('not closed (the process was killed or crashed, or still runs)', self.ok('summary', db).stdout)
 
     def test_copy_without_its_wal_file_says_the_wal_is_missing(self):
         import shutil
