@@ -130,11 +130,28 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
     }
     if (strchr(arg, '%'))
         return 0; /* a pattern names files per process: nothing to replace */
-    if (lstat(arg, &st) != 0)
-        return 0;
+    if (lstat(arg, &st) != 0) {
+        /* SQLite's files of a trace removed without them: the shim would
+         * not take the name beside them (SQLite would read them as the new
+         * file's) and wrote NAME.PID.db, where no one looks */
+        char left[3][PATH_MAX + 16];
+        int nleft = 0;
+        for (int k = 0; k < 3; k++) {
+            snprintf(left[nleft], sizeof left[nleft], "%s%s", arg, (const char *[]){"-wal", "-shm", "-journal"}[k]);
+            nleft += lstat(left[nleft], &st) == 0;
+        }
+        if (!nleft)
+            return 0;
+        fprintf(stderr, "gputrace run: -o %s: %s%s%s%s%s %s left of a trace removed without %s; remove %s too, or "
+                        "choose another path\n", arg, left[0], nleft > 2 ? ", " : nleft > 1 ? " and " : "",
+                nleft > 1 ? left[1] : "", nleft > 2 ? " and " : "", nleft > 2 ? left[2] : "",
+                nleft > 1 ? "are" : "is", nleft > 1 ? "them" : "it", nleft > 1 ? "them" : "it");
+        return -1;
+    }
     if (!finished_trace(arg, &st)) {
         fprintf(stderr, "gputrace run: -o %s: exists and is not a finished gputrace trace (or a trace is still "
-                        "being written to it); choose another path, or remove it first\n", arg);
+                        "being written to it); choose another path, or remove it (and its -wal and -shm) first\n",
+                arg);
         return -1;
     }
     /* moved aside, not removed: the shim never replaces a file, and a
@@ -151,16 +168,20 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
     return 0;
 }
 
-/* After the command: the new trace replaces the old, or the old comes back. */
-static void settle_aside(const char *out, const char *aside)
+/* After the command: the new trace replaces the old, or the old comes back
+ * (returns 1: said after the closing line, which tells no new file there). */
+static int settle_aside(const char *out, const char *aside)
 {
     struct stat st;
     if (!aside[0])
-        return;
+        return 0;
     if (lstat(out, &st) == 0)
         unlink(aside);
     else if (rename(aside, out) != 0)
         fprintf(stderr, "gputrace run: the old trace is left at %s: %s\n", aside, strerror(errno));
+    else
+        return 1;
+    return 0;
 }
 
 /* Ends this process as the command ended: by the same signal (a calling
@@ -209,8 +230,10 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     int sig = 0;
     struct gt_spawn how = {.term_signal = &sig};
     int status = gt_spawn_wait(a->files, &how, "gputrace run");   /* CMD [ARG...], NULL-terminated */
-    settle_aside(out, aside);
+    int restored = settle_aside(out, aside);
     if (closing)
-        gt_run_log_end(status);
+        gt_run_log_end(status, sig);
+    if (restored && closing && status != GT_RUN_EXIT_NOT_FOUND && status != GT_RUN_EXIT_CANNOT_EXEC)
+        fprintf(stderr, "gputrace run: %s still holds the earlier trace: this run wrote none there\n", a->out);
     return end_as(sig, status);
 }

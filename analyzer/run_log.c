@@ -3,11 +3,14 @@
  * the command appends a line when it creates its trace and one when it
  * finishes it (shim/runlog.c) and stays quiet; at the end the launcher says,
  * in one line, the files written, or that no process made a call it records. */
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "exitcodes.h"
 #include "format.h"
@@ -99,12 +102,14 @@ static int by_start(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-void gt_run_log_end(int status)
+void gt_run_log_end(int status, int sig)
 {
     if (!log_dir[0])
         return;
     struct trace_file *t = NULL;
     size_t n = 0, cap = 0;
+    struct { char *path; int pid; } creating[64];   /* files being created: told if never opened */
+    size_t nc = 0;
     FILE *f = fopen(log_path, "r");
     char line[PATH_MAX + 256];
     while (f && fgets(line, sizeof line, f)) {
@@ -120,7 +125,8 @@ void gt_run_log_end(int status)
         }
         int open_rec = (nf == 4 || nf == 5) && strcmp(field[0], "open") == 0; /* 4: an older shim's, no start */
         int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
-        if (!open_rec && !wrote_rec)
+        int creating_rec = nf == 3 && strcmp(field[0], "creating") == 0;
+        if (!open_rec && !wrote_rec && !creating_rec)
             continue;
         char *path = field[nf - 1];   /* \\, \t and \n escaped by the shim (runlog.c) */
         char *o = path;
@@ -132,6 +138,11 @@ void gt_run_log_end(int status)
                 *o++ = *c;
             }
         *o = 0;
+        if (creating_rec) {
+            if (nc < sizeof creating / sizeof *creating && (creating[nc].path = strdup(path)))
+                creating[nc++].pid = atoi(field[1]);
+            continue;
+        }
         struct trace_file *e = find(t, n, path);
         if (!e) {
             if (n == cap) {
@@ -170,16 +181,33 @@ void gt_run_log_end(int status)
 
     if (n > 1)
         qsort(t, n, sizeof *t, by_start);
+    size_t unopened = 0;
+    for (size_t k = 0; k < nc; k++) {
+        int opened = 0;
+        for (size_t i = 0; i < n && !opened; i++)
+            opened = t[i].pid == creating[k].pid;
+        if (opened)
+            free(creating[k].path);
+        else
+            creating[unopened++] = creating[k];
+    }
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         cwd[0] = 0;
     if (n == 0 && (status == GT_RUN_EXIT_NOT_FOUND || status == GT_RUN_EXIT_CANNOT_EXEC)) {
         /* (it was never run, or ended as one: "cannot run" said why) */
+    } else if (n == 0 && unopened) {
+        /* (said below, process by process) */
     } else if (n == 0) {
         /* the shim starts a trace at the first call it records: a program
          * that only asked for devices or synchronized made none */
-        fprintf(stderr, "gputrace run: no process of the command that the preload reached made a CUDA call gputrace records (memory, graphs):"
-                        " nothing was traced\n");
+        if (sig > 0)   /* a process killed in the moment after its first call has no trace yet */
+            fprintf(stderr, "gputrace run: nothing was traced: the command died of signal %d (%s) before any of its "
+                            "processes had a trace file (a process killed within a few ms of its first CUDA call "
+                            "leaves none)\n", sig, strsignal(sig));
+        else
+            fprintf(stderr, "gputrace run: no process of the command that the preload reached made a CUDA call gputrace "
+                            "records (memory, graphs): nothing was traced\n");
     } else if (n == 1) {
         fprintf(stderr, "gputrace run: wrote ");
         say_one(stderr, &t[0], cwd, !t[0].done);
@@ -193,6 +221,29 @@ void gt_run_log_end(int status)
         }
         fputc('\n', stderr);
     }
+    /* a process that ended while its trace was being made (killed a few ms
+     * after its first recorded call): what it left under the temporary name
+     * holds the schema at most, never an event */
+    for (size_t k = 0; k < unopened; k++) {
+        if (kill(creating[k].pid, 0) == 0 || errno == EPERM) {   /* (a process of the command that outlived it) */
+            fprintf(stderr, "gputrace run: process %d still runs, its trace still being created (%s)\n",
+                    creating[k].pid, shown(creating[k].path, cwd));
+            continue;
+        }
+        /* the shim's own file under its temporary name and SQLite's beside
+         * it: no event in them, and no process left to finish them */
+        int removed = unlink(creating[k].path) == 0;
+        for (int s = 0; s < 3; s++) {
+            char side[PATH_MAX + 16];
+            snprintf(side, sizeof side, "%s%s", creating[k].path, (const char *[]){"-journal", "-wal", "-shm"}[s]);
+            removed |= unlink(side) == 0;
+        }
+        fprintf(stderr, "gputrace run: process %d ended while its trace was being created, a moment after its first "
+                        "CUDA call: nothing of it was recorded%s\n", creating[k].pid,
+                removed ? " (its unfinished file was removed)" : "");
+    }
+    for (size_t k = 0; k < unopened; k++)
+        free(creating[k].path);
     for (size_t i = 0; i < n; i++)
         free(t[i].path);
     free(t);

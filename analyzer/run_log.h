@@ -9,7 +9,8 @@
 int gt_run_log_begin(void);
 /* After the command ends: one line on stderr, then the run log is removed. */
 /* status: the command's; 126 or 127 with nothing traced is a command that
- * could not be run, already said: no closing line then. */
-void gt_run_log_end(int status);
+ * could not be run, already said: no closing line then. sig: the signal the
+ * command died of, or 0. */
+void gt_run_log_end(int status, int sig);
 
 #endif

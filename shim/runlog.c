@@ -56,6 +56,27 @@ static bool append(const char *line, size_t n)
     return ok;
 }
 
+/* Writer thread, before a new trace is made under its temporary name tmp:
+ * "creating PID PATH". A process killed before its "open" line (a few ms
+ * after its first recorded call: the schema and the processes row are being
+ * written) is then told by the launcher, and its temporary file named,
+ * instead of "nothing was traced". */
+void gt_runlog_creating(const char *tmp)
+{
+    if (!*gt_config.run_log)
+        return;
+    char path[PATH_MAX];
+    if (!realpath(tmp, path))
+        snprintf(path, sizeof path, "%s", tmp);
+    snprintf(abs_path, sizeof abs_path, "%s", path);
+    escape_path();
+    char line[sizeof log_path + 64];
+    int n = snprintf(line, sizeof line, "creating\t%d\t%s\n", (int)getpid(), log_path);
+    abs_path[0] = log_path[0] = 0;   /* (the trace's own path is said at "open") */
+    if (n > 0 && (size_t)n < sizeof line)
+        append(line, (size_t)n);
+}
+
 /* Writer thread, when path has just been created: "open PID RANK STARTED_NS PATH". */
 void gt_runlog_opened(const char *path)
 {

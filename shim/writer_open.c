@@ -58,6 +58,7 @@ static bool create_file(struct opening *o)
         return false;
     }
     snprintf(o->path, o->path_size, "%s", tmp);
+    gt_runlog_creating(tmp);   /* (the file exists: gt_output_create made it) */
     if (!gt_db_open(tmp)) {
         gt_output_discard(tmp);
         return false;

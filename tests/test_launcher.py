@@ -60,6 +60,28 @@ class LauncherTest(TraceTest):
         self.assertIn('still', self.refused(db))
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
 
+    def test_the_files_left_of_a_removed_trace_are_named_not_written_beside(self):
+        # rm t.db after a killed run left t.db-wal and t.db-shm: the next run wrote t.PID.db
+        db = os.path.join(self.dir, 't.db')
+        for side in ('-wal', '-shm'):
+            with open(db + side, 'wb') as f:
+                f.write(b'x' * 32)
+        line = self.refused(db)
+        self.assertIn('t.db-wal and %s-shm are left of a trace removed without them; remove them too' % db, line)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['t.db-shm', 't.db-wal'])
+        os.unlink(db + '-shm')
+        self.assertIn('t.db-wal is left of a trace removed without it; remove it too', self.refused(db))
+
+    def test_a_command_that_traced_nothing_says_the_earlier_trace_is_still_there(self):
+        db = os.path.join(self.dir, 'keep.db')
+        self.launch(['-o', db, '--', prog('output')])
+        p = self.launch(['-o', db, '--', '/bin/true'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('gputrace run: %s still holds the earlier trace: this run wrote none there' % db, p.stderr)
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
+        p = self.launch(['-o', db, '--', prog('output')])   # a run that writes one says nothing of the earlier
+        self.assertNotIn('earlier trace', p.stderr)
+
     def test_run_refuses_an_output_directory_that_does_not_exist(self):
         self.assertIn('does not exist', self.refused(os.path.join(self.dir, 'no', 'such', 't.db')))
         self.assertIn('no such directory', self.refused(os.path.join(self.dir, 'nodir') + '/'))
@@ -247,6 +269,53 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(len(line), 1, p.stderr)
         self.assertIn('wrote 2 traces', line[0])
         self.assertLess(line[0].index('parent.db (pid 32000'), line[0].index('child.db (pid 300'), line[0])
+
+    def test_a_process_that_died_while_its_trace_was_created_is_told_and_its_file_removed(self):
+        # killed a few ms after its first CUDA call: the shim had said "creating" with its
+        # temporary file, and no "open"; "nothing was traced" was false, the file left behind
+        tmp = os.path.join(self.dir, 'k.db.creating-')
+        script = ('touch %s$$ %s$$-journal; printf "creating\\t$$\\t%s$$\\n" >> "$GPUTRACE_RUN_LOG"; kill -KILL $$'
+                  % (tmp, tmp, tmp))
+        p = self.launch(['-o', 'k.db', '--', '/bin/sh', '-c', script])
+        self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r'^gputrace run: process \d+ ended while its trace was being created, a moment after '
+                                   r'its first CUDA call: nothing of it was recorded \(its unfinished file was removed\)$')
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_a_process_still_creating_its_trace_is_left_alone(self):
+        # a process of the command that outlives it (a daemon): its file is its own to finish
+        tmp = os.path.join(self.dir, 'k.db.creating-')
+        script = ('sleep 5 >/dev/null 2>&1 & touch %s$!; printf "creating\\t$!\\t%s$!\\n" >> "$GPUTRACE_RUN_LOG"; echo $! > pid'
+                  % (tmp, tmp))
+        p = self.launch(['--', '/bin/sh', '-c', script])
+        with open(os.path.join(self.dir, 'pid')) as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(self.gputrace_lines(p.stderr)[0], r'^gputrace run: process \d+ still runs, its trace still '
+                                                           r'being created \(k\.db\.creating-\d+\)$')
+        self.assertEqual(len([n for n in os.listdir(self.dir) if '.creating-' in n]), 1)
+
+    def test_a_command_killed_before_any_trace_says_so_not_that_nothing_called_cuda(self):
+        p = self.launch(['--', '/bin/sh', '-c', 'kill -KILL $$'])
+        self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr)
+        self.assertEqual(self.gputrace_lines(p.stderr),
+                         ['gputrace run: nothing was traced: the command died of signal 9 (Killed) before any of its '
+                          'processes had a trace file (a process killed within a few ms of its first CUDA call leaves '
+                          'none)'])
+
+    def test_the_shim_says_creating_with_its_temporary_file_before_open(self):
+        log = os.path.join(self.dir, 'run.log')
+        open(log, 'w').close()
+        p = run([prog('output')], env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 'c.db'),
+                                               GPUTRACE_RUN_LOG=log), cwd=self.dir)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        with open(log) as f:
+            recs = [l.split('\t') for l in f.read().splitlines()]
+        self.assertEqual([r[0] for r in recs], ['creating', 'open', 'wrote'], recs)
+        self.assertEqual(recs[0][1], recs[1][1])
+        self.assertEqual(recs[0][2], os.path.realpath(os.path.join(self.dir, 'c.db')) + '.creating-' + recs[0][1])
 
     def test_without_run_each_process_says_its_own_line(self):
         p = run([prog('spawn_children'), 'posix_spawn'],
