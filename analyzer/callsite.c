@@ -425,8 +425,12 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
     for (size_t i = 0; i < n; i++) {
         if (v[i].n == 0) {
             char msg[128];
-            snprintf(msg, sizeof msg, v[i].site < 0 ? "(no stack: GPUTRACE_STACK_DEPTH=0?)" : "(stack %lld: no frames recorded)",
-                     (long long)gt_trace_stack_id(&c->t, v[i].site));
+            if (v[i].site >= 0)
+                snprintf(msg, sizeof msg, "(stack %lld: no frames recorded)", (long long)gt_trace_stack_id(&c->t, v[i].site));
+            else if (c->t.proc.stack_depth == 0)   /* as gputrace sweep's runs are, by default */
+                snprintf(msg, sizeof msg, "(no stacks: traced with stack depth 0; gputrace run --stack-depth 32 records them)");
+            else
+                snprintf(msg, sizeof msg, "(no stack recorded)");
             texts[i] = gt_xstrdup(msg);
             continue;
         }

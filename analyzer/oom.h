@@ -36,6 +36,7 @@ struct at_failure {
     int64_t short_by;        /* >= 0; -1 unknown (or, without NVML, no shortfall the trace shows) */
     int short_by_lower_bound;   /* without NVML: what is not measured could only add to it */
     long sites_to_free;      /* -1: none named */
+    int no_stacks;           /* the trace was made with stack depth 0: no call site to name */
     int64_t pool_unused;     /* a request outside the pool, short by less than the pool's reservation beyond
                               * its bytes in use: that much; -1 otherwise */
     int64_t pool_split;      /* the pool's own request, failed with at least as much unused in the pool (its

@@ -119,7 +119,9 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
             f->pool_trim = unused;   /* less than the request, but what the device was short of */
     }
     int64_t sum = 0;
-    for (size_t k = 0; f->short_by > 0 && k < ns; k++)
+    /* a trace without stacks has one "site", all that was live: no advice */
+    f->no_stacks = c->t.proc.stack_depth == 0;
+    for (size_t k = 0; f->short_by > 0 && !f->no_stacks && k < ns; k++)
         if ((sum += s[k].bytes) >= f->short_by) {
             f->sites_to_free = (long)k + 1;
             break;
@@ -216,7 +218,10 @@ void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t r
     }
     if (reduction > 0)
         return;   /* the batch-size line says what would have fit */
-    if (f->sites_to_free > 0) {
+    if (f->no_stacks && f->short_by > 0) {
+        printf("     to fit: %s of what was live had to go; which call sites held it needs stacks (gputrace run\n"
+               "     --stack-depth 32)\n", gt_fmt_bytes(f->short_by, b1));
+    } else if (f->sites_to_free > 0) {
         int64_t sum = 0;
         for (long k = 0; k < f->sites_to_free; k++)
             sum += s[k].bytes;

@@ -113,6 +113,21 @@ class OomLedger(T.AnalyzerTest):
         self.assertEqual(self.json('summary', db)['out_of_memory'], {'requests': 0, 'ended_program': False})
         self.assertNotIn('out of memory', self.ok('summary', db).stdout)
 
+    def test_a_trace_without_stacks_gives_no_call_site_advice(self):
+        # a sweep's runs have no stacks: "(no stack: GPUTRACE_STACK_DEPTH=0?)" and "to fit: the 1
+        # largest call site held enough" (everything live) were guesses
+        env = dict(PLANTED, LD_LIBRARY_PATH=gtlib.WITH_NVML, GPUTRACE_STACK_DEPTH='0')
+        p, db = self.trace([prog('seed_batches'), 'nvtx', str(PARAMS), str(INPUT), ','.join(map(str, WIDTHS)), '64',
+                            '3000'], env_extra=env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        f = self.json('oom', db)['failures'][0]
+        self.assertGreater(f['short_by_bytes'], 0)
+        self.assertIsNone(f['sites_to_free'])
+        text = self.ok('oom', db).stdout
+        self.assertIn('(no stacks: traced with stack depth 0; gputrace run --stack-depth 32 records them)', text)
+        self.assertIn('of what was live had to go; which call sites held it needs stacks', text)
+        self.assertNotIn('largest call site', text.replace('largest live allocations by call site', ''))
+
     def test_without_nvml_free_is_an_upper_bound(self):
         db = self.run_oom([16, 32, 48, 64, 3000], nvml=False)
         requested, live = replay_failure(3000)
