@@ -226,6 +226,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             told = its->it[k].batch_size >= 0;
         if (told)
             printf("  no batch size has a complete iteration: every iteration that carries one was cut short\n");
+        else if (c->t.run_batch_size >= 0)   /* the sweep's, for the whole run: no iteration says its own */
+            printf("  one run of a sweep (batch size %lld): the fit over its runs is the sweep's own, and gputrace"
+                   " report DIR/*.db -o sweep.html draws them\n", (long long)c->t.run_batch_size);
         else
             printf("  batch sizes unknown: put \"batch_size=N\" in the iteration range's message or pass it to"
                    " gputrace_iteration()\n");

@@ -163,6 +163,23 @@ class Wording(T.AnalyzerTest):
         self.assertIn('one run of a sweep (batch size 300): the fit over its runs is the sweep\'s own', out)
         self.assertNotIn('run several batch sizes', out)
 
+    def test_a_sweeps_run_whose_iterations_carry_no_batch_size_is_the_sweeps(self):
+        # a program with no markers: its iterations found automatically carry none, and the
+        # run's batch size came from the sweep (GPUTRACE_BATCH_SIZE): "batch sizes unknown" was wrong
+        t = T.Trace(os.path.join(self.dir, 'bs229-run4.db'))
+        t.alloc(FIXED, ['init_params', 'main'])
+        for k in range(4):
+            t.iteration(k)
+            act = t.alloc(229 * PER_SAMPLE, ['forward', 'main'])
+            t.free(act)
+        db = t.close()
+        with T.sqlite3.connect(db) as con:
+            con.execute("INSERT INTO notes (t_ns, component, message) VALUES (0, 'sweep', ?)",
+                        ('batch size 229 (GPUTRACE_BATCH_SIZE)',))
+        out = self.ok('peak', db).stdout
+        self.assertIn('one run of a sweep (batch size 229): the fit over its runs is the sweep\'s own', out)
+        self.assertNotIn('batch sizes unknown', out)
+
     def test_iterations_that_carry_a_batch_size_and_were_cut_short_are_not_unknown(self):
         # the sweep's run out of memory: its one iteration, batch 307, failed
         out = self.ok('peak', self.sweep_run(307, oom=True)).stdout
