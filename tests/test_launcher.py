@@ -192,7 +192,7 @@ class LauncherTest(TraceTest):
     def test_run_help_describes_options(self):
         p = self.launch(['--help'])
         self.assertEqual(p.returncode, 0)
-        for word in ('-o', '--stack-depth', 'exit status', 'GPUTRACE_OUTPUT'):
+        for word in ('-o', '--stack-depth', 'exit status', 'GPUTRACE_OUTPUT', 'SIGUSR1, SIGUSR2\nand SIGALRM'):
             self.assertIn(word, p.stdout)
 
 
