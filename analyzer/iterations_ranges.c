@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "format.h"
+#include "cli.h"
 #include "iterations.h"
 
 /* A range message with every run of digits replaced by '#', so "step 12" and
@@ -459,4 +460,52 @@ int gt_iter_one_step_range(struct gt_trace *t, int want_marker, struct gt_iterat
     free(c);
     gt_ranges_free(r, nr);
     return code;
+}
+
+/* --iteration NAME named no range: the nearest range name the trace has
+ * (each message up to its first character that is not part of a name, as
+ * name_matches takes a prefix), or a few of its names. */
+void gt_iter_range_names_hint(struct gt_trace *t, const char *name, char *buf, size_t len)
+{
+    struct gt_range *r;
+    size_t nr;
+    buf[0] = 0;
+    if (gt_trace_ranges(t, &r, &nr) || nr == 0)
+        return;
+    const char **names = gt_xmalloc(nr * sizeof *names);
+    char **own = gt_xmalloc(nr * sizeof *own);
+    size_t n = 0;
+    for (size_t i = 0; i < nr; i++) {
+        size_t k = 0;
+        while (r[i].message[k] && (isalnum((unsigned char)r[i].message[k]) || strchr("_.:-/", r[i].message[k])))
+            k++;
+        if (!k)
+            continue;
+        char *stem = gt_xmalloc(k + 1);
+        memcpy(stem, r[i].message, k);
+        stem[k] = 0;
+        size_t j = 0;
+        while (j < n && strcmp(names[j], stem))
+            j++;
+        if (j < n) {
+            free(stem);
+            continue;
+        }
+        own[n] = stem;
+        names[n++] = stem;
+    }
+    const char *near = gt_nearest(name, names, n);
+    if (near) {
+        snprintf(buf, len, " (did you mean \"%.200s\"?)", near);
+    } else if (n) {
+        size_t o = (size_t)snprintf(buf, len, "; its ranges: ");
+        for (size_t j = 0; j < n && j < 8 && o < len; j++)
+            o += (size_t)snprintf(buf + o, len - o, "%s\"%.60s\"", j ? ", " : "", names[j]);
+        if (n > 8 && o < len)
+            snprintf(buf + o, len - o, " and %zu more", n - 8);
+    }
+    for (size_t j = 0; j < n; j++)
+        free(own[j]);
+    free(own);
+    free(names);
 }

@@ -417,7 +417,12 @@ class Iterations(T.AnalyzerTest):
         d = self.json('peak', '--iteration', 'train_step', db)
         self.assertEqual(len(d['iterations']), len(T.SEQ_BATCHES))
         p = self.gputrace('growth', '--iteration', 'no_such_range', db)
-        self.assertIn('no range named', self.assertOneErrorLine(p, 8, db))
+        line = self.assertOneErrorLine(p, 8, db)
+        self.assertIn('no range named "no_such_range" in the trace; its ranges: "train_step"', line)
+        # a typo gets the nearest name the trace has
+        p = self.gputrace('growth', '--iteration', 'train_stepp', db)
+        self.assertIn('no range named "train_stepp" in the trace (did you mean "train_step"?)',
+                      self.assertOneErrorLine(p, 8, db))
 
     def test_iterations_none_turns_detection_off(self):
         db = T.leak_retained(self.dir)
