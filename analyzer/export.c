@@ -488,9 +488,15 @@ static int set_window(struct exporter *x)
         }
     }
     if (s < 0 || e < 0) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (k = 0; k < its->n; k++) {
+            lo = its->it[k].index < lo ? its->it[k].index : lo;
+            hi = its->it[k].index > hi ? its->it[k].index : hi;
+        }
         if (its->n)
             snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: no such iterations in this trace (%.400s);"
-                     " give indexes it has", (long long)x->o->iter_a, (long long)x->o->iter_b, its->how);
+                     " give indexes it has: %lld to %lld", (long long)x->o->iter_a, (long long)x->o->iter_b, its->how,
+                     (long long)lo, (long long)hi);
         else
             snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: %.400s; mark the loop (an NVTX range,"
                      " gputrace_iteration()) or export without --iterations", (long long)x->o->iter_a,
@@ -511,6 +517,11 @@ static int export_one(struct exporter *x, int index)
     int code = set_window(x);
     if (code)
         return code;
+    if (x->o->from >= 0 && x->o->from > x->trace_end) {   /* (not an error: another trace given may reach it) */
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        fprintf(stderr, "gputrace export: %s: --from %s is after the trace's end (%s): none of it is exported\n",
+                x->c->path, gt_fmt_ns(x->o->from, b1), gt_fmt_ns(x->trace_end, b2));
+    }
     char name[400];
     const char *file = gt_basename(x->c->path);
     if (t->proc.rank >= 0)

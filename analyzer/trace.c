@@ -164,7 +164,8 @@ static int check_file(struct gt_trace *t, const char *path)
                                                       : "cannot access the file (%s)", strerror(err));
     }
     if (S_ISDIR(st.st_mode))
-        return gt_trace_fail(t, GT_EXIT_MISSING, "is a directory, not a trace file");
+        return gt_trace_fail(t, GT_EXIT_MISSING, "is a directory, not a trace file; give the trace files in it "
+                                                 "(DIR/*.db)");
     if (!S_ISREG(st.st_mode))
         return gt_trace_fail(t, GT_EXIT_MISSING, "is not a regular file");
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -23,6 +23,8 @@ class BadInput(T.AnalyzerTest):
 
     def test_directory_exits_3(self):
         self.check_all_commands(self.dir, 3)
+        self.assertIn('is a directory, not a trace file; give the trace files in it (DIR/*.db)',
+                      self.gputrace('summary', self.dir).stderr)
 
     def test_not_a_sqlite_file_exits_4(self):
         path = os.path.join(self.dir, 'notes.txt')

@@ -245,7 +245,20 @@ class Limits(ExportTest):
         p = self.gputrace('export', db, '--iterations', '50:60', '-o', os.path.join(self.dir, 'x.json'))
         self.assertEqual(p.returncode, 8, p.stderr)
         self.assertIn('no such iterations', p.stderr)
+        self.assertIn('give indexes it has: 0 to %d' % (len(p_its(db, self)) - 1), p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'x.json')))
+
+    def test_a_window_after_the_trace_says_so(self):
+        db, _ = self.planted()
+        out = os.path.join(self.dir, 'late.json')
+        p = self.gputrace('export', db, '--from', '1000s', '-o', out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r'gputrace export: .*: --from 1000\.000 s is after the trace\'s end \([0-9.]+ [mu]?s\): '
+                                   r'none of it is exported')
+        with open(out) as f:
+            self.assertFalse([e for e in json.load(f)['traceEvents'] if e['ph'] != 'M' and e['ph'] != 'C'])
+        p = self.gputrace('export', db, '--from', '0s', '-o', out)   # a window inside it: nothing said
+        self.assertNotIn('after the trace', p.stderr)
 
     def epochs_trace(self, order):
         t = T.Trace(os.path.join(self.dir, 'epochs.db'))
@@ -447,3 +460,7 @@ class DomainsTest(T.AnalyzerTest):
         got = {e['name']: (e['ts'], e['dur']) for e in doc['traceEvents'] if e.get('ph') == 'X'
                and e['name'] in ('app_step', 'allreduce', 'inside')}
         self.assertEqual(got, {'app_step': (1.0, 9.0), 'allreduce': (5.0, 10.0), 'inside': (2.0, 1.0)})
+
+def p_its(db, test):
+    """The trace's iterations as export's window reads them (summary's count)."""
+    return range(test.json('summary', db)['iterations'])
