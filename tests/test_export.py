@@ -461,6 +461,7 @@ class DomainsTest(T.AnalyzerTest):
                and e['name'] in ('app_step', 'allreduce', 'inside')}
         self.assertEqual(got, {'app_step': (1.0, 9.0), 'allreduce': (5.0, 10.0), 'inside': (2.0, 1.0)})
 
+
 def p_its(db, test):
     """The trace's iterations as export's window reads them (summary's count)."""
     return range(test.json('summary', db)['iterations'])
