@@ -23,9 +23,21 @@ const char *gt_sweep_phase_name(enum gt_sweep_phase p)
 }
 
 /* The proof so far, in words. */
+/* The sweep stopped because the command's memory did not follow the batch
+ * size: what ran proves nothing of a largest batch. */
+static int batch_size_ignored(const struct sweep *s)
+{
+    return s->stopped && !strcmp(s->stopped, "batch-size-ignored");
+}
+
 static void proof_text(const struct sweep *s, char *buf, size_t len)
 {
     const struct gt_sweep_plan *p = &s->plan;
+    if (batch_size_ignored(s)) {
+        snprintf(buf, len, "unknown: the runs' memory does not follow the batch size (up to %lld: see stopped, "
+                 "below), so they prove no largest one", (long long)p->lo);
+        return;
+    }
     int fits = p->lo ? gt_sweep_plan_fits_at(p, p->lo) : 0;
     char times[80];
     if (fits >= p->fits_needed)
@@ -355,7 +367,10 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
     if (s->predicted >= 0)
         printf("  predicted largest batch size: %lld\n", (long long)s->predicted);
     else if (s->modelled)
-        printf("  predicted largest batch size: none (needs a fit whose peak grows, and the device size)\n");
+        printf("  predicted largest batch size: none (%s)\n",
+               s->model.fit.ok && !(s->model.fit.slope > 0) ? "the peak does not grow with the batch size"
+               : s->total < 0                               ? "needs the device size"
+                                                            : "needs a fit whose peak grows");
     print_unsteady_text(s);
     print_pool_kept_text(s);
     print_pool_split_text(s);
@@ -438,7 +453,7 @@ void gt_sweep_print_json(const struct sweep *s, double total_s)
     gt_json_kint_or_null(&j, "untraced_bytes", s->untraced);
     gt_json_kint_or_null(&j, "available_bytes", gt_sweep_available(s));
     gt_json_kint_or_null(&j, "predicted_max_batch_size", s->predicted);
-    int64_t answer = gt_sweep_plan_answer(&s->plan);
+    int64_t answer = batch_size_ignored(s) ? 0 : gt_sweep_plan_answer(&s->plan);
     gt_json_kint_or_null(&j, "max_batch_size", answer ? answer : -1);
     gt_json_kint_or_null(&j, "min_failing_batch_size", s->plan.hi == GT_SWEEP_NONE ? -1 : s->plan.hi);
     gt_json_key(&j, "verified");
