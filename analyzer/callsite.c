@@ -178,6 +178,7 @@ struct view {
     unsigned char *state, *detail;
     unsigned char *omit;         /* frames a Python reading leaves out (native, or inside libraries) */
     int via;                     /* an omitted frame that tells this site from one that reads alike; -1 none */
+    int user_line;               /* the program's own innermost Python frame; -1 none */
 };
 
 static char *frame_key(const struct gt_opts *o, const struct gt_frame *fi, const char *formatted, int detail)
@@ -264,6 +265,10 @@ static void plan(const struct gt_opts *o, struct view *v)
     }
     for (; q < v->nseq && shown < budget; q++, shown++)
         v->state[v->seq[q]] = ST_SHOWN;
+    /* --native: the native frames first, but never the program's line out
+     * of sight (a ctypes call took all four of the default) */
+    if (o->native && !all && v->user_line >= 0 && v->state[v->user_line] == ST_HIDDEN)
+        v->state[v->user_line] = ST_SHOWN;
 }
 
 /* A folded run of count frames whose states are in mask. */
@@ -365,7 +370,8 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
         w->detail = gt_xcalloc((size_t)w->n, 1);
         w->omit = gt_xcalloc((size_t)w->n, 1);
         w->via = -1;
-        int user = o->native || o->all_frames ? -1 : gt_frame_user_python(w->fi, w->n);
+        w->user_line = gt_frame_user_python(w->fi, w->n);
+        int user = o->native || o->all_frames ? -1 : w->user_line;
         for (int k = 0; user >= 0 && k < w->n; k++)
             w->omit[k] = !w->fi[k].python || k < user;
         int a = 0;

@@ -473,6 +473,11 @@ class PythonReportsTest(TraceTest):
         out = subprocess.run([GPUTRACE, 'top', '--native', '--frames', '100', db], capture_output=True, text=True)
         self.assertIn('fakelib.py:5 in alloc', out.stdout)
         self.assertIn('ffi_call', out.stdout)
+        # with the default 4 frames, ctypes' own took them all: the program's line stays in sight
+        out = subprocess.run([GPUTRACE, 'top', '--native', db], capture_output=True, text=True)
+        site = [l for l in out.stdout.splitlines() if 'ffi_call' in l]
+        self.assertTrue(site, out.stdout)
+        self.assertIn('step.py:%d in step' % lines['step'], site[0])
 
     def test_json_frames_kinds_and_python_count(self):
         script, lines = self.make_program()
