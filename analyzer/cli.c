@@ -182,10 +182,7 @@ int gt_command_main(const struct gt_command *cmd, int argc, char **argv)
     gt_args_init(&a);
     int code = gt_cli_parse(cmd, argc, argv, &a);
     if (code == GT_EXIT_OK && a.help) {
-        if (cmd->help)
-            fputs(cmd->help, stdout);
-        else
-            gt_usage_print(stdout);
+        gt_command_help_print(cmd, stdout);
     } else if (code == GT_EXIT_OK && cmd->needs && a.nfiles == 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "%s needs %s", cmd->name, cmd->needs);

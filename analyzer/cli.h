@@ -104,6 +104,8 @@ int gt_command_main(const struct gt_command *cmd, int argc, char **argv);
 void gt_terminal_guard(void);
 /* Prints gputrace --help (built from the tables) on f. */
 void gt_usage_print(FILE *f);
+/* COMMAND --help: its text and the shared options it takes */
+void gt_command_help_print(const struct gt_command *c, FILE *f);
 
 /* Defaults of every option. */
 void gt_args_init(struct gt_args *a);

@@ -141,6 +141,29 @@ void gt_usage_print(FILE *f)
           f);
 }
 
+/* gputrace COMMAND --help: its own text, then the shared options it takes
+ * that the text does not describe (gputrace --help's lines for them) */
+void gt_command_help_print(const struct gt_command *c, FILE *f)
+{
+    if (!c->help) {
+        gt_usage_print(f);
+        return;
+    }
+    fputs(c->help, f);
+    int first = 1;
+    for (size_t k = 0; k < gt_noptions; k++) {
+        const struct gt_option *o = &gt_options[k];
+        if (!o->help || !(o->set & c->takes))
+            continue;
+        if (first)
+            fputs("\nOptions it shares with other commands:\n", f);
+        first = 0;
+        char name[64];
+        snprintf(name, sizeof name, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        put_column(f, name, 18, o->help);
+    }
+}
+
 /* gputrace help [COMMAND], gputrace --help */
 static int cmd_help(const struct gt_command *cmd, struct gt_args *a)
 {
@@ -152,10 +175,7 @@ static int cmd_help(const struct gt_command *cmd, struct gt_args *a)
     const struct gt_command *c = gt_command_find(a->files[0]);
     if (!c)
         return gt_unknown_command(a->files[0]);
-    if (c->help)
-        fputs(c->help, stdout);
-    else
-        gt_usage_print(stdout);
+    gt_command_help_print(c, stdout);
     return GT_EXIT_OK;
 }
 

@@ -157,6 +157,13 @@ class CommandLine(T.AnalyzerTest):
             self.assertTrue(text.startswith('usage: gputrace ' + cmd), cmd)
             self.assertEqual(self.ok(cmd, '-h').stdout, text)
             self.assertEqual(self.ok('help', cmd).stdout, text)
+        # a report's help lists the shared options it takes (the README says it does)
+        for cmd in REPORTS:
+            text = self.ok(cmd, '--help').stdout
+            self.assertIn('Options it shares with other commands:', text, cmd)
+            for opt in ('--memory', '--device N', '--frames N', '--iteration NAME'):
+                self.assertIn('\n  ' + opt, text, (cmd, opt))
+        self.assertNotIn('--frames', self.ok('run', '--help').stdout)   # run takes none of them
         usage = self.ok('--help').stdout
         self.assertEqual(self.ok('-h').stdout, usage)
         self.assertEqual(self.ok('help').stdout, usage)
