@@ -75,6 +75,44 @@ static int is_growing(const struct gt_ranks *R, const struct gt_rank_file *r)
     return !strcmp(r->verdict, "growing");
 }
 
+/* Traces with no rank (RANK not set): how many of the mains, and whether
+ * any two of them ran at the same time (-1: a start or end not known). Two
+ * runs of one script one after the other are no job's ranks. */
+static size_t unranked(const struct gt_ranks *R, int *overlap)
+{
+    size_t n = 0;
+    *overlap = 0;
+    for (size_t i = 0; i < R->nmains; i++) {
+        const struct gt_rank_file *a = R->mains[i];
+        if (a->rank >= 0)
+            continue;
+        n++;
+        for (size_t k = 0; k < i; k++) {
+            const struct gt_rank_file *b = R->mains[k];
+            if (b->rank >= 0 || *overlap)
+                continue;
+            if (a->start_unix_ns < 0 || b->start_unix_ns < 0 || !a->end_unix_ns || !b->end_unix_ns)
+                *overlap = -1;
+            else if (a->start_unix_ns < b->end_unix_ns && b->start_unix_ns < a->end_unix_ns)
+                *overlap = 1;
+        }
+    }
+    return n;
+}
+
+/* Matched iteration indexes that every rank has. */
+static size_t iterations_in_all(const struct gt_ranks *R)
+{
+    size_t n = 0;
+    for (size_t q = 0; q < R->niter; q++) {
+        size_t i = 0;
+        while (i < R->nmains && gt_ranks_iter_peak(R->mains[i], R->iter_index[q]) >= 0)
+            i++;
+        n += i == R->nmains;
+    }
+    return n;
+}
+
 void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
 {
     char fb[160];
@@ -174,6 +212,11 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
     gt_json_arr_end(j);
     gt_json_kint(j, "missing_rank_count", missing);
     gt_json_kstr(j, "iterations_matched_by", R->by_position ? "position" : "index");
+    gt_json_kint(j, "iterations_in_every_rank", (int64_t)iterations_in_all(R));
+    int overlap;
+    size_t none = unranked(R, &overlap);
+    gt_json_key(j, "unranked_one_after_another");   /* no rank, and never at the same time: separate runs */
+    gt_json_bool(j, none > 1 && none == R->nmains && overlap == 0);
     gt_json_key(j, "iterations");
     gt_json_arr(j);
     for (size_t q = 0; q < R->niter; q++) {
@@ -227,6 +270,12 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     else if (R->world_size > 0)
         printf(" (world size %lld)", (long long)R->world_size);
     printf("\n");
+    int overlap;
+    size_t none = unranked(R, &overlap);
+    if (none > 1 && none == R->nmains)
+        printf("(no trace has a rank: RANK was not set, so they are compared as processes%s)\n",
+               overlap == 0 ? "; they ran one after another, never at the same time: separate runs, not one job's "
+                              "ranks?" : "");
     size_t windowed = 0;
     for (size_t i = 0; i < R->nmains; i++)
         windowed += R->mains[i]->windowed != 0;
@@ -319,9 +368,14 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
                               : "");
     }
     if (!o->all_iterations) {
-        if (R->niter)
+        size_t all = iterations_in_all(R);
+        if (R->niter && all == R->niter)
             printf("%zu iteration%s matched by %s across ranks (--all-iterations lists their peaks)\n", R->niter,
                    gt_s((long long)R->niter), R->by_position ? "position (a rank's indices repeat)" : "index");
+        else if (R->niter)
+            printf("%zu iteration%s matched by %s across ranks, of %zu that any rank has (--all-iterations lists "
+                   "their peaks)\n", all, gt_s((long long)all),
+                   R->by_position ? "position (a rank's indices repeat)" : "index", R->niter);
         return;
     }
     struct gt_table it;

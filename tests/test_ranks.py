@@ -340,6 +340,45 @@ class EpochIndices(TraceTest):
         out = subprocess.run([GPUTRACE, 'ranks', '--all-iterations'] + files, capture_output=True, text=True).stdout
         self.assertIn('Peak of each iteration (by position: a rank\'s indices repeat), rank by rank:', out)
 
+    def unranked_runs(self, start_b_s, steps=(30, 20)):
+        """Two runs of one script without RANK: b starts start_b_s after a."""
+        import analyzer_traces as T
+        files = []
+        for name, pid, n in (('a.db', 500, steps[0]), ('b.db', 600, steps[1])):
+            t = T.Trace(os.path.join(self.dir, name), pid=pid)
+            t.alloc(8 * MiB, ['init', 'main'])
+            for k in range(n):
+                t.iteration(k)
+                t.free(t.alloc(MiB, ['fwd', 'step', 'main']))
+            files.append(t.close())
+        con = sqlite3.connect(files[1])
+        con.execute('UPDATE processes SET start_unix_ns = start_unix_ns + ?', (int(start_b_s * 1e9),))
+        con.commit()
+        con.close()
+        return files
+
+    def test_traces_without_ranks_run_one_after_another_are_said_to_be_separate_runs(self):
+        # two runs of one script: "2 ranks", as if one job's
+        files = self.unranked_runs(60)
+        out = subprocess.run([GPUTRACE, 'ranks'] + files, capture_output=True, text=True).stdout
+        self.assertIn('(no trace has a rank: RANK was not set, so they are compared as processes; they ran one after '
+                      'another, never at the same time: separate runs, not one job\'s ranks?)', out)
+        d = json.loads(subprocess.run([GPUTRACE, 'ranks', '--json'] + files, capture_output=True, text=True).stdout)
+        self.assertIs(d['unranked_one_after_another'], True)
+        # at the same time: not said to be separate
+        files = self.unranked_runs(0)
+        out = subprocess.run([GPUTRACE, 'ranks'] + files, capture_output=True, text=True).stdout
+        self.assertIn('(no trace has a rank: RANK was not set, so they are compared as processes)', out)
+        d = json.loads(subprocess.run([GPUTRACE, 'ranks', '--json'] + files, capture_output=True, text=True).stdout)
+        self.assertIs(d['unranked_one_after_another'], False)
+
+    def test_iterations_matched_are_those_every_rank_has(self):
+        files = self.unranked_runs(0)   # 30 and 20 iterations: 20 in both
+        out = subprocess.run([GPUTRACE, 'ranks'] + files, capture_output=True, text=True).stdout
+        self.assertIn('20 iterations matched by index across ranks, of 30 that any rank has', out)
+        d = json.loads(subprocess.run([GPUTRACE, 'ranks', '--json'] + files, capture_output=True, text=True).stdout)
+        self.assertEqual(d['iterations_in_every_rank'], 20)
+
     def test_a_file_without_a_rank_started_by_a_rank_is_its_child(self):
         import analyzer_traces as T
         files = []
