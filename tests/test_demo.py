@@ -4,6 +4,7 @@ that looks like a failure, and the trace it names is written."""
 import os
 import re
 import subprocess
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,6 +27,24 @@ class SetupDemo(unittest.TestCase):
         # ("0 failed calls" in the summary is a count, not an alarm)
         self.assertEqual([l for l in out.splitlines() if ALARMING.search(l.replace(' 0 failed calls', ''))], [])
 
+    def test_readmes_sample_output_is_what_the_demo_prints(self):
+        # the README shows summary and leaks of the demo: each line of its sample
+        # without "..." must be in what the analyzer prints for the demo's trace
+        from gtlib import GPUTRACE, base_env, prog, run
+        with open(os.path.join(ROOT, 'README.md')) as f:
+            readme = f.read()
+        sample = readme.split('$ gputrace summary build/demo.db\n', 1)[1].split('```', 1)[0]
+        with tempfile.TemporaryDirectory(prefix='gputrace-test-') as d:
+            db = os.path.join(d, 'demo.db')
+            env = base_env(GPUTRACE_CUPTI=0)
+            run([GPUTRACE, 'run', '--quiet', '-o', db, '--', prog('demo_loop')], preload=False, env=env, check=True)
+            printed = []
+            for cmd in ('summary', 'leaks'):
+                printed += run([GPUTRACE, cmd, db], preload=False, env=env, check=True).stdout.splitlines()
+        for line in sample.splitlines():
+            if line.startswith('$ ') or '...' in line or not line.strip():
+                continue
+            self.assertIn(line, printed)
 
 if __name__ == '__main__':
     unittest.main()
