@@ -51,7 +51,8 @@ struct slice {
     sqlite3 *db;          /* NULL: open one */
     int graph_calls;      /* the trace has the graph_calls table */
     int64_t lo, hi;
-    struct gt_event *ev;  /* room for hi - lo + 1 events */
+    struct gt_event *ev;  /* room for `room` events */
+    size_t room;          /* hi - lo + 1, or the rows counted (ids far apart) */
     size_t n;
     int unordered;
     int rc;
@@ -85,12 +86,12 @@ static void *read_slice(void *arg)
         sqlite3_bind_int64(st, 2, s->hi);
     }
     int64_t last_t = INT64_MIN;
-    size_t room = (size_t)(s->hi - s->lo + 1), n = 0;
+    size_t room = s->room, n = 0;
     while (rc == SQLITE_OK) {
         if ((rc = sqlite3_step(st)) != SQLITE_ROW)
             break;
         rc = SQLITE_OK;
-        if (n == room) {   /* ids are unique: cannot happen in a sane file */
+        if (n == room) {   /* ids are unique, and the rows were counted: cannot happen in a sane file */
             rc = SQLITE_CORRUPT;
             break;
         }
@@ -211,12 +212,26 @@ int gt_trace_load_events(struct gt_trace *t)
     size_t span = hi >= lo ? (size_t)((uint64_t)hi - (uint64_t)lo) + 1 : 0;
     if (hi < lo || (lo == 0 && hi == 0))
         span = 0;
-    if (span >= UINT32_MAX - 2)
-        return gt_trace_fail(t, GT_EXIT_CORRUPT, "event ids span more than 4 billion: too many events for this gputrace");
+    /* Ids far apart: a flight recorder's trace (GPUTRACE_WINDOW_S) keeps the
+     * rows of the last minutes and of what was still live at the cut, whose
+     * ids date from the run's start: a day's run spans billions of ids over
+     * a few million rows. The array is sized by the rows then, read in one
+     * slice (a long run's array by its id span failed at 1 billion ids). */
+    size_t rows = span;
+    if (span > ((size_t)1 << 24)) {
+        int64_t counted = 0;
+        if ((code = gt_trace_pragma_int(t, "SELECT count(*) FROM events", &counted)))
+            return code;
+        rows = counted > 0 ? (size_t)counted : 0;
+    }
+    int sparse = rows < span / 2;
+    if ((sparse ? rows : span) >= UINT32_MAX - 2)
+        return gt_trace_fail(t, GT_EXIT_CORRUPT, "more than 4 billion events: too many for this gputrace");
     /* big traces are read in slices by id, one thread and connection each */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int nslices = span < 2000000 || cpus < 2 ? 1 : cpus > 8 ? 8 : (int)cpus;
-    t->ev = gt_xmalloc((span ? span : 1) * sizeof *t->ev);
+    int nslices = sparse || span < 2000000 || cpus < 2 ? 1 : cpus > 8 ? 8 : (int)cpus;
+    size_t room = sparse ? rows : span;
+    t->ev = gt_xmalloc((room ? room : 1) * sizeof *t->ev);
     /* graph_calls read only where it has rows (a join per event otherwise for
      * nothing) and the slots are free (apis ids below 64, as every version's) */
     int graph_calls = gt_trace_has_rows(t, "graph_calls");
@@ -235,6 +250,11 @@ int gt_trace_load_events(struct gt_trace *t)
         sl[k].lo = lo + (int64_t)(span * (size_t)k / (size_t)nslices);
         sl[k].hi = lo + (int64_t)(span * (size_t)(k + 1) / (size_t)nslices) - 1;
         sl[k].ev = t->ev + (sl[k].lo - lo);
+        sl[k].room = (size_t)(sl[k].hi - sl[k].lo + 1);
+    }
+    if (sparse) {   /* one slice: every id, into room for the rows counted */
+        sl[0].ev = t->ev;
+        sl[0].room = rows;
     }
     for (int k = 1; k < nslices; k++)
         threaded[k] = pthread_create(&th[k], NULL, read_slice, &sl[k]) == 0;

@@ -96,6 +96,29 @@ class FlightRecorder(TraceTest):
         d = json.loads(run([GPUTRACE, 'oom', '--json', db], preload=False).stdout)
         self.assertEqual((d['failures'], d['flight_recorder']['failed_calls_before']), ([], 1))
 
+    def test_a_day_long_runs_window_is_read_though_its_ids_span_billions(self):
+        # the rows live at the cut keep the ids of the run's start, the window's are the
+        # run's latest: the analyzer sized its array by the id span (exit 70 from 1 billion
+        # ids, "too many events" past 4 billion) for a file of a few thousand rows
+        db, n = self.job()
+        rows = query(db, 'SELECT count(*) FROM events')[0][0]
+        before = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False, check=True).stdout)
+        first_recent = query(db, 'SELECT min(id) FROM events WHERE t_ns >= (SELECT complete_from_ns FROM '
+                                 'flight_recorder)')[0][0]
+        con = sqlite3.connect(db)
+        for table in ('graph_calls',):
+            if con.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]:
+                con.execute('UPDATE %s SET event_id = event_id + 5000000000 WHERE event_id >= ?' % table, (first_recent,))
+        con.execute('UPDATE events SET id = id + 5000000000 WHERE id >= ?', (first_recent,))
+        con.commit()
+        con.close()
+        p = run([GPUTRACE, 'summary', '--json', db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        after = json.loads(p.stdout)
+        self.assertEqual(after['events']['total'], rows)
+        self.assertEqual((after['peaks'], after['iterations'], after['leak_bytes']),
+                         (before['peaks'], before['iterations'], before['leak_bytes']))
+
     def test_without_a_window_nothing_is_deleted_or_summarized(self):
         db, n = self.job(window=None, run_ms='600')
         self.assertEqual(query(db, 'SELECT count(*) FROM flight_recorder'), [(0,)])
