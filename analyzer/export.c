@@ -579,8 +579,12 @@ const char gt_help_export[] =
     "  --iteration NAME   the NVTX or marker range that is one iteration (default:\n"
     "                     found as by the reports, gputrace --help)\n"
     "Counters keep their value at the window's start. A 1 M-event trace gives\n"
-    "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces.\n"
+    "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces (above\n"
+    "512 MiB a line on stderr says so).\n"
     "Exit status as for the reports; 10: the output could not be written.\n";
+
+/* Output above this is said to be large (a 1 M-event trace gives ~320 MiB) */
+#define BIG_EXPORT ((off_t)512 << 20)
 
 int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
 {
@@ -642,7 +646,14 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
         }
         if (!code) {
             fprintf(x.f, "\n],\"otherData\":{\"generator\":\"gputrace %s\",\"time_origin_unix_ns\":%lld}}\n", GPUTRACE_VERSION, (long long)origin);
+            off_t bytes = ftello(x.f);   /* (-1 on a pipe: nothing said) */
             code = gt_outfile_commit(&of);
+            if (!code && bytes > BIG_EXPORT) {
+                char b[GT_FMT_LEN];
+                fprintf(stderr, "gputrace export: %s of JSON: a trace viewer in a browser may open a file this large "
+                                "slowly or not at all; --iterations A:B, --from/--to, --no-allocs or --no-kernels "
+                                "make it smaller\n", gt_fmt_bytes((int64_t)bytes, b));
+            }
         } else {
             gt_outfile_abort(&of);
         }
