@@ -15,7 +15,8 @@ Per allocator:
 - under cudaMallocAsync the pool's live bytes at the failure equal PyTorch's
   memory_allocated(); under the default allocator and expandable segments the
   live device bytes equal memory_reserved() plus the memory of other libraries
-  the ledger names (cuBLAS/cuDNN workspaces), printed beside it.
+  the ledger names (cuBLAS/cuDNN workspaces), printed beside it;
+- summary's out-of-memory line and JSON name the same request.
 About 2 minutes.
 usage: check_oom.py --build BUILD --out DIR [--batch-size N]"""
 import argparse
@@ -141,6 +142,16 @@ def one_allocator(name, conf):
                    e['live_device_bytes'], c['reserved'], diff, libs))
     text = subprocess.run([gputrace, 'oom', db], capture_output=True, text=True).stdout
     print('\n'.join('     | ' + l for l in text.splitlines()[:24]), flush=True)
+    # summary's verdict line tells the same failure (a run that died of an OOM read "1 failed call")
+    sj = json.loads(subprocess.run([gputrace, 'summary', '--json', db], capture_output=True, text=True).stdout)
+    sj = sj['traces'][0] if 'traces' in sj else sj
+    so = sj.get('out_of_memory', {})
+    st = subprocess.run([gputrace, 'summary', db], capture_output=True, text=True).stdout
+    line = [l.strip() for l in st.splitlines() if l.strip().startswith('out of memory:')]
+    report(so.get('ended_program') is True and so.get('requested_bytes') == e['requested_bytes'] and
+           so.get('api') == e['api'] and len(line) == 1 and 'ended on a failed' in line[0],
+           '%s: summary says the program ended out of memory, on oom\'s request' % name,
+           'summary %s; line %s' % (so, line))
 
 
 for name, conf in (('default', None), ('async', 'backend:cudaMallocAsync'), ('expandable', 'expandable_segments:True')):
