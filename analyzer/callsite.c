@@ -54,7 +54,10 @@ static size_t skip_group(const char *s, char open, char close)
 void gt_short_function(const char *full, char *out, size_t len)
 {
     size_t o = 0;
-#define PUT(ch) do { if (o + 1 < len) out[o++] = (ch); } while (0)
+    /* ch is evaluated whether or not there is room (PUT(*p++) must advance p:
+     * a name longer than out, inside a frame with its module after it, looped
+     * forever once out was full) */
+#define PUT(ch) do { char ch_ = (ch); if (o + 1 < len) out[o++] = ch_; } while (0)
     for (const char *p = full; *p;) {
         if (!strncmp(p, "(anonymous namespace)", 21)) {
             for (int k = 0; k < 21; k++)

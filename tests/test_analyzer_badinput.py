@@ -208,6 +208,21 @@ class KilledTraces(T.AnalyzerTest):
         self.assertEqual(sorted(os.listdir(os.path.dirname(copy))), ['killed.db'])
 
 
+class HostileNames(T.AnalyzerTest):
+    def test_a_function_name_longer_than_the_short_names_buffer_ends(self):
+        # an undemangled symbol of 511 bytes or more, with its module after it: leaks,
+        # peak, top and report looped forever (the short name's buffer full, the name's
+        # cursor no longer moved on)
+        for n in (510, 511, 5000):
+            t = T.Trace(os.path.join(self.dir, 'fn%d.db' % n))
+            t.alloc(1 << 20, [('_ZN2at6native' + 'N5torch8autograd' * 400)[:n], 'main'])
+            db = t.close()
+            for cmd in ('leaks', 'peak', 'top', 'summary'):
+                p = self.gputrace(cmd, db, timeout=30)
+                self.assertEqual(p.returncode, 0, (n, cmd, p.stderr))
+            self.assertIn('_ZN2at6native', self.ok('leaks', db).stdout)
+
+
 class HostileNumbers(T.AnalyzerTest):
     """Sizes and times at the ends of int64 never wrap into a wrong number."""
 
