@@ -393,7 +393,11 @@
       return d.count + ' ' + d.reason; }).join(', ') : 'none: every call was recorded', null, dropped ? 'bad' : '');
     (sum.peaks || []).forEach(function (pe) {
       var where = pe.device === null || pe.device === undefined || pe.device < 0 ? 'host' : 'GPU ' + pe.device;
-      var row = item('peak', 'Peak ' + pe.memory, pe.peak_bytes, fmtBytes(pe.peak_bytes) + ' (' + where + ') at ' + fmtNs(pe.peak_time_ns), ids.timeline);
+      /* a flight recorder's trace: the peak above is the window's; the whole run's from its summaries */
+      var whole = typeof pe.whole_run_peak_bytes === 'number' ? '; in the window only: the whole run peaked at ' +
+        fmtBytes(pe.whole_run_peak_bytes) : '';
+      var row = item('peak', 'Peak ' + pe.memory, pe.peak_bytes, fmtBytes(pe.peak_bytes) + ' (' + where + ') at ' +
+        fmtNs(pe.peak_time_ns) + whole, ids.timeline);
       attrs(row, {'data-memory': pe.memory, 'data-device': pe.device});
     });
     (sum.ledger || []).forEach(function (dev) {   /* who held the memory at the peak (the ledger) */

@@ -538,6 +538,20 @@ class Layout(ReportTest):
         self.assertEqual(int(row[0].attrs['data-value']), data['traces'][0]['summary']['flight_recorder']['window_ns'])
         self.assertIn('only the last 2.000 s are kept in full (from 4.000 s)', row[0].text)
 
+    def test_a_flight_recorders_peak_row_gives_the_whole_runs_peak(self):
+        # the page said only the window's peak (3 MiB) of a run that peaked at 1 GiB before it
+        db = os.path.join(self.dir, 'win.db')
+        p = gtlib.run([gtlib.prog('window_loop'), '2500'], env=gtlib.base_env(GPUTRACE_WINDOW_S=1, GPUTRACE_OUTPUT=db))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        peaks = self.json('summary', db)['peaks']
+        whole = [pe for pe in peaks if pe['memory'] == 'device'][0]
+        self.assertGreater(whole['whole_run_peak_bytes'], whole['peak_bytes'])
+        dom, data, _ = self.report(db)
+        row = [r for r in self.item(dom, 0, 'peak') if r.attrs.get('data-memory') == 'device']
+        self.assertEqual(len(row), 1)
+        self.assertIn('in the window only: the whole run peaked at 1.00 GiB', row[0].text)
+        self.assertGreaterEqual(whole['whole_run_peak_bytes'], 1 << 30)   # window_loop's early 1 GiB spike
+
     def test_timeline_opens_on_the_span_with_allocations(self):
         db = self.late_start()
         first, last = T.gtlib.query(db, 'SELECT min(t_ns), max(t_ns) FROM events')[0]
