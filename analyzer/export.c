@@ -370,23 +370,51 @@ static int export_events(struct exporter *x)
     return code;
 }
 
+static void sample(struct exporter *x, int64_t t, int64_t dev, int64_t used, int64_t proc)
+{
+    begin(x, "C", 0, t);
+    fprintf(x->f, ",\"name\":\"NVML used bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)used);
+    if (proc >= 0) {
+        begin(x, "C", 0, t);
+        fprintf(x->f, ",\"name\":\"NVML process bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)proc);
+    }
+}
+
+/* NVML's samples in the window; as the live-bytes counters do, each device's
+ * last reading before the window is given at its start (samples are sparse
+ * after the first seconds: a window between two had no NVML track at all) */
+#define SAMPLE_DEVICES 64
 static int export_samples(struct exporter *x)
 {
     struct gt_rows r;
+    int64_t before_used[SAMPLE_DEVICES], before_proc[SAMPLE_DEVICES];
+    unsigned char before[SAMPLE_DEVICES] = {0};
+    int carried = x->from == INT64_MIN;   /* (no window start: nothing to carry) */
     int code = gt_rows_open(&x->c->t, &r, GT_ROWS_SAMPLES), more;
     while (!code && (more = gt_rows_next(&r)) > 0) {
         int64_t t = gt_rows_int(&r, 0, 0), dev = gt_rows_int(&r, 1, 0), proc = gt_rows_int(&r, 3, -1);
+        int64_t used = gt_rows_int(&r, 2, 0);
+        if (t < x->from && dev >= 0 && dev < SAMPLE_DEVICES) {
+            before[dev] = 1;
+            before_used[dev] = used;
+            before_proc[dev] = proc;
+            continue;
+        }
         if (!in_window(x, t))
             continue;
-        begin(x, "C", 0, t);
-        fprintf(x->f, ",\"name\":\"NVML used bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)gt_rows_int(&r, 2, 0));
-        if (proc >= 0) {
-            begin(x, "C", 0, t);
-            fprintf(x->f, ",\"name\":\"NVML process bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)proc);
+        if (!carried) {
+            for (int d = 0; d < SAMPLE_DEVICES; d++)
+                if (before[d])
+                    sample(x, x->from, d, before_used[d], before_proc[d]);
+            carried = 1;
         }
+        sample(x, t, dev, used, proc);
     }
     if (!code && more < 0)
         code = -more;
+    for (int d = 0; !code && !carried && d < SAMPLE_DEVICES && x->from <= x->trace_end; d++)
+        if (before[d])   /* no sample inside the window: the last before it holds through it */
+            sample(x, x->from, d, before_used[d], before_proc[d]);
     gt_rows_close(&r);
     return code;
 }

@@ -248,6 +248,29 @@ class Limits(ExportTest):
         self.assertIn('give indexes it has: 0 to %d' % (len(p_its(db, self)) - 1), p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'x.json')))
 
+    def test_nvml_counters_keep_their_value_at_the_windows_start(self):
+        # the shim samples every 50 ms for 16 s, then at 32 s: a window from 20 s to 30 s
+        # had no NVML track at all, though its value there is known
+        S = 10 ** 9
+        t = T.Trace(os.path.join(self.dir, 'nvml.db'), tick_ns=S)
+        for k in range(59):
+            t.alloc(1 << 20, ['step', 'main'])
+        db = t.close()
+        with T.sqlite3.connect(db) as con:
+            for k, ts in enumerate([k * 50_000_000 for k in range(320)] + [32 * S]):
+                con.execute('INSERT INTO memory_samples(t_ns, device, used_bytes, total_bytes, process_bytes) '
+                            'VALUES (?,0,?,?,?)', (ts, (2 << 30) + k, 80 << 30, (1 << 30) + k))
+        ev = self.export(db, '--from', '20s', '--to', '30s')
+        used = [e for e in ev if e['ph'] == 'C' and e['name'] == 'NVML used bytes (GPU 0)']
+        proc = [e for e in ev if e['ph'] == 'C' and e['name'] == 'NVML process bytes (GPU 0)']
+        self.assertEqual([(e['ts'], e['args']['bytes']) for e in used], [(us(20 * S), (2 << 30) + 319)])
+        self.assertEqual([e['args']['bytes'] for e in proc], [(1 << 30) + 319])
+        # a window that holds a sample: the one before it at its start, then its own
+        ev = self.export(db, '--from', '20s', '--to', '40s')
+        used = [e for e in ev if e['ph'] == 'C' and e['name'] == 'NVML used bytes (GPU 0)']
+        self.assertEqual([(e['ts'], e['args']['bytes']) for e in used],
+                         [(us(20 * S), (2 << 30) + 319), (us(32 * S), (2 << 30) + 320)])
+
     def test_a_window_after_the_trace_says_so(self):
         db, _ = self.planted()
         out = os.path.join(self.dir, 'late.json')
