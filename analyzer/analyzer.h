@@ -41,7 +41,12 @@ struct gt_ctx {
     char sel_name[64];        /* its name: "pool", "device", "device+pool", ... */
     int iters_loaded;
     struct gt_iterations iters;
+    int page;                 /* for the HTML report's page: per-iteration lists grouped past GT_PAGE_ITERATIONS */
 };
+/* Iterations a report's page lists one by one; past them, consecutive ones
+ * are one entry at their highest peak (the chart draws about 1,000 bars: a
+ * million iterations made a 251 MB page) */
+#define GT_PAGE_ITERATIONS 2000
 
 /* Opens, validates and loads path, pairs its events and picks the default
  * memory level: --memory, else pool if the trace has pool allocations, else

@@ -209,11 +209,13 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, g.held.growing);
         gt_json_key(j, "scatter_hides_growth");
         gt_json_bool(j, g.scatter_hides);
-        gt_json_key(j, "live_bytes_at_iteration_end");
-        gt_json_arr_inline(j);
-        for (size_t k = 0; k < g.n; k++)
-            gt_json_int(j, g.end_live[k]);
-        gt_json_arr_end(j);
+        if (!c->page) {   /* (the page draws none of it: a long job's made most of its size) */
+            gt_json_key(j, "live_bytes_at_iteration_end");
+            gt_json_arr_inline(j);
+            for (size_t k = 0; k < g.n; k++)
+                gt_json_int(j, g.end_live[k]);
+            gt_json_arr_end(j);
+        }
         char **texts = NULL;
         code = site_texts(c, &g, g.nsites, &texts);
         gt_json_key(j, "sites");

@@ -314,9 +314,39 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr_end(j);
         gt_json_kstr(j, "iteration_source", gt_iter_source_name(its->source));
         gt_json_kstr(j, "iteration_detection", its->how);
+        size_t group = c->page && pk.n > GT_PAGE_ITERATIONS ? (pk.n + GT_PAGE_ITERATIONS / 2 - 1) / (GT_PAGE_ITERATIONS / 2) : 1;
+        gt_json_kint(j, "iteration_count", (int64_t)pk.n);
+        gt_json_kint(j, "iterations_grouped_by", (int64_t)group);
         gt_json_key(j, "iterations");
         gt_json_arr(j);
-        for (size_t k = 0; k < pk.n; k++) {
+        for (size_t k = 0; k < pk.n && group > 1;) {
+            /* the page's: `group` consecutive iterations at their highest peak (and its batch size), as
+             * the chart draws a long job's */
+            size_t end = k + 1, top = k;
+            int failed = pk.incomplete[k] == GT_PEAK_CUT_BY_FAILURE, died = pk.incomplete[k] == GT_PEAK_CUT_BY_END;
+            while (end < pk.n && end - k < group) {
+                if (pk.w[end].peak > pk.w[top].peak)
+                    top = end;
+                failed |= pk.incomplete[end] == GT_PEAK_CUT_BY_FAILURE;
+                died |= pk.incomplete[end] == GT_PEAK_CUT_BY_END;
+                end++;
+            }
+            gt_json_obj(j);
+            gt_json_kint(j, "index", its->it[k].index);
+            gt_json_kint(j, "last_index", its->it[end - 1].index);
+            gt_json_kint_or_null(j, "batch_size", its->it[top].batch_size);
+            gt_json_kint(j, "peak_bytes", pk.w[top].peak);
+            gt_json_kint(j, "peak_time_ns", pk.w[top].peak_ev == GT_NO_EVENT ? its->it[top].start : c->t.ev[pk.w[top].peak_ev].t);
+            gt_json_kint(j, "start_ns", its->it[k].start);
+            gt_json_kint(j, "end_ns", its->it[end - 1].end);
+            gt_json_key(j, "failed_allocation");
+            gt_json_bool(j, failed);
+            gt_json_key(j, "process_died_in_it");
+            gt_json_bool(j, died);
+            gt_json_obj_end(j);
+            k = end;
+        }
+        for (size_t k = 0; k < pk.n && group == 1; k++) {
             gt_json_obj(j);
             gt_json_kint(j, "index", its->it[k].index);
             gt_json_kint_or_null(j, "batch_size", its->it[k].batch_size);

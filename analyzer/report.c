@@ -157,6 +157,7 @@ int gt_cmd_report(const struct gt_command *cmd, struct gt_args *o)
         int fc = gt_ctx_open(&c, o->files[i], &o->base);
         if (!fc) {
             double t0 = gt_now();
+            c.page = 1;
             fc = trace_data(&c, part);
             gt_phase("report", t0);
         }

@@ -147,10 +147,16 @@
       for (var g = 0; g < all.length; g += group) {
         var top = all[g], last = all[Math.min(g + group, all.length) - 1];
         for (var q = g; q < g + group && q < all.length; q++) if (all[q].peak_bytes > top.peak_bytes) top = all[q];
-        its.push({index: all[g].index, last_index: last.index, peak_bytes: top.peak_bytes, batch_size: top.batch_size,
+        /* (an entry may be a run of iterations already: the page's data groups a long job's) */
+        its.push({index: all[g].index, last_index: last.last_index !== undefined ? last.last_index : last.index,
+          peak_bytes: top.peak_bytes, batch_size: top.batch_size,
           failed_allocation: all.slice(g, g + group).some(function (it) { return it.failed_allocation; })});
       }
-      el('p', {'class': 'note'}, box, all.length + ' iterations: each bar is ' + group +
+      el('p', {'class': 'note'}, box, pk.iterations_grouped_by > 1 ? pk.iteration_count + ' iterations: each bar is up to ' +
+        group * pk.iterations_grouped_by + ' consecutive ones at their highest peak' :
+        all.length + ' iterations: each bar is ' + group + ' consecutive ones at their highest peak');
+    } else if (pk.iterations_grouped_by > 1) {
+      el('p', {'class': 'note'}, box, pk.iteration_count + ' iterations: each bar is up to ' + pk.iterations_grouped_by +
         ' consecutive ones at their highest peak');
     }
     var ymax = 1;

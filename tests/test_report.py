@@ -194,12 +194,19 @@ class Render(ReportTest):
         self.assertEqual(drawn, len(pool['points']) // 2)
         peaks = {e.attrs['data-name']: int(e.attrs['data-bytes']) for e in dom.find('circle', 'peak', 0)}
         self.assertEqual(peaks['pool (GPU 0)'], planted_peak)
-        # 3,000 iterations: 1,000 bars of 3 consecutive ones each, at their highest peak
+        # 3,000 iterations: 1,000 bars of 3 consecutive ones each, at their highest peak (the
+        # page's data holds those groups: past 2,000 iterations it lists no more one by one)
         bars = dom.find('rect', 'bar', 0)
         self.assertEqual(len(bars), 1000)
-        its = data['traces'][0]['peak']['iterations']
+        its = self.json('peak', db)['iterations']
+        self.assertEqual(len(its), 3000)
         self.assertEqual([int(b.attrs['data-bytes']) for b in bars],
                          [max(it['peak_bytes'] for it in its[k:k + 3]) for k in range(0, 3000, 3)])
+        page = data['traces'][0]['peak']
+        self.assertEqual((page['iteration_count'], page['iterations_grouped_by'], len(page['iterations'])), (3000, 3, 1000))
+        self.assertEqual([(g['index'], g['last_index']) for g in page['iterations'][:2]],
+                         [(its[0]['index'], its[2]['index']), (its[3]['index'], its[5]['index'])])
+        self.assertNotIn('live_bytes_at_iteration_end', data['traces'][0]['growth'])   # drawn nowhere on the page
 
     def test_a_trace_that_fails_gets_an_error_panel_and_the_others_are_reported(self):
         db = T.leak_retained(self.dir)
