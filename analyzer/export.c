@@ -560,6 +560,23 @@ static int export_one(struct exporter *x, int index)
     metadata(x, "process_sort_index", 0, "sort_index", NULL, t->proc.rank >= 0 ? t->proc.rank : index);
     if (t->proc.command_line)
         metadata(x, "process_labels", 0, "labels", t->proc.command_line, 0);
+    if (t->recorder.on && in_window(x, t->recorder.complete_from_ns)) {
+        /* a flight recorder's trace: before this only what was live at the cut is kept, so the
+         * counters there are not the run's (its peak is, from the interval summaries) */
+        char what[400], b[GT_FMT_LEN];
+        size_t o = (size_t)snprintf(what, sizeof what, "flight recorder: complete from here");
+        for (size_t k = 0; k < t->recorder.npeaks && o < sizeof what; k++) {
+            char dev[32] = "";
+            if (t->recorder.peaks[k].device >= 0)
+                snprintf(dev, sizeof dev, " on GPU %lld", (long long)t->recorder.peaks[k].device);
+            o += (size_t)snprintf(what + o, sizeof what - o, "%s %s memory%s: %s", k ? "," : "; the whole run's peak:",
+                                  gt_memory_name(t->recorder.peaks[k].memory), dev,
+                                  gt_fmt_bytes(t->recorder.peaks[k].peak, b));
+        }
+        begin(x, "i", 0, t->recorder.complete_from_ns);
+        kstr(x, "name", what);
+        fputs(",\"s\":\"p\",\"cat\":\"flight_recorder\"}", x->f);
+    }
     code = export_threads(x);
     if (!code)
         code = export_iterations(x);

@@ -119,6 +119,19 @@ class FlightRecorder(TraceTest):
         self.assertEqual((after['peaks'], after['iterations'], after['leak_bytes']),
                          (before['peaks'], before['iterations'], before['leak_bytes']))
 
+    def test_export_marks_where_the_window_begins_with_the_whole_runs_peak(self):
+        # the exported device counter showed a flat 3 MiB over a span where 1 GiB was taken
+        db, n = self.job()
+        out = os.path.join(self.dir, 'w.json')
+        run([GPUTRACE, 'export', db, '-o', out], preload=False, check=True)
+        with open(out) as f:
+            marks = [e for e in json.load(f)['traceEvents'] if e.get('cat') == 'flight_recorder']
+        complete_from = query(db, 'SELECT complete_from_ns FROM flight_recorder')[0][0]
+        self.assertEqual(len(marks), 1)
+        self.assertEqual(marks[0]['ts'], complete_from / 1000)
+        self.assertRegex(marks[0]['name'], r"^flight recorder: complete from here; the whole run's peak: device memory "
+                                           r"on GPU 0: 1\.00 GiB")
+
     def test_without_a_window_nothing_is_deleted_or_summarized(self):
         db, n = self.job(window=None, run_ms='600')
         self.assertEqual(query(db, 'SELECT count(*) FROM flight_recorder'), [(0,)])
