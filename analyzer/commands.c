@@ -2,6 +2,7 @@
  * line gputrace --help lists, the full help, the option sets it takes, what
  * must follow, the function that runs it), and gputrace --help itself,
  * built from this table, the option table and the exit statuses. */
+#include <ctype.h>
 #include <string.h>
 
 #include "cli.h"
@@ -141,6 +142,16 @@ void gt_usage_print(FILE *f)
           f);
 }
 
+/* Does text name option (a whole word: "--iteration" is not in "--iterations")? */
+static int names_option(const char *text, const char *option)
+{
+    size_t n = strlen(option);
+    for (const char *p = strstr(text, option); p; p = strstr(p + 1, option))
+        if (!isalnum((unsigned char)p[n]) && p[n] != '-' && p[n] != '_')
+            return 1;
+    return 0;
+}
+
 /* gputrace COMMAND --help: its own text, then the shared options it takes
  * that the text does not describe (gputrace --help's lines for them) */
 void gt_command_help_print(const struct gt_command *c, FILE *f)
@@ -153,7 +164,7 @@ void gt_command_help_print(const struct gt_command *c, FILE *f)
     int first = 1;
     for (size_t k = 0; k < gt_noptions; k++) {
         const struct gt_option *o = &gt_options[k];
-        if (!o->help || !(o->set & c->takes))
+        if (!o->help || !(o->set & c->takes) || names_option(c->help, o->name))
             continue;
         if (first)
             fputs("\nOptions it shares with other commands:\n", f);

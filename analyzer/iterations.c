@@ -124,7 +124,8 @@ static int find(struct gt_trace *t, const struct gt_pairs *p, const struct gt_se
         code = gt_iter_from_ranges(t, o->name, m == GT_ITERMODE_NVTX ? 0 : m == GT_ITERMODE_MARKER ? 1 : -1, 0, out);
         if (!code && !out->n) {
             char hint[280];   /* (out->how holds the name's 200 and this) */
-            gt_iter_range_names_hint(t, o->name, hint, sizeof hint);
+            gt_iter_range_names_hint(t, o->name, m == GT_ITERMODE_NVTX ? 0 : m == GT_ITERMODE_MARKER ? 1 : -1, hint,
+                                     sizeof hint);
             snprintf(out->how, sizeof out->how, "no range named \"%.200s\" in the trace%.280s", o->name, hint);
         }
         return code;

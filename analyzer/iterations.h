@@ -78,7 +78,7 @@ struct gt_iteration *gt_iter_push(struct gt_iterations *out, size_t *cap);
  * of steps around the pattern found; one step range around it */
 int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, int numbered, struct gt_iterations *out);
 /* After --iteration NAME named no range: " (did you mean ...?)" or "; its ranges: ..." into buf ("": none) */
-void gt_iter_range_names_hint(struct gt_trace *t, const char *name, char *buf, size_t len);
+void gt_iter_range_names_hint(struct gt_trace *t, const char *name, int want_marker, char *buf, size_t len);
 int gt_iter_numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterations *out);
 int gt_iter_one_step_range(struct gt_trace *t, int want_marker, struct gt_iterations *out);
 /* Automatic detection (iterations_auto.c, iterations_kernels.c): out stays

@@ -465,17 +465,19 @@ int gt_iter_one_step_range(struct gt_trace *t, int want_marker, struct gt_iterat
 /* --iteration NAME named no range: the nearest range name the trace has
  * (each message up to its first character that is not part of a name, as
  * name_matches takes a prefix), or a few of its names. */
-void gt_iter_range_names_hint(struct gt_trace *t, const char *name, char *buf, size_t len)
+void gt_iter_range_names_hint(struct gt_trace *t, const char *name, int want_marker, char *buf, size_t len)
 {
     struct gt_range *r;
     size_t nr;
     buf[0] = 0;
-    if (gt_trace_ranges(t, &r, &nr) || nr == 0)
+    if (gt_trace_ranges(t, &r, &nr))
         return;
     const char **names = gt_xmalloc(nr * sizeof *names);
     char **own = gt_xmalloc(nr * sizeof *own);
     size_t n = 0;
     for (size_t i = 0; i < nr; i++) {
+        if (want_marker >= 0 && r[i].is_marker != want_marker)   /* as gt_iter_from_ranges takes them */
+            continue;
         size_t k = 0;
         while (r[i].message[k] && (isalnum((unsigned char)r[i].message[k]) || strchr("_.:-/", r[i].message[k])))
             k++;
@@ -495,7 +497,9 @@ void gt_iter_range_names_hint(struct gt_trace *t, const char *name, char *buf, s
         names[n++] = stem;
     }
     const char *near = gt_nearest(name, names, n);
-    if (near) {
+    if (near && !strcmp(near, name)) {
+        /* (named, but not as an iteration range: the next source down says why, not a typo) */
+    } else if (near) {
         snprintf(buf, len, " (did you mean \"%.200s\"?)", near);
     } else if (n) {
         size_t o = (size_t)snprintf(buf, len, "; its ranges: ");
@@ -508,4 +512,5 @@ void gt_iter_range_names_hint(struct gt_trace *t, const char *name, char *buf, s
         free(own[j]);
     free(own);
     free(names);
+    gt_ranges_free(r, nr);
 }

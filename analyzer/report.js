@@ -212,7 +212,8 @@
     pts.forEach(function (it) {
       tip(sv('circle', {cx: p.x(it.batch_size), cy: p.y(it.peak_bytes), r: 5, 'class': 'dot', fill: colors.of(it.batch_size),
         'data-bytes': it.peak_bytes, 'data-batch-size': it.batch_size}, p.body),
-        'iteration ' + it.index + ': batch size ' + it.batch_size + ', peak ' + fmtBytes(it.peak_bytes));
+        (it.last_index !== undefined ? 'iterations ' + it.index + '-' + it.last_index + ' (their highest)' :
+        'iteration ' + it.index) + ': batch size ' + it.batch_size + ', peak ' + fmtBytes(it.peak_bytes));
     });
     var t = pk.fit ? 'peak = ' + fmtBytes(pk.fit.fixed_bytes) + ' + ' + fmtBytes(pk.fit.per_sample_bytes) + ' x batch size (R\u00b2 ' +
       pk.fit.r2.toFixed(4) + ')' : pk.peaks_follow_history ? 'No fit: the peaks follow the allocator\'s history.' :

@@ -66,14 +66,16 @@ function gtTimelinePanel(H, parent, tr, id) {
     its.forEach(function (it) { if (!(it.end_ns < view.x0 || it.start_ns > view.x1)) inView++; });
     var bands = inView * 3 <= p.W;
     if (!bands)
-      el('p', {'class': 'note bands-left-out'}, holder, inView + ' iterations in view: too many to draw apart; zoom in ' +
+      el('p', {'class': 'note bands-left-out'}, holder, inView + (its.length && its[0].last_index !== undefined ?
+        ' runs of iterations' : ' iterations') + ' in view: too many to draw apart; zoom in ' +
         '(drag across the chart) to see them');
     its.forEach(function (it, k) {
       if (!bands || it.end_ns < view.x0 || it.start_ns > view.x1) return;
       var x0 = p.x(Math.max(it.start_ns, view.x0)), x1 = p.x(Math.min(it.end_ns, view.x1));
       var r = sv('rect', {x: x0, y: p.T, width: Math.max(x1 - x0, 0.5), height: p.H - p.T - p.B,
         'class': 'band' + (k % 2 ? ' odd' : '')}, p.body);
-      tip(r, 'iteration ' + it.index + (it.batch_size !== null ? ', batch size ' + it.batch_size : '') + ', peak ' + fmtBytes(it.peak_bytes));
+      tip(r, (it.last_index !== undefined ? 'iterations ' + it.index + '-' + it.last_index + ' (their highest)' :
+        'iteration ' + it.index) + (it.batch_size !== null ? ', batch size ' + it.batch_size : '') + ', peak ' + fmtBytes(it.peak_bytes));
     });
     shown.forEach(function (s) {
       var pts = s.points, d = [], n = 0, prevY = null;

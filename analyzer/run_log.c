@@ -108,7 +108,8 @@ void gt_run_log_end(int status, int sig)
         return;
     struct trace_file *t = NULL;
     size_t n = 0, cap = 0;
-    struct { char *path; int pid; } creating[64];   /* files being created: told if never opened */
+    /* files being created: told if neither opened after nor given up ("failed": the shim said why) */
+    struct { char *path; int pid, resolved; } creating[64];
     size_t nc = 0;
     FILE *f = fopen(log_path, "r");
     char line[PATH_MAX + 256];
@@ -126,6 +127,16 @@ void gt_run_log_end(int status, int sig)
         int open_rec = (nf == 4 || nf == 5) && strcmp(field[0], "open") == 0; /* 4: an older shim's, no start */
         int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
         int creating_rec = nf == 3 && strcmp(field[0], "creating") == 0;
+        int failed_rec = nf == 2 && strcmp(field[0], "failed") == 0;
+        if (open_rec || failed_rec) {   /* the last creation of that process is over (in the log's order:
+                                         * an exec'ed image creates its own after its predecessor's) */
+            int pid = atoi(field[1]);
+            for (size_t k = nc; k-- > 0;)
+                if (creating[k].pid == pid && !creating[k].resolved) {
+                    creating[k].resolved = 1;
+                    break;
+                }
+        }
         if (!open_rec && !wrote_rec && !creating_rec)
             continue;
         char *path = field[nf - 1];   /* \\, \t and \n escaped by the shim (runlog.c) */
@@ -139,8 +150,10 @@ void gt_run_log_end(int status, int sig)
             }
         *o = 0;
         if (creating_rec) {
-            if (nc < sizeof creating / sizeof *creating && (creating[nc].path = strdup(path)))
+            if (nc < sizeof creating / sizeof *creating && (creating[nc].path = strdup(path))) {
+                creating[nc].resolved = 0;
                 creating[nc++].pid = atoi(field[1]);
+            }
             continue;
         }
         struct trace_file *e = find(t, n, path);
@@ -183,10 +196,7 @@ void gt_run_log_end(int status, int sig)
         qsort(t, n, sizeof *t, by_start);
     size_t unopened = 0;
     for (size_t k = 0; k < nc; k++) {
-        int opened = 0;
-        for (size_t i = 0; i < n && !opened; i++)
-            opened = t[i].pid == creating[k].pid;
-        if (opened)
+        if (creating[k].resolved)
             free(creating[k].path);
         else
             creating[unopened++] = creating[k];

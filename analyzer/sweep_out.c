@@ -219,7 +219,7 @@ static void headroom_of(const struct sweep *s, struct headroom *h)
 {
     memset(h, 0, sizeof *h);
     h->bytes = -1;
-    h->answer = gt_sweep_plan_answer(&s->plan);
+    h->answer = batch_size_ignored(s) ? 0 : gt_sweep_plan_answer(&s->plan);   /* (no answer: no headroom at one) */
     if (!h->answer)
         return;
     for (size_t i = 0; i < s->nruns; i++) {

@@ -224,8 +224,8 @@ int gt_trace_load_events(struct gt_trace *t)
             return code;
         rows = counted > 0 ? (size_t)counted : 0;
     }
-    int sparse = rows < span / 2;
-    if ((sparse ? rows : span) >= UINT32_MAX - 2)
+    int sparse = rows < span / 2 || span >= UINT32_MAX - 2;   /* (rows counted: span > 2^24) */
+    if (rows >= UINT32_MAX - 2)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "more than 4 billion events: too many for this gputrace");
     /* big traces are read in slices by id, one thread and connection each */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -247,14 +247,17 @@ int gt_trace_load_events(struct gt_trace *t)
         sl[k].path = t->path;
         sl[k].graph_calls = graph_calls;
         sl[k].db = k == 0 ? t->db : NULL;
+        if (sparse) {   /* one slice: every id, into room for the rows counted */
+            sl[k].lo = lo;
+            sl[k].hi = hi;
+            sl[k].ev = t->ev;
+            sl[k].room = rows;
+            continue;
+        }
         sl[k].lo = lo + (int64_t)(span * (size_t)k / (size_t)nslices);
         sl[k].hi = lo + (int64_t)(span * (size_t)(k + 1) / (size_t)nslices) - 1;
         sl[k].ev = t->ev + (sl[k].lo - lo);
         sl[k].room = (size_t)(sl[k].hi - sl[k].lo + 1);
-    }
-    if (sparse) {   /* one slice: every id, into room for the rows counted */
-        sl[0].ev = t->ev;
-        sl[0].room = rows;
     }
     for (int k = 1; k < nslices; k++)
         threaded[k] = pthread_create(&th[k], NULL, read_slice, &sl[k]) == 0;

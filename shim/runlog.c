@@ -77,6 +77,17 @@ void gt_runlog_creating(const char *tmp)
         append(line, (size_t)n);
 }
 
+/* Writer thread: the new trace could not be made (the shim said why on
+ * stderr): "failed PID", so that the launcher does not take its "creating"
+ * for a process killed meanwhile. */
+void gt_runlog_creation_failed(void)
+{
+    char line[64];
+    int n = snprintf(line, sizeof line, "failed\t%d\n", (int)getpid());
+    if (*gt_config.run_log && n > 0 && (size_t)n < sizeof line)
+        append(line, (size_t)n);
+}
+
 /* Writer thread, when path has just been created: "open PID RANK STARTED_NS PATH". */
 void gt_runlog_opened(const char *path)
 {

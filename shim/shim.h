@@ -512,6 +512,7 @@ void gt_writer_fork_parent(void);
 /* runlog.c: under `gputrace run`, each trace file is listed for the launcher */
 void gt_runlog_process_started(void);                       /* load and fork child: this process began now */
 void gt_runlog_creating(const char *tmp);                   /* writer thread, a new file about to be made */
+void gt_runlog_creation_failed(void);                       /* writer thread, the new file could not be made */
 void gt_runlog_opened(const char *path);                    /* writer thread, file just created */
 bool gt_runlog_wrote(const struct gt_writer_summary *s);  /* true: the launcher says it, stay quiet */
 

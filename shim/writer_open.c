@@ -123,8 +123,10 @@ bool gt_writer_open(char *path, size_t path_size, uint64_t start_unix, uint64_t 
 
 static bool open_db_lifted(struct opening *o)
 {
-    if (o->create && !create_file(o))
+    if (o->create && !create_file(o)) {
+        gt_runlog_creation_failed();
         return false;
+    }
     if (!gt_db_open(o->path))
         return false;
     struct stat st;

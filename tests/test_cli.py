@@ -157,12 +157,16 @@ class CommandLine(T.AnalyzerTest):
             self.assertTrue(text.startswith('usage: gputrace ' + cmd), cmd)
             self.assertEqual(self.ok(cmd, '-h').stdout, text)
             self.assertEqual(self.ok('help', cmd).stdout, text)
-        # a report's help lists the shared options it takes (the README says it does)
+        # a report's help tells every shared option it takes (the README says it does): in its
+        # own text, or listed after it, once
         for cmd in REPORTS:
             text = self.ok(cmd, '--help').stdout
             self.assertIn('Options it shares with other commands:', text, cmd)
-            for opt in ('--memory', '--device N', '--frames N', '--iteration NAME'):
-                self.assertIn('\n  ' + opt, text, (cmd, opt))
+            own, shared = text.split('Options it shares with other commands:')
+            for opt in ('--memory', '--device', '--frames', '--iteration', '--json'):
+                named = re.search(re.escape(opt) + r'(?![\w-])', own) is not None
+                listed = re.search(r'\n  ' + re.escape(opt) + r'(?![\w-])', shared) is not None
+                self.assertTrue(named != listed, (cmd, opt, named, listed))
         self.assertNotIn('--frames', self.ok('run', '--help').stdout)   # run takes none of them
         usage = self.ok('--help').stdout
         self.assertEqual(self.ok('-h').stdout, usage)

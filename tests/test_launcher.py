@@ -284,6 +284,33 @@ class ClosingLineTest(TraceTest):
                                    r'its first CUDA call: nothing of it was recorded \(its unfinished file was removed\)$')
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_a_trace_that_could_not_be_created_is_not_told_as_a_kill(self):
+        # the shim's creation failed (a file size limit): it says why itself, and its
+        # "creating" line is followed by "failed"; the launcher blamed a kill before
+        import resource
+
+        def tiny_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+        p = subprocess.run([GPUTRACE, 'run', '-o', 'f.db', '--', prog('exit_modes'), 'return', '10'],
+                           capture_output=True, text=True, timeout=120, env=base_env(GPUTRACE_CUPTI=0), cwd=self.dir,
+                           preexec_fn=tiny_files)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertIn('cannot initialise trace file', p.stderr)
+        self.assertNotIn('ended while its trace was being created', p.stderr)
+
+    def test_an_exec_that_dies_creating_its_trace_is_told_though_its_pid_opened_one_before(self):
+        # one pid, two images: the first opened its trace, the exec'ed one was killed creating its own
+        tmp = os.path.join(self.dir, 'b.db.creating-')
+        script = ('printf "creating\\t$$\\t%s/a.db.creating-$$\\nopen\\t$$\\t-1\\t1\\t%s/a.db\\n'
+                  'wrote\\t$$\\t5\\t0\\t1024\\t0\\t%s/a.db\\ncreating\\t$$\\t%s$$\\n" >> "$GPUTRACE_RUN_LOG"; '
+                  'touch %s$$; kill -KILL $$' % (self.dir, self.dir, self.dir, tmp, tmp))
+        p = self.launch(['--', '/bin/sh', '-c', script])
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 2, p.stderr)
+        self.assertIn('gputrace run: wrote a.db', lines[0])
+        self.assertRegex(lines[1], r'^gputrace run: process \d+ ended while its trace was being created')
+        self.assertEqual([n for n in os.listdir(self.dir) if '.creating-' in n], [])
+
     def test_a_process_still_creating_its_trace_is_left_alone(self):
         # a process of the command that outlives it (a daemon): its file is its own to finish
         tmp = os.path.join(self.dir, 'k.db.creating-')

@@ -956,14 +956,16 @@ class SweepTest(TraceTest):
         self.assertEqual((doc['stopped'], doc['runs_used']), ('batch-size-ignored', 6))
         self.assertEqual([r['batch_size'] for r in doc['runs']], [1, 2, 4, 64, 1024, 16384])
         self.assertIn('the peak does not grow with the batch size', p.stderr)
-        # 16384 ran, but the command never took it: no largest batch size is claimed
+        # 16384 ran, but the command never took it: no largest batch size is claimed, nor headroom at one
         self.assertIsNone(doc['max_batch_size'])
+        self.assertIsNone(doc['headroom'])
         p = run([GPUTRACE, 'sweep', '--quiet', '--dir', os.path.join(self.dir, 'text'), '--', prog('sweep_train'),
                  '--batch-size', '5'], preload=False, env=base_env(FAKE_CUDA_DEVICE_BYTES=DEVICE), cwd=self.dir)
         self.assertIn('largest batch size that fits: unknown: the runs\' memory does not follow the batch size (up to '
                       '16384: see stopped, below), so they prove no largest one', p.stdout)
         self.assertIn('predicted largest batch size: none (the peak does not grow with the batch size)', p.stdout)
         self.assertNotIn('at least 16384', p.stdout)
+        self.assertNotIn('the tightest run of 16384', p.stdout)
         # --max-runs within the widening: the verdict is still that the
         # command ignores it, not a largest batch size cut short
         p, doc, d = self.sweep_json(['--max-runs', '2'], [prog('sweep_train'), '--batch-size', '5'], dirname='sweep-max2')
