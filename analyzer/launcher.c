@@ -2,7 +2,9 @@
  * with the shim preloaded (kept in front of any LD_PRELOAD the user already
  * has) and returns CMD's exit status, so it drops into scripts and CI jobs
  * unchanged. Its options are rows of the option table (cli_options.c). */
+#include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
 #include "run_log.h"
 #include "schema_sql.h"
 #include "subprocess.h"
@@ -169,6 +172,35 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
     return 0;
 }
 
+/* Traces beside out named as its processes' (NAME.PID.db, NAME.PID.N.db:
+ * shim/output.c), existing before the command ran: an earlier run's, which
+ * `ranks NAME*.db` or `report` would mix with this run's. Counts them and
+ * copies the first one's name into first. */
+static size_t earlier_siblings(const char *out, char *first, size_t cap)
+{
+    size_t len = strlen(out), n = 0;
+    const char *ext = len > 3 && strcmp(out + len - 3, ".db") == 0 ? ".db" : "";
+    char pattern[PATH_MAX + 64];
+    snprintf(pattern, sizeof pattern, "%.*s.[0-9]*%s", (int)(len - strlen(ext)), out, ext);
+    glob_t g;
+    first[0] = 0;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+        return 0;
+    size_t stem = len - strlen(ext) + 1;   /* past "NAME." */
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *p = g.gl_pathv[i] + stem, *end = g.gl_pathv[i] + strlen(g.gl_pathv[i]) - strlen(ext);
+        int digits = p < end;   /* PID or PID.N: digits and one dot between */
+        for (const char *q = p; q < end && digits; q++)
+            digits = isdigit((unsigned char)*q) || (*q == '.' && q > p && q + 1 < end && q[1] != '.');
+        if (!digits)
+            continue;
+        if (!n++)
+            snprintf(first, cap, "%s", g.gl_pathv[i]);
+    }
+    globfree(&g);
+    return n;
+}
+
 /* After the command: the new trace replaces the old, or the old comes back
  * (returns 1: said after the closing line, which tells no new file there). */
 static int settle_aside(const char *out, const char *aside)
@@ -209,11 +241,14 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
     (void)cmd;
     if (gt_preload_shim("gputrace run") != 0)
         return GT_RUN_EXIT_FAILED;
-    char out[PATH_MAX + 32], aside[PATH_MAX + 64] = "";
+    char out[PATH_MAX + 32], aside[PATH_MAX + 64] = "", sibling[PATH_MAX + 64] = "";
+    size_t siblings = 0;
     if (a->out) {
         if (prepare_output(a->out, out, sizeof out, aside, sizeof aside) != 0)
             return GT_RUN_EXIT_FAILED;
         setenv("GPUTRACE_OUTPUT", out, 1);
+        if (!strchr(out, '%'))
+            siblings = earlier_siblings(out, sibling, sizeof sibling);
     }
     if (a->stack_depth >= 0) {
         char depth[16];
@@ -236,5 +271,11 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
         gt_run_log_end(status, sig);
     if (restored && closing && status != GT_RUN_EXIT_NOT_FOUND && status != GT_RUN_EXIT_CANNOT_EXEC)
         fprintf(stderr, "gputrace run: %s still holds the earlier trace: this run wrote none there\n", a->out);
+    struct stat st;
+    if (siblings && closing && lstat(sibling, &st) == 0)   /* (an earlier run's children: ranks over NAME*.db mixes them in) */
+        fprintf(stderr, "gputrace run: %zu trace%s of an earlier run lie%s beside %s (%s%s): a wildcard over them "
+                        "mixes the runs; give this run's files by name, or remove %s\n", siblings,
+                siblings == 1 ? "" : "s", siblings == 1 ? "s" : "", gt_basename(out), gt_basename(sibling),
+                siblings > 1 ? ", ..." : "", siblings == 1 ? "it" : "them");
     return end_as(sig, status);
 }

@@ -344,6 +344,25 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(recs[0][1], recs[1][1])
         self.assertEqual(recs[0][2], os.path.realpath(os.path.join(self.dir, 'c.db')) + '.creating-' + recs[0][1])
 
+    def test_an_earlier_runs_child_traces_beside_the_output_are_said(self):
+        # run -o t.db twice on a command with a CUDA child: the first run's t.PID.db stayed
+        # beside the second's, and ranks/report over t*.db mixed the two runs unsaid
+        p = self.launch(['-o', 't.db', '--', prog('spawn_children'), 'posix_spawn'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        first = sorted(n for n in os.listdir(self.dir) if n != 't.db')
+        self.assertEqual(len(first), 1, first)
+        self.assertNotIn('earlier run', p.stderr)
+        p = self.launch(['-o', 't.db', '--', prog('spawn_children'), 'posix_spawn'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('gputrace run: 1 trace of an earlier run lies beside t.db (%s): a wildcard over them mixes the '
+                      'runs; give this run\'s files by name, or remove it' % first[0], p.stderr)
+        # files named otherwise are not an earlier run's
+        os.unlink(os.path.join(self.dir, first[0]))
+        open(os.path.join(self.dir, 't.notes.db'), 'w').close()
+        p = self.launch(['-o', 't.db', '--', prog('spawn_children'), 'posix_spawn'])
+        self.assertIn('1 trace of an earlier run', p.stderr)   # the second run's child, not t.notes.db
+        self.assertNotIn('t.notes.db', p.stderr)
+
     def test_without_run_each_process_says_its_own_line(self):
         p = run([prog('spawn_children'), 'posix_spawn'],
                 env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db')), cwd=self.dir)
