@@ -3,6 +3,7 @@
  * (commands.c), stores each value where its row says, and turns every
  * mistake into one line on stderr and exit status 2, with the nearest
  * command or option suggested for a typo. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,11 @@ int gt_usage_error(const struct gt_command *cmd, const char *fmt, const char *ar
 static int parse_time(const char *s, int64_t *ns)
 {
     char *end;
+    /* decimal only: strtod also reads "0x10" (16 s), "inf" and "nan" */
+    if (!isdigit((unsigned char)s[0]) && !(s[0] == '.' && isdigit((unsigned char)s[1])))
+        return -1;
+    if (strpbrk(s, "xXpP"))
+        return -1;
     double v = strtod(s, &end);
     if (end == s || !(v >= 0) || !isfinite(v))   /* (NaN fails v >= 0) */
         return -1;

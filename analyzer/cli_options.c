@@ -2,6 +2,7 @@
  * name, the value it takes, how that value is read and where it goes, the
  * option set it belongs to (which commands take it: see commands.c), and
  * the text gputrace --help shows for it. cli.c reads the rows. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +47,12 @@ static const char *parse_iterations(struct gt_args *a, const struct gt_command *
                "--iteration NAME picks the range that is one iteration";
     if (ranges) {
         char *end;
+        errno = 0;   /* (an index past int64 was taken as its largest, silently) */
         long long lo = strtoll(val, &end, 10), hi;
-        if (end != colon || colon == val || *val == '-')
+        if (end != colon || colon == val || *val == '-' || errno)
             return "--iterations A:B needs iteration indices A <= B, not \"%s\"";
         hi = strtoll(colon + 1, &end, 10);
-        if (*end || !colon[1] || colon[1] == '-' || hi < lo)
+        if (*end || !colon[1] || colon[1] == '-' || hi < lo || errno)
             return "--iterations A:B needs iteration indices A <= B, not \"%s\"";
         a->iter_a = lo;
         a->iter_b = hi;

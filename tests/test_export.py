@@ -377,7 +377,8 @@ class Output(ExportTest):
             check_trace_events(self, json.load(f))
 
     def test_usage_errors(self):
-        for args in (['--format', 'pprof'], ['--from', 'soon'], ['--iterations', '3:1'], ['--bogus']):
+        for args in (['--format', 'pprof'], ['--from', 'soon'], ['--iterations', '3:1'], ['--bogus'],
+                     ['--from', '0x10'], ['--to', 'inf'], ['--iterations', '1:99999999999999999999']):
             p = self.gputrace('export', *args, 'x.db')
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
