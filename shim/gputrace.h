@@ -34,7 +34,7 @@
  *   if hasattr(_gt, "gputrace_iteration"):
  *       _gt.gputrace_iteration.argtypes = [ctypes.c_long, ctypes.c_long]
  *       _gt.gputrace_mark.argtypes = [ctypes.c_char_p]
- *       iteration = _gt.gputrace_iteration
+ *       iteration = lambda index, batch_size=-1: _gt.gputrace_iteration(index, batch_size)
  *       mark = lambda name: _gt.gputrace_mark(name.encode())
  *   else:
  *       iteration = lambda index, batch_size=-1: None

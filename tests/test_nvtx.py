@@ -175,6 +175,24 @@ class MarkerApi(TraceTest):
         # the first iteration began before the first CUDA call: kept, before time 0
         self.assertLess(query(db, 'SELECT min(t_ns) FROM iterations')[0][0], 0)
 
+    def test_readmes_python_snippet_takes_the_same_arguments_traced_or_not(self):
+        # the snippet bound the C function itself when preloaded: iteration(1) raised
+        # TypeError only under the shim, while its no-op fallback took it
+        readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'README.md')).read()
+        snippet = readme.split('```python\nimport ctypes\n_gt = ctypes.CDLL(None)', 1)[1].split('```', 1)[0]
+        script = os.path.join(self.dir, 'snippet.py')
+        with open(script, 'w') as f:
+            f.write('import ctypes\n_gt = ctypes.CDLL(None)' + snippet.split('\nfor step,', 1)[0] +
+                    '\ncuda = ctypes.CDLL("libcudart.so.13")\np = ctypes.c_void_p()\n'
+                    'cuda.cudaMalloc(ctypes.byref(p), 4096)\n'
+                    'iteration(1)\niteration(2, 8)\nmark("checkpoint")\nprint("ok")\n')
+        for preload in (False, True):
+            p = run([sys.executable, script], preload=preload, env=base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 's.db')),
+                    cwd=self.dir)
+            self.assertEqual((p.returncode, p.stdout), (0, 'ok\n'), (preload, p.stderr))
+        self.assertEqual(query(os.path.join(self.dir, 's.db'), 'SELECT idx, batch_size FROM iterations ORDER BY t_ns'),
+                         [(1, None), (2, 8)])
+
     def test_marker_api_without_shim_is_a_noop(self):
         p = run([prog('markers')], preload=False, cwd=self.dir)
         self.assertEqual((p.returncode, p.stdout), (0, 'recording 0 0 depths -5 pops -5 extra_pop -1\n'))
