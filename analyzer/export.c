@@ -134,6 +134,10 @@ static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
         *e = *s;
     if (*e < x->from || *s > x->to)
         return 0;
+    /* one that only touches the window's edge from outside (the next iteration, starting where
+     * the last one asked for ends) is not in it; a zero-length one at the edge is */
+    if ((*s == x->to && *e > *s && x->to != INT64_MAX) || (*e == x->from && *s < *e && x->from != INT64_MIN))
+        return 0;
     *s = *s < x->from ? x->from : *s;
     *e = *e > x->to ? x->to : *e;
     struct track *k = track_of(x, tid, 1);
@@ -493,21 +497,28 @@ static int set_window(struct exporter *x)
     /* the first iteration A, and the first B from it on: indexes that
      * restart each epoch (0..4, 0..4) give the first epoch's, not the last
      * A and the last B (a window that mixed epochs) */
-    int64_t s = -1, e = -1;
+    /* (found or not by flags: an iteration marked before the first CUDA call starts before time 0) */
+    int64_t s = 0, e = 0;
+    int has_s = 0, has_e = 0;
     size_t k = 0, a_at = its->n;
-    for (; k < its->n && s < 0; k++)
+    for (; k < its->n && !has_s; k++)
         if (its->it[k].index == x->o->iter_a) {
             s = its->it[k].start;
+            has_s = 1;
             a_at = k;
         }
-    for (k = a_at; k < its->n && e < 0; k++)
-        if (its->it[k].index == x->o->iter_b)
+    for (k = a_at; k < its->n && !has_e; k++)
+        if (its->it[k].index == x->o->iter_b) {
             e = its->it[k].end;
-    if (s >= 0 && e < 0) {
-        for (k = 0; k < a_at && e < 0; k++)
-            if (its->it[k].index == x->o->iter_b)
+            has_e = 1;
+        }
+    if (has_s && !has_e) {
+        for (k = 0; k < a_at && !has_e; k++)
+            if (its->it[k].index == x->o->iter_b) {
                 e = its->it[k].end;
-        if (e >= 0) {   /* B only before A: the window would be empty */
+                has_e = 1;
+            }
+        if (has_e) {   /* B only before A: the window would be empty */
             snprintf(x->c->t.err, sizeof x->c->t.err, "--iterations %lld:%lld: iteration %lld ends before iteration"
                      " %lld starts in this trace (its indexes are not in time order); give the first in time first",
                      (long long)x->o->iter_a, (long long)x->o->iter_b, (long long)x->o->iter_b,
@@ -515,7 +526,7 @@ static int set_window(struct exporter *x)
             return GT_EXIT_USAGE;
         }
     }
-    if (s < 0 || e < 0) {
+    if (!has_s || !has_e) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (k = 0; k < its->n; k++) {
             lo = its->it[k].index < lo ? its->it[k].index : lo;

@@ -290,6 +290,21 @@ class Limits(ExportTest):
             t.free(t.alloc(1 << 20, ['step', 'main']))
         return t.close()
 
+    def test_an_iteration_marked_before_the_first_cuda_call_can_start_the_window(self):
+        # the loop marks iteration 0 before its first cudaMalloc: it starts before time 0, and
+        # --iterations 0:4 was refused ("no such iterations ... 0 to 4")
+        p, db = self.trace_markers()
+        self.assertLess(T.gtlib.query(db, 'SELECT min(t_ns) FROM iterations')[0][0], 0)
+        ev = self.export(db, '--iterations', '0:1')
+        its = [e for e in ev if e['ph'] == 'X' and e['cat'] == 'iteration']
+        self.assertEqual([e['args']['index'] for e in its], [0, 1])
+
+    def trace_markers(self):
+        db = os.path.join(self.dir, 'markers.db')
+        p = T.gtlib.run([T.gtlib.prog('markers')], env=T.gtlib.base_env(GPUTRACE_OUTPUT=db), cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p, db
+
     def test_indexes_out_of_time_order_are_refused_not_an_empty_window(self):
         db = self.epochs_trace([10, 5, 3, 7, 9])
         p = self.gputrace('export', db, '--iterations', '5:10', '-o', os.path.join(self.dir, 'x.json'))
