@@ -158,9 +158,18 @@ static int run_addr2line(const char *tool, const char *module, const struct fram
     return 0;
 }
 
+/* The lines found, kept until every addr2line has run: the trace is written
+ * in one short transaction at the end (held across the addr2line runs, its
+ * lock kept a program still writing the trace from its last events). */
+struct found {
+    int64_t id, line;
+    char *file;
+};
+
 struct store_ctx {
     sqlite3_stmt *update;
-    size_t resolved;
+    struct found *found;
+    size_t n, cap, resolved;
     int rc;
 };
 
@@ -172,17 +181,35 @@ static int store_line(void *arg, int64_t id, const char *file, int64_t line)
      * not to where this runs: resolved here it named whatever file of that
      * name the current directory held */
     char *clean = file[0] == '/' ? realpath(file, NULL) : NULL;
-    sqlite3_reset(s->update);
-    sqlite3_bind_text(s->update, 1, clean ? clean : file, -1, SQLITE_TRANSIENT);
-    free(clean);
-    sqlite3_bind_int64(s->update, 2, line);
-    sqlite3_bind_int64(s->update, 3, id);
-    int rc = sqlite3_step(s->update);
-    if (rc != SQLITE_DONE)
-        s->rc = rc;
-    else
-        s->resolved++;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->found = gt_xrealloc(s->found, s->cap * sizeof *s->found);
+    }
+    s->found[s->n++] = (struct found){id, line, clean ? clean : gt_xstrdup(file)};
     return 0;
+}
+
+/* Writes the lines found, inside the caller's transaction. */
+static void store_found(struct store_ctx *s)
+{
+    for (size_t i = 0; i < s->n && !s->rc; i++) {
+        sqlite3_reset(s->update);
+        sqlite3_bind_text(s->update, 1, s->found[i].file, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->update, 2, s->found[i].line);
+        sqlite3_bind_int64(s->update, 3, s->found[i].id);
+        int rc = sqlite3_step(s->update);
+        if (rc != SQLITE_DONE)
+            s->rc = rc;
+        else
+            s->resolved++;
+    }
+}
+
+static void found_free(struct store_ctx *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->found[i].file);
+    free(s->found);
 }
 
 static int fail_sql(const char *path, sqlite3 *db, const char *what)
@@ -226,8 +253,7 @@ static int symbolize_one(const char *path, const char *tool)
     if (sqlite3_prepare_v2(db, "SELECT id, module, module_offset, ip FROM frames"
                                " WHERE file IS NULL AND module IS NOT NULL AND module_offset IS NOT NULL"
                                " ORDER BY module, module_offset", -1, &sel, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "UPDATE frames SET file = ?1, line = ?2 WHERE id = ?3", -1, &sc.update, NULL) != SQLITE_OK ||
-        sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(db, "UPDATE frames SET file = ?1, line = ?2 WHERE id = ?3", -1, &sc.update, NULL) != SQLITE_OK) {
         code = fail_sql(path, db, "reading frames");
         goto out;
     }
@@ -241,7 +267,6 @@ static int symbolize_one(const char *path, const char *tool)
         if (n && (!m || strcmp(m, module))) {   /* a module's frames are complete */
             modules++;
             if (run_addr2line(tool, file, refs, n, store_line, &sc, err, sizeof err)) {
-                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
                 fprintf(stderr, "gputrace: %s\n", err);
                 code = GT_EXIT_ADDR2LINE;
                 free(refs);
@@ -272,10 +297,28 @@ static int symbolize_one(const char *path, const char *tool)
         n++;
     }
     free(refs);
-    if (rc != SQLITE_DONE || sc.rc || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-        code = fail_sql(path, db, "storing file:line");
+    if (rc != SQLITE_DONE) {
+        code = fail_sql(path, db, "reading frames");
         goto out;
+    }
+    sqlite3_finalize(sel);   /* (its read ends before the write begins) */
+    sel = NULL;
+    if (sc.n) {
+        int ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+        if (ok)
+            store_found(&sc);
+        if (!ok || sc.rc || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+            int err_code = sqlite3_errcode(db) & 0xff;   /* (read before the rollback clears it) */
+            if (err_code == SQLITE_READONLY || err_code == SQLITE_CANTOPEN || err_code == SQLITE_PERM) {
+                fprintf(stderr, "gputrace: %s: cannot write to it (%s), and symbolize stores file:line in the trace "
+                        "itself; copy it somewhere writable\n", path, sqlite3_errmsg(db));
+                code = GT_EXIT_MISSING;
+            } else {
+                code = fail_sql(path, db, "storing file:line");
+            }
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            goto out;
+        }
     }
     printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", path, sc.resolved, total, gt_s((long long)total), modules,
            gt_s((long long)modules));
@@ -284,6 +327,7 @@ static int symbolize_one(const char *path, const char *tool)
     printf("\n");
 out:
     free(exe);
+    found_free(&sc);
     sqlite3_finalize(sel);
     sqlite3_finalize(sc.update);
     sqlite3_close(db);

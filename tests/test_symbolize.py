@@ -117,3 +117,30 @@ class SymbolizeTest(TraceTest):
         self.assertEqual(line, source_line('cudaMalloc(&p, n)'))
         self.assertFalse(path.startswith('/'), path)   # as the debug info says it, not made absolute here
         self.assertTrue(path.endswith('tests/progs/call_chain.c'), path)
+
+    def test_a_trace_still_being_written_loses_nothing_to_symbolize(self):
+        # symbolize held SQLite's write lock across every addr2line run: the program, ending
+        # meanwhile, could not write its last events (51 of 100 lost, the trace not closed)
+        import time
+        from gtlib import SHIM, base_env
+        if not shutil.which('addr2line'):
+            self.skipTest('no addr2line')
+        slow = os.path.join(self.dir, 'slow_addr2line')
+        with open(slow, 'w') as f:
+            f.write('#!/bin/sh\nsleep 3\nexec addr2line "$@"\n')
+        os.chmod(slow, 0o755)
+        db = os.path.join(self.dir, 'live.db')
+        prog_run = subprocess.Popen([prog('window_loop'), '1500'], env=dict(base_env(GPUTRACE_OUTPUT=db), LD_PRELOAD=SHIM),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(db) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        s = self.symbolize('--addr2line', slow, db)
+        out, err = prog_run.communicate(timeout=60)
+        self.assertEqual(prog_run.returncode, 0, err)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertNotIn('locked', err)
+        self.assertEqual(query(db, 'SELECT end_reason, events_dropped FROM processes'), [('exit', 0)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM drops WHERE count > 0'), [(0,)])
+
