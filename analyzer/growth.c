@@ -31,7 +31,8 @@ const char gt_help_growth[] =
     "iterations after warm-up; stable\n"
     "otherwise.\n"
     "\n"
-    "  --fail-above B   exit 1 when the slope exceeds B bytes per iteration (CI)\n"
+    "  --fail-above B   exit 1 when the verdict is growing and the slope exceeds B\n"
+    "                   bytes per iteration (CI); unknown is said on stderr, exit 0\n"
     "  --threshold B    smallest slope called growing (default 0)\n"
     "  --warmup N       iterations skipped at the start (default 1)\n"
     "Exit 8 when no iterations are found.\n";

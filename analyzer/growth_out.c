@@ -240,11 +240,22 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     } else {
         code = print_text(c, its, &g);
     }
+    /* the gate follows the verdict: a slope the verdict calls noise ("stable") or too few
+     * iterations to judge ("unknown") failed CI beside a report that said otherwise */
     if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
-        fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path, g.memory,
-                gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
-        code = GT_EXIT_FAIL_ABOVE;
+        if (!strcmp(g.verdict, "growing")) {
+            fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path,
+                    g.memory, gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
+            code = GT_EXIT_FAIL_ABOVE;
+        } else if (!strcmp(g.verdict, "unknown")) {
+            fprintf(stderr, "gputrace: %s: --fail-above not judged: growth is unknown (too few iterations to tell); "
+                    "trace more iterations\n", c->path);
+        } else {
+            fprintf(stderr, "gputrace: %s: --fail-above not failed: the fitted slope, %s per iteration, is above %s "
+                    "but within what the iterations vary by (verdict %s); more iterations tell a small growth from "
+                    "noise\n", c->path, gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2), g.verdict);
+        }
     }
     gt_growth_free(&g);
     return code;

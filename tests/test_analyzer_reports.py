@@ -1060,6 +1060,35 @@ class SeveralFiles(T.AnalyzerTest):
         self.assertIn('no such file', d[1]['error'])
         self.assertEqual(d[2]['total_count'], T.LEAK_ITERATIONS)
 
+    def test_fail_above_follows_the_verdict(self):
+        # a slope the verdict calls noise, or too few iterations to judge, failed the gate beside
+        # a report that said "stable" or "unknown"
+        import random
+        rnd = random.Random(1)
+        t = T.Trace(os.path.join(self.dir, 'noisy.db'))
+        t.alloc(100 * T.MiB, ['weights', 'main'])
+        scratch = None
+        for i in range(30):
+            t.push('train_step')
+            if scratch:
+                t.free(scratch)
+            t.alloc(64 * 1024, ['keep', 'train_step', 'main'])
+            scratch = t.alloc(rnd.randint(1, 4 * T.MiB), ['scratch', 'train_step', 'main'])
+            t.pop()
+        noisy = t.close()
+        g = self.json('growth', noisy)
+        self.assertEqual(g['verdict'], 'stable')
+        self.assertGreater(g['slope_bytes_per_iteration'], 32 * 1024)
+        p = self.gputrace('growth', '--fail-above', '32K', noisy)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('--fail-above not failed: the fitted slope', p.stderr)
+        self.assertIn('(verdict stable)', p.stderr)
+        three = T._leak_workload(os.path.join(self.dir, 'three.db'), 3, fixed=False)
+        self.assertEqual(self.json('growth', three)['verdict'], 'unknown')
+        p = self.gputrace('growth', '--fail-above', '1K', three)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('--fail-above not judged: growth is unknown', p.stderr)
+
     def test_fail_above_with_several_files_exits_1(self):
         r0, r1 = T.two_ranks(self.dir)
         self.assertEqual(self.gputrace('growth', '--fail-above', '1K', r0, r1).returncode, 1)
