@@ -4,6 +4,7 @@
  * in unstripped objects. File:line is left to `gputrace symbolize` (addr2line),
  * which needs no DWARF parser inside the traced process. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,16 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
     if (dladdr1((void *)lookup, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_fname) {
-        snprintf(out->module, sizeof out->module, "%s", info.dli_fname);
+        /* the loader's name as given: a program started as ../bin/app, or a library found
+         * through LD_LIBRARY_PATH=lib, is relative to this process's directory, which
+         * symbolize, run elsewhere, does not know (a helper's probe: "no longer on disk",
+         * or another file's lines stored). Made absolute here, on the writer thread, once
+         * per frame record; a relative name that no longer resolves stays as it was. */
+        char abs[PATH_MAX];
+        const char *name = info.dli_fname;
+        if (name[0] && name[0] != '/' && realpath(name, abs))
+            name = abs;
+        snprintf(out->module, sizeof out->module, "%.1023s", name);   /* (longer: cut, as before) */
         out->module_offset = ip - (uintptr_t)info.dli_fbase;
         out->has_module = true;
         /* dladdr answers with the nearest exported symbol below ip even when ip
