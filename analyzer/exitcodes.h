@@ -12,7 +12,7 @@
  * an internal error: gt_xmalloc and friends exit with it (format.h). */
 #define GT_EXIT_LIST(X)                                                                              \
     X(GT_EXIT_OK, 0, "success")                                                                      \
-    X(GT_EXIT_FAIL_ABOVE, 1, "growth --fail-above: memory grows faster than the limit")              \
+    X(GT_EXIT_FAIL_ABOVE, 1, "growth --fail-above: memory grows (verdict growing) faster than the limit")   \
     X(GT_EXIT_USAGE, 2, "usage error")                                                               \
     X(GT_EXIT_MISSING, 3, "a trace file is missing, unreadable or not a regular file")               \
     X(GT_EXIT_CORRUPT, 4, "not a SQLite file, or a truncated, corrupt or incomplete trace")          \
