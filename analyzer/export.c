@@ -10,171 +10,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "export.h"
 #include "format.h"
 #include "trace_rows.h"
 #include "viz.h"
 
-/* Synthetic tracks get tids above any Linux tid (pid_max is at most 2^22). */
-#define TID_ITERATIONS (INT64_C(1) << 30)
-#define TID_LANES (TID_ITERATIONS + 1)        /* start/end ranges: lane k */
-#define MAX_LANES 4096
-#define TID_STREAMS (TID_LANES + MAX_LANES)   /* GPU stream k */
-
-/* Slices on one track must nest: the ends of the slices still open. */
-struct track {
-    int64_t tid;
-    int64_t *ends;
-    size_t n, cap;
-};
-
-struct stream_track {
-    int64_t device, stream;
-};
-
-struct exporter {
-    FILE *f;
-    const struct gt_args *o;
-    struct gt_ctx *c;
-    size_t nout;          /* events written (all files) */
-    int64_t pid, off_ns;  /* off_ns aligns processes on their wall-clock start */
-    int64_t from, to;     /* window, ns since this process started */
-    int64_t trace_end;
-    struct track *tracks;
-    size_t ntracks;
-    int64_t lane_end[MAX_LANES];
-    size_t nlanes;
-    struct stream_track *streams;
-    size_t nstreams;
-};
-
 /* How the output starts: also how a file that export wrote is recognised. */
 #define EXPORT_HEAD "{\"displayTimeUnit\":\"ms\",\"traceEvents\":["
-
-/* ---- writing events */
-
-static void put_ts(FILE *f, int64_t ns)
-{
-    uint64_t m = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;   /* INT64_MIN too */
-    fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(m / 1000), (unsigned long long)(m % 1000));
-}
-
-/* a + b, held at the ends of int64 instead of wrapping (times from a hostile trace) */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    int64_t r;
-    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-    int64_t r;
-    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
-/* Opens an event object: ph, pid, tid, ts (t_ns of this process). */
-static void begin(struct exporter *x, const char *ph, int64_t tid, int64_t t_ns)
-{
-    fputs(x->nout++ ? ",\n{" : "\n{", x->f);
-    fprintf(x->f, "\"ph\":\"%s\",\"pid\":%lld,\"tid\":%lld,\"ts\":", ph, (long long)x->pid, (long long)tid);
-    put_ts(x->f, sat_add(t_ns, x->off_ns));
-}
-
-static void kstr(struct exporter *x, const char *key, const char *val)
-{
-    fprintf(x->f, ",\"%s\":", key);
-    gt_json_put_string(x->f, val ? val : "");
-}
-
-static void metadata(struct exporter *x, const char *what, int64_t tid, const char *key, const char *str, int64_t num)
-{
-    begin(x, "M", tid, sat_sub(0, x->off_ns));
-    kstr(x, "name", what);
-    fprintf(x->f, ",\"args\":{\"%s\":", key);
-    if (str)
-        gt_json_put_string(x->f, str);
-    else
-        fprintf(x->f, "%lld", (long long)num);
-    fputs("}}", x->f);
-}
-
-static int in_window(const struct exporter *x, int64_t t)
-{
-    return t >= x->from && t <= x->to;
-}
-
-/* tid's track of open slices; NULL when it has none and create is 0. */
-static struct track *track_of(struct exporter *x, int64_t tid, int create)
-{
-    for (size_t i = 0; i < x->ntracks; i++)
-        if (x->tracks[i].tid == tid)
-            return &x->tracks[i];
-    if (!create)
-        return NULL;
-    x->tracks = gt_xrealloc(x->tracks, (x->ntracks + 1) * sizeof *x->tracks);
-    struct track *k = &x->tracks[x->ntracks++];
-    memset(k, 0, sizeof *k);
-    k->tid = tid;
-    return k;
-}
-
-/* How many of k's slices are still open at time s (the others ended by then). */
-static size_t open_at(const struct track *k, int64_t s)
-{
-    size_t n = k->n;
-    while (n && k->ends[n - 1] <= s)
-        n--;
-    return n;
-}
-
-/* Clips [*s, *e] to the window and to the slices still open on tid, so that
- * slices nest as the format requires. Returns 0 if nothing is left. */
-static int place_slice(struct exporter *x, int64_t tid, int64_t *s, int64_t *e)
-{
-    if (*e < *s)
-        *e = *s;
-    if (*e < x->from || *s > x->to)
-        return 0;
-    /* one that only touches the window's edge from outside (the next iteration, starting where
-     * the last one asked for ends) is not in it; a zero-length one at the edge is */
-    if ((*s == x->to && *e > *s && x->to != INT64_MAX) || (*e == x->from && *s < *e && x->from != INT64_MIN))
-        return 0;
-    *s = *s < x->from ? x->from : *s;
-    *e = *e > x->to ? x->to : *e;
-    struct track *k = track_of(x, tid, 1);
-    k->n = open_at(k, *s);
-    if (k->n && *e > k->ends[k->n - 1])
-        *e = k->ends[k->n - 1];
-    if (k->n == k->cap) {
-        k->cap = k->cap ? 2 * k->cap : 16;
-        k->ends = gt_xrealloc(k->ends, k->cap * sizeof *k->ends);
-    }
-    k->ends[k->n++] = *e;
-    return 1;
-}
-
-/* Would a slice [s, e] nest on tid's track as it stands? Push/pop ranges
- * nest within their own NVTX domain only: a library's range that a program's
- * range ends inside would be cut to it (its length lost). */
-static int nests(struct exporter *x, int64_t tid, int64_t s, int64_t e)
-{
-    const struct track *k = track_of(x, tid, 0);
-    size_t n = k ? open_at(k, s) : 0;
-    return !n || e <= k->ends[n - 1];
-}
-
-/* A complete slice; returns 0 if it fell outside the window. The caller
- * writes extra fields and closes the object. */
-static int slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const char *cat, const char *name)
-{
-    if (!place_slice(x, tid, &s, &e))
-        return 0;
-    begin(x, "X", tid, s);
-    fputs(",\"dur\":", x->f);
-    put_ts(x->f, sat_sub(e, s));
-    kstr(x, "cat", cat);
-    kstr(x, "name", name);
-    return 1;
-}
 
 /* ---- the parts of one trace */
 
@@ -184,13 +26,13 @@ static int export_iterations(struct exporter *x)
     int code = gt_ctx_iterations(x->c, &its);
     if (code || !its->n)
         return code;
-    metadata(x, "thread_name", TID_ITERATIONS, "name", "iterations", 0);
-    metadata(x, "thread_sort_index", TID_ITERATIONS, "sort_index", NULL, -2);
+    ex_metadata(x, "thread_name", TID_ITERATIONS, "name", "iterations", 0);
+    ex_metadata(x, "thread_sort_index", TID_ITERATIONS, "sort_index", NULL, -2);
     for (size_t k = 0; k < its->n; k++) {
         const struct gt_iteration *it = &its->it[k];
         char name[64];
         snprintf(name, sizeof name, "iteration %lld", (long long)it->index);
-        if (!slice(x, TID_ITERATIONS, it->start, it->end, "iteration", name))
+        if (!ex_slice(x, TID_ITERATIONS, it->start, it->end, "iteration", name))
             continue;
         fprintf(x->f, ",\"args\":{\"index\":%lld,\"source\":\"%s\"", (long long)it->index, gt_iter_source_name(its->source));
         if (it->batch_size >= 0)
@@ -212,7 +54,7 @@ static int export_ranges(struct exporter *x)
         if (e < 0)
             e = x->trace_end > s ? x->trace_end : s;   /* never closed: lasts until the trace ends */
         int64_t cs = s < x->from ? x->from : s, ce = e > x->to ? x->to : e;   /* as place_slice will cut it */
-        if (tid < 0 || (kind && !strcmp(kind, "start")) || !nests(x, tid, cs, ce)) {
+        if (tid < 0 || (kind && !strcmp(kind, "start")) || !ex_nests(x, tid, cs, ce)) {
             size_t k = 0;
             while (k < x->nlanes && x->lane_end[k] > s)
                 k++;
@@ -221,18 +63,18 @@ static int export_ranges(struct exporter *x)
             if (k == x->nlanes) {
                 char name[48];
                 snprintf(name, sizeof name, "ranges (start/end) %zu", k);
-                metadata(x, "thread_name", TID_LANES + (int64_t)k, "name", name, 0);
+                ex_metadata(x, "thread_name", TID_LANES + (int64_t)k, "name", name, 0);
                 x->nlanes++;
             }
             x->lane_end[k] = e;
             tid = TID_LANES + (int64_t)k;
         }
         const char *msg = gt_rows_text(&r, 4);
-        if (!slice(x, tid, s, e, gt_rows_text(&r, 1), msg && *msg ? msg : "(unnamed range)"))
+        if (!ex_slice(x, tid, s, e, gt_rows_text(&r, 1), msg && *msg ? msg : "(unnamed range)"))
             continue;
         fprintf(x->f, ",\"args\":{\"depth\":%lld", (long long)gt_rows_int(&r, 8, 0));
         if (gt_rows_text(&r, 3))
-            kstr(x, "domain", gt_rows_text(&r, 3));
+            ex_kstr(x, "domain", gt_rows_text(&r, 3));
         if (gt_rows_int(&r, 9, -1) >= 0)
             fprintf(x->f, ",\"batch_size\":%lld", (long long)gt_rows_int(&r, 9, -1));
         fputs(gt_rows_int(&r, 7, -1) < 0 ? ",\"closed\":false}}" : "}}", x->f);
@@ -245,12 +87,12 @@ static int export_ranges(struct exporter *x)
     code = gt_rows_open(&x->c->t, &r, GT_ROWS_MARKS);
     while (!code && (more = gt_rows_next(&r)) > 0) {
         int64_t t = gt_rows_int(&r, 3, 0);
-        if (!in_window(x, t))
+        if (!ex_in_window(x, t))
             continue;
-        begin(x, "i", gt_rows_int(&r, 2, TID_ITERATIONS), t);
+        ex_begin(x, "i", gt_rows_int(&r, 2, TID_ITERATIONS), t);
         fputs(",\"s\":\"t\"", x->f);
-        kstr(x, "cat", gt_rows_text(&r, 0));
-        kstr(x, "name", gt_rows_text(&r, 1) ? gt_rows_text(&r, 1) : "(mark)");
+        ex_kstr(x, "cat", gt_rows_text(&r, 0));
+        ex_kstr(x, "name", gt_rows_text(&r, 1) ? gt_rows_text(&r, 1) : "(mark)");
         fputs("}", x->f);
     }
     if (!code && more < 0)
@@ -266,7 +108,7 @@ static void counter(struct exporter *x, int memory, int slot, int64_t t, int64_t
         snprintf(name, sizeof name, "%s bytes (host)", gt_memory_name(memory));
     else
         snprintf(name, sizeof name, "%s bytes (GPU %d)", gt_memory_name(memory), slot);
-    begin(x, "C", 0, t);
+    ex_begin(x, "C", 0, t);
     fprintf(x->f, ",\"name\":\"%s\",\"args\":{\"bytes\":%lld}}", name, (long long)bytes);
 }
 
@@ -279,10 +121,10 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
     const struct gt_api_attr *a = gt_attr(t, e);
     char name[48];
     snprintf(name, sizeof name, "%s%s", a->name, e->failed ? " failed" : "");
-    begin(x, "i", tid, e->t);
+    ex_begin(x, "i", tid, e->t);
     fputs(",\"s\":\"t\"", x->f);
-    kstr(x, "cat", e->failed ? "failed" : a->op == GT_OP_FREE ? "free" : "alloc");
-    kstr(x, "name", name);
+    ex_kstr(x, "cat", e->failed ? "failed" : a->op == GT_OP_FREE ? "free" : "alloc");
+    ex_kstr(x, "name", name);
     int64_t size = al != GT_NO_EVENT ? t->ev[al].size : e->size;
     fprintf(x->f, ",\"args\":{\"bytes\":%lld,\"memory\":\"%s\"", (long long)size, gt_memory_name(a->memory));
     if (e->device != GT_DEVICE_NULL)
@@ -300,7 +142,7 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
         if (code)
             return code;
         if (nframes)
-            kstr(x, "frame", frames[0]);
+            ex_kstr(x, "frame", frames[0]);
         const struct gt_frame *fi;   /* and the program's own line, where Python ran it */
         if ((code = gt_trace_frame_info(t, e->site, &fi, &nframes)))
             return code;
@@ -310,7 +152,7 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
         if (u >= 0) {   /* "backward: train_step (train.py:57)" for the autograd thread's */
             char buf[1100];
             snprintf(buf, sizeof buf, "%s%s", marked ? "backward: " : "", frames[u]);
-            kstr(x, "python_frame", buf);
+            ex_kstr(x, "python_frame", buf);
         }
     }
     fputs("}}", x->f);
@@ -354,7 +196,7 @@ static int export_events(struct exporter *x)
         }
         uint32_t al = gt_alloc_of(t, &x->c->p, i);
         const struct gt_api_attr *a = gt_attr(t, e);
-        if (!x->o->no_allocs && in_window(x, e->t) && a->known && (a->op == GT_OP_ALLOC || a->op == GT_OP_FREE))
+        if (!x->o->no_allocs && ex_in_window(x, e->t) && a->known && (a->op == GT_OP_ALLOC || a->op == GT_OP_FREE))
             code = alloc_instant(x, i, al, tid, stream);
         int m, d;
         int64_t delta = gt_slot_delta(t, &x->c->p, i, &m, &d);
@@ -362,7 +204,7 @@ static int export_events(struct exporter *x)
             continue;
         live[m][d] += delta;
         seen[m][d] = 1;
-        if (in_window(x, e->t))
+        if (ex_in_window(x, e->t))
             counter(x, m, d, e->t, live[m][d]);
     }
     if (!code && !started)
@@ -376,10 +218,10 @@ static int export_events(struct exporter *x)
 
 static void sample(struct exporter *x, int64_t t, int64_t dev, int64_t used, int64_t proc)
 {
-    begin(x, "C", 0, t);
+    ex_begin(x, "C", 0, t);
     fprintf(x->f, ",\"name\":\"NVML used bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)used);
     if (proc >= 0) {
-        begin(x, "C", 0, t);
+        ex_begin(x, "C", 0, t);
         fprintf(x->f, ",\"name\":\"NVML process bytes (GPU %lld)\",\"args\":{\"bytes\":%lld}}", (long long)dev, (long long)proc);
     }
 }
@@ -404,7 +246,7 @@ static int export_samples(struct exporter *x)
             before_proc[dev] = proc;
             continue;
         }
-        if (!in_window(x, t))
+        if (!ex_in_window(x, t))
             continue;
         if (!carried) {
             for (int d = 0; d < SAMPLE_DEVICES; d++)
@@ -434,8 +276,8 @@ static int64_t stream_tid(struct exporter *x, int64_t device, int64_t stream)
         x->nstreams++;
         char name[80];
         snprintf(name, sizeof name, "GPU %lld stream %lld", (long long)device, (long long)stream);
-        metadata(x, "thread_name", TID_STREAMS + (int64_t)k, "name", name, 0);
-        metadata(x, "thread_sort_index", TID_STREAMS + (int64_t)k, "sort_index", NULL, 1000000 + (int64_t)k);
+        ex_metadata(x, "thread_name", TID_STREAMS + (int64_t)k, "name", name, 0);
+        ex_metadata(x, "thread_sort_index", TID_STREAMS + (int64_t)k, "sort_index", NULL, 1000000 + (int64_t)k);
     }
     return TID_STREAMS + (int64_t)k;
 }
@@ -457,7 +299,7 @@ static int export_gpu(struct exporter *x)
             snprintf(name, sizeof name, "%s%s%s", cats[what], text ? " " : "", text ? text : "");
             text = name;
         }
-        if (!slice(x, tid, s, e, cats[what], text ? text : "(unnamed kernel)"))
+        if (!ex_slice(x, tid, s, e, cats[what], text ? text : "(unnamed kernel)"))
             continue;
         fprintf(x->f, ",\"args\":{\"correlation_id\":%lld", (long long)gt_rows_int(&r, 7, -1));
         if (what)
@@ -476,7 +318,7 @@ static int export_threads(struct exporter *x)
     int code = gt_rows_open(&x->c->t, &r, GT_ROWS_THREADS), more;
     while (!code && (more = gt_rows_next(&r)) > 0)
         if (gt_rows_text(&r, 1))
-            metadata(x, "thread_name", gt_rows_int(&r, 0, 0), "name", gt_rows_text(&r, 1), 0);
+            ex_metadata(x, "thread_name", gt_rows_int(&r, 0, 0), "name", gt_rows_text(&r, 1), 0);
     if (!code && more < 0)
         code = -more;
     gt_rows_close(&r);
@@ -567,11 +409,11 @@ static int export_one(struct exporter *x, int index)
         snprintf(name, sizeof name, "rank %lld (pid %lld) %s", (long long)t->proc.rank, (long long)t->proc.pid, file);
     else
         snprintf(name, sizeof name, "pid %lld %s", (long long)t->proc.pid, file);
-    metadata(x, "process_name", 0, "name", name, 0);
-    metadata(x, "process_sort_index", 0, "sort_index", NULL, t->proc.rank >= 0 ? t->proc.rank : index);
+    ex_metadata(x, "process_name", 0, "name", name, 0);
+    ex_metadata(x, "process_sort_index", 0, "sort_index", NULL, t->proc.rank >= 0 ? t->proc.rank : index);
     if (t->proc.command_line)
-        metadata(x, "process_labels", 0, "labels", t->proc.command_line, 0);
-    if (t->recorder.on && in_window(x, t->recorder.complete_from_ns)) {
+        ex_metadata(x, "process_labels", 0, "labels", t->proc.command_line, 0);
+    if (t->recorder.on && ex_in_window(x, t->recorder.complete_from_ns)) {
         /* a flight recorder's trace: before this only what was live at the cut is kept, so the
          * counters there are not the run's (its peak is, from the interval summaries) */
         char what[400], b[GT_FMT_LEN];
@@ -584,8 +426,8 @@ static int export_one(struct exporter *x, int index)
                                   gt_memory_name(t->recorder.peaks[k].memory), dev,
                                   gt_fmt_bytes(t->recorder.peaks[k].peak, b));
         }
-        begin(x, "i", 0, t->recorder.complete_from_ns);
-        kstr(x, "name", what);
+        ex_begin(x, "i", 0, t->recorder.complete_from_ns);
+        ex_kstr(x, "name", what);
         fputs(",\"s\":\"p\",\"cat\":\"flight_recorder\"}", x->f);
     }
     code = export_threads(x);
@@ -691,7 +533,7 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
             if (!code) {
                 x.c = &c;
                 x.pid = pids[i];
-                x.off_ns = sat_sub(starts[i], origin);
+                x.off_ns = ex_sat_sub(starts[i], origin);
                 double t0 = gt_now();
                 code = export_one(&x, i);
                 gt_phase("export", t0);

@@ -127,18 +127,7 @@ class LauncherTest(TraceTest):
                                             'passed on (the plain and address stages run it)')
     def test_a_signal_sent_to_run_alone_reaches_the_command(self):
         # an orchestrator's kill PID must not orphan the command
-        marker = os.path.join(self.dir, 'got')
-        script = "trap 'echo TERM > %s; exit 7' TERM; touch %s.ready; while :; do sleep 0.05; done" % (marker, marker)
-        proc = subprocess.Popen([GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', script], env=base_env(),
-                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(200):
-            if os.path.exists(marker + '.ready'):
-                break
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        self.assertEqual(proc.wait(timeout=20), 7)
-        with open(marker) as f:
-            self.assertEqual(f.read(), 'TERM\n')
+        self.assertEqual(self.signal_run_alone('TERM', 7), (7, 'TERM\n'))
 
     @unittest.skipIf(SANITIZER == 'thread', 'ThreadSanitizer defers a signal handler until the thread leaves the '
                                             'blocking waitpid run waits in (as for SIGTERM above)')
@@ -146,19 +135,25 @@ class LauncherTest(TraceTest):
         # Slurm's --signal and Lightning's requeue: run died of it (exit 138)
         # and the command ran on, orphaned
         for sig in ('USR1', 'USR2', 'ALRM'):
-            marker = os.path.join(self.dir, 'got' + sig)
-            script = "trap 'echo %s > %s; exit 9' %s; touch %s.ready; while :; do sleep 0.05; done" % (
-                sig, marker, sig, marker)
-            proc = subprocess.Popen([GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', script], env=base_env(),
-                                    cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            for _ in range(200):
-                if os.path.exists(marker + '.ready'):
-                    break
-                time.sleep(0.02)
-            proc.send_signal(getattr(signal, 'SIG' + sig))
-            self.assertEqual(proc.wait(timeout=20), 9, sig)
-            with open(marker) as f:
-                self.assertEqual(f.read(), sig + '\n')
+            self.assertEqual(self.signal_run_alone(sig, 9), (9, sig + '\n'), sig)
+
+    def signal_run_alone(self, sig, status):
+        """Sends SIG<sig> to `gputrace run` alone, once its command (a shell that
+        traps it, writes its name and exits status) is ready; returns run's exit
+        status and what the trap wrote."""
+        marker = os.path.join(self.dir, 'got' + sig)
+        script = "trap 'echo %s > %s; exit %d' %s; touch %s.ready; while :; do sleep 0.05; done" % (
+            sig, marker, status, sig, marker)
+        proc = subprocess.Popen([GPUTRACE, 'run', '--quiet', '--', '/bin/sh', '-c', script], env=base_env(),
+                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(200):
+            if os.path.exists(marker + '.ready'):
+                break
+            time.sleep(0.02)
+        proc.send_signal(getattr(signal, 'SIG' + sig))
+        code = proc.wait(timeout=20)
+        with open(marker) as f:
+            return code, f.read()
 
     def test_an_ignored_sigchld_inherited_does_not_lose_the_status(self):
         keep = 'import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])'

@@ -25,10 +25,9 @@ __attribute__((noinline)) static void deep(int d)
         cudaFree(p);
 }
 
-/* list: after the first CUDA call, prints "N TARGET" for each open descriptor */
-static int list(void)
+/* Calls each(fd, target) for every open descriptor of this process. */
+static void each_fd(void (*each)(int fd, const char *target, void *arg), void *arg)
 {
-    usleep(300000);   /* the writer has opened the trace */
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
@@ -37,11 +36,31 @@ static int list(void)
         ssize_t n = readlink(path, target, sizeof target - 1);
         if (n > 0) {
             target[n] = 0;
-            printf("%s %s\n", e->d_name, target);
+            each(atoi(e->d_name), target, arg);
         }
     }
     if (d)
         closedir(d);
+}
+
+static void print_fd(int fd, const char *target, void *arg)
+{
+    (void)arg;
+    printf("%d %s\n", fd, target);
+}
+
+static void find_shm(int fd, const char *target, void *arg)
+{
+    size_t n = strlen(target);
+    if (n > 4 && !strcmp(target + n - 4, "-shm"))
+        *(int *)arg = fd;
+}
+
+/* list: after the first CUDA call, prints "N TARGET" for each open descriptor */
+static int list(void)
+{
+    usleep(300000);   /* the writer has opened the trace */
+    each_fd(print_fd, NULL);
     return 0;
 }
 
@@ -52,17 +71,7 @@ static int shm(void)
 {
     usleep(300000);   /* the writer has its -shm open */
     int fd = -1;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        char path[300], target[4096];
-        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-        ssize_t n = readlink(path, target, sizeof target - 1);
-        if (n > 4 && (target[n] = 0, !strcmp(target + n - 4, "-shm")))
-            fd = atoi(e->d_name);
-    }
-    if (d)
-        closedir(d);
+    each_fd(find_shm, &fd);
     int mine = open("mine.dat", O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || mine < 0 || write(mine, "0123456789", 10) != 10 || dup2(mine, fd) != fd)
         return 4;
