@@ -62,6 +62,8 @@ static const char *result_name(int64_t r)
     case 100: return "no device";
     case 101: return "invalid device";
     case 201: return "invalid context";
+    case 712: return "already registered";   /* cudaHostRegister of a page-locked range */
+    case 713: return "not registered";
     case 800: return "not permitted";
     case 801: return "not supported";
     case 999: return "unknown error";

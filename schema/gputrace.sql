@@ -157,6 +157,14 @@ INSERT INTO apis VALUES (53, 'cuArray3DCreate_v2',      'driver',  'alloc', 'dev
 INSERT INTO apis VALUES (54, 'cuMipmappedArrayCreate',  'driver',  'alloc', 'device',  'array');
 INSERT INTO apis VALUES (55, 'cuArrayDestroy',          'driver',  'free',  'device',  'array');
 INSERT INTO apis VALUES (56, 'cuMipmappedArrayDestroy', 'driver',  'free',  'device',  'array');
+-- The program's own host memory page-locked (pinned) and mapped for the
+-- device: pinned host memory from registration until its unregistration,
+-- by the address registered (the memory itself is the program's; its free()
+-- is not a CUDA call).
+INSERT INTO apis VALUES (57, 'cudaHostRegister',        'runtime', 'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (58, 'cudaHostUnregister',      'runtime', 'free',  'host',    'addr');
+INSERT INTO apis VALUES (59, 'cuMemHostRegister_v2',    'driver',  'alloc', 'host',    'addr');
+INSERT INTO apis VALUES (60, 'cuMemHostUnregister',     'driver',  'free',  'host',    'addr');
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
 -- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order; a free is recorded before the

@@ -49,6 +49,8 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMallocHost, cudaMallocHost, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cudaHostAlloc, cudaHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cudaFreeHost, cudaFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
+    X(ALLOC, cudaHostRegister, cudaHostRegister, (void *p, size_t size, unsigned int flags), (p, size, flags), p, size, HOST, NOSTREAM) \
+    X(FREE, cudaHostUnregister, cudaHostUnregister, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(ALLOC, cudaMallocPitch, cudaMallocPitch, (void **p, size_t *pitch, size_t width, size_t height), (p, pitch, width, height), p ? *p : 0, gt_size_mul(rc == GT_HOOK_OK && pitch ? *pitch : width, height), DEV, NOSTREAM) \
     X(ALLOC, cudaMalloc3D, cudaMalloc3D, (struct cudaPitchedPtr *pp, struct cudaExtent e), (pp, e), pp ? pp->ptr : 0, gt_size_mul(gt_size_mul(rc == GT_HOOK_OK && pp ? pp->pitch : e.width, e.height), e.depth), DEV, NOSTREAM) \
     X(ALLOC, cudaIpcOpenMemHandle, cudaIpcOpenMemHandle, (void **p, cudaIpcMemHandle_t handle, unsigned int flags), (p, handle, flags), p ? *p : 0, rc == GT_HOOK_OK && p ? gt_ipc_range_size((uint64_t)(uintptr_t)*p) : 0, DEV, NOSTREAM) \

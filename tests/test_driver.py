@@ -289,6 +289,47 @@ class ArraysTest(TraceTest):
                          sum(sizes[h] for h in self.leaked))
 
 
+class HostRegisterTest(TraceTest):
+    """host_register.c: the program's own memory page-locked through the
+    runtime and the driver (its export and cuGetProcAddress) is pinned host
+    memory from registration to unregistration, one event per call (the
+    runtime's call reaches the driver through the shim's wrapper and is not
+    counted twice); a refused registration is a failed call, never an
+    out-of-memory failure. Before, none of these calls was traced: a
+    framework pinning its buffers this way (PyTorch's
+    pinned_use_cuda_host_register) showed no host memory at all."""
+
+    def setUp(self):
+        super().setUp()
+        p, self.db = self.trace([prog('host_register')])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.calls = [(w[0], int(w[1], 16), int(w[2]), int(w[3])) for w in map(str.split, p.stdout.splitlines())]
+
+    def test_each_call_is_one_event_with_the_range_and_result_the_program_saw(self):
+        rows = query(self.db, "SELECT api, coalesce(ptr, 0), size, result, device FROM events_v ORDER BY id")
+        self.assertEqual([r[:4] for r in rows if r[3] == 0], [c for c in self.calls if c[3] == 0])
+        self.assertEqual([(r[0], r[3]) for r in rows if r[3]], [(c[0], c[3]) for c in self.calls if c[3]])
+        self.assertEqual({r[4] for r in rows}, {-1})
+        self.assertEqual([r[3] for r in rows if r[3]], [712, 713])   # refusals the stand-in gave, in order
+
+    def test_registered_memory_is_host_memory_until_unregistered(self):
+        live = query(self.db, "SELECT ptr, size, memory FROM allocations WHERE free_ns IS NULL")
+        last = self.calls[-1]
+        self.assertEqual(live, [(last[1], 30000, 'host')])
+        p = run([GPUTRACE, 'summary', '--json', self.db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        peaks = {(x['memory'], x['device']): (x['peak_bytes'], x['final_bytes']) for x in json.loads(p.stdout)['peaks']}
+        self.assertEqual(peaks, {('host', -1): (30000, 30000)})
+
+    def test_a_refused_registration_is_not_an_out_of_memory_failure(self):
+        p = run([GPUTRACE, 'oom', '--json', self.db], preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = json.loads(p.stdout)
+        self.assertEqual(d['failures'], [])
+        self.assertEqual([(o['api'], o['requested_bytes'], o['result'], o['result_name']) for o in d['other_failures']],
+                         [('cudaHostRegister', 5000, 712, 'already registered')])
+
+
 class StaticRuntimeTeardownTest(TraceTest):
     """A statically linked runtime tears CUDA down in an atexit handler of its
     own (the stand-in's FAKE_CUDA_TEARDOWN_AT_EXIT): a program that exits a

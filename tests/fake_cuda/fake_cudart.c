@@ -172,6 +172,8 @@ static struct {
     CUresult (*array3d)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
     CUresult (*mipmapped)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned int);
     CUresult (*array_destroy)(CUarray);
+    CUresult (*host_register)(void *, size_t, unsigned int);
+    CUresult (*host_unregister)(void *);
     CUresult (*mipmapped_destroy)(CUmipmappedArray);
     int (*charge)(int, long long);              /* test-only: the driver keeps the device's capacity */
     unsigned long long (*used)(int);
@@ -196,6 +198,7 @@ static void driver_init(void)
         {"cuIpcOpenMemHandle", (void **)&drv.ipc_open}, {"cuIpcCloseMemHandle", (void **)&drv.ipc_close},
         {"cuArray3DCreate", (void **)&drv.array3d}, {"cuMipmappedArrayCreate", (void **)&drv.mipmapped},
         {"cuArrayDestroy", (void **)&drv.array_destroy}, {"cuMipmappedArrayDestroy", (void **)&drv.mipmapped_destroy},
+        {"cuMemHostRegister", (void **)&drv.host_register}, {"cuMemHostUnregister", (void **)&drv.host_unregister},
     };
     /* private to the stand-ins: one capacity per device for the memory of both */
     drv.charge = (int (*)(int, long long))dlsym(h, "fake_cuda_charge");
@@ -1009,6 +1012,26 @@ cudaError_t cudaFreeHost(void *ptr)
 {
     NEED_DEVICE();
     return ret(free_common(ptr, KBIT(K_PINNED)));
+}
+
+/* Page-locking the program's own memory goes to the driver, as in the real
+ * runtime; the driver's refusals keep their numbers (712, 713). */
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    NEED_DEVICE();
+    if (!drv.host_register)
+        return ret(cudaErrorInsufficientDriver);
+    CUresult rc = drv.host_register(ptr, size, flags);
+    return ret(rc == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED ? cudaErrorHostMemoryAlreadyRegistered : from_driver(rc));
+}
+
+cudaError_t cudaHostUnregister(void *ptr)
+{
+    NEED_DEVICE();
+    if (!drv.host_unregister)
+        return ret(cudaErrorInsufficientDriver);
+    CUresult rc = drv.host_unregister(ptr);
+    return ret(rc == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ? cudaErrorHostMemoryNotRegistered : from_driver(rc));
 }
 
 /* CUDA arrays go to the driver, as in the real runtime (cudaArray_t is the

@@ -36,7 +36,7 @@ unsigned long fake_cuda_v1_calls(void);
 #define CTX_BASE 0x130000000000ULL            /* primary context of device d: + 16 d */
 #define MAX_DEVICES 16
 
-enum kind { K_DEVICE = 1, K_ASYNC, K_MANAGED, K_PINNED, K_ARRAY };
+enum kind { K_DEVICE = 1, K_ASYNC, K_MANAGED, K_PINNED, K_ARRAY, K_REGISTERED };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -173,7 +173,9 @@ static CUresult free_block(uint64_t addr, unsigned kinds)
         if (live[i].addr == addr && (kinds & (1u << live[i].kind))) {
             struct block b = live[i];
             live[i] = live[--nlive];
-            if (b.host)
+            if (b.kind == K_REGISTERED)
+                ;   /* the program's own memory: unpinned, never freed here */
+            else if (b.host)
                 host = b.host;
             else {
                 used[b.dev] -= b.size;
@@ -291,6 +293,31 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
     return alloc_host(pp, bytesize, K_PINNED);
 }
 CUresult cuMemFreeHost(void *p) { return free_block((uint64_t)(uintptr_t)p, 1u << K_PINNED); }
+/* Page-locking the program's own memory: a range may be registered once
+ * (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED if it overlaps one), and only
+ * its start unregisters it (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED else). */
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+{
+    (void)flags;
+    pthread_once(&once, env_init);
+    if (!p || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nlive && rc == CUDA_SUCCESS; i++)
+        if (live[i].kind == K_REGISTERED && a < live[i].addr + live[i].size && live[i].addr < a + bytesize)
+            rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    if (rc == CUDA_SUCCESS && push(&live, &nlive, &caplive, (struct block){a, bytesize, -1, K_REGISTERED, NULL}))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+CUresult cuMemHostUnregister(void *p)
+{
+    return free_block((uint64_t)(uintptr_t)p, 1u << K_REGISTERED) == CUDA_SUCCESS ? CUDA_SUCCESS
+                                                                                : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
 /* A stream the runtime stand-in made: its device (as the real driver knows
  * the runtime's streams, its own objects); -1 for the default streams and
  * streams it does not know. */
@@ -840,6 +867,8 @@ static const struct proc procs[] = {
     {"cuMemAllocHost", 3020, 0, (void *)cuMemAllocHost_v2},
     {"cuMemHostAlloc", 2020, 0, (void *)cuMemHostAlloc},
     {"cuMemFreeHost", 2000, 0, (void *)cuMemFreeHost},
+    {"cuMemHostRegister", 6050, 0, (void *)cuMemHostRegister_v2},
+    {"cuMemHostUnregister", 4000, 0, (void *)cuMemHostUnregister},
     {"cuMemAllocAsync", 11020, 0, (void *)cuMemAllocAsync},
     {"cuMemAllocAsync", 11020, 1, (void *)cuMemAllocAsync_ptsz},
     {"cuMemFreeAsync", 11020, 0, (void *)cuMemFreeAsync},
