@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,14 @@ def run_unit_tests(build, pattern):
 
 def main():
     global LOGS
+    # A suite started as a background job of a shell without job control
+    # (`cmd &` in a script) inherits SIGINT and SIGQUIT ignored, and every
+    # child after it: the tests that send SIGINT to a program (it must die of
+    # it, traced as untraced) then saw it ignored and failed. Children get
+    # the default dispositions a terminal's job gets.
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
     args = sys.argv[1:]
     pattern = []
     while '-k' in args:
