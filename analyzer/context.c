@@ -109,8 +109,19 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     if (o->memory_set) {
         c->sel.mem_mask = o->mem_mask;
     } else {
-        /* pool if the trace has pool allocations (on --device N, if given) */
-        c->sel.mem_mask = GT_MASK(gt_ctx_has_memory(c, GT_MEM_POOL, o->device) ? GT_MEM_POOL : GT_MEM_DEVICE);
+        /* pool if the trace has pool allocations (on --device N, if given),
+         * else device memory; a program that allocates neither (managed
+         * memory only, pinned host buffers only) gets the level it has: on
+         * an empty device level every answer read "stable, 0 B" beside a
+         * managed leak (a helper's probe) */
+        static const int order[] = {GT_MEM_POOL, GT_MEM_DEVICE, GT_MEM_MANAGED, GT_MEM_HOST};
+        int level = GT_MEM_DEVICE;
+        for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+            if (gt_ctx_has_memory(c, order[k], o->device)) {
+                level = order[k];
+                break;
+            }
+        c->sel.mem_mask = GT_MASK(level);
     }
     gt_sel_name(c->sel.mem_mask, c->sel_name, sizeof c->sel_name);
     if (o->memory_set || o->device != GT_ANY_DEVICE)

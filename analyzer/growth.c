@@ -478,32 +478,43 @@ static int growth_on(struct gt_ctx *c, struct gt_growth *g)
  * memory outside it (cudaMalloc: a library's, an extension's) is then out of
  * sight, and a leak there read "stable" (a helper's probe: 80 MiB of
  * cudaMalloc leaked beside a 2 MiB pool allocation, and --fail-above passed).
- * When the default level does not grow and device memory does, the report
- * follows the device level and says what the default level read. */
+ * So are managed memory and pinned host memory beside device memory (a
+ * forgotten cudaHostUnregister or cudaFreeHost every step read "stable").
+ * When the default level does not grow and another level does (device,
+ * then managed, then host), the report follows the first that grows and
+ * says what the default level read. */
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
 {
     int code = growth_on(c, g);
-    if (code || c->o->memory_set || c->sel.mem_mask != GT_MASK(GT_MEM_POOL) || !strcmp(g->verdict, "growing"))
+    if (code || c->o->memory_set || !strcmp(g->verdict, "growing"))
         return code;
-    if (!gt_ctx_has_memory(c, GT_MEM_DEVICE, c->sel.device))
-        return code;
-    struct gt_sel keep = c->sel;
-    char keep_name[sizeof c->sel_name];
-    memcpy(keep_name, c->sel_name, sizeof keep_name);
-    c->sel.mem_mask = GT_MASK(GT_MEM_DEVICE);
-    snprintf(c->sel_name, sizeof c->sel_name, "%s", gt_memory_name(GT_MEM_DEVICE));
-    struct gt_growth d;
-    code = growth_on(c, &d);
-    c->sel = keep;
-    memcpy(c->sel_name, keep_name, sizeof keep_name);
-    if (code || strcmp(d.verdict, "growing")) {
-        gt_growth_free(&d);
-        return code;
+    static const int others[] = {GT_MEM_DEVICE, GT_MEM_MANAGED, GT_MEM_HOST};
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+        if (c->sel.mem_mask == GT_MASK(others[k]) || !gt_ctx_has_memory(c, others[k], c->sel.device))
+            continue;
+        struct gt_sel keep = c->sel;
+        char keep_name[sizeof c->sel_name];
+        memcpy(keep_name, c->sel_name, sizeof keep_name);
+        c->sel.mem_mask = GT_MASK(others[k]);
+        snprintf(c->sel_name, sizeof c->sel_name, "%s", gt_memory_name(others[k]));
+        struct gt_growth d;
+        code = growth_on(c, &d);
+        c->sel = keep;
+        memcpy(c->sel_name, keep_name, sizeof keep_name);
+        if (code) {
+            gt_growth_free(&d);
+            return code;
+        }
+        if (strcmp(d.verdict, "growing")) {
+            gt_growth_free(&d);
+            continue;
+        }
+        d.default_verdict = g->verdict;
+        d.default_slope = g->slope;
+        gt_growth_free(g);
+        *g = d;
+        return GT_EXIT_OK;
     }
-    d.default_verdict = g->verdict;
-    d.default_slope = g->slope;
-    gt_growth_free(g);
-    *g = d;
     return GT_EXIT_OK;
 }
 

@@ -43,9 +43,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     gt_ctx_print_gaps(c);
     printf("Growth of %s memory: %s; first %zu skipped as warm-up\n", g->memory, its->how, g->warmup);
     if (g->default_verdict)
-        printf("  (the level reports take by default, %s memory, is %s (%s per iteration); device memory outside it"
+        printf("  (the level reports take by default, %s memory, is %s (%s per iteration); %s memory outside it"
                " grows: this report follows it, --memory %s gives the default's)\n", c->sel_name, g->default_verdict,
-               gt_fmt_bytes_d(g->default_slope, b1), c->sel_name);
+               gt_fmt_bytes_d(g->default_slope, b1), g->memory, c->sel_name);
     if (g->used < 2) {
         printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
         return GT_EXIT_OK;

@@ -241,6 +241,51 @@ class DeviceBesidePool(T.AnalyzerTest):
         self.assertEqual(self.json('summary', '--iterations', 'none', t.close())['growth_memory'], 'pool')
 
 
+class OtherLevels(T.AnalyzerTest):
+    """Managed and pinned host memory are levels reports can miss: a program
+    with managed memory only read "stable, 0 B per iteration of device
+    memory" beside a 6 MiB managed leak, and a forgotten cudaFreeHost every
+    step beside flat device memory read "stable" with --fail-above passing
+    (a helper's probe). The default level is the first the trace has (pool,
+    device, managed, host), and a level beside it that grows is followed."""
+
+    def trace(self, name, api, leak, device_too):
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        if device_too:
+            t.alloc(64 * T.MiB, ['init_params', 'main'])
+        for _ in range(12):
+            t.push('step')
+            a = t.alloc(2 * T.MiB, ['stage', 'step', 'main'], api=api)
+            if leak:
+                t.alloc(leak, ['keep_buffer', 'step', 'main'], api=api)
+            t.free(a)
+            t.pop()
+        return t.close()
+
+    def test_a_managed_only_program_is_read_at_its_managed_level(self):
+        db = self.trace('managed', 'cudaMallocManaged', T.MiB // 2, device_too=False)
+        d = self.json('growth', db)
+        self.assertEqual((d['memory'], d['verdict'], d['slope_bytes_per_iteration'], d['default_level']),
+                         ('managed', 'growing', T.MiB // 2, None))
+        self.assertIn('growth: growing, 512.00 KiB per iteration of managed memory', self.ok('summary', db).stdout)
+        self.assertEqual(self.json('peak', db)['memory'], 'managed')
+
+    def test_pinned_host_memory_growing_beside_flat_device_memory_is_the_verdict(self):
+        db = self.trace('host', 'cudaMallocHost', 2 * T.MiB, device_too=True)
+        d = self.json('growth', db)
+        self.assertEqual((d['memory'], d['verdict'], d['slope_bytes_per_iteration']), ('host', 'growing', 2 * T.MiB))
+        self.assertEqual(d['default_level'], {'memory': 'device', 'verdict': 'stable', 'slope_bytes_per_iteration': 0})
+        p = self.gputrace('growth', db, '--fail-above', '1M')
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn('(the level reports take by default, device memory, is stable (0 B per iteration); host memory'
+                      ' outside it grows', p.stdout)
+        self.assertIn('growth: growing, 2.00 MiB per iteration of host memory', self.ok('summary', db).stdout)
+
+    def test_nothing_growing_anywhere_stays_at_the_default_level(self):
+        d = self.json('growth', self.trace('flat', 'cudaMallocHost', 0, device_too=True))
+        self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('device', 'stable', None))
+
+
 class OneStepInTheMiddle(T.AnalyzerTest):
     """One buffer kept once is a one-off wherever it falls (a helper's probe:
     at iteration 5 of 10 it read growing at 9 MiB an iteration, at 15 of 20
@@ -284,3 +329,48 @@ class OneStepInTheMiddle(T.AnalyzerTest):
         self.assertIn('(the level rose 9.50 MiB in 38 steps, each held to the end: 256.00 KiB per iteration on average,'
                       ' not above\n   --threshold 1.00 MiB)', p.stdout)
         self.assertNotIn('far larger', p.stdout)
+
+
+class LoopsOnSeveralThreads(T.AnalyzerTest):
+    """A thread per worker (or device), each running the same NVTX-marked
+    loop: iterations are one thread's, and another thread's leak made after
+    that thread's loop ended read as "after the loop": "leaks: none" in 4 of
+    5 runs of a helper's probe, by which thread the scheduler ran first.
+    Each thread's allocations are placed in its own loop: what it keeps
+    from later iterations is a leak, what its first iteration keeps is held
+    for the run, what its last still holds is in use at the end."""
+
+    def job(self, leaker=2, workers=3, steps=10):
+        t = T.Trace(os.path.join(self.dir, 'threads.db'))
+        t.alloc(64 * T.MiB, ['init_weights', 'main'])
+        kept = {}
+        for w in range(workers):   # one after the other, as short workers run
+            t.tid = t.pid + 1 + w
+            for s in range(steps):
+                t.push('worker step')
+                a = t.alloc((w + 1) * T.MiB, ['forward', 'worker', 'start_thread'])
+                if s == 0:
+                    kept.setdefault('state', []).append(t.alloc(T.MiB, ['make_state', 'worker', 'start_thread']))
+                if w == leaker:
+                    kept.setdefault('leak', []).append(t.alloc(T.MiB // 4, ['keep_result', 'worker', 'start_thread']))
+                if s < steps - 1:
+                    t.free(a)   # each worker's last batch is still held at exit
+                t.pop()
+        t.tid = t.pid
+        return t.close()
+
+    def test_a_leak_on_a_thread_whose_loop_ran_after_the_chosen_one_is_a_leak(self):
+        db = self.job()
+        d = self.json('leaks', db)
+        self.assertEqual((d['total_bytes'], d['total_count']), (10 * T.MiB // 4, 10))
+        self.assertIn('keep_result', ' '.join(d['sites'][0]['frames']))
+        # the weights and each worker's first-step state are held for the run; each worker's last batch in use
+        self.assertEqual((d['held_for_run_bytes'], d['held_for_run_count']), (64 * T.MiB + 3 * T.MiB, 4))
+        self.assertEqual((d['at_end_bytes'], d['at_end_count']), (6 * T.MiB, 3))
+        s = self.ok('summary', db).stdout
+        self.assertIn('(the same range on 2 other threads: leaks places each thread\'s allocations in its own loop)', s)
+        self.assertIn('leaks: 2.50 MiB in 10 allocations', s)
+
+    def test_a_leak_on_the_first_thread_is_told_as_before(self):
+        d = self.json('leaks', self.job(leaker=0))
+        self.assertEqual((d['total_bytes'], d['total_count']), (10 * T.MiB // 4, 10))
