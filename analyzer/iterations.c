@@ -26,6 +26,9 @@ void gt_iterations_free(struct gt_iterations *it)
 {
     free(it->it);
     free(it->later);
+    for (size_t k = 0; k < it->nthreads; k++)
+        free(it->threads[k].it);
+    free(it->threads);
     memset(it, 0, sizeof *it);
 }
 

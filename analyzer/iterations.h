@@ -27,6 +27,14 @@ struct gt_iteration {
     int closed;           /* 0: its end is only where the trace ends (last marker or pattern iteration) */
 };
 
+/* The loop's kind of range run on another thread too (a thread per device
+ * or per worker, each with its own loop): that thread's own iterations. */
+struct gt_thread_loop {
+    int64_t tid;
+    struct gt_iteration *it;
+    size_t n;
+};
+
 struct gt_iterations {
     enum gt_iter_source source;
     char how[512];        /* one line for people: what was found and how */
@@ -43,7 +51,15 @@ struct gt_iterations {
     size_t nlater;
     int64_t step_ns;
     int from_kernels;     /* automatic, from kernels (not allocations) */
+    /* Iterations from ranges whose kind ran on other threads as well: each
+     * such thread's own loop (at most GT_MAX_THREAD_LOOPS), by which leaks
+     * places that thread's allocations (it[] is one thread's loop: another
+     * thread's leak made after it ended read as "after the loop", and
+     * "leaks: none"; a helper's probe). */
+    struct gt_thread_loop *threads;
+    size_t nthreads;
 };
+#define GT_MAX_THREAD_LOOPS 254
 
 /* Finds iterations per opts. sel is the memory the automatic detector uses to
  * place iteration boundaries where live memory is lowest. No iterations is

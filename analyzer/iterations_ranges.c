@@ -160,6 +160,42 @@ static int inside(const struct gt_range *r, const struct rcand *a, size_t na, co
     return na > 0;
 }
 
+static int step_word(const char *msg, int any_number);
+static int step_named(const char *msg);
+
+/* Does a range's name say it is an epoch ("epoch 0", "Epoch 3/10")? */
+static int epoch_named(const char *msg)
+{
+    for (const char *q = msg; *q; q++)
+        if (!strncasecmp(q, "epoch", 5) && (q == msg || !isalpha((unsigned char)q[-1])) && !isalpha((unsigned char)q[5]))
+            return 1;
+    return 0;
+}
+
+/* The ranges c[0..n) (one kind on one thread, in start order) as iterations
+ * in out, each over the events of its time, none counted twice. */
+static void to_iterations(struct gt_trace *t, const struct gt_range *r, const struct rcand *c, size_t n, int64_t end,
+                          struct gt_iterations *out)
+{
+    size_t prev_end = 0, cap = out->n;
+    for (size_t k = 0; k < n; k++) {
+        const struct gt_range *rr = &r[c[k].idx];
+        struct gt_iteration *it = gt_iter_push(out, &cap);
+        it->index = (int64_t)k;
+        it->batch_size = rr->batch_size >= 0 ? rr->batch_size : gt_parse_batch_size(rr->message);
+        it->start = rr->start;
+        it->closed = rr->end >= 0;
+        it->end = rr->end >= 0 ? rr->end : k + 1 < n ? r[c[k + 1].idx].start : end;
+        it->first_ev = gt_iter_bound(t, it->start, 0);
+        if (it->first_ev < prev_end)
+            it->first_ev = prev_end;   /* overlapping ranges: never count an event twice */
+        it->end_ev = gt_iter_bound(t, it->end, 1);
+        if (it->end_ev < it->first_ev)
+            it->end_ev = it->first_ev;
+        prev_end = it->end_ev;
+    }
+}
+
 /* Iterations from ranges: with a name, the matching ranges (any depth, any
  * domain) on the thread that has most of them; else the outermost kind of
  * range that repeats at least 3 times on one thread (numbered: a kind with a
@@ -170,7 +206,7 @@ static int inside(const struct gt_range *r, const struct rcand *a, size_t na, co
 int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, int numbered, struct gt_iterations *out)
 {
     struct gt_range *r;
-    size_t nr, cap = 0;
+    size_t nr;
     int code = gt_trace_ranges(t, &r, &nr);
     if (code || nr == 0)
         return code;
@@ -245,9 +281,11 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
         else if (x->tier != b->tier)
             better = x->tier < b->tier;
         else if (inside(r, c + best, best_n, c + kx->at, kx->n, end))
-            better = 1;   /* the current best lies inside x */
+            /* the current best lies inside x; steps inside epochs are the loop (an epoch's 3 iterations told
+             * nothing of 30 steps' growth, and its name no batch size; a helper's probe) */
+            better = !(epoch_named(r[x->idx].message) && step_word(r[b->idx].message, 1));
         else if (inside(r, c + kx->at, kx->n, c + best, best_n, end))
-            better = 0;
+            better = epoch_named(r[b->idx].message) && step_word(r[x->idx].message, 1);
         else if ((x->tid == t->proc.pid) != (b->tid == t->proc.pid))
             better = x->tid == t->proc.pid;   /* the main thread's loop, not a loader thread's prefetching */
         else
@@ -258,24 +296,19 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
             best_n = kx->n;
         }
     }
-    free(k);
     if (best_n >= min_n) {
-        size_t prev_end = 0;
-        for (size_t k = 0; k < best_n; k++) {
-            const struct gt_range *rr = &r[c[best + k].idx];
-            struct gt_iteration *it = gt_iter_push(out, &cap);
-            it->index = (int64_t)k;
-            it->batch_size = rr->batch_size >= 0 ? rr->batch_size : gt_parse_batch_size(rr->message);
-            it->start = rr->start;
-            it->closed = rr->end >= 0;
-            it->end = rr->end >= 0 ? rr->end : k + 1 < best_n ? r[c[best + k + 1].idx].start : end;
-            it->first_ev = gt_iter_bound(t, it->start, 0);
-            if (it->first_ev < prev_end)
-                it->first_ev = prev_end;   /* overlapping ranges: never count an event twice */
-            it->end_ev = gt_iter_bound(t, it->end, 1);
-            if (it->end_ev < it->first_ev)
-                it->end_ev = it->first_ev;
-            prev_end = it->end_ev;
+        to_iterations(t, r, c + best, best_n, end, out);
+        /* the same kind on other threads: their own loops */
+        for (size_t i = 0; i < nk && out->nthreads < GT_MAX_THREAD_LOOPS; i++) {
+            const struct rcand *x = &c[k[i].at], *b = &c[best];
+            if (x->tid == b->tid || k[i].n < min_n ||
+                (!name && (x->depth != b->depth || domain_cmp(x->domain, b->domain) || strcmp(x->norm, b->norm))))
+                continue;
+            struct gt_iterations own;
+            memset(&own, 0, sizeof own);
+            to_iterations(t, r, x, k[i].n, end, &own);
+            out->threads = gt_xrealloc(out->threads, (out->nthreads + 1) * sizeof *out->threads);
+            out->threads[out->nthreads++] = (struct gt_thread_loop){x->tid, own.it, own.n};
         }
         const struct gt_range *first = &r[c[best].idx];
         out->source = first->is_marker ? GT_ITER_MARKER : GT_ITER_NVTX;
@@ -286,7 +319,13 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
         snprintf(out->how, sizeof out->how, "%s range \"%.200s\"%s on thread %lld: %zu iteration%s",
                  first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n,
                  gt_s((long long)best_n));
+        if (out->nthreads) {
+            size_t n = strlen(out->how);
+            snprintf(out->how + n, sizeof out->how - n, " (the same range on %zu other thread%s: leaks places each"
+                     " thread's allocations in its own loop)", out->nthreads, gt_s((long long)out->nthreads));
+        }
     }
+    free(k);
     if ((lib_ranges || op_ranges) && !out->n) {  /* said where the search goes on (pattern): they were seen */
         int n = 0;
         if (lib_ranges)
@@ -319,7 +358,6 @@ static int inside_one(const struct gt_iterations *a, const struct gt_iterations 
     return 0;
 }
 
-static int step_named(const char *msg);
 static int ended_inside(const struct gt_trace *t, const struct gt_range *r);
 
 /* Are the pair's ranges steps around the whole pattern a, the run ending in
@@ -369,10 +407,11 @@ int gt_iter_numbered_pair(struct gt_trace *t, int want_marker, struct gt_iterati
 
 /* Does a range's name say it is one step: a number, and a word "step",
  * "iter" or "iteration" ("step 0", "train_step 3", "Iteration 4"; not
- * "train_steps", "epoch 0", "DataLoaderIter", "SummaryWriter")? */
-static int step_named(const char *msg)
+ * "train_steps", "epoch 0", "DataLoaderIter", "SummaryWriter")? With
+ * any_number, a number is not needed ("train_step", "step bs=16"). */
+static int step_word(const char *msg, int any_number)
 {
-    int word = 0, number = 0;
+    int word = 0, number = any_number;
     for (const char *q = msg; *q;) {
         if (isdigit((unsigned char)*q))
             number = 1;
@@ -389,6 +428,8 @@ static int step_named(const char *msg)
     }
     return word && number;
 }
+
+static int step_named(const char *msg) { return step_word(msg, 0); }
 
 /* Did the run end inside range r: r never closed, or an allocation failed
  * within it (the run's out-of-memory error)? */

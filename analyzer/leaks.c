@@ -12,6 +12,7 @@
 #include "analyzer.h"
 #include "cli.h"
 #include "format.h"
+#include "trace_rows.h"
 
 /* gputrace leaks --help (the command table is in commands.c) */
 const char gt_help_leaks[] =
@@ -118,30 +119,80 @@ static int pattern_says_cached(struct gt_ctx *c, int *code)
 
 enum phase { PHASE_HELD, PHASE_LOOP, PHASE_END, PHASE_N };
 
-/* When live allocation a was made: before the loop or in its first
- * iteration, in a later one before the last (or between iterations), or in
- * the last iteration or after the loop. */
-static int phase_of(const struct gt_iterations *it, size_t a)
+/* The loop event a's thread ran: the iterations' own (it[]) unless the
+ * loop's kind of range ran on other threads too and a is one of theirs
+ * (loop_of[a] - 1 indexes it->threads; NULL: one loop). */
+struct loop {
+    const struct gt_iteration *it;
+    size_t n;
+};
+static struct loop loop_of_event(const struct gt_iterations *it, const unsigned char *loop_of, size_t a)
 {
-    if (a < it->it[0].end_ev)
+    if (loop_of && loop_of[a])
+        return (struct loop){it->threads[loop_of[a] - 1].it, it->threads[loop_of[a] - 1].n};
+    return (struct loop){it->it, it->n};
+}
+
+/* When live allocation a was made, in its thread's loop: before the loop
+ * or in its first iteration, in a later one before the last (or between
+ * iterations), or in the last iteration or after the loop. */
+static int phase_of(struct loop l, size_t a)
+{
+    if (a < l.it[0].end_ev)
         return PHASE_HELD;
-    if (a >= it->it[it->n - 1].first_ev)
+    if (a >= l.it[l.n - 1].first_ev)
         return PHASE_END;
     return PHASE_LOOP;
 }
 
 /* The iteration event a falls in (or the last one before it). */
-static size_t iteration_of(const struct gt_iterations *it, size_t a)
+static size_t iteration_of(struct loop l, size_t a)
 {
-    size_t lo = 0, hi = it->n;
+    size_t lo = 0, hi = l.n;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (it->it[mid].first_ev <= a)
+        if (l.it[mid].first_ev <= a)
             lo = mid;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* Which thread's loop each event belongs to (see loop_of_event), read from
+ * the events' threads when the loop ran on several; NULL otherwise. */
+static unsigned char *thread_loops(struct gt_ctx *c, const struct gt_iterations *it, int *code)
+{
+    if (!it->nthreads)
+        return NULL;
+    struct gt_trace *t = &c->t;
+    struct gt_rows r;
+    *code = gt_rows_open(t, &r, GT_ROWS_EVENTS);
+    if (*code || !r.st)
+        return NULL;
+    unsigned char *loop_of = gt_xcalloc(t->nev ? t->nev : 1, 1);
+    for (size_t i = 0; i < t->nev; i++) {
+        int more = gt_rows_next(&r);
+        if (more <= 0 || gt_rows_int(&r, 0, -1) != t->ev[i].t) {
+            *code = more < 0 ? -more : GT_EXIT_CORRUPT;
+            if (more >= 0)
+                snprintf(t->err, sizeof t->err, "the events table changed while it was read; run leaks on a trace "
+                         "whose process has exited");
+            break;
+        }
+        int64_t tid = gt_rows_int(&r, 1, 0);
+        for (size_t k = 0; k < it->nthreads; k++)
+            if (it->threads[k].tid == tid) {
+                loop_of[i] = (unsigned char)(k + 1);
+                break;
+            }
+    }
+    gt_rows_close(&r);
+    if (*code) {
+        free(loop_of);
+        return NULL;
+    }
+    return loop_of;
 }
 
 /* Per site (slot nsites: no stack) and phase, the live allocations of s.
@@ -154,7 +205,8 @@ static size_t iteration_of(const struct gt_iterations *it, size_t a)
  * program's variables at exit, was called a leak). What accumulates is live
  * from two or more iterations, or from one earlier than that. With three
  * iterations the one before the last is the whole loop: the rule is off. */
-static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it)
+static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
+                                         const unsigned char *loop_of)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1;
@@ -167,12 +219,13 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             c->p.partner[a] != GT_NO_EVENT || !gt_sel_has(t, s, e))
             continue;
         size_t site = e->site >= 0 ? (size_t)e->site : t->nsites;
-        int phase = phase_of(it, a);
+        struct loop l = loop_of_event(it, loop_of, a);
+        int phase = phase_of(l, a);
         struct gt_site_sum *g = &ph[site * PHASE_N + phase];
         g->bytes += e->size > 0 ? e->size : 0;
         g->count++;
         if (phase == PHASE_LOOP) {
-            size_t k = iteration_of(it, a);
+            size_t k = iteration_of(l, a);
             if (!iters[site] || k != last_it[site])
                 iters[site] = iters[site] < 2 ? iters[site] + 1 : 2;
             last_it[site] = k;
@@ -193,12 +246,12 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
 }
 
 /* First iteration k whose end lies after event a (n: none). */
-static size_t end_after(const struct gt_iterations *it, size_t a)
+static size_t end_after(struct loop l, size_t a)
 {
-    size_t lo = 0, hi = it->n;
+    size_t lo = 0, hi = l.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (it->it[mid].end_ev <= a)
+        if (l.it[mid].end_ev <= a)
             lo = mid + 1;
         else
             hi = mid;
@@ -216,7 +269,7 @@ static size_t end_after(const struct gt_iterations *it, size_t a)
  * With fewer than 6 iterations the halves say nothing: none is steady. */
 #define STEADY_MIN_ITERATIONS 6
 static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                      const struct gt_site_sum *ph)
+                                      const unsigned char *loop_of, const struct gt_site_sum *ph)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1, n = it->n, nrows = 0;
@@ -235,7 +288,11 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
         int32_t r = row[e->site >= 0 ? (size_t)e->site : t->nsites];
         if (r < 0)
             continue;
-        size_t f = c->p.partner[a], k0 = end_after(it, a), k1 = f == GT_NO_EVENT ? n : end_after(it, f);
+        /* by the allocating thread's loop (its count of iterations taken as the loop's) */
+        struct loop l = loop_of_event(it, loop_of, a);
+        size_t f = c->p.partner[a], k0 = end_after(l, a), k1 = f == GT_NO_EVENT ? n : end_after(l, f);
+        k0 = k0 < n ? k0 : n;
+        k1 = k1 < n ? k1 : n;
         if (k0 < k1) {
             d[(size_t)r * (n + 1) + k0] += e->size;
             d[(size_t)r * (n + 1) + k1] -= e->size;
@@ -297,9 +354,13 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
      * and a last at least what was held for the run from what the last still
      * used (a run that died in its second step) */
     if (!code && n && it->n >= 2) {
-        ph = live_by_phase(c, &s, it);
-        steady = stopped_growing(c, &s, it, ph);
-        l->classified = 1;
+        unsigned char *loop_of = thread_loops(c, it, &code);
+        if (!code) {
+            ph = live_by_phase(c, &s, it, loop_of);
+            steady = stopped_growing(c, &s, it, loop_of, ph);
+            l->classified = 1;
+        }
+        free(loop_of);
     }
     l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
     /* a preallocating framework's arrays live inside its pool: that

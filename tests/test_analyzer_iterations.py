@@ -356,6 +356,35 @@ class Iterations(T.AnalyzerTest):
         self.assertEqual((d['iteration_source'], d['iterations']), ('nvtx', 5))
         self.assertIn('train_step', d['iteration_detection'])
 
+    def test_steps_inside_epochs_are_the_iterations(self):
+        # 3 "epoch N" ranges of 10 "step bs=16" each, a step keeping 512 KiB:
+        # the outermost kind gave 3 iterations, growth "unknown", and peak
+        # asked for a batch size the steps' names carry (a helper's probe)
+        def trace(name, outer, inner):
+            t = T.Trace(self.dir + '/%s.db' % name)
+            t.alloc(32 * T.MiB, ['init_params', 'main'])
+            for e in range(3):
+                t.push(outer % e if '%' in outer else outer)
+                for _ in range(10):
+                    t.push(inner)
+                    t.alloc(T.MiB // 2, ['keep_history', 'main'])
+                    t.free(t.alloc(16 * T.MiB, ['forward', 'main']))
+                    t.pop()
+                t.pop()
+            return t.close()
+        for outer, inner in (('epoch %d', 'step bs=16'), ('Epoch %d/3', 'train_step'), ('epoch', 'iteration')):
+            db = trace('epochs', outer, inner)
+            d = self.json('growth', db)
+            self.assertEqual((d['iteration_source'], d['iterations'], d['verdict'], d['slope_bytes_per_iteration']),
+                             ('nvtx', 30, 'growing', T.MiB // 2), outer)
+            self.assertIn('"%s"' % inner, d['iteration_detection'])
+            os.remove(db)
+        self.assertEqual({it['batch_size'] for it in self.json('peak', trace('bs', 'epoch %d', 'step bs=16'))['iterations']},
+                         {16})
+        # an outer kind not named as epochs stays the loop (its inner kind may be the layers)
+        d = self.json('growth', trace('outer', 'train_step %d', 'layer'))
+        self.assertEqual((d['iterations'], d['iteration_detection'].split('"')[1]), (3, 'train_step 0'))
+
     def test_two_numbered_ranges_are_iterations_and_three_of_a_kind_still_win(self):
         # a run that died in its second step has two ("step 0", "step 1");
         # two unnumbered ranges ("warmup" twice) are not a loop, and two
