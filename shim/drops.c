@@ -33,6 +33,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "(its memory-check pipe), which libunwind would have read from and written into"},
     [GT_DROP_RANGE_NOT_KEPT] = {"range_not_kept", false,
         "start/end range opened before the trace started not recorded: 1024 such ranges were open then"},
+    [GT_DROP_RANGE_QUEUE_FULL] = {"range_queue_full", false,
+        "push/pop range, start/end range or mark dropped: the queue to the writer was full and the writer made no "
+        "progress for GPUTRACE_QUEUE_WAIT_MS"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

@@ -129,7 +129,7 @@ static void unlock(struct tstate *s)
 static void publish(struct gt_rec *rec)
 {
     struct gt_reservation r;
-    if (gt_queue_reserve(&r))
+    if (gt_queue_reserve(&r, GT_DROP_RANGE_QUEUE_FULL))
         gt_queue_publish(&r, rec);
     else
         gt_rec_release(rec);

@@ -98,7 +98,7 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     rec.t_ns = stamp;
     t = gt_cost_ticks();
     struct gt_reservation r;
-    if (gt_queue_reserve(&r))
+    if (gt_queue_reserve(&r, GT_DROP_QUEUE_FULL))
         gt_queue_publish(&r, &rec);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
@@ -133,7 +133,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     }
     p->whole_stack = gt_config.free_stacks;
     t = gt_cost_ticks();
-    p->reserved = gt_queue_reserve(&p->res);
+    p->reserved = gt_queue_reserve(&p->res, GT_DROP_QUEUE_FULL);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
 }

@@ -163,7 +163,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_RANGE_QUEUE_FULL, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -218,7 +218,7 @@ struct gt_slot;
 bool gt_queue_init(uint32_t capacity);
 void gt_queue_discard(void);                         /* fork child: forget everything */
 struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
-bool gt_queue_reserve(struct gt_reservation *r);     /* false: dropped (counted) */
+bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full); /* false: dropped (counted as full) */
 void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
 int gt_queue_pop(struct gt_rec *out, int max);       /* writer only; returns count */
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */

@@ -59,7 +59,7 @@ static struct gt_rec event(int32_t producer, uint64_t seq)
 static bool push(int32_t producer, uint64_t seq)
 {
     struct gt_reservation r;
-    if (!gt_queue_reserve(&r))
+    if (!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL))
         return false;
     struct gt_rec ev = event(producer, seq);
     gt_queue_publish(&r, &ev);
@@ -83,7 +83,7 @@ static void *produce(void *arg)
     struct producer *p = arg;
     for (uint64_t i = 0; i < p->n; i++) {
         struct gt_reservation r;
-        if (!gt_queue_reserve(&r)) {
+        if (!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL)) {
             p->dropped++;
             continue;
         }
@@ -211,7 +211,7 @@ static void test_unpublished_reservation_holds_back_later_events(void)
 {
     reset(8, 1000);
     struct gt_reservation held;
-    CHECK(gt_queue_reserve(&held));
+    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
     CHECK(push(0, 1));
     CHECK(push(0, 2));
     struct gt_rec out[8];
@@ -257,11 +257,11 @@ static void test_full_queue_without_consumer_drops_after_the_wait_and_counts(voi
         CHECK(push(0, i));
     double t0 = now_s();
     struct gt_reservation r;
-    CHECK(!gt_queue_reserve(&r));
+    CHECK(!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL));
     double waited = now_s() - t0;
     CHECKF(waited >= 0.050, "dropped after %.3f s, before GPUTRACE_QUEUE_WAIT_MS (0.050 s)", waited);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
-    CHECK(!gt_queue_reserve(&r));
+    CHECK(!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL));
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 2);
     CHECK_EQ_INT(gt_queue_head(), 4); /* a drop reserves nothing */
     /* the queued events are intact, and room comes back */
@@ -305,7 +305,7 @@ static void test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_
     pthread_create(&other, NULL, fill_eight, NULL);
     pthread_join(other, NULL);
     struct gt_reservation r;
-    CHECK(!gt_queue_reserve(&r));   /* nothing consumed: full, dropped after the wait */
+    CHECK(!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL));   /* nothing consumed: full, dropped after the wait */
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
     int n = gt_queue_pop(out, 8);
     CHECK_EQ_INT(n, 8);
@@ -398,7 +398,7 @@ static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
 {
     reset(4, 1000);
     struct gt_reservation held;
-    CHECK(gt_queue_reserve(&held)); /* a thread stuck inside a real free at exit */
+    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL)); /* a thread stuck inside a real free at exit */
     CHECK(push(0, 1));
     struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
@@ -427,7 +427,7 @@ static void test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alon
 {
     reset(4, 1000);
     struct gt_reservation held;
-    CHECK(gt_queue_reserve(&held));
+    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
     gt_queue_skip_pending();
     struct gt_rec late = event(0, 999);
     gt_queue_publish(&held, &late);
@@ -454,17 +454,17 @@ static void test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone
     reset(4, 1000);
     struct gt_rec out[8];
     struct gt_reservation a, b, c;
-    CHECK(gt_queue_reserve(&a));   /* position 0 */
+    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));   /* position 0 */
     gt_queue_skip_pending();
     for (uint64_t i = 1; i < 4; i++)
         CHECK(push(0, i));
     CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
-    CHECK(gt_queue_reserve(&b));   /* position 4: the same slot */
+    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));   /* position 4: the same slot */
     gt_queue_skip_pending();
     for (uint64_t i = 5; i < 8; i++)
         CHECK(push(0, i));
     CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
-    CHECK(gt_queue_reserve(&c));   /* position 8: the same slot, a live producer's */
+    CHECK(gt_queue_reserve(&c, GT_DROP_QUEUE_FULL));   /* position 8: the same slot, a live producer's */
     CHECK(a.slot == c.slot && b.slot == c.slot);
     uint64_t mark = atomic_load((_Atomic uint64_t *)(void *)c.slot);
     struct gt_rec late = event(1, 999);
