@@ -114,7 +114,7 @@ static void commit(bool *in_txn)
     if (!*in_txn)
         return;
     gt_events_write_counters();
-    gt_db_exec("COMMIT");
+    gt_events_committed(gt_db_exec("COMMIT"));
     *in_txn = false;
 }
 

@@ -23,6 +23,7 @@ static struct {
     struct u64map tids;        /* tid -> (-, -) */
     uint64_t next_stack_id, next_frame_id;
     uint64_t recorded;
+    uint64_t committed;   /* of recorded, those in committed transactions */
     int64_t live_bytes[GT_MEM_IMPORTED + 1];   /* per apis.memory */
     int64_t peak_device, peak_pool;
     uint64_t pool_changes; /* for the pool's reservation (writer_activity.c) */
@@ -301,6 +302,19 @@ void gt_events_write_counters(void)
         GT_BIND_TEXT(DROP, meaning, gt_drop_info(i)->meaning);
         gt_db_run(GT_ST_DROP, GT_NOT_A_RECORD);
     }
+}
+
+/* The transaction's COMMIT returned: its events are in the file, or (a full
+ * disk, a file size limit) rolled back with it and counted as not written;
+ * they read as recorded since their INSERTs succeeded (a helper's probe: a
+ * full disk lost 205,794 calls and counted 168,930). */
+void gt_events_committed(bool ok)
+{
+    if (!ok) {
+        gt_drop_add(GT_DROP_WRITE_FAILED, E.recorded - E.committed);
+        E.recorded = E.committed;
+    }
+    E.committed = E.recorded;
 }
 
 void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool)
