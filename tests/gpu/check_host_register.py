@@ -71,11 +71,24 @@ for mode, conf in (('cudaHostAlloc', None), ('cudaHostRegister', 'pinned_use_cud
     stats = {w[1]: int(w[2]) for w in map(str.split, traced.stdout.splitlines()) if w[:1] == ['host_stat']}
     print('   %s: torch host stats %s' % (mode, {k: v for k, v in stats.items() if 'current' in k or 'bytes' in k}))
     print('   %s: api counts %s' % (mode, rows(db, 'SELECT api, count(*), sum(size) FROM events_v GROUP BY api ORDER BY api')))
-    live_host = one(db, "SELECT coalesce(sum(size), 0) FROM allocations WHERE memory = 'host' AND free_ns IS NULL")
-    apis = {r[0] for r in rows(db, "SELECT DISTINCT api FROM allocations WHERE memory = 'host'")}
+    # PyTorch's host allocator's blocks: live host allocations whose stack passes through it (a 4-byte
+    # pinned buffer of another path, .item()'s, is in the trace beside them and not in its counters)
+    live = rows(db, """SELECT a.size, a.api, (SELECT count(*) FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id
+                         WHERE sf.stack_id = a.alloc_stack_id AND f.function LIKE '%HostAllocator%')
+                         FROM allocations a WHERE a.memory = 'host' AND a.free_ns IS NULL""")
+    print('   %s: live pinned host allocations (size, api, frames in the host allocator): %s' % (mode, live))
+    ours = [size for size, api, n in live if n]
+    apis = {api for size, api, n in live}
     want_api = 'cudaHostRegister' if conf else 'cudaHostAlloc'
-    reserved = stats.get('reserved_bytes.current', stats.get('segment_bytes.current'))
-    report(want_api in apis and reserved is not None and live_host == reserved,
-           'torch pinned (%s): live pinned host bytes at exit == PyTorch host reserved_bytes.current' % mode,
-           'trace %d by %s, torch %s' % (live_host, sorted(apis), reserved))
+    allocated, count = stats.get('allocated_bytes.current'), stats.get('allocations.current')
+    # On an H200 (torch 2.11) the trace held one block more than torch's counters, of 4 bytes, made under the
+    # host allocator's frames too (.item()'s staging buffer; its counters also read active_bytes.freed -2):
+    # the bytes and the count must reconcile exactly, the difference being such blocks alone.
+    tiny = [b for b in ours if b < 512]
+    report(apis == {want_api} and allocated is not None and
+           (sum(ours), len(ours)) in ((allocated, count), (allocated + sum(tiny), count + len(tiny))),
+           '%s: live pinned host memory of the host allocator at exit == PyTorch host allocated_bytes.current '
+           'and allocations.current (blocks under 512 B its counters skip named)' % mode,
+           'trace %d B in %d blocks by %s, torch %s B in %s; blocks its counters skip: %s' % (
+               sum(ours), len(ours), sorted(apis), allocated, count, tiny if (sum(ours), len(ours)) != (allocated, count) else 'none'))
 finish()
