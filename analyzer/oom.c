@@ -52,7 +52,7 @@ const char gt_help_oom[] =
 
 /* Names of the results a failed allocation call returns (runtime and driver
  * share these numbers). */
-static const char *result_name(int64_t r)
+const char *gt_result_name(int64_t r)
 {
     switch (r) {
     case 1: return "invalid value";
@@ -508,10 +508,11 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             gt_json_kstr(j, "api", c->t.api[e->api].name);
             gt_json_kint_or_null(j, "requested_bytes", e->size);
             gt_json_kint(j, "result", e->u.result);
-            gt_json_kstr(j, "result_name", result_name(e->u.result));
+            gt_json_kstr(j, "result_name", gt_result_name(e->u.result));
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
+        code = gt_oom_failed_frees(c, j);
         gt_json_kint_or_null(j, "max_batch_size", o.pk.max_batch_size);
         gt_json_obj_end(j);
     } else if (!code && nothers) {
@@ -520,12 +521,14 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
         for (size_t k = 0; k < nothers && k < (size_t)c->o->top; k++) {
             const struct gt_event *e = &c->t.ev[others[k]];
             printf("  at %s: %s of %s: %s (result %lld)\n", gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
-                   e->size >= 0 ? gt_fmt_bytes(e->size, b2) : "? bytes", result_name(e->u.result),
+                   e->size >= 0 ? gt_fmt_bytes(e->size, b2) : "? bytes", gt_result_name(e->u.result),
                    (long long)e->u.result);
         }
         if (nothers > (size_t)c->o->top)
             printf("  ... %zu more (--top)\n", nothers - (size_t)c->o->top);
     }
+    if (!code && !j)
+        code = gt_oom_failed_frees(c, NULL);
     gt_peak_free(&o.pk);
     free(others);
     free(r);

@@ -56,5 +56,9 @@ int gt_oom_ledger_at(struct gt_ctx *c, const struct request *q, int64_t total, c
 void gt_oom_json_ledger(struct gt_json *j, const struct at_failure *f);
 /* reduction: the batch-size reduction oom prints (> 0: it says what fits). */
 void gt_oom_text_ledger(const struct at_failure *f, int64_t reduction, int64_t requested, const struct gt_site_sum *s);
+/* A failed call's result by name ("out of memory", "invalid value", ...). */
+const char *gt_result_name(int64_t r);
+/* The frees CUDA refused (oom_frees.c): JSON "failed_frees", or text. */
+int gt_oom_failed_frees(struct gt_ctx *c, struct gt_json *j);
 
 #endif

@@ -312,8 +312,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     for (size_t i = 0; i < t->ndevices; i++)
         printf("  device %lld: %s, %s\n", (long long)t->devices[i].id, t->devices[i].name ? t->devices[i].name : "?",
                t->devices[i].total_bytes >= 0 ? gt_fmt_bytes(t->devices[i].total_bytes, b1) : "size unknown");
-    printf("  events: %zu (%lld allocation%s, %lld free%s, %lld failed call%s, %lld other)", t->nev, (long long)n.allocs,
-           gt_s(n.allocs), (long long)n.frees, gt_s(n.frees), (long long)n.failed, gt_s(n.failed), (long long)n.other);
+    printf("  events: %zu (%lld allocation%s, %lld free%s, %lld failed call%s%s, %lld other)", t->nev,
+           (long long)n.allocs, gt_s(n.allocs), (long long)n.frees, gt_s(n.frees), (long long)n.failed, gt_s(n.failed),
+           n.failed ? ": gputrace oom lists them" : "", (long long)n.other);
     printf("; dropped: %lld%s\n", (long long)p->events_dropped, p->events_dropped ? " (numbers below may be incomplete)" : "");
     for (size_t i = 0; i < t->ndrops; i++)
         if (t->drops[i].count)

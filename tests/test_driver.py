@@ -329,6 +329,18 @@ class HostRegisterTest(TraceTest):
         self.assertEqual([(o['api'], o['requested_bytes'], o['result'], o['result_name']) for o in d['other_failures']],
                          [('cudaHostRegister', 5000, 712, 'already registered')])
 
+    def test_a_refused_free_is_listed_with_its_call_site(self):
+        # counted in summary's failed calls and listed nowhere (a helper's
+        # probe: double frees and bad pointers found only with SQL)
+        d = json.loads(run([GPUTRACE, 'oom', '--json', self.db], preload=False).stdout)
+        self.assertEqual([(f['api'], f['result'], f['result_name']) for f in d['failed_frees']],
+                         [('cudaHostUnregister', 713, 'not registered')])
+        self.assertTrue(d['failed_frees'][0]['call_site'].startswith('main ('), d['failed_frees'][0])
+        text = run([GPUTRACE, 'oom', self.db], preload=False).stdout
+        self.assertIn('Failed frees: 1 (a free CUDA refused', text)
+        self.assertIn(': cudaHostUnregister: not registered (result 713), from main (', text)
+        self.assertIn('2 failed calls: gputrace oom lists them', run([GPUTRACE, 'summary', self.db], preload=False).stdout)
+
 
 class StaticRuntimeTeardownTest(TraceTest):
     """A statically linked runtime tears CUDA down in an atexit handler of its
