@@ -20,6 +20,7 @@
 #include "activity.h"
 #include "db.h"
 #include "vfs.h"
+#include "time_order.h"
 #include "writer.h"
 
 #define BATCH 4096
@@ -102,8 +103,10 @@ static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
         return 0;
     gt_events_write_pyframes(pyframes);
     gt_events_write_stacks(stacks);
+    static uint16_t order[BATCH], scratch[BATCH];   /* the writer's thread only */
+    gt_time_order(buf, sizeof *buf, offsetof(struct gt_rec, t_ns), n, order, scratch);
     for (int i = 0; i < n; i++)
-        write_record(&buf[i]);
+        write_record(&buf[order[i]]);
     if (activity)
         gt_activity_write(); /* notes, devices, samples, CUPTI buffers */
     return n ? n : 1;
