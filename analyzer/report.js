@@ -314,7 +314,7 @@
         l.preallocated_bytes, l.iterations > 0) + ': what it keeps there is not seen. Outside the pool:');
     el('p', {}, box, (untold ? 'What accumulates is not told: ' + l.iterations + ' iterations, a first and a last (it shows from 3)' :
       fmtBytes(l.total_bytes) + ' in ' + l.total_count + (l.total_count === 1 ? ' allocation' : ' allocations') + ' never freed' +
-      (l.classified_by_iterations ? ', allocated during the loop (after its first iteration)' : '')) +
+      (l.classified_by_iterations ? ', allocated during the loop, iteration after iteration (each site\u2019s live allocations, the first iteration\u2019s too)' : '')) +
       (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; ' +
         (untold ? 'not told from a leak)' : 'not a leak)') : '') +
       (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use when the process ended (allocated ' +

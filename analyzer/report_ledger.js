@@ -8,12 +8,18 @@
  * unshaded and says so. */
 var GT_LEDGER_COLOR = {framework: '#4e79a7', direct: '#76b7b2', library: '#b07aa1', graph_capture: '#59a14f', graph_memory: '#8cd17d', pool: '#f28e2b', modules: '#edc948',
   context: '#9c755f', unaccounted: '#e15759', other: '#bab0ac', driver: '#d4a6c8'};
+/* What the legend calls each kind (the buckets' own names say which library or pool) */
+var GT_LEDGER_LABEL = {framework: 'framework allocator', direct: 'program\u2019s own calls', library: 'libraries',
+  graph_capture: 'CUDA graphs\u2019 pools', graph_memory: 'graph memory (driver)', pool: 'stream-ordered pool',
+  modules: 'kernel modules', context: 'CUDA context and driver', unaccounted: 'unaccounted', other: 'other processes',
+  driver: 'driver and firmware'};
 function gtLedgerPanel(H, parent, led, id) {
   'use strict';
   var el = H.el, sv = H.sv, tip = H.tip, fmtBytes = H.fmtBytes, fmtNs = H.fmtNs, table = H.table, legend = H.legend;
   if (!led || !led.length) return;
   var box = el('div', {'class': 'panel ledger-panel', id: id}, parent);
   el('h3', {}, box, 'Memory ledger: what the process held, by who holds it');
+  var drawn = {};   /* the kinds the bars show: the legend names those only */
   led.forEach(function (dev) {
     var insts = (dev.instants || []).slice().sort(function (a, b) { return a.instant === 'peak' ? -1 : b.instant === 'peak' ? 1 : 0; });
     insts.forEach(function (x) {
@@ -45,6 +51,7 @@ function gtLedgerPanel(H, parent, led, id) {
         'data-instant': x.instant, 'data-device': dev.device}, el('div', {'class': 'chartbox'}, box));
       var at = 0;
       parts.forEach(function (q) {
+        if (q.bytes > 0) drawn[q.kind] = true;
         var w = Math.max(0, q.bytes) / scale * W;
         tip(sv('rect', {x: at.toFixed(2), y: 2, width: w.toFixed(2), height: H - 4, fill: GT_LEDGER_COLOR[q.kind] || '#888',
           'class': 'ledger-bucket', 'data-name': q.name, 'data-kind': q.kind, 'data-bytes': q.bytes}, bar), q.name + ': ' + fmtBytes(q.bytes));
@@ -69,5 +76,7 @@ function gtLedgerPanel(H, parent, led, id) {
     if (dev.modules_refuted)
       el('p', {'class': 'note'}, box, 'The kernel modules measured after the first iteration are left out: with them the buckets exceed NVML\u2019s figure at exit.');
   });
-  legend(box, Object.keys(GT_LEDGER_COLOR).map(function (k) { return {color: GT_LEDGER_COLOR[k], label: k}; }));
+  legend(box, Object.keys(GT_LEDGER_COLOR).filter(function (k) { return drawn[k]; }).map(function (k) {
+    return {color: GT_LEDGER_COLOR[k], label: GT_LEDGER_LABEL[k] || k};
+  }));
 }

@@ -492,6 +492,10 @@ class Layout(ReportTest):
         self.assertTrue(any('NVML: this process' in r and 'unaccounted 1.00 MiB (0.03%)' in r for r in rows), rows)
         self.assertTrue(any(r.startswith('free') and '73.82 GiB' in r and 'of 80.00 GiB' in r for r in rows), rows)
         self.assertEqual(dom.find('p', 'ledger-why', 0), [])   # the context was measured
+        # the legend names the kinds drawn, in words (it listed every internal key, drawn or not: a helper's probe)
+        keys = [k.text.strip() for k in dom.find('span', 'key', 0) if k.inside(panel[0])]
+        self.assertEqual(keys, ['framework allocator', 'program\u2019s own calls', 'libraries', 'stream-ordered pool',
+                                'CUDA context and driver', 'unaccounted', 'other processes'])
         held = self.item(dom, 0, 'ledger')
         self.assertEqual([int(e.attrs['data-value']) for e in held],
                          [[i for i in led['instants'] if i['instant'] == 'peak'][0]['accounted_bytes']])
