@@ -211,7 +211,7 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1;
     struct gt_site_sum *ph = gt_xcalloc(ns * PHASE_N, sizeof *ph);
-    size_t *last_it = gt_xcalloc(ns, sizeof *last_it);
+    size_t *last_it = gt_xcalloc(ns, sizeof *last_it), *loop_n = gt_xcalloc(ns, sizeof *loop_n);
     unsigned char *iters = gt_xcalloc(ns, 1);   /* 0, 1 or 2: "two or more" iterations of the loop phase */
     for (size_t a = 0; a < t->nev; a++) {
         const struct gt_event *e = &t->ev[a];
@@ -229,18 +229,22 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             if (!iters[site] || k != last_it[site])
                 iters[site] = iters[site] < 2 ? iters[site] + 1 : 2;
             last_it[site] = k;
+            loop_n[site] = l.n;   /* k is an index into that thread's loop */
         }
     }
-    for (size_t site = 0; site < ns; site++)
+    for (size_t site = 0; site < ns; site++) {
         /* with 2 iterations there is no middle: after the first is the end;
          * with 3, iteration 2 is the whole loop and the rule is off */
-        if (it->n == 2 || (it->n >= 4 && iters[site] == 1 && last_it[site] == it->n - 2)) {
+        size_t n = loop_n[site] ? loop_n[site] : it->n;
+        if (n == 2 || (n >= 4 && iters[site] == 1 && last_it[site] == n - 2)) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
             end->bytes += loop->bytes;
             end->count += loop->count;
             loop->bytes = loop->count = 0;
         }
+    }
     free(last_it);
+    free(loop_n);
     free(iters);
     return ph;
 }
@@ -269,7 +273,7 @@ static size_t end_after(struct loop l, size_t a)
  * With fewer than 6 iterations the halves say nothing: none is steady. */
 #define STEADY_MIN_ITERATIONS 6
 static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                      const unsigned char *loop_of, const struct gt_site_sum *ph)
+                                      const struct gt_site_sum *ph)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1, n = it->n, nrows = 0;
@@ -288,11 +292,11 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
         int32_t r = row[e->site >= 0 ? (size_t)e->site : t->nsites];
         if (r < 0)
             continue;
-        /* by the allocating thread's loop (its count of iterations taken as the loop's) */
-        struct loop l = loop_of_event(it, loop_of, a);
+        /* by the main loop's iteration ends, whatever thread allocated: the halves are halves of the run's
+         * time (a worker's 4 steps indexed by its own loop all fell in the first half of the main loop's 12,
+         * and its leak read held steady; a review) */
+        struct loop l = loop_of_event(it, NULL, a);
         size_t f = c->p.partner[a], k0 = end_after(l, a), k1 = f == GT_NO_EVENT ? n : end_after(l, f);
-        k0 = k0 < n ? k0 : n;
-        k1 = k1 < n ? k1 : n;
         if (k0 < k1) {
             d[(size_t)r * (n + 1) + k0] += e->size;
             d[(size_t)r * (n + 1) + k1] -= e->size;
@@ -357,7 +361,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         unsigned char *loop_of = thread_loops(c, it, &code);
         if (!code) {
             ph = live_by_phase(c, &s, it, loop_of);
-            steady = stopped_growing(c, &s, it, loop_of, ph);
+            steady = stopped_growing(c, &s, it, ph);
             l->classified = 1;
         }
         free(loop_of);

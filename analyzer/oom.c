@@ -185,12 +185,19 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
             x->attempts++;
             x->device = c->o->device != GT_ANY_DEVICE ? c->o->device : e->device == GT_DEVICE_NULL ? GT_ANY_DEVICE : e->device;
             x->live_sel = x->live_device = x->live_pool = 0;
+            /* the level reports take, unless by default it is managed or pinned host memory (a trace with no
+             * device memory that succeeded) and the request is for device or pool memory: then the request's
+             * own (a review: "live host memory then: 0 B" beside 256 MiB pinned, for a failed cudaMalloc) */
+            x->live_mask = c->sel.mem_mask;
+            if (!c->o->memory_set && (a->memory == GT_MEM_DEVICE || a->memory == GT_MEM_POOL) &&
+                !(c->sel.mem_mask & (GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL))))
+                x->live_mask = GT_MASK(a->memory);
             for (int d = 0; d <= GT_HOST_SLOT; d++) {
                 int dev = d == GT_HOST_SLOT ? -1 : d;
                 if (x->device != GT_ANY_DEVICE && x->device != dev)
                     continue;
                 for (int m = 0; m <= GT_MEM_GRAPH; m++)
-                    if (c->sel.mem_mask & GT_MASK(m))
+                    if (x->live_mask & GT_MASK(m))
                         x->live_sel += live[m][d];
                 x->live_device += live[GT_MEM_DEVICE][d];
                 x->live_pool += live[GT_MEM_POOL][d];
@@ -199,7 +206,7 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
                 /* the chunks of this growth are live now; the request counts them, so live does not */
                 int64_t mine = x->chunk * x->chunks;
                 x->live_device -= mine;
-                if (c->sel.mem_mask & GT_MASK(GT_MEM_DEVICE))
+                if (x->live_mask & GT_MASK(GT_MEM_DEVICE))
                     x->live_sel -= mine;
             }
             continue;
@@ -359,7 +366,9 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
                q->chunks, gt_s(q->chunks), gt_fmt_bytes(q->chunk, b1), q->chunks + 1, gt_s(q->chunks + 1));
     printf("     %s\n", q->recovered ? "recovered from: the program went on after it"
                                      : "the program allocated nothing after it: the failure it ended on");
-    printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", c->sel_name,
+    char level[64];
+    gt_sel_name(q->live_mask, level, sizeof level);
+    printf("     live %s memory then: %s (device level %s, pool %s); device total: %s\n", level,
            gt_fmt_bytes(q->live_sel, b1), gt_fmt_bytes(q->live_device, b2), gt_fmt_bytes(q->live_pool, b3),
            total > 0 ? gt_fmt_bytes(total, b4) : "unknown");
     if (kind == GT_MEM_HOST || kind == GT_MEM_MANAGED)
@@ -512,7 +521,8 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
-        code = gt_oom_failed_frees(c, j);
+        if (!code)
+            code = gt_oom_failed_frees(c, j);
         gt_json_kint_or_null(j, "max_batch_size", o.pk.max_batch_size);
         gt_json_obj_end(j);
     } else if (!code && nothers) {

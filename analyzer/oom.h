@@ -19,6 +19,7 @@ struct request {
     int recovered;           /* the program went on: allocated again, or made another request */
     int device;
     int64_t live_sel, live_device, live_pool;   /* at the last attempt, on its device */
+    unsigned live_mask;      /* the levels live_sel sums */
 };
 
 #define MAX_BUCKETS 24

@@ -17,8 +17,10 @@ int gt_oom_failed_frees(struct gt_ctx *c, struct gt_json *j)
     for (size_t i = 0; i < t->nev; i++) {
         const struct gt_event *e = &t->ev[i];
         const struct gt_api_attr *a = gt_attr(t, e);
+        /* a failed free has no device of its own (none was freed): listed under any --device */
         if (!e->failed || !a->known || a->op != GT_OP_FREE ||
-            (c->o->device != GT_ANY_DEVICE && e->device != c->o->device))
+            (c->o->device != GT_ANY_DEVICE && e->device != c->o->device &&
+             e->device != GT_DEVICE_NULL))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;

@@ -86,6 +86,7 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
         return r->code;
     }
     snprintf(r->memory, sizeof r->memory, "%s", c.sel_name);
+    snprintf(r->growth_memory, sizeof r->growth_memory, "%s", c.sel_name);
 
     struct gt_peak pk;
     int code = gt_peak_compute(&c, &pk);
@@ -128,6 +129,7 @@ static int read_one(struct gt_rank_file *r, const char *path, const struct gt_op
         code = gt_growth_compute(&c, &g);
         if (!code && g.verdict) {
             r->verdict = g.verdict;   /* a string constant of growth.c */
+            snprintf(r->growth_memory, sizeof r->growth_memory, "%s", g.memory);
             r->has_slope = g.used >= 2;
             r->slope = g.slope;
         }

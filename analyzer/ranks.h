@@ -16,6 +16,7 @@ struct gt_rank_file {
     int64_t rank, local_rank, world_size, pid, ppid, start_unix_ns;   /* -1 unknown */
     char *host, *end_reason;    /* end_reason NULL: not closed */
     char memory[64];            /* the level reported (as the reports choose it) */
+    char growth_memory[64];     /* the level growth followed: memory, or another that grew where it did not */
     int device;                 /* the device of the peak; -1 unknown */
     int64_t peak, peak_t, final;   /* peak_t -1: nothing was ever live */
     int windowed;               /* a flight recorder's trace: peak and peak_t are the whole run's (its interval

@@ -146,6 +146,7 @@ void gt_ranks_json(const struct gt_ranks *R, struct gt_json *j)
         gt_json_kint(j, "start_offset_ns", r->start_unix_ns > 0 ? r->start_unix_ns - R->job_start : 0);
         gt_json_kint(j, "final_bytes", r->final);
         gt_json_kstr(j, "growth_verdict", r->verdict);
+        gt_json_kstr(j, "growth_memory", r->growth_memory);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (r->has_slope)
             gt_json_double(j, r->slope);
@@ -288,7 +289,7 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
     gt_table_row(&tb, "rank", "host", "pid", "device", "memory", "peak", "at", "final", "growth", "iterations", "OOMs");
     for (size_t i = 0; i < R->nmains; i++) {
         const struct gt_rank_file *r = R->mains[i];
-        char rk[32], pid[32], dev[32], at[GT_FMT_LEN + 8], growth[GT_FMT_LEN + 32], its[32], ooms[32];
+        char rk[32], pid[32], dev[32], at[GT_FMT_LEN + 8], growth[GT_FMT_LEN + 112], its[32], ooms[32];
         if (r->rank >= 0)
             snprintf(rk, sizeof rk, "%lld", (long long)r->rank);
         else
@@ -303,10 +304,14 @@ static void text(const struct gt_ranks *R, const struct gt_opts *o)
             snprintf(at, sizeof at, "%s", gt_fmt_ns(r->start_unix_ns - R->job_start + r->peak_t, b2));
         else
             snprintf(at, sizeof at, "-");
+        /* growth of another level than the row's (host memory growing beside flat device memory) says which */
+        char other[80] = "";
+        if (strcmp(r->growth_memory, r->memory))
+            snprintf(other, sizeof other, " (%s)", r->growth_memory);
         if (r->has_slope)
-            snprintf(growth, sizeof growth, "%s %s/it", r->verdict, gt_fmt_bytes_d(r->slope, b3));
+            snprintf(growth, sizeof growth, "%s %s/it%s", r->verdict, gt_fmt_bytes_d(r->slope, b3), other);
         else
-            snprintf(growth, sizeof growth, "%s", r->verdict);
+            snprintf(growth, sizeof growth, "%s%s", r->verdict, other);
         snprintf(its, sizeof its, "%zu", r->niter);
         snprintf(ooms, sizeof ooms, "%lld", (long long)r->ooms);
         gt_table_row(&tb, rk, r->host, pid, dev, r->memory, gt_fmt_bytes(r->peak, b1), at, gt_fmt_bytes(r->final, b3), growth,

@@ -106,6 +106,18 @@ class BadInput(T.AnalyzerTest):
         line = self.assertOneErrorLine(self.gputrace('leaks', path), 4, path)
         self.assertIn('incomplete', line)
 
+    def test_oom_json_on_a_trace_without_its_frames_fails_as_the_text_does(self):
+        # the failed-frees list after the failures overwrote their error: --json printed "failures": [] and
+        # exited 0 where the text exited 4 (a review)
+        path = T.oom(self.dir)
+        con = sqlite3.connect(path)
+        con.execute('DROP TABLE stack_frames')
+        con.commit()
+        con.close()
+        text = self.gputrace('oom', path)
+        self.assertOneErrorLine(text, 4, path)
+        self.assertOneErrorLine(self.gputrace('oom', '--json', path), 4, path)
+
     def test_empty_trace_exits_7(self):
         self.check_all_commands(T.empty_trace(self.dir), 7)
 

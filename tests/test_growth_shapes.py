@@ -281,6 +281,46 @@ class OtherLevels(T.AnalyzerTest):
                       ' outside it grows', p.stdout)
         self.assertIn('growth: growing, 2.00 MiB per iteration of host memory', self.ok('summary', db).stdout)
 
+    def test_ranks_says_which_level_a_rank_grows_at(self):
+        # the row's columns are device memory; the verdict of another level read as the device's (a review)
+        files = []
+        for r in range(2):
+            t = T.Trace(os.path.join(self.dir, 'rank%d.db' % r), pid=5000 + r, rank=r)
+            t.alloc(64 * T.MiB, ['init_params', 'main'])
+            for _ in range(12):
+                t.push('step')
+                t.free(t.alloc(2 * T.MiB, ['forward', 'step', 'main']))
+                if r == 1:
+                    t.alloc(T.MiB, ['keep_pinned', 'step', 'main'], api='cudaMallocHost')
+                t.pop()
+            files.append(t.close())
+        j = self.json('ranks', *files)
+        self.assertEqual([(x['memory'], x['growth_verdict'], x['growth_memory']) for x in j['ranks']],
+                         [('device', 'stable', 'device'), ('device', 'growing', 'host')])
+        self.assertIn('growing 1.00 MiB/it (host)', self.ok('ranks', *files).stdout)
+
+    def test_oom_of_a_device_request_counts_device_memory_whatever_the_default_level(self):
+        # pinned host memory only, then a failed cudaMalloc: the default level is host, and oom said
+        # "live host memory then: 0 B" beside 256 MiB pinned (a review)
+        t = T.Trace(os.path.join(self.dir, 'pinned_oom.db'))
+        t.alloc(256 * T.MiB, ['stage', 'main'], api='cudaMallocHost')
+        t.alloc(20 * T.GiB, ['forward', 'main'], result=2)
+        db = t.close()
+        self.assertIn('live device memory then: 0 B', self.ok('oom', db).stdout)
+        self.assertEqual(self.json('oom', db)['failures'][0]['live_bytes'], 0)
+
+    def test_a_refused_free_is_listed_under_any_device(self):
+        # a failed free records no device (it freed nothing): oom --device 0 listed none of them (a review)
+        t = T.Trace(os.path.join(self.dir, 'badfree.db'))
+        p = t.alloc(T.MiB, ['main'])
+        t.events.append((t.now(), T.API['cudaFree'], p + 256, None, None, None, t.tid, 1, t.stack(['bad_free', 'main'])))
+        t.free(p)
+        db = t.close()
+        for args in ((), ('--device', '0')):
+            d = self.json('oom', *args, db)
+            self.assertEqual([(f['api'], f['result_name']) for f in d['failed_frees']], [('cudaFree', 'invalid value')], args)
+            self.assertTrue(d['failed_frees'][0]['call_site'].startswith('bad_free'), d['failed_frees'])
+
     def test_nothing_growing_anywhere_stays_at_the_default_level(self):
         d = self.json('growth', self.trace('flat', 'cudaMallocHost', 0, device_too=True))
         self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('device', 'stable', None))
@@ -370,6 +410,26 @@ class LoopsOnSeveralThreads(T.AnalyzerTest):
         s = self.ok('summary', db).stdout
         self.assertIn('(the same range on 2 other threads: leaks places each thread\'s allocations in its own loop)', s)
         self.assertIn('leaks: 2.50 MiB in 10 allocations', s)
+
+    def test_a_worker_whose_loop_is_shorter_than_the_main_one_still_leaks(self):
+        # a worker's 4 steps spread over the main thread's 12, keeping 1 MiB each: indexed by its own loop,
+        # its leaks all fell in the main loop's first half and read "held steady" (a review)
+        t = T.Trace(os.path.join(self.dir, 'short.db'))
+        t.alloc(64 * T.MiB, ['init_weights', 'main'])
+        for s in range(12):
+            t.push('step %d' % s)
+            t.free(t.alloc(8 * T.MiB, ['forward', 'main']))
+            t.pop()
+            if s % 3 == 1:
+                t.tid = t.pid + 1
+                t.push('step %d' % (s // 3))
+                t.alloc(T.MiB, ['worker_keep', 'worker', 'start_thread'])
+                t.free(t.alloc(T.MiB, ['worker_scratch', 'worker', 'start_thread']))
+                t.pop()
+                t.tid = t.pid
+        d = self.json('leaks', t.close())
+        self.assertEqual((d['total_bytes'], d['held_steady_bytes']), (4 * T.MiB, 0))
+        self.assertIn('worker_keep', ' '.join(d['sites'][0]['frames']))
 
     def test_a_leak_on_the_first_thread_is_told_as_before(self):
         d = self.json('leaks', self.job(leaker=0))
