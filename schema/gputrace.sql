@@ -167,7 +167,7 @@ INSERT INTO apis VALUES (59, 'cuMemHostRegister_v2',    'driver',  'alloc', 'hos
 INSERT INTO apis VALUES (60, 'cuMemHostUnregister',     'driver',  'free',  'host',    'addr');
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
--- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order; a free is recorded before the
+-- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order (each batch the writer drains in time order); a free is recorded before the
 -- real free runs and an alloc after it returns, so ordering by (t_ns, id)
 -- never shows one address live twice.
 CREATE TABLE events (
