@@ -137,9 +137,14 @@ class FatalSignalTest(SignalTest):
             env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, LD_PRELOAD=SHIM) if traced else base_env()
             p = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  env=env, cwd=self.dir, text=True)
-            self.assertEqual(p.stdout.readline(), 'ready\n')
-            p.send_signal(signal.SIGINT)
-            out, err = p.communicate(timeout=30)
+            try:
+                self.assertEqual(p.stdout.readline(), 'ready\n')
+                p.send_signal(signal.SIGINT)
+                out, err = p.communicate(timeout=30)
+            finally:   # a loop that never saw the interrupt must not outlive the test, spinning on a core
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
             outs.append((p.returncode, err))
             self.assertIn('KeyboardInterrupt', err)
         self.assertEqual(outs[0][0], outs[1][0], outs)
