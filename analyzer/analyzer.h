@@ -42,6 +42,7 @@ struct gt_ctx {
     int iters_loaded;
     struct gt_iterations iters;
     int page;                 /* for the HTML report's page: per-iteration lists grouped past GT_PAGE_ITERATIONS */
+    unsigned has_levels;      /* GT_MASK of each memory kind with a successful allocation (on --device N) */
 };
 /* Iterations a report's page lists one by one; past them, consecutive ones
  * are one entry at their highest peak (the chart draws about 1,000 bars: a
@@ -49,8 +50,8 @@ struct gt_ctx {
 #define GT_PAGE_ITERATIONS 2000
 
 /* Opens, validates and loads path, pairs its events and picks the default
- * memory level: --memory, else pool if the trace has pool allocations, else
- * device. Returns an exit status (message in c->t.err). */
+ * memory level: --memory, else the first of pool, device, managed and host
+ * memory the trace has. Returns an exit status (message in c->t.err). */
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o);
 /* A memory selection's name: "pool", "device", "device+pool", ... */
 void gt_sel_name(unsigned mask, char *out, size_t cap);

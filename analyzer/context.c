@@ -66,16 +66,23 @@ void gt_sel_name(unsigned mask, char *out, size_t cap)
         }
 }
 
-int gt_ctx_has_memory(const struct gt_ctx *c, int memory, int device)
+/* The memory kinds with a successful allocation on device (any: GT_ANY_DEVICE), in one pass. */
+static unsigned levels_allocated(const struct gt_ctx *c, int device)
 {
+    unsigned mask = 0;
     for (size_t i = 0; i < c->t.nev; i++) {
         const struct gt_event *e = &c->t.ev[i];
         const struct gt_api_attr *a = gt_attr(&c->t, e);
-        if (!e->failed && a->known && a->op == GT_OP_ALLOC && a->memory == memory &&
-            (device == GT_ANY_DEVICE || e->device == device))
-            return 1;
+        if (!e->failed && a->known && a->op == GT_OP_ALLOC && (device == GT_ANY_DEVICE || e->device == device))
+            mask |= GT_MASK(a->memory);
     }
-    return 0;
+    return mask;
+}
+
+int gt_ctx_has_memory(const struct gt_ctx *c, int memory, int device)
+{
+    unsigned mask = device == c->o->device ? c->has_levels : levels_allocated(c, device);
+    return (mask & GT_MASK(memory)) != 0;
 }
 
 int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
@@ -106,6 +113,7 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     gt_pair_events(&c->t, &c->p);
     gt_phase("pair", t0);
     c->sel.device = o->device;
+    c->has_levels = levels_allocated(c, o->device);
     if (o->memory_set) {
         c->sel.mem_mask = o->mem_mask;
     } else {

@@ -175,13 +175,8 @@ static int export_events(struct exporter *x)
         const struct gt_event *e = &t->ev[i];
         int64_t tid = 0, stream = -1;
         if (r.st) {
-            int more = gt_rows_next(&r);
-            if (more <= 0 || gt_rows_int(&r, 0, -1) != e->t) {
-                code = more < 0 ? -more : GT_EXIT_CORRUPT;
-                if (more >= 0)
-                    snprintf(t->err, sizeof t->err, "the events table changed while it was read; export a trace whose process has exited");
+            if ((code = gt_rows_next_event(&r, i, "export")))
                 break;
-            }
             tid = gt_rows_int(&r, 1, 0);
             stream = gt_rows_int(&r, 2, -1);
         }

@@ -172,14 +172,8 @@ static unsigned char *thread_loops(struct gt_ctx *c, const struct gt_iterations 
         return NULL;
     unsigned char *loop_of = gt_xcalloc(t->nev ? t->nev : 1, 1);
     for (size_t i = 0; i < t->nev; i++) {
-        int more = gt_rows_next(&r);
-        if (more <= 0 || gt_rows_int(&r, 0, -1) != t->ev[i].t) {
-            *code = more < 0 ? -more : GT_EXIT_CORRUPT;
-            if (more >= 0)
-                snprintf(t->err, sizeof t->err, "the events table changed while it was read; run leaks on a trace "
-                         "whose process has exited");
+        if ((*code = gt_rows_next_event(&r, i, "run leaks on")))
             break;
-        }
         int64_t tid = gt_rows_int(&r, 1, 0);
         for (size_t k = 0; k < it->nthreads; k++)
             if (it->threads[k].tid == tid) {
@@ -284,6 +278,10 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
     for (size_t site = 0; site < ns; site++)
         row[site] = ph[site * PHASE_N + PHASE_LOOP].count ? (int32_t)nrows++ : -1;
     int64_t *d = gt_xcalloc(nrows * (n + 1) + 1, sizeof *d);
+    /* by the main loop's iteration ends, whatever thread allocated: the halves are halves of the run's time (a
+     * worker's 4 steps indexed by its own loop all fell in the first half of the main loop's 12, and its leak
+     * read held steady; a review) */
+    const struct loop l = {it->it, n};
     for (size_t a = 0; a < t->nev && nrows; a++) {
         const struct gt_event *e = &t->ev[a];
         if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC || e->size <= 0 ||
@@ -292,10 +290,6 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
         int32_t r = row[e->site >= 0 ? (size_t)e->site : t->nsites];
         if (r < 0)
             continue;
-        /* by the main loop's iteration ends, whatever thread allocated: the halves are halves of the run's
-         * time (a worker's 4 steps indexed by its own loop all fell in the first half of the main loop's 12,
-         * and its leak read held steady; a review) */
-        struct loop l = loop_of_event(it, NULL, a);
         size_t f = c->p.partner[a], k0 = end_after(l, a), k1 = f == GT_NO_EVENT ? n : end_after(l, f);
         if (k0 < k1) {
             d[(size_t)r * (n + 1) + k0] += e->size;

@@ -1,5 +1,6 @@
 /* trace_rows.c - the SQL of the row-by-row readers (trace_rows.h). Errors
  * become exit statuses through trace.c's mapping, like every other query. */
+#include <stdio.h>
 #include <string.h>
 
 #include "trace_rows.h"
@@ -50,6 +51,18 @@ int gt_rows_next(struct gt_rows *r)
     if (rc == SQLITE_DONE)
         return 0;
     return -gt_trace_sql_error(r->t, rc, r->what);
+}
+
+int gt_rows_next_event(struct gt_rows *r, size_t i, const char *command)
+{
+    int more = gt_rows_next(r);
+    if (more > 0 && gt_rows_int(r, 0, -1) == r->t->ev[i].t)
+        return GT_EXIT_OK;
+    if (more < 0)
+        return -more;
+    snprintf(r->t->err, sizeof r->t->err, "the events table changed while it was read; %s a trace whose process has "
+             "exited", command);
+    return GT_EXIT_CORRUPT;
 }
 
 int64_t gt_rows_int(const struct gt_rows *r, int col, int64_t if_null)

@@ -35,6 +35,11 @@ struct gt_rows {
 int gt_rows_open(struct gt_trace *t, struct gt_rows *r, enum gt_rows_kind kind);
 /* 1: a row is there; 0: no more rows; < 0: -(exit status), message in t->err. */
 int gt_rows_next(struct gt_rows *r);
+/* GT_ROWS_EVENTS read beside the loaded events: the next row, which must be
+ * event i's (its time). 0, or an exit status with t->err saying that the
+ * table changed while it was read (a live trace: `command` one whose
+ * process has exited). */
+int gt_rows_next_event(struct gt_rows *r, size_t i, const char *command);
 int64_t gt_rows_int(const struct gt_rows *r, int col, int64_t if_null);
 /* NULL for SQL NULL; valid until the next gt_rows_next. */
 const char *gt_rows_text(const struct gt_rows *r, int col);

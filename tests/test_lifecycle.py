@@ -161,19 +161,25 @@ class ExitPathTest(TraceTest):
 
 
 class WriteFailureTest(TraceTest):
-    def test_a_write_that_fails_mid_run_costs_two_lines_saying_what_was_lost(self):
-        # a full disk (here the file-size limit): the first line said "further
-        # events are counted as dropped", but the drops table could not take
-        # them either and nothing more was said (a helper's probe)
+    def allocate_under_file_limit(self, limit):
+        """exit_modes' 100,000 allocations traced into full.db under RLIMIT_FSIZE
+        limit (a full disk); returns the run and the trace's path."""
         import resource
 
         def small_files():
-            resource.setrlimit(resource.RLIMIT_FSIZE, (300000, 300000))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         db = os.path.join(self.dir, 'full.db')
         p = subprocess.run([prog('exit_modes'), 'return', '100000'], capture_output=True, text=True, timeout=120,
                            env=dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM),
                            cwd=self.dir, preexec_fn=small_files)
         self.assertEqual((p.returncode, p.stdout), (7, 'allocated 100000\n'), p.stderr)
+        return p, db
+
+    def test_a_write_that_fails_mid_run_costs_two_lines_saying_what_was_lost(self):
+        # a full disk (here the file-size limit): the first line said "further
+        # events are counted as dropped", but the drops table could not take
+        # them either and nothing more was said (a helper's probe)
+        p, db = self.allocate_under_file_limit(300000)
         lines = p.stderr.splitlines()
         self.assertEqual(len(lines), 2, p.stderr)
         self.assertIn('writing trace %s failed' % db, lines[0])
@@ -185,15 +191,7 @@ class WriteFailureTest(TraceTest):
         # their INSERTs succeeded, the COMMIT met the full disk and took them
         # back: they were counted as recorded, neither in the file nor in the
         # count (a helper's probe: 205,794 calls lost, "at least 168,930")
-        import resource
-
-        def small_files():
-            resource.setrlimit(resource.RLIMIT_FSIZE, (1000000, 1000000))
-        db = os.path.join(self.dir, 'full.db')
-        p = subprocess.run([prog('exit_modes'), 'return', '100000'], capture_output=True, text=True, timeout=120,
-                           env=dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0), LD_PRELOAD=SHIM),
-                           cwd=self.dir, preexec_fn=small_files)
-        self.assertEqual((p.returncode, p.stdout), (7, 'allocated 100000\n'), p.stderr)
+        p, db = self.allocate_under_file_limit(1000000)
         m = re.search(r'at least (\d+) events were not written', p.stderr)
         self.assertTrue(m, p.stderr)
         written = query(db, 'SELECT count(*) FROM events')[0][0]
