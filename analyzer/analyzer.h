@@ -41,6 +41,7 @@ struct gt_ctx {
     char sel_name[64];        /* its name: "pool", "device", "device+pool", ... */
     int iters_loaded;
     struct gt_iterations iters;
+    unsigned char *loop_of;   /* gt_ctx_event_loops' map, once read */
     int page;                 /* for the HTML report's page: per-iteration lists grouped past GT_PAGE_ITERATIONS */
     unsigned has_levels;      /* GT_MASK of each memory kind with a successful allocation (on --device N) */
 };
@@ -64,6 +65,12 @@ void gt_ctx_print_gaps(const struct gt_ctx *c);
 void gt_ctx_close(struct gt_ctx *c);
 /* Iterations per the options, found once and cached. */
 int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);
+/* When the iterations' kind of range ran on several threads (iters.threads):
+ * for each event, the loop of the thread that made it: k + 1 for
+ * iters.threads[k], GT_OWN_LOOP for it[]'s own thread, 0 another thread
+ * (autograd's, a loader's). *out NULL when the loop ran on one thread.
+ * Read from the trace once. Returns an exit status. */
+int gt_ctx_event_loops(struct gt_ctx *c, const unsigned char **out);
 /* Device total memory for selection s: --device-bytes, else the devices table
  * for s's device (or the only device the selection touches); -1 unknown. */
 int64_t gt_ctx_device_total(struct gt_ctx *c, const struct gt_sel *s);
@@ -178,6 +185,13 @@ struct gt_growth {
      * grew and the report follows that instead: its verdict and slope */
     const char *default_verdict;   /* NULL: the report is of the default level */
     double default_slope;
+    const struct gt_iteration *loop;   /* the iterations fitted: n of them (the found ones, or a thread's loop) */
+    /* the loop ran on several threads and the report is of one thread's own
+     * allocations over its own loop (growth.c's thread_growth): that
+     * thread, and what the whole process read over the found iterations */
+    int64_t thread_tid;            /* 0: the whole process over the found iterations */
+    const char *process_verdict;
+    double process_slope;
 };
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);

@@ -8,6 +8,7 @@
 
 #include "analyzer.h"
 #include "format.h"
+#include "trace_rows.h"
 
 double gt_now(void)
 {
@@ -30,7 +31,7 @@ void gt_phase(const char *what, double since)
  * "stable" about memory the trace never had. Says so, and what it has. */
 static int check_selection(struct gt_ctx *c, const struct gt_opts *o)
 {
-    struct gt_sel s = {o->memory_set ? o->mem_mask : GT_MASK_ALL, o->device};
+    struct gt_sel s = {.mem_mask = o->memory_set ? o->mem_mask : GT_MASK_ALL, .device = o->device};
     for (size_t i = 0; i < c->t.nev; i++) {
         const struct gt_event *e = &c->t.ev[i];
         const struct gt_api_attr *a = gt_attr(&c->t, e);
@@ -140,6 +141,8 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
 void gt_ctx_close(struct gt_ctx *c)
 {
     gt_iterations_free(&c->iters);
+    free(c->loop_of);
+    c->loop_of = NULL;
     gt_pairs_free(&c->p);
     gt_trace_close(&c->t);
 }
@@ -155,6 +158,40 @@ int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out)
         c->iters_loaded = 1;
     }
     *out = &c->iters;
+    return GT_EXIT_OK;
+}
+
+int gt_ctx_event_loops(struct gt_ctx *c, const unsigned char **out)
+{
+    const struct gt_iterations *it;
+    int code = gt_ctx_iterations(c, &it);
+    *out = NULL;
+    if (code || !it->nthreads)
+        return code;
+    if (!c->loop_of) {
+        struct gt_trace *t = &c->t;
+        struct gt_rows r;
+        if ((code = gt_rows_open(t, &r, GT_ROWS_EVENTS)) || !r.st)
+            return code;
+        unsigned char *loop_of = gt_xcalloc(t->nev ? t->nev : 1, 1);
+        for (size_t i = 0; i < t->nev; i++) {
+            if ((code = gt_rows_next_event(&r, i, "run it on")))
+                break;
+            int64_t tid = gt_rows_int(&r, 1, 0);
+            if (tid == it->tid)
+                loop_of[i] = GT_OWN_LOOP;
+            for (size_t k = 0; k < it->nthreads && !loop_of[i]; k++)
+                if (it->threads[k].tid == tid)
+                    loop_of[i] = (unsigned char)(k + 1);
+        }
+        gt_rows_close(&r);
+        if (code) {
+            free(loop_of);
+            return code;
+        }
+        c->loop_of = loop_of;
+    }
+    *out = c->loop_of;
     return GT_EXIT_OK;
 }
 

@@ -343,15 +343,14 @@ static void fit_windows(struct gt_ctx *c, struct gt_growth *g, const double *x, 
     free(we);
 }
 
-static int growth_on(struct gt_ctx *c, struct gt_growth *g)
+/* Growth of c->sel's live memory over the iterations its (the ones found,
+ * or one thread's loop of them). */
+static int growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_growth *g)
 {
     memset(g, 0, sizeof *g);
     g->verdict = "unknown";
     snprintf(g->memory, sizeof g->memory, "%s", c->sel_name);
-    const struct gt_iterations *its;
-    int code = gt_ctx_iterations(c, &its);
-    if (code)
-        return code;
+    g->loop = its->it;
     g->n = its->n;
     g->warmup = (size_t)c->o->warmup;
     if (its->n == 0) {
@@ -473,6 +472,68 @@ static int growth_on(struct gt_ctx *c, struct gt_growth *g)
     return GT_EXIT_OK;
 }
 
+static int growth_on(struct gt_ctx *c, struct gt_growth *g)
+{
+    const struct gt_iterations *its;
+    int code = gt_ctx_iterations(c, &its);
+    if (code) {
+        memset(g, 0, sizeof *g);
+        g->verdict = "unknown";
+        return code;
+    }
+    return growth_over(c, its, g);
+}
+
+/* The iterations' kind of range ran on several threads (a thread per device
+ * or worker, each its own loop): the live memory at one loop's iteration
+ * ends is the whole process's, which the other threads' steps scatter
+ * (loops at once: unknown) or leave flat (a worker's leak made after the
+ * chosen loop had ended read "stable" beside leaks' 12 MiB; the GPU check
+ * of thread_loops.py). Then each loop, its own first, is fitted on the
+ * allocations made on its own thread; the first that grows is reported,
+ * and says so. Only growth is taken from it: what a thread's step allocates
+ * on another thread (PyTorch runs backward on autograd's) is not in its
+ * series, so a flat one proves nothing and the process-wide verdict stands. */
+static int thread_growth(struct gt_ctx *c, struct gt_growth *g)
+{
+    const struct gt_iterations *its;
+    const unsigned char *loop_of;
+    int code = gt_ctx_iterations(c, &its);
+    if (code || !its->nthreads || (code = gt_ctx_event_loops(c, &loop_of)) || !loop_of)
+        return code;
+    for (size_t k = 0; k <= its->nthreads; k++) {
+        struct gt_iterations own = *its;
+        own.later = NULL;
+        own.nlater = 0;
+        if (k) {
+            own.it = its->threads[k - 1].it;
+            own.n = its->threads[k - 1].n;
+            own.tid = its->threads[k - 1].tid;
+        }
+        struct gt_sel keep = c->sel;
+        c->sel.loop_of = loop_of;
+        c->sel.loop = k ? (unsigned char)k : GT_OWN_LOOP;
+        struct gt_growth d;
+        code = growth_over(c, &own, &d);
+        c->sel = keep;
+        if (code || strcmp(d.verdict, "growing")) {
+            gt_growth_free(&d);
+            if (code)
+                return code;
+            continue;
+        }
+        d.thread_tid = own.tid;
+        d.process_verdict = g->verdict;
+        d.process_slope = g->slope;
+        d.default_verdict = g->default_verdict;
+        d.default_slope = g->default_slope;
+        gt_growth_free(g);
+        *g = d;
+        return GT_EXIT_OK;
+    }
+    return GT_EXIT_OK;
+}
+
 /* A stream-ordered pool is the level reports choose when the trace has one
  * (context.c): its bytes in use are what a per-tensor allocator holds. Device
  * memory outside it (cudaMalloc: a library's, an extension's) is then out of
@@ -486,6 +547,8 @@ static int growth_on(struct gt_ctx *c, struct gt_growth *g)
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
 {
     int code = growth_on(c, g);
+    if (!code && strcmp(g->verdict, "growing"))
+        code = thread_growth(c, g);
     if (code || c->o->memory_set || !strcmp(g->verdict, "growing"))
         return code;
     static const int others[] = {GT_MEM_DEVICE, GT_MEM_MANAGED, GT_MEM_HOST};
@@ -499,6 +562,8 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         snprintf(c->sel_name, sizeof c->sel_name, "%s", gt_memory_name(others[k]));
         struct gt_growth d;
         code = growth_on(c, &d);
+        if (!code && strcmp(d.verdict, "growing"))
+            code = thread_growth(c, &d);
         c->sel = keep;
         memcpy(c->sel_name, keep_name, sizeof keep_name);
         if (code) {

@@ -46,6 +46,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  (the level reports take by default, %s memory, is %s (%s per iteration); %s memory outside it"
                " grows: this report follows it, --memory %s gives the default's)\n", c->sel_name, g->default_verdict,
                gt_fmt_bytes_d(g->default_slope, b1), g->memory, c->sel_name);
+    if (g->thread_tid)
+        printf("  (the whole process's %s memory over these iterations is %s (%s per iteration), the loops on the\n"
+               "   other threads running beside or after them; the %zu iterations of the loop on thread %lld, counting\n"
+               "   the allocations made on that thread, grow: this report is of them)\n", g->memory,
+               g->process_verdict, gt_fmt_bytes_d(g->process_slope, b1), g->n, (long long)g->thread_tid);
     if (g->used < 2) {
         printf("  verdict: unknown (only %zu complete iteration%s after warm-up; need at least 3)\n", g->used, gt_s((long long)g->used));
         return GT_EXIT_OK;
@@ -58,7 +63,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         }
         printf(" %s", gt_fmt_bytes(g->end_live[k], b1));
     }
-    if (g->n && !its->it[g->n - 1].closed)
+    if (g->n && !g->loop[g->n - 1].closed)
         printf(" (the last, not closed, runs to the end of the record: not fitted)");
     if (g->later_used) {
         char b3[GT_FMT_LEN], b4[GT_FMT_LEN];
@@ -89,7 +94,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         else if (g->held.rise && g->held.steps == 1)
             printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
                    "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
-                   gt_fmt_bytes(g->held.largest, b3), (long long)its->it[(size_t)g->held.largest_at].index);
+                   gt_fmt_bytes(g->held.largest, b3), (long long)g->loop[(size_t)g->held.largest_at].index);
         else if (g->held.under_threshold) {
             char b4[GT_FMT_LEN];
             printf("  (the level rose %s in %zu steps, each held to the end: %s per iteration on average, not above\n"
@@ -176,6 +181,17 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_kstr(j, "memory", c->sel_name);
             gt_json_kstr(j, "verdict", g.default_verdict);
             gt_json_kdouble(j, "slope_bytes_per_iteration", g.default_slope);
+            gt_json_obj_end(j);
+        } else {
+            gt_json_null(j);
+        }
+        /* the loop ran on several threads and this is one thread's own allocations over its own loop */
+        gt_json_key(j, "thread_loop");
+        if (g.thread_tid) {
+            gt_json_obj(j);
+            gt_json_kint(j, "tid", g.thread_tid);
+            gt_json_kstr(j, "process_verdict", g.process_verdict);
+            gt_json_kdouble(j, "process_slope_bytes_per_iteration", g.process_slope);
             gt_json_obj_end(j);
         } else {
             gt_json_null(j);

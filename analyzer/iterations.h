@@ -58,8 +58,11 @@ struct gt_iterations {
      * "leaks: none"; a helper's probe). */
     struct gt_thread_loop *threads;
     size_t nthreads;
+    int64_t tid;          /* ranges: the thread whose loop it[] is (0: not told) */
 };
 #define GT_MAX_THREAD_LOOPS 254
+/* gt_ctx_event_loops' mark of the events of it[]'s own thread */
+#define GT_OWN_LOOP (GT_MAX_THREAD_LOOPS + 1)
 
 /* Finds iterations per opts. sel is the memory the automatic detector uses to
  * place iteration boundaries where live memory is lowest. No iterations is

@@ -311,6 +311,7 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
             out->threads[out->nthreads++] = (struct gt_thread_loop){x->tid, own.it, own.n};
         }
         const struct gt_range *first = &r[c[best].idx];
+        out->tid = first->tid;
         out->source = first->is_marker ? GT_ITER_MARKER : GT_ITER_NVTX;
         snprintf(out->range, sizeof out->range, "%s", first->message);
         char dom[80] = "";

@@ -12,7 +12,6 @@
 #include "analyzer.h"
 #include "cli.h"
 #include "format.h"
-#include "trace_rows.h"
 
 /* gputrace leaks --help (the command table is in commands.c) */
 const char gt_help_leaks[] =
@@ -121,14 +120,14 @@ enum phase { PHASE_HELD, PHASE_LOOP, PHASE_END, PHASE_N };
 
 /* The loop event a's thread ran: the iterations' own (it[]) unless the
  * loop's kind of range ran on other threads too and a is one of theirs
- * (loop_of[a] - 1 indexes it->threads; NULL: one loop). */
+ * (loop_of[a] - 1 indexes it->threads; NULL: one loop; gt_ctx_event_loops). */
 struct loop {
     const struct gt_iteration *it;
     size_t n;
 };
 static struct loop loop_of_event(const struct gt_iterations *it, const unsigned char *loop_of, size_t a)
 {
-    if (loop_of && loop_of[a])
+    if (loop_of && loop_of[a] && loop_of[a] != GT_OWN_LOOP)
         return (struct loop){it->threads[loop_of[a] - 1].it, it->threads[loop_of[a] - 1].n};
     return (struct loop){it->it, it->n};
 }
@@ -157,36 +156,6 @@ static size_t iteration_of(struct loop l, size_t a)
             hi = mid;
     }
     return lo;
-}
-
-/* Which thread's loop each event belongs to (see loop_of_event), read from
- * the events' threads when the loop ran on several; NULL otherwise. */
-static unsigned char *thread_loops(struct gt_ctx *c, const struct gt_iterations *it, int *code)
-{
-    if (!it->nthreads)
-        return NULL;
-    struct gt_trace *t = &c->t;
-    struct gt_rows r;
-    *code = gt_rows_open(t, &r, GT_ROWS_EVENTS);
-    if (*code || !r.st)
-        return NULL;
-    unsigned char *loop_of = gt_xcalloc(t->nev ? t->nev : 1, 1);
-    for (size_t i = 0; i < t->nev; i++) {
-        if ((*code = gt_rows_next_event(&r, i, "run leaks on")))
-            break;
-        int64_t tid = gt_rows_int(&r, 1, 0);
-        for (size_t k = 0; k < it->nthreads; k++)
-            if (it->threads[k].tid == tid) {
-                loop_of[i] = (unsigned char)(k + 1);
-                break;
-            }
-    }
-    gt_rows_close(&r);
-    if (*code) {
-        free(loop_of);
-        return NULL;
-    }
-    return loop_of;
 }
 
 /* Per site (slot nsites: no stack) and phase, the live allocations of s.
@@ -333,7 +302,7 @@ static int by_bytes(const void *a, const void *b)
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 {
     memset(l, 0, sizeof *l);
-    struct gt_sel s = {c->o->memory_set ? c->o->mem_mask : GT_MASK_ALL, c->o->device};
+    struct gt_sel s = {.mem_mask = c->o->memory_set ? c->o->mem_mask : GT_MASK_ALL, .device = c->o->device};
     struct gt_site_sum *all;
     size_t n = gt_live_sites_before(&c->t, &c->p, &s, c->t.nev, &all, NULL, NULL);
     l->sites = gt_xmalloc((n + 1) * sizeof *l->sites);
@@ -352,13 +321,13 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
      * and a last at least what was held for the run from what the last still
      * used (a run that died in its second step) */
     if (!code && n && it->n >= 2) {
-        unsigned char *loop_of = thread_loops(c, it, &code);
+        const unsigned char *loop_of;
+        code = gt_ctx_event_loops(c, &loop_of);
         if (!code) {
             ph = live_by_phase(c, &s, it, loop_of);
             steady = stopped_growing(c, &s, it, ph);
             l->classified = 1;
         }
-        free(loop_of);
     }
     l->told = !n || (l->classified && l->iterations >= 3);   /* nothing live: nothing accumulated */
     /* a preallocating framework's arrays live inside its pool: that

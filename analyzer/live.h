@@ -30,6 +30,10 @@ struct gt_pairs {
 struct gt_sel {
     unsigned mem_mask;
     int device;
+    /* NULL: any thread's; else only allocations a with loop_of[a] == loop
+     * (gt_ctx_event_loops: the events made on one loop's thread) */
+    const unsigned char *loop_of;
+    unsigned char loop;
 };
 
 /* Pairs allocations and frees by (apis.space, ptr), like the schema's
@@ -56,7 +60,8 @@ static inline uint32_t gt_alloc_of(const struct gt_trace *t, const struct gt_pai
 /* Does the successful alloc event a count in selection s? */
 static inline int gt_sel_has(const struct gt_trace *t, const struct gt_sel *s, const struct gt_event *a)
 {
-    return (s->mem_mask & GT_MASK(t->api[a->api].memory)) && (s->device == GT_ANY_DEVICE || a->device == s->device);
+    return (s->mem_mask & GT_MASK(t->api[a->api].memory)) && (s->device == GT_ANY_DEVICE || a->device == s->device) &&
+           (!s->loop_of || s->loop_of[a - t->ev] == s->loop);
 }
 
 /* Change of live bytes in selection s caused by event i. */

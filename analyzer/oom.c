@@ -460,7 +460,7 @@ int gt_report_oom(struct gt_ctx *c, struct gt_json *j)
     }
     for (size_t k = 0; k < n && !code; k++) {
         const struct request *q = &r[ended_first(r, n, k)];
-        struct gt_sel s = {c->sel.mem_mask, q->device};
+        struct gt_sel s = {.mem_mask = c->sel.mem_mask, .device = q->device};
         int kind = gt_attr(&c->t, &c->t.ev[q->last])->memory;
         int off_device = kind == GT_MEM_HOST || kind == GT_MEM_MANAGED;   /* not bounded by a device's memory */
         int64_t total = off_device ? -1

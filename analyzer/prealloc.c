@@ -79,7 +79,7 @@ int64_t gt_preallocated(struct gt_ctx *c, const struct gt_sel *s, size_t before_
     /* device and pool memory whatever the command looks at: a command on a
      * trace with stream-ordered allocations selects the pool alone, and a
      * framework's pool is device memory */
-    const struct gt_sel sel = {s->mem_mask | GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), s->device};
+    const struct gt_sel sel = {.mem_mask = s->mem_mask | GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), .device = s->device};
     int64_t held[MAX_DEV] = {0}, pooled[MAX_DEV] = {0}, largest[MAX_DEV] = {0};
     int count[MAX_DEV] = {0};
     enum evidence largest_by[MAX_DEV] = {NONE};

@@ -269,6 +269,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kstr(j, "growth_verdict", g.verdict);
         gt_json_kstr(j, "growth_memory", g.memory);
+        gt_json_kint_or_null(j, "growth_thread", g.thread_tid ? g.thread_tid : -1);   /* one thread's own loop */
         gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
@@ -366,6 +367,10 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (g.prealloc.bytes)
         printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
+    else if (g.used >= 2 && g.thread_tid)
+        printf("  growth: %s, %s per iteration of %s memory made on thread %lld, over its own loop (the whole process"
+               " read %s; gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, (long long)g.thread_tid,
+               g.process_verdict);
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
                g.memory, g.later_used ? ", with steps seen in later kernel windows" : "");

@@ -91,7 +91,7 @@ static int64_t preallocated(struct gt_ctx *c)
 {
     int found = c->iters_loaded && c->iters.n;
     size_t end = found ? c->iters.it[0].first_ev : c->t.nev;
-    struct gt_sel s = {GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), GT_ANY_DEVICE};
+    struct gt_sel s = {.mem_mask = GT_MASK(GT_MEM_DEVICE) | GT_MASK(GT_MEM_POOL), .device = GT_ANY_DEVICE};
     return gt_preallocated(c, &s, end, found ? end : 0, 1, NULL);
 }
 

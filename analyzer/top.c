@@ -87,7 +87,7 @@ static int print_list(struct gt_ctx *c, struct gt_json *j, const char *key, cons
 int gt_report_top(struct gt_ctx *c, struct gt_json *j)
 {
     const struct gt_trace *t = &c->t;
-    struct gt_sel sel = {c->o->memory_set ? c->o->mem_mask : GT_MASK_ALL, c->o->device};
+    struct gt_sel sel = {.mem_mask = c->o->memory_set ? c->o->mem_mask : GT_MASK_ALL, .device = c->o->device};
     size_t ns = t->nsites + 1;
     struct site_stat *st = gt_xcalloc(ns, sizeof *st);
     for (size_t k = 0; k < ns; k++) {

@@ -434,3 +434,83 @@ class LoopsOnSeveralThreads(T.AnalyzerTest):
     def test_a_leak_on_the_first_thread_is_told_as_before(self):
         d = self.json('leaks', self.job(leaker=0))
         self.assertEqual((d['total_bytes'], d['total_count']), (10 * T.MiB // 4, 10))
+
+
+class GrowthOfLoopsOnSeveralThreads(T.AnalyzerTest):
+    """growth where each thread runs its own NVTX-marked loop: live memory at
+    one loop's iteration ends is the whole process's. A worker's leak made
+    after the chosen loop had ended read "stable" beside leaks' 12 MiB, and
+    loops at once scatter it (the GPU check of thread_loops.py, an H200 x2).
+    Each thread's loop is then fitted on the allocations made on its own
+    thread: growth is told by the thread that grows, and only growth."""
+
+    def sequential(self, leaker):
+        t = T.Trace(os.path.join(self.dir, 'seq-%d.db' % leaker))
+        t.alloc(64 * T.MiB, ['init_weights', 'main'])
+        for w in range(3):   # one after the other, as short workers run
+            t.tid = t.pid + 1 + w
+            for s in range(10):
+                t.push('worker step')
+                a = t.alloc((w + 1) * T.MiB, ['forward', 'worker', 'start_thread'])
+                if w == leaker:
+                    t.alloc(T.MiB // 4, ['keep_result', 'worker', 'start_thread'])
+                t.free(a)
+                t.pop()
+        t.tid = t.pid
+        return t.close()
+
+    def at_once(self, leak, name):
+        """Three workers' steps interleaved; worker 1 holds a batch of 8-40 MiB
+        from one step to its next (the other loops' iteration ends see it);
+        worker 2 keeps 256 KiB a step when leak."""
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        t.alloc(64 * T.MiB, ['init_weights', 'main'])
+        held = None
+        for s in range(12):
+            for w in range(3):
+                t.tid = t.pid + 1 + w
+                t.push('worker step')
+                if s == 0:
+                    t.alloc(2 * T.MiB, ['make_state', 'worker', 'start_thread'])   # held for the run
+                a = t.alloc(T.MiB, ['forward', 'worker', 'start_thread'])
+                if w == 1:
+                    if held is not None:
+                        t.free(held)
+                    held = t.alloc(((s * 7) % 5 + 1) * 8 * T.MiB, ['prefetch', 'worker', 'start_thread'])
+                if w == 2 and leak:
+                    t.alloc(T.MiB // 4, ['keep_result', 'worker', 'start_thread'])
+                t.free(a)
+                t.pop()
+        t.tid = t.pid
+        return t.close()
+
+    def test_a_leak_on_a_thread_whose_loop_ran_after_the_chosen_one_grows(self):
+        db = self.sequential(leaker=2)
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'growing')
+        self.assertEqual(d['slope_bytes_per_iteration'], T.MiB // 4)
+        self.assertEqual(d['thread_loop']['tid'], 4242 + 3)   # the third worker's (Trace's pid 4242)
+        self.assertEqual(d['thread_loop']['process_verdict'], 'stable')
+        self.assertIn('keep_result', ' '.join(d['sites'][0]['frames']))
+        p = self.ok('growth', db)
+        self.assertIn('the allocations made on that thread, grow: this report is of them', p.stdout)
+        self.assertEqual(self.gputrace('growth', '--fail-above', '1000', db).returncode, 1)
+        s = self.ok('summary', db).stdout
+        self.assertRegex(s, r'growth: growing, 256\.00 KiB per iteration of \w+ memory made on thread \d+, over its own '
+                            r'loop \(the whole process read stable')
+
+    def test_the_leaking_threads_id_is_the_one_named(self):
+        db = self.sequential(leaker=1)
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['thread_loop']['tid']), ('growing', 4242 + 2))
+
+    def test_a_leak_on_a_thread_among_loops_at_once_grows(self):
+        d = self.json('growth', self.at_once(True, 'at-once'))
+        self.assertEqual((d['verdict'], d['slope_bytes_per_iteration']), ('growing', T.MiB // 4))
+        self.assertNotEqual(d['thread_loop']['process_verdict'], 'growing')
+        self.assertIn('keep_result', ' '.join(d['sites'][0]['frames']))
+
+    def test_loops_at_once_without_a_leak_do_not_grow(self):
+        d = self.json('growth', self.at_once(False, 'no-leak'))
+        self.assertNotEqual(d['verdict'], 'growing')
+        self.assertIsNone(d['thread_loop'])

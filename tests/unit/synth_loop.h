@@ -47,7 +47,7 @@ static struct gt_iterations detect(struct loop *l)
 {
     struct gt_pairs p;
     gt_pair_events(&l->s.t, &p);
-    struct gt_sel sel = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
+    struct gt_sel sel = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = GT_ANY_DEVICE};
     struct gt_iterations it;
     memset(&it, 0, sizeof it);
     CHECK_EQ_INT(gt_iter_from_alloc_pattern(&l->s.t, &p, &sel, &it), GT_EXIT_OK);

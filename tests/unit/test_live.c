@@ -245,7 +245,7 @@ static void test_free_counts_in_its_allocations_kind_and_device(void)
     synth_call(&s, GT_API_cudaMallocAsync, 0x1000, 4 * MIB, 1, -1, 0);
     size_t f = synth_call(&s, GT_API_cudaFree, 0x1000, 4 * MIB, GT_DEVICE_NULL, -1, 0);
     struct gt_pairs p = pair(&s);
-    struct gt_sel pool1 = {GT_MASK(GT_MEM_POOL), 1}, device = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
+    struct gt_sel pool1 = {.mem_mask = GT_MASK(GT_MEM_POOL), .device = 1}, device = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = GT_ANY_DEVICE};
     CHECK_EQ_INT(gt_delta(&s.t, &p, &pool1, f), -4 * MIB);
     CHECK_EQ_INT(gt_delta(&s.t, &p, &device, f), 0);
     int memory = -1, slot = -1;
@@ -267,8 +267,8 @@ static void test_selection_peak_by_kind_and_device(void)
     synth_call(&s, GT_API_cudaMallocHost, 0x4000, 1 * MIB, -1, -1, 0);
     struct gt_pairs p = pair(&s);
     uint32_t at;
-    struct gt_sel dev0 = {GT_MASK(GT_MEM_DEVICE), 0}, dev_any = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
-    struct gt_sel all = {GT_MASK_ALL, GT_ANY_DEVICE}, managed = {GT_MASK(GT_MEM_MANAGED), GT_ANY_DEVICE};
+    struct gt_sel dev0 = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = 0}, dev_any = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = GT_ANY_DEVICE};
+    struct gt_sel all = {.mem_mask = GT_MASK_ALL, .device = GT_ANY_DEVICE}, managed = {.mem_mask = GT_MASK(GT_MEM_MANAGED), .device = GT_ANY_DEVICE};
     CHECK_EQ_INT(gt_sel_peak(&s.t, &p, &dev0, &at), 4 * MIB);
     CHECK_EQ_INT(at, 0);
     CHECK_EQ_INT(gt_sel_peak(&s.t, &p, &dev_any, &at), 10 * MIB);
@@ -294,7 +294,7 @@ static void test_windows_get_start_end_and_peak(void)
         synth_alloc(&s, GT_API_cudaMalloc, a + 0x900, 1, -1); /* one byte leaked per iteration */
     }
     struct gt_pairs p = pair(&s);
-    struct gt_sel sel = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
+    struct gt_sel sel = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = GT_ANY_DEVICE};
     struct gt_window w[3] = {{1, 5, 0, 0, 0, 0}, {5, 9, 0, 0, 0, 0}, {9, 13, 0, 0, 0, 0}};
     gt_window_live(&s.t, &p, &sel, w, 3);
     int64_t start = 10;
@@ -328,7 +328,7 @@ static void test_sites_live_before_an_event_largest_first(void)
     size_t f = synth_free(&s, GT_API_cudaFree, 0x6000, 1000);
     synth_free(&s, GT_API_cudaFree, 0x1000, 100);
     struct gt_pairs p = pair(&s);
-    struct gt_sel all = {GT_MASK_ALL, GT_ANY_DEVICE}, device = {GT_MASK(GT_MEM_DEVICE), GT_ANY_DEVICE};
+    struct gt_sel all = {.mem_mask = GT_MASK_ALL, .device = GT_ANY_DEVICE}, device = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = GT_ANY_DEVICE};
     struct gt_site_sum *sum;
     int64_t bytes = 0, count = 0;
     size_t n = gt_live_sites_before(&s.t, &p, &all, s.t.nev, &sum, &bytes, &count);
