@@ -171,7 +171,10 @@ struct gt_growth {
      * half, and whether that is growth */
     struct {
         int64_t rise, largest;
-        size_t steps;
+        size_t steps;      /* rises past the scatter */
+        size_t rises;      /* points that set a new high */
+        int64_t late_rise;   /* of rise, over the span's second half */
+        double fitted_slope; /* what Theil-Sen read before (held growing) */
         double largest_at;
         int late, growing;
         int under_threshold;   /* it would be growing, but its average is under --threshold */

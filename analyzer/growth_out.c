@@ -76,11 +76,12 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         if (g->one_off_step)
             printf("         (without that one step up no slope is left: a one-off step, not growth)\n");
     } else if (g->held.growing) {
-        char b3[GT_FMT_LEN];
-        printf("\n  slope: %s per iteration on average: the level rose %s over %zu iterations in %zu steps, each\n"
-               "         held to the end (Theil-Sen, which the iterations holding one level outvote, reads 0 B;\n"
-               "         scatter %s) -> %s\n",
-               gt_fmt_bytes_d(g->slope, b1), gt_fmt_bytes(g->held.rise, b3), g->used, g->held.steps,
+        char b3[GT_FMT_LEN], b4[GT_FMT_LEN], b5[GT_FMT_LEN];
+        printf("\n  slope: %s per iteration on average: the level rose %s over %zu iterations, %s in their second\n"
+               "         half, in %zu rises, each held to the end (Theil-Sen, which the iterations holding one level\n"
+               "         outvote, reads %s; scatter %s) -> %s\n",
+               gt_fmt_bytes_d(g->slope, b1), gt_fmt_bytes(g->held.rise, b3), g->used,
+               gt_fmt_bytes(g->held.late_rise, b4), g->held.rises, gt_fmt_bytes_d(g->held.fitted_slope, b5),
                gt_fmt_bytes_d(g->noise, b2), g->verdict);
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
@@ -97,13 +98,13 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                    gt_fmt_bytes(g->held.largest, b3), (long long)g->loop[(size_t)g->held.largest_at].index);
         else if (g->held.under_threshold) {
             char b4[GT_FMT_LEN];
-            printf("  (the level rose %s in %zu steps, each held to the end: %s per iteration on average, not above\n"
-                   "   --threshold %s)\n", gt_fmt_bytes(g->held.rise, b3), g->held.steps,
+            printf("  (the level rose %s in %zu rises, each held to the end: %s per iteration on average, not above\n"
+                   "   --threshold %s)\n", gt_fmt_bytes(g->held.rise, b3), g->held.rises,
                    gt_fmt_bytes_d((double)g->held.rise / (double)(g->used - 1), b2),
                    gt_fmt_bytes(c->o->threshold, b4));
         } else if (g->held.rise)
-            printf("  (the level rose %s in %zu steps, %s, and held: %s)\n", gt_fmt_bytes(g->held.rise, b3),
-                   g->held.steps, g->held.late ? "one of them far larger than the rest" : "all in the first half of these iterations",
+            printf("  (the level rose %s in %zu rises, %s, and held: %s)\n", gt_fmt_bytes(g->held.rise, b3),
+                   g->held.rises, g->held.late ? "one of them far larger than the rest" : "all in the first half of these iterations",
                    g->held.late ? "one step up and small ones, not growth per iteration"
                                 : "a cache settling, not growth per iteration");
     }
@@ -223,6 +224,8 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         /* a staircase of held steps (held_steps): its rise and steps; growing by it or not */
         gt_json_kint_or_null(j, "held_rise_bytes", g.held.rise ? g.held.rise : -1);
         gt_json_kint(j, "held_rise_steps", (int64_t)(g.held.rise ? g.held.steps : 0));
+        gt_json_kint(j, "held_rises", (int64_t)(g.held.rise ? g.held.rises : 0));   /* points at a new high */
+        gt_json_kint_or_null(j, "held_rise_second_half_bytes", g.held.rise ? g.held.late_rise : -1);
         gt_json_key(j, "growing_in_held_steps");
         gt_json_bool(j, g.held.growing);
         gt_json_key(j, "scatter_hides_growth");
