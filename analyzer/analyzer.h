@@ -129,6 +129,7 @@ struct gt_leaks {
     struct gt_site_sum *sites, *cached, *held, *at_end, *steady;
     size_t nsites, ncached, nheld, nat_end, nsteady;
     int64_t bytes, count, cached_bytes, cached_count, held_bytes, held_count, at_end_bytes, at_end_count;
+    int64_t cached_in_loop;   /* of cached_bytes, allocated during the loop after its first iteration */
     int64_t steady_bytes, steady_count;   /* kept by sites that stopped growing in the loop's first half */
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
@@ -195,6 +196,13 @@ struct gt_growth {
     int64_t thread_tid;            /* 0: the whole process over the found iterations */
     const char *process_verdict;
     double process_slope;
+    /* the memory was on several devices, none asked for, and the report is
+     * of one device alone (growth.c's device_growth): it, how many there
+     * were, and what they read together */
+    int by_device, device;
+    size_t devices;
+    const char *devices_verdict;
+    double devices_slope;
 };
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);

@@ -576,6 +576,55 @@ static int thread_growth(struct gt_ctx *c, struct gt_growth *g)
     return GT_EXIT_OK;
 }
 
+/* Memory on several devices, none asked for: one device's growth is read
+ * against all of them together, whose sum another device's scatter hides
+ * (a model split over two GPUs, device 1 keeping 256 KiB a step beside
+ * device 0's prefetched batch of varying size: unknown) or cancels (device 1
+ * growing 1 MiB a step while device 0 freed 1 MiB of a buffer: stable, and
+ * leaks said 60 MiB; a helper's probe). A device runs out of memory on its
+ * own, as peak says: when the devices together do not grow, each device is
+ * fitted alone and the first that grows is reported, saying so. */
+static int device_growth(struct gt_ctx *c, struct gt_growth *g)
+{
+    int devs[64];
+    if (c->sel.device != GT_ANY_DEVICE)
+        return GT_EXIT_OK;
+    size_t ndev = gt_ctx_devices(c, &c->sel, devs, 64);
+    for (size_t k = 0; ndev > 1 && k < ndev; k++) {
+        struct gt_sel keep = c->sel;
+        c->sel.device = devs[k];
+        struct gt_growth d;
+        int code = growth_on(c, &d);
+        c->sel = keep;
+        if (code || strcmp(d.verdict, "growing")) {
+            gt_growth_free(&d);
+            if (code)
+                return code;
+            continue;
+        }
+        d.by_device = 1;
+        d.device = devs[k];
+        d.devices = ndev;
+        d.devices_verdict = g->verdict;
+        d.devices_slope = g->slope;
+        d.default_verdict = g->default_verdict;
+        d.default_slope = g->default_slope;
+        gt_growth_free(g);
+        *g = d;
+        return GT_EXIT_OK;
+    }
+    return GT_EXIT_OK;
+}
+
+/* Where the whole does not grow: a thread's own loop, then a device alone. */
+static int narrower(struct gt_ctx *c, struct gt_growth *g)
+{
+    int code = thread_growth(c, g);
+    if (!code && strcmp(g->verdict, "growing"))
+        code = device_growth(c, g);
+    return code;
+}
+
 /* A stream-ordered pool is the level reports choose when the trace has one
  * (context.c): its bytes in use are what a per-tensor allocator holds. Device
  * memory outside it (cudaMalloc: a library's, an extension's) is then out of
@@ -590,7 +639,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
 {
     int code = growth_on(c, g);
     if (!code && strcmp(g->verdict, "growing"))
-        code = thread_growth(c, g);
+        code = narrower(c, g);
     if (code || c->o->memory_set || !strcmp(g->verdict, "growing"))
         return code;
     static const int others[] = {GT_MEM_DEVICE, GT_MEM_MANAGED, GT_MEM_HOST};
@@ -605,7 +654,7 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g)
         struct gt_growth d;
         code = growth_on(c, &d);
         if (!code && strcmp(d.verdict, "growing"))
-            code = thread_growth(c, &d);
+            code = narrower(c, &d);
         c->sel = keep;
         memcpy(c->sel_name, keep_name, sizeof keep_name);
         if (code) {

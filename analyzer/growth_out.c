@@ -46,6 +46,10 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  (the level reports take by default, %s memory, is %s (%s per iteration); %s memory outside it"
                " grows: this report follows it, --memory %s gives the default's)\n", c->sel_name, g->default_verdict,
                gt_fmt_bytes_d(g->default_slope, b1), g->memory, c->sel_name);
+    if (g->by_device)
+        printf("  (the %zu devices' %s memory together is %s (%s per iteration); device %d's alone grows: this\n"
+               "   report is of it, --device %d gives the same)\n", g->devices, g->memory, g->devices_verdict,
+               gt_fmt_bytes_d(g->devices_slope, b1), g->device, g->device);
     if (g->thread_tid)
         printf("  (the whole process's %s memory over these iterations is %s (%s per iteration), the loops on the\n"
                "   other threads running beside or after them; the %zu iterations of the loop on thread %lld, counting\n"
@@ -87,11 +91,18 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
         char b3[GT_FMT_LEN];
-        if (g->scatter_hides)
+        if (g->scatter_hides && its->source != GT_ITER_NVTX && its->source != GT_ITER_MARKER)
             printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"
                    "   these iterations would not show, over a tenth of their level; iterations that end at the\n"
                    "   same point of each step would tell: mark the step (an NVTX range, or gputrace_iteration()))\n",
                    gt_fmt_bytes_d(g->noise, b2), gt_fmt_bytes_d(3 * g->noise, b3));
+        else if (g->scatter_hides)   /* the steps are marked already: what they hold at their ends varies */
+            printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"
+                   "   these iterations would not show, over a tenth of their level; the iterations are the\n"
+                   "   program's own marks, which end holding different amounts (a batch prefetched, a buffer\n"
+                   "   freed after the mark ends): marks that end after each step's last free would tell%s)\n",
+                   gt_fmt_bytes_d(g->noise, b2), gt_fmt_bytes_d(3 * g->noise, b3),
+                   c->sel.device == GT_ANY_DEVICE && c->t.ndevices > 1 ? ", or --device N for one device's memory" : "");
         else if (g->held.rise && g->held.steps == 1)
             printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
                    "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
@@ -193,6 +204,18 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_kint(j, "tid", g.thread_tid);
             gt_json_kstr(j, "process_verdict", g.process_verdict);
             gt_json_kdouble(j, "process_slope_bytes_per_iteration", g.process_slope);
+            gt_json_obj_end(j);
+        } else {
+            gt_json_null(j);
+        }
+        /* the memory was on several devices and this is one device's alone */
+        gt_json_key(j, "device_followed");
+        if (g.by_device) {
+            gt_json_obj(j);
+            gt_json_kint(j, "device", g.device);
+            gt_json_kint(j, "devices", (int64_t)g.devices);
+            gt_json_kstr(j, "devices_verdict", g.devices_verdict);
+            gt_json_kdouble(j, "devices_slope_bytes_per_iteration", g.devices_slope);
             gt_json_obj_end(j);
         } else {
             gt_json_null(j);

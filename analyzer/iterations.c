@@ -46,6 +46,8 @@ int64_t gt_parse_batch_size(const char *msg)
             int64_t v = 0;
             for (; isdigit((unsigned char)*d) && v < ((int64_t)1 << 50); d++)
                 v = v * 10 + (*d - '0');
+            if (isdigit((unsigned char)*d))
+                continue;   /* past 2^50: not a batch size (its leading digits read as one were; a probe) */
             return v;
         }
     }

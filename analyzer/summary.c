@@ -270,6 +270,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_kstr(j, "growth_verdict", g.verdict);
         gt_json_kstr(j, "growth_memory", g.memory);
         gt_json_kint_or_null(j, "growth_thread", g.thread_tid ? g.thread_tid : -1);   /* one thread's own loop */
+        gt_json_kint_or_null(j, "growth_device", g.by_device ? g.device : -1);   /* one device alone */
         gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "slope_bytes_per_iteration");
         if (g.used >= 2)
@@ -357,7 +358,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else
         printf("  leaks: none");
     if (l.ncached)
-        printf("; %s held until exit by a caching allocator or a library handle (not a leak)", gt_fmt_bytes(l.cached_bytes, b1));
+        printf("; %s held until exit by a caching allocator or a library handle (not counted as leaks%s%s)", gt_fmt_bytes(l.cached_bytes, b1),
+               l.cached_in_loop ? "; made during the loop: " : "", l.cached_in_loop ? gt_fmt_bytes(l.cached_in_loop, b2) : "");
     printf("\n");
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
         printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu %s ended holding the"
@@ -367,6 +369,10 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (g.prealloc.bytes)
         printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
+    else if (g.used >= 2 && g.by_device)
+        printf("  growth: %s, %s per iteration of %s memory on device %d (the %zu devices together read %s;"
+               " gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, g.device, g.devices,
+               g.devices_verdict);
     else if (g.used >= 2 && g.thread_tid)
         printf("  growth: %s, %s per iteration of %s memory made on thread %lld, over its own loop (the whole process"
                " read %s; gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, (long long)g.thread_tid,

@@ -632,6 +632,18 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertWithin(fit['per_sample_bytes'], T.SEQ_PER_SAMPLE)
         self.assertGreater(fit['r2'], 0.9999)
 
+    def test_a_number_past_two_to_the_50_in_a_ranges_name_is_no_batch_size(self):
+        # its leading digits were read as one: 'bs=2000000000000000' as 200000000000000 (a helper's probe)
+        t = T.Trace(os.path.join(self.dir, 'digits.db'))
+        for k, text in enumerate(('2000000000000000', '9223372036854775807', '4000000000000000000000')):
+            t.push('train_step bs=%s' % text)
+            t.free(t.alloc((k + 1) * 64 * T.MiB, ['train_step', 'main']))
+            t.pop()
+        d = self.json('peak', t.close())
+        # (the first is read whole: the digits stop only past 2^50)
+        self.assertEqual([it['batch_size'] for it in d['iterations']], [2000000000000000, None, None])
+        self.assertEqual([b['batch_size'] for b in d['by_batch_size']], [2000000000000000])
+
     def test_peaks_that_do_not_follow_batch_size_mark_the_fit_unreliable(self):
         # peaks that barely move with the batch, then jump (no history: each
         # smaller batch after a larger one peaked lower)

@@ -344,7 +344,7 @@ class AllocatedVersusReserved(SeedTest):
         self.assertTrue(frames_name(d['held_for_run_sites'][0], 'load_vocabulary_table'),
                         d['held_for_run_sites'][0]['frames'])
         text = self.ok('leaks', db).stdout
-        self.assertIn('Cached (held until exit by a caching allocator or a library handle, not a leak): %.2f MiB in %d allocations'
+        self.assertIn('Cached (held until exit by a caching allocator or a library handle, not counted as leaks): %.2f MiB in %d allocations'
                       % (sum(segs) / (1 << 20), len(segs)), text)
 
     def test_peak_is_reserved_memory_which_stays_at_the_largest_batch(self):

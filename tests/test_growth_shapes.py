@@ -9,6 +9,7 @@ held steady, not a leak; peaks that curve up with the batch size, whose
 line's fixed part falls below what every peak holds (no largest batch)."""
 import os
 import random
+import sqlite3
 
 import analyzer_traces as T
 
@@ -137,7 +138,9 @@ class ScatterHides(T.AnalyzerTest):
         self.assertGreater(3 * d['scatter_bytes'], 0.1 * WEIGHTS)
         text = self.ok('growth', db).stdout
         self.assertIn('-> unknown', text)
-        self.assertIn('iterations that end at the\n   same point of each step would tell', text)
+        # the steps are marked already: not "mark the step" (a helper's probe), but what would tell
+        self.assertIn("the iterations are the\n   program's own marks, which end holding different amounts", text)
+        self.assertNotIn('mark the step', text)
         self.assertIn('growth: unknown', self.ok('summary', db).stdout)
 
     def test_a_narrow_scatter_still_reads_stable(self):
@@ -554,3 +557,106 @@ class GrowthOfLoopsOnSeveralThreads(T.AnalyzerTest):
         d = self.json('growth', self.at_once(False, 'no-leak'))
         self.assertNotEqual(d['verdict'], 'growing')
         self.assertIsNone(d['thread_loop'])
+
+
+class GrowthOnOneOfSeveralDevices(T.AnalyzerTest):
+    """growth fitted all devices' memory together: a model split over two
+    GPUs whose device 1 keeps 256 KiB a step read unknown beside device 0's
+    prefetched batch of varying size, and device 1 growing 1 MiB a step
+    while device 0 freed a staging buffer 1 MiB a step read stable beside
+    leaks' 60 MiB (a helper's probe). A device runs out on its own: when the
+    devices together do not grow, each is fitted alone."""
+
+    def two_devices(self, t):
+        db = t.close()
+        con = sqlite3.connect(db)
+        con.execute("INSERT INTO devices(id, name, uuid, total_bytes, cc_major, cc_minor) "
+                    "VALUES (1, 'Fake GPU', 'GPU-fake-1', ?, 9, 0)", (80 * T.GiB,))
+        con.commit()
+        con.close()
+        return db
+
+    def test_a_leak_on_device_1_under_device_0s_scatter_grows(self):
+        rnd = random.Random(3)
+        t = T.Trace(os.path.join(self.dir, 'split.db'))
+        t.alloc(64 * MiB, ['init', 'main'], device=0)
+        t.alloc(64 * MiB, ['init', 'main'], device=1)
+        nxt = t.alloc(rnd.randrange(1, 64) * MiB, ['prefetch_next_batch', 'main'], device=0)
+        for s in range(100):
+            t.push('train_step')
+            cur = nxt
+            a = t.alloc(32 * MiB, ['stage0_forward', 'train_step', 'main'], device=0)
+            b = t.alloc(32 * MiB, ['stage1_forward', 'train_step', 'main'], device=1)
+            t.alloc(256 * T.KiB, ['stage1_keep', 'train_step', 'main'], device=1)
+            t.free(b)
+            t.free(a)
+            t.free(cur)
+            nxt = t.alloc(rnd.randrange(1, 64) * MiB, ['prefetch_next_batch', 'train_step', 'main'], device=0)
+            t.pop()
+        db = self.two_devices(t)
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['slope_bytes_per_iteration']), ('growing', 256 * T.KiB))
+        self.assertEqual((d['device_followed']['device'], d['device_followed']['devices']), (1, 2))
+        self.assertNotEqual(d['device_followed']['devices_verdict'], 'growing')
+        self.assertEqual(d['sites'][0]['frames'][0].split(' (')[0], 'stage1_keep')
+        self.assertIn("device 1's alone grows: this\n   report is of it", self.ok('growth', db).stdout)
+        self.assertRegex(self.ok('summary', db).stdout, r'growth: growing, 256\.00 KiB per iteration of device memory '
+                                                         r'on device 1 \(the 2 devices together read ')
+
+    def test_growth_on_one_device_cancelled_by_the_other_grows(self):
+        t = T.Trace(os.path.join(self.dir, 'swap.db'))
+        t.alloc(64 * MiB, ['init', 'main'], device=0)
+        staging = [t.alloc(MiB, ['staging_pool', 'main'], device=0) for _ in range(60)]
+        for s in range(60):
+            t.push('train_step')
+            a = t.alloc(32 * MiB, ['fwd0', 'train_step', 'main'], device=0)
+            t.alloc(MiB, ['keep1', 'train_step', 'main'], device=1)
+            t.free(staging.pop())
+            t.free(a)
+            t.pop()
+        db = self.two_devices(t)
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['slope_bytes_per_iteration'], d['device_followed']['device']),
+                         ('growing', MiB, 1))
+        self.assertEqual(d['device_followed']['devices_verdict'], 'stable')
+        self.assertEqual(self.gputrace('growth', '--fail-above', '100K', db).returncode, 1)
+
+    def test_devices_that_do_not_grow_are_not_followed(self):
+        t = T.Trace(os.path.join(self.dir, 'flat.db'))
+        for dev in (0, 1):
+            t.alloc(64 * MiB, ['init', 'main'], device=dev)
+        for s in range(40):
+            t.push('train_step')
+            a, b = (t.alloc(32 * MiB, ['fwd', 'train_step', 'main'], device=dev) for dev in (0, 1))
+            t.free(a)
+            t.free(b)
+            t.pop()
+        d = self.json('growth', self.two_devices(t))
+        self.assertEqual((d['verdict'], d['device_followed']), ('stable', None))
+
+
+class SegmentsMadeInTheLoop(T.AnalyzerTest):
+    """A caching allocator's segments, one more every 10 steps through the
+    run, all kept: leaks said "No leaks: nothing allocated during the loop
+    accumulated" and summary "(not a leak)" beside growth's 2 MiB an
+    iteration; a tensor kept every step fills segments as a cache does (a
+    helper's probe). Cached memory is not counted as leaks, and what of it
+    the loop made is said, with what would tell."""
+
+    def test_segments_made_in_the_loop_are_said_not_called_no_leak(self):
+        t = T.Trace(os.path.join(self.dir, 'segs.db'), command_line='python train.py',
+                    module='/usr/lib/python3/site-packages/torch/lib/libc10_cuda.so')
+        for i in range(5):
+            t.alloc(20 * MiB, T.CACHING_FRAMES)
+        for s in range(100):
+            t.push('train_step')
+            if s % 10 == 5:
+                t.alloc(20 * MiB, T.CACHING_FRAMES)
+            t.pop()
+        db = t.close()
+        d = self.json('leaks', db)
+        self.assertEqual((d['total_bytes'], d['cached_bytes'], d['cached_in_loop_bytes']), (0, 300 * MiB, 200 * MiB))
+        text = self.ok('leaks', db).stdout
+        self.assertIn('No leaks outside cached memory: nothing else allocated during the loop', text)
+        self.assertIn('200.00 MiB of it was allocated during the loop and kept', text)
+        self.assertIn('(not counted as leaks; made during the loop: 200.00 MiB)', self.ok('summary', db).stdout)
