@@ -48,7 +48,7 @@ struct trace_file {
     unsigned long long started_ns; /* when the process began; 0: not said (an older shim) */
     long rank;
     int done;
-    unsigned long long events, dropped, peak_device, peak_pool;
+    unsigned long long events, dropped, peak_device, peak_pool, peak_managed, peak_host;
 };
 
 static struct trace_file *find(struct trace_file *t, size_t n, const char *path)
@@ -89,6 +89,10 @@ static void say_one(FILE *out, const struct trace_file *t, const char *cwd, int 
             t->dropped, gt_fmt_bytes((int64_t)t->peak_device, a));
     if (t->peak_pool)
         fprintf(out, ", pool %s", gt_fmt_bytes((int64_t)t->peak_pool, b));
+    if (t->peak_managed)
+        fprintf(out, ", managed %s", gt_fmt_bytes((int64_t)t->peak_managed, b));
+    if (t->peak_host)
+        fprintf(out, ", pinned host %s", gt_fmt_bytes((int64_t)t->peak_host, b));
     fputc(')', out);
 }
 
@@ -115,17 +119,17 @@ void gt_run_log_end(int status, int sig)
     char line[PATH_MAX + 256];
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        char *field[7];
+        char *field[9];
         int nf = 0;
-        for (char *s = line, *tab; nf < 7; s = tab + 1) {
+        for (char *s = line, *tab; nf < 9; s = tab + 1) {
             field[nf++] = s;
             if (!(tab = strchr(s, '\t')))
                 break;
-            if (nf < 7)
+            if (nf < 9)
                 *tab = 0;
         }
         int open_rec = (nf == 4 || nf == 5) && strcmp(field[0], "open") == 0; /* 4: an older shim's, no start */
-        int wrote_rec = nf == 7 && strcmp(field[0], "wrote") == 0;
+        int wrote_rec = (nf == 7 || nf == 9) && strcmp(field[0], "wrote") == 0;   /* 7: an older shim's */
         int creating_rec = nf == 3 && strcmp(field[0], "creating") == 0;
         int failed_rec = nf == 2 && strcmp(field[0], "failed") == 0;
         if (open_rec || failed_rec) {   /* the last creation of that process is over (in the log's order:
@@ -184,6 +188,8 @@ void gt_run_log_end(int status, int sig)
             e->dropped = strtoull(field[3], NULL, 10);
             e->peak_device = strtoull(field[4], NULL, 10);
             e->peak_pool = strtoull(field[5], NULL, 10);
+            e->peak_managed = nf == 9 ? strtoull(field[6], NULL, 10) : 0;
+            e->peak_host = nf == 9 ? strtoull(field[7], NULL, 10) : 0;
         }
     }
     if (f)

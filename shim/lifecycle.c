@@ -137,20 +137,27 @@ static void human(uint64_t b, char *out, size_t cap)
 /* The summary line on stderr when a trace ends. */
 static void summary_line(const struct gt_writer_summary *s, char *out, size_t cap)
 {
-    char peak[32], pool[48] = "";
+    /* stream-ordered allocations (cudaMallocAsync), managed and pinned host memory are levels of their own
+     * (a managed-memory program's line read "peak device memory 0 B" alone: a helper's probe) */
+    char peak[32], more[3][48] = {"", "", ""};
+    const char *name[3] = {", pool ", ", managed ", ", pinned host "};
+    uint64_t level[3] = {s->peak_pool, s->peak_managed, s->peak_host};
     human(s->peak_device, peak, sizeof peak);
-    if (s->peak_pool) { /* stream-ordered allocations (cudaMallocAsync) are a level of their own */
-        memcpy(pool, ", pool ", 8);
-        human(s->peak_pool, pool + 7, sizeof pool - 7);
-    }
-    snprintf(out, cap, "gputrace: wrote %s (%llu events, %llu dropped, peak device memory %s%s)\n", s->path,
-             (unsigned long long)s->events, (unsigned long long)s->dropped, peak, pool);
+    for (int k = 0; k < 3; k++)
+        if (level[k]) {
+            size_t n = strlen(name[k]);
+            memcpy(more[k], name[k], n + 1);
+            human(level[k], more[k] + n, sizeof more[k] - n);
+        }
+    snprintf(out, cap, "gputrace: wrote %s (%llu events, %llu dropped, peak device memory %s%s%s%s)\n", s->path,
+             (unsigned long long)s->events, (unsigned long long)s->dropped, peak, more[0], more[1], more[2]);
 }
 
 static bool already_reported(const struct gt_writer_summary *s)
 {
     bool same = !strcmp(s->path, reported.path) && s->events == reported.events && s->dropped == reported.dropped &&
-                s->peak_device == reported.peak_device && s->peak_pool == reported.peak_pool;
+                s->peak_device == reported.peak_device && s->peak_pool == reported.peak_pool &&
+                s->peak_managed == reported.peak_managed && s->peak_host == reported.peak_host;
     reported = *s;
     return same;
 }

@@ -103,15 +103,16 @@ void gt_runlog_opened(const char *path)
         append(line, (size_t)n);
 }
 
-/* The trace is finished: "wrote PID EVENTS DROPPED PEAK_DEVICE PEAK_POOL PATH".
+/* The trace is finished: "wrote PID EVENTS DROPPED PEAK_DEVICE PEAK_POOL PEAK_MANAGED PEAK_HOST PATH".
  * True when the launcher will say it; false: the caller says it itself. */
 bool gt_runlog_wrote(const struct gt_writer_summary *s)
 {
     if (!*gt_config.run_log || !*abs_path)
         return false;
     char line[sizeof log_path + 128];
-    int n = snprintf(line, sizeof line, "wrote\t%d\t%llu\t%llu\t%llu\t%llu\t%s\n", (int)getpid(),
+    int n = snprintf(line, sizeof line, "wrote\t%d\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%s\n", (int)getpid(),
                      (unsigned long long)s->events, (unsigned long long)s->dropped,
-                     (unsigned long long)s->peak_device, (unsigned long long)s->peak_pool, log_path);
+                     (unsigned long long)s->peak_device, (unsigned long long)s->peak_pool,
+                     (unsigned long long)s->peak_managed, (unsigned long long)s->peak_host, log_path);
     return n > 0 && (size_t)n < sizeof line && append(line, (size_t)n);
 }

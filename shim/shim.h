@@ -494,7 +494,7 @@ void gt_eprint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gt_restart_after_failed_exec(void);
 
 /* writer.c */
-struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool; bool write_failed, replaced; };
+struct gt_writer_summary { char path[4200]; uint64_t events, dropped, peak_device, peak_pool, peak_managed, peak_host; bool write_failed, replaced; };
 /* open_failed: called by the writer thread when the file cannot be opened
  * (tracing goes off); signal_stopped: by the writer thread when it finished
  * the file for a fatal signal (gt_writer_stop_from_signal). */

@@ -371,7 +371,7 @@ static void *writer_main(void *arg)
     if (sig && W.signal_stopped) {
         struct gt_writer_summary s;
         snprintf(s.path, sizeof s.path, "%s", W.path);
-        gt_events_summary(&s.events, &s.dropped, &s.peak_device, &s.peak_pool);
+        gt_events_summary(&s);
         if (!gt_db_failed())
             W.signal_stopped(&s);
     }
@@ -479,7 +479,7 @@ bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reop
     W.thread_running = false;
     if (out) {
         snprintf(out->path, sizeof out->path, "%s", W.path);
-        gt_events_summary(&out->events, &out->dropped, &out->peak_device, &out->peak_pool);
+        gt_events_summary(out);
         out->write_failed = gt_db_write_failed();
         struct stat st;   /* removed, or another file put at its name, while written */
         out->replaced = W.ino && (stat(W.path, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino);

@@ -26,7 +26,7 @@ void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_pyframes(struct gt_pyframe_rec *r); /* and frees them; before the stacks taken with them */
 void gt_events_write_counters(void);              /* processes counters and drops, at each commit */
 void gt_events_committed(bool ok);                /* the commit's result: its events written or lost */
-void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool);
+void gt_events_summary(struct gt_writer_summary *s);   /* events, dropped and the peaks */
 void gt_events_forget(void);                      /* fork child */
 uint64_t gt_events_alloc_devices(void);            /* devices with device or pool allocations; any thread */
 uint64_t gt_events_pool_devices(uint64_t *changes); /* devices (bit per ordinal < 64) with pool

@@ -25,7 +25,7 @@ static struct {
     uint64_t recorded;
     uint64_t committed;   /* of recorded, those in committed transactions */
     int64_t live_bytes[GT_MEM_IMPORTED + 1];   /* per apis.memory */
-    int64_t peak_device, peak_pool;
+    int64_t peak_device, peak_pool, peak_managed, peak_host;
     uint64_t pool_changes; /* for the pool's reservation (writer_activity.c) */
 } E;
 /* devices with device or pool allocations (bit per ordinal < 64): written
@@ -220,6 +220,10 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         E.peak_device = E.live_bytes[GT_MEM_DEVICE];
     if (E.live_bytes[GT_MEM_POOL] > E.peak_pool)
         E.peak_pool = E.live_bytes[GT_MEM_POOL];
+    if (E.live_bytes[GT_MEM_MANAGED] > E.peak_managed)
+        E.peak_managed = E.live_bytes[GT_MEM_MANAGED];
+    if (E.live_bytes[GT_MEM_HOST] > E.peak_host)
+        E.peak_host = E.live_bytes[GT_MEM_HOST];
 }
 
 /* One events row (and its mappings row), with the accounting. */
@@ -317,12 +321,14 @@ void gt_events_committed(bool ok)
     E.committed = E.recorded;
 }
 
-void gt_events_summary(uint64_t *recorded, uint64_t *dropped, uint64_t *peak_device, uint64_t *peak_pool)
+void gt_events_summary(struct gt_writer_summary *s)
 {
-    *recorded = E.recorded;
-    *dropped = gt_drops_events();
-    *peak_device = (uint64_t)E.peak_device;
-    *peak_pool = (uint64_t)E.peak_pool;
+    s->events = E.recorded;
+    s->dropped = gt_drops_events();
+    s->peak_device = (uint64_t)E.peak_device;
+    s->peak_pool = (uint64_t)E.peak_pool;
+    s->peak_managed = (uint64_t)E.peak_managed;
+    s->peak_host = (uint64_t)E.peak_host;
 }
 
 uint64_t gt_events_alloc_devices(void)

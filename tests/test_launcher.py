@@ -235,6 +235,16 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(len(lines), 1, p.stderr)
         self.assertRegex(lines[0], r'^gputrace run: wrote out\.db \(20 events, 0 dropped, peak device memory \d')
 
+    def test_the_closing_line_names_managed_and_pinned_host_peaks(self):
+        p = self.launch(['-o', 'm.db', '--', sys.executable, '-c',
+                         'import ctypes\nrt = ctypes.CDLL("libcudart.so.13")\np = ctypes.c_void_p()\n'
+                         'rt.cudaMallocManaged(ctypes.byref(p), ctypes.c_size_t(3 << 20), 1)\n'
+                         'h = ctypes.c_void_p()\nrt.cudaMallocHost(ctypes.byref(h), ctypes.c_size_t(5 << 20))\n'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = self.gputrace_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn('peak device memory 0 B, managed 3.00 MiB, pinned host 5.00 MiB)', lines[0])
+
     def test_parent_and_cuda_children_are_listed_in_one_line_by_pid(self):
         p = self.launch(['-o', 't.db', '--', prog('spawn_children'), 'posix_spawn'])
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -332,6 +332,17 @@ class OutputTest(TraceTest):
             self.assertIn('peak device memory %s)' % shown, p.stderr)
             self.assertIn('%s at' % shown, gtlib.run([gtlib.GPUTRACE, 'summary', db], preload=False).stdout)
 
+    @unittest.skipIf(SANITIZER == 'thread', 'the thread stage runs no Python program')
+    def test_the_exit_line_names_managed_and_pinned_host_peaks(self):
+        # a managed-memory program's line read "peak device memory 0 B" alone (a helper's probe)
+        db = os.path.join(self.dir, 'm.db')
+        script = ('import ctypes\nrt = ctypes.CDLL("libcudart.so.13")\np, h = ctypes.c_void_p(), ctypes.c_void_p()\n'
+                  'rt.cudaMallocManaged(ctypes.byref(p), ctypes.c_size_t(3 << 20), 1)\n'
+                  'rt.cudaMallocHost(ctypes.byref(h), ctypes.c_size_t(5 << 20))\nrt.cudaFree(p)\nrt.cudaFreeHost(h)\n')
+        p = run([sys.executable, '-c', script], env=base_env(GPUTRACE_OUTPUT=db))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('peak device memory 0 B, managed 3.00 MiB, pinned host 5.00 MiB)', p.stderr)
+
     def test_program_output_and_exit_code_identical_with_and_without_shim(self):
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 't.db'))
         bare = run([prog('output')], preload=False, env=env, cwd=self.dir)
