@@ -67,8 +67,27 @@ struct gt_note_rec *gt_notes_take(void)
 }
 
 /* Fork child: notes not yet written stay (the child inherits the situation
- * they describe); only the lock may have been held by a vanished thread. */
+ * they describe: the clock, NVTX, Python), except CUPTI's and the kernel
+ * sampling's: the child has no CUPTI of its own and says so itself (a child
+ * forked within ms of its parent's start had the parent's "kernels sampled"
+ * and "cupti on" notes in its trace, and every report on it began with a
+ * kernel-sampling line; a helper's probe). The lock may have been held by a
+ * vanished thread. */
 void gt_notes_after_fork_child(void)
 {
     pthread_mutex_init(&mu, NULL);
+    int kept = 0;
+    tail = &head;
+    for (struct gt_note_rec *n = head, *next; n; n = next) {
+        next = n->next;
+        if (!strcmp(n->component, "cupti") || !strcmp(n->component, "kernels")) {
+            free(n);
+            continue;
+        }
+        *tail = n;
+        tail = &n->next;
+        kept++;
+    }
+    *tail = NULL;
+    atomic_store(&count, kept);
 }
