@@ -165,6 +165,19 @@ INSERT INTO apis VALUES (57, 'cudaHostRegister',        'runtime', 'alloc', 'hos
 INSERT INTO apis VALUES (58, 'cudaHostUnregister',      'runtime', 'free',  'host',    'addr');
 INSERT INTO apis VALUES (59, 'cuMemHostRegister_v2',    'driver',  'alloc', 'host',    'addr');
 INSERT INTO apis VALUES (60, 'cuMemHostUnregister',     'driver',  'free',  'host',    'addr');
+-- A device's primary context reset (cudaDeviceReset, cuDevicePrimaryCtxReset):
+-- the call (op 'reset', no memory of its own: reports count it as another
+-- call), then one 'not a call' free row per allocation it gave back, at the
+-- same time: device and managed memory and CUDA arrays made on that device,
+-- and pinned host memory when the process allocated on no other device (the
+-- host memory's context is not recorded). Memory of stream-ordered pools
+-- outlives the reset (measured on an H200, driver 580: a cudaMallocAsync
+-- allocation was still device memory after it, and cudaFree took it), and
+-- so do VMM handles here. (Ids 12-15: the analyzer keeps ids below 64.)
+INSERT INTO apis VALUES (12, 'cudaDeviceReset',         'runtime', 'reset', 'device',  'addr');
+INSERT INTO apis VALUES (13, 'cuDevicePrimaryCtxReset_v2', 'driver', 'reset', 'device', 'addr');
+INSERT INTO apis VALUES (14, 'reset_free',              'runtime', 'free',  'device',  'addr');  -- not a call: see above
+INSERT INTO apis VALUES (15, 'reset_free_array',        'runtime', 'free',  'device',  'array'); -- not a call: see above
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
 -- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order (each batch the writer drains in time order); a free is recorded before the

@@ -37,15 +37,20 @@ def main():
         'enum gt_api {',
     ]
     lines += ['  GT_API_%s = %s,' % (name, i) for i, name, *_ in apis]
+    # the analyzer marks a CUDA graph's calls in an api id's two high bits (analyzer/trace.h)
+    too_high = [name for i, name, *_ in apis if not 0 < int(i) < 64]
+    if too_high:
+        sys.exit('embed_schema: apis ids must be 1-63 (analyzer/trace.h): %s' % ', '.join(too_high))
     lines += ['  GT_API_MAX = %d' % (max(int(a[0]) for a in apis) + 1), '};']
-    lines += ['enum gt_op { GT_OP_ALLOC, GT_OP_FREE, GT_OP_MAP, GT_OP_UNMAP, GT_OP_DEFER };',
+    lines += ['enum gt_op { GT_OP_ALLOC, GT_OP_FREE, GT_OP_MAP, GT_OP_UNMAP, GT_OP_DEFER, GT_OP_RESET };',
               '/* GT_MEM_GRAPH: no apis row has it; the analyzer gives it to a CUDA graph\'s allocation and free nodes (graph_calls) */',
               'enum gt_memory { GT_MEM_DEVICE, GT_MEM_POOL, GT_MEM_MANAGED, GT_MEM_HOST, GT_MEM_RESERVE, GT_MEM_MAPPING, GT_MEM_IMPORTED,',
               '                 GT_MEM_GRAPH };',
               'enum gt_space { GT_SPACE_ADDR, GT_SPACE_HANDLE, GT_SPACE_VA, GT_SPACE_MAP, GT_SPACE_ARRAY, GT_NSPACES };',
               'struct gt_api_info { int id; const char *name; unsigned char op, memory, space; };',
               'static const struct gt_api_info gt_api_table[] = {']
-    ops = {'alloc': 'GT_OP_ALLOC', 'free': 'GT_OP_FREE', 'map': 'GT_OP_MAP', 'unmap': 'GT_OP_UNMAP', 'defer': 'GT_OP_DEFER'}
+    ops = {'alloc': 'GT_OP_ALLOC', 'free': 'GT_OP_FREE', 'map': 'GT_OP_MAP', 'unmap': 'GT_OP_UNMAP', 'defer': 'GT_OP_DEFER',
+           'reset': 'GT_OP_RESET'}
     mems = {'device': 'GT_MEM_DEVICE', 'pool': 'GT_MEM_POOL', 'managed': 'GT_MEM_MANAGED',
             'host': 'GT_MEM_HOST', 'reserve': 'GT_MEM_RESERVE', 'mapping': 'GT_MEM_MAPPING',
             'imported': 'GT_MEM_IMPORTED'}

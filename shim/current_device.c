@@ -107,6 +107,11 @@ static int pointer_device(uint64_t ptr)
          : type == CU_MEMORYTYPE_DEVICE && ordinal >= 0 ? ordinal : GT_DEVICE_UNKNOWN;
 }
 
+int gt_reset_device(int dev)
+{
+    return dev >= 0 ? dev : gt_allocation_device(dev, 0, 0, 0);
+}
+
 int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream)
 {
     bool runtime = how == GT_DEVICE_CURRENT_RUNTIME || how == GT_DEVICE_OF_STREAM_RUNTIME ||

@@ -67,6 +67,22 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
         return rc; \
     }
 
+/* A device's primary context reset: its device (DEVICE: the runtime's
+ * current one, asked before the call, or the argument) and result recorded
+ * after the call; the writer frees what the reset gave back. */
+#define GT_HOOK_RESET(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
+    GT_EXPORT GT_HOOK_RESULT sym params \
+    { \
+        GT_RESOLVE(sym, params) \
+        if (!gt_hook_enter()) \
+            return real args; \
+        int device_ = gt_reset_device(DEVICE); \
+        GT_HOOK_RESULT rc = real args; \
+        gt_record_alloc(GT_API_##api, (int)rc, 0, 0, device_, 0, 0); \
+        gt_hook_leave(); \
+        return rc; \
+    }
+
 /* A call that instantiates or launches a CUDA graph: nothing is recorded,
  * but from the first one on CUPTI is never detached again (cupti.c says
  * why), and the memory held for graphs is read (graphs.c). The row's other

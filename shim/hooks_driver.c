@@ -91,6 +91,7 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemAllocHost_v2, cuMemAllocHost_v2, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
+    X(RESET, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev), 0, 0, (int)dev, NOSTREAM) \
     X(ALLOC, cuMemHostRegister_v2, cuMemHostRegister_v2, (void *p, size_t size, unsigned int flags), (p, size, flags), p, size, HOST, NOSTREAM) \
     X(FREE, cuMemHostUnregister, cuMemHostUnregister, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \

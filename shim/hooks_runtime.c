@@ -49,6 +49,7 @@ extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
     X(ALLOC, cudaMallocHost, cudaMallocHost, (void **p, size_t size), (p, size), p ? *p : 0, size, HOST, NOSTREAM) \
     X(ALLOC, cudaHostAlloc, cudaHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cudaFreeHost, cudaFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
+    X(RESET, cudaDeviceReset, cudaDeviceReset, (void), (), 0, 0, DEV, NOSTREAM) \
     X(ALLOC, cudaHostRegister, cudaHostRegister, (void *p, size_t size, unsigned int flags), (p, size, flags), p, size, HOST, NOSTREAM) \
     X(FREE, cudaHostUnregister, cudaHostUnregister, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(ALLOC, cudaMallocPitch, cudaMallocPitch, (void **p, size_t *pitch, size_t width, size_t height), (p, pitch, width, height), p ? *p : 0, gt_size_mul(rc == GT_HOOK_OK && pitch ? *pitch : width, height), DEV, NOSTREAM) \

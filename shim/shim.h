@@ -65,6 +65,9 @@
 /* current_device.c: the device of an allocation just made (how: one of the
  * above; result: the call's; ptr: the allocation, 0 if it failed) */
 int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream);
+/* the device a context reset names: dev itself (an argument), or the current
+ * device (GT_DEVICE_CURRENT_RUNTIME), asked before the reset */
+int gt_reset_device(int dev);
 /* CUDA graph capture (graphs.c): captures begun and not ended in the process;
  * while any is, a recorded call's flags come from gt_graph_call_flags. */
 extern _Atomic int gt_captures_open;

@@ -268,12 +268,54 @@ static void write_row(const struct gt_rec *rec)
     }
 }
 
+/* A primary context reset on device dev gave back what was allocated in it
+ * (schema: the 'reset' rows): a 'not a call' free row for each such live
+ * allocation, after the reset's own row, at its time. */
+static bool reset_frees(uint64_t b, int dev, bool host_too)
+{
+    int mem = (int)(b >> 32), d = (int16_t)(uint16_t)(b & 0xffff);
+    return (d == dev && (mem == GT_MEM_DEVICE || mem == GT_MEM_MANAGED)) || (host_too && mem == GT_MEM_HOST);
+}
+
+static void free_reset(const struct gt_rec *reset)
+{
+    int dev = reset->call.device;
+    if (dev < 0 || dev >= 64)
+        return;
+    bool host_too = !(atomic_load_explicit(&alloc_devices, memory_order_relaxed) & ~(1ull << dev));
+    static const int spaces[2] = {GT_SPACE_ADDR, GT_SPACE_ARRAY};
+    for (int k = 0; k < 2; k++) {
+        struct u64map *m = &E.live[spaces[k]];
+        size_t n = 0;
+        uint64_t *ptrs = m->len ? malloc(m->len * sizeof *ptrs) : NULL;
+        for (uint64_t i = 0; ptrs && i < m->cap; i++)
+            if (m->e[i].key && reset_frees(m->e[i].b, dev, host_too && spaces[k] == GT_SPACE_ADDR))
+                ptrs[n++] = m->e[i].key;
+        for (size_t i = 0; i < n; i++) {   /* (collected first: a free moves the map's entries) */
+            struct gt_rec f = *reset;
+            f.kind = GT_REC_FREE;
+            f.flags = 0;
+            f.call.api = spaces[k] == GT_SPACE_ADDR ? GT_API_reset_free : GT_API_reset_free_array;
+            f.call.ptr = ptrs[i];
+            f.call.device = GT_DEVICE_UNKNOWN;
+            f.call.result = 0;
+            if (!gt_config.free_stacks)   /* as any successful free: none (the reset's row has it) */
+                f.call.stack_hash = 0;
+            write_row(&f);
+        }
+        free(ptrs);
+    }
+}
+
 /* An allocation call (GT_REC_ALLOC or GT_REC_FREE). */
 void gt_events_write(const struct gt_rec *in)
 {
     struct gt_rec rec = *in; /* VMM: the row stored may differ from the call (vmm.c) */
     rec.call.api = (uint16_t)gt_vmm_track(&in->call);
     write_row(&rec);
+    const struct gt_api_info *ai = api_info(rec.call.api);
+    if (ai && ai->op == GT_OP_RESET && rec.call.result == 0)
+        free_reset(&rec);
     /* A cuMemUnmap that removed the last mapping of released handles frees
      * them: one row each, in a loop (one cuMemUnmap of a grown range can free
      * thousands of handles: recursion here overflowed the writer's stack). */

@@ -69,11 +69,15 @@ class PairingTest(gtlib.TraceTest):
         db, _ = self.traces()
         pairs, unmatched, reallocated = self.assertSamePairing(db)
         self.assertEqual(unmatched, 0)
-        self.assertEqual(reallocated, 1)   # the pool allocation whose address the reset handed out again
+        self.assertEqual(reallocated, 0)   # the reset's frees are written: its address handed out again is free
         self.assertEqual([f is None for f in self.by_api(db, pairs, 'cudaMallocAsync')], [False, True])
-        # cudaMalloc: freed, kept (freed only by the child), the address again (freed through the
-        # driver), the size-0 NULL (nothing to pair), kept at exit
-        self.assertEqual([f is None for f in self.by_api(db, pairs, 'cudaMalloc')], [False, True, False, True, True])
+        # the pitched allocation the reset gave back ends at the reset's free row; its address again, at cudaFree
+        self.assertEqual([gtlib.query(db, 'SELECT api FROM events_v WHERE id = ?', (f,))[0][0] if f else None
+                          for f in self.by_api(db, pairs, 'cudaMallocPitch')], ['reset_free', 'cudaFree'])
+        # cudaMalloc: freed, b (given back by the reset), the address again (freed through the
+        # driver), the size-0 NULL (nothing to pair), kept and a second b at exit (freed only by the child)
+        self.assertEqual([f is None for f in self.by_api(db, pairs, 'cudaMalloc')],
+                         [False, False, False, True, True, True])
         # handles: h1 and h2 freed by their last unmap, h3 by its release, the second h1 never
         self.assertEqual([gtlib.query(db, 'SELECT api FROM events_v WHERE id = ?', (f,))[0][0] if f else None
                           for f in self.by_api(db, pairs, 'cuMemCreate')],

@@ -166,6 +166,7 @@ static struct {
     CUresult (*free)(CUdeviceptr);
     CUresult (*retain)(CUcontext *, CUdevice);
     CUresult (*set_current)(CUcontext);
+    CUresult (*reset)(CUdevice);
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
     CUresult (*ipc_close)(CUdeviceptr);
@@ -195,6 +196,7 @@ static void driver_init(void)
     struct { const char *name; void **fn; } want[] = {
         {"cuMemAlloc", (void **)&drv.alloc}, {"cuMemFree", (void **)&drv.free},
         {"cuDevicePrimaryCtxRetain", (void **)&drv.retain}, {"cuCtxSetCurrent", (void **)&drv.set_current},
+        {"cuDevicePrimaryCtxReset", (void **)&drv.reset},
         {"cuIpcOpenMemHandle", (void **)&drv.ipc_open}, {"cuIpcCloseMemHandle", (void **)&drv.ipc_close},
         {"cuArray3DCreate", (void **)&drv.array3d}, {"cuMipmappedArrayCreate", (void **)&drv.mipmapped},
         {"cuArrayDestroy", (void **)&drv.array_destroy}, {"cuMipmappedArrayDestroy", (void **)&drv.mipmapped_destroy},
@@ -1206,31 +1208,42 @@ cudaError_t cudaDeviceSynchronize(void)
     return cudaSuccess;
 }
 
-/* Like the real one: destroys every allocation, stream and pool of the current device
- * (no frees are reported for them), so its address space starts over. Managed and
- * pinned memory is real host memory and is left alone. */
+/* Like the real one (an H200, driver 580): the current device's primary
+ * context goes, and with it (no frees reported) its device memory, streams,
+ * managed and pinned memory; stream-ordered pools and their allocations
+ * outlive it (a cudaMallocAsync allocation was still device memory after the
+ * reset, and cudaFree took it). The driver's allocations in that context go
+ * too (its cuDevicePrimaryCtxReset). */
 cudaError_t cudaDeviceReset(void)
 {
     NEED_DEVICE();
     int d = tl_dev;
+    void **host = NULL;
+    size_t nhost = 0;
     pthread_mutex_lock(&g_lock);
     if (tab) {
-        const unsigned gone = KBIT(K_DEVICE) | KBIT(K_POOLALLOC) | KBIT(K_STREAM) | KBIT(K_MEMPOOL);
+        const unsigned gone = KBIT(K_DEVICE) | KBIT(K_STREAM) | KBIT(K_MANAGED) | KBIT(K_PINNED);
+        host = tab_len ? malloc(tab_len * sizeof *host) : NULL;
         for (size_t i = 0; i <= tab_mask;) {
             /* Backward-shift deletion only moves unvisited entries into slot i or later:
              * re-examine slot i after a deletion. */
-            if (tab[i].key && tab[i].dev == d && (gone & KBIT(tab[i].kind)))
+            if (tab[i].key && tab[i].dev == d && (gone & KBIT(tab[i].kind))) {
+                if (tab[i].kind == K_DEVICE)
+                    dev_release_locked(d, tab[i].key, tab[i].size, 1);
+                else if ((tab[i].kind == K_MANAGED || tab[i].kind == K_PINNED) && host)
+                    host[nhost++] = (void *)(uintptr_t)tab[i].key;
                 tab_del(&tab[i]);
-            else
+            } else {
                 i++;
+            }
         }
     }
-    if (devs[d].fr) {
-        if (drv.charge)
-            drv.charge(d, -(long long)devs[d].used);
-        dev_reset_ranges(d);
-    }
     pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; i < nhost; i++)
+        free(host[i]);
+    free(host);
+    if (drv.reset)
+        drv.reset(d);
     return cudaSuccess;
 }
 

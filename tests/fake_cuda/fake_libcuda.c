@@ -191,6 +191,44 @@ static CUresult free_block(uint64_t addr, unsigned kinds)
 }
 #define DEVICE_KINDS ((1u << K_DEVICE) | (1u << K_ASYNC) | (1u << K_MANAGED))
 
+/* Like the real one (an H200, driver 580): the device's primary context goes
+ * and with it its device memory, arrays, managed and pinned host memory and
+ * host registrations, without frees; stream-ordered pools' memory outlives it.
+ * The stand-in's host blocks belong to no device: all of them go. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    pthread_once(&once, env_init);
+    if (dev < 0 || dev >= ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    void **host = NULL;
+    size_t nhost = 0;
+    pthread_mutex_lock(&lock);
+    host = nlive ? malloc(nlive * sizeof *host) : NULL;
+    for (size_t i = 0; i < nlive;) {
+        struct block b = live[i];
+        int gone = (b.dev == dev && (b.kind == K_DEVICE || b.kind == K_ARRAY)) || b.kind == K_MANAGED ||
+                   b.kind == K_PINNED || b.kind == K_REGISTERED;
+        if (!gone) {
+            i++;
+            continue;
+        }
+        live[i] = live[--nlive];
+        if (b.kind == K_MANAGED || b.kind == K_PINNED) {
+            if (host)
+                host[nhost++] = b.host;
+        } else if (b.kind != K_REGISTERED) {
+            used[b.dev] -= b.size;
+            if (b.kind != K_ARRAY)
+                push(&freed, &nfreed, &capfreed, b);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < nhost; i++)
+        free(host[i]);
+    free(host);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return alloc_dev(dptr, bytesize, K_DEVICE); }
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 {
@@ -857,6 +895,7 @@ static const struct proc procs[] = {
     {"cuInit", 2000, 0, (void *)cuInit},
     {"cuDriverGetVersion", 2020, 0, (void *)cuDriverGetVersion},
     {"cuDevicePrimaryCtxRetain", 7000, 0, (void *)cuDevicePrimaryCtxRetain},
+    {"cuDevicePrimaryCtxReset", 11000, 0, (void *)cuDevicePrimaryCtxReset_v2},
     {"cuCtxSetCurrent", 4000, 0, (void *)cuCtxSetCurrent},
     {"cuCtxGetDevice", 2000, 0, (void *)cuCtxGetDevice},
     {"cuMemAlloc", 2000, 0, (void *)cuMemAlloc},

@@ -253,18 +253,23 @@ int main(void)
     OK(cudaDeviceSynchronize());
     (void)cudaGetLastError();
 
-    /* cudaDeviceReset drops the device's allocations (the runtime's own: the
-     * fake driver's survive it) */
-    OK(cudaMallocAsync(&a, 100, 0));
-    OK(cudaMallocAsync(&b, 100, 0));
-    OK(cudaDeviceReset());
-    CHECK(cudaFree(a) == cudaErrorInvalidValue);
-    OK(cudaMemGetInfo(&fr, &tot));
-    CHECK(fr == CAP);
-    OK(cudaMallocAsync(&a, 100, 0));
-    CHECK(A(a) == BASE0);
-    OK(cudaFree(a));
-    (void)cudaGetLastError();
+    /* cudaDeviceReset drops the device's memory without frees, as the real
+     * one does; pool allocations outlive it */
+    {
+        void *m, *h;
+        OK(cudaMalloc(&a, 100));
+        OK(cudaMallocAsync(&b, 100, 0));
+        OK(cudaMallocManaged(&m, 100, cudaMemAttachGlobal));
+        OK(cudaMallocHost(&h, 100));
+        OK(cudaDeviceReset());
+        CHECK(cudaFree(a) == cudaErrorInvalidValue);
+        CHECK(cudaFree(m) == cudaErrorInvalidValue);
+        CHECK(cudaFreeHost(h) == cudaErrorInvalidValue);
+        OK(cudaFree(b));
+        OK(cudaMemGetInfo(&fr, &tot));
+        CHECK(fr == CAP);
+        (void)cudaGetLastError();
+    }
 
     /* threads: 8 x 20000 alloc/free pairs of 1 KiB */
     pthread_t th[NTHREADS];

@@ -4,8 +4,9 @@
  *   frees that fail: a double free, an unknown address, the wrong kind of free
  *   cudaFree(NULL) and a size-0 cudaMalloc (both succeed with a NULL pointer)
  *   an address handed out again after its free (same size, same address)
- *   cudaDeviceReset, which drops allocations with no free, so the next
- *   allocation returns an address that is still live in the trace
+ *   cudaDeviceReset, which drops device allocations with no free call (the
+ *   shim writes their frees), so the next allocation returns an address the
+ *   reset gave back; a pool allocation outlives it
  *   runtime, driver, pool, managed and host memory; a runtime allocation
  *   freed through the driver
  *   VMM: a handle released while mapped and freed by its last cuMemUnmap, one
@@ -97,19 +98,20 @@ int main(int argc, char **argv)
     EXPECT(cudaMallocManaged(&m, 512, cudaMemAttachGlobal), cudaSuccess);
     EXPECT(cudaFree(m), cudaSuccess);
 
-    /* the reset drops p and q without frees; the next pitched allocation
-     * gets the lowest address back, p's, which is live in the trace */
+    /* the reset drops q without a free (p, a pool allocation, outlives it);
+     * the next pitched allocation gets q's address back */
     EXPECT(cudaMallocPitch(&q, &pitch, 512, 4), cudaSuccess);
     EXPECT(cudaDeviceReset(), cudaSuccess);
     void *q2;
     EXPECT(cudaMallocPitch(&q2, &pitch, 512, 4), cudaSuccess);
-    if (q2 != p)
-        fprintf(stderr, "expected the reset's lowest address back\n"), failures++;
+    if (q2 != q)
+        fprintf(stderr, "expected the reset's address back\n"), failures++;
     EXPECT(cudaFree(q2), cudaSuccess);
 
     vmm();
 
     EXPECT(cudaMalloc(&kept, 8192), cudaSuccess);   /* live at exit, freed only by the fork child */
+    EXPECT(cudaMalloc(&b, 2048), cudaSuccess);      /* (the first b went with the reset) likewise */
     if (argc > 1 && !strcmp(argv[1], "fork")) {
         fflush(NULL);
         pid_t pid = fork();
