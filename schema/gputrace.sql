@@ -178,6 +178,7 @@ INSERT INTO apis VALUES (12, 'cudaDeviceReset',         'runtime', 'reset', 'dev
 INSERT INTO apis VALUES (13, 'cuDevicePrimaryCtxReset_v2', 'driver', 'reset', 'device', 'addr');
 INSERT INTO apis VALUES (14, 'reset_free',              'runtime', 'free',  'device',  'addr');  -- not a call: see above
 INSERT INTO apis VALUES (15, 'reset_free_array',        'runtime', 'free',  'device',  'array'); -- not a call: see above
+INSERT INTO apis VALUES (16, 'cuDevicePrimaryCtxReset', 'driver',  'reset', 'device',  'addr');  -- the unversioned export (CUDA 7)
 
 -- The timeline: one row per traced call, successful or not (an OOM is a
 -- failed alloc), plus the 'cuMemUnmap_last_mapping' rows described above. Rows are in recording order (each batch the writer drains in time order); a free is recorded before the

@@ -20,6 +20,10 @@ extern __typeof__(cuStreamBeginCapture_v2) cuStreamBeginCapture_v2_ptsz;
  * built against CUDA 11, or cuGetProcAddress at an 11.x version, reaches. */
 #undef cuGraphInstantiate
 #undef cuStreamBeginCapture
+#undef cuDevicePrimaryCtxReset
+/* (the statically linked runtime's cudaDeviceReset asks cuGetProcAddress for
+ * this one, at version 7000: an H200, CUDA 13) */
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev);
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n);
 CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n);
 CUresult CUDAAPI cuStreamBeginCapture(CUstream s);
@@ -92,6 +96,7 @@ uint64_t gt_ipc_range_size(uint64_t ptr)
     X(ALLOC, cuMemHostAlloc, cuMemHostAlloc, (void **p, size_t size, unsigned int flags), (p, size, flags), p ? *p : 0, size, HOST, NOSTREAM) \
     X(FREE, cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(RESET, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev), 0, 0, (int)dev, NOSTREAM) \
+    X(RESET, cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, (CUdevice dev), (dev), 0, 0, (int)dev, NOSTREAM) \
     X(ALLOC, cuMemHostRegister_v2, cuMemHostRegister_v2, (void *p, size_t size, unsigned int flags), (p, size, flags), p, size, HOST, NOSTREAM) \
     X(FREE, cuMemHostUnregister, cuMemHostUnregister, (void *p), (p), p, 0, HOST, NOSTREAM) \
     X(ALLOC, cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *p, size_t size, CUstream s), (p, size, s), p ? *p : 0, size, DEV_OF_STREAM, STREAM(s)) \

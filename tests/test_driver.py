@@ -391,14 +391,15 @@ class DeviceResetTest(TraceTest):
     CASES = 5
 
     def traced(self, how):
-        p, db = self.trace([prog('device_reset'), str(self.CASES)] + ([how] if how == 'driver' else []),
+        p, db = self.trace([prog('device_reset'), str(self.CASES)] + ([how] if how.startswith('driver') else []),
                            name=how + '.db', env_extra={'FAKE_CUDA_DEVICE_BYTES': str(512 << 20)})
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.split(), sum((['case', str(c), 'reset', '0'] for c in range(self.CASES)), []))
         return db
 
     def test_a_reset_frees_what_it_gave_back_and_no_more(self):
-        for how, api in (('runtime', 'cudaDeviceReset'), ('driver', 'cuDevicePrimaryCtxReset_v2')):
+        for how, api in (('runtime', 'cudaDeviceReset'), ('driver', 'cuDevicePrimaryCtxReset_v2'),
+                         ('driver-v1', 'cuDevicePrimaryCtxReset')):
             db = self.traced(how)
             self.assertEqual(query(db, "SELECT api, device, result FROM events_v WHERE api GLOB '*Reset*'"),
                              [(api, 0, 0)] * self.CASES, how)

@@ -195,6 +195,10 @@ static CUresult free_block(uint64_t addr, unsigned kinds)
  * and with it its device memory, arrays, managed and pinned host memory and
  * host registrations, without frees; stream-ordered pools' memory outlives it.
  * The stand-in's host blocks belong to no device: all of them go. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev);
+#undef cuDevicePrimaryCtxReset
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }   /* CUDA 7's export */
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     pthread_once(&once, env_init);
@@ -895,6 +899,7 @@ static const struct proc procs[] = {
     {"cuInit", 2000, 0, (void *)cuInit},
     {"cuDriverGetVersion", 2020, 0, (void *)cuDriverGetVersion},
     {"cuDevicePrimaryCtxRetain", 7000, 0, (void *)cuDevicePrimaryCtxRetain},
+    {"cuDevicePrimaryCtxReset", 7000, 0, (void *)cuDevicePrimaryCtxReset},
     {"cuDevicePrimaryCtxReset", 11000, 0, (void *)cuDevicePrimaryCtxReset_v2},
     {"cuCtxSetCurrent", 4000, 0, (void *)cuCtxSetCurrent},
     {"cuCtxGetDevice", 2000, 0, (void *)cuCtxGetDevice},

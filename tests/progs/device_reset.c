@@ -2,7 +2,7 @@
  * pinned and pool memory, then resets the device (cudaDeviceReset, or the
  * driver's cuDevicePrimaryCtxReset reached through cuGetProcAddress as a
  * framework reaches it) instead of freeing; a CUDA sample's way at the end.
- * Prints "case N" per case. usage: device_reset CASES [driver] */
+ * Prints "case N" per case. usage: device_reset CASES [driver|driver-v1] */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -14,13 +14,14 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcA
 
 int main(int argc, char **argv)
 {
-    int cases = argc > 1 ? atoi(argv[1]) : 3, driver = argc > 2 && !strcmp(argv[2], "driver");
+    int cases = argc > 1 ? atoi(argv[1]) : 3, driver = argc > 2 && !strncmp(argv[2], "driver", 6);
+    int version = argc > 2 && !strcmp(argv[2], "driver-v1") ? 7000 : 12000;   /* v1: as a static runtime asks */
     CUresult (*reset)(CUdevice) = NULL;
     if (driver) {
         void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         gpa_fn gpa = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
         CUdriverProcAddressQueryResult st;
-        if (!gpa || gpa("cuDevicePrimaryCtxReset", (void **)&reset, 12000, 0, &st) || !reset) {
+        if (!gpa || gpa("cuDevicePrimaryCtxReset", (void **)&reset, version, 0, &st) || !reset) {
             fprintf(stderr, "no cuDevicePrimaryCtxReset\n");
             return 1;
         }
