@@ -176,6 +176,7 @@ struct gt_growth {
         size_t rises;      /* points that set a new high */
         int64_t late_rise;   /* of rise, over the span's second half */
         double fitted_slope; /* what Theil-Sen read before (held growing) */
+        double since, since_slope;   /* held growing that began later: from which point, at what rate (0: not) */
         double largest_at;
         int late, growing;
         int under_threshold;   /* it would be growing, but its average is under --threshold */

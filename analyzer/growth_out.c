@@ -87,6 +87,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                gt_fmt_bytes_d(g->slope, b1), gt_fmt_bytes(g->held.rise, b3), g->used,
                gt_fmt_bytes(g->held.late_rise, b4), g->held.rises, gt_fmt_bytes_d(g->held.fitted_slope, b5),
                gt_fmt_bytes_d(g->noise, b2), g->verdict);
+        if (g->held.since_slope > 0)
+            printf("  (it began to rise after iteration %lld: %s per iteration since then)\n",
+                   (long long)g->loop[(size_t)g->held.since].index, gt_fmt_bytes_d(g->held.since_slope, b1));
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
@@ -249,6 +252,14 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "held_rise_steps", (int64_t)(g.held.rise ? g.held.steps : 0));
         gt_json_kint(j, "held_rises", (int64_t)(g.held.rise ? g.held.rises : 0));   /* points at a new high */
         gt_json_kint_or_null(j, "held_rise_second_half_bytes", g.held.rise ? g.held.late_rise : -1);
+        /* held growth that began later: the iteration it began after, and the rate since */
+        gt_json_kint_or_null(j, "held_rise_began_after_iteration",
+                             g.held.since_slope > 0 ? g.loop[(size_t)g.held.since].index : -1);
+        gt_json_key(j, "held_rise_slope_since_bytes_per_iteration");
+        if (g.held.since_slope > 0)
+            gt_json_double(j, g.held.since_slope);
+        else
+            gt_json_null(j);
         gt_json_key(j, "growing_in_held_steps");
         gt_json_bool(j, g.held.growing);
         gt_json_key(j, "scatter_hides_growth");
@@ -286,6 +297,9 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     }
     /* the gate follows the verdict: a slope the verdict calls noise ("stable") or too few
      * iterations to judge ("unknown") failed CI beside a report that said otherwise */
+    /* (held growth that began later: its rate since, which the span's average understates) */
+    if (g.held.since_slope > g.slope)
+        g.slope = g.held.since_slope;
     if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
         if (!strcmp(g.verdict, "growing")) {

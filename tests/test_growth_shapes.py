@@ -113,6 +113,18 @@ class RampsThatStartOrStop(T.AnalyzerTest):
                       text)
         self.assertEqual(self.json('growth', db)['sites'][0]['frames'][0].split(' (')[0], 'keep_cache')
 
+    def test_a_late_leaks_rate_since_it_began_is_said_and_gated(self):
+        # 8 MiB a step from step 90 of 100: 836 KiB an iteration over the span, 8 MiB since it began
+        db = self.ramp('late-rate', 100, 90, 100)
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['held_rise_began_after_iteration']), ('growing', 89))
+        self.assertEqual(d['held_rise_slope_since_bytes_per_iteration'], 8 * MiB)
+        self.assertLess(d['slope_bytes_per_iteration'], MiB)
+        self.assertIn('(it began to rise after iteration 89: 8.00 MiB per iteration since then)',
+                      self.ok('growth', db).stdout)
+        self.assertEqual(self.gputrace('growth', '--fail-above', '1M', db).returncode, 1)   # the rate since, not the average
+        self.assertEqual(self.gputrace('growth', '--fail-above', '9M', db).returncode, 0)
+
     def test_a_ramp_that_stopped_in_the_first_half_is_a_cache_settling(self):
         for stop in (30, 35, 40, 50):
             db = self.ramp('early-%d' % stop, 100, 0, stop)
