@@ -268,6 +268,21 @@
       ' steps seen in later kernel windows (placed at ' + fmtNs(g.later_steps_placed_at_ns) + ' a step)' : '');
   }
 
+  /* what growth followed where the default did not grow (another level, one device, one thread's loop),
+   * and a late rise's rate since it began: '' when none */
+  function followed(g) {
+    var s = [];
+    if (g.default_level) s.push('the default ' + g.default_level.memory + ' level read ' + g.default_level.verdict);
+    if (g.device_followed) s.push('device ' + g.device_followed.device + ' alone; the ' + g.device_followed.devices +
+      ' devices together read ' + g.device_followed.devices_verdict);
+    if (g.thread_loop) s.push('the allocations made on thread ' + g.thread_loop.tid + ' over its own loop; the whole process read ' +
+      g.thread_loop.process_verdict);
+    if (typeof g.held_rise_slope_since_bytes_per_iteration === 'number')
+      s.push('it began to rise after iteration ' + g.held_rise_began_after_iteration + ': ' +
+        fmtBytes(g.held_rise_slope_since_bytes_per_iteration) + ' per iteration since');
+    return s.length ? ' (' + s.join('; ') + ')' : '';
+  }
+
   function growth(parent, g, id) {
     var box = el('div', {'class': 'panel', id: id}, parent);
     el('h3', {}, box, 'Growth per iteration');
@@ -275,7 +290,7 @@
     var v = el('p', {}, box);
     el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
-      fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')'));
+      fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')' + followed(g)));
     if (g.preallocated_bytes)
       el('p', {'class': 'note prealloc'}, box, preallocNote('Not told', g.preallocated_bytes, true) +
         ': what grows there is not seen.');
@@ -419,7 +434,8 @@
     else if (g.preallocated_bytes) item('growth', 'Growth', g.verdict, 'unknown: a preallocating framework\'s arrays' +
       ' lie inside its pool of ' + fmtBytes(g.preallocated_bytes) + ', out of sight', ids.growth, '');
     else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
-      (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)',
+      (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)' +
+      followed(g),
       ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
     else if (l.preallocated_bytes && !l.total_bytes)

@@ -522,6 +522,26 @@ class Layout(ReportTest):
         self.assertNotIn('%d of 50' % g['iterations_fitted'], said)   # the points are not iterations
         self.assertIn('of %d points' % (g['iterations_fitted'] - 1), said)
 
+    def test_growth_says_what_it_followed_where_the_whole_did_not_grow(self):
+        # device 1 keeps 1 MiB a step while device 0 gives back 1 MiB of staging a step: the devices together
+        # read stable, device 1 alone grows; the page says which it is of, as the text report does
+        t = T.Trace(os.path.join(self.dir, 'two.db'))
+        t.alloc(64 * T.MiB, ['init', 'main'], device=0)
+        staging = [t.alloc(T.MiB, ['staging_pool', 'main'], device=0) for _ in range(30)]
+        for s in range(30):
+            t.push('train_step')
+            t.alloc(T.MiB, ['keep1', 'train_step', 'main'], device=1)
+            t.free(staging.pop())
+            t.pop()
+        db = t.close()
+        with T.sqlite3.connect(db) as con:
+            con.execute("INSERT INTO devices(id, name, uuid, total_bytes, cc_major, cc_minor) "
+                        "VALUES (1, 'Fake GPU', 'GPU-fake-1', ?, 9, 0)", (80 * T.GiB,))
+        dom, data, _ = self.report(db)
+        self.assertEqual(data['traces'][0]['growth']['device_followed']['device'], 1)
+        said = ' '.join(e.text for e in dom.find('p', None, 0))
+        self.assertIn('(device 1 alone; the 2 devices together read stable)', said)
+
     def test_overview_says_when_kernels_were_sampled(self):
         db = self.late_start()
         with T.sqlite3.connect(db) as con:   # the shim's notes of a run sampled 1 s in 2 after 1 s in full
