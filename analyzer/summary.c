@@ -322,8 +322,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         if (t->drops[i].count)
             printf("    dropped %lld: %s\n", (long long)t->drops[i].count, t->drops[i].reason);
     if (c->p.reallocated_unfreed)
-        printf("  %zu allocation%s at an address still live: a free the trace did not see (cudaDeviceReset frees\n"
-               "  every allocation of the device without a free call); the older %s counted live to the end\n",
+        printf("  %zu allocation%s at an address still live: a free the trace did not see (a context destroyed\n"
+               "  with cuCtxDestroy frees its allocations without a free call); the older %s counted live to the end\n",
                c->p.reallocated_unfreed, gt_s((long long)c->p.reallocated_unfreed),
                c->p.reallocated_unfreed == 1 ? "one is" : "ones are");
     if (c->p.unmatched_frees)
