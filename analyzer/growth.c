@@ -25,7 +25,10 @@ const char gt_help_growth[] =
     "the growth it predicts over the fitted iterations is more than 3 times the\n"
     "scatter (1.4826 x median absolute residual), or when the level rose in held\n"
     "steps the median does not see (a staircase: none given back, more than one\n"
-    "step, one in the second half; the slope is then the rise's average); unknown\n"
+    "step, a rise in the second half past the points' jitter; the slope is then\n"
+    "the rise's average, and the rate since it began is said); stable for a\n"
+    "staircase whose second half never rose above its first (a cache settling,\n"
+    "whatever the median says); unknown\n"
     "when 3 times the scatter exceeds a tenth of the level (a growth that large\n"
     "would not show; unless under --threshold an iteration) or with fewer than 3\n"
     "iterations after warm-up; stable\n"
@@ -177,19 +180,24 @@ struct stairs {
     double rise, largest, largest_at, late_rise;
     size_t steps, rises;
     int late;
+    int late_high;  /* a point of the second half above every point of the first */
     size_t began;   /* the point the rise began after (the last at the first level, past the jitter) */
 };
 
 static int staircase(const struct gt_growth *g, const double *x, const double *y, size_t n, struct stairs *s)
 {
-    double span = x[n - 1] - x[0], high = y[0], at_half = y[0];
+    double span = x[n - 1] - x[0], high = y[0], at_half = y[0], first_high = y[0];
     *s = (struct stairs){.rise = y[n - 1] - y[0]};
     for (size_t k = 1; k < n; k++) {
         if (y[k] < high - g->noise)
             return 0;   /* gave memory back */
         double d = y[k] - y[k - 1];
-        if (x[k] <= x[0] + span / 2)
+        if (x[k] <= x[0] + span / 2) {
             at_half = y[k];
+            first_high = y[k] > first_high ? y[k] : first_high;
+        } else if (y[k] > first_high) {
+            s->late_high = 1;
+        }
         if (d > g->noise && d > 0)
             s->steps++;
         if (d > s->largest)
@@ -268,13 +276,15 @@ static void held_steps(const struct gt_ctx *c, struct gt_growth *g, const double
 /* Theil-Sen reads growth where the level rose early and then held: a
  * ramp over the first 35-50 of 100 iterations, flat after, read growing at
  * 133-503 KiB an iteration while leaks called it held steady (a helper's
- * probe). When the fitted points are a staircase that did not rise in the
- * span's second half, it is a cache settling, as held_steps says: stable,
- * the rise said. */
+ * probe). When the fitted points are a staircase whose second half never
+ * rose above its first, it is a cache settling, as held_steps says: stable,
+ * the rise said. Not when the second half rose at all, however little
+ * against the jitter: 8 MiB kept every other step over 10 iterations has a
+ * jitter of most of a step and is growing (a review). */
 static void settled(struct gt_growth *g, const double *x, const double *y, size_t n)
 {
     struct stairs s;
-    if (!staircase(g, x, y, n, &s) || s.rise <= 0 || s.late)
+    if (!staircase(g, x, y, n, &s) || s.rise <= 0 || s.late_high)
         return;
     say_stairs(g, &s);
     g->slope = 0;

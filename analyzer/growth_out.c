@@ -106,7 +106,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                    "   freed after the mark ends): marks that end after each step's last free would tell%s)\n",
                    gt_fmt_bytes_d(g->noise, b2), gt_fmt_bytes_d(3 * g->noise, b3),
                    c->sel.device == GT_ANY_DEVICE && c->t.ndevices > 1 ? ", or --device N for one device's memory" : "");
-        else if (g->held.rise && g->held.steps == 1)
+        else if (g->held.rise && g->held.steps == 1 && g->held.rise - g->held.largest <= 3 * g->noise)
             printf("  (one step up of %s at iteration %lld, held to the end: a one-off (a checkpoint loaded, a\n"
                    "   cache reserving for a larger batch once), not growth per iteration; a second step would be)\n",
                    gt_fmt_bytes(g->held.largest, b3), (long long)g->loop[(size_t)g->held.largest_at].index);

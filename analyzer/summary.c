@@ -361,22 +361,25 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         printf("; %s held until exit by a caching allocator or a library handle (not counted as leaks%s%s)", gt_fmt_bytes(l.cached_bytes, b1),
                l.cached_in_loop ? "; made during the loop: " : "", l.cached_in_loop ? gt_fmt_bytes(l.cached_in_loop, b2) : "");
     printf("\n");
+    /* what the verdict is of where the whole did not grow: one device alone, one thread's own loop */
+    char whose[160] = "";
+    if (g.by_device)
+        snprintf(whose, sizeof whose, " on device %d (the %zu devices together read %s)", g.device, g.devices,
+                 g.devices_verdict);
+    else if (g.thread_tid)
+        snprintf(whose, sizeof whose, " made on thread %lld, over its own loop (the whole process read %s)",
+                 (long long)g.thread_tid, g.process_verdict);
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
-        printf("  growth: %s, %s per iteration of %s memory, in %zu step%s; the last %zu %s ended holding the"
-               " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, g.steps,
+        printf("  growth: %s, %s per iteration of %s memory%s, in %zu step%s; the last %zu %s ended holding the"
+               " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, whose, g.steps,
                gt_s((long long)g.steps), g.steady_tail, g.later_used ? "points" : "iterations",
                g.later_used ? "; with steps seen in later kernel windows" : "");
     else if (g.prealloc.bytes)
         printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
-    else if (g.used >= 2 && g.by_device)
-        printf("  growth: %s, %s per iteration of %s memory on device %d (the %zu devices together read %s;"
-               " gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, g.device, g.devices,
-               g.devices_verdict);
-    else if (g.used >= 2 && g.thread_tid)
-        printf("  growth: %s, %s per iteration of %s memory made on thread %lld, over its own loop (the whole process"
-               " read %s; gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, (long long)g.thread_tid,
-               g.process_verdict);
+    else if (g.used >= 2 && *whose)
+        printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict,
+               gt_fmt_bytes_d(g.slope, b1), g.memory, whose);
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
                g.memory, g.later_used ? ", with steps seen in later kernel windows" : "");

@@ -135,6 +135,15 @@ class RampsThatStartOrStop(T.AnalyzerTest):
         self.assertIn('all in the first half of these iterations, and held: a cache settling',
                       self.ok('growth', db).stdout)
 
+    def test_a_leak_every_other_step_in_a_short_run_is_growing(self):
+        # 8 MiB kept on odd steps, 8-16 iterations: its jitter is most of a step, and the settling rule read
+        # "stable ... all in the first half" beside leaks' 40 MiB (a review)
+        for steps in (8, 10, 16):
+            db = loop(self.dir, 'odd-%d' % steps, steps, keep_at=set(range(1, steps, 2)))
+            d = self.json('growth', db)
+            self.assertEqual((steps, d['verdict'], d['slope_bytes_per_iteration']), (steps, 'growing', 4 * MiB))
+            self.assertNotIn('all in the first half', self.ok('growth', db).stdout)
+
     def test_a_ramp_into_the_second_half_is_growing(self):
         d = self.json('growth', self.ramp('to-60', 100, 0, 60))
         self.assertEqual(d['verdict'], 'growing')
@@ -632,6 +641,21 @@ class GrowthOnOneOfSeveralDevices(T.AnalyzerTest):
                          ('growing', MiB, 1))
         self.assertEqual(d['device_followed']['devices_verdict'], 'stable')
         self.assertEqual(self.gputrace('growth', '--fail-above', '100K', db).returncode, 1)
+
+    def test_summary_names_the_device_when_the_last_iterations_held_the_same(self):
+        # growth's steady-tail line dropped "on device 1" (a review)
+        t = T.Trace(os.path.join(self.dir, 'tail.db'))
+        t.alloc(64 * MiB, ['init', 'main'], device=0)
+        staging = [t.alloc(MiB, ['staging_pool', 'main'], device=0) for _ in range(40)]
+        for s in range(40):
+            t.push('train_step')
+            if s < 38:
+                t.alloc(MiB, ['keep1', 'train_step', 'main'], device=1)
+                t.free(staging.pop())
+            t.pop()
+        out = self.ok('summary', self.two_devices(t)).stdout
+        self.assertRegex(out, r'growth: growing, [0-9.]+ [KM]iB per iteration of device memory on device 1 '
+                              r'\(the 2 devices together read \w+\), in \d+ steps; the last \d+ iterations ended')
 
     def test_devices_that_do_not_grow_are_not_followed(self):
         t = T.Trace(os.path.join(self.dir, 'flat.db'))
