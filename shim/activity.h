@@ -42,6 +42,7 @@ void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush *
 void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name); /* writer: a kernel (of a new name), copy or memset */
 void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
 void gt_cupti_after_fork_child(void);
+bool gt_cupti_ran(void);   /* CUPTI is on (or yielded): what a fork child's inherited notes then misdescribe */
 void gt_cupti_resume_after_failed_exec(void);
 struct gt_cupti_buf { struct gt_cupti_buf *next; uint8_t *data; size_t valid; };
 struct gt_cupti_buf *gt_cupti_take(void);  /* writer: completed buffers, oldest first */

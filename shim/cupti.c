@@ -32,6 +32,7 @@
 #define DETACH_AFTER_NS (200 * 1000000ull)  /* a closed window's last kernels end before CUPTI detaches */
 
 enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
+static bool ran_in_parent;   /* a fork child: CUPTI ran in the parent (its notes are not the child's) */
 
 static struct {
     void *h;
@@ -212,8 +213,11 @@ static void at_exit_flush(void)
 void gt_cupti_start(void)
 {
     char why[1024] = "";
-    if (atomic_load(&state) != C_IDLE) { /* a fork child of a process where CUPTI ran */
-        gt_note("cupti", false, "unavailable: CUPTI was started by the parent process before fork");
+    if (atomic_load(&state) != C_IDLE) { /* a fork child */
+        if (ran_in_parent)
+            gt_note("cupti", false, "unavailable: CUPTI was started by the parent process before fork");
+        else if (!gt_note_queued("cupti"))   /* (the parent's own note, if still queued, says why) */
+            gt_note("cupti", false, "unavailable: as in the parent process, where it was off or unavailable");
         return;
     }
     if (!gt_config.cupti) {
@@ -553,6 +557,12 @@ uint64_t gt_cupti_dropped(void)
     return atomic_load(&dropped);
 }
 
+bool gt_cupti_ran(void)
+{
+    int s = atomic_load(&state);
+    return s == C_ON || s == C_YIELDED;
+}
+
 /* Fork child: CUDA (and CUPTI) of the parent are not usable here; the
  * parent's buffers are the parent's to write. */
 void gt_cupti_after_fork_child(void)
@@ -560,7 +570,8 @@ void gt_cupti_after_fork_child(void)
     atomic_store(&done, NULL);
     atomic_store(&dropped, 0);
     int s = atomic_load(&state);
-    if (s == C_ON || s == C_YIELDED)
+    ran_in_parent = s == C_ON || s == C_YIELDED;
+    if (ran_in_parent)
         atomic_store(&state, C_UNAVAILABLE);
     gt_attach_after_fork_child();
 }

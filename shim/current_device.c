@@ -107,6 +107,22 @@ static int pointer_device(uint64_t ptr)
          : type == CU_MEMORYTYPE_DEVICE && ordinal >= 0 ? ordinal : GT_DEVICE_UNKNOWN;
 }
 
+/* The devices whose contexts hold pinned host memory (a device reset frees
+ * the host memory of its context only: writer_events.c's free_reset). */
+static _Atomic uint64_t host_contexts;
+
+void gt_note_host_context(void)
+{
+    int d = driver_current_device();
+    if (d >= 0 && d < 64 && !(atomic_load_explicit(&host_contexts, memory_order_relaxed) >> d & 1))
+        atomic_fetch_or_explicit(&host_contexts, 1ull << d, memory_order_relaxed);
+}
+
+uint64_t gt_host_context_devices(void)
+{
+    return atomic_load_explicit(&host_contexts, memory_order_relaxed);
+}
+
 int gt_reset_device(int dev)
 {
     return dev >= 0 ? dev : gt_allocation_device(dev, 0, 0, 0);

@@ -68,17 +68,20 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
     }
 
 /* A device's primary context reset: its device (DEVICE: the runtime's
- * current one, asked before the call, or the argument) and result recorded
- * after the call; the writer frees what the reset gave back. */
+ * current one, or the argument), stamp and place in the order taken before
+ * the call, as a free's (an allocation another thread makes in the new
+ * context as the reset returns is after it, not freed by it: a review), its
+ * result after; the writer frees what the reset gave back. */
 #define GT_HOOK_RESET(sym, api, params, args, PTR, SIZE, DEVICE, STREAM, FLAGS) \
     GT_EXPORT GT_HOOK_RESULT sym params \
     { \
         GT_RESOLVE(sym, params) \
         if (!gt_hook_enter()) \
             return real args; \
-        int device_ = gt_reset_device(DEVICE); \
+        struct gt_pending_free pf; \
+        gt_record_reset_begin(&pf, GT_API_##api, gt_reset_device(DEVICE)); \
         GT_HOOK_RESULT rc = real args; \
-        gt_record_alloc(GT_API_##api, (int)rc, 0, 0, device_, 0, 0); \
+        gt_record_free_end(&pf, (int)rc); \
         gt_hook_leave(); \
         return rc; \
     }

@@ -67,8 +67,9 @@ struct gt_note_rec *gt_notes_take(void)
 }
 
 /* Fork child: notes not yet written stay (the child inherits the situation
- * they describe: the clock, NVTX, Python), except CUPTI's and the kernel
- * sampling's: the child has no CUPTI of its own and says so itself (a child
+ * they describe: the clock, NVTX, Python, CUPTI off or unavailable), except
+ * CUPTI's and the kernel sampling's where CUPTI ran in the parent: the child
+ * has no CUPTI of its own and says so itself (a child
  * forked within ms of its parent's start had the parent's "kernels sampled"
  * and "cupti on" notes in its trace, and every report on it began with a
  * kernel-sampling line; a helper's probe). The lock may have been held by a
@@ -77,10 +78,11 @@ void gt_notes_after_fork_child(void)
 {
     pthread_mutex_init(&mu, NULL);
     int kept = 0;
+    bool cupti_ran = gt_cupti_ran();   /* (asked before cupti.c's own fork handling) */
     tail = &head;
     for (struct gt_note_rec *n = head, *next; n; n = next) {
         next = n->next;
-        if (!strcmp(n->component, "cupti") || !strcmp(n->component, "kernels")) {
+        if (cupti_ran && (!strcmp(n->component, "cupti") || !strcmp(n->component, "kernels"))) {
             free(n);
             continue;
         }

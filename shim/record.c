@@ -90,6 +90,8 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     }
     if (GT_UNLIKELY(flags & GT_CALL_CAPTURED) && result == 0)
         gt_graph_node_made(device);
+    if (GT_UNLIKELY(device == GT_DEVICE_HOST) && result == 0)
+        gt_note_host_context();
     struct gt_rec rec;
     fill(&rec, GT_REC_ALLOC, api, result == 0 ? ptr : 0, device, stream, flags | GT_CALL_HAS_SIZE);
     rec.call.size = size;
@@ -136,6 +138,15 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     p->reserved = gt_queue_reserve(&p->res, GT_DROP_QUEUE_FULL);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
+}
+
+void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
+{
+    gt_record_free_begin(p, api, 0, 0, device, 0, 0);
+    if (p->reserved && !p->whole_stack) {   /* where the program reset the device: its stack, always */
+        p->rec.call.stack_hash = gt_stack_capture();
+        p->whole_stack = true;
+    }
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)

@@ -68,6 +68,10 @@ int gt_allocation_device(int how, int result, uint64_t ptr, uint64_t stream);
 /* the device a context reset names: dev itself (an argument), or the current
  * device (GT_DEVICE_CURRENT_RUNTIME), asked before the reset */
 int gt_reset_device(int dev);
+/* a host allocation succeeded: its context's device (the current one) is one
+ * whose reset may free host memory; the devices so far, as a mask */
+void gt_note_host_context(void);
+uint64_t gt_host_context_devices(void);
 /* CUDA graph capture (graphs.c): captures begun and not ended in the process;
  * while any is, a recorded call's flags come from gt_graph_call_flags. */
 extern _Atomic int gt_captures_open;
@@ -346,6 +350,8 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
 struct gt_pending_free { struct gt_reservation res; bool reserved, whole_stack; struct gt_rec rec; };
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
+/* a device reset: recorded as a free is (its place taken before the call), with its stack */
+void gt_record_reset_begin(struct gt_pending_free *p, int api, int device);
 void gt_record_free_end(struct gt_pending_free *p, int result);
 
 /* real.c: the functions we interpose (and the few we call), as the program

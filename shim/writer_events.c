@@ -282,7 +282,11 @@ static void free_reset(const struct gt_rec *reset)
     int dev = reset->call.device;
     if (dev < 0 || dev >= 64)
         return;
-    bool host_too = !(atomic_load_explicit(&alloc_devices, memory_order_relaxed) & ~(1ull << dev));
+    /* pinned host memory belongs to the context current when it was made, which is not recorded: freed
+     * only when every context that made host or device memory was this device's (a review: pinned memory
+     * made on device 0 read freed by device 1's reset) */
+    bool host_too = !((atomic_load_explicit(&alloc_devices, memory_order_relaxed) | gt_host_context_devices()) &
+                      ~(1ull << dev));
     static const int spaces[2] = {GT_SPACE_ADDR, GT_SPACE_ARRAY};
     for (int k = 0; k < 2; k++) {
         struct u64map *m = &E.live[spaces[k]];

@@ -416,3 +416,13 @@ class DeviceResetTest(TraceTest):
             leaks = json.loads(run([GPUTRACE, 'leaks', '--json', db], preload=False).stdout)
             self.assertEqual(leaks['total_bytes'] + leaks['at_end_bytes'] + leaks['held_for_run_bytes'],
                              self.CASES * (2 << 20), how)   # only the pool's, which outlive the resets
+
+    def test_a_reset_leaves_pinned_memory_another_devices_context_made(self):
+        # pinned memory made while device 0 was current survives device 1's reset (a review: it read freed,
+        # and its cudaFreeHost then freed nothing in the trace)
+        p, db = self.trace([prog('device_reset'), '1', 'other-device'], name='other.db',
+                           env_extra={'FAKE_CUDA_DEVICE_COUNT': '2'})
+        self.assertEqual((p.returncode, p.stdout.split()), (0, ['reset', '0', 'freehost', '0']), p.stderr)
+        ends = query(db, "SELECT a.api, a.device, f.api FROM allocations a LEFT JOIN events_v f ON f.id = a.free_id "
+                         "ORDER BY a.alloc_id")
+        self.assertEqual(ends, [('cudaMallocHost', -1, 'cudaFreeHost'), ('cudaMalloc', 1, 'reset_free')])

@@ -291,6 +291,19 @@ class ForkTest(TraceTest):
         notes = query(child_db, "SELECT component, message FROM notes WHERE component IN ('cupti', 'kernels')")
         self.assertEqual([c for c, m in notes if c == 'kernels' or not m.startswith('unavailable')], [], notes)
 
+    def test_a_fork_child_of_a_parent_without_cupti_does_not_say_the_parent_started_it(self):
+        # with CUPTI off in the parent, the child's note said "CUPTI was started by the parent" (a review)
+        p, db = self.trace([prog('fork_child'), 'cuda', '50'], env_extra={'GPUTRACE_CUPTI': '0'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        child = int(p.stdout.split()[1])
+        files = [os.path.join(self.dir, f) for f in os.listdir(self.dir)]
+        child_db = [f for f in files if query(f, 'SELECT pid FROM processes')[0][0] == child][0]
+        notes = [m for (m,) in query(child_db, "SELECT message FROM notes WHERE component = 'cupti'")]
+        self.assertTrue(notes, 'the child says why it has no CUPTI')
+        self.assertFalse([m for m in notes if 'started by the parent' in m], notes)
+        self.assertTrue(all(m.startswith('off: GPUTRACE_CUPTI=0') or m.startswith('unavailable: as in the parent')
+                            for m in notes), notes)
+
 
 class NoCudaTest(TraceTest):
     def test_true_under_the_shim_leaves_no_file(self):

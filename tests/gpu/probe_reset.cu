@@ -13,6 +13,8 @@ int main(int argc, char **argv)
     void *p[6] = {0};
     const char *name[6] = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc_portable",
                            "cudaMallocAsync", "cudaMallocManaged_touched"};
+    static char registered[1 << 20];   /* the program's own memory, page-locked */
+    int reg_rc = (int)cudaHostRegister(registered, sizeof registered, 0);
     cudaMalloc(&p[0], 256 << 20);
     cudaMallocManaged(&p[1], 256 << 20, cudaMemAttachGlobal);
     cudaMallocHost(&p[2], 256 << 20);
@@ -32,6 +34,9 @@ int main(int argc, char **argv)
     }
     cudaMemGetInfo(&f1, &total);
     printf("free before %zu after %zu (MiB %zu -> %zu)\n", f0, f1, f0 >> 20, f1 >> 20);
+    int unreg_rc = (int)cudaHostUnregister(registered);   /* refused if the reset unregistered it */
+    cudaGetLastError();
+    printf("cudaHostRegister reg_rc %d unregister_after_reset_rc %d\n", reg_rc, unreg_rc);
     for (int i = 0; i < 6; i++) {
         struct cudaPointerAttributes a;
         memset(&a, 0, sizeof a);

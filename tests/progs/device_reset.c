@@ -2,7 +2,7 @@
  * pinned and pool memory, then resets the device (cudaDeviceReset, or the
  * driver's cuDevicePrimaryCtxReset reached through cuGetProcAddress as a
  * framework reaches it) instead of freeing; a CUDA sample's way at the end.
- * Prints "case N" per case. usage: device_reset CASES [driver|driver-v1] */
+ * Prints "case N" per case. usage: device_reset CASES [driver|driver-v1|other-device] */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -25,6 +25,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "no cuDevicePrimaryCtxReset\n");
             return 1;
         }
+    }
+    if (argc > 2 && !strcmp(argv[2], "other-device")) {
+        /* pinned memory made while device 0 is current, device memory on device 1 only, device 1 reset:
+         * the pinned buffer is device 0's context's and outlives it (needs FAKE_CUDA_DEVICE_COUNT=2) */
+        void *h, *d;
+        if (cudaMallocHost(&h, 4 << 20) || cudaSetDevice(1) || cudaMalloc(&d, 64 << 20))
+            return 4;
+        int rc = (int)cudaDeviceReset();
+        printf("reset %d freehost %d\n", rc, (cudaSetDevice(0), (int)cudaFreeHost(h)));
+        return 0;
     }
     for (int c = 0; c < cases; c++) {
         void *d[4], *m, *h, *p;
