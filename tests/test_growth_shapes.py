@@ -696,3 +696,30 @@ class SegmentsMadeInTheLoop(T.AnalyzerTest):
         self.assertIn('No leaks outside cached memory: nothing else allocated during the loop', text)
         self.assertIn('200.00 MiB of it was allocated during the loop and kept', text)
         self.assertIn('(not counted as leaks; made during the loop: 200.00 MiB)', self.ok('summary', db).stdout)
+
+
+class FollowedOnlyWhereItMatters(T.AnalyzerTest):
+    """growth follows another level, device or thread's loop where the
+    default does not grow: a Hugging Face Trainer on two H200s read
+    "growing, 0.125 B per iteration" where pinned flags of 1 and 4 bytes were
+    kept in its loop beside flat device memory. Less than a page over the
+    loop is not followed; a forgotten cudaFreeHost of 4 KiB a step is."""
+
+    def job(self, name, host_bytes, keep_at):
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        t.alloc(64 * MiB, ['init_weights', 'main'])
+        for s in range(20):
+            t.push('train_step')
+            t.free(t.alloc(32 * MiB, ['forward', 'train_step', 'main']))
+            if s in keep_at:
+                t.alloc(host_bytes, ['pin_flag', 'train_step', 'main'], api='cudaMallocHost', device=-1)
+            t.pop()
+        return t.close()
+
+    def test_a_few_bytes_of_pinned_flags_are_not_followed(self):
+        d = self.json('growth', self.job('flags', 1, (3, 9, 15)))
+        self.assertEqual((d['memory'], d['verdict'], d['default_level']), ('device', 'stable', None))
+
+    def test_a_page_a_step_of_pinned_memory_is_followed(self):
+        d = self.json('growth', self.job('pages', 4096, set(range(20))))
+        self.assertEqual((d['memory'], d['verdict'], d['slope_bytes_per_iteration']), ('host', 'growing', 4096))
