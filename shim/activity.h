@@ -34,7 +34,7 @@ struct gt_note_rec { struct gt_note_rec *next; uint64_t t_ns; bool to_stderr; ch
 struct gt_note_rec *gt_notes_take(void);   /* writer: oldest first; caller frees */
 bool gt_notes_pending(void);
 bool gt_note_queued(const char *component);   /* one of this component is still to be written */
-void gt_notes_after_fork_child(void);
+void gt_notes_after_fork_child(bool cupti_ran);   /* cupti_ran: gt_cupti_ran(), before cupti.c's fork handling */
 
 /* cupti.c */
 void gt_cupti_start(void);           /* once, in the hook of the first successful CUDA call */

@@ -60,7 +60,7 @@ static void fork_child(void)
     gt_signals_after_fork_child();
     gt_state_after_fork_child();
     gt_ranges_after_fork_child();
-    gt_notes_after_fork_child();
+    gt_notes_after_fork_child(gt_cupti_ran());
     gt_unwind_memo_after_fork_child();
     gt_graph_after_fork_child();
     if (!had_trace)

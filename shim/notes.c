@@ -74,11 +74,10 @@ struct gt_note_rec *gt_notes_take(void)
  * and "cupti on" notes in its trace, and every report on it began with a
  * kernel-sampling line; a helper's probe). The lock may have been held by a
  * vanished thread. */
-void gt_notes_after_fork_child(void)
+void gt_notes_after_fork_child(bool cupti_ran)
 {
     pthread_mutex_init(&mu, NULL);
     int kept = 0;
-    bool cupti_ran = gt_cupti_ran();   /* (asked before cupti.c's own fork handling) */
     tail = &head;
     for (struct gt_note_rec *n = head, *next; n; n = next) {
         next = n->next;
