@@ -403,6 +403,10 @@ class DeviceResetTest(TraceTest):
             db = self.traced(how)
             self.assertEqual(query(db, "SELECT api, device, result FROM events_v WHERE api GLOB '*Reset*'"),
                              [(api, 0, 0)] * self.CASES, how)
+            # where the program reset the device: its call stack, as an allocation's
+            self.assertEqual(query(db, "SELECT DISTINCT f.function FROM events_v e JOIN stack_frames sf ON sf.stack_id = "
+                                       "e.stack_id JOIN frames f ON f.id = sf.frame_id WHERE e.api GLOB '*Reset*' AND "
+                                       "f.function = 'main'"), [('main',)], how)
             freed = query(db, "SELECT a.api, count(*), sum(a.size) FROM allocations a JOIN events_v f "
                               "ON f.id = a.free_id WHERE f.api = 'reset_free' GROUP BY a.api ORDER BY 1")
             self.assertEqual(freed, [('cudaMalloc', 4 * self.CASES, 4 * self.CASES * (64 << 20)),
