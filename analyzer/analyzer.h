@@ -206,6 +206,10 @@ struct gt_growth {
     double devices_slope;
 };
 int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
+/* growth.c's fits, for growth_follow.c: over the iterations found, or over
+ * its (one thread's loop of them), of c->sel's memory */
+int gt_growth_on(struct gt_ctx *c, struct gt_growth *g);
+int gt_growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);
 int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
 
