@@ -130,14 +130,28 @@ struct gt_leaks {
     size_t nsites, ncached, nheld, nat_end, nsteady;
     int64_t bytes, count, cached_bytes, cached_count, held_bytes, held_count, at_end_bytes, at_end_count;
     int64_t cached_in_loop;   /* of cached_bytes, allocated during the loop after its first iteration */
+    const struct gt_caching_allocator *cached_by;   /* the allocator of the site that made most of it (NULL: none known) */
     int64_t steady_bytes, steady_count;   /* kept by sites that stopped growing in the loop's first half */
+    /* made by the loop iteration after iteration and freed only in its last
+     * iteration or after it (leaks.c's freed_after_loop) */
+    struct gt_site_sum *after;
+    size_t nafter;
+    int64_t after_bytes, after_count;
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
     struct gt_prealloc prealloc;   /* a preallocating framework's pool (bytes 0: none): none not told */
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
-int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
+/* allocators.c: a caching allocator known by its frames, and how to trace
+ * its memory at tensor level (per_tensor: a setting or a call) */
+struct gt_caching_allocator {
+    const char *name;
+    const char *const *frames;
+    const char *per_tensor;
+};
+const struct gt_caching_allocator *gt_caching_allocator_of(char *const *frames, int n);
+const struct gt_caching_allocator *gt_site_caching_allocator(struct gt_ctx *c, int32_t site, int *code);
 void gt_leaks_free(struct gt_leaks *l);
 int gt_report_leaks(struct gt_ctx *c, struct gt_json *j);
 
@@ -212,6 +226,14 @@ int gt_growth_on(struct gt_ctx *c, struct gt_growth *g);
 int gt_growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_growth *g);
 void gt_growth_free(struct gt_growth *g);
 int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
+/* growth_out.c: device memory that did not grow, half or more of it a
+ * caching allocator's cache at the last fitted iteration's end: the verdict
+ * is the cache's (by: that allocator; NULL: not so) */
+struct gt_cache_share {
+    const struct gt_caching_allocator *by;
+    int64_t cached, live;
+};
+int gt_growth_cache_share(struct gt_ctx *c, const struct gt_growth *g, struct gt_cache_share *cs);
 
 /* ---- ledger.c (below): */
 /* What NVML shows held on device d outside the trace (the CUDA context and

@@ -25,12 +25,49 @@ static int site_texts(struct gt_ctx *c, const struct gt_growth *g, size_t m, cha
  * asked for more, not necessarily the allocation that is kept (seed 001 under
  * PyTorch's default allocator on an H100: the segment is requested in the
  * backward pass, the kept tensor is the forward's output). */
-static int segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
+static const struct gt_caching_allocator *segment_level(struct gt_ctx *c, const struct gt_growth *g, int *code)
 {
     *code = GT_EXIT_OK;
     if (!g->nsites || strcmp(g->memory, "device") != 0)
-        return 0;
-    return gt_site_in_caching_allocator(c, g->sites[0].site, code);
+        return NULL;
+    return gt_site_caching_allocator(c, g->sites[0].site, code);
+}
+
+/* Of device memory that did not grow: how much of what was live at the
+ * last fitted iteration's end a caching allocator held (its cache: blocks or
+ * segments). A verdict over it says the allocator asked CUDA for no more,
+ * not that the program's tensors stopped growing: CuPy's pool kept 1 MiB
+ * arrays a step inside blocks it held and device memory read flat (an H200,
+ * session 48). cs->by NULL: not so (or under half of it). */
+int gt_growth_cache_share(struct gt_ctx *c, const struct gt_growth *g, struct gt_cache_share *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    if (!strcmp(g->verdict, "growing") || strcmp(g->memory, "device") != 0 || g->used < 2)
+        return GT_EXIT_OK;
+    size_t k = g->n;
+    while (k > 0 && !g->loop[k - 1].closed)
+        k--;
+    if (!k)
+        return GT_EXIT_OK;
+    struct gt_sel s = {.mem_mask = GT_MASK(GT_MEM_DEVICE), .device = g->by_device ? g->device : c->sel.device};
+    struct gt_site_sum *sites;
+    size_t n = gt_live_sites_before(&c->t, &c->p, &s, g->loop[k - 1].end_ev, &sites, &cs->live, NULL);
+    int code = GT_EXIT_OK;
+    int64_t most = 0;
+    for (size_t i = 0; i < n && !code; i++) {
+        const struct gt_caching_allocator *a = gt_site_caching_allocator(c, sites[i].site, &code);
+        if (!a)
+            continue;
+        cs->cached += sites[i].bytes;
+        if (sites[i].bytes > most) {
+            most = sites[i].bytes;
+            cs->by = a;
+        }
+    }
+    free(sites);
+    if (code || 2 * cs->cached < cs->live)
+        cs->by = NULL;
+    return code;
 }
 
 /* Iterations at the end holding the same bytes, from which a step pattern
@@ -122,6 +159,18 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                    g->held.late ? "one step up and small ones, not growth per iteration"
                                 : "a cache settling, not growth per iteration");
     }
+    struct gt_cache_share cs;
+    int code = gt_growth_cache_share(c, g, &cs);
+    if (code)
+        return code;
+    if (cs.by) {
+        char b3[GT_FMT_LEN];
+        printf("  (of the %s live at the last fitted iteration's end, %s is %s's cache: %s\n"
+               "   says it asked CUDA for no more, not that the program's tensors stopped growing: a tensor kept\n"
+               "   inside what the cache holds shows only when it needs more. Every tensor is seen with:\n"
+               "   %s)\n", gt_fmt_bytes(cs.live, b1), gt_fmt_bytes(cs.cached, b3), cs.by->name,
+               g->verdict, cs.by->per_tensor);
+    }
     if (g->prealloc.bytes) {
         char made[160];
         printf("  (not told: %s before the loop and held: a\n"
@@ -152,7 +201,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     printf("  call sites whose live memory grows per iteration:\n");
     size_t m = g->nsites < (size_t)c->o->top ? g->nsites : (size_t)c->o->top;
     char **texts;
-    int code = site_texts(c, g, m, &texts);
+    code = site_texts(c, g, m, &texts);
     if (code)
         return code;
     struct gt_table tb;
@@ -164,11 +213,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         gt_table_row(&tb, gt_fmt_bytes_d(g->sites[i].slope, b1), gt_fmt_bytes(g->sites[i].last, b2), texts[i]);
     gt_table_print(&tb, stdout, 4);
     gt_site_texts_free(texts, m);
-    int in_cache = segment_level(c, g, &code);
+    const struct gt_caching_allocator *in_cache = segment_level(c, g, &code);
     if (in_cache)
-        printf("  (device memory of a caching allocator: a site above is the request that needed a new segment,\n"
-               "   which can be another tensor than the one kept; with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
-               "   the trace sees every tensor, and the site that grows is the one that keeps it)\n");
+        printf("  (device memory of %s: a site above is the request that needed a new segment,\n"
+               "   which can be another tensor than the one kept. Every tensor is seen, and the site that grows\n"
+               "   is the one that keeps it, with: %s)\n", in_cache->name, in_cache->per_tensor);
     if (in_cache && !strcmp(g->verdict, "growing") && g->steps && g->steps_at_new_highs == g->steps &&
         g->steady_tail >= STEADY_TAIL)
         printf("  (growth in steps, each at an iteration that peaked highest yet, then steady: a caching allocator\n"
@@ -287,9 +336,24 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_arr_end(j);
         gt_site_texts_free(texts, g.nsites);
         if (!code) {
-            int seg = segment_level(c, &g, &code);
+            int seg = segment_level(c, &g, &code) != NULL;
             gt_json_key(j, "sites_are_segments");
             gt_json_bool(j, seg);
+        }
+        struct gt_cache_share cs;
+        if (!code && !(code = gt_growth_cache_share(c, &g, &cs))) {
+            /* not growing, and most of the level is a caching allocator's cache: the verdict is its */
+            gt_json_key(j, "verdict_of_cache");
+            if (cs.by) {
+                gt_json_obj(j);
+                gt_json_kstr(j, "allocator", cs.by->name);
+                gt_json_kint(j, "cached_bytes", cs.cached);
+                gt_json_kint(j, "live_bytes", cs.live);
+                gt_json_kstr(j, "per_tensor", cs.by->per_tensor);
+                gt_json_obj_end(j);
+            } else {
+                gt_json_null(j);
+            }
         }
         gt_json_obj_end(j);
     } else {

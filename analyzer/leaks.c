@@ -27,7 +27,8 @@ const char gt_help_leaks[] =
     "pool memory counts as cached when:\n"
     "  - its stack passes through such a frame: a function or module containing\n"
     "    CUDACachingAllocator, DeviceCachingAllocator, c10::cuda::, libc10_cuda.so,\n"
-    "    BFCAllocator, cupy.cuda.memory, MemoryPool::malloc, rmm::mr::,\n"
+    "    BFCAllocator, CuPy's memory pool (cupy.cuda.memory), MemoryPool::malloc,\n"
+    "    rmm::mr::,\n"
     "    cublasCreate, cublasLtCreate or cudnnCreate; or\n"
     "  - it has no recorded frames, is device memory, the trace freed no device\n"
     "    memory at all, and the program ran iterations (the caching pattern).\n"
@@ -46,54 +47,38 @@ const char gt_help_leaks[] =
     "site's that only the iteration before the last left live (iterations found\n"
     "automatically may begin inside the program's step). With 6 or more, a site\n"
     "that kept no more after the loop's first half than before is held steady\n"
-    "(a cache that evicts, a buffer made once), not a leak. Without\n"
+    "(a cache that evicts, a buffer made once), not a leak; and what the loop\n"
+    "made iteration after iteration but freed only in its last iteration or\n"
+    "after it (JAX frees every buffer at teardown) is listed apart: not live at\n"
+    "exit, but memory that grew while the loop ran. Without\n"
     "iterations everything live is listed, and the report says it cannot tell.\n"
     "--no-cache-heuristic reports nothing as cached.\n"
     "If the process was killed, \"at process end\" means when the trace stops.\n";
 
-/* Substrings of frames (function or module) that belong to a caching
- * allocator, or to a CUDA library's handle, whose workspace lives as long as
- * the handle (PyTorch keeps its cuBLAS handles until exit: 128 MiB on an
- * H100). An allocation whose stack passes through one is cached. */
-static const char *const cache_frames[] = {
-    "CUDACachingAllocator",     /* PyTorch: c10::cuda::CUDACachingAllocator::... */
-    "DeviceCachingAllocator",
-    "c10::cuda::",
-    "libc10_cuda.so",
-    "BFCAllocator",             /* TensorFlow, XLA/JAX (tsl::BFCAllocator) */
-    "cupy.cuda.memory",         /* CuPy's memory pool */
-    "MemoryPool::malloc",
-    "rmm::mr::",                /* RAPIDS memory manager */
-#define N_ALLOCATOR_FRAMES 8    /* the caching allocators above; library handles below */
+/* Frames of a CUDA library's handle, whose workspace lives as long as the
+ * handle (PyTorch keeps its cuBLAS handles until exit: 128 MiB on an H100).
+ * An allocation whose stack passes through one, or through a caching
+ * allocator (allocators.c), is cached. */
+static const char *const handle_frames[] = {
     "cublasCreate",             /* cuBLAS / cuBLASLt / cuDNN handle workspaces */
     "cublasLtCreate",
     "cudnnCreate",
 };
 
-static int frames_say_cached(struct gt_ctx *c, int32_t site, int *has_frames, int *code)
+/* Is site's memory cached: its stack passes through a caching allocator
+ * (then *by is it) or a library's handle? */
+static int frames_say_cached(struct gt_ctx *c, int32_t site, int *has_frames,
+                             const struct gt_caching_allocator **by, int *code)
 {
     char **f;
     int n;
     *code = gt_trace_frames(&c->t, site, &f, &n);
     *has_frames = n > 0;
+    if ((*by = gt_caching_allocator_of(f, n)))
+        return 1;
     for (int k = 0; k < n; k++)
-        for (size_t q = 0; q < sizeof cache_frames / sizeof cache_frames[0]; q++)
-            if (strstr(f[k], cache_frames[q]))
-                return 1;
-    return 0;
-}
-
-/* Does site's stack pass through a caching allocator (the first
- * N_ALLOCATOR_FRAMES of cache_frames)? Then its device memory is a segment
- * the allocator reserved, not one tensor. */
-int gt_site_in_caching_allocator(struct gt_ctx *c, int32_t site, int *code)
-{
-    char **f;
-    int n;
-    *code = gt_trace_frames(&c->t, site, &f, &n);
-    for (int k = 0; k < n; k++)
-        for (size_t q = 0; q < N_ALLOCATOR_FRAMES; q++)
-            if (strstr(f[k], cache_frames[q]))
+        for (size_t q = 0; q < sizeof handle_frames / sizeof handle_frames[0]; q++)
+            if (strstr(f[k], handle_frames[q]))
                 return 1;
     return 0;
 }
@@ -167,9 +152,13 @@ static size_t iteration_of(struct loop l, size_t a)
  * ResNet-50 under cudaMallocAsync: the last step's input, still held by the
  * program's variables at exit, was called a leak). What accumulates is live
  * from two or more iterations, or from one earlier than that. With three
- * iterations the one before the last is the whole loop: the rule is off. */
+ * iterations the one before the last is the whole loop: the rule is off.
+ * freed_after: instead of what was live at exit, what the loop (after its
+ * first iteration) made and freed only in its last iteration or after it:
+ * JAX releases every buffer at the interpreter's teardown, so that arrays a
+ * loop kept in a list were never live at exit (an H200, session 48). */
 static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                         const unsigned char *loop_of)
+                                         const unsigned char *loop_of, int freed_after)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1;
@@ -178,13 +167,18 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     unsigned char *iters = gt_xcalloc(ns, 1);   /* 0, 1 or 2: "two or more" iterations of the loop phase */
     for (size_t a = 0; a < t->nev; a++) {
         const struct gt_event *e = &t->ev[a];
+        size_t f = c->p.partner[a];
         if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC ||
-            c->p.partner[a] != GT_NO_EVENT || !gt_sel_has(t, s, e))
+            (f != GT_NO_EVENT) != freed_after || !gt_sel_has(t, s, e))
             continue;
         size_t site = e->site >= 0 ? (size_t)e->site : t->nsites;
         struct loop l = loop_of_event(it, loop_of, a);
         int phase = phase_of(l, a);
+        if (freed_after && (phase != PHASE_LOOP || f < l.it[l.n - 1].first_ev))
+            continue;
         struct gt_site_sum *g = &ph[site * PHASE_N + phase];
+        g->site = e->site;
+        g->memory = g->count && g->memory != t->api[e->api].memory ? -1 : t->api[e->api].memory;
         g->bytes += e->size > 0 ? e->size : 0;
         g->count++;
         if (phase == PHASE_LOOP) {
@@ -299,6 +293,44 @@ static int by_bytes(const void *a, const void *b)
     return (x->bytes < y->bytes) - (x->bytes > y->bytes);
 }
 
+/* What the loop made iteration after iteration and freed only when it ended
+ * (in its last iteration, or after it: at the interpreter's teardown): not
+ * live at exit, but grown while the loop ran. By the leak's own rules (two
+ * or more iterations, or one earlier than the one before the last; a site
+ * that stopped growing in the loop's first half is not one), with 6 or more
+ * iterations: a prefetch two batches deep frees two iterations' batches in
+ * the last, and only the halves tell it holds no more. Cached sites are not
+ * counted (a cache gives nothing back before exit anyway). */
+static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
+                            struct gt_leaks *l)
+{
+    if (it->n < STEADY_MIN_ITERATIONS)
+        return GT_EXIT_OK;
+    const unsigned char *loop_of;
+    int code = gt_ctx_event_loops(c, &loop_of);
+    if (code)
+        return code;
+    struct gt_site_sum *ph = live_by_phase(c, s, it, loop_of, 1);
+    unsigned char *steady = stopped_growing(c, s, it, ph);
+    size_t ns = c->t.nsites + 1;
+    l->after = gt_xmalloc(ns * sizeof *l->after);
+    for (size_t site = 0; site < ns && !code; site++) {
+        const struct gt_site_sum *p = &ph[site * PHASE_N + PHASE_LOOP];
+        if (!p->count || steady[site])
+            continue;
+        int has_frames = 0;
+        const struct gt_caching_allocator *by;
+        if (!c->o->cached_as_leaks && p->memory != GT_MEM_POOL &&
+            (frames_say_cached(c, p->site, &has_frames, &by, &code) || code))
+            continue;
+        add(l->after, &l->nafter, &l->after_bytes, &l->after_count, *p);
+    }
+    gt_qsort(l->after, l->nafter, sizeof *l->after, by_bytes);
+    free(steady);
+    free(ph);
+    return code;
+}
+
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 {
     memset(l, 0, sizeof *l);
@@ -324,7 +356,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         const unsigned char *loop_of;
         code = gt_ctx_event_loops(c, &loop_of);
         if (!code) {
-            ph = live_by_phase(c, &s, it, loop_of);
+            ph = live_by_phase(c, &s, it, loop_of, 0);
             steady = stopped_growing(c, &s, it, ph);
             l->classified = 1;
         }
@@ -334,14 +366,16 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
      * nothing else accumulated tells nothing of them */
     if (!code)
         gt_preallocated(c, &s, it->n ? it->it[0].first_ev : c->t.nev, it->n ? it->it[0].first_ev : 0, 0, &l->prealloc);
+    int64_t most_in_loop = 0;   /* the cached site that made the most in the loop names the allocator */
     for (size_t i = 0; i < n && !code; i++) {
         int cached = 0, has_frames = 0;
+        const struct gt_caching_allocator *by = NULL;
         /* Pool memory (cudaMallocAsync) is never a framework's cache: PyTorch's
          * async backend makes one such allocation per tensor, and the cache
          * there is the driver's pool, which is not an allocation in the trace.
          * A pool allocation live at exit is a tensor still held. */
         if (!c->o->cached_as_leaks && all[i].memory != GT_MEM_POOL) {
-            cached = frames_say_cached(c, all[i].site, &has_frames, &code);
+            cached = frames_say_cached(c, all[i].site, &has_frames, &by, &code);
             if (code)
                 break;
             if (!cached && !has_frames && all[i].memory == GT_MEM_DEVICE) {
@@ -355,7 +389,12 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         const struct gt_site_sum *p = ph ? &ph[(all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites) * PHASE_N] : NULL;
         if (cached) {
             add(l->cached, &l->ncached, &l->cached_bytes, &l->cached_count, all[i]);
-            l->cached_in_loop += p ? p[PHASE_LOOP].bytes : 0;
+            int64_t in_loop = p ? p[PHASE_LOOP].bytes : 0;
+            l->cached_in_loop += in_loop;
+            if (by && in_loop > most_in_loop) {
+                most_in_loop = in_loop;
+                l->cached_by = by;
+            }
             continue;
         }
         if (p && p[PHASE_LOOP].count && steady[all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites]) {
@@ -374,6 +413,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     }
     if (l->prealloc.bytes && !l->nsites)
         l->told = 0;
+    if (!code)
+        code = freed_after_loop(c, &s, it, l);
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
     gt_qsort(l->steady, l->nsteady, sizeof *l->steady, by_bytes);
@@ -385,6 +426,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 
 void gt_leaks_free(struct gt_leaks *l)
 {
+    free(l->after);
     free(l->sites);
     free(l->cached);
     free(l->held);
@@ -412,6 +454,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             {"at_end_bytes", "at_end_count", "at_end_sites", l.at_end_bytes, l.at_end_count, l.at_end, l.nat_end},
             {"held_steady_bytes", "held_steady_count", "held_steady_sites", l.steady_bytes, l.steady_count, l.steady,
              l.nsteady},
+            {"freed_after_loop_bytes", "freed_after_loop_count", "freed_after_loop_sites", l.after_bytes, l.after_count,
+             l.after, l.nafter},
         };
         for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
             gt_json_kint(j, g[k].bytes, g[k].b);
@@ -426,6 +470,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "iterations", (int64_t)l.iterations);
         gt_json_kint(j, "cached_in_loop_bytes", l.cached_in_loop);   /* cached, made in the loop and kept */
+        gt_json_kstr(j, "cached_in_loop_by", l.cached_in_loop && l.cached_by ? l.cached_by->name : NULL);
         gt_json_kint_or_null(j, "preallocated_bytes", l.prealloc.bytes ? l.prealloc.bytes : -1);
         gt_json_key(j, "process_exited");
         gt_json_bool(j, !killed);
@@ -446,15 +491,21 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             printf("Leaks: not told: 2 iterations, a first and a last; memory that accumulates shows from 3 on (run or "
                    "mark more steps). What was live at process end is below.\n");
         } else if (l.nsites == 0) {
-            if (l.classified)
+            if (l.classified && l.nafter)
+                printf("%s: nothing %sallocated during the loop (iterations 2 to %zu of %zu) was still live at\n"
+                       "process end; but what accumulated during it was freed only after it (below).\n",
+                       l.prealloc.bytes ? "Outside the pool" : l.ncached ? "No leaks outside cached memory" : "No leaks",
+                       l.ncached && !l.prealloc.bytes ? "else " : "", l.iterations - 1, l.iterations);
+            else if (l.classified)
                 printf("%s: nothing %sallocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : l.ncached ? "No leaks outside cached memory" : "No leaks",
                        l.ncached && !l.prealloc.bytes ? "else " : "", l.iterations - 1, l.iterations,
                        l.nheld || l.nat_end || l.ncached || l.nsteady ? "; what was live at process end is below" : "");
             else
-                printf("%s: every allocation was freed before the process ended%s.\n",
+                printf("%s: every allocation was freed before the process ended%s%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : "No leaks",
-                       l.ncached ? " (apart from caching-allocator memory below)" : "");
+                       l.ncached ? " (apart from caching-allocator memory below)" : "",
+                       l.nafter ? "; but what accumulated during\nthe loop was freed only after it (below)" : "");
         } else {
             printf("Leaks: %s in %lld allocation%s at %zu call site%s, %s and never freed:\n", gt_fmt_bytes(l.bytes, b),
                    (long long)l.count, l.count == 1 ? "" : "s", l.nsites, l.nsites == 1 ? "" : "s",
@@ -466,6 +517,14 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                 printf("  (without 3 or more iterations, memory held for the whole run (parameters, optimizer state) "
                        "cannot be told from memory that accumulates: mark the loop with NVTX ranges or "
                        "gputrace_iteration)\n");
+        }
+        if (!code && l.nafter) {
+            printf("Accumulated over the loop and freed only after it (in its last iteration, or when the process\n"
+                   "tore down): not live at exit, but memory that grew iteration after iteration while the loop ran\n"
+                   "(gputrace growth gives the rate): %s in %lld allocation%s at %zu call site%s:\n",
+                   gt_fmt_bytes(l.after_bytes, b), (long long)l.after_count, gt_s(l.after_count), l.nafter,
+                   gt_s((long long)l.nafter));
+            code = gt_text_sites(c, l.after, l.nafter, (size_t)c->o->top, 2);
         }
         if (!code && l.nheld) {
             printf("Held for the run (allocated before the loop or in its first iteration and kept: parameters, "
@@ -494,10 +553,12 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                    gt_fmt_bytes(l.cached_bytes, b), (long long)l.cached_count, gt_s(l.cached_count), l.ncached, gt_s((long long)l.ncached));
             code = gt_text_sites(c, l.cached, l.ncached, (size_t)c->o->top, 2);
             if (!code && l.cached_in_loop)   /* a cache's segments made in the loop and kept: a leak would do the same */
-                printf("  (%s of it was allocated during the loop and kept: a caching allocator's segments hold the\n"
-                       "   program's tensors, and a tensor kept every step fills them as a cache does; only a\n"
-                       "   tensor-level trace tells them apart (PyTorch: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync),\n"
-                       "   and gputrace growth says whether they grew)\n", gt_fmt_bytes(l.cached_in_loop, b));
+                printf("  (%s of it was allocated during the loop and kept: %s's segments hold the\n"
+                       "   program's tensors, and a tensor kept every step fills them as a cache does; gputrace\n"
+                       "   growth says whether they grew, and only a tensor-level trace tells them apart: %s)\n",
+                       gt_fmt_bytes(l.cached_in_loop, b),
+                       l.cached_by ? l.cached_by->name : "a caching allocator",
+                       l.cached_by ? l.cached_by->per_tensor : "PyTorch: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync");
         }
     }
     gt_leaks_free(&l);

@@ -39,11 +39,10 @@ static const struct { const char *module, *name; } libraries[] = {
 };
 #define NLIB (sizeof libraries / sizeof *libraries)
 
-/* Frames of a framework's own allocator: its segments are the framework bucket. */
-static const char *const allocator_frames[] = {
-    "CUDACachingAllocator", "DeviceCachingAllocator", "c10::cuda::", "libc10_cuda.so", "BFCAllocator",
-    "cupy.cuda.memory", "cupy/cuda/memory", "MemoryPool::malloc", "rmm::mr::", "libxla", "xla::",
-};
+/* Frames of a framework's own allocator beside the caching allocators
+ * (allocators.c): XLA's buffers, per buffer under its platform allocator.
+ * Their memory is the framework bucket. */
+static const char *const framework_frames[] = {"cupy/cuda/memory", "libxla", "xla::"};
 
 enum { CAT_FRAMEWORK, CAT_DIRECT, CAT_GRAPH, CAT_LIB0 };
 #define NCAT ((int)(CAT_LIB0 + NLIB))
@@ -72,9 +71,11 @@ static int site_category(struct gt_trace *t, int32_t site, int *code)
         if (strstr(f[k], "torch/_inductor/cudagraph_trees.py"))
             return CAT_GRAPH;
     }
+    if (gt_caching_allocator_of(f, n))
+        return CAT_FRAMEWORK;
     for (int k = 0; k < n; k++)
-        for (size_t q = 0; q < sizeof allocator_frames / sizeof *allocator_frames; q++)
-            if (strstr(f[k], allocator_frames[q]))
+        for (size_t q = 0; q < sizeof framework_frames / sizeof *framework_frames; q++)
+            if (strstr(f[k], framework_frames[q]))
                 return CAT_FRAMEWORK;
     return CAT_DIRECT;
 }

@@ -186,6 +186,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         code = gt_growth_compute(c, &g);
     if (code)
         goto out;
+    struct gt_cache_share cache = {0};
+    if (its->n && (code = gt_growth_cache_share(c, &g, &cache)))
+        goto out;
     struct oom_verdict oomv;
     oom_verdict(c, &oomv);
     if (j) {
@@ -267,8 +270,10 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "leaks_told");   /* false: under 3 iterations leak_bytes says nothing of accumulation */
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
+        gt_json_kint(j, "freed_after_loop_bytes", l.after_bytes);   /* accumulated, freed only when the loop ended */
         gt_json_kstr(j, "growth_verdict", g.verdict);
         gt_json_kstr(j, "growth_memory", g.memory);
+        gt_json_kstr(j, "growth_verdict_of_cache", cache.by ? cache.by->name : NULL);   /* the caching allocator's */
         gt_json_kint_or_null(j, "growth_thread", g.thread_tid ? g.thread_tid : -1);   /* one thread's own loop */
         gt_json_kint_or_null(j, "growth_device", g.by_device ? g.device : -1);   /* one device alone */
         gt_json_kint_or_null(j, "preallocated_bytes", g.prealloc.bytes ? g.prealloc.bytes : l.prealloc.bytes ? l.prealloc.bytes : -1);
@@ -356,7 +361,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (l.classified && l.iterations == 2)
         printf("  leaks: not told (2 iterations: what accumulates shows from 3; gputrace leaks)");
     else
-        printf("  leaks: none");
+        printf("  leaks: none%s", l.nafter ? " live at exit" : "");
+    if (l.nafter)
+        printf("; %s accumulated over the loop and was freed only after it", gt_fmt_bytes(l.after_bytes, b1));
     if (l.ncached)
         printf("; %s held until exit by a caching allocator or a library handle (not counted as leaks%s%s)", gt_fmt_bytes(l.cached_bytes, b1),
                l.cached_in_loop ? "; made during the loop: " : "", l.cached_in_loop ? gt_fmt_bytes(l.cached_in_loop, b2) : "");
@@ -380,6 +387,11 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (g.used >= 2 && *whose)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict,
                gt_fmt_bytes_d(g.slope, b1), g.memory, whose);
+    else if (g.used >= 2 && cache.by)
+        printf("  growth: %s, %s per iteration of %s memory, %s of its %s is %s's cache, which asked CUDA for no\n"
+               "    more (a tensor kept inside what it holds does not show; gputrace growth)\n", g.verdict,
+               gt_fmt_bytes_d(g.slope, b1), g.memory, gt_fmt_bytes(cache.cached, b2), gt_fmt_bytes(cache.live, b3),
+               cache.by->name);
     else if (g.used >= 2)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1),
                g.memory, g.later_used ? ", with steps seen in later kernel windows" : "");

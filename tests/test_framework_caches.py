@@ -1,0 +1,143 @@
+"""leaks and growth where the allocator is not PyTorch's (session 48, CuPy and
+JAX on an H200, tests/gpu/check_framework_loops.py):
+- CuPy's memory pool is Cython: its frames are mangled C names
+  (__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool_malloc), which the
+  "cupy.cuda.memory" pattern never matched, so a pool block the loop made was
+  called a leak at the line that needed a new block (rfft2), not the line that
+  kept an array;
+- device memory that is mostly a caching allocator's cache read "stable"
+  with no word that arrays kept inside its blocks do not show (CuPy kept
+  1 MiB a step for 20 steps inside blocks it held);
+- JAX releases every buffer at the interpreter's teardown, so arrays a loop
+  kept in a list were never live at exit: leaks said "No leaks ... nothing
+  accumulated" beside growth's 2 MiB an iteration."""
+import os
+
+import analyzer_traces as T
+
+MiB = T.MiB
+CUPY_POOL = ['cudaMalloc',
+             '__pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc(unsigned long, int)',
+             '__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool_malloc(__pyx_obj_4cupy_4cuda_6memory_'
+             'SingleDeviceMemoryPool*, unsigned long, int)',
+             '__pyx_pw_4cupy_4cuda_6memory_10MemoryPool_3malloc(_object*, _object* const*, long, _object*)']
+
+
+def pool_loop(t, steps, new_block_at=(), first=3):
+    """A CuPy-like loop: blocks of 16 MiB made through the pool before the loop
+    (and at the steps in new_block_at, where the pool needed one more), never
+    freed; each step's arrays live inside them, out of sight."""
+    for _ in range(first):
+        t.alloc(16 * MiB, CUPY_POOL + ['cupy_loop (train.py:10)', '<module> (train.py:40)'])
+    for s in range(steps):
+        t.push('step')
+        if s in new_block_at:
+            t.alloc(16 * MiB, CUPY_POOL + ['cupy_loop (train.py:17)', '<module> (train.py:40)'])
+        t.pop()
+    return t.close()
+
+
+class CupyPoolFrames(T.AnalyzerTest):
+    def test_cupy_pool_blocks_are_cached_not_leaks(self):
+        db = pool_loop(T.Trace(os.path.join(self.dir, 'cupy.db')), 20, new_block_at=(5, 10, 15))
+        d = self.json('leaks', db)
+        self.assertEqual((d['total_bytes'], d['cached_bytes'], d['cached_in_loop_bytes']), (0, 96 * MiB, 48 * MiB))
+        self.assertEqual(d['cached_in_loop_by'], "CuPy's memory pool")
+        self.assertIn('cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool().malloc)', self.ok('leaks', db).stdout)
+
+    def test_growing_cupy_blocks_are_segments_with_cupys_setting(self):
+        db = pool_loop(T.Trace(os.path.join(self.dir, 'cupy.db')), 20, new_block_at=range(2, 20))
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['sites_are_segments']), ('growing', True))
+        out = self.ok('growth', db).stdout
+        self.assertIn("device memory of CuPy's memory pool: a site above is the request that needed a new segment", out)
+        self.assertIn('cupy.cuda.set_allocator', out)
+
+
+class StableInsideACache(T.AnalyzerTest):
+    def test_a_stable_cache_says_its_verdict_is_the_caches(self):
+        db = pool_loop(T.Trace(os.path.join(self.dir, 'flat.db')), 20)
+        d = self.json('growth', db)
+        self.assertEqual(d['verdict'], 'stable')
+        self.assertEqual((d['verdict_of_cache']['allocator'], d['verdict_of_cache']['cached_bytes'],
+                          d['verdict_of_cache']['live_bytes']), ("CuPy's memory pool", 48 * MiB, 48 * MiB))
+        self.assertIn("48.00 MiB is CuPy's memory pool's cache: stable\n   says it asked CUDA for no more",
+                      self.ok('growth', db).stdout)
+        self.assertIn("growth: stable, 0 B per iteration of device memory, 48.00 MiB of its 48.00 MiB is CuPy's memory "
+                      "pool's cache, which asked CUDA for no\n    more (a tensor kept inside", self.ok('summary', db).stdout)
+        self.assertEqual(self.json('summary', db)['growth_verdict_of_cache'], "CuPy's memory pool")
+
+    def test_pytorch_segments_name_pytorchs_setting(self):
+        t = T.Trace(os.path.join(self.dir, 'torch.db'))
+        t.alloc(40 * MiB, T.CACHING_FRAMES)
+        for s in range(20):
+            t.push('step')
+            t.pop()
+        d = self.json('growth', t.close())
+        self.assertEqual(d['verdict_of_cache']['per_tensor'], 'PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync')
+
+    def test_memory_of_its_own_allocations_is_no_caches_verdict(self):
+        t = T.Trace(os.path.join(self.dir, 'plain.db'))
+        t.alloc(40 * MiB, ['init_weights', 'main'])
+        t.alloc(8 * MiB, CUPY_POOL + ['main'])   # a cache, but under half of what is live
+        for s in range(20):
+            t.push('step')
+            t.free(t.alloc(8 * MiB, ['forward', 'main']))
+            t.pop()
+        db = t.close()
+        self.assertIsNone(self.json('growth', db)['verdict_of_cache'])
+        self.assertNotIn("cache: stable", self.ok('growth', db).stdout)
+
+
+class FreedOnlyAfterTheLoop(T.AnalyzerTest):
+    def job(self, name, steps=20, keep=True, prefetch=0, weights_freed=True):
+        """steps NVTX-marked steps; keep: one 2 MiB array a step into a list that
+        is freed only after the loop (as JAX's teardown does); prefetch: that
+        many batches in flight, the oldest freed each step, the rest after."""
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        w = t.alloc(64 * MiB, ['init_weights', 'main'])
+        kept, queue = [], []
+        for s in range(steps):
+            t.push('step')
+            t.free(t.alloc(16 * MiB, ['forward', 'main']))
+            if keep:
+                kept.append(t.alloc(2 * MiB, ['keep (train.py:33)', 'main']))
+            if prefetch:
+                queue.append(t.alloc(4 * MiB, ['prefetch (train.py:21)', 'main']))
+                if len(queue) > prefetch:
+                    t.free(queue.pop(0))
+            t.pop()
+        for a in kept + queue + ([w] if weights_freed else []):   # the teardown
+            t.free(a)
+        return t.close()
+
+    def test_what_the_loop_kept_until_it_ended_is_told(self):
+        db = self.job('kept')
+        d = self.json('leaks', db)
+        # iterations 2 to 19 made them (the first is held for the run, the last in use)
+        self.assertEqual((d['total_bytes'], d['freed_after_loop_bytes'], d['freed_after_loop_count']),
+                         (0, 18 * 2 * MiB, 18))
+        self.assertIn('keep (train.py:33) (workload)', d['freed_after_loop_sites'][0]['frames'])
+        out = self.ok('leaks', db).stdout
+        self.assertIn('No leaks: every allocation was freed before the process ended; but what accumulated during\n'
+                      'the loop was freed only after it (below).', out)
+        self.assertIn('Accumulated over the loop and freed only after it', out)
+        self.assertIn('leaks: none live at exit; 36.00 MiB accumulated over the loop and was freed only after it',
+                      self.ok('summary', db).stdout)
+        self.assertEqual(self.json('summary', db)['freed_after_loop_bytes'], 36 * MiB)
+
+    def test_beside_memory_live_at_exit(self):
+        out = self.ok('leaks', self.job('weights', weights_freed=False)).stdout
+        self.assertIn('No leaks: nothing allocated during the loop (iterations 2 to 19 of 20) was still live at\n'
+                      'process end; but what accumulated during it was freed only after it (below).', out)
+        self.assertIn('Held for the run', out)
+
+    def test_a_prefetch_queue_freed_after_the_loop_is_not_told(self):
+        for depth in (1, 2, 3):
+            d = self.json('leaks', self.job('prefetch%d' % depth, keep=False, prefetch=depth))
+            self.assertEqual((d['freed_after_loop_bytes'], d['freed_after_loop_sites']), (0, []), depth)
+
+    def test_a_clean_loop_and_a_short_one_tell_nothing(self):
+        self.assertEqual(self.json('leaks', self.job('clean', keep=False))['freed_after_loop_bytes'], 0)
+        # under 6 iterations a queue cannot be told from accumulation
+        self.assertEqual(self.json('leaks', self.job('short', steps=5))['freed_after_loop_bytes'], 0)
