@@ -10,10 +10,14 @@
 /* Substrings of a frame (function or module). CuPy's pool is Cython: its
  * frames are mangled C names (__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool_malloc,
  * in memory.cpython-312-x86_64-linux-gnu.so), never "cupy.cuda.memory" (an
- * H200 trace, session 48). */
+ * H200 trace, session 48); the pool's classes, not the module: without the
+ * pool (set_allocator(None)) each array is still made through
+ * cupy.cuda.memory.Memory, one cudaMalloc an array, which is no cache. */
 static const char *const torch_frames[] = {"CUDACachingAllocator", "DeviceCachingAllocator", "c10::cuda::",
                                            "libc10_cuda.so", NULL};
-static const char *const cupy_frames[] = {"_4cupy_4cuda_6memory_", "cupy.cuda.memory", NULL};
+static const char *const cupy_frames[] = {"_4cupy_4cuda_6memory_22SingleDeviceMemoryPool",
+                                          "_4cupy_4cuda_6memory_10MemoryPool", "cupy.cuda.memory.MemoryPool",
+                                          "cupy.cuda.memory.SingleDeviceMemoryPool", NULL};
 static const char *const bfc_frames[] = {"BFCAllocator", NULL};
 static const char *const rmm_frames[] = {"rmm::mr::", NULL};
 static const char *const pool_frames[] = {"MemoryPool::malloc", NULL};

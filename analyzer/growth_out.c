@@ -42,8 +42,8 @@ static const struct gt_caching_allocator *segment_level(struct gt_ctx *c, const 
 int gt_growth_cache_share(struct gt_ctx *c, const struct gt_growth *g, struct gt_cache_share *cs)
 {
     memset(cs, 0, sizeof *cs);
-    if (!strcmp(g->verdict, "growing") || strcmp(g->memory, "device") != 0 || g->used < 2)
-        return GT_EXIT_OK;
+    if (!strcmp(g->verdict, "growing") || strcmp(g->memory, "device") != 0 || g->used < 2 || g->prealloc.bytes)
+        return GT_EXIT_OK;   /* (a preallocated pool: growth says so already) */
     size_t k = g->n;
     while (k > 0 && !g->loop[k - 1].closed)
         k--;

@@ -37,6 +37,12 @@ def pool_loop(t, steps, new_block_at=(), first=3):
     return t.close()
 
 
+CUPY_NO_POOL = ['cudaMalloc',
+                '__pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc(unsigned long, int)',
+                '__pyx_pw_4cupy_4cuda_6memory_6Memory_1__init__(_object*, _object*, _object*)',
+                '__pyx_pw_4cupy_4cuda_6memory_3_malloc(_object*, _object* const*, long, _object*)']
+
+
 class CupyPoolFrames(T.AnalyzerTest):
     def test_cupy_pool_blocks_are_cached_not_leaks(self):
         db = pool_loop(T.Trace(os.path.join(self.dir, 'cupy.db')), 20, new_block_at=(5, 10, 15))
@@ -44,6 +50,17 @@ class CupyPoolFrames(T.AnalyzerTest):
         self.assertEqual((d['total_bytes'], d['cached_bytes'], d['cached_in_loop_bytes']), (0, 96 * MiB, 48 * MiB))
         self.assertEqual(d['cached_in_loop_by'], "CuPy's memory pool")
         self.assertIn('cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool().malloc)', self.ok('leaks', db).stdout)
+
+    def test_cupy_without_its_pool_is_an_allocation_per_array(self):
+        # set_allocator(None): each array one cudaMalloc through cupy.cuda.memory.Memory, no cache
+        # (an H200: the first build's pattern of the module called these cached, and the leak vanished)
+        t = T.Trace(os.path.join(self.dir, 'nopool.db'))
+        for s in range(20):
+            t.push('step')
+            t.alloc(MiB, CUPY_NO_POOL + ['cupy_loop (train.py:17)', '<module> (train.py:40)'])
+            t.pop()
+        d = self.json('leaks', t.close())
+        self.assertEqual((d['total_bytes'], d['cached_bytes']), (20 * MiB, 0))
 
     def test_growing_cupy_blocks_are_segments_with_cupys_setting(self):
         db = pool_loop(T.Trace(os.path.join(self.dir, 'cupy.db')), 20, new_block_at=range(2, 20))

@@ -35,8 +35,13 @@ os.makedirs(a.out, exist_ok=True)
 PLATFORM = {'XLA_PYTHON_CLIENT_PREALLOCATE': 'false', 'XLA_PYTHON_CLIENT_ALLOCATOR': 'platform'}
 MIB = 1 << 20
 
+BFC = {'XLA_PYTHON_CLIENT_PREALLOCATE': 'false'}   # XLA's BFC allocator, growing as needed
 CASES = [   # name, framework, env, keep MiB, nvtx, preallocated
     ('cupy-keep', 'cupy', {}, 1, False, False),
+    ('cupy-none-keep', 'cupy:none', {}, 1, False, False),
+    ('cupy-async-keep', 'cupy:async', {}, 1, False, False),
+    ('jax-bfc-keep', 'jax:bfc', BFC, 1, False, False),
+    ('jax-bfc-clean', 'jax:bfc', BFC, 0, False, False),
     ('cupy-clean', 'cupy', {}, 0, False, False),
     ('cupy-keep-nvtx', 'cupy', {}, 1, True, False),
     ('cupy-keep4', 'cupy', {}, 4, False, False),
@@ -56,8 +61,10 @@ def site_text(s):
 for name, fw, env, keep, nvtx, prealloc in CASES:
     if only and name not in only:
         continue
+    fw, _, how = fw.partition(':')   # cupy:none, cupy:async: CuPy's allocator; jax:bfc: XLA's BFC
     argv = ['python3', os.path.join(here, 'framework_loops.py'), '--framework', fw, '--steps', str(a.steps),
-            '--keep-mib', str(keep)] + (['--nvtx'] if nvtx else [])
+            '--keep-mib', str(keep)] + (['--nvtx'] if nvtx else []) + (
+                ['--cupy-allocator', how] if fw == 'cupy' and how else [])
     bare = run(argv, env_extra=env)
     db = fresh_db(a.out, name)
     p = run(argv, shim=shim, db=db, env_extra=dict(env, GPUTRACE_QUIET='1'))
@@ -100,7 +107,28 @@ for name, fw, env, keep, nvtx, prealloc in CASES:
         continue
     cache = g.get('verdict_of_cache') or {}
     slope = g.get('slope_bytes_per_iteration') or 0
-    if keep and fw == 'cupy':
+    if keep and (fw == 'cupy' and how or how == 'bfc'):
+        # a trace per array (CuPy without its pool, or its async pool), or XLA's BFC allocator growing
+        # as needed: what each says is printed (INFO); a per-array trace must name the KEEP line
+        lines = [site_text(x) for k in ('sites', 'freed_after_loop_sites', 'cached_sites') for x in (lk.get(k) or [])]
+        print('   INFO %s: growth %s %s B an iteration of %s, segments %s, verdict of cache %s; leaks %s B, freed after '
+              'the loop %s B, cached in loop %s B by %s' % (
+                  name, g.get('verdict'), slope, g.get('memory'), g.get('sites_are_segments'), cache.get('allocator'),
+                  lk.get('total_bytes'), lk.get('freed_after_loop_bytes'), lk.get('cached_in_loop_bytes'),
+                  lk.get('cached_in_loop_by')), flush=True)
+        if how != 'bfc':
+            report(g.get('verdict') == 'growing' and line in top,
+                   '%s: growth per array (the setting growth names) is growing at %s' % (name, line),
+                   '%s %s B an iteration, top %s' % (g.get('verdict'), slope, top[:160]))
+            report(any(line in x for x in lines), '%s: leaks names %s' % (name, line),
+                   'leaks %s B, freed after the loop %s B' % (lk.get('total_bytes'), lk.get('freed_after_loop_bytes')))
+        else:
+            report(g.get('verdict') == 'growing' and g.get('sites_are_segments') or
+                   g.get('verdict') != 'growing' and cache.get('allocator', '').startswith('a BFC allocator'),
+                   '%s: growth is the BFC allocator\'s, said so' % name,
+                   '%s, segments %s, verdict of cache %s' % (g.get('verdict'), g.get('sites_are_segments'),
+                                                            cache.get('allocator')))
+    elif keep and fw == 'cupy':
         # CuPy's pool: arrays live in blocks it holds; device memory grows only when it needs
         # a new block, whose request may be another array's. Growing there is told as the pool's
         # segments; not growing, as the pool's verdict, with its setting for a trace per array

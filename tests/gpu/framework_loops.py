@@ -8,7 +8,10 @@
 --keep-mib M: each step keeps M MiB more (a list of arrays made at the line
 marked KEEP: the leak the checks look for); 0 keeps nothing. No NVTX ranges
 unless --nvtx (CuPy's own cupy.cuda.nvtx; JAX: libnvToolsExt by ctypes, else CuPy's).
-usage: framework_loops.py --framework cupy|jax [--steps 20] [--keep-mib 1] [--nvtx]
+--cupy-allocator none|async: CuPy without its pool (an array a cudaMalloc) or
+with the driver's stream-ordered pool (an array a cudaMallocAsync), the
+settings `gputrace growth` names for a trace per array.
+usage: framework_loops.py --framework cupy|jax [--steps 20] [--keep-mib 1] [--nvtx] [--cupy-allocator pool]
 Prints steps=N, kept_bytes=B and keep_line=L (the KEEP line's number)."""
 import argparse
 import ctypes
@@ -40,8 +43,12 @@ def nvtx_range():
     return lambda n: lib.nvtxRangePushA(n.encode()), lib.nvtxRangePop
 
 
-def cupy_loop(steps, keep_bytes, use_nvtx):
+def cupy_loop(steps, keep_bytes, use_nvtx, allocator='pool'):
     import cupy as cp
+    if allocator == 'none':     # no pool: every array its own cudaMalloc and cudaFree
+        cp.cuda.set_allocator(None)
+    elif allocator == 'async':  # the driver's stream-ordered pool: cudaMallocAsync per array
+        cp.cuda.set_allocator(cp.cuda.MemoryAsyncPool().malloc)
     if use_nvtx:
         from cupy.cuda import nvtx
         push, pop = nvtx.RangePush, nvtx.RangePop
@@ -67,7 +74,7 @@ def cupy_loop(steps, keep_bytes, use_nvtx):
     return sum(k.nbytes for k in kept)
 
 
-def jax_loop(steps, keep_bytes, use_nvtx):
+def jax_loop(steps, keep_bytes, use_nvtx, allocator=None):
     import jax
     import jax.numpy as jnp
     push = pop = None
@@ -107,9 +114,10 @@ def main():
     ap.add_argument('--steps', type=int, default=20)
     ap.add_argument('--keep-mib', type=float, default=0)
     ap.add_argument('--nvtx', action='store_true')
+    ap.add_argument('--cupy-allocator', choices=('pool', 'none', 'async'), default='pool')
     a = ap.parse_args()
     loop = cupy_loop if a.framework == 'cupy' else jax_loop
-    kept = loop(a.steps, int(a.keep_mib * (1 << 20)), a.nvtx)
+    kept = loop(a.steps, int(a.keep_mib * (1 << 20)), a.nvtx, a.cupy_allocator)
     src = inspect.getsource(loop).splitlines()
     first = inspect.getsourcelines(loop)[1]
     line = next(first + k for k, s in enumerate(src) if s.rstrip().endswith('# KEEP'))
