@@ -123,11 +123,15 @@ for name, fw, env, keep, nvtx, prealloc in CASES:
             report(any(line in x for x in lines), '%s: leaks names %s' % (name, line),
                    'leaks %s B, freed after the loop %s B' % (lk.get('total_bytes'), lk.get('freed_after_loop_bytes')))
         else:
+            # its regions made before the loop are told as a preallocating framework's pool (no verdict),
+            # a verdict over them as the BFC allocator's, or growth as its segments
             report(g.get('verdict') == 'growing' and g.get('sites_are_segments') or
+                   g.get('verdict') == 'unknown' and (g.get('preallocated_bytes') or 0) > 0 or
                    g.get('verdict') != 'growing' and cache.get('allocator', '').startswith('a BFC allocator'),
                    '%s: growth is the BFC allocator\'s, said so' % name,
-                   '%s, segments %s, verdict of cache %s' % (g.get('verdict'), g.get('sites_are_segments'),
-                                                            cache.get('allocator')))
+                   '%s, segments %s, preallocated %s, verdict of cache %s' % (
+                       g.get('verdict'), g.get('sites_are_segments'), g.get('preallocated_bytes'),
+                       cache.get('allocator')))
     elif keep and fw == 'cupy':
         # CuPy's pool: arrays live in blocks it holds; device memory grows only when it needs
         # a new block, whose request may be another array's. Growing there is told as the pool's

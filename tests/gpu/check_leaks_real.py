@@ -142,10 +142,12 @@ def one(model, alloc):
               tr.get('classified_by_iterations'), its[:300]), flush=True)
     text = subprocess.run([gputrace, 'leaks', db], capture_output=True, text=True).stdout
     print('\n'.join('     | ' + l for l in text.splitlines()[:14]), flush=True)
-    report(tr.get('classified_by_iterations') and tr.get('accumulation_told') and tr.get('total_bytes') == 0,
-           '%s: a clean job reads clean (no leak, told from 3 or more iterations)' % name,
-           'leak %s B, classified %s, told %s' % (tr.get('total_bytes'), tr.get('classified_by_iterations'),
-                                                   tr.get('accumulation_told')))
+    report(tr.get('classified_by_iterations') and tr.get('accumulation_told') and tr.get('total_bytes') == 0 and
+           not tr.get('freed_after_loop_bytes'),
+           '%s: a clean job reads clean (no leak, told from 3 or more iterations; nothing freed only after the loop)'
+           % name, 'leak %s B, classified %s, told %s, freed after the loop %s B' % (
+               tr.get('total_bytes'), tr.get('classified_by_iterations'), tr.get('accumulation_told'),
+               tr.get('freed_after_loop_bytes')))
     if alloc == 'async':
         want = c['params'] + c['optimizer_state']
         held = tr.get('held_for_run_bytes') or 0

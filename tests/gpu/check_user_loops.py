@@ -161,6 +161,11 @@ for name, mode, env, allowed in CASES:
                'leak %s B, told %s; sites %s; growth %s' % (
                    lk.get('total_bytes'), lk.get('accumulation_told'),
                    [x.get('call_site') for x in (lk.get('sites') or [])[:3]], g.get('verdict')))
+        # nor does it accumulate memory it frees only when the loop ends (leaks' freed_after_loop)
+        report(not lk.get('freed_after_loop_bytes'),
+               '%s: nothing accumulated over the loop to be freed only after it' % name,
+               'freed after the loop %s B at %s' % (lk.get('freed_after_loop_bytes'), [
+                   x.get('call_site') for x in (lk.get('freed_after_loop_sites') or [])[:3]]))
         continue
     kept, line = c['kept_per_step'], c['kept_line']
     slope = g.get('slope_bytes_per_iteration') or 0
