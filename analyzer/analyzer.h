@@ -44,6 +44,7 @@ struct gt_ctx {
     unsigned char *loop_of;   /* gt_ctx_event_loops' map, once read */
     int page;                 /* for the HTML report's page: per-iteration lists grouped past GT_PAGE_ITERATIONS */
     unsigned has_levels;      /* GT_MASK of each memory kind with a successful allocation (on --device N) */
+    int unlined_sites;        /* a call site shown had only native frames, none with a source line */
 };
 /* Iterations a report's page lists one by one; past them, consecutive ones
  * are one entry at their highest peak (the chart draws about 1,000 bars: a
@@ -62,6 +63,9 @@ int gt_ctx_has_memory(const struct gt_ctx *c, int memory, int device);
 /* One line before a leaks or growth report when the record has gaps (dropped
  * events, allocations at an address still live). */
 void gt_ctx_print_gaps(const struct gt_ctx *c);
+/* After a text report that showed native call sites without source lines, in
+ * a trace never symbolized: one line on how to add file:line. */
+void gt_ctx_print_symbolize_hint(struct gt_ctx *c);
 void gt_ctx_close(struct gt_ctx *c);
 /* Iterations per the options, found once and cached. */
 int gt_ctx_iterations(struct gt_ctx *c, const struct gt_iterations **out);

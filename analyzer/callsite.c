@@ -374,6 +374,11 @@ int gt_site_texts(struct gt_ctx *c, const int32_t *sites, size_t n, char ***out)
         w->omit = gt_xcalloc((size_t)w->n, 1);
         w->via = -1;
         w->user_line = gt_frame_user_python(w->fi, w->n);
+        /* a native stack without one source line: the symbolize hint (gt_ctx_print_symbolize_hint) */
+        int lined = w->user_line >= 0;
+        for (int k = 0; k < w->n && !lined; k++)
+            lined = w->fi[k].file != NULL;
+        c->unlined_sites |= !lined;
         int user = o->native || o->all_frames ? -1 : w->user_line;
         for (int k = 0; user >= 0 && k < w->n; k++)
             w->omit[k] = !w->fi[k].python || k < user;

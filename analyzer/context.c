@@ -294,6 +294,23 @@ void gt_ctx_print_gaps(const struct gt_ctx *c)
     printf("Note: the record has gaps (%s): memory below may have been freed; gputrace summary says more.\n", what);
 }
 
+void gt_ctx_print_symbolize_hint(struct gt_ctx *c)
+{
+    if (!c->unlined_sites)
+        return;
+    /* symbolized already (some native frame has a file): the rest has no debug info, and saying
+     * "run symbolize" again would send the user in a circle */
+    sqlite3_stmt *st;
+    if (gt_trace_prepare_optional(&c->t, "SELECT 1 FROM frames WHERE ip != 0 AND file IS NOT NULL LIMIT 1", &st,
+                                  "reading frames") || !st)
+        return;
+    int symbolized = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (!symbolized)
+        printf("(call sites without source lines: gputrace symbolize %s adds file:line where the binaries have "
+               "debug info (-g))\n", c->path);
+}
+
 /* Name prefixes of functions that belong to a memory allocator's own code
  * rather than to the code that wanted the memory. Prefixes of the demangled
  * name, not substrings: "c10::cuda::" also appears in argument lists of

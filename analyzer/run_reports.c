@@ -39,6 +39,8 @@ static int run_one(const struct gt_command *cmd, const char *path, const struct 
             gt_recorder_text(&c.t);
             double t0 = gt_now();
             code = cmd->report(&c, NULL);
+            if (!code)
+                gt_ctx_print_symbolize_hint(&c);
             fflush(stdout);
             gt_phase("report", t0);
         }

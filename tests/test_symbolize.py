@@ -48,6 +48,21 @@ class SymbolizeTest(TraceTest):
         self.assertEqual(top.returncode, 0, top.stderr)
         self.assertIn('call_chain.c:%d' % source_line('cudaMalloc(&p, n)'), top.stdout)
 
+    def test_reports_say_how_to_get_lines_until_symbolized(self):
+        # a CUDA developer's first report named functions only, with no word of symbolize
+        p, db = self.trace([prog('call_chain')])
+        hint = '(call sites without source lines: gputrace symbolize %s adds file:line' % db
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True).stdout
+        self.assertIn(hint, out.splitlines()[-1])
+        # a report that shows no call site says nothing of them (everything was freed)
+        self.assertNotIn('gputrace symbolize', subprocess.run([GPUTRACE, 'leaks', db], capture_output=True,
+                                                              text=True).stdout)
+        self.assertEqual(self.symbolize(db).returncode, 0)
+        self.assertNotIn('gputrace symbolize', subprocess.run([GPUTRACE, 'top', db], capture_output=True,
+                                                              text=True).stdout)
+        self.assertNotIn('gputrace symbolize', subprocess.run([GPUTRACE, 'top', '--json', db], capture_output=True,
+                                                              text=True).stdout)
+
     def test_running_twice_changes_nothing(self):
         p, db = self.trace([prog('call_chain')])
         self.assertEqual(self.symbolize(db).returncode, 0)
