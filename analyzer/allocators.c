@@ -14,12 +14,16 @@
  * pool (set_allocator(None)) each array is still made through
  * cupy.cuda.memory.Memory, one cudaMalloc an array, which is no cache. */
 static const char *const torch_frames[] = {"CUDACachingAllocator", "DeviceCachingAllocator", "c10::cuda::",
-                                           "libc10_cuda.so", NULL};
+                                           "libc10_cuda.so", "CachingHostAllocator" /* pinned host blocks */, NULL};
 static const char *const cupy_frames[] = {"_4cupy_4cuda_6memory_22SingleDeviceMemoryPool",
                                           "_4cupy_4cuda_6memory_10MemoryPool", "cupy.cuda.memory.MemoryPool",
                                           "cupy.cuda.memory.SingleDeviceMemoryPool", NULL};
 static const char *const bfc_frames[] = {"BFCAllocator", NULL};
-static const char *const rmm_frames[] = {"rmm::mr::", NULL};
+/* RMM's resources that keep what they are given back; its default,
+ * cuda_memory_resource, is one cudaMalloc a buffer and no cache (a review) */
+static const char *const rmm_frames[] = {"rmm::mr::pool_memory_resource", "rmm::mr::arena_memory_resource",
+                                         "rmm::mr::binning_memory_resource", "rmm::mr::fixed_size_memory_resource",
+                                         NULL};
 static const char *const pool_frames[] = {"MemoryPool::malloc", NULL};
 
 static const struct gt_caching_allocator known[] = {
@@ -29,7 +33,7 @@ static const struct gt_caching_allocator known[] = {
     {"a BFC allocator (XLA, TensorFlow)", bfc_frames,
      "JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform; TensorFlow: "
      "TF_GPU_ALLOCATOR=cuda_malloc_async"},
-    {"RMM's memory resource", rmm_frames, "RMM's CudaAsyncMemoryResource (rmm.mr.CudaAsyncMemoryResource())"},
+    {"RMM's pool", rmm_frames, "RMM's CudaAsyncMemoryResource (rmm.mr.CudaAsyncMemoryResource())"},
     {"a memory pool", pool_frames, "the library's own setting for an allocation per buffer"},
 };
 

@@ -27,8 +27,9 @@ const char gt_help_leaks[] =
     "pool memory counts as cached when:\n"
     "  - its stack passes through such a frame: a function or module containing\n"
     "    CUDACachingAllocator, DeviceCachingAllocator, c10::cuda::, libc10_cuda.so,\n"
-    "    BFCAllocator, CuPy's memory pool (cupy.cuda.memory), MemoryPool::malloc,\n"
-    "    rmm::mr::,\n"
+    "    BFCAllocator, CuPy's memory pool (cupy.cuda.memory's MemoryPool),\n"
+    "    MemoryPool::malloc, RMM's pool resources (rmm::mr::pool_memory_resource,\n"
+    "    arena_, binning_, fixed_size_), PyTorch's CachingHostAllocator,\n"
     "    cublasCreate, cublasLtCreate or cudnnCreate; or\n"
     "  - it has no recorded frames, is device memory, the trace freed no device\n"
     "    memory at all, and the program ran iterations (the caching pattern).\n"
@@ -48,9 +49,10 @@ const char gt_help_leaks[] =
     "automatically may begin inside the program's step). With 6 or more, a site\n"
     "that kept no more after the loop's first half than before is held steady\n"
     "(a cache that evicts, a buffer made once), not a leak; and what the loop\n"
-    "made iteration after iteration but freed only in its last iteration or\n"
-    "after it (JAX frees every buffer at teardown) is listed apart: not live at\n"
-    "exit, but memory that grew while the loop ran. Without\n"
+    "made in 3 or more iterations but freed only in its last iteration or after\n"
+    "it (JAX frees every buffer at teardown), still rising at the loop's end, is\n"
+    "listed apart: not live at exit, but memory that grew while the loop ran.\n"
+    "Without\n"
     "iterations everything live is listed, and the report says it cannot tell.\n"
     "--no-cache-heuristic reports nothing as cached.\n"
     "If the process was killed, \"at process end\" means when the trace stops.\n";
@@ -158,13 +160,20 @@ static size_t iteration_of(struct loop l, size_t a)
  * JAX releases every buffer at the interpreter's teardown, so that arrays a
  * loop kept in a list were never live at exit (an H200, session 48). */
 static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                         const unsigned char *loop_of, int freed_after)
+                                         const unsigned char *loop_of, int freed_after, unsigned char **iters_out)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1;
     struct gt_site_sum *ph = gt_xcalloc(ns * PHASE_N, sizeof *ph);
     size_t *last_it = gt_xcalloc(ns, sizeof *last_it), *loop_n = gt_xcalloc(ns, sizeof *loop_n);
-    unsigned char *iters = gt_xcalloc(ns, 1);   /* 0, 1 or 2: "two or more" iterations of the loop phase */
+    unsigned char *iters = gt_xcalloc(ns, 1);   /* 0 to 3: "three or more" iterations of the loop phase */
+    /* freed "after the loop": in the last iteration of the loop that ends last, or after it, whichever
+     * thread's loop made it (a producer thread's loop that ended early had its batches, freed by the main
+     * loop while it ran, called freed after the loop; a review) */
+    size_t after_from = it->it[it->n - 1].first_ev;
+    for (size_t k = 0; k < it->nthreads; k++)
+        if (it->threads[k].n && it->threads[k].it[it->threads[k].n - 1].first_ev > after_from)
+            after_from = it->threads[k].it[it->threads[k].n - 1].first_ev;
     for (size_t a = 0; a < t->nev; a++) {
         const struct gt_event *e = &t->ev[a];
         size_t f = c->p.partner[a];
@@ -174,7 +183,7 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
         size_t site = e->site >= 0 ? (size_t)e->site : t->nsites;
         struct loop l = loop_of_event(it, loop_of, a);
         int phase = phase_of(l, a);
-        if (freed_after && (phase != PHASE_LOOP || f < l.it[l.n - 1].first_ev))
+        if (freed_after && (phase != PHASE_LOOP || f < after_from))
             continue;
         struct gt_site_sum *g = &ph[site * PHASE_N + phase];
         g->site = e->site;
@@ -184,7 +193,7 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
         if (phase == PHASE_LOOP) {
             size_t k = iteration_of(l, a);
             if (!iters[site] || k != last_it[site])
-                iters[site] = iters[site] < 2 ? iters[site] + 1 : 2;
+                iters[site] = iters[site] < 3 ? iters[site] + 1 : 3;
             last_it[site] = k;
             loop_n[site] = l.n;   /* k is an index into that thread's loop */
         }
@@ -202,7 +211,10 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     }
     free(last_it);
     free(loop_n);
-    free(iters);
+    if (iters_out)
+        *iters_out = iters;
+    else
+        free(iters);
     return ph;
 }
 
@@ -230,11 +242,15 @@ static size_t end_after(struct loop l, size_t a)
  * With fewer than 6 iterations the halves say nothing: none is steady. */
 #define STEADY_MIN_ITERATIONS 6
 static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                      const struct gt_site_sum *ph)
+                                      const struct gt_site_sum *ph, unsigned char **rising_out)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1, n = it->n, nrows = 0;
-    unsigned char *steady = gt_xcalloc(ns, 1);
+    unsigned char *steady = gt_xcalloc(ns, 1), *rising = gt_xcalloc(ns, 1);
+    if (rising_out)
+        *rising_out = rising;
+    else
+        free(rising);
     if (n < STEADY_MIN_ITERATIONS)
         return steady;
     int32_t *row = gt_xmalloc(ns * sizeof *row);
@@ -263,15 +279,24 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
         if (row[site] < 0)
             continue;
         const int64_t *dr = d + (size_t)row[site] * (n + 1);
-        int64_t live = 0, first_half = INT64_MIN, second_half = INT64_MIN;
+        /* still rising at the end: over the last third, and over the last two ends (a ring of 8 slots
+         * filled by iteration 8 of 12, then reused, rose over the last third; a review) */
+        int64_t live = 0, first_half = INT64_MIN, second_half = INT64_MIN, third_back = 0, two_back = 0;
+        size_t back = n / 3 > 2 ? n / 3 : 2;
         for (size_t k = 0; k + 1 < n; k++) {
             live += dr[k];
             if (k < n / 2)
                 first_half = live > first_half ? live : first_half;
             else
                 second_half = live > second_half ? live : second_half;
+            if (k + 2 + back == n)
+                third_back = live;
+            if (k + 4 == n)
+                two_back = live;
         }
         steady[site] = first_half > 0 && second_half <= first_half;
+        if (rising_out)
+            (*rising_out)[site] = live > third_back && live > two_back;
     }
     free(d);
     free(row);
@@ -295,12 +320,13 @@ static int by_bytes(const void *a, const void *b)
 
 /* What the loop made iteration after iteration and freed only when it ended
  * (in its last iteration, or after it: at the interpreter's teardown): not
- * live at exit, but grown while the loop ran. By the leak's own rules (two
- * or more iterations, or one earlier than the one before the last; a site
- * that stopped growing in the loop's first half is not one), with 6 or more
- * iterations: a prefetch two batches deep frees two iterations' batches in
- * the last, and only the halves tell it holds no more. Cached sites are not
- * counted (a cache gives nothing back before exit anyway). */
+ * live at exit, but grown while the loop ran. With 6 or more iterations, a
+ * site's allocations from 3 or more of them, whose live bytes at iteration
+ * ends still rose over the loop's last third and did not stop growing in its
+ * first half: a prefetch queue frees a few iterations' batches in the last,
+ * and a buffer made once in the second half (an EMA copy, a new shape) is no
+ * accumulation (a review read both as one). Cached sites are not counted (a
+ * cache gives nothing back before exit anyway). */
 static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
                             struct gt_leaks *l)
 {
@@ -310,13 +336,14 @@ static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const stru
     int code = gt_ctx_event_loops(c, &loop_of);
     if (code)
         return code;
-    struct gt_site_sum *ph = live_by_phase(c, s, it, loop_of, 1);
-    unsigned char *steady = stopped_growing(c, s, it, ph);
+    unsigned char *iters, *rising;
+    struct gt_site_sum *ph = live_by_phase(c, s, it, loop_of, 1, &iters);
+    unsigned char *steady = stopped_growing(c, s, it, ph, &rising);
     size_t ns = c->t.nsites + 1;
     l->after = gt_xmalloc(ns * sizeof *l->after);
     for (size_t site = 0; site < ns && !code; site++) {
         const struct gt_site_sum *p = &ph[site * PHASE_N + PHASE_LOOP];
-        if (!p->count || steady[site])
+        if (!p->count || steady[site] || iters[site] < 3 || !rising[site])
             continue;
         int has_frames = 0;
         const struct gt_caching_allocator *by;
@@ -327,6 +354,8 @@ static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const stru
     }
     gt_qsort(l->after, l->nafter, sizeof *l->after, by_bytes);
     free(steady);
+    free(rising);
+    free(iters);
     free(ph);
     return code;
 }
@@ -356,8 +385,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         const unsigned char *loop_of;
         code = gt_ctx_event_loops(c, &loop_of);
         if (!code) {
-            ph = live_by_phase(c, &s, it, loop_of, 0);
-            steady = stopped_growing(c, &s, it, ph);
+            ph = live_by_phase(c, &s, it, loop_of, 0, NULL);
+            steady = stopped_growing(c, &s, it, ph, NULL);
             l->classified = 1;
         }
     }

@@ -41,10 +41,11 @@ static const struct { const char *module, *name; } libraries[] = {
 
 /* Frames of a framework's own allocator beside the caching allocators
  * (allocators.c): XLA's buffers, per buffer under its platform allocator;
- * CuPy's arrays without its pool (cupy.cuda.memory.Memory, Cython).
+ * CuPy's arrays without its pool (cupy.cuda.memory.Memory, Cython); RMM's
+ * resources that keep no cache.
  * Their memory is the framework bucket. */
 static const char *const framework_frames[] = {"cupy.cuda.memory", "cupy/cuda/memory", "_4cupy_4cuda_6memory_",
-                                               "libxla", "xla::"};
+                                               "rmm::mr::", "libxla", "xla::"};
 
 enum { CAT_FRAMEWORK, CAT_DIRECT, CAT_GRAPH, CAT_LIB0 };
 #define NCAT ((int)(CAT_LIB0 + NLIB))

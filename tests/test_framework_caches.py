@@ -158,3 +158,84 @@ class FreedOnlyAfterTheLoop(T.AnalyzerTest):
         self.assertEqual(self.json('leaks', self.job('clean', keep=False))['freed_after_loop_bytes'], 0)
         # under 6 iterations a queue cannot be told from accumulation
         self.assertEqual(self.json('leaks', self.job('short', steps=5))['freed_after_loop_bytes'], 0)
+
+
+class ReviewedCases(T.AnalyzerTest):
+    """A review of the above (session 48): RMM's default resource is no cache;
+    a buffer made once in the loop's second half, a ring still filling early
+    and a producer thread's loop that ended first are no accumulation; the
+    cache's verdict is said of "stable" alone, and not where the loop's own
+    arrays are visible beside an idle cache."""
+
+    def steps(self, t, n, body):
+        for s in range(n):
+            t.push('step')
+            body(s)
+            t.pop()
+
+    def test_rmms_default_resource_is_an_allocation_per_buffer(self):
+        rmm = ['cudaMalloc', 'rmm::mr::cuda_memory_resource::do_allocate(unsigned long, rmm::cuda_stream_view)',
+               'rmm::device_buffer::allocate_async(unsigned long)']
+        t = T.Trace(os.path.join(self.dir, 'rmm.db'))
+        self.steps(t, 20, lambda s: t.alloc(2 * MiB, rmm + ['keep_result', 'main']))
+        d = self.json('leaks', t.close())
+        self.assertEqual((d['total_bytes'], d['cached_bytes']), (40 * MiB, 0))
+        pool = ['cudaMalloc', 'rmm::mr::pool_memory_resource<rmm::mr::cuda_memory_resource>::do_allocate(unsigned long)']
+        t = T.Trace(os.path.join(self.dir, 'rmmpool.db'))
+        self.steps(t, 20, lambda s: t.alloc(2 * MiB, pool + ['main']) if s % 5 == 0 else None)
+        d = self.json('leaks', t.close())
+        self.assertEqual((d['total_bytes'], d['cached_bytes'], d['cached_in_loop_by']), (0, 8 * MiB, "RMM's pool"))
+
+    def test_one_buffer_made_late_is_not_accumulation(self):
+        t = T.Trace(os.path.join(self.dir, 'ema.db'))
+        w = t.alloc(64 * MiB, ['init', 'main'])
+        made = []
+        self.steps(t, 20, lambda s: made.append(t.alloc(32 * MiB, ['ema_init', 'main'])) if s == 12 else None)
+        for a in made + [w]:
+            t.free(a)
+        self.assertEqual(self.json('leaks', t.close())['freed_after_loop_bytes'], 0)
+
+    def test_a_ring_filled_before_the_end_is_not_accumulation(self):
+        t = T.Trace(os.path.join(self.dir, 'ring.db'))
+        ring = []
+        self.steps(t, 12, lambda s: ring.append(t.alloc(MiB, ['ring_slot', 'main'])) if len(ring) < 8 else None)
+        for a in ring:
+            t.free(a)
+        self.assertEqual(self.json('leaks', t.close())['freed_after_loop_bytes'], 0)
+
+    def test_a_producer_threads_batches_freed_by_the_main_loop_are_not_after_it(self):
+        t = T.Trace(os.path.join(self.dir, 'producer.db'))
+        main, queue, made, ahead = t.tid, [], 0, 0.0
+        for s in range(20):
+            ahead += 1.5
+            while made < 20 and ahead >= 1:   # the producer's own 'step' ranges, ahead of the main loop
+                t.tid = 888
+                t.push('step')
+                queue.append(t.alloc(4 * MiB, ['load_batch', 'producer']))
+                t.pop()
+                t.tid, made, ahead = main, made + 1, ahead - 1
+            t.push('step')
+            t.free(t.alloc(8 * MiB, ['forward', 'main']))
+            t.free(queue.pop(0))
+            t.pop()
+        self.assertEqual(self.json('leaks', t.close())['freed_after_loop_bytes'], 0)
+
+    def test_no_caches_verdict_over_unknown_or_beside_visible_arrays(self):
+        # a new segment of another size every step, the last one given back: the cache asked CUDA every step
+        t = T.Trace(os.path.join(self.dir, 'unknown.db'))
+        sizes, held = [264, 320, 208, 360, 208, 216] * 4, []
+
+        def step(s):
+            held.append(t.alloc(sizes[s] * MiB, T.CACHING_FRAMES))
+            if len(held) > 1:
+                t.free(held.pop(0))
+        self.steps(t, 20, step)
+        g = self.json('growth', t.close())
+        self.assertEqual((g['verdict'], g['verdict_of_cache']), ('unknown', None))
+        # a cuBLAS workspace's segment made once, beside arrays made one by one in the loop
+        t = T.Trace(os.path.join(self.dir, 'visible.db'))
+        t.alloc(64 * MiB, T.CACHING_FRAMES)
+        t.alloc(40 * MiB, CUPY_NO_POOL + ['init', 'main'])
+        self.steps(t, 20, lambda s: t.free(t.alloc(8 * MiB, CUPY_NO_POOL + ['step', 'main'])))
+        g = self.json('growth', t.close())
+        self.assertEqual((g['verdict'], g['verdict_of_cache']), ('stable', None))
