@@ -294,6 +294,8 @@
     if (g.preallocated_bytes)
       el('p', {'class': 'note prealloc'}, box, preallocNote('Not told', g.preallocated_bytes, true) +
         ': what grows there is not seen.');
+    if (g.verdict_of_cache)
+      el('p', {'class': 'note cache-verdict'}, box, cacheNote(g.verdict_of_cache, g.verdict));
     if (g.verdict === 'growing' && typeof g.growth_steps === 'number') {
       var cache = g.sites_are_segments && g.growth_steps && g.growth_steps_at_new_highs === g.growth_steps &&
         g.steady_tail_iterations >= 3;
@@ -309,6 +311,14 @@
     if ((g.sites || []).length)
       table(box, 'growth-sites', ['bytes / iteration', 'call site (innermost first)'],
         g.sites.map(function (s) { return [fmtBytes(s.bytes_per_iteration), frames(s)]; }));
+  }
+
+  /* the level did not grow and most of it is a caching allocator's cache: the verdict is the cache's */
+  function cacheNote(c, verdict) {
+    return 'Of the ' + fmtBytes(c.live_bytes) + ' live at the last fitted iteration\u2019s end, ' + fmtBytes(c.cached_bytes) +
+      ' is ' + c.allocator + '\u2019s cache: ' + verdict + ' says it asked CUDA for no more, not that the program\u2019s' +
+      ' tensors stopped growing; a tensor kept inside what the cache holds shows only when it needs more. Every tensor' +
+      ' is seen with: ' + c.per_tensor + '.';
   }
 
   /* a preallocating framework's pool (JAX's default): what the trace cannot see inside it */
@@ -338,6 +348,14 @@
     var row = function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; };
     if ((l.sites || []).length)
       table(box, 'leaks', ['bytes', 'count', 'call site (innermost first)'], l.sites.map(row));
+    if ((l.freed_after_loop_sites || []).length) {
+      el('h4', {}, box, 'Accumulated over the loop, freed only after it');
+      el('p', {'class': 'note freed-after'}, box, fmtBytes(l.freed_after_loop_bytes) + ' in ' + l.freed_after_loop_count +
+        ' allocation' + (l.freed_after_loop_count === 1 ? '' : 's') + ' made iteration after iteration and freed only in' +
+        ' the loop\u2019s last iteration or after it (when the process tore down): not live at exit, but memory that grew' +
+        ' while the loop ran.');
+      table(box, 'freed-after', ['bytes', 'count', 'call site (innermost first)'], l.freed_after_loop_sites.map(row));
+    }
     if ((l.held_for_run_sites || []).length) {
       el('h4', {}, box, 'Held for the run');
       table(box, 'held', ['bytes', 'count', 'call site (innermost first)'], l.held_for_run_sites.map(row));
@@ -435,8 +453,9 @@
       ' lie inside its pool of ' + fmtBytes(g.preallocated_bytes) + ', out of sight', ids.growth, '');
     else if (g.verdict) item('growth', 'Growth', g.verdict, g.verdict + ': ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       (typeof g.iterations_fitted === 'number' ? fitted(g) : g.iterations + ' iterations') + ' (' + g.memory + ' memory)' +
-      followed(g),
-      ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' ? 'good' : '');
+      followed(g) + (g.verdict_of_cache ? '; the verdict of ' + g.verdict_of_cache.allocator + '\u2019s cache, which asked CUDA' +
+        ' for no more: a tensor kept inside it does not show' : ''),
+      ids.growth, g.verdict === 'growing' ? 'bad' : g.verdict === 'stable' && !g.verdict_of_cache ? 'good' : '');
     if (l.error) item('leaks', 'Leaks', '', 'unknown: ' + l.error, ids.leaks);
     else if (l.preallocated_bytes && !l.total_bytes)
       item('leaks', 'Leaks', '', 'not told: a preallocating framework\'s arrays lie inside its pool of ' +
@@ -444,9 +463,11 @@
     else if (l.classified_by_iterations && l.accumulation_told === false && !l.total_bytes)
       item('leaks', 'Leaks', '', 'not told: ' + l.iterations + ' iterations; what accumulates shows from 3', ids.leaks);
     else if (typeof l.total_bytes === 'number')
-      item('leaks', 'Leaks', l.total_bytes, l.total_bytes ? fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocation' +
+      item('leaks', 'Leaks', l.total_bytes, (l.total_bytes ? fmtBytes(l.total_bytes) + ' in ' + l.total_count + ' allocation' +
         (l.total_count === 1 ? '' : 's') + (l.classified_by_iterations ? ' allocated during the loop and never freed' : ' live at exit') :
-        'none', ids.leaks, l.total_bytes ? 'bad' : 'good');
+        l.freed_after_loop_bytes ? 'none live at exit' : 'none') +
+        (l.freed_after_loop_bytes ? '; ' + fmtBytes(l.freed_after_loop_bytes) + ' accumulated over the loop and was freed only after it' : ''),
+        ids.leaks, l.total_bytes ? 'bad' : l.freed_after_loop_bytes ? '' : 'good');
     var nf = (o.failures || []).length;
     if (o.error) item('ooms', 'Out of memory', '', 'unknown: ' + o.error, null);
     else item('ooms', 'Out of memory', nf, nf ? nf + ' failure' + (nf === 1 ? '' : 's') + (o.failures[0].ended_program ? ', the program ended on one' : '') +

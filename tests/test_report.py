@@ -397,6 +397,28 @@ class Layout(ReportTest):
         self.assertEqual(len(notes), 2, notes)   # the growth panel's and the leaks panel's
         self.assertTrue(all('XLA_PYTHON_CLIENT_PREALLOCATE=false' in n for n in notes), notes)
 
+    def test_a_caches_verdict_and_what_was_freed_only_after_the_loop_are_said(self):
+        # session 48 (CuPy and JAX on an H200): a stable verdict that is a caching allocator's, and arrays a
+        # loop kept that the framework freed only at teardown; neither reads "good" on the page
+        import test_framework_caches as F
+        cupy = F.pool_loop(T.Trace(os.path.join(self.dir, 'cupy.db')), 20)
+        dom, data, _ = self.report(cupy)
+        growth = self.item(dom, 0, 'growth')[0]
+        self.assertEqual(growth.attrs['data-value'], 'stable')
+        self.assertIn("the verdict of CuPy's memory pool\u2019s cache", growth.text)
+        self.assertFalse(growth.has_class('good'))
+        note = dom.find('p', 'cache-verdict', 0)
+        self.assertEqual(len(note), 1)
+        self.assertIn('cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool().malloc)', note[0].text)
+        jax = F.FreedOnlyAfterTheLoop('test_what_the_loop_kept_until_it_ended_is_told')
+        jax.dir = self.dir
+        dom, data, _ = self.report(jax.job('kept'))
+        leaks = self.item(dom, 0, 'leaks')[0]
+        self.assertEqual(int(leaks.attrs['data-value']), 0)
+        self.assertIn('none live at exit; 36.00 MiB accumulated over the loop and was freed only after it', leaks.text)
+        self.assertFalse(leaks.has_class('good'))
+        self.assertEqual(len(dom.find('table', 'freed-after', 0)), 1)
+
     def test_a_sweeps_traces_draw_peak_by_batch_size_and_the_proven_boundary(self):
         # gputrace sweep's runs: one process per batch size, each noting GPUTRACE_BATCH_SIZE (the
         # shim's "sweep" note); batch size 4 ran out of memory and ended there
