@@ -36,6 +36,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_RANGE_QUEUE_FULL] = {"range_queue_full", false,
         "push/pop range, start/end range or mark dropped: the queue to the writer was full and the writer made no "
         "progress for GPUTRACE_QUEUE_WAIT_MS"},
+    [GT_DROP_STACK_LOW] = {"stack_low", false,
+        "event recorded without its call stack: the calling thread's own stack had less than 16 KiB left below the "
+        "call (a thread started with a small stack), and taking it would have overflowed that stack"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

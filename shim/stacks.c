@@ -228,10 +228,23 @@ static int own_frames(void *const *buf, int n)
  * host, 1.3 us for 32 frames, the largest part of the shim's time under
  * cudaMallocAsync) where a path is new; a path seen before at the same stack
  * depth is checked against the stack instead (unwind_memo.c). */
+static __attribute__((noinline)) uint64_t capture(void);
+
 uint64_t gt_stack_capture(void)
 {
     if (depth <= 0 || !seen)
         return 0;
+    /* before capture()'s frame, which is most of the 8 KiB it takes (its buffers), is entered: a thread
+     * that would overflow its own stack gets no stack (stack_room.c) */
+    if (gt_stack_room_low()) {
+        gt_drop(GT_DROP_STACK_LOW);
+        return 0;
+    }
+    return capture();
+}
+
+static uint64_t capture(void)
+{
     struct gt_py_stack py;
     uint64_t t = gt_cost_ticks();
     int own = gt_py_capture(&py), theirs = 0;

@@ -95,6 +95,30 @@ class ExitPathTest(TraceTest):
         # every allocation after the dup2 that needed libunwind's walk: without its stack, counted
         self.assertGreater(query(db, "SELECT count FROM drops WHERE reason = 'stack_not_taken'")[0][0], 0)
 
+    @unittest.skipIf(SANITIZER, "a sanitizer's instrumentation takes its own share of a small thread stack")
+    def test_a_thread_with_a_small_stack_runs_as_untraced_its_stack_not_taken(self):
+        # a thread of 32 KiB calling cudaMalloc 24 KiB deep: taking the call stack (about 8 KiB more)
+        # overflowed it, SIGSEGV under the shim only; now no stack there, counted
+        def traced(stack, use):
+            db = os.path.join(self.dir, 'small-%d-%d.db' % (stack, use))
+            env = dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1), LD_PRELOAD=SHIM)
+            p = subprocess.run([prog('small_stack'), str(stack), str(use)], env=env, capture_output=True, text=True,
+                               timeout=60)
+            return p, db
+        bare = subprocess.run([prog('small_stack'), '32768', '24576'], env=base_env(), capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual((bare.returncode, bare.stdout), (0, 'done\n'), bare.stderr)
+        p, db = traced(32768, 24576)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'stack_low'"), [(100,)])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(2 + 200,)])
+        # with room the thread's allocations carry their stacks
+        p, db = traced(262144, 8192)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, "SELECT count(*) FROM drops WHERE reason = 'stack_low' AND count > 0"), [(0,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM events e JOIN apis a ON a.id = e.api "
+                                   "WHERE a.name = 'cudaMalloc' AND e.stack_id IS NULL"), [(0,)])
+
     def test_the_trace_files_descriptors_are_off_the_numbers_a_program_reuses(self):
         # between the check that a descriptor is still the trace's and the
         # write, a program's closefrom and open could put its file there: the
