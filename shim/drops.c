@@ -39,6 +39,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_STACK_LOW] = {"stack_low", false,
         "event recorded without its call stack: the calling thread's own stack had less than 16 KiB left below the "
         "call (a thread started with a small stack), and taking it would have overflowed that stack"},
+    [GT_DROP_STACK_IN_HANDLER] = {"stack_in_signal_handler", false,
+        "event recorded without its call stack: the thread's first one came inside a signal handler, which may have "
+        "interrupted malloc, whose lock the unwinder's first use on a thread takes"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

@@ -170,7 +170,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_RANGE_QUEUE_FULL, GT_DROP_STACK_LOW, GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_RANGE_QUEUE_FULL, GT_DROP_STACK_LOW, GT_DROP_STACK_IN_HANDLER, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -178,8 +178,10 @@ struct gt_drop_info {
     const char *meaning; /* drops.meaning */
 };
 void gt_drop(enum gt_drop_reason r);                 /* any thread, lock-free */
-/* stack_room.c: the calling thread's stack has too little room left to take its call stack */
+/* stack_room.c: the calling thread's stack has too little room left to take its call stack (asked
+ * outside a signal handler first); is the thread running a signal handler (1, 0; -1 cannot tell) */
 bool gt_stack_room_low(void);
+int gt_stack_in_signal_handler(void);
 void gt_drop_add(enum gt_drop_reason r, uint64_t n);
 uint64_t gt_drop_count(enum gt_drop_reason r);
 uint64_t gt_drops_events(void);                      /* events lost, every reason */

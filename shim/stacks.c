@@ -229,17 +229,34 @@ static int own_frames(void *const *buf, int n)
  * cudaMallocAsync) where a path is new; a path seen before at the same stack
  * depth is checked against the stack instead (unwind_memo.c). */
 static __attribute__((noinline)) uint64_t capture(void);
+/* this thread has taken a stack: libunwind's thread-local storage (it is
+ * loaded by dlopen, so its storage is made at a thread's first use, by
+ * malloc) and the stack's bounds (stack_room.c) are in place */
+static GT_TLS bool captured_here;
 
 uint64_t gt_stack_capture(void)
 {
     if (depth <= 0 || !seen)
         return 0;
+    /* a thread's first stack inside a signal handler: the handler may have interrupted malloc, on whose lock
+     * libunwind's first use here (and the bounds' look-up) would wait forever (a handler's cudaMalloc on a
+     * thread busy in malloc hung; a review). Counted; the thread's first stack outside one sets it up. */
+    if (!captured_here) {
+        int h = gt_stack_in_signal_handler();   /* (stack_room.c: small on the stack) */
+        if (h < 0)
+            h = gt_unwind_in_signal_frame();   /* not told so: libunwind's walk */
+        if (h > 0) {
+            gt_drop(GT_DROP_STACK_IN_HANDLER);
+            return 0;
+        }
+    }
     /* before capture()'s frame, which is most of the 8 KiB it takes (its buffers), is entered: a thread
      * that would overflow its own stack gets no stack (stack_room.c) */
     if (gt_stack_room_low()) {
         gt_drop(GT_DROP_STACK_LOW);
         return 0;
     }
+    captured_here = true;
     return capture();
 }
 

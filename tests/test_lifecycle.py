@@ -119,6 +119,48 @@ class ExitPathTest(TraceTest):
         self.assertEqual(query(db, "SELECT count(*) FROM events e JOIN apis a ON a.id = e.api "
                                    "WHERE a.name = 'cudaMalloc' AND e.stack_id IS NULL"), [(0,)])
 
+    def stack_edges(self, *args, traced=True):
+        env = base_env()
+        db = os.path.join(self.dir, 'edges.db')
+        if traced:
+            env = dict(base_env(GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1), LD_PRELOAD=SHIM)
+        p = subprocess.run([prog('stack_edges')] + [str(a) for a in args], env=env, cwd=self.dir, capture_output=True,
+                           text=True, timeout=60)
+        drops = {}
+        for f in os.listdir(self.dir) if traced else []:
+            if f.endswith('.db'):
+                for reason, n in query(os.path.join(self.dir, f), 'SELECT reason, count FROM drops WHERE count > 0'):
+                    drops[reason] = drops.get(reason, 0) + n
+        return p, drops
+
+    @unittest.skipIf(SANITIZER, "the hang is glibc malloc's lock; a sanitizer's allocator and signals differ")
+    def test_a_threads_first_stack_in_a_signal_handler_is_not_taken(self):
+        # the handler interrupted malloc, and libunwind's first use on the thread allocates its storage:
+        # the process waited forever (a review, session 48)
+        bare, _ = self.stack_edges('handler', 200, traced=False)
+        self.assertEqual((bare.returncode, bare.stdout), (0, 'done\n'), bare.stderr)
+        p, drops = self.stack_edges('handler', 200)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(drops, {'stack_in_signal_handler': 200})
+
+    @unittest.skipIf(SANITIZER, "a sanitizer's instrumentation takes its own share of a small stack")
+    def test_a_handler_on_a_small_alternate_stack_runs_as_untraced(self):
+        # the alternate stack was malloc'd memory: taking a stack there overflowed into the heap
+        bare, _ = self.stack_edges('altstack', 8192, traced=False)
+        self.assertEqual((bare.returncode, bare.stdout), (0, 'done\n'), bare.stderr)
+        p, drops = self.stack_edges('altstack', 8192)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(drops, {'stack_low': 3})
+
+    @unittest.skipIf(SANITIZER, "a sanitizer's instrumentation takes its own share of a small thread stack")
+    def test_a_fork_child_of_a_small_stacked_thread_runs_as_untraced(self):
+        # the child's only thread has the process's pid, and was taken for the main thread: unchecked
+        bare, _ = self.stack_edges('fork', 32768, 20000, traced=False)
+        self.assertEqual((bare.returncode, bare.stdout), (0, 'done\n'), bare.stderr)
+        p, drops = self.stack_edges('fork', 32768, 20000)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(drops, {'stack_low': 10})
+
     def test_the_trace_files_descriptors_are_off_the_numbers_a_program_reuses(self):
         # between the check that a descriptor is still the trace's and the
         # write, a program's closefrom and open could put its file there: the
