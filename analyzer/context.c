@@ -300,12 +300,18 @@ void gt_ctx_print_symbolize_hint(struct gt_ctx *c)
         return;
     /* symbolized already (some native frame has a file): the rest has no debug info, and saying
      * "run symbolize" again would send the user in a circle */
-    sqlite3_stmt *st;
-    if (gt_trace_prepare_optional(&c->t, "SELECT 1 FROM frames WHERE ip != 0 AND file IS NOT NULL LIMIT 1", &st,
-                                  "reading frames") || !st)
-        return;
-    int symbolized = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
+    static const char *const ran[] = {
+        "SELECT 1 FROM frames WHERE ip != 0 AND file IS NOT NULL LIMIT 1",
+        "SELECT 1 FROM notes WHERE component = 'symbolize' LIMIT 1",   /* it ran and found nothing */
+    };
+    int symbolized = 0;
+    for (size_t q = 0; q < sizeof ran / sizeof *ran && !symbolized; q++) {
+        sqlite3_stmt *st;
+        if (gt_trace_prepare_optional(&c->t, ran[q], &st, "reading frames") || !st)
+            continue;
+        symbolized = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
     if (!symbolized)
         printf("(call sites without source lines: gputrace symbolize %s adds file:line where the binaries have "
                "debug info (-g))\n", c->path);

@@ -288,7 +288,8 @@
     el('h3', {}, box, 'Growth per iteration');
     if (!g || g.error) { el('p', {'class': 'note'}, box, g ? g.error : 'not computed'); return; }
     var v = el('p', {}, box);
-    el('span', {'class': 'verdict ' + g.verdict, 'data-verdict': g.verdict}, v, g.verdict);
+    /* a cache's stable verdict is not drawn as the good one: a tensor kept inside it does not show */
+    el('span', {'class': 'verdict ' + (g.verdict_of_cache ? 'of-cache' : g.verdict), 'data-verdict': g.verdict}, v, g.verdict);
     v.appendChild(document.createTextNode(' ' + fmtBytes(g.slope_bytes_per_iteration) + ' per iteration over ' +
       fitted(g) + ' (' + g.memory + ' memory; ' + g.iteration_detection + ')' + followed(g)));
     if (g.preallocated_bytes)

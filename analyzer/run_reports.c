@@ -39,7 +39,7 @@ static int run_one(const struct gt_command *cmd, const char *path, const struct 
             gt_recorder_text(&c.t);
             double t0 = gt_now();
             code = cmd->report(&c, NULL);
-            if (!code)
+            if (!code || code == GT_EXIT_FAIL_ABOVE)   /* (growth --fail-above's failure shows its sites) */
                 gt_ctx_print_symbolize_hint(&c);
             fflush(stdout);
             gt_phase("report", t0);

@@ -303,10 +303,16 @@ static int symbolize_one(const char *path, const char *tool)
     }
     sqlite3_finalize(sel);   /* (its read ends before the write begins) */
     sel = NULL;
-    if (sc.n) {
+    {
         int ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
-        if (ok)
+        if (ok && sc.n)
             store_found(&sc);
+        /* that it ran, found or not: the reports' hint to run it is not given again (stripped binaries gave
+         * nothing, and the hint sent the user round in a circle; a review). A trace without the table is left
+         * without the note. */
+        if (ok && !sc.rc)
+            sqlite3_exec(db, "INSERT INTO notes(t_ns, component, message) VALUES (0, 'symbolize', "
+                             "'gputrace symbolize ran over the frames')", NULL, NULL, NULL);
         if (!ok || sc.rc || sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
             int err_code = sqlite3_errcode(db) & 0xff;   /* (read before the rollback clears it) */
             if (err_code == SQLITE_READONLY || err_code == SQLITE_CANTOPEN || err_code == SQLITE_PERM) {

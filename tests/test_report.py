@@ -407,6 +407,9 @@ class Layout(ReportTest):
         self.assertEqual(growth.attrs['data-value'], 'stable')
         self.assertIn("the verdict of CuPy's memory pool\u2019s cache", growth.text)
         self.assertFalse(growth.has_class('good'))
+        badge = [e for e in dom.find('span', 'verdict', 0) if e.attrs.get('data-verdict') == 'stable']
+        self.assertEqual(len(badge), 1)
+        self.assertFalse(badge[0].has_class('stable'))   # drawn green otherwise (a review)
         note = dom.find('p', 'cache-verdict', 0)
         self.assertEqual(len(note), 1)
         self.assertIn('cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool().malloc)', note[0].text)

@@ -63,6 +63,25 @@ class SymbolizeTest(TraceTest):
         self.assertNotIn('gputrace symbolize', subprocess.run([GPUTRACE, 'top', '--json', db], capture_output=True,
                                                               text=True).stdout)
 
+    def test_the_hint_is_not_given_again_after_symbolize_found_nothing(self):
+        # stripped binaries: addr2line answers ??:0, and the hint to run symbolize again sent the user in a circle
+        p, db = self.trace([prog('call_chain')])
+        fake = os.path.join(self.dir, 'addr2line')
+        with open(fake, 'w') as f:
+            f.write('#!/bin/sh\nwhile read a; do echo "$a"; echo "??:0"; done\n')
+        os.chmod(fake, 0o755)
+        s = self.symbolize('--addr2line', fake, db)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertIn(' 0 of ', s.stdout)
+        out = subprocess.run([GPUTRACE, 'top', db], capture_output=True, text=True).stdout
+        self.assertNotIn('gputrace symbolize', out)
+
+    def test_growth_failing_its_threshold_still_gives_the_hint(self):
+        p, db = self.trace([prog('demo_loop')])
+        g = subprocess.run([GPUTRACE, 'growth', '--fail-above', '1K', db], capture_output=True, text=True)
+        self.assertEqual(g.returncode, 1, g.stderr)
+        self.assertIn('(call sites without source lines: gputrace symbolize', g.stdout)
+
     def test_running_twice_changes_nothing(self):
         p, db = self.trace([prog('call_chain')])
         self.assertEqual(self.symbolize(db).returncode, 0)
