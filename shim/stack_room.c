@@ -18,6 +18,7 @@
  * path only). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -72,21 +73,22 @@ static void look_up(void)
  * which it gives every handler it installs (sa_restorer); read from one of
  * the fatal signals the trace's own handler watches (signals.c), or any
  * signal with a handler. 0: not known (yet). */
-static uintptr_t restorer;
+static _Atomic uintptr_t restorer;   /* (threads look it up at once: the same value) */
 
 static uintptr_t signal_restorer(void)
 {
-    if (restorer)
-        return restorer;
+    uintptr_t r = atomic_load_explicit(&restorer, memory_order_relaxed);
+    if (r)
+        return r;
     int (*real)(int, const struct sigaction *, struct sigaction *) =
         (int (*)(int, const struct sigaction *, struct sigaction *))gt_libc_real_uninstrumented(GT_LIBC_sigaction);
-    for (int sig = 1; real && sig < 32 && !restorer; sig++) {
+    for (int sig = 1; real && sig < 32 && !r; sig++) {
         struct sigaction old;
-        if (real(sig, NULL, &old) == 0 && old.sa_restorer &&
-            old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)
-            restorer = (uintptr_t)old.sa_restorer;
+        if (real(sig, NULL, &old) == 0 && old.sa_restorer && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)
+            r = (uintptr_t)old.sa_restorer;
     }
-    return restorer;
+    atomic_store_explicit(&restorer, r, memory_order_relaxed);
+    return r;
 }
 
 GT_UNINSTRUMENTED int gt_stack_in_signal_handler(void)
