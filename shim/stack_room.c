@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -106,10 +108,22 @@ GT_UNINSTRUMENTED int gt_stack_in_signal_handler(void)
         return -1;
     /* a handler's frame on this stack begins with the return address into the restorer: the kernel's
      * signal frame; one word of it, scanned for from here to the top (a stack of 100 KiB in use: 12,800
-     * words, once per thread) */
-    for (const uintptr_t *w = (const uintptr_t *)(sp & ~(uintptr_t)7); (uintptr_t)w < top; w++)
+     * words, once per thread). Each page is read only once the kernel said it can be (a program running
+     * on a stack of its own, a fiber's, is not below its thread's descriptor: the way up may cross memory
+     * that is not mapped, or a guard page); the first unreadable one ends the scan. */
+    pid_t self = getpid();
+    uintptr_t page = 0;
+    for (const uintptr_t *w = (const uintptr_t *)(sp & ~(uintptr_t)7); (uintptr_t)w < top; w++) {
+        if (((uintptr_t)w & ~(uintptr_t)4095) != page) {
+            page = (uintptr_t)w & ~(uintptr_t)4095;
+            char b;
+            struct iovec here = {&b, 1}, there = {(void *)page, 1};
+            if (process_vm_readv(self, &here, 1, &there, 1, 0) != 1)
+                return (uintptr_t)w <= (sp | 4095) ? -1 : 0;   /* its own page unreadable: cannot tell */
+        }
         if (*w == ret)
             return 1;
+    }
     return 0;
 }
 

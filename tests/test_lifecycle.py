@@ -152,6 +152,14 @@ class ExitPathTest(TraceTest):
         self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
         self.assertEqual(drops, {'stack_low': 3})
 
+    def test_a_fiber_on_a_stack_of_its_own_gets_its_stacks(self):
+        # sp far from the thread's own stack: the scan for a signal frame reads only pages the kernel says it can
+        p, drops = self.stack_edges('fiber', 20)
+        self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
+        self.assertEqual(drops, {})
+        db = os.path.join(self.dir, 'edges.db')
+        self.assertEqual(query(db, "SELECT count(*), count(stack_id) FROM events_v WHERE op = 'alloc'"), [(101, 101)])
+
     @unittest.skipIf(SANITIZER, "a sanitizer's instrumentation takes its own share of a small thread stack")
     def test_a_fork_child_of_a_small_stacked_thread_runs_as_untraced(self):
         # the child's only thread has the process's pid, and was taken for the main thread: unchecked

@@ -9,7 +9,11 @@
  *                  before (taking one overflowed the alternate stack)
  *   fork STACK USE a thread of STACK bytes that never called CUDA forks; the
  *                  child calls cudaMalloc USE deep (its thread has the pid of
- *                  the process, and read as the main thread, unchecked) */
+ *                  the process, and read as the main thread, unchecked)
+ *   fiber N        N threads each run a fiber (ucontext) on a stack from
+ *                  malloc that calls cudaMalloc: the thread's first stack,
+ *                  off the thread's own (the handler scan must not read its
+ *                  way up through unmapped memory) */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t got;
@@ -93,6 +98,33 @@ static void *fork_from_here(void *a)
     return NULL;
 }
 
+static ucontext_t thread_uc, fiber_uc;
+
+static void in_fiber(void)
+{
+    for (int i = 0; i < 5; i++) {
+        void *p;
+        if (cudaMalloc(&p, 1 << 20) == cudaSuccess)
+            cudaFree(p);
+    }
+}
+
+static void *run_fiber(void *a)
+{
+    (void)a;
+    size_t sz = 256 * 1024;
+    char *st = malloc(sz);
+    if (!st || getcontext(&fiber_uc))
+        exit(3);
+    fiber_uc.uc_stack.ss_sp = st;
+    fiber_uc.uc_stack.ss_size = sz;
+    fiber_uc.uc_link = &thread_uc;
+    makecontext(&fiber_uc, in_fiber, 0);
+    swapcontext(&thread_uc, &fiber_uc);
+    free(st);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -121,6 +153,11 @@ int main(int argc, char **argv)
         pthread_create(&t, &a, fork_from_here, (void *)strtoul(argv[3], NULL, 0));
         pthread_join(t, NULL);
         return 0;
+    } else if (!strcmp(argv[1], "fiber")) {
+        for (int k = atoi(argv[2]); k > 0; k--) {   /* one at a time: the contexts are shared */
+            pthread_create(&t, NULL, run_fiber, NULL);
+            pthread_join(t, NULL);
+        }
     } else {
         return 2;
     }
