@@ -152,6 +152,7 @@ class ExitPathTest(TraceTest):
         self.assertEqual((p.returncode, p.stdout), (0, 'done\n'), p.stderr)
         self.assertEqual(drops, {'stack_low': 3})
 
+    @unittest.skipIf(SANITIZER, "ASan warns that it does not support swapcontext (a report to the harness)")
     def test_a_fiber_on_a_stack_of_its_own_gets_its_stacks(self):
         # sp far from the thread's own stack: the scan for a signal frame reads only pages the kernel says it can
         p, drops = self.stack_edges('fiber', 20)
