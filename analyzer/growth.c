@@ -307,6 +307,27 @@ static void one_step(struct gt_growth *g, const double *x, const double *y, size
     g->verdict = "stable";
 }
 
+/* A rise that began after a flat stretch, which Theil-Sen reads as growing
+ * at a rate between the two: 1 MiB a step from step 50 of 100 read 522 KiB
+ * an iteration, and passed a --fail-above that 1 MiB from step 70 failed (a
+ * helper's probe). When the fitted points are a staircase that held its first
+ * level for a while and then rose at least a quarter faster than the whole
+ * span's slope, the rate since the rise began is said beside it, and is
+ * what the CI gate judges (as for held_steps' late rises). */
+#define LATE_RISE_FASTER 1.25
+static void rose_late(struct gt_growth *g, const double *x, const double *y, size_t n)
+{
+    struct stairs s;
+    if (n < 4 || g->slope <= 0 || !staircase(g, x, y, n, &s) || s.began == 0 || s.began + 2 >= n ||
+        x[n - 1] <= x[s.began])
+        return;
+    double since = (y[n - 1] - y[s.began]) / (x[n - 1] - x[s.began]);
+    if (since < LATE_RISE_FASTER * g->slope)
+        return;
+    g->held.since = x[s.began];
+    g->held.since_slope = since;
+}
+
 /* Steps seen in later kernel windows, placed among the iterations: those
  * after the first fitted iteration (earlier ones would escape --warmup), of
  * windows whose median step is within a quarter of the iterations' (else
@@ -508,6 +529,8 @@ int gt_growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_
                 one_step(g, x, y, g->used);
             if (!g->held.growing && !strcmp(g->verdict, "growing"))
                 settled(g, x, y, g->used);
+            if (!g->held.growing && !strcmp(g->verdict, "growing"))
+                rose_late(g, x, y, g->used);
         }
         /* call sites: evenly spaced sample of the fitted points */
         size_t m = g->used < MAX_SITE_POINTS ? g->used : MAX_SITE_POINTS;

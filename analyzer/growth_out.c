@@ -150,6 +150,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
     } else {
         printf("\n  slope: %s per iteration (Theil-Sen over %zu iterations; scatter %s) -> %s\n",
                gt_fmt_bytes_d(g->slope, b1), g->used, gt_fmt_bytes_d(g->noise, b2), g->verdict);
+        if (g->held.since_slope > 0)   /* a rise after a flat stretch (growth.c's rose_late) */
+            printf("  (the level held until iteration %lld, then rose %s per iteration: the rate --fail-above "
+                   "judges)\n", (long long)g->loop[(size_t)g->held.since].index, gt_fmt_bytes_d(g->held.since_slope, b1));
         char b3[GT_FMT_LEN];
         if (g->scatter_hides && its->source != GT_ITER_NVTX && its->source != GT_ITER_MARKER)
             printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"

@@ -282,6 +282,11 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
             gt_json_double(j, g.slope);
         else
             gt_json_null(j);
+        gt_json_key(j, "slope_since_bytes_per_iteration");   /* a rise that began late: its rate since (growth's) */
+        if (g.held.since_slope > 0 && !strcmp(g.verdict, "growing"))
+            gt_json_double(j, g.held.since_slope);
+        else
+            gt_json_null(j);
         oom_json(j, &oomv);
         if (!code)
             code = gt_report_ledger(c, j);
@@ -376,6 +381,11 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (g.thread_tid)
         snprintf(whose, sizeof whose, " made on thread %lld, over its own loop (the whole process read %s)",
                  (long long)g.thread_tid, g.process_verdict);
+    if (g.held.since_slope > 0 && !strcmp(g.verdict, "growing")) {   /* a rise that began late: its own rate */
+        size_t w = strlen(whose);
+        snprintf(whose + w, sizeof whose - w, ", %s per iteration since iteration %lld",
+                 gt_fmt_bytes_d(g.held.since_slope, b2), (long long)g.loop[(size_t)g.held.since].index);
+    }
     if (g.used >= 2 && !strcmp(g.verdict, "growing") && g.steady_tail > 1)
         printf("  growth: %s, %s per iteration of %s memory%s, in %zu step%s; the last %zu %s ended holding the"
                " same bytes%s (gputrace growth)\n", g.verdict, gt_fmt_bytes_d(g.slope, b1), g.memory, whose, g.steps,

@@ -125,6 +125,30 @@ class RampsThatStartOrStop(T.AnalyzerTest):
         self.assertEqual(self.gputrace('growth', '--fail-above', '1M', db).returncode, 1)   # the rate since, not the average
         self.assertEqual(self.gputrace('growth', '--fail-above', '9M', db).returncode, 0)
 
+    def test_a_leak_from_halfway_is_gated_at_its_own_rate_not_theil_sens_average(self):
+        # 8 MiB a step from step 40, 50 or 55 of 100: Theil-Sen itself reads growing, at about half the
+        # rate; a gate at 6 MiB passed it while the same leak from step 90 failed (a helper's probe)
+        for start in (40, 50, 55):
+            db = self.ramp('half-%d' % start, 100, start, 100)
+            d = self.json('growth', db)
+            self.assertEqual((start, d['verdict'], d['growing_in_held_steps']), (start, 'growing', False))
+            self.assertLess(d['slope_bytes_per_iteration'], 6 * MiB, start)   # what Theil-Sen reads
+            self.assertEqual((d['held_rise_began_after_iteration'], d['held_rise_slope_since_bytes_per_iteration']),
+                             (start - 1, 8 * MiB))
+            self.assertIn('(the level held until iteration %d, then rose 8.00 MiB per iteration' % (start - 1),
+                          self.ok('growth', db).stdout)
+            self.assertEqual(self.gputrace('growth', '--fail-above', '6M', db).returncode, 1, start)
+            self.assertEqual(self.gputrace('growth', '--fail-above', '9M', db).returncode, 0, start)
+            self.assertIn('8.00 MiB per iteration since iteration %d' % (start - 1), self.ok('summary', db).stdout)
+            self.assertEqual(self.json('summary', db)['slope_since_bytes_per_iteration'], 8 * MiB)
+
+    def test_a_leak_from_the_first_step_has_no_rate_since(self):
+        db = self.ramp('whole', 100, 0, 100)
+        d = self.json('growth', db)
+        self.assertEqual((d['verdict'], d['held_rise_slope_since_bytes_per_iteration']), ('growing', None))
+        self.assertEqual(d['slope_bytes_per_iteration'], 8 * MiB)
+        self.assertIsNone(self.json('summary', db)['slope_since_bytes_per_iteration'])
+
     def test_a_ramp_that_stopped_in_the_first_half_is_a_cache_settling(self):
         for stop in (30, 35, 40, 50):
             db = self.ramp('early-%d' % stop, 100, 0, stop)
