@@ -286,8 +286,14 @@ struct gt_room {
     int64_t pool_reserved_max;  /* the fitted level is a pool: its reservation at its highest; -1 */
     int64_t granularity, pool_granularity;   /* address alignment the rounding bound uses, per level */
     int64_t rounded, rounded_pool;           /* live allocations at the peak given that bound, per level */
+    /* the rounding bound grows with the batch: each sample adds live allocations (peak.c); its bytes a
+     * sample over the batch sizes' own peaks (0: it does not grow), and the batch size margin was read at */
+    double rounding_per_sample;
+    int64_t rounding_from_batch_size;
 };
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
+int64_t gt_room_rounding_at(const struct gt_ctx *c, const struct gt_room *r, uint32_t at, int64_t *rounded,
+                            int64_t *rounded_pool);
 /* The highest reading of the stream-ordered pool's reservation on device d
  * (GT_ANY_DEVICE: any), -1 when the trace holds none. */
 int64_t gt_room_pool_reserved_max(struct gt_ctx *c, int d);
@@ -338,6 +344,7 @@ struct gt_peak_high {
 };
 struct gt_peak_bs {
     int64_t batch_size, max_peak;
+    uint32_t peak_ev;           /* where max_peak was reached (GT_NO_EVENT: at an iteration's start) */
     double median_peak;
     size_t n;
 };

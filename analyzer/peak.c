@@ -13,6 +13,7 @@
 
 struct bs_peak {
     int64_t bs, peak;
+    uint32_t ev;
 };
 
 static int bs_cmp(const void *a, const void *b)
@@ -215,6 +216,33 @@ static int finished_before_the_end(struct gt_ctx *c, const struct gt_iterations 
 #define HELD_SHARE_SLACK 0.02
 #define HELD_BYTES_SLACK (2 << 20)
 
+/* The rounding bound grows with the batch where each sample adds live
+ * allocations: 100 KiB a sample, each its own allocation on pages of 2 MiB,
+ * fitted 100 KiB a sample with a margin for the 33 allocations live at the
+ * traced peak, and promised 9154 where 480 fit (a helper's probe). The bound
+ * read at each batch size's peak, fitted against the batch size: its slope,
+ * when it rises, is what each sample adds to the margin past the largest
+ * batch size traced. */
+static void rounding_per_sample(const struct gt_ctx *c, struct gt_peak *pk)
+{
+    struct gt_room *r = &pk->room;
+    r->rounding_per_sample = 0;
+    r->rounding_from_batch_size = pk->nbs ? pk->bs[pk->nbs - 1].batch_size : 0;
+    if (pk->nbs < 2 || r->margin < 0)
+        return;
+    double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
+    for (size_t i = 0; i < pk->nbs; i++) {
+        int64_t n, np;
+        x[i] = (double)pk->bs[i].batch_size;
+        y[i] = pk->bs[i].peak_ev == GT_NO_EVENT ? 0 : (double)gt_room_rounding_at(c, r, pk->bs[i].peak_ev, &n, &np);
+    }
+    struct gt_linfit f = gt_least_squares(x, y, pk->nbs);
+    free(x);
+    free(y);
+    if (f.ok && f.slope > 0)
+        r->rounding_per_sample = f.slope;
+}
+
 static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *sel)
 {
     memset(pk, 0, sizeof *pk);
@@ -261,6 +289,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     for (size_t k = 0; k < its->n; k++)
         if (its->it[k].batch_size >= 0 && !pk->incomplete[k]) {
             bp[nb].bs = its->it[k].batch_size;
+            bp[nb].ev = pk->w[k].peak_ev;
             bp[nb++].peak = pk->w[k].peak;
         }
     gt_qsort(bp, nb, sizeof *bp, bs_cmp);
@@ -275,6 +304,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
         struct gt_peak_bs *b = &pk->bs[pk->nbs++];
         b->batch_size = bp[g].bs;
         b->max_peak = bp[h - 1].peak;   /* sorted by peak within a batch size */
+        b->peak_ev = bp[h - 1].ev;
         b->n = h - g;
         b->median_peak = gt_median(v, h - g);
         g = h;
@@ -305,6 +335,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     }
     if ((code = gt_slack_compute(c, its, pk, &pk->slack)))
         return code;
+    rounding_per_sample(c, pk);
     /* The largest batch against what the process can really get: the room
      * less the rounding margin (room.c); for a pool whose reservation the
      * trace reads, less its slack and a safety term at the batch size
@@ -323,7 +354,12 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
             pk->safety = (int64_t)ceil(gt_slack_safety(sl, (double)candidate));
             pk->room.margin += pk->room.pool_slack + pk->safety;
         } else {
-            double n = (room - pk->fit.intercept) / pk->fit.slope;
+            /* the rounding bound at batch n: the margin read at the largest traced, and what each sample
+             * past it adds */
+            double rps = r->rounding_per_sample, from = (double)r->rounding_from_batch_size;
+            double n = (room + rps * from - pk->fit.intercept) / (pk->fit.slope + rps);
+            if (rps > 0 && n > from)
+                pk->room.margin += (int64_t)ceil(rps * (floor(n) - from));
             /* tolerance: an exact fit may land a hair below an integer;
              * past GT_PEAK_MAX_REACH times the largest traced it is withheld
              * below (and never cast beyond int64_t) */

@@ -95,6 +95,10 @@ static void print_room(const struct gt_peak *pk)
                gt_fmt_bytes(r->granularity - 1, b1), (long long)r->rounded, gt_s((long long)r->rounded));
         sep = " + ";
     }
+    if (r->rounding_per_sample > 0 && pk->max_batch_size > r->rounding_from_batch_size)
+        printf("%s%s a sample past batch size %lld for the allocations each sample adds (the rounding bound at"
+               " each batch size's peak, fitted)", sep, gt_fmt_bytes_d(r->rounding_per_sample, b3),
+               (long long)r->rounding_from_batch_size);
     if (r->rounded_pool)
         printf("%srounding: up to %s for each of %lld pool allocation%s live at the peak (the pool's reservation was"
                " never read: its fragmentation is not in this margin)", sep, gt_fmt_bytes(r->pool_granularity - 1, b2),
@@ -420,6 +424,8 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
         gt_json_kint(j, "pool_granularity_bytes", pk.room.pool_granularity);
         gt_json_kint(j, "rounded_device_allocations", pk.room.rounded);
         gt_json_kint(j, "rounded_pool_allocations", pk.room.rounded_pool);
+        gt_json_key(j, "rounding_per_sample_bytes");   /* the rounding bound's growth a sample (0: none) */
+        gt_json_double(j, pk.room.rounding_per_sample);
         gt_json_key(j, "pool_read");
         gt_json_bool(j, pk.room.pool_read);
         gt_json_obj_end(j);

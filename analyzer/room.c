@@ -62,6 +62,35 @@ int64_t gt_room_pool_reserved_max(struct gt_ctx *c, int d)
     return best;
 }
 
+/* The rounding bound at event at: for every device allocation live there on
+ * r's device (and pool allocation, when the pool's reservation is not read),
+ * up to its level's granularity less a byte; the counts in *rounded and
+ * *rounded_pool. */
+int64_t gt_room_rounding_at(const struct gt_ctx *c, const struct gt_room *r, uint32_t at, int64_t *rounded,
+                            int64_t *rounded_pool)
+{
+    const struct gt_trace *t = &c->t;
+    int64_t margin = 0;
+    *rounded = *rounded_pool = 0;
+    for (size_t i = 0; i <= at && i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != r->device || e->size <= 0)
+            continue;
+        uint32_t f = c->p.partner[i];
+        if (f != GT_NO_EVENT && f <= at)
+            continue;   /* freed before */
+        if (a->memory == GT_MEM_POOL && !r->pool_read) {
+            margin += r->pool_granularity - 1;
+            (*rounded_pool)++;
+        } else if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate")) {
+            margin += r->granularity - 1;
+            (*rounded)++;
+        }
+    }
+    return margin;
+}
+
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r)
 {
     struct gt_trace *t = &c->t;
@@ -116,23 +145,6 @@ int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev
     int64_t g_device = granularity(t, GT_MEM_DEVICE, d), g_pool = granularity(t, GT_MEM_POOL, d);
     r->granularity = g_device;
     r->pool_granularity = g_pool;
-    int64_t margin = 0;
-    for (size_t i = 0; i <= peak_ev; i++) {
-        const struct gt_event *e = &t->ev[i];
-        const struct gt_api_attr *a = gt_attr(t, e);
-        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != d || e->size <= 0)
-            continue;
-        uint32_t f = c->p.partner[i];
-        if (f != GT_NO_EVENT && f <= peak_ev)
-            continue;   /* freed before the peak */
-        if (a->memory == GT_MEM_POOL && !r->pool_read) {
-            margin += g_pool - 1;
-            r->rounded_pool++;
-        } else if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate")) {
-            margin += g_device - 1;
-            r->rounded++;
-        }
-    }
-    r->margin = margin;
+    r->margin = gt_room_rounding_at(c, r, peak_ev, &r->rounded, &r->rounded_pool);
     return GT_EXIT_OK;
 }

@@ -201,6 +201,24 @@ class LargestBatch(T.AnalyzerTest):
         self.assertEqual(d['margin_bytes'], d['room']['rounded_device_allocations'] * (GRANULARITY - 1))
         self.assertGreaterEqual(d['room']['rounded_device_allocations'], 3 + 1 + 3)   # state, input, layers
 
+    def test_rounding_that_grows_with_the_batch_is_in_the_margin_never_over(self):
+        # each sample's input its own allocation of 80 KB, which the driver rounds to 1 MiB: the fit sees
+        # 80 KB a sample, the device loses over 1 MiB; a margin read at the traced peak alone promised
+        # 19 times the truth (a helper's probe)
+        split = dict(SEED_SPLIT_INPUT='1')
+        db = self.traced(seed_batches('nvtx', [16, 32, 48, 64, 96]), **split)
+        d = self.json('peak', db)
+        real = self.real_largest(lambda bs: seed_batches('none', [bs]), **split)
+        self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
+        self.assertLessEqual(d['max_batch_size'], real)
+        # the bound is a granularity less a byte a sample, over the sample's own 80 KB: within 90%
+        self.assertGreaterEqual(d['max_batch_size'], 0.9 * real, (d['max_batch_size'], real))
+        self.assertWithin(d['room']['rounding_per_sample_bytes'], GRANULARITY - 1, rel=0.001)
+        self.assertIn('a sample past batch size 96 for the allocations each sample adds', self.ok('peak', db).stdout)
+        # one allocation a batch: no growth of the bound
+        self.assertEqual(self.json('peak', self.traced(seed_batches('nvtx', [16, 32, 48, 64, 96]), name='whole.db'))
+                         ['room']['rounding_per_sample_bytes'], 0)
+
     def test_a_model_split_across_two_devices_is_limited_by_the_one_that_runs_out_first(self):
         # device 0: the larger weights, the higher peak at every traced batch;
         # device 1: most of the activations, so it runs out first as the batch grows

@@ -21,7 +21,27 @@ static size_t widths[MAX_LAYERS], n_layers, widest;
 static size_t n_params, input_floats;
 static void *grads;
 
-__attribute__((noinline)) static void *load_batch(long bs) { return cuda_empty((size_t)bs * input_floats * F); }
+/* SEED_SPLIT_INPUT=1: each sample's input is its own allocation (a batch kept
+ * as a list of per-sample tensors), so the live allocations grow with the batch */
+static int split_input;
+static void **samples;
+
+__attribute__((noinline)) static void *load_batch(long bs)
+{
+    if (!split_input)
+        return cuda_empty((size_t)bs * input_floats * F);
+    samples = realloc(samples, (size_t)bs * sizeof *samples);
+    for (long i = 0; i < bs; i++)
+        samples[i] = cuda_empty(input_floats * F);
+    return NULL;
+}
+
+static void free_batch(void *x, long bs)
+{
+    cudaFree(x);
+    for (long i = 0; split_input && i < bs; i++)
+        cudaFree(samples[i]);
+}
 __attribute__((noinline)) static void *layer_forward(long bs, size_t l) { return cuda_empty((size_t)bs * widths[l] * F); }
 
 __attribute__((noinline)) static void backward(long bs)
@@ -44,7 +64,7 @@ __attribute__((noinline)) static void train_step(long bs)
     for (size_t l = n_layers; l-- > 0;)
         cudaFree(act[l]);
     cudaFree(loss);
-    cudaFree(x);
+    free_batch(x, bs);
     /* optimizer.step(): Adam updates its states in place */
 }
 
@@ -55,6 +75,7 @@ int main(int argc, char **argv)
         return 2;
     }
     enum mark_mode mark = mark_mode_of(argv[1]);
+    split_input = getenv("SEED_SPLIT_INPUT") && !strcmp(getenv("SEED_SPLIT_INPUT"), "1");
     n_params = strtoull(argv[2], NULL, 10);
     input_floats = strtoull(argv[3], NULL, 10);
     for (char *s = argv[4], *end; *s && n_layers < MAX_LAYERS; s = *end ? end + 1 : end) {
