@@ -350,7 +350,8 @@ struct gt_peak_bs {
 };
 /* Of several devices, each one's answer apart from the one given (peak.c). */
 #define GT_PEAK_MAX_DEVICES 16
-enum { GT_PEAK_CUT_BY_FAILURE = 1, GT_PEAK_CUT_BY_END = 2 };   /* a failed allocation; the process died in it */
+/* a failed allocation; the process died in it; the last, not closed, runs to the end of the record */
+enum { GT_PEAK_CUT_BY_FAILURE = 1, GT_PEAK_CUT_BY_END = 2, GT_PEAK_NOT_CLOSED = 3 };
 struct gt_peak_other {
     int device;
     int64_t largest;            /* its largest batch, given or withheld; -1 none */

@@ -211,6 +211,44 @@ static int finished_before_the_end(struct gt_ctx *c, const struct gt_iterations 
     return step > 0 && (double)quiet > step;
 }
 
+/* Allocations of the selection made in iteration k. */
+static size_t allocations_in(const struct gt_trace *t, const struct gt_sel *sel, const struct gt_iteration *it)
+{
+    size_t n = 0;
+    for (size_t i = it->first_ev; i < it->end_ev && i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        n += !e->failed && a->known && a->op == GT_OP_ALLOC && gt_sel_has(t, sel, e);
+    }
+    return n;
+}
+
+/* The last iteration, not closed, made more allocations than the closed ones
+ * of its batch size (none of its size: than their median): work after the
+ * loop ran in it. As many: it is a step like the others (a program that marks
+ * 64, 8, 32, 4 one step each and ends keeps its last batch size). */
+static int ran_past_its_step(const struct gt_ctx *c, const struct gt_iterations *its, const struct gt_sel *sel)
+{
+    if (its->n < 2)
+        return 0;
+    const struct gt_iteration *last = &its->it[its->n - 1];
+    double *v = gt_xmalloc(its->n * sizeof *v);
+    size_t same = 0, most_same = 0, m = 0;
+    for (size_t k = 0; k + 1 < its->n; k++) {
+        if (!its->it[k].closed)
+            continue;
+        size_t a = allocations_in(&c->t, sel, &its->it[k]);
+        v[m++] = (double)a;
+        if (its->it[k].batch_size == last->batch_size) {
+            same++;
+            most_same = a > most_same ? a : most_same;
+        }
+    }
+    double usual = same ? (double)most_same : gt_median(v, m);
+    free(v);
+    return m && (double)allocations_in(&c->t, sel, last) > usual;
+}
+
 /* The fixed part may fall this far below what is held through the loop
  * (a share, and rounding) before the line is taken to curve. */
 #define HELD_SHARE_SLACK 0.02
@@ -280,10 +318,17 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
      * end; or a signal): its peak is part of a step (a helper's probe: a
      * job killed 8 allocations into its last step was fitted as if whole,
      * and the answer was 15% over) */
+    /* and the last iteration, when it is not closed (the marker API marks where an iteration
+     * begins: the last runs to the end of the record), may hold what ran after the loop: a
+     * checkpoint written after the last step was fitted as its peak, and the answer was over
+     * (a helper's probe) */
     const char *end = c->t.proc.end_reason;
-    if (its->n && !its->it[its->n - 1].closed && !pk->incomplete[its->n - 1] && (!end || !strncmp(end, "signal", 6)) &&
-        !finished_before_the_end(c, its))
-        pk->incomplete[its->n - 1] = GT_PEAK_CUT_BY_END;
+    if (its->n && !its->it[its->n - 1].closed && !pk->incomplete[its->n - 1]) {
+        if ((!end || !strncmp(end, "signal", 6)) && !finished_before_the_end(c, its))
+            pk->incomplete[its->n - 1] = GT_PEAK_CUT_BY_END;
+        else if (ran_past_its_step(c, its, &pk->sel))
+            pk->incomplete[its->n - 1] = GT_PEAK_NOT_CLOSED;
+    }
     struct bs_peak *bp = gt_xmalloc((its->n + 1) * sizeof *bp);
     size_t nb = 0;
     for (size_t k = 0; k < its->n; k++)

@@ -200,7 +200,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                 why[nwhy++] = "the highest peak";
             if (pk->incomplete[k])
                 why[nwhy++] = pk->incomplete[k] == GT_PEAK_CUT_BY_END ? "the process died in it: incomplete, not fitted"
-                                                                      : "allocation failed: incomplete, not fitted";
+                              : pk->incomplete[k] == GT_PEAK_NOT_CLOSED
+                                  ? "not closed: runs to the end of the record, with what ran after the loop: not fitted"
+                                  : "allocation failed: incomplete, not fitted";
             note[0] = 0;
             for (size_t q = 0; q < nwhy; q++)
                 len += (size_t)snprintf(note + len, sizeof note - len, "%s%s", q ? "; " : "", why[q]);
@@ -362,6 +364,8 @@ int gt_report_peak(struct gt_ctx *c, struct gt_json *j)
             gt_json_bool(j, pk.incomplete[k] == GT_PEAK_CUT_BY_FAILURE);
             gt_json_key(j, "process_died_in_it");
             gt_json_bool(j, pk.incomplete[k] == GT_PEAK_CUT_BY_END);
+            gt_json_key(j, "not_closed");   /* the last, running to the end of the record: not fitted */
+            gt_json_bool(j, pk.incomplete[k] == GT_PEAK_NOT_CLOSED);
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);

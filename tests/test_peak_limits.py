@@ -71,6 +71,27 @@ class Limits(T.AnalyzerTest):
         self.assertFalse(any(it['process_died_in_it'] for it in d['iterations']))
         self.assertEqual(d['max_batch_size'], truth())
 
+    def test_work_after_the_last_marked_step_is_not_that_steps_peak(self):
+        # the marker API marks where a step begins: the last runs to the end of the record; a
+        # checkpoint written after the loop was fitted as the last step's peak (descending batch
+        # sizes: the smallest's peak raised, the line's slope lowered, the answer over; a helper's probe)
+        for order in ((16, 12, 8, 4, 2), (2, 4, 8, 12, 16)):
+            t = T.Trace(os.path.join(self.dir, 'ckpt-%d.db' % order[0]))
+            t.alloc(FIXED, ['init_params', 'main'])
+            t.nvml_sample(OUTSIDE)
+            for i, bs in enumerate(order):
+                t.iteration(i, bs)
+                t.free(t.alloc(PER_SAMPLE * bs, ['forward', 'main']))
+            t.free(t.alloc(40 * PER_SAMPLE, ['save_checkpoint', 'main']))   # after the loop, no mark
+            d = self.json('peak', t.close())
+            self.assertEqual(d['max_batch_size'], truth(), order)
+            self.assertEqual([b['batch_size'] for b in d['by_batch_size']], sorted(order[:-1]))
+            last = d['iterations'][-1]
+            self.assertEqual((last['batch_size'], last['not_closed'], last['process_died_in_it']),
+                             (order[-1], True, False))
+        self.assertIn('not closed: runs to the end of the record, with what ran after the loop: not fitted',
+                      self.ok('peak', os.path.join(self.dir, 'ckpt-16.db')).stdout)
+
     def test_a_per_sample_cost_the_trace_barely_shows_is_not_extrapolated(self):
         # 1 byte per 1,000 samples: 84 trillion was printed; at 10^15 samples
         # and up the figure overflowed and no reason was given
