@@ -141,12 +141,17 @@ struct gt_leaks {
     struct gt_site_sum *after;
     size_t nafter;
     int64_t after_bytes, after_count;
+    /* of at_end: made in a later loop (iterations.h's later_loops; the one
+     * that left most) and live at exit: not judged; NULL none */
+    const struct gt_later_loop *later;
+    int64_t later_bytes, later_count;
     int classified;        /* 1: split by iterations (2 or more) */
     int told;              /* sites is what accumulated: 3 or more iterations, or nothing live */
     size_t iterations;     /* the trace's iterations */
     struct gt_prealloc prealloc;   /* a preallocating framework's pool (bytes 0: none): none not told */
 };
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l);
+void gt_later_loop_json(struct gt_json *j, const struct gt_leaks *l);   /* later: null or {name, ranges, bytes, count} */
 /* allocators.c: a caching allocator known by its frames, and how to trace
  * its memory at tensor level (per_tensor: a setting or a call) */
 struct gt_caching_allocator {

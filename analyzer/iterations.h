@@ -35,6 +35,7 @@ struct gt_thread_loop {
     size_t n;
 };
 
+#define GT_MAX_LATER_LOOPS 4
 struct gt_iterations {
     enum gt_iter_source source;
     char how[512];        /* one line for people: what was found and how */
@@ -59,6 +60,16 @@ struct gt_iterations {
     struct gt_thread_loop *threads;
     size_t nthreads;
     int64_t tid;          /* ranges: the thread whose loop it[] is (0: not told) */
+    /* Ranges of other kinds, on the loop's thread and no deeper, that repeat
+     * after the loop ended: a second loop (an evaluation after training),
+     * which leaks and growth do not judge (what it left live was told as
+     * "none": a helper's probe); each its first message, count and span. */
+    struct gt_later_loop {
+        char name[96];
+        size_t n;
+        int64_t start, end;
+    } later_loops[GT_MAX_LATER_LOOPS];
+    size_t nlater_loops;
 };
 #define GT_MAX_THREAD_LOOPS 254
 /* gt_ctx_event_loops' mark of the events of it[]'s own thread */

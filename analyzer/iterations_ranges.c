@@ -310,6 +310,18 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
             out->threads = gt_xrealloc(out->threads, (out->nthreads + 1) * sizeof *out->threads);
             out->threads[out->nthreads++] = (struct gt_thread_loop){x->tid, own.it, own.n};
         }
+        /* kinds that repeat after the loop's last range ended, on its thread, no deeper: later loops */
+        int64_t loop_end = range_end(r, c + best, best_n, best_n - 1, end);
+        for (size_t i = 0; !name && i < nk && out->nlater_loops < GT_MAX_LATER_LOOPS; i++) {
+            const struct rcand *x = &c[k[i].at], *b = &c[best];
+            if (k[i].at == best || x->tid != b->tid || x->depth > b->depth || r[x->idx].start < loop_end)
+                continue;
+            struct gt_later_loop *ll = &out->later_loops[out->nlater_loops++];
+            snprintf(ll->name, sizeof ll->name, "%s", r[x->idx].message);
+            ll->n = k[i].n;
+            ll->start = r[x->idx].start;
+            ll->end = range_end(r, x, k[i].n, k[i].n - 1, end);
+        }
         const struct gt_range *first = &r[c[best].idx];
         out->tid = first->tid;
         out->source = first->is_marker ? GT_ITER_MARKER : GT_ITER_NVTX;

@@ -360,6 +360,54 @@ static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const stru
     return code;
 }
 
+/* Of what was live at exit and told "in use when the process ended", what a
+ * later loop made (an evaluation loop after training keeping its outputs):
+ * the loop that left most, its bytes and count. leaks judges one loop; a
+ * second one's accumulation was told as "none" (a helper's probe). */
+static void later_loop(const struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it, struct gt_leaks *l)
+{
+    if (!l->nat_end || !it->nlater_loops)
+        return;
+    const struct gt_trace *t = &c->t;
+    unsigned char *at_end = gt_xcalloc(t->nsites + 1, 1);
+    for (size_t i = 0; i < l->nat_end; i++)
+        at_end[l->at_end[i].site >= 0 ? (size_t)l->at_end[i].site : t->nsites] = 1;
+    int64_t bytes[GT_MAX_LATER_LOOPS] = {0}, count[GT_MAX_LATER_LOOPS] = {0};
+    for (size_t i = it->it[it->n - 1].end_ev; i < t->nev; i++) {
+        const struct gt_event *e = &t->ev[i];
+        if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC || e->size <= 0 || !gt_sel_has(t, s, e) ||
+            c->p.partner[i] != GT_NO_EVENT || !at_end[e->site >= 0 ? (size_t)e->site : t->nsites])
+            continue;
+        for (size_t k = 0; k < it->nlater_loops; k++)
+            if (e->t >= it->later_loops[k].start && e->t <= it->later_loops[k].end) {
+                bytes[k] += e->size;
+                count[k]++;
+                break;
+            }
+    }
+    free(at_end);
+    for (size_t k = 0; k < it->nlater_loops; k++)
+        if (bytes[k] > l->later_bytes) {
+            l->later = &it->later_loops[k];
+            l->later_bytes = bytes[k];
+            l->later_count = count[k];
+        }
+}
+
+void gt_later_loop_json(struct gt_json *j, const struct gt_leaks *l)
+{
+    if (!l->later) {
+        gt_json_null(j);
+        return;
+    }
+    gt_json_obj(j);
+    gt_json_kstr(j, "name", l->later->name);
+    gt_json_kint(j, "ranges", (int64_t)l->later->n);
+    gt_json_kint(j, "bytes", l->later_bytes);
+    gt_json_kint(j, "count", l->later_count);
+    gt_json_obj_end(j);
+}
+
 int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 {
     memset(l, 0, sizeof *l);
@@ -444,6 +492,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         l->told = 0;
     if (!code)
         code = freed_after_loop(c, &s, it, l);
+    if (!code && l->classified)
+        later_loop(c, &s, it, l);
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
     gt_qsort(l->steady, l->nsteady, sizeof *l->steady, by_bytes);
@@ -493,6 +543,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
             if (!code)
                 code = gt_json_sites(c, j, g[k].s, g[k].ns, g[k].ns);
         }
+        gt_json_key(j, "later_loop");   /* of at_end: what a later loop made, not judged (null: none) */
+        gt_later_loop_json(j, &l);
         gt_json_key(j, "classified_by_iterations");
         gt_json_bool(j, l.classified);
         gt_json_key(j, "accumulation_told");   /* total_bytes is what accumulated (3 or more iterations) */
@@ -526,10 +578,11 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                        l.prealloc.bytes ? "Outside the pool" : l.ncached ? "No leaks outside cached memory" : "No leaks",
                        l.ncached && !l.prealloc.bytes ? "else " : "", l.iterations - 1, l.iterations);
             else if (l.classified)
-                printf("%s: nothing %sallocated during the loop (iterations 2 to %zu of %zu) accumulated%s.\n",
+                printf("%s: nothing %sallocated during the loop (iterations 2 to %zu of %zu) accumulated%s%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : l.ncached ? "No leaks outside cached memory" : "No leaks",
                        l.ncached && !l.prealloc.bytes ? "else " : "", l.iterations - 1, l.iterations,
-                       l.nheld || l.nat_end || l.ncached || l.nsteady ? "; what was live at process end is below" : "");
+                       l.nheld || l.nat_end || l.ncached || l.nsteady ? "; what was live at process end is below" : "",
+                       l.later ? ",\nwith what a later loop made (not judged)" : "");
             else
                 printf("%s: every allocation was freed before the process ended%s%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : "No leaks",
@@ -576,6 +629,11 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                    gt_fmt_bytes(l.at_end_bytes, b), (long long)l.at_end_count,
                    l.at_end_count == 1 ? "" : "s", l.nat_end, l.nat_end == 1 ? "" : "s");
             code = gt_text_sites(c, l.at_end, l.nat_end, (size_t)c->o->top, 2);
+            if (!code && l.later)
+                printf("  (%s of it in %lld allocation%s was made in a later loop, %zu ranges \"%s\", and is not\n"
+                       "   judged here: gputrace leaks --iteration '%s' tells whether it accumulated)\n",
+                       gt_fmt_bytes(l.later_bytes, b), (long long)l.later_count, gt_s(l.later_count), l.later->n,
+                       l.later->name, l.later->name);
         }
         if (!code && l.ncached) {
             printf("Cached (held until exit by a caching allocator or a library handle, not counted as leaks): %s in %lld allocation%s at %zu call site%s:\n",

@@ -271,6 +271,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kint(j, "freed_after_loop_bytes", l.after_bytes);   /* accumulated, freed only when the loop ended */
+        gt_json_key(j, "leaks_later_loop");   /* live at exit, made in a later loop: not judged (leaks' later_loop) */
+        gt_later_loop_json(j, &l);
         gt_json_kstr(j, "growth_verdict", g.verdict);
         gt_json_kstr(j, "growth_memory", g.memory);
         gt_json_kstr(j, "growth_verdict_of_cache", cache.by ? cache.by->name : NULL);   /* the caching allocator's */
@@ -366,7 +368,10 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (l.classified && l.iterations == 2)
         printf("  leaks: not told (2 iterations: what accumulates shows from 3; gputrace leaks)");
     else
-        printf("  leaks: none%s", l.nafter ? " live at exit" : "");
+        printf("  leaks: none%s%s", l.nafter ? " live at exit" : "", l.later ? " in the loop" : "");
+    if (l.later)
+        printf("; %s live at exit was made in a later loop (%zu ranges \"%s\"), not judged: gputrace leaks "
+               "--iteration '%s'", gt_fmt_bytes(l.later_bytes, b1), l.later->n, l.later->name, l.later->name);
     if (l.nafter)
         printf("; %s accumulated over the loop and was freed only after it", gt_fmt_bytes(l.after_bytes, b1));
     if (l.ncached)

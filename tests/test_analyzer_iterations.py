@@ -738,3 +738,50 @@ class LoopAmongTheProgramsRanges(T.AnalyzerTest):
         n, how, slope = self.growth(t)
         self.assertEqual((n, slope), (20, self.LEAK), how)
 
+
+
+class LaterLoop(T.AnalyzerTest):
+    """A second loop after the one found (an evaluation after training): what
+    it left live at exit was told as "in use when the process ended" under
+    "leaks: none" (a helper's probe); it is told apart, not judged, with the
+    command that judges it."""
+    MiB = T.MiB
+
+    def train_then_eval(self, name, eval_keeps):
+        t = T.Trace(os.path.join(self.dir, name))
+        t.alloc(64 * self.MiB, ['init_weights', 'main'])
+        for s in range(20):
+            t.push('train_step %d' % s)
+            t.free(t.alloc(8 * self.MiB, ['forward', 'train_step', 'main']))
+            t.pop()
+        kept = []
+        for s in range(10):
+            t.push('eval_step %d' % s)
+            out = t.alloc(2 * self.MiB, ['predict', 'eval_step', 'main'])
+            if eval_keeps:
+                kept.append(out)
+            else:
+                t.free(out)
+            t.pop()
+        return t.close()
+
+    def test_what_a_later_loop_left_live_is_told_apart_and_how_to_judge_it(self):
+        db = self.train_then_eval('eval.db', eval_keeps=True)
+        d = self.json('leaks', db)
+        self.assertEqual(d['total_bytes'], 0)   # the training loop kept nothing
+        self.assertEqual(d['later_loop'], {'name': 'eval_step 0', 'ranges': 10, 'bytes': 20 * self.MiB, 'count': 10})
+        self.assertIn("gputrace leaks --iteration 'eval_step 0' tells whether it accumulated", self.ok('leaks', db).stdout)
+        s = self.json('summary', db)
+        self.assertEqual(s['leaks_later_loop']['bytes'], 20 * self.MiB)
+        self.assertIn('leaks: none in the loop; 20.00 MiB live at exit was made in a later loop (10 ranges "eval_step 0"),'
+                      ' not judged', self.ok('summary', db).stdout)
+        # and the command it names judges it: 2 MiB an iteration
+        named = self.json('leaks', '--iteration', 'eval_step 0', db)
+        self.assertEqual(named['total_bytes'], 20 * self.MiB)   # the site grows: all it keeps, the first's too
+        self.assertIsNone(named['later_loop'])
+
+    def test_a_later_loop_that_frees_what_it_makes_is_not_named(self):
+        db = self.train_then_eval('clean.db', eval_keeps=False)
+        self.assertIsNone(self.json('leaks', db)['later_loop'])
+        self.assertIsNone(self.json('summary', db)['leaks_later_loop'])
+        self.assertIn('  leaks: none\n', self.ok('summary', db).stdout)
