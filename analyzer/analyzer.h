@@ -141,6 +141,11 @@ struct gt_leaks {
     struct gt_site_sum *after;
     size_t nafter;
     int64_t after_bytes, after_count;
+    /* kept by sites whose loop allocations live at exit all came from one
+     * iteration, with two or more after it that kept nothing more: made once */
+    struct gt_site_sum *once;
+    size_t nonce;
+    int64_t once_bytes, once_count;
     /* of at_end: made in a later loop (iterations.h's later_loops; the one
      * that left most) and live at exit: not judged; NULL none */
     const struct gt_later_loop *later;

@@ -160,7 +160,8 @@ static size_t iteration_of(struct loop l, size_t a)
  * JAX releases every buffer at the interpreter's teardown, so that arrays a
  * loop kept in a list were never live at exit (an H200, session 48). */
 static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
-                                         const unsigned char *loop_of, int freed_after, unsigned char **iters_out)
+                                         const unsigned char *loop_of, int freed_after, unsigned char **iters_out,
+                                         unsigned char **once_out)
 {
     const struct gt_trace *t = &c->t;
     size_t ns = t->nsites + 1;
@@ -198,10 +199,15 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
             loop_n[site] = l.n;   /* k is an index into that thread's loop */
         }
     }
+    unsigned char *once = once_out ? gt_xcalloc(ns, 1) : NULL;
     for (size_t site = 0; site < ns; site++) {
         /* with 2 iterations there is no middle: after the first is the end;
          * with 3, iteration 2 is the whole loop and the rule is off */
         size_t n = loop_n[site] ? loop_n[site] : it->n;
+        /* made once: what the loop left live all from one iteration, with two or more after it that kept
+         * nothing more, and nothing from the first (a site that keeps every fifth iteration's has) */
+        if (once && iters[site] == 1 && n >= 4 && last_it[site] + 3 <= n && !ph[site * PHASE_N + PHASE_HELD].count)
+            once[site] = 1;
         if (n == 2 || (n >= 4 && iters[site] == 1 && last_it[site] == n - 2)) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];
             end->bytes += loop->bytes;
@@ -211,6 +217,8 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     }
     free(last_it);
     free(loop_n);
+    if (once_out)
+        *once_out = once;
     if (iters_out)
         *iters_out = iters;
     else
@@ -337,7 +345,7 @@ static int freed_after_loop(struct gt_ctx *c, const struct gt_sel *s, const stru
     if (code)
         return code;
     unsigned char *iters, *rising;
-    struct gt_site_sum *ph = live_by_phase(c, s, it, loop_of, 1, &iters);
+    struct gt_site_sum *ph = live_by_phase(c, s, it, loop_of, 1, &iters, NULL);
     unsigned char *steady = stopped_growing(c, s, it, ph, &rising);
     size_t ns = c->t.nsites + 1;
     l->after = gt_xmalloc(ns * sizeof *l->after);
@@ -419,7 +427,8 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     l->held = gt_xmalloc((n + 1) * sizeof *l->held);
     l->at_end = gt_xmalloc((n + 1) * sizeof *l->at_end);
     l->steady = gt_xmalloc((n + 1) * sizeof *l->steady);
-    unsigned char *steady = NULL;
+    l->once = gt_xmalloc((n + 1) * sizeof *l->once);
+    unsigned char *steady = NULL, *once = NULL;
     int pattern = -1, code = GT_EXIT_OK;
     const struct gt_iterations *it = NULL;
     struct gt_site_sum *ph = NULL;
@@ -433,7 +442,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         const unsigned char *loop_of;
         code = gt_ctx_event_loops(c, &loop_of);
         if (!code) {
-            ph = live_by_phase(c, &s, it, loop_of, 0, NULL);
+            ph = live_by_phase(c, &s, it, loop_of, 0, NULL, &once);
             steady = stopped_growing(c, &s, it, ph, NULL);
             l->classified = 1;
         }
@@ -478,6 +487,10 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
             add(l->steady, &l->nsteady, &l->steady_bytes, &l->steady_count, all[i]);
             continue;
         }
+        if (p && p[PHASE_LOOP].count && once[all[i].site >= 0 ? (size_t)all[i].site : c->t.nsites]) {
+            add(l->once, &l->nonce, &l->once_bytes, &l->once_count, all[i]);
+            continue;
+        }
         if (!p || p[PHASE_LOOP].count) {   /* a site that keeps what later iterations make: all of it grows */
             add(l->sites, &l->nsites, &l->bytes, &l->count, all[i]);
             continue;
@@ -497,7 +510,9 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
     gt_qsort(l->held, l->nheld, sizeof *l->held, by_bytes);
     gt_qsort(l->at_end, l->nat_end, sizeof *l->at_end, by_bytes);
     gt_qsort(l->steady, l->nsteady, sizeof *l->steady, by_bytes);
+    gt_qsort(l->once, l->nonce, sizeof *l->once, by_bytes);
     free(steady);
+    free(once);
     free(ph);
     free(all);
     return code;
@@ -506,6 +521,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
 void gt_leaks_free(struct gt_leaks *l)
 {
     free(l->after);
+    free(l->once);
     free(l->sites);
     free(l->cached);
     free(l->held);
@@ -535,6 +551,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
              l.nsteady},
             {"freed_after_loop_bytes", "freed_after_loop_count", "freed_after_loop_sites", l.after_bytes, l.after_count,
              l.after, l.nafter},
+            {"made_once_bytes", "made_once_count", "made_once_sites", l.once_bytes, l.once_count, l.once, l.nonce},
         };
         for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
             gt_json_kint(j, g[k].bytes, g[k].b);
@@ -581,7 +598,7 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                 printf("%s: nothing %sallocated during the loop (iterations 2 to %zu of %zu) accumulated%s%s.\n",
                        l.prealloc.bytes ? "Outside the pool" : l.ncached ? "No leaks outside cached memory" : "No leaks",
                        l.ncached && !l.prealloc.bytes ? "else " : "", l.iterations - 1, l.iterations,
-                       l.nheld || l.nat_end || l.ncached || l.nsteady ? "; what was live at process end is below" : "",
+                       l.nheld || l.nat_end || l.ncached || l.nsteady || l.nonce ? "; what was live at process end is below" : "",
                        l.later ? ",\nwith what a later loop made (not judged)" : "");
             else
                 printf("%s: every allocation was freed before the process ended%s%s.\n",
@@ -623,9 +640,18 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
                    gt_s(l.steady_count), l.nsteady, gt_s((long long)l.nsteady));
             code = gt_text_sites(c, l.steady, l.nsteady, (size_t)c->o->top, 2);
         }
+        if (!code && l.nonce) {
+            printf("Made once during the loop and kept (each call site below kept what one iteration made, and\n"
+                   "nothing in the two or more iterations after it: a buffer made once, not accumulating): %s in\n"
+                   "%lld allocation%s at %zu call site%s:\n", gt_fmt_bytes(l.once_bytes, b), (long long)l.once_count,
+                   gt_s(l.once_count), l.nonce, gt_s((long long)l.nonce));
+            code = gt_text_sites(c, l.once, l.nonce, (size_t)c->o->top, 2);
+        }
         if (!code && l.nat_end) {
             printf("In use when the process ended (allocated %s): %s in %lld allocation%s at %zu call site%s:\n",
-                   l.iterations == 2 ? "after the first of 2 iterations" : "in the last iteration or after the loop",
+                   l.iterations == 2   ? "after the first of 2 iterations"
+                   : l.iterations == 3 ? "in the last iteration or after the loop"
+                                       : "in the loop's last two iterations or after it",
                    gt_fmt_bytes(l.at_end_bytes, b), (long long)l.at_end_count,
                    l.at_end_count == 1 ? "" : "s", l.nat_end, l.nat_end == 1 ? "" : "s");
             code = gt_text_sites(c, l.at_end, l.nat_end, (size_t)c->o->top, 2);

@@ -343,8 +343,10 @@
       (l.classified_by_iterations ? ', allocated during the loop, iteration after iteration (each site\u2019s live allocations, the first iteration\u2019s too)' : '')) +
       (l.held_for_run_bytes ? '; ' + fmtBytes(l.held_for_run_bytes) + ' held for the run (allocated before the loop or in its first iteration: parameters, optimizer state; ' +
         (untold ? 'not told from a leak)' : 'not a leak)') : '') +
+      (l.made_once_bytes ? '; ' + fmtBytes(l.made_once_bytes) + ' made once during the loop and kept (one iteration\u2019s, none after it: not accumulating)' : '') +
       (l.at_end_bytes ? '; ' + fmtBytes(l.at_end_bytes) + ' in use when the process ended (allocated ' +
-        (untold ? 'after the first iteration)' : 'in the last iteration or after the loop)') : '') +
+        (untold ? 'after the first iteration)' : l.iterations === 3 ? 'in the last iteration or after the loop)' :
+         'in the loop\u2019s last two iterations or after it)') : '') +
       (l.cached_bytes ? '; ' + fmtBytes(l.cached_bytes) + ' more held until exit by a caching allocator or a library handle (not a leak)' : ''));
     var row = function (s) { return [fmtBytes(s.bytes), String(s.count), frames(s)]; };
     if ((l.sites || []).length)

@@ -271,6 +271,7 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         gt_json_bool(j, l.told);
         gt_json_kint(j, "cached_bytes", l.cached_bytes);
         gt_json_kint(j, "freed_after_loop_bytes", l.after_bytes);   /* accumulated, freed only when the loop ended */
+        gt_json_kint(j, "made_once_bytes", l.once_bytes);   /* made in one iteration of the loop and kept */
         gt_json_key(j, "leaks_later_loop");   /* live at exit, made in a later loop: not judged (leaks' later_loop) */
         gt_later_loop_json(j, &l);
         gt_json_kstr(j, "growth_verdict", g.verdict);
@@ -374,6 +375,8 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
                "--iteration '%s'", gt_fmt_bytes(l.later_bytes, b1), l.later->n, l.later->name, l.later->name);
     if (l.nafter)
         printf("; %s accumulated over the loop and was freed only after it", gt_fmt_bytes(l.after_bytes, b1));
+    if (l.nonce)
+        printf("; %s made once during the loop and kept (not accumulating)", gt_fmt_bytes(l.once_bytes, b1));
     if (l.ncached)
         printf("; %s held until exit by a caching allocator or a library handle (not counted as leaks%s%s)", gt_fmt_bytes(l.cached_bytes, b1),
                l.cached_in_loop ? "; made during the loop: " : "", l.cached_in_loop ? gt_fmt_bytes(l.cached_in_loop, b2) : "");

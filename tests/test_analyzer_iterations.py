@@ -785,3 +785,47 @@ class LaterLoop(T.AnalyzerTest):
         self.assertIsNone(self.json('leaks', db)['later_loop'])
         self.assertIsNone(self.json('summary', db)['leaks_later_loop'])
         self.assertIn('  leaks: none\n', self.ok('summary', db).stdout)
+
+
+class MadeOnce(T.AnalyzerTest):
+    """One buffer made in one iteration of a marked loop and kept: it was a
+    leak "iteration after iteration" when made in iteration 5 of 10 (growth:
+    a one-off, stable), and "allocated in the last iteration or after the
+    loop" when made in iteration 8 (a helper's probe)."""
+    MiB = T.MiB
+
+    def loop(self, name, keep_at, steps=10):
+        t = T.Trace(os.path.join(self.dir, name))
+        t.alloc(64 * self.MiB, ['init_weights', 'main'])
+        for s in range(steps):
+            t.iteration(s, 8)
+            t.free(t.alloc(4 * self.MiB, ['forward', 'main']))
+            if s in keep_at:
+                t.alloc(8 * self.MiB, ['make_buffer', 'main'])
+        return t.close()
+
+    def test_a_buffer_made_once_in_the_loop_is_not_a_leak_and_says_so(self):
+        # (in the loop's first half it is held steady: a buffer made once and reused, as before)
+        d = self.json('leaks', self.loop('early.db', {2}))
+        self.assertEqual((d['total_bytes'], d['held_steady_bytes']), (0, 8 * self.MiB))
+        for k in (5, 7):
+            db = self.loop('once-%d.db' % k, {k})
+            d = self.json('leaks', db)
+            self.assertEqual((k, d['total_bytes'], d['made_once_bytes'], d['made_once_count']), (k, 0, 8 * self.MiB, 1))
+            self.assertEqual(self.json('growth', db)['verdict'], 'stable')
+            self.assertIn('Made once during the loop and kept', self.ok('leaks', db).stdout)
+            self.assertEqual(self.json('summary', db)['made_once_bytes'], 8 * self.MiB)
+
+    def test_kept_in_the_iteration_before_the_last_is_said_to_be_late_in_the_loop(self):
+        d = self.json('leaks', self.loop('late.db', {8}))
+        self.assertEqual((d['total_bytes'], d['made_once_bytes'], d['at_end_bytes']), (0, 0, 8 * self.MiB))
+        self.assertIn("In use when the process ended (allocated in the loop's last two iterations or after it)",
+                      self.ok('leaks', os.path.join(self.dir, 'late.db')).stdout)
+
+    def test_a_buffer_kept_every_fifth_iteration_is_still_a_leak(self):
+        # kept at 0 and 5 of 10: the first is in the first iteration, so the site recurs
+        d = self.json('leaks', self.loop('fifth.db', {0, 5}))
+        self.assertEqual((d['total_bytes'], d['made_once_bytes']), (16 * self.MiB, 0))
+        # kept at 3 and 6: two iterations of the loop
+        d = self.json('leaks', self.loop('twice.db', {3, 6}))
+        self.assertEqual((d['total_bytes'], d['made_once_bytes']), (16 * self.MiB, 0))
