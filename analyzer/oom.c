@@ -175,7 +175,10 @@ static size_t collect(struct gt_ctx *c, struct request **out, size_t **others, s
                 x->first = i;
                 x->requested = e->size;
                 x->chunks = rolled_back_chunks(c, i);
-                if (x->chunks && e->size > 0) {
+                if (e->size == INT64_MAX) {   /* the shim stores a size_t past it as INT64_MAX */
+                    x->clamped = x->lower_bound = 1;
+                    x->chunks = 0;
+                } else if (x->chunks && e->size > 0) {
                     x->chunk = e->size;
                     x->requested = e->size * (x->chunks + 1);
                     x->lower_bound = 1;
@@ -358,9 +361,12 @@ static void text_request(struct oom_ctx *o, size_t k, const struct request *q, i
     if (q->attempts > 1)
         snprintf(att, sizeof att, ", %d attempts", q->attempts);
     printf("  #%zu at %s: %s %s%s%s failed: out of memory%s%s\n", k + 1, gt_fmt_ns(e->t, b1), c->t.api[e->api].name,
-           q->requested < 0 ? "of ? bytes" : q->lower_bound ? "growth of at least" : "of", q->requested >= 0 ? " " : "",
+           q->requested < 0 ? "of ? bytes" : q->clamped ? "of at least" : q->lower_bound ? "growth of at least" : "of", q->requested >= 0 ? " " : "",
            q->requested >= 0 ? gt_fmt_bytes(q->requested, b2) : "", dev, att);
-    if (q->lower_bound)
+    if (q->clamped)
+        printf("     the size asked for is 2^63 - 1 bytes or more, past what the trace stores (often a size the program computed"
+               " below 0, such as n - 1 with n = 0, passed as size_t)\n");
+    else if (q->lower_bound)
         printf("     a segment grew by %d chunk%s of %s, the next failed and all were released: the request was at "
                "least %d chunk%s (the trace holds no call with its exact size)\n",
                q->chunks, gt_s(q->chunks), gt_fmt_bytes(q->chunk, b1), q->chunks + 1, gt_s(q->chunks + 1));

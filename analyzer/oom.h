@@ -13,7 +13,8 @@ struct request {
     size_t first, last;      /* event indices of its first and last failed attempt */
     int attempts;
     int64_t requested;       /* bytes asked for; -1 unknown */
-    int lower_bound;         /* requested is a lower bound: a rolled-back growth of chunks */
+    int lower_bound;         /* requested is a lower bound: a rolled-back growth of chunks, or clamped */
+    int clamped;             /* the size asked for was past INT64_MAX, which the trace stores it as */
     int64_t chunk;           /* that growth's chunk size */
     int chunks;              /* chunks mapped before the failed one */
     int recovered;           /* the program went on: allocated again, or made another request */

@@ -1,12 +1,13 @@
 """Capture core: each runtime API lands in the trace with the pointer, size,
 device, stream and result the program saw; frees carry the size they free;
 failed allocations are recorded; stacks name the calling functions in order."""
+import json
 import os
 import re
 import sys
 import unittest
 
-from gtlib import BUILD, SANITIZER, SHIM, TraceTest, base_env, prog, query, run
+from gtlib import BUILD, GPUTRACE, SANITIZER, SHIM, TraceTest, base_env, prog, query, run
 
 
 class CaptureTest(TraceTest):
@@ -88,6 +89,14 @@ class CaptureTest(TraceTest):
         self.assertEqual((p.returncode, p.stdout), (0, 'True\nTrue\n'), p.stderr)
         self.assertEqual(query(db, 'SELECT api, size FROM events_v WHERE result != 0 ORDER BY id'),
                          [('cudaMallocPitch', 2 ** 63 - 1), ('cudaMalloc', 2 ** 63 - 1)])
+        # and oom says the size is at least that, not exactly it (a helper's probe: "8192 PiB", exact)
+        o = run([GPUTRACE, 'oom', '--json', db])
+        self.assertEqual(o.returncode, 0, o.stderr)
+        reqs = json.loads(o.stdout)['failures']
+        self.assertEqual([(r['requested_bytes'], r['requested_is_lower_bound']) for r in reqs], [(2 ** 63 - 1, True)] * 2)
+        text = run([GPUTRACE, 'oom', db]).stdout
+        self.assertIn('cudaMalloc of at least 8192.00 PiB failed', text)
+        self.assertIn('the size asked for is 2^63 - 1 bytes or more, past what the trace stores', text)
 
     @unittest.skipIf(SANITIZER == 'thread', 'a Python the ThreadSanitizer runtime did not build crashes with it '
                                             'preloaded (the thread stage runs no Python program)')
