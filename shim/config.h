@@ -64,5 +64,6 @@ extern const size_t gt_config_nvars;
 void gt_config_load(void); /* constructor only: reads the environment, keeps warnings about bad values */
 void gt_config_warn(void); /* a trace starts: says those warnings on stderr, once */
 void gt_config_warn_once(void); /* a disabled shim's first CUDA call: the same, once */
+void gt_config_passive(void);   /* another copy of the shim traces the process: pass through, silent */
 
 #endif

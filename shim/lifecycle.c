@@ -5,6 +5,7 @@
  * the child starts a trace of its own only if it calls CUDA itself. Each
  * transition fans out to the modules' own start/stop/fork functions; none of
  * them calls back here. gt_state is written here and nowhere else. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -88,8 +89,31 @@ bool gt_owns_trace(void)
     return owner != 0 && owner == getpid();
 }
 
+/* Two copies of the shim from different paths in LD_PRELOAD (`gputrace run`,
+ * which puts its installed library first, from a shell that preloads the
+ * build tree's) traced each process twice: two files, two lines (a helper's
+ * probe). The process's symbols resolve to the first copy loaded: a copy
+ * whose own marker function is not the one the process sees stays passive. */
+static bool another_copy_first(void)
+{
+    /* (our own address of an exported function resolves to the first copy's as well: compare the
+     * objects the process's lookup and a function of ours, static, lie in) */
+    void *first = dlsym(RTLD_DEFAULT, "gputrace_recording"), *malloc_hook = dlsym(RTLD_DEFAULT, "cudaMalloc");
+    Dl_info theirs, ours, hook;
+    return first && malloc_hook && dladdr(first, &theirs) && dladdr((void *)another_copy_first, &ours) &&
+           dladdr(malloc_hook, &hook) && theirs.dli_fbase != ours.dli_fbase &&
+           hook.dli_fbase == theirs.dli_fbase;   /* a shim: its marker and a CUDA hook in one object */
+}
+
 __attribute__((constructor)) static void gt_load(void)
 {
+    if (another_copy_first()) {
+        gt_config_load();
+        gt_config_passive();
+        gt_libc_real_uninstrumented(GT_LIBC_sigaction);
+        gt_libc_real_uninstrumented(GT_LIBC_signal);
+        return;
+    }
     gt_stderr_remember();
     gt_runlog_process_started();
     gt_config_load();

@@ -725,3 +725,28 @@ class ConfigWarningsTest(TraceTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         warnings = [l for l in p.stderr.splitlines() if 'ignoring GPUTRACE_STACK_DEPTH' in l]
         self.assertEqual(warnings, ['gputrace: ignoring GPUTRACE_STACK_DEPTH=abc (expected an integer from 0 to 128)'])
+
+
+class TwoCopiesTest(TraceTest):
+    """Two copies of the shim from different paths in LD_PRELOAD (`gputrace
+    run` in a shell that preloads the build tree's): one trace, one line (a
+    helper's probe: two files and two lines a process)."""
+
+    @unittest.skipIf(SANITIZER, 'a copy of an instrumented shim needs its runtime first in the preload list')
+    def test_the_second_copy_stays_passive(self):
+        import shutil
+        copy = os.path.join(self.dir, 'copy', 'libgputrace.so')
+        os.makedirs(os.path.dirname(copy))
+        shutil.copy(SHIM, copy)
+        db = os.path.join(self.dir, 't.db')
+        env = base_env(GPUTRACE_OUTPUT=db, LD_PRELOAD=SHIM + ':' + copy)
+        p = run([prog('demo_loop')], preload=False, env=env, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(re.findall(r'^gputrace: wrote ', p.stderr, re.M)), 1, p.stderr)
+        self.assertEqual(sorted(f for f in os.listdir(self.dir) if f.endswith('.db')), ['t.db'])
+        n = query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaMalloc'")[0][0]
+        self.assertGreater(n, 0)
+        # each allocation once, as with one copy
+        one = os.path.join(self.dir, 'one.db')
+        run([prog('demo_loop')], env=base_env(GPUTRACE_OUTPUT=one), cwd=self.dir, check=True)
+        self.assertEqual(query(one, "SELECT count(*) FROM events_v WHERE api = 'cudaMalloc'")[0][0], n)
