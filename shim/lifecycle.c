@@ -322,12 +322,16 @@ static void stop(const char *reason, bool may_resume)
             gt_writer_stop(reason, NULL, false);
         return;
     }
+    /* (the stopping thread's own work is the shim's: a hooked call it makes is no drop) */
+    int was_in_shim = gt_in_shim;
+    gt_in_shim = 1;
     gt_cupti_flush_for_stop(); /* activity still inside CUPTI reaches the writer's final drain */
     gt_cost_note(gt_writer_cpu_s());
     gt_unwind_memo_note();
     struct gt_writer_summary s;
     s.path[0] = 0;
     bool ok = gt_writer_stop(reason, &s, may_resume) && atomic_load(&gt_state) != GT_FAILED;
+    gt_in_shim = was_in_shim;
     /* writing failed mid-run (a full disk): its first line said so; the last
      * says what it cost, since the drops table could not take it either */
     if (!ok && s.path[0] && s.write_failed && gt_stderr_ok())

@@ -18,6 +18,8 @@ bool gt_hook_enter(void)
     if (GT_UNLIKELY(st != GT_ACTIVE) && ((st != GT_UNINIT && st != GT_STARTING) || gt_config.disabled)) {
         if (gt_config.disabled)
             gt_config_warn_once(); /* GPUTRACE_DISABLE=fasle: its warning, by a process that calls CUDA */
+        else if (st == GT_STOPPED)   /* another thread's call while the exit drains: counted (a helper's probe) */
+            gt_drop(GT_DROP_AFTER_END);
         return false; /* stopped, failed or disabled: pass through */
     }
     gt_in_shim = 1;

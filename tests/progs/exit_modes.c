@@ -1,5 +1,5 @@
 /* Allocates N buffers (never freed) then leaves the process by the way named
- * in argv[1]: return | exit | _exit | _Exit | exec | abort-free, or waits to
+ * in argv[1]: return | busy-return (a thread allocating meanwhile) | exit | _exit | _Exit | exec | abort-free, or waits to
  * be killed (hang: prints "allocated N", then sleeps). Exit code 7, so a test
  * can see the shim does not change it. */
 #include <cuda_runtime_api.h>
@@ -8,6 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* busy-return: a thread that allocates and frees without pause while main returns */
+static void *busy(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        void *p;
+        if (cudaMalloc(&p, 4096) == cudaSuccess)
+            cudaFree(p);
+    }
+    return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -20,6 +32,12 @@ int main(int argc, char **argv)
     }
     printf("allocated %d\n", n);
     fflush(stdout);
+    if (!strcmp(how, "busy-return")) {
+        pthread_t t;
+        pthread_create(&t, NULL, busy, NULL);
+        usleep(50000);
+        return 7;
+    }
     if (!strcmp(how, "exit"))
         exit(7);
     if (!strcmp(how, "_exit"))
