@@ -42,6 +42,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_STACK_IN_HANDLER] = {"stack_in_signal_handler", false,
         "event recorded without its call stack: the thread's first one came inside a signal handler, which may have "
         "interrupted malloc, whose lock the unwinder's first use on a thread takes"},
+    [GT_DROP_LEFT_BY_JUMP] = {"left_by_longjmp", true,
+        "event not recorded: the call was left by a longjmp before it returned (a signal handler's siglongjmp out "
+        "of a CUDA call); the thread is traced again from its next call"},
     [GT_DROP_AFTER_END] = {"after_trace_end", true,
         "event not recorded: the call came while the trace was being finished (another thread's, as the process "
         "exited); calls made after the file was closed (in a library's destructor that runs after the shim's) "

@@ -43,7 +43,9 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
         GT_RESOLVE(sym, params) \
         if (!gt_hook_enter()) \
             return real args; \
+        GT_REAL_BEGIN(); \
         GT_HOOK_RESULT rc = real args; \
+        GT_REAL_END(); \
         gt_record_alloc(GT_API_##api, (int)rc, rc == GT_HOOK_OK ? (uint64_t)(uintptr_t)(PTR) : 0, (SIZE), \
                         (DEVICE), (STREAM), (FLAGS)); \
         gt_hook_leave(); \
@@ -61,7 +63,9 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
             return real args; \
         struct gt_pending_free pf; \
         gt_record_free_begin(&pf, GT_API_##api, (uint64_t)(uintptr_t)(PTR), (SIZE), (DEVICE), (STREAM), (FLAGS)); \
+        GT_REAL_BEGIN(); \
         GT_HOOK_RESULT rc = real args; \
+        GT_REAL_END(); \
         gt_record_free_end(&pf, (int)rc); \
         gt_hook_leave(); \
         return rc; \
@@ -80,7 +84,9 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
             return real args; \
         struct gt_pending_free pf; \
         gt_record_reset_begin(&pf, GT_API_##api, gt_reset_device(DEVICE)); \
+        GT_REAL_BEGIN(); \
         GT_HOOK_RESULT rc = real args; \
+        GT_REAL_END(); \
         gt_record_free_end(&pf, (int)rc); \
         gt_hook_leave(); \
         return rc; \
@@ -111,7 +117,9 @@ static inline uint64_t gt_size_mul(uint64_t a, uint64_t b)
         gt_cupti_program_uses_graphs(); \
         if (!gt_hook_enter()) \
             return real args; \
+        GT_REAL_BEGIN(); \
         GT_HOOK_RESULT rc = real args; \
+        GT_REAL_END(); \
         COUNT((int)rc, (uint64_t)(uintptr_t)(stream)); \
         gt_hook_leave(); \
         return rc; \

@@ -63,7 +63,9 @@ static int create_device(const CUmemAllocationProp *prop)
         GT_RESOLVE(sym, params) \
         if (!gt_hook_enter()) \
             return real args; \
+        GT_REAL_BEGIN(); \
         CUresult rc = real args; \
+        GT_REAL_END(); \
         gt_record_alloc(create_api(prop), (int)rc, rc == CUDA_SUCCESS ? (uint64_t)(PTR) : 0, (SIZE), (DEVICE), \
                         (STREAM), (FLAGS)); \
         gt_hook_leave(); \

@@ -260,6 +260,7 @@ static void start_trace(void)
      * call must find the memory it would have found without us. Nothing
      * records while STARTING, so nothing uses what is given back. */
     gt_clock_start(); /* before anything is stamped */
+    gt_stack_room_warm();
     bool queue = gt_queue_init(gt_config.queue_events), stacks = queue && gt_stacks_init();
     if (!stacks || !gt_writer_start(writer_open_failed, signal_stopped)) {
         if (!stacks)

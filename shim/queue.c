@@ -165,6 +165,10 @@ int gt_queue_pop(struct gt_rec *out, int max)
     while (n < max) {
         struct gt_slot *s = &slots[t & mask];
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (seq == (SKIPPED | t)) {   /* given up by its producer (gt_queue_abandon): counted there */
+            t++;
+            continue;
+        }
         if (seq != t + 1)
             break; /* empty, or reserved but not yet published */
         out[n++] = s->rec;
@@ -192,6 +196,15 @@ bool gt_queue_empty_upto(uint64_t pos)
  * so does one from an earlier lap that finds this mark; a publish that read
  * `skips` as 0 just before the first skip can still land in the slot (the same
  * window as any check-then-write, and the old ring's). */
+/* A producer that will never publish the slot it reserved at pos (its free
+ * was left by a longjmp: record.c): marked skipped, so the writer passes it
+ * and a late publish, should one come, leaves it alone. */
+void gt_queue_abandon(uint64_t pos)
+{
+    atomic_store_explicit(&slots[pos & mask].seq, SKIPPED | pos, memory_order_release);
+    atomic_fetch_add_explicit(&skips, 1, memory_order_seq_cst);
+}
+
 void gt_queue_skip_pending(void)
 {
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);

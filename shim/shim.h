@@ -170,7 +170,7 @@ static inline void gt_rec_release(struct gt_rec *r)
 enum gt_drop_reason {
     GT_DROP_QUEUE_FULL, GT_DROP_UNFINISHED_AT_EXIT, GT_DROP_STACK_LOST, GT_DROP_WRITE_FAILED,
     GT_DROP_NOT_WRITTEN, GT_DROP_CUPTI_RECORDS, GT_DROP_UNWRITTEN_AT_SIGNAL, GT_DROP_WINDOW_CHECKPOINT,
-    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_RANGE_QUEUE_FULL, GT_DROP_STACK_LOW, GT_DROP_STACK_IN_HANDLER, GT_DROP_AFTER_END, GT_DROP_COUNT
+    GT_DROP_RANGE_TOO_DEEP, GT_DROP_ARRAY_SIZE_UNKNOWN, GT_DROP_MESSAGE_CUT, GT_DROP_RANGE_NOT_KEPT, GT_DROP_STACK_NOT_TAKEN, GT_DROP_RANGE_QUEUE_FULL, GT_DROP_STACK_LOW, GT_DROP_STACK_IN_HANDLER, GT_DROP_AFTER_END, GT_DROP_LEFT_BY_JUMP, GT_DROP_COUNT
 };
 struct gt_drop_info {
     const char *name;    /* drops.reason */
@@ -181,6 +181,7 @@ void gt_drop(enum gt_drop_reason r);                 /* any thread, lock-free */
 /* stack_room.c: the calling thread's stack has too little room left to take its call stack (asked
  * outside a signal handler first); is the thread running a signal handler (1, 0; -1 cannot tell) */
 bool gt_stack_room_low(void);
+void gt_stack_room_warm(void);   /* at the trace's start: binds what the bounds' first look-up calls */
 int gt_stack_in_signal_handler(void);
 void gt_drop_add(enum gt_drop_reason r, uint64_t n);
 uint64_t gt_drop_count(enum gt_drop_reason r);
@@ -195,6 +196,11 @@ extern _Atomic int gt_state;
 extern _Atomic bool gt_cuda_ready;         /* the program initialised CUDA; CUPTI started or found unavailable */
 extern _Atomic bool gt_cuda_ready_claimed; /* one thread has begun making CUDA ready (lifecycle.c) */
 extern GT_TLS int gt_in_shim;              /* re-entry guard: set while this thread is inside the shim */
+/* While this thread is inside a hook's real call, that hook's frame (0: not):
+ * a hooked call at or above it finds the hook gone, left by a longjmp */
+extern GT_TLS uintptr_t gt_hook_real_frame;
+/* A free whose slot this thread reserved and has not yet published: its position + 1 (0: none) */
+extern GT_TLS uint64_t gt_free_pending_pos;
 int32_t gt_tid(void);
 void gt_thread_untraced(void);             /* this thread's CUDA calls are never recorded (writer) */
 void gt_state_after_fork_child(void);
@@ -235,6 +241,7 @@ int gt_queue_pop(struct gt_rec *out, int max);       /* writer only; returns cou
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
 uint64_t gt_queue_head(void);
 void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
+void gt_queue_abandon(uint64_t pos);                  /* producer: a reserved slot it will never publish */
 
 /* unwind.c: libunwind, dlopen()ed at the first CUDA call (not linked). */
 struct gt_unwind {
@@ -347,7 +354,11 @@ void gt_symbolize(uintptr_t ip, bool is_return_address, struct gt_frame_info *ou
 void gt_demangle(const char *name, char *out, size_t cap); /* as is if it cannot */
 
 /* record.c: what hooks call. */
-bool gt_hook_enter(void);   /* false: nested, disabled or stopped -> just call through */
+bool gt_hook_enter_at(void *frame);   /* false: nested, disabled or stopped -> just call through */
+#define gt_hook_enter() gt_hook_enter_at(__builtin_frame_address(0))   /* the hook's own frame */
+/* around a hook's real call: the frame a later call compares with (gt_hook_real_frame) */
+#define GT_REAL_BEGIN() (gt_hook_real_frame = (uintptr_t)__builtin_frame_address(0))
+#define GT_REAL_END() (gt_hook_real_frame = 0)
 void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);

@@ -44,6 +44,18 @@ __attribute__((constructor)) static void note_main_thread(void)
     main_noted = true;
 }
 
+/* At the trace's start: glibc's pthread_getattr_np calls realloc through
+ * libc's own lazily bound PLT, and the loader's first binding saves the CPU's
+ * vector state on the caller's stack (several KiB with AVX-512): a thread with
+ * a small stack overflowed inside its first look_up. One call here binds it
+ * for every thread (the shim itself is linked -z now). */
+void gt_stack_room_warm(void)
+{
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) == 0)
+        pthread_attr_destroy(&a);
+}
+
 /* Looks up the thread's bounds (outside a signal handler: stacks.c). */
 static void look_up(void)
 {

@@ -12,6 +12,8 @@ _Atomic bool gt_cuda_ready;
 _Atomic bool gt_cuda_ready_claimed;
 _Atomic int gt_captures_open;   /* graphs.c's; here, beside what every recorded call reads */
 GT_TLS int gt_in_shim;
+GT_TLS uintptr_t gt_hook_real_frame;
+GT_TLS uint64_t gt_free_pending_pos;
 static GT_TLS int32_t cached_tid;
 
 int32_t gt_tid(void)
@@ -32,6 +34,8 @@ void gt_state_after_fork_child(void)
 {
     cached_tid = 0;
     gt_in_shim = 0;
+    gt_hook_real_frame = 0;
+    gt_free_pending_pos = 0;
     atomic_store(&gt_cuda_ready_claimed, false);
     atomic_store(&gt_cuda_ready, false);
 }

@@ -349,3 +349,33 @@ class SigkillTest(SignalTest):
                 self.assertGreater(allocs, 200)
                 recorded = query(os.path.join(self.dir, 'trace.db'), 'SELECT count(*) FROM events')[0][0]
                 self.assertGreaterEqual(recorded, 2 * allocs, delay)
+
+
+class LongjmpOutOfACallTest(TraceTest):
+    """A watchdog's SIGALRM handler siglongjmps out of a CUDA call that hung;
+    the program goes on. The shim's re-entry guard stayed set on that thread,
+    and its next 2,000 calls passed through uncounted: "2 events, 0 dropped"
+    (a helper's probe). The call left is counted; the thread is traced again."""
+
+    def run_jump(self, mode):
+        env_hang = {'FAKE_CUDA_HANG_%s_BYTES' % mode.upper(): 12345}
+        argv = [prog('jump_out'), mode, '12345', '1000']
+        plain = run(argv, preload=False, env=base_env(**env_hang), timeout=30)
+        self.assertEqual((plain.returncode, plain.stdout), (0, 'left 1, 2000 calls after\n'), plain.stderr)
+        p, db = self.trace(argv, env_extra=env_hang, timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), p.stderr)
+        drops = dict(query(db, 'SELECT reason, count FROM drops'))
+        self.assertEqual(drops.get('left_by_longjmp'), 1)
+        # every call after the jump recorded: 1000 allocations of 8 KiB, freed
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 8192 AND result = 0"), [(2000,)])
+        self.assertIntegrity(db)
+        return db
+
+    def test_an_allocation_left_by_longjmp_is_counted_and_the_thread_traced_again(self):
+        self.run_jump('alloc')
+
+    def test_a_free_left_by_longjmp_gives_up_its_slot_and_the_writer_goes_on(self):
+        db = self.run_jump('free')
+        # the block whose free was left stays live: its allocation recorded, no free
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #undef cuGetProcAddress
@@ -233,7 +234,43 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return alloc_dev(dptr, bytesize, K_DEVICE); }
+/* FAKE_CUDA_HANG_ALLOC_BYTES=N: cuMemAlloc_v2 of exactly N bytes, and
+ * FAKE_CUDA_HANG_FREE_BYTES=N: cuMemFree_v2 of a block allocated with N bytes
+ * (as rounded), never return (a GPU that stopped answering): they sit in
+ * pause(), holding no lock, until a signal handler leaves them by a longjmp. */
+static uint64_t hang_bytes(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s ? strtoull(s, NULL, 10) : 0;
+}
+
+static void hang(void)
+{
+    for (;;)
+        pause();
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    if (bytesize && bytesize == hang_bytes("FAKE_CUDA_HANG_ALLOC_BYTES"))
+        hang();
+    return alloc_dev(dptr, bytesize, K_DEVICE);
+}
+
+static int hangs_at_free(CUdeviceptr dptr)
+{
+    uint64_t h = hang_bytes("FAKE_CUDA_HANG_FREE_BYTES");
+    if (!h)
+        return 0;
+    pthread_once(&once, env_init);
+    uint64_t rounded = (h + granularity - 1) / granularity * granularity;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nlive && !found; i++)
+        found = live[i].addr == dptr && live[i].size == rounded;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 {
     (void)dptr;
@@ -241,7 +278,12 @@ CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
     v1_calls++;
     return CUDA_ERROR_NOT_SUPPORTED; /* fake addresses do not fit 32 bits */
 }
-CUresult cuMemFree_v2(CUdeviceptr dptr) { return dptr ? free_block(dptr, DEVICE_KINDS) : CUDA_SUCCESS; }
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    if (dptr && hangs_at_free(dptr))
+        hang();
+    return dptr ? free_block(dptr, DEVICE_KINDS) : CUDA_SUCCESS;
+}
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elem)
 {
     (void)elem;

@@ -1,0 +1,58 @@
+/* A watchdog: a CUDA call that hangs (the stand-in's FAKE_CUDA_HANG_ALLOC_BYTES
+ * or FAKE_CUDA_HANG_FREE_BYTES) is left after 50 ms by a SIGALRM handler's
+ * siglongjmp, and the program goes on: N more cudaMalloc + cudaFree pairs.
+ * usage: jump_out alloc|free HANG_BYTES N
+ * Prints how many calls succeeded after the jump. */
+#include <cuda_runtime_api.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+static sigjmp_buf watchdog;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    siglongjmp(watchdog, 1);
+}
+
+__attribute__((noinline)) static int guarded(const char *what, size_t hang_bytes, void **held)
+{
+    struct itimerval t = {{0, 0}, {0, 50000}};
+    if (sigsetjmp(watchdog, 1))
+        return 1;   /* left by the handler */
+    setitimer(ITIMER_REAL, &t, NULL);
+    if (!strcmp(what, "alloc"))
+        cudaMalloc(held, hang_bytes);
+    else
+        cudaFree(*held);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4)
+        return 2;
+    size_t hang_bytes = strtoull(argv[2], NULL, 10);
+    int n = atoi(argv[3]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    void *p = NULL, *held = NULL;
+    cudaMalloc(&p, 4096);
+    cudaFree(p);
+    if (!strcmp(argv[1], "free"))
+        cudaMalloc(&held, hang_bytes);
+    int left = guarded(argv[1], hang_bytes, &held);
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        ok += cudaMalloc(&p, 8192) == cudaSuccess;
+        ok += cudaFree(p) == cudaSuccess;
+    }
+    printf("left %d, %d calls after\n", left, ok);
+    return 0;
+}
