@@ -85,6 +85,12 @@ int gt_unknown_command(const char *name)
     const char *names[sizeof gt_commands / sizeof gt_commands[0]];
     for (size_t k = 0; k < gt_ncommands; k++)
         names[k] = gt_commands[k].name;
+    if (name[0] == '-') {   /* gputrace --json summary x.db: an option before the command */
+        char opt[400];
+        snprintf(opt, sizeof opt, "'%.60s' is an option: it goes after the command (gputrace COMMAND %.60s TRACE.db)",
+                 name, name);
+        return gt_usage_error(NULL, "%s", opt);
+    }
     const char *near = gt_nearest(name, names, gt_ncommands);
     char msg[300];
     snprintf(msg, sizeof msg, "unknown command '%.100s'%s%s%s", name, near ? " (did you mean '" : "", near ? near : "",

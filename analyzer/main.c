@@ -10,6 +10,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 2) {
+        fprintf(stderr, "gputrace: no command given; the commands and their options:\n\n");
         gt_usage_print(stderr);
         return GT_EXIT_USAGE;
     }

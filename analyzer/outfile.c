@@ -83,6 +83,11 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
      * place would replace /dev/null itself for a user allowed to (root in a
      * container) */
     int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gputrace: %s: is a directory; give a file name (-o %s%sNAME)\n", path, path,
+                path[strlen(path) - 1] == '/' ? "" : "/");
+        return GT_EXIT_OUTPUT;
+    }
     if ((exists && !S_ISREG(st.st_mode)) || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6)) {
         if (!(of->f = fopen(path, "w"))) {
             fprintf(stderr, "gputrace: %s: cannot open it for writing (%s)\n", path, strerror(errno));

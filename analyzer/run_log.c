@@ -219,8 +219,8 @@ void gt_run_log_end(int status, int sig)
          * that only asked for devices or synchronized made none */
         if (sig > 0)   /* a process killed in the moment after its first call has no trace yet */
             fprintf(stderr, "gputrace run: nothing was traced: the command died of signal %d (%s) before any of its "
-                            "processes had a trace file (a process killed within a few ms of its first CUDA call "
-                            "leaves none)\n", sig, strsignal(sig));
+                            "processes had a trace file (it may have made no CUDA call; one killed within a few ms "
+                            "of its first leaves none too)\n", sig, strsignal(sig));
         else
             fprintf(stderr, "gputrace run: no process of the command that the preload reached made a CUDA call gputrace "
                             "records (memory, graphs): nothing was traced\n");

@@ -178,3 +178,11 @@ class CommandLine(T.AnalyzerTest):
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stdout, '')
         self.assertIn('usage: gputrace COMMAND', p.stderr)
+        self.assertTrue(p.stderr.startswith('gputrace: no command given;'), p.stderr[:200])   # says what is wrong
+
+    def test_an_option_before_the_command_is_said_to_go_after_it(self):
+        # it read as "unknown command '--json'" (a first-hour probe)
+        p = self.gputrace('--json', 'summary', 'x.db')
+        self.assertEqual((p.returncode, p.stdout), (2, ''))
+        self.assertEqual(p.stderr, "gputrace: '--json' is an option: it goes after the command (gputrace COMMAND "
+                                   "--json TRACE.db); see gputrace --help\n")

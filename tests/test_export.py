@@ -504,3 +504,13 @@ class DomainsTest(T.AnalyzerTest):
 def p_its(db, test):
     """The trace's iterations as export's window reads them (summary's count)."""
     return range(test.json('summary', db)['iterations'])
+
+
+class OutputDirectory(ExportTest):
+    def test_a_directory_given_to_o_says_to_give_a_file_name(self):
+        # "cannot open it for writing (Is a directory)", no remedy (a first-hour probe)
+        db, _ = self.planted()
+        for cmd in ('export', 'report'):
+            p = self.gputrace(cmd, db, '-o', self.dir)
+            self.assertEqual((p.returncode, p.stdout), (10, ''), p.stderr)
+            self.assertEqual(p.stderr, 'gputrace: %s: is a directory; give a file name (-o %s/NAME)\n' % (self.dir, self.dir))
