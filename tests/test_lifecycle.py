@@ -30,6 +30,8 @@ class ExitPathTest(TraceTest):
     def test_exit_loses_nothing(self):
         self.check_complete('exit')
 
+    @unittest.skipIf(SANITIZER, "LeakSanitizer's check at exit crashes while another thread still runs "
+                                "(\"Tracer caught signal 11\"), traced or not")
     def test_calls_another_thread_makes_while_the_exit_finishes_the_trace_are_counted(self):
         # a thread allocating while main returns: its calls after the trace began to end were neither
         # recorded nor counted ("0 dropped" beside hundreds of thousands; a helper's probe)
