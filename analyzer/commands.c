@@ -167,10 +167,12 @@ void gt_command_help_print(const struct gt_command *c, FILE *f)
         return;
     }
     fputs(c->help, f);
+    /* (an option its usage line alone names is described here: top's --top N, --json) */
+    const char *body = strchr(c->help, '\n') ? strchr(c->help, '\n') : c->help;
     int first = 1;
     for (size_t k = 0; k < gt_noptions; k++) {
         const struct gt_option *o = &gt_options[k];
-        if (!o->help || !(o->set & c->takes) || names_option(c->help, o->name))
+        if (!o->help || !(o->set & c->takes) || names_option(body, o->name))
             continue;
         if (first)
             fputs("\nOptions it shares with other commands:\n", f);

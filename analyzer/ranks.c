@@ -40,7 +40,7 @@ const char gt_help_ranks[] =
     "  --all-iterations  text adds the peak of each iteration, rank by rank\n"
     "                    (--json always has it)\n"
     "  --memory, --device, --iteration, --iterations, --warmup\n"
-    "                    as for the reports (gputrace --help)\n"
+    "                    as for the reports (gputrace --help; --warmup: gputrace growth --help)\n"
     "A file that cannot be read is named on stderr and left out; the exit status\n"
     "is then the first such file's.\n";
 
