@@ -205,8 +205,10 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
          * with 3, iteration 2 is the whole loop and the rule is off */
         size_t n = loop_n[site] ? loop_n[site] : it->n;
         /* made once: what the loop left live all from one iteration, with two or more after it that kept
-         * nothing more, and nothing from the first (a site that keeps every fifth iteration's has) */
-        if (once && iters[site] == 1 && n >= 4 && last_it[site] + 3 <= n && !ph[site * PHASE_N + PHASE_HELD].count)
+         * nothing more, nothing from the first (a site that keeps every fifth iteration's has) and nothing
+         * from the last two or after the loop (a review: kept at 5 and 9 of 10 read as made once) */
+        if (once && iters[site] == 1 && n >= 4 && last_it[site] + 3 <= n && !ph[site * PHASE_N + PHASE_HELD].count &&
+            !ph[site * PHASE_N + PHASE_END].count)   /* (and nothing kept late: kept at 5 and 9 of 10 recurs) */
             once[site] = 1;
         if (n == 2 || (n >= 4 && iters[site] == 1 && last_it[site] == n - 2)) {
             struct gt_site_sum *loop = &ph[site * PHASE_N + PHASE_LOOP], *end = &ph[site * PHASE_N + PHASE_END];

@@ -223,30 +223,50 @@ static size_t allocations_in(const struct gt_trace *t, const struct gt_sel *sel,
     return n;
 }
 
-/* The last iteration, not closed, made more allocations than the closed ones
- * of its batch size (none of its size: than their median): work after the
- * loop ran in it. As many: it is a step like the others (a program that marks
- * 64, 8, 32, 4 one step each and ends keeps its last batch size). */
+/* The last iteration, not closed, made more allocations than the closed
+ * ones of its batch size; none of its size: more than the closed steps'
+ * allocation counts, fitted against their batch sizes, say for its own (a
+ * review: an ascending run of 4, 8, 16, one step each, whose allocations
+ * grow with the batch, lost its last step to a median), with their largest
+ * miss as slack (a single other batch size: not judged). Work after
+ * the loop ran in it. As many: it is a step like the others (a program
+ * that marks 64, 8, 32, 4 one step each and ends keeps its last). */
 static int ran_past_its_step(const struct gt_ctx *c, const struct gt_iterations *its, const struct gt_sel *sel)
 {
     if (its->n < 2)
         return 0;
     const struct gt_iteration *last = &its->it[its->n - 1];
-    double *v = gt_xmalloc(its->n * sizeof *v);
-    size_t same = 0, most_same = 0, m = 0;
+    double *x = gt_xmalloc(its->n * sizeof *x), *y = gt_xmalloc(its->n * sizeof *y);
+    size_t m = 0, same = 0;
+    double most_same = 0;
     for (size_t k = 0; k + 1 < its->n; k++) {
         if (!its->it[k].closed)
             continue;
-        size_t a = allocations_in(&c->t, sel, &its->it[k]);
-        v[m++] = (double)a;
+        double a = (double)allocations_in(&c->t, sel, &its->it[k]);
+        x[m] = (double)its->it[k].batch_size;
+        y[m++] = a;
         if (its->it[k].batch_size == last->batch_size) {
             same++;
             most_same = a > most_same ? a : most_same;
         }
     }
-    double usual = same ? (double)most_same : gt_median(v, m);
-    free(v);
-    return m && (double)allocations_in(&c->t, sel, last) > usual;
+    double usual = INFINITY;   /* one other batch size, not its own: nothing to judge by */
+    if (same) {
+        usual = most_same;
+    } else if (m && last->batch_size >= 0) {
+        struct gt_linfit f = gt_least_squares(x, y, m);
+        if (f.ok) {
+            double miss = 0;
+            for (size_t k = 0; k < m; k++) {
+                double r = fabs(y[k] - (f.intercept + f.slope * x[k]));
+                miss = r > miss ? r : miss;
+            }
+            usual = f.intercept + f.slope * (double)last->batch_size + miss;
+        }
+    }
+    free(x);
+    free(y);
+    return m && (double)allocations_in(&c->t, sel, last) > usual + 1e-9;
 }
 
 /* The fixed part may fall this far below what is held through the loop

@@ -829,3 +829,7 @@ class MadeOnce(T.AnalyzerTest):
         # kept at 3 and 6: two iterations of the loop
         d = self.json('leaks', self.loop('twice.db', {3, 6}))
         self.assertEqual((d['total_bytes'], d['made_once_bytes']), (16 * self.MiB, 0))
+        # kept at 5 and again in the last iteration: it recurs (a review found it called made once)
+        for keep in ({5, 9}, {4, 8}):
+            d = self.json('leaks', self.loop('late-%d.db' % min(keep), keep))
+            self.assertEqual((keep, d['total_bytes'], d['made_once_bytes']), (keep, 16 * self.MiB, 0))

@@ -91,6 +91,20 @@ class Limits(T.AnalyzerTest):
                              (order[-1], True, False))
         self.assertIn('not closed: runs to the end of the record, with what ran after the loop: not fitted',
                       self.ok('peak', os.path.join(self.dir, 'ckpt-16.db')).stdout)
+        # one step a batch size, ascending, each sample its own allocation: the last step makes more
+        # allocations than the others because its batch is larger, not because work followed it (a review:
+        # the median of the others' counts withheld the answer)
+        t = T.Trace(os.path.join(self.dir, 'per-sample.db'))
+        t.alloc(FIXED, ['init_params', 'main'])
+        t.nvml_sample(OUTSIDE)
+        for i, bs in enumerate((4, 8, 16)):
+            t.iteration(i, bs)
+            for p in [t.alloc(PER_SAMPLE, ['load_sample', 'main']) for _ in range(bs)]:
+                t.free(p)
+        d = self.json('peak', t.close())
+        self.assertEqual([b['batch_size'] for b in d['by_batch_size']], [4, 8, 16])
+        self.assertFalse(d['iterations'][-1]['not_closed'])
+        self.assertEqual(d['max_batch_size'], truth())
 
     def test_a_per_sample_cost_the_trace_barely_shows_is_not_extrapolated(self):
         # 1 byte per 1,000 samples: 84 trillion was printed; at 10^15 samples
