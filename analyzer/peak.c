@@ -278,27 +278,89 @@ static int ran_past_its_step(const struct gt_ctx *c, const struct gt_iterations 
  * allocations: 100 KiB a sample, each its own allocation on pages of 2 MiB,
  * fitted 100 KiB a sample with a margin for the 33 allocations live at the
  * traced peak, and promised 9154 where 480 fit (a helper's probe). The bound
- * read at each batch size's peak, fitted against the batch size: its slope,
- * when it rises, is what each sample adds to the margin past the largest
- * batch size traced. */
+ * read at each batch size's peak (one pass over the events: one walk a batch
+ * size was quadratic, 9 s for 8,000 sizes; a review), fitted against the
+ * batch size: its slope, when it rises, is what each sample adds to the
+ * margin past the largest batch size traced. Only a rise the data supports:
+ * the live allocations' count must rise by 4 or more over the sizes traced
+ * and by 3 times its largest miss of the line (scratch buffers whose number
+ * varies by chance from step to step read as 614 KiB a sample; a review). */
+#define ROUNDING_RISE_MIN 4.0
+#define ROUNDING_RISE_MISSES 3.0
+
+struct at_ev {
+    uint32_t ev;
+    size_t bs;   /* index into pk->bs */
+};
+
+static int ev_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const struct at_ev *)a)->ev, y = ((const struct at_ev *)b)->ev;
+    return (x > y) - (x < y);
+}
+
+/* the rounding bound allocation a adds (0: none), as gt_room_rounding_at counts it */
+static int64_t rounding_of(const struct gt_trace *t, const struct gt_room *r, const struct gt_event *e)
+{
+    const struct gt_api_attr *a = gt_attr(t, e);
+    if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != r->device || e->size <= 0)
+        return 0;
+    if (a->memory == GT_MEM_POOL && !r->pool_read)
+        return r->pool_granularity - 1;
+    if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate"))
+        return r->granularity - 1;
+    return 0;
+}
+
 static void rounding_per_sample(const struct gt_ctx *c, struct gt_peak *pk)
 {
     struct gt_room *r = &pk->room;
+    const struct gt_trace *t = &c->t;
     r->rounding_per_sample = 0;
     r->rounding_from_batch_size = pk->nbs ? pk->bs[pk->nbs - 1].batch_size : 0;
     if (pk->nbs < 2 || r->margin < 0)
         return;
-    double *x = gt_xmalloc(pk->nbs * sizeof *x), *y = gt_xmalloc(pk->nbs * sizeof *y);
+    struct at_ev *order = gt_xmalloc(pk->nbs * sizeof *order);
+    double *x = gt_xmalloc(pk->nbs * sizeof *x), *bytes = gt_xcalloc(pk->nbs, sizeof *bytes),
+           *count = gt_xcalloc(pk->nbs, sizeof *count);
+    size_t nat = 0;
     for (size_t i = 0; i < pk->nbs; i++) {
-        int64_t n, np;
         x[i] = (double)pk->bs[i].batch_size;
-        y[i] = pk->bs[i].peak_ev == GT_NO_EVENT ? 0 : (double)gt_room_rounding_at(c, r, pk->bs[i].peak_ev, &n, &np);
+        if (pk->bs[i].peak_ev != GT_NO_EVENT)   /* (a peak at an iteration's start: none counted) */
+            order[nat++] = (struct at_ev){pk->bs[i].peak_ev, i};
     }
-    struct gt_linfit f = gt_least_squares(x, y, pk->nbs);
+    gt_qsort(order, nat, sizeof *order, ev_cmp);
+    int64_t live_bytes = 0, live_count = 0;
+    size_t q = 0;
+    for (size_t i = 0; i < t->nev && q < nat; i++) {
+        const struct gt_event *e = &t->ev[i];
+        int64_t g = rounding_of(t, r, e);
+        if (g) {
+            live_bytes += g;
+            live_count++;
+        } else if (gt_attr(t, e)->op == GT_OP_FREE && c->p.partner[i] != GT_NO_EVENT &&
+                   (g = rounding_of(t, r, &t->ev[c->p.partner[i]]))) {
+            live_bytes -= g;
+            live_count--;
+        }
+        for (; q < nat && order[q].ev == i; q++) {
+            bytes[order[q].bs] = (double)live_bytes;
+            count[order[q].bs] = (double)live_count;
+        }
+    }
+    struct gt_linfit fb = gt_least_squares(x, bytes, pk->nbs), fc = gt_least_squares(x, count, pk->nbs);
+    double miss = 0, range = x[pk->nbs - 1] - x[0];   /* (bs is sorted by batch size) */
+    for (size_t i = 0; fc.ok && i < pk->nbs; i++) {
+        double m = fabs(count[i] - (fc.intercept + fc.slope * x[i]));
+        miss = m > miss ? m : miss;
+    }
+    if (fb.ok && fc.ok && fb.slope > 0 && fc.slope * range >= ROUNDING_RISE_MIN &&
+        fc.slope * range >= ROUNDING_RISE_MISSES * miss)
+        r->rounding_per_sample = fb.slope;
+    free(order);
     free(x);
-    free(y);
-    if (f.ok && f.slope > 0)
-        r->rounding_per_sample = f.slope;
+    free(bytes);
+    free(count);
 }
 
 static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *sel)
