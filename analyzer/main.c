@@ -15,6 +15,21 @@ int main(int argc, char **argv)
         return GT_EXIT_USAGE;
     }
     const struct gt_command *cmd = gt_command_find(argv[1]);
+    if (!cmd && argv[1][0] == '-') {
+        /* gputrace --memory pool summary t.db: the line to type, the command first (a review: a hint
+         * without the option's value failed when followed) */
+        for (int k = 2; k < argc; k++) {
+            if (!gt_command_find(argv[k]))
+                continue;
+            char line[600];
+            size_t n = (size_t)snprintf(line, sizeof line, "gputrace %s", argv[k]);
+            for (int i = 1; i < argc && n < sizeof line; i++)
+                if (i != k)
+                    n += (size_t)snprintf(line + n, sizeof line - n, " %s", argv[i]);
+            fprintf(stderr, "gputrace: '%.60s' is an option: it goes after the command: %s\n", argv[1], line);
+            return GT_EXIT_USAGE;
+        }
+    }
     if (!cmd)
         return gt_unknown_command(argv[1]);
     gt_terminal_guard();

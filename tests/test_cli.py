@@ -187,5 +187,13 @@ class CommandLine(T.AnalyzerTest):
         # it read as "unknown command '--json'" (a first-hour probe)
         p = self.gputrace('--json', 'summary', 'x.db')
         self.assertEqual((p.returncode, p.stdout), (2, ''))
-        self.assertEqual(p.stderr, "gputrace: '--json' is an option: it goes after the command (gputrace COMMAND "
-                                   "--json TRACE.db); see gputrace --help\n")
+        self.assertEqual(p.stderr, "gputrace: '--json' is an option: it goes after the command: gputrace summary "
+                                   "--json x.db\n")
+        # with its value, as typed (a review: "gputrace COMMAND --memory TRACE.db" failed when followed)
+        p = self.gputrace('--memory', 'pool', 'summary', 'x.db')
+        self.assertEqual((p.returncode, p.stderr), (2, "gputrace: '--memory' is an option: it goes after the "
+                                                       "command: gputrace summary --memory pool x.db\n"))
+        # no command anywhere: the general line
+        p = self.gputrace('--json', 'x.db')
+        self.assertEqual((p.returncode, p.stderr), (2, "gputrace: '--json' is an option: it goes after the command "
+                                                       "(gputrace COMMAND --json TRACE.db); see gputrace --help\n"))
