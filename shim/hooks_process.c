@@ -8,6 +8,7 @@
  * Cost for untraced processes: one atomic load. */
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -71,6 +72,41 @@ GT_EXPORT void pthread_exit(void *retval)
     real_pthread_exit(retval);
     __builtin_unreachable();
 }
+
+/* longjmp and its kin: a signal handler's jump out of a hooked CUDA call (a
+ * watchdog around a call that hung) leaves the hook, whose re-entry guard
+ * would stay set (record.c's gt_hook_left_by_jump says so first). glibc on
+ * x86-64 keeps the target's stack pointer in the jmp_buf's slot 6, mangled:
+ * rotated left 17 after an xor with the thread's pointer guard (%fs:0x30).
+ * Elsewhere the jump is not looked at (record.c's frame test at the next
+ * call is what remains). Resolved in the constructor: the jump is made in a
+ * signal handler, where dlsym is not safe. */
+#if defined(__x86_64__) && defined(__GLIBC__)
+GT_UNINSTRUMENTED static uintptr_t jump_target_sp(const struct __jmp_buf_tag *env)
+{
+    uintptr_t v = (uintptr_t)env->__jmpbuf[6], guard;
+    __asm__("mov %%fs:0x30, %0" : "=r"(guard));
+    return ((v >> 17) | (v << 47)) ^ guard;
+}
+#define SEE_JUMP(env) gt_hook_left_by_jump(jump_target_sp(env))
+#else
+#define SEE_JUMP(env) ((void)(env))
+#endif
+
+#define JUMP_HOOK(name) \
+    GT_UNINSTRUMENTED GT_EXPORT __attribute__((noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+    { \
+        void (*real)(struct __jmp_buf_tag *, int) = \
+            (void (*)(struct __jmp_buf_tag *, int))gt_libc_real_uninstrumented(GT_LIBC_##name); \
+        if (gt_in_shim) \
+            SEE_JUMP(env); \
+        real(env, val); \
+        __builtin_unreachable(); \
+    }
+JUMP_HOOK(longjmp)
+JUMP_HOOK(_longjmp)
+JUMP_HOOK(siglongjmp)
+JUMP_HOOK(__longjmp_chk)
 
 /* All are uninstrumented up to the pass-through (GT_UNINSTRUMENTED):
  * ThreadSanitizer's runtime installs its own fatal-signal handlers through

@@ -94,6 +94,15 @@ bool gt_owns_trace(void)
  * build tree's) traced each process twice: two files, two lines (a helper's
  * probe). The process's symbols resolve to the first copy loaded: a copy
  * whose own marker function is not the one the process sees stays passive. */
+/* longjmp and its kin run in signal handlers (hooks_process.c): found now */
+static void resolve_jumps(void)
+{
+    gt_libc_real_uninstrumented(GT_LIBC_longjmp);
+    gt_libc_real_uninstrumented(GT_LIBC__longjmp);
+    gt_libc_real_uninstrumented(GT_LIBC_siglongjmp);
+    gt_libc_real_uninstrumented(GT_LIBC___longjmp_chk);
+}
+
 static bool another_copy_first(void)
 {
     /* (our own address of an exported function resolves to the first copy's as well: compare the
@@ -112,6 +121,7 @@ __attribute__((constructor)) static void gt_load(void)
         gt_config_passive();
         gt_libc_real_uninstrumented(GT_LIBC_sigaction);
         gt_libc_real_uninstrumented(GT_LIBC_signal);
+        resolve_jumps();
         return;
     }
     gt_stderr_remember();
@@ -123,6 +133,7 @@ __attribute__((constructor)) static void gt_load(void)
      * handler, where dlsym (the loader's lock, malloc) is not safe */
     gt_libc_real_uninstrumented(GT_LIBC_sigaction);
     gt_libc_real_uninstrumented(GT_LIBC_signal);
+    resolve_jumps();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (!gt_config.disabled)
         gt_nvtx_setup();

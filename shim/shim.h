@@ -355,6 +355,7 @@ void gt_demangle(const char *name, char *out, size_t cap); /* as is if it cannot
 
 /* record.c: what hooks call. */
 bool gt_hook_enter_at(void *frame);   /* false: nested, disabled or stopped -> just call through */
+void gt_hook_left_by_jump(uintptr_t target_sp);   /* hooks_process.c: a longjmp to target_sp is about to run */
 #define gt_hook_enter() gt_hook_enter_at(__builtin_frame_address(0))   /* the hook's own frame */
 /* around a hook's real call: the frame a later call compares with (gt_hook_real_frame) */
 #define GT_REAL_BEGIN() (gt_hook_real_frame = (uintptr_t)__builtin_frame_address(0))
@@ -396,7 +397,7 @@ static inline void *gt_real_of(struct gt_hook *h)
  * a vfork child of a traced process only reads memory in those hooks. */
 #define GT_LIBC_FUNCTIONS(X) \
     X(_exit) X(_Exit) X(quick_exit) X(pthread_exit) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(sigaction) X(signal) \
-    X(sysv_signal) X(__sysv_signal) X(bsd_signal) X(sigset)
+    X(sysv_signal) X(__sysv_signal) X(bsd_signal) X(sigset) X(longjmp) X(_longjmp) X(siglongjmp) X(__longjmp_chk)
 #define GT_LIBC_ENUM(name) GT_LIBC_##name,
 enum gt_libc_fn { GT_LIBC_FUNCTIONS(GT_LIBC_ENUM) GT_LIBC_N };
 extern struct gt_hook gt_libc_hooks[GT_LIBC_N];

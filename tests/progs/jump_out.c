@@ -1,7 +1,7 @@
 /* A watchdog: a CUDA call that hangs (the stand-in's FAKE_CUDA_HANG_ALLOC_BYTES
  * or FAKE_CUDA_HANG_FREE_BYTES) is left after 50 ms by a SIGALRM handler's
  * siglongjmp, and the program goes on: N more cudaMalloc + cudaFree pairs.
- * usage: jump_out alloc|free HANG_BYTES N
+ * usage: jump_out alloc|free HANG_BYTES N [deep]   (deep: the N pairs from frames deeper than the call left)
  * Prints how many calls succeeded after the jump. */
 #include <cuda_runtime_api.h>
 #include <setjmp.h>
@@ -32,6 +32,22 @@ __attribute__((noinline)) static int guarded(const char *what, size_t hang_bytes
     return 0;
 }
 
+/* the calls after the jump from frames deeper than the call that was left */
+__attribute__((noinline)) static int work(int depth, int n)
+{
+    volatile char pad[4096];
+    pad[0] = (char)depth;
+    if (depth > 0)
+        return work(depth - 1, n) + pad[0] * 0;
+    int ok = 0;
+    void *p;
+    for (int i = 0; i < n; i++) {
+        ok += cudaMalloc(&p, 8192) == cudaSuccess;
+        ok += cudaFree(p) == cudaSuccess;
+    }
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -49,9 +65,13 @@ int main(int argc, char **argv)
         cudaMalloc(&held, hang_bytes);
     int left = guarded(argv[1], hang_bytes, &held);
     int ok = 0;
-    for (int i = 0; i < n; i++) {
-        ok += cudaMalloc(&p, 8192) == cudaSuccess;
-        ok += cudaFree(p) == cudaSuccess;
+    if (argc > 4 && !strcmp(argv[4], "deep")) {
+        ok = work(4, n);
+    } else {
+        for (int i = 0; i < n; i++) {
+            ok += cudaMalloc(&p, 8192) == cudaSuccess;
+            ok += cudaFree(p) == cudaSuccess;
+        }
     }
     printf("left %d, %d calls after\n", left, ok);
     return 0;
