@@ -35,12 +35,14 @@ class SetupDemo(unittest.TestCase):
             readme = f.read()
         sample = readme.split('$ gputrace summary build/demo.db\n', 1)[1].split('```', 1)[0]
         with tempfile.TemporaryDirectory(prefix='gputrace-test-') as d:
-            db = os.path.join(d, 'demo.db')
+            os.mkdir(os.path.join(d, 'build'))
+            db = 'build/demo.db'   # as the README's sample names it (its symbolize hint repeats the path)
             env = base_env(GPUTRACE_CUPTI=0)
-            run([GPUTRACE, 'run', '--quiet', '-o', db, '--', prog('demo_loop')], preload=False, env=env, check=True)
+            run([GPUTRACE, 'run', '--quiet', '-o', db, '--', prog('demo_loop')], preload=False, env=env, check=True,
+                cwd=d)
             printed = []
             for cmd in ('summary', 'leaks'):
-                printed += run([GPUTRACE, cmd, db], preload=False, env=env, check=True).stdout.splitlines()
+                printed += run([GPUTRACE, cmd, db], preload=False, env=env, check=True, cwd=d).stdout.splitlines()
         for line in sample.splitlines():
             if line.startswith('$ ') or '...' in line or not line.strip():
                 continue
