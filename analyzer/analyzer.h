@@ -402,6 +402,12 @@ struct gt_peak {
     int64_t overall_peak;
     uint32_t overall_ev;
 };
+/* peak_steps.c: the last iteration died in (killed, a signal) finished before the trace ended; the last,
+ * not closed, ran past its step (work after the loop in it); the rounding margin a sample (room's
+ * rounding_per_sample) */
+int gt_peak_finished_before_the_end(struct gt_ctx *c, const struct gt_iterations *its);
+int gt_peak_ran_past_its_step(const struct gt_ctx *c, const struct gt_iterations *its, const struct gt_sel *sel);
+void gt_peak_rounding_per_sample(const struct gt_ctx *c, struct gt_peak *pk);
 /* Below this R^2 the peaks do not follow fixed + per_sample x batch_size,
  * and a prediction from the fit is not worth acting on. */
 #define GT_FIT_RELIABLE_R2 0.9
