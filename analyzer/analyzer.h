@@ -302,6 +302,7 @@ struct gt_room {
     int64_t rounding_from_batch_size;
 };
 int gt_room_compute(struct gt_ctx *c, const struct gt_sel *sel, uint32_t peak_ev, struct gt_room *r);
+int64_t gt_room_rounding_of(const struct gt_trace *t, const struct gt_room *r, const struct gt_event *e);
 int64_t gt_room_rounding_at(const struct gt_ctx *c, const struct gt_room *r, uint32_t at, int64_t *rounded,
                             int64_t *rounded_pool);
 /* The highest reading of the stream-ordered pool's reservation on device d

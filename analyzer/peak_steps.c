@@ -112,19 +112,6 @@ static int ev_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* the rounding bound allocation a adds (0: none), as gt_room_rounding_at counts it */
-static int64_t rounding_of(const struct gt_trace *t, const struct gt_room *r, const struct gt_event *e)
-{
-    const struct gt_api_attr *a = gt_attr(t, e);
-    if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != r->device || e->size <= 0)
-        return 0;
-    if (a->memory == GT_MEM_POOL && !r->pool_read)
-        return r->pool_granularity - 1;
-    if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate"))
-        return r->granularity - 1;
-    return 0;
-}
-
 void gt_peak_rounding_per_sample(const struct gt_ctx *c, struct gt_peak *pk)
 {
     struct gt_room *r = &pk->room;
@@ -147,12 +134,12 @@ void gt_peak_rounding_per_sample(const struct gt_ctx *c, struct gt_peak *pk)
     size_t q = 0;
     for (size_t i = 0; i < t->nev && q < nat; i++) {
         const struct gt_event *e = &t->ev[i];
-        int64_t g = rounding_of(t, r, e);
+        int64_t g = gt_room_rounding_of(t, r, e);
         if (g) {
             live_bytes += g;
             live_count++;
         } else if (gt_attr(t, e)->op == GT_OP_FREE && c->p.partner[i] != GT_NO_EVENT &&
-                   (g = rounding_of(t, r, &t->ev[c->p.partner[i]]))) {
+                   (g = gt_room_rounding_of(t, r, &t->ev[c->p.partner[i]]))) {
             live_bytes -= g;
             live_count--;
         }

@@ -62,10 +62,23 @@ int64_t gt_room_pool_reserved_max(struct gt_ctx *c, int d)
     return best;
 }
 
-/* The rounding bound at event at: for every device allocation live there on
- * r's device (and pool allocation, when the pool's reservation is not read),
- * up to its level's granularity less a byte; the counts in *rounded and
- * *rounded_pool. */
+/* The rounding bound allocation event e adds (0: none): a device allocation
+ * on r's device (and a pool allocation, when the pool's reservation is not
+ * read), up to its level's granularity less a byte. */
+int64_t gt_room_rounding_of(const struct gt_trace *t, const struct gt_room *r, const struct gt_event *e)
+{
+    const struct gt_api_attr *a = gt_attr(t, e);
+    if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != r->device || e->size <= 0)
+        return 0;
+    if (a->memory == GT_MEM_POOL && !r->pool_read)
+        return r->pool_granularity - 1;
+    if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate"))
+        return r->granularity - 1;
+    return 0;
+}
+
+/* The rounding bound at event at: what every allocation live there adds;
+ * the counts in *rounded (device) and *rounded_pool. */
 int64_t gt_room_rounding_at(const struct gt_ctx *c, const struct gt_room *r, uint32_t at, int64_t *rounded,
                             int64_t *rounded_pool)
 {
@@ -73,20 +86,15 @@ int64_t gt_room_rounding_at(const struct gt_ctx *c, const struct gt_room *r, uin
     int64_t margin = 0;
     *rounded = *rounded_pool = 0;
     for (size_t i = 0; i <= at && i < t->nev; i++) {
-        const struct gt_event *e = &t->ev[i];
-        const struct gt_api_attr *a = gt_attr(t, e);
-        if (e->failed || !a->known || a->op != GT_OP_ALLOC || e->device != r->device || e->size <= 0)
-            continue;
+        int64_t g = gt_room_rounding_of(t, r, &t->ev[i]);
         uint32_t f = c->p.partner[i];
-        if (f != GT_NO_EVENT && f <= at)
-            continue;   /* freed before */
-        if (a->memory == GT_MEM_POOL && !r->pool_read) {
-            margin += r->pool_granularity - 1;
+        if (!g || (f != GT_NO_EVENT && f <= at))
+            continue;   /* no bound, or freed before */
+        margin += g;
+        if (gt_attr(t, &t->ev[i])->memory == GT_MEM_POOL)
             (*rounded_pool)++;
-        } else if (a->memory == GT_MEM_DEVICE && strcmp(a->name, "cuMemCreate")) {
-            margin += r->granularity - 1;
+        else
             (*rounded)++;
-        }
     }
     return margin;
 }

@@ -5,11 +5,6 @@
  * after), so the timeline never shows one address live twice. */
 #include "shim.h"
 
-/* No trace yet: the hook's real call runs first and the trace starts at its
- * recording (gt_record_*), so that the shim's memory (queue, stack set,
- * writer thread, SQLite) is taken only after the program's first call got
- * what it asked for: under a tight address-space limit (ulimit -v) the shim
- * then fails and turns itself off, never the program's call. */
 /* The guard is set, and this call's hook lies at or above the frame of the
  * hook whose real call set it: that hook is gone, left by a longjmp (a
  * watchdog's SIGALRM handler that siglongjmps out of a CUDA call that hung).
@@ -20,11 +15,10 @@
  * and the thread traced again. Left alone: a longjmp out of the shim's own
  * code (its locks may be held; the guard stays), and a later call deeper
  * than the hook left (it reads as nested until one comes at or above it). */
-__attribute__((noinline, cold)) static bool left_by_jump(void)
+/* The hook this thread was in is gone: its call counted, a free's reserved
+ * slot given up (the writer waits on it no more), the guard cleared. */
+static void hook_left(void)
 {
-    stack_t ss;
-    if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
-        return false;
     gt_drop(GT_DROP_LEFT_BY_JUMP);
     if (gt_free_pending_pos) {
         gt_queue_abandon(gt_free_pending_pos - 1);
@@ -32,6 +26,14 @@ __attribute__((noinline, cold)) static bool left_by_jump(void)
     }
     gt_hook_real_frame = 0;
     gt_in_shim = 0;
+}
+
+__attribute__((noinline, cold)) static bool left_by_jump(void)
+{
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+        return false;
+    hook_left();
     return true;
 }
 
@@ -47,15 +49,14 @@ void gt_hook_left_by_jump(uintptr_t target_sp)
     uintptr_t real = gt_hook_real_frame;
     if (GT_LIKELY(!real) || !gt_in_shim || target_sp <= real || target_sp - real > SAME_STACK_SPAN)
         return;
-    gt_drop(GT_DROP_LEFT_BY_JUMP);
-    if (gt_free_pending_pos) {
-        gt_queue_abandon(gt_free_pending_pos - 1);
-        gt_free_pending_pos = 0;
-    }
-    gt_hook_real_frame = 0;
-    gt_in_shim = 0;
+    hook_left();
 }
 
+/* No trace yet: the hook's real call runs first and the trace starts at its
+ * recording (gt_record_*), so that the shim's memory (queue, stack set,
+ * writer thread, SQLite) is taken only after the program's first call got
+ * what it asked for: under a tight address-space limit (ulimit -v) the shim
+ * then fails and turns itself off, never the program's call. */
 bool gt_hook_enter_at(void *frame)
 {
     if (gt_in_shim) {
