@@ -42,6 +42,15 @@ void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush *
 void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name); /* writer: a kernel (of a new name), copy or memset */
 void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
 void gt_cupti_after_fork_child(void);
+/* cupti_flush.c, for a fork: no flush starts while one is pending, and the
+ * fork waits a bounded while for one in flight */
+void gt_cupti_flush_fork_prepare(void);
+bool gt_cupti_flush_in_flight(void);
+/* the writer, the process's last thread but this one: it ends (a wait of
+ * wait_ns at most), and the process with the writer */
+void gt_cupti_flush_end(uint64_t wait_ns);
+pid_t gt_cupti_flush_tid(void);   /* the flush thread's (0: none): the writer's test of the last thread */
+void gt_cupti_flush_fork_parent(void);
 bool gt_cupti_ran(void);   /* CUPTI is on (or yielded): what a fork child's inherited notes then misdescribe */
 void gt_cupti_resume_after_failed_exec(void);
 struct gt_cupti_buf { struct gt_cupti_buf *next; uint8_t *data; size_t valid; };

@@ -24,12 +24,15 @@
 
 #include "activity.h"
 #include "cupti_attach.h"
+#include "cupti_flush.h"
 #include "cupti_load.h"
 #include "cupti_windows.h"
 
 #define BUF_BYTES (4u << 20)
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
 #define DETACH_AFTER_NS (200 * 1000000ull)  /* a closed window's last kernels end before CUPTI detaches */
+#define FLUSH_AT_STOP_WAIT_NS (1000 * 1000000ull) /* a stop's last flush: longer is a wedged CUPTI (cupti_flush.h) */
+#define FLUSH_BEFORE_DETACH_WAIT_NS (100 * 1000000ull)
 
 enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
 static bool ran_in_parent;   /* a fork child: CUPTI ran in the parent (its notes are not the child's) */
@@ -182,17 +185,47 @@ static bool window_open(void)
  * call's exit. If CUPTI's one subscriber slot is taken (torch.profiler's
  * callbacks, a tool) CUPTI stays attached with nothing enabled, and the notes
  * say so once. */
-static void ask_detach(void)
+/* (false: not now, at the next round: the flush did not end within its
+ * wait, or another thread works on CUPTI) */
+static bool ask_detach(void)
 {
-    if (!C.can_detach || !gt_attach_begin())
-        return;
-    C.flush_all(0);
+    if (!C.can_detach)
+        return true;
+    if (gt_cupti_flush_on_thread(C.flush_all, 0, true, FLUSH_BEFORE_DETACH_WAIT_NS) != GT_FLUSH_DONE ||
+        !gt_attach_begin())
+        return false;
     const char *why;
     if (gt_attach_end_detaching(&why))
-        return;
+        return true;
     C.can_detach = false;
     gt_note("cupti", false, "between windows CUPTI stays attached with no activity enabled (%s): its cost per "
             "launch stays too", why);
+    return true;
+}
+
+/* A longjmp left a CUDA call (record.c): the lock it held may stay held, and
+ * a CUPTI call of ours would then wait for ever (cupti_flush.h). Said once. */
+static bool call_left(void)
+{
+    static _Atomic bool said;
+    if (GT_LIKELY(!atomic_load(&gt_cuda_call_left)))
+        return false;
+    if (!atomic_exchange(&said, true) && (atomic_load(&state) == C_ON))
+        gt_note("cupti", true, "stopped: a longjmp left a CUDA call (drops: left_by_longjmp), and CUDA may still "
+                "hold the lock that call took, which CUPTI's flush waits for; CUPTI is not called again, so the "
+                "kernels, copies and memsets it still held, and all after, are not recorded (allocation tracing "
+                "goes on)");
+    return true;
+}
+
+/* A stop's last flush, on the flush thread: the exit waits for it a second at most */
+static void flush_at_stop(void)
+{
+    if (gt_cupti_flush_on_thread(C.flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, false, FLUSH_AT_STOP_WAIT_NS) ==
+        GT_FLUSH_DONE)
+        return;
+    gt_note("cupti", true, "the last flush did not end within 1 s (CUDA may hold a lock CUPTI waits for): the "
+            "kernels, copies and memsets CUPTI still held at the end are not recorded");
 }
 
 static void yield(void);
@@ -200,9 +233,9 @@ static void yield(void);
 static void at_exit_flush(void)
 {
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
-    bool in_handler = gt_unwind_in_signal_frame();
-    if (atomic_load(&state) == C_ON && gt_attach_take_over(in_handler) && !in_handler)
-        C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    bool no_call = gt_unwind_in_signal_frame() || call_left();
+    if (atomic_load(&state) == C_ON && gt_attach_take_over(no_call) && !no_call)
+        flush_at_stop();
     atomic_store(&exiting, true);
 }
 
@@ -357,19 +390,18 @@ void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name)
  * open and close. No CUPTI call while it is detached: any would attach it. */
 void gt_cupti_tick(uint64_t now)
 {
-    if (atomic_load(&state) != C_ON || atomic_load(&exiting))
+    if (atomic_load(&state) != C_ON || atomic_load(&exiting) || call_left())
         return;
-    if (now >= C.next_flush && gt_attach_begin()) { /* only while attached: a flush would attach it */
-        C.flush_all(0); /* completed records, even in partly filled buffers */
-        gt_attach_end();
+    /* completed records, even in partly filled buffers; only while attached
+     * (the flush thread's section): a flush would attach it */
+    if (now >= C.next_flush) {
+        gt_cupti_flush_on_thread(C.flush_all, 0, true, 0);
         C.next_flush = now + FLUSH_EVERY_NS;
     }
     if (!C.sampling)
         return;
-    if (C.detach_due && now >= C.detach_due) {
+    if (C.detach_due && now >= C.detach_due && ask_detach())
         C.detach_due = 0;
-        ask_detach();
-    }
     if (!gt_windows_due(&C.win, C.recording, now))
         return;
     if (!C.recording) {
@@ -397,8 +429,11 @@ void gt_cupti_tick(uint64_t now)
  * After our atexit flush CUPTI may already be torn down: nothing then. */
 void gt_cupti_flush_for_stop(void)
 {
-    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && gt_attach_take_over(false))
-        C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (atomic_load(&state) != C_ON || atomic_load(&exiting))
+        return;
+    bool left = call_left();
+    if (gt_attach_take_over(left) && !left)
+        flush_at_stop();
 }
 
 /* Another client registers its activity buffers: ours would go to it and its
@@ -409,7 +444,8 @@ static void yield(void)
     int on = C_ON;
     if (!atomic_compare_exchange_strong(&state, &on, C_YIELDED))
         return;
-    if (gt_attach_take_over(false)) { /* detached: nothing of ours is left in CUPTI */
+    bool left = call_left();
+    if (gt_attach_take_over(left) && !left) { /* detached: nothing of ours is left in CUPTI */
         C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         disable_kinds(); /* the writer's window bookkeeping is the writer's */
     }
@@ -574,4 +610,5 @@ void gt_cupti_after_fork_child(void)
     if (ran_in_parent)
         atomic_store(&state, C_UNAVAILABLE);
     gt_attach_after_fork_child();
+    gt_cupti_flush_after_fork_child();
 }

@@ -1,8 +1,9 @@
 /* CUPTI's attachment to the process while activity is sampled (cupti.c):
  * between windows CUPTI is detached (cuptiFinalize), since with it attached
  * every launch pays CUPTI's work, records enabled or not. Who moves the state:
- * - the writer (windows, periodic flushes): only from ATTACHED or DETACHED,
- *   through BUSY, never waiting;
+ * - the writer (windows) and the flush thread (periodic flushes,
+ *   cupti_flush.c): only from ATTACHED or DETACHED, through BUSY, never
+ *   waiting;
  * - any thread's CUDA call (cupti_attach.c's API-exit callback): DETACH_ASKED
  *   -> FINALIZING -> DETACHED, the detach itself;
  * - the program's threads (stop, exit, a foreign activity client, a foreign

@@ -24,7 +24,7 @@ static bool main_is_zombie(pid_t pid)
     return p && p[1] == ' ' && p[2] == 'Z';
 }
 
-bool gt_only_thread_left(pid_t tid)
+bool gt_only_thread_left(pid_t tid, pid_t also_ours)
 {
     DIR *d = opendir("/proc/self/task");
     if (!d)
@@ -35,7 +35,7 @@ bool gt_only_thread_left(pid_t tid)
         pid_t t = (pid_t)atol(e->d_name);
         /* the main thread lingers as a zombie until the process ends (a fork
          * child's main thread is the one that forked: alive) */
-        other = t > 0 && t != tid && (t != pid || !main_is_zombie(pid));
+        other = t > 0 && t != tid && t != also_ours && (t != pid || !main_is_zombie(pid));
     }
     closedir(d);
     return !other;

@@ -20,6 +20,7 @@
 static void hook_left(void)
 {
     gt_drop(GT_DROP_LEFT_BY_JUMP);
+    atomic_store(&gt_cuda_call_left, true);   /* cupti.c calls CUPTI no more */
     if (gt_free_pending_pos) {
         gt_queue_abandon(gt_free_pending_pos - 1);
         gt_free_pending_pos = 0;

@@ -201,6 +201,9 @@ extern GT_TLS int gt_in_shim;              /* re-entry guard: set while this thr
 extern GT_TLS uintptr_t gt_hook_real_frame;
 /* A free whose slot this thread reserved and has not yet published: its position + 1 (0: none) */
 extern GT_TLS uint64_t gt_free_pending_pos;
+/* A longjmp left a hooked CUDA call (record.c): CUDA's locks that call held
+ * may stay held, CUPTI's among them; no CUPTI call of ours from then on */
+extern _Atomic bool gt_cuda_call_left;
 int32_t gt_tid(void);
 void gt_thread_untraced(void);             /* this thread's CUDA calls are never recorded (writer) */
 void gt_state_after_fork_child(void);
@@ -528,7 +531,7 @@ bool gt_writer_stop_from_signal(const char *signal_name, uint64_t budget_ns); /*
 bool gt_writer_stop(const char *reason, struct gt_writer_summary *out, bool reopen_later);
 bool gt_writer_wake(void);          /* a round now; false: no writer thread */
 void gt_writer_main_exited(void);   /* the main thread leaves by pthread_exit (hooks_process.c) */
-bool gt_only_thread_left(pid_t tid);  /* lastthread.c: no thread but tid (and a zombie main) remains */
+bool gt_only_thread_left(pid_t tid, pid_t also_ours);  /* lastthread.c: none but these two (0: none) and a zombie main */
 bool gt_writer_resume(void);
 void gt_writer_forget(void);               /* fork child */
 void gt_writer_fork_prepare(void);

@@ -14,6 +14,7 @@ _Atomic int gt_captures_open;   /* graphs.c's; here, beside what every recorded 
 GT_TLS int gt_in_shim;
 GT_TLS uintptr_t gt_hook_real_frame;
 GT_TLS uint64_t gt_free_pending_pos;
+_Atomic bool gt_cuda_call_left;
 static GT_TLS int32_t cached_tid;
 
 int32_t gt_tid(void)

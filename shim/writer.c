@@ -278,7 +278,7 @@ static void *writer_main(void *arg)
          * atexit handlers and the shim's destructor (which finds the writer
          * done). A helper's probe: such a program never ended. */
         uint64_t now = gt_now_ns();
-        if (atomic_load(&W.main_exited) && now - last_look >= LOOK_EVERY_NS && (last_look = now, gt_only_thread_left(W.tid))) {
+        if (atomic_load(&W.main_exited) && now - last_look >= LOOK_EVERY_NS && (last_look = now, gt_only_thread_left(W.tid, gt_cupti_flush_tid()))) {
             /* what CUPTI still holds reaches the drain below, as at exit */
             gt_cupti_flush_for_stop();
             pthread_mutex_lock(&W.mu);
@@ -378,8 +378,10 @@ static void *writer_main(void *arg)
     signal_done();
     /* the process's last thread: glibc's exit(0) runs the program's atexit
      * handlers here, with the signal mask its threads had, not the writer's */
-    if (last_thread)
+    if (last_thread) {
+        gt_cupti_flush_end(100 * 1000000ull);
         pthread_sigmask(SIG_SETMASK, &W.program_mask, NULL);
+    }
     return NULL;
 }
 
@@ -522,11 +524,15 @@ bool gt_writer_resume(void)
  * SQLite mid-call), and a bounded while (200 ms) for a thread that may hold
  * the loader's lock: the writer right after its start (under
  * AddressSanitizer a new thread walks the loaded objects with
- * dl_iterate_phdr before its own code runs) and its activity round (tick). */
+ * dl_iterate_phdr before its own code runs), its activity round (tick) and
+ * a CUPTI flush (cupti_flush.c). */
 void gt_writer_fork_prepare(void)
 {
     atomic_store(&W.fork_pending, true);
-    for (int i = 0; i < 2000 && W.thread_running && (!atomic_load(&W.entered) || atomic_load(&W.in_tick)); i++) {
+    gt_cupti_flush_fork_prepare();
+    for (int i = 0; i < 2000 && W.thread_running &&
+                    (!atomic_load(&W.entered) || atomic_load(&W.in_tick) || gt_cupti_flush_in_flight());
+         i++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
@@ -537,6 +543,7 @@ void gt_writer_fork_parent(void)
 {
     pthread_mutex_unlock(&W.sql_mu);
     atomic_store(&W.fork_pending, false);
+    gt_cupti_flush_fork_parent();
 }
 
 /* Fork child: the parent's writer, connection and maps are not ours. The

@@ -380,6 +380,40 @@ class LongjmpOutOfACallTest(TraceTest):
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
 
+    def run_left_holding_cuptis_lock(self, alarm_ms):
+        # the call left holds CUPTI's lock (the stand-in's, as the real driver held
+        # the one CUPTI's flush waits for: an H200, CUDA 13); 1.2 s after the jump
+        # the writer's periodic flushes (every 500 ms) come due
+        env_hang = {'FAKE_CUDA_HANG_FREE_BYTES': 12345, 'FAKE_CUDA_HANG_HOLDS_CUPTI': 1}
+        argv = [prog('jump_out'), 'free', '12345', '1000', 'alarm=%d' % alarm_ms, 'sleep=1200']
+        plain = run(argv, preload=False, env=base_env(**env_hang), timeout=30)
+        self.assertEqual((plain.returncode, plain.stdout), (0, 'left 1, 2000 calls after\n'), plain.stderr)
+        t0 = time.monotonic()
+        try:
+            p, db = self.trace(argv, env_extra=env_hang, timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("the traced program never ended: a CUPTI flush waited for ever at its exit")
+        took = time.monotonic() - t0
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), p.stderr)
+        # its exit is not held (the writer waited 30 s for a flush that never returned)
+        self.assertLess(took, alarm_ms / 1000 + 1.2 + 3, p.stderr)
+        self.assertNotIn('did not finish', p.stderr)
+        drops = dict(query(db, 'SELECT reason, count FROM drops'))
+        self.assertEqual(drops.get('left_by_longjmp'), 1)
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 8192 AND result = 0"), [(2000,)])
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti'")]
+        self.assertTrue(any('a longjmp left a CUDA call' in m and 'not recorded' in m for m in notes), notes)
+        self.assertIntegrity(db)
+
+    def test_a_call_left_holding_cuptis_lock_stops_the_shims_cupti_calls(self):
+        # the jump comes before any flush: none is made after it, at exit neither (it hung the exit)
+        self.run_left_holding_cuptis_lock(50)
+
+    def test_a_flush_waiting_on_a_call_later_left_holds_neither_the_writer_nor_the_exit(self):
+        # the periodic flush at 500 ms waits inside the call's hang; the jump comes at 800 ms:
+        # on the writer's thread, that flush never returned and nothing after the jump was written
+        self.run_left_holding_cuptis_lock(800)
+
     def test_calls_after_the_jump_from_deeper_frames_are_traced_too(self):
         # the work after the jump done in a function main calls: its hooks lie below the one left, and
         # read as nested calls ("2 events, 0 dropped" again; a review): the jump itself is seen

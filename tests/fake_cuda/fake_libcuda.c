@@ -237,17 +237,31 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 /* FAKE_CUDA_HANG_ALLOC_BYTES=N: cuMemAlloc_v2 of exactly N bytes, and
  * FAKE_CUDA_HANG_FREE_BYTES=N: cuMemFree_v2 of a block allocated with N bytes
  * (as rounded), never return (a GPU that stopped answering): they sit in
- * pause(), holding no lock, until a signal handler leaves them by a longjmp. */
+ * pause() until a signal handler leaves them by a longjmp. They hold no
+ * lock, but with FAKE_CUDA_HANG_HOLDS_CUPTI=1 the stand-in CUPTI's (found at
+ * GPUTRACE_CUPTI_PATH once loaded), as the real driver held the lock that
+ * CUPTI's flush waits for inside a synchronizing cudaFree (an H200, CUDA 13):
+ * left by the jump, it stays held, and every flush after waits for ever. */
 static uint64_t hang_bytes(const char *name)
 {
     const char *s = getenv(name);
     return s && *s ? strtoull(s, NULL, 10) : 0;
 }
 
-static void hang(void)
+static void pause_for_ever(void)
 {
     for (;;)
         pause();
+}
+
+static void hang(void)
+{
+    const char *hold = getenv("FAKE_CUDA_HANG_HOLDS_CUPTI"), *path = getenv("GPUTRACE_CUPTI_PATH");
+    void *h = hold && *hold == '1' && path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void (*locked)(void (*)(void)) = h ? (void (*)(void (*)(void)))dlsym(h, "fake_cupti_while_locked") : NULL;
+    if (locked)
+        locked(pause_for_ever);
+    pause_for_ever();
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)

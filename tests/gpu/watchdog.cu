@@ -1,9 +1,9 @@
 // A watchdog around a CUDA call that does not come back in time: a kernel
 // spins for SPIN_MS, cudaFree then waits for it (an implicit synchronization),
-// and a SIGALRM handler 200 ms later siglongjmps out of the free. The program
+// and a SIGALRM handler ALARM_MS (200) later siglongjmps out of the free. The program
 // goes on: it waits for the device, then makes N cudaMalloc + cudaFree pairs
 // of 8 KiB from a function deeper than the call it left.
-// usage: watchdog SPIN_MS N; prints "left L, C calls after"
+// usage: watchdog SPIN_MS N [ALARM_MS]; prints "left L, C calls after"
 #include <cuda_runtime_api.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <sys/time.h>
 
 static sigjmp_buf watchdog;
+static long alarm_ms = 200;
 
 static void on_alarm(int) { siglongjmp(watchdog, 1); }
 
@@ -25,7 +26,7 @@ __global__ void spin(long long cycles)
 
 __attribute__((noinline)) static int guarded_free(void *p)
 {
-    struct itimerval t = {{0, 0}, {0, 200000}};
+    struct itimerval t = {{0, 0}, {alarm_ms / 1000, alarm_ms % 1000 * 1000}};
     if (sigsetjmp(watchdog, 1))
         return 1;   // left by the handler
     setitimer(ITIMER_REAL, &t, NULL);
@@ -53,6 +54,8 @@ __attribute__((noinline)) static int work(int depth, int n)
 int main(int argc, char **argv)
 {
     int spin_ms = argc > 1 ? atoi(argv[1]) : 2000, n = argc > 2 ? atoi(argv[2]) : 1000;
+    if (argc > 3)
+        alarm_ms = atol(argv[3]);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;

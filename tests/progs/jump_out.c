@@ -1,7 +1,9 @@
 /* A watchdog: a CUDA call that hangs (the stand-in's FAKE_CUDA_HANG_ALLOC_BYTES
  * or FAKE_CUDA_HANG_FREE_BYTES) is left after 50 ms by a SIGALRM handler's
  * siglongjmp, and the program goes on: N more cudaMalloc + cudaFree pairs.
- * usage: jump_out alloc|free HANG_BYTES N [deep]   (deep: the N pairs from frames deeper than the call left)
+ * usage: jump_out alloc|free HANG_BYTES N [deep] [alarm=MS] [sleep=MS]
+ *   deep: the N pairs from frames deeper than the call left; alarm: the
+ *   watchdog's delay (50 ms); sleep: a pause after the jump, before the pairs
  * Prints how many calls succeeded after the jump. */
 #include <cuda_runtime_api.h>
 #include <setjmp.h>
@@ -10,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 static sigjmp_buf watchdog;
+static long alarm_ms = 50;
 
 static void on_alarm(int sig)
 {
@@ -21,7 +25,7 @@ static void on_alarm(int sig)
 
 __attribute__((noinline)) static int guarded(const char *what, size_t hang_bytes, void **held)
 {
-    struct itimerval t = {{0, 0}, {0, 50000}};
+    struct itimerval t = {{0, 0}, {alarm_ms / 1000, alarm_ms % 1000 * 1000}};
     if (sigsetjmp(watchdog, 1))
         return 1;   /* left by the handler */
     setitimer(ITIMER_REAL, &t, NULL);
@@ -54,6 +58,15 @@ int main(int argc, char **argv)
         return 2;
     size_t hang_bytes = strtoull(argv[2], NULL, 10);
     int n = atoi(argv[3]);
+    int deep = 0;
+    long sleep_ms = 0;
+    for (int i = 4; i < argc; i++) {
+        deep |= !strcmp(argv[i], "deep");
+        if (!strncmp(argv[i], "alarm=", 6))
+            alarm_ms = atol(argv[i] + 6);
+        if (!strncmp(argv[i], "sleep=", 6))
+            sleep_ms = atol(argv[i] + 6);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
@@ -64,8 +77,13 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "free"))
         cudaMalloc(&held, hang_bytes);
     int left = guarded(argv[1], hang_bytes, &held);
+    if (sleep_ms) {
+        struct timespec ts = {sleep_ms / 1000, sleep_ms % 1000 * 1000000};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
     int ok = 0;
-    if (argc > 4 && !strcmp(argv[4], "deep")) {
+    if (deep) {
         ok = work(4, n);
     } else {
         for (int i = 0; i < n; i++) {
