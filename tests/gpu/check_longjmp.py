@@ -10,10 +10,13 @@ on the writer's thread the periodic flush then never returned (the 2,000 calls n
 written, the exit held 30 s), and the atexit flush hung the exit for good. Two
 timings: the jump at 200 ms, before CUPTI's first periodic flush (500 ms), and at
 900 ms, with that flush already waiting. The traced exit comes within 3 s of the
-untraced one, and a CUPTI note says why kernels stop. Seconds.
+untraced one, and a CUPTI note says why kernels stop. A third case leaves
+cudaDeviceSynchronize, which the shim does not hook (no jump seen, none counted):
+the writer and the exit must not be held either. Seconds.
 usage: check_longjmp.py --build BUILD --out DIR"""
 import argparse
 import os
+import sqlite3
 import subprocess
 
 from gpucheck import finish, one, report, run
@@ -29,14 +32,14 @@ src = os.path.join(here, 'watchdog.cu')
 for cudart in ('static', 'shared'):
     exe = os.path.join(a.out, 'watchdog_' + cudart)
     subprocess.run(['nvcc', '-O1', '-cudart', cudart, '-o', exe, src], check=True)
-    for spin_ms, alarm_ms in ((2000, 200), (3000, 900)):
-        case = '%s, jump at %d ms' % (cudart, alarm_ms)
-        argv = [exe, str(spin_ms), '1000', str(alarm_ms)]
+    for spin_ms, alarm_ms, sync in ((2000, 200, False), (3000, 900, False), (3000, 900, True)):
+        case = '%s, jump at %d ms%s' % (cudart, alarm_ms, ' out of cudaDeviceSynchronize' if sync else '')
+        argv = [exe, str(spin_ms), '1000', str(alarm_ms)] + (['sync'] if sync else [])
         bare = run(argv, timeout=60)   # (a runtime left holding a lock would hang it: untraced too)
         report(bare.returncode == 0 and bare.stdout == 'left 1, 2000 calls after\n',
-               '%s: untraced, the free is left and 2000 calls follow' % case, 'rc %d %r %s, %.2f s' % (
+               '%s: untraced, the call is left and 2000 calls follow' % case, 'rc %d %r %s, %.2f s' % (
                    bare.returncode, bare.stdout, bare.stderr[-300:], bare.wall))
-        db = os.path.join(a.out, 'watchdog_%s_%d.db' % (cudart, alarm_ms))
+        db = os.path.join(a.out, 'watchdog_%s_%d%s.db' % (cudart, alarm_ms, '_sync' if sync else ''))
         try:
             p = run(argv, shim=shim, db=db, env_extra={'GPUTRACE_QUIET': '1'}, timeout=60)
         except subprocess.TimeoutExpired:
@@ -51,12 +54,17 @@ for cudart in ('static', 'shared'):
         after = one(db, "SELECT count(*) FROM events_v WHERE size = 8192 AND result = 0") if ok else None
         full = one(db, "SELECT coalesce(sum(count), 0) FROM drops WHERE reason IN ('queue_full', "
                        "'unfinished_at_exit')") if ok else None
-        report(left == 1 and after is not None and after >= 2000 and full == 0,
-               '%s: the call left is counted, the 2000 calls after it are recorded, nothing held up' % case,
+        report(left == (0 if sync else 1) and after is not None and after >= 2000 and full == 0,
+               '%s: the call left is counted (a hooked one), the 2000 calls after it are recorded, nothing held up'
+               % case,
                'left_by_longjmp %s, 8 KiB events %s, queue_full + unfinished_at_exit %s' % (left, after, full))
         note = one(db, "SELECT count(*) FROM notes WHERE component = 'cupti' AND message LIKE "
                        "'%a longjmp left a CUDA call%'") if ok else None
         kernels = one(db, "SELECT count(*) FROM kernels") if ok else None
-        report(note == 1, '%s: a CUPTI note says the kernels after the jump are not recorded' % case,
-               'notes %s, kernels recorded %s' % (note, kernels))
+        if not sync:
+            report(note == 1, '%s: a CUPTI note says the kernels after the jump are not recorded' % case,
+                   'notes %s, kernels recorded %s' % (note, kernels))
+        else:
+            print('  %s: kernels recorded %s, cupti notes %s' % (case, kernels, [m for (m,) in sqlite3.connect(
+                db).execute("SELECT message FROM notes WHERE component = 'cupti'")] if ok else None))
 finish()

@@ -3,7 +3,8 @@
 // and a SIGALRM handler ALARM_MS (200) later siglongjmps out of the free. The program
 // goes on: it waits for the device, then makes N cudaMalloc + cudaFree pairs
 // of 8 KiB from a function deeper than the call it left.
-// usage: watchdog SPIN_MS N [ALARM_MS]; prints "left L, C calls after"
+// usage: watchdog SPIN_MS N [ALARM_MS [sync]]; prints "left L, C calls after"
+// sync: the call left is cudaDeviceSynchronize, which the shim does not hook
 #include <cuda_runtime_api.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 static sigjmp_buf watchdog;
 static long alarm_ms = 200;
+static bool left_sync;
 
 static void on_alarm(int) { siglongjmp(watchdog, 1); }
 
@@ -30,7 +32,10 @@ __attribute__((noinline)) static int guarded_free(void *p)
     if (sigsetjmp(watchdog, 1))
         return 1;   // left by the handler
     setitimer(ITIMER_REAL, &t, NULL);
-    cudaFree(p);
+    if (left_sync)
+        cudaDeviceSynchronize();
+    else
+        cudaFree(p);
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     return 0;
@@ -56,6 +61,7 @@ int main(int argc, char **argv)
     int spin_ms = argc > 1 ? atoi(argv[1]) : 2000, n = argc > 2 ? atoi(argv[2]) : 1000;
     if (argc > 3)
         alarm_ms = atol(argv[3]);
+    left_sync = argc > 4 && !strcmp(argv[4], "sync");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
