@@ -47,8 +47,8 @@ void gt_cupti_after_fork_child(void);
 void gt_cupti_flush_fork_prepare(void);
 bool gt_cupti_flush_in_flight(void);
 /* the writer, the process's last thread but this one: it ends (a wait of
- * wait_ns at most), and the process with the writer */
-void gt_cupti_flush_end(uint64_t wait_ns);
+ * wait_ns at most; false: it did not, stuck inside CUPTI) */
+bool gt_cupti_flush_end(uint64_t wait_ns);
 pid_t gt_cupti_flush_tid(void);   /* the flush thread's (0: none): the writer's test of the last thread */
 void gt_cupti_flush_fork_parent(void);
 bool gt_cupti_ran(void);   /* CUPTI is on (or yielded): what a fork child's inherited notes then misdescribe */

@@ -32,7 +32,6 @@
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
 #define DETACH_AFTER_NS (200 * 1000000ull)  /* a closed window's last kernels end before CUPTI detaches */
 #define FLUSH_AT_STOP_WAIT_NS (1000 * 1000000ull) /* a stop's last flush: longer is a wedged CUPTI (cupti_flush.h) */
-#define FLUSH_BEFORE_DETACH_WAIT_NS (100 * 1000000ull)
 
 enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
 static bool ran_in_parent;   /* a fork child: CUPTI ran in the parent (its notes are not the child's) */
@@ -58,12 +57,14 @@ static struct {
     bool sampling, recording;  /* activity recorded only in windows (gt_cupti_tick) */
     bool can_detach;           /* false once a detach could not be asked for: never again */
     uint64_t detach_due;
+    uint64_t detach_flush;     /* the flush asked before a detach: its generation (cupti_flush.h), 0: none */
     struct gt_windows win;     /* when windows open and close (cupti_windows.c) */
 } C;
 static _Atomic int state = C_IDLE;
 static _Atomic bool foreign;    /* someone else registered activity buffers */
 static _Atomic bool realtime;   /* after handing CUPTI over: CUPTI's own default clock */
-static _Atomic bool exiting;    /* our atexit flush ran; CUPTI may be torn down after it */
+static _Atomic bool exiting;    /* a stop's flush was made (atexit's or the stop's): CUPTI may be torn down after it */
+static _Atomic bool left_said;  /* call_left's note */
 static _Atomic(struct gt_cupti_buf *) done; /* completed buffers, newest first */
 static _Atomic uint64_t dropped;
 
@@ -140,7 +141,7 @@ static bool resolve(char *why, size_t cap)
             snprintf(why, cap, "%.512s lacks %s (too old)", C.path, t[i].name);
             return false;
         }
-    struct gt_attach_api api = {C.subscribe, C.unsubscribe, NULL, NULL};
+    struct gt_attach_api api = {C.subscribe, C.unsubscribe, NULL, NULL, &gt_cuda_call_left};
     *(void **)&api.enable_domain = gt_dlsym_real(C.h, "cuptiEnableDomain"); /* the detach's; none: CUPTI stays attached */
     *(void **)&api.finalize = gt_dlsym_real(C.h, "cuptiFinalize");
     gt_attach_init(&api);
@@ -185,14 +186,27 @@ static bool window_open(void)
  * call's exit. If CUPTI's one subscriber slot is taken (torch.profiler's
  * callbacks, a tool) CUPTI stays attached with nothing enabled, and the notes
  * say so once. */
-/* (false: not now, at the next round: the flush did not end within its
- * wait, or another thread works on CUPTI) */
+/* (false: not yet, at a later round: the flush asked first is still running
+ * or was not made, or another thread works on CUPTI. The writer never
+ * waits for it: a slow flush would hold every round) */
 static bool ask_detach(void)
 {
     if (!C.can_detach)
         return true;
-    if (gt_cupti_flush_on_thread(C.flush_all, 0, true, FLUSH_BEFORE_DETACH_WAIT_NS) != GT_FLUSH_DONE ||
-        !gt_attach_begin())
+    int r;
+    if (!C.detach_flush) {
+        r = gt_cupti_flush_on_thread(C.flush_all, 0, true, 0, &C.detach_flush);
+        if (r != GT_FLUSH_DONE)   /* asked (seen at a later round), or busy */
+            return false;
+    } else {
+        r = gt_cupti_flush_result(C.detach_flush);
+        if (r == GT_FLUSH_RUNNING)
+            return false;
+        C.detach_flush = 0;
+        if (r != GT_FLUSH_DONE)
+            return false;   /* not made: asked again */
+    }
+    if (!gt_attach_begin())
         return false;
     const char *why;
     if (gt_attach_end_detaching(&why))
@@ -207,25 +221,26 @@ static bool ask_detach(void)
  * a CUPTI call of ours would then wait for ever (cupti_flush.h). Said once. */
 static bool call_left(void)
 {
-    static _Atomic bool said;
     if (GT_LIKELY(!atomic_load(&gt_cuda_call_left)))
         return false;
-    if (!atomic_exchange(&said, true) && (atomic_load(&state) == C_ON))
+    if (atomic_load(&state) == C_ON && !atomic_exchange(&left_said, true))
         gt_note("cupti", true, "stopped: a longjmp left a CUDA call (drops: left_by_longjmp), and CUDA may still "
-                "hold the lock that call took, which CUPTI's flush waits for; CUPTI is not called again, so the "
-                "kernels, copies and memsets it still held, and all after, are not recorded (allocation tracing "
-                "goes on)");
+                "hold the lock that call took, which CUPTI's flush waits for; CUPTI is flushed no more, so the "
+                "kernels, copies and memsets it still held are not recorded, nor any after but those of buffers "
+                "it fills (allocation tracing goes on)");
     return true;
 }
 
 /* A stop's last flush, on the flush thread: the exit waits for it a second at most */
 static void flush_at_stop(void)
 {
-    if (gt_cupti_flush_on_thread(C.flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, false, FLUSH_AT_STOP_WAIT_NS) ==
-        GT_FLUSH_DONE)
+    int r = gt_cupti_flush_on_thread(C.flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, false, FLUSH_AT_STOP_WAIT_NS,
+                                     NULL);
+    if (r == GT_FLUSH_DONE)
         return;
-    gt_note("cupti", true, "the last flush did not end within 1 s (CUDA may hold a lock CUPTI waits for): the "
-            "kernels, copies and memsets CUPTI still held at the end are not recorded");
+    gt_note("cupti", true, "the last flush %s: the kernels, copies and memsets CUPTI still held then may be "
+            "missing", r == GT_FLUSH_SKIPPED ? "was not made (a fork was under way, or no thread could make it)"
+                                             : "did not end within 1 s (CUDA may hold a lock CUPTI waits for)");
 }
 
 static void yield(void);
@@ -234,7 +249,8 @@ static void at_exit_flush(void)
 {
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
     bool no_call = gt_unwind_in_signal_frame() || call_left();
-    if (atomic_load(&state) == C_ON && gt_attach_take_over(no_call) && !no_call)
+    /* (exiting already: the writer, the last thread, made the stop's flush) */
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && gt_attach_take_over(no_call) && !no_call)
         flush_at_stop();
     atomic_store(&exiting, true);
 }
@@ -395,7 +411,7 @@ void gt_cupti_tick(uint64_t now)
     /* completed records, even in partly filled buffers; only while attached
      * (the flush thread's section): a flush would attach it */
     if (now >= C.next_flush) {
-        gt_cupti_flush_on_thread(C.flush_all, 0, true, 0);
+        gt_cupti_flush_on_thread(C.flush_all, 0, true, 0, NULL);
         C.next_flush = now + FLUSH_EVERY_NS;
     }
     if (!C.sampling)
@@ -407,7 +423,7 @@ void gt_cupti_tick(uint64_t now)
     if (!C.recording) {
         if (!window_open()) /* another thread is at work on CUPTI: the next round */
             return;
-        C.detach_due = 0;
+        C.detach_due = C.detach_flush = 0;
         C.recording = true;
         gt_windows_opened(&C.win, now);
         gt_note("kernels", false, "recording");
@@ -425,11 +441,13 @@ void gt_cupti_tick(uint64_t now)
     gt_note("kernels", false, "paused");
 }
 
-/* At stop (exit, _exit, exec): everything CUPTI holds goes to the writer.
- * After our atexit flush CUPTI may already be torn down: nothing then. */
+/* At stop (exit, _exit, exec, the writer as the last thread): everything
+ * CUPTI holds goes to the writer. After our atexit flush CUPTI may already be
+ * torn down: nothing then; nor a second time at the exit glibc makes after
+ * the last thread's stop (a failed exec's resume clears it). */
 void gt_cupti_flush_for_stop(void)
 {
-    if (atomic_load(&state) != C_ON || atomic_load(&exiting))
+    if (atomic_load(&state) != C_ON || atomic_exchange(&exiting, true))
         return;
     bool left = call_left();
     if (gt_attach_take_over(left) && !left)
@@ -557,6 +575,7 @@ const struct gt_hook_table gt_cupti_hooks = {cupti_hooks, N_CUPTI_HOOKS};
 /* exec failed: the trace goes on, and so do the windows. */
 void gt_cupti_resume_after_failed_exec(void)
 {
+    atomic_store(&exiting, false);
     if (atomic_load(&state) == C_ON)
         gt_attach_resume();
 }
@@ -609,6 +628,9 @@ void gt_cupti_after_fork_child(void)
     ran_in_parent = s == C_ON || s == C_YIELDED;
     if (ran_in_parent)
         atomic_store(&state, C_UNAVAILABLE);
+    atomic_store(&exiting, false);
+    atomic_store(&left_said, false);
+    C.detach_flush = 0;
     gt_attach_after_fork_child();
     gt_cupti_flush_after_fork_child();
 }

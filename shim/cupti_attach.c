@@ -37,6 +37,12 @@ void gt_attach_init(const struct gt_attach_api *a)
     api = *a;
 }
 
+/* a longjmp left a CUDA call (record.c's flag, through the api) */
+static bool call_left(void)
+{
+    return api.call_left && atomic_load(api.call_left);
+}
+
 static bool move(int from, int to)
 {
     return atomic_compare_exchange_strong(&st, &from, to);
@@ -47,7 +53,8 @@ static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_C
     (void)u, (void)id;
     const CUpti_CallbackData *cb = info;
     if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
-        cb->callbackSite != CUPTI_API_EXIT || !move(A_DETACH_ASKED, A_FINALIZING))
+        cb->callbackSite != CUPTI_API_EXIT || call_left() || /* (cuptiFinalize could wait for ever) */
+        !move(A_DETACH_ASKED, A_FINALIZING))
         return;
     if (atomic_load(&keep_attached)) { /* a reason came after the detach was asked: its caller takes it back */
         atomic_store(&st, A_DETACH_ASKED);
@@ -187,8 +194,11 @@ void gt_attach_keep_attached(const char *why)
      * a detach: wait for it, and take the detach back. (If it outlasts the
      * wait, the writer sees the reason after asking and takes it back
      * itself, and the API-exit callback declines to detach: see above.) */
+    /* After a longjmp left a CUDA call (record.c) the section may be held for
+     * good by a flush that waits on the lock the call left held, and no
+     * detach comes any more (the callback declines it): no wait, no call */
     int s = atomic_load(&st);
-    if (s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING) {
+    if ((s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING) || call_left()) {
         atomic_store_explicit(&kept, true, memory_order_release);
         return;
     }

@@ -16,6 +16,7 @@
 #ifndef GPUTRACE_CUPTI_ATTACH_H
 #define GPUTRACE_CUPTI_ATTACH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include <cupti.h>
@@ -25,6 +26,7 @@ struct gt_attach_api {
     CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
     CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
     CUptiResult (*finalize)(void);
+    const _Atomic bool *call_left;   /* set once a longjmp left a CUDA call: no detach, no wait (NULL: never) */
 };
 void gt_attach_init(const struct gt_attach_api *api); /* once CUPTI is started; finalize may be NULL */
 

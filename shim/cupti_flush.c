@@ -14,17 +14,57 @@
 #include "cupti_flush.h"
 #include "shim.h"
 
+#define OUTCOMES 8   /* the last generations' outcomes kept (a caller checks its own a round later) */
+
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t cv;        /* CLOCK_MONOTONIC: asked, and done */
-    bool started, quit;
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC (made once): asked, done, ended */
+    bool cv_made, started, quit, cannot_start;
     uint64_t asked, done;     /* generations */
+    bool ran[OUTCOMES];       /* generation g's flush was made (not skipped for a fork) */
     uint32_t flag;
     bool bracket;
     CUptiResult (*flush)(uint32_t);
-} F = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, 0, 0, 0, false, NULL};
+} F = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static _Atomic bool in_flush, fork_pending;
 static _Atomic pid_t tid;
+
+/* with F.mu held: once, and again in a fork child */
+static void make_cv(void)
+{
+    if (F.cv_made)
+        return;
+    F.cv_made = true;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&F.cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static struct timespec after(uint64_t ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(ns / 1000000000ull);
+    t.tv_nsec += (long)(ns % 1000000000ull);
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* the flush, within the attach section when asked for; false: not made */
+static bool flush_now(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket)
+{
+    if (bracket && !gt_attach_begin())
+        return false;
+    flush(flag);
+    if (bracket)
+        gt_attach_end();
+    return true;
+}
 
 static void *flusher_main(void *arg)
 {
@@ -51,13 +91,10 @@ static void *flusher_main(void *arg)
          * flush may take the loader's lock); each side stores, then reads
          * the other's flag */
         atomic_store(&in_flush, true);
-        if (!atomic_load(&fork_pending) && (!bracket || gt_attach_begin())) {
-            flush(flag);
-            if (bracket)
-                gt_attach_end();
-        }
+        bool ran = !atomic_load(&fork_pending) && flush_now(flush, flag, bracket);
         atomic_store(&in_flush, false);
         pthread_mutex_lock(&F.mu);
+        F.ran[gen % OUTCOMES] = ran;
         F.done = gen;
         pthread_cond_broadcast(&F.cv);
         pthread_mutex_unlock(&F.mu);
@@ -65,61 +102,54 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
-/* with F.mu held; the thread takes no signal (they are the program's) */
+/* with F.mu held; the thread takes no signal (they are the program's). Not
+ * tried again once it could not start (a thread limit reached). */
 static bool start(void)
 {
-    if (F.started)
-        return true;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_destroy(&F.cv);
-    pthread_cond_init(&F.cv, &ca);
-    pthread_condattr_destroy(&ca);
+    if (F.started || F.cannot_start)
+        return F.started;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 1 << 20);   /* as the writer's, whatever RLIMIT_STACK says */
     pthread_t t;
     F.started = pthread_create(&t, &a, flusher_main, NULL) == 0;
+    F.cannot_start = !F.started;
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return F.started;
 }
 
-int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket, uint64_t wait_ns)
+int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket, uint64_t wait_ns,
+                             uint64_t *gen_out)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(wait_ns / 1000000000ull);
-    until.tv_nsec += (long)(wait_ns % 1000000000ull);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    if (gen_out)
+        *gen_out = 0;
+    struct timespec until = after(wait_ns);
     pthread_mutex_lock(&F.mu);
+    make_cv();
     /* one in flight: a periodic caller asks no other; a waiting one waits for it first */
     while (F.done != F.asked)
         if (!wait_ns || pthread_cond_timedwait(&F.cv, &F.mu, &until) == ETIMEDOUT) {
             pthread_mutex_unlock(&F.mu);
             return wait_ns ? GT_FLUSH_LATE : GT_FLUSH_BUSY;
         }
-    F.flush = flush;
-    if (!start()) {   /* no thread: the flush where it was asked (as before there was one) */
+    if (!start()) {
         pthread_mutex_unlock(&F.mu);
-        if (!bracket || gt_attach_begin()) {
-            flush(flag);
-            if (bracket)
-                gt_attach_end();
-        }
-        return GT_FLUSH_DONE;
+        if (wait_ns) /* a stop's: no thread, no flush (in place it could wait for ever) */
+            return GT_FLUSH_SKIPPED;
+        return flush_now(flush, flag, bracket) ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;   /* as before there was one */
     }
     uint64_t gen = ++F.asked;
+    F.flush = flush;
     F.flag = flag;
     F.bracket = bracket;
     pthread_cond_broadcast(&F.cv);
+    if (gen_out)
+        *gen_out = gen;
     if (!wait_ns) {
         pthread_mutex_unlock(&F.mu);
         return GT_FLUSH_ASKED;
@@ -127,32 +157,39 @@ int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool
     int rc = 0;
     while (F.done < gen && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&F.cv, &F.mu, &until);
-    bool done = F.done >= gen;
+    int r = F.done < gen ? GT_FLUSH_LATE : F.ran[gen % OUTCOMES] ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;
     pthread_mutex_unlock(&F.mu);
-    return done ? GT_FLUSH_DONE : GT_FLUSH_LATE;
+    return r;
+}
+
+int gt_cupti_flush_result(uint64_t gen)
+{
+    pthread_mutex_lock(&F.mu);
+    int r = F.done < gen                  ? GT_FLUSH_RUNNING
+            : F.done - gen >= OUTCOMES     ? GT_FLUSH_SKIPPED   /* forgotten: as if not made (asked again) */
+            : F.ran[gen % OUTCOMES]        ? GT_FLUSH_DONE
+                                           : GT_FLUSH_SKIPPED;
+    pthread_mutex_unlock(&F.mu);
+    return r;
+}
+
+bool gt_cupti_flush_end(uint64_t wait_ns)
+{
+    struct timespec until = after(wait_ns);
+    pthread_mutex_lock(&F.mu);
+    make_cv();
+    F.quit = F.started;
+    pthread_cond_broadcast(&F.cv);
+    while (F.started && pthread_cond_timedwait(&F.cv, &F.mu, &until) != ETIMEDOUT)
+        ;
+    bool ended = !F.started;
+    pthread_mutex_unlock(&F.mu);
+    return ended;
 }
 
 void gt_cupti_flush_fork_prepare(void)
 {
     atomic_store(&fork_pending, true);
-}
-
-void gt_cupti_flush_end(uint64_t wait_ns)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(wait_ns / 1000000000ull);
-    until.tv_nsec += (long)(wait_ns % 1000000000ull);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&F.mu);
-    F.quit = F.started;
-    pthread_cond_broadcast(&F.cv);
-    while (F.started && pthread_cond_timedwait(&F.cv, &F.mu, &until) != ETIMEDOUT)
-        ;
-    pthread_mutex_unlock(&F.mu);
 }
 
 pid_t gt_cupti_flush_tid(void)
@@ -173,8 +210,8 @@ void gt_cupti_flush_fork_parent(void)
 void gt_cupti_flush_after_fork_child(void)
 {
     pthread_mutex_init(&F.mu, NULL);
-    pthread_cond_init(&F.cv, NULL);
-    F.started = F.quit = false;
+    F.cv_made = false;   /* made anew at the first use (a waiter's state in the copy is the parent's) */
+    F.started = F.quit = F.cannot_start = false;
     F.asked = F.done = 0;
     atomic_store(&in_flush, false);
     atomic_store(&fork_pending, false);

@@ -57,8 +57,24 @@ static int64_t capped(cuuint64_t v)
  * utilized_size), and its release threshold (what it keeps of freed memory
  * past a synchronization: PyTorch's cudaMallocAsync backend sets UINT64_MAX,
  * CUDA's default is 0; -1 when unanswered). false when neither API answers. */
+/* A longjmp left a CUDA memory call (record.c): the driver may hold for good
+ * the lock that call took, which a pool query may wait for (CUPTI's flush
+ * did, on an H200). No reading from then on; said once. */
+static bool call_left(void)
+{
+    static _Atomic bool said;
+    if (GT_LIKELY(!atomic_load(&gt_cuda_call_left)))
+        return false;
+    if (!atomic_exchange(&said, true))
+        gt_note("pools", false, "not read after a longjmp left a CUDA call (drops: left_by_longjmp): the query could "
+                "wait for ever on the lock that call left held; the readings before it stand");
+    return true;
+}
+
 bool gt_pool_read(int d, struct gt_mem_sample *out)
 {
+    if (call_left())
+        return false;
     pthread_once(&once, resolve);
     cuuint64_t r = 0, u = 0, th = 0;
     bool ok, have_th;
@@ -88,6 +104,8 @@ bool gt_pool_read(int d, struct gt_mem_sample *out)
  * into out->total; false when neither API answers. */
 bool gt_graph_memory_read(int d, struct gt_mem_sample *out)
 {
+    if (call_left())
+        return false;
     pthread_once(&once, resolve);
     cuuint64_t r = 0, u = 0;
     bool ok;

@@ -33,6 +33,7 @@ void gt_thread_untraced(void)
 /* Fork child: the forking thread keeps its TLS, but not its pid. */
 void gt_state_after_fork_child(void)
 {
+    atomic_store(&gt_cuda_call_left, false);   /* the child's CUDA, if any, is its own */
     cached_tid = 0;
     gt_in_shim = 0;
     gt_hook_real_frame = 0;

@@ -379,8 +379,10 @@ static void *writer_main(void *arg)
     /* the process's last thread: glibc's exit(0) runs the program's atexit
      * handlers here, with the signal mask its threads had, not the writer's */
     if (last_thread) {
-        gt_cupti_flush_end(100 * 1000000ull);
+        bool alone = gt_cupti_flush_end(100 * 1000000ull);
         pthread_sigmask(SIG_SETMASK, &W.program_mask, NULL);
+        if (!alone) /* the flush thread, stuck in CUPTI, would keep the process alive: glibc's exit(0) here */
+            exit(0);
     }
     return NULL;
 }
@@ -530,8 +532,11 @@ void gt_writer_fork_prepare(void)
 {
     atomic_store(&W.fork_pending, true);
     gt_cupti_flush_fork_prepare();
+    /* (a flush stuck since a longjmp left a CUDA call is not waited for: every fork would pay it) */
+    bool flush_stuck = atomic_load(&gt_cuda_call_left);
     for (int i = 0; i < 2000 && W.thread_running &&
-                    (!atomic_load(&W.entered) || atomic_load(&W.in_tick) || gt_cupti_flush_in_flight());
+                    (!atomic_load(&W.entered) || atomic_load(&W.in_tick) ||
+                     (gt_cupti_flush_in_flight() && !flush_stuck));
          i++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

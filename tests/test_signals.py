@@ -380,12 +380,12 @@ class LongjmpOutOfACallTest(TraceTest):
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
 
-    def run_left_holding_cuptis_lock(self, alarm_ms):
+    def run_left_holding_cuptis_lock(self, alarm_ms, *more):
         # the call left holds CUPTI's lock (the stand-in's, as the real driver held
         # the one CUPTI's flush waits for: an H200, CUDA 13); 1.2 s after the jump
         # the writer's periodic flushes (every 500 ms) come due
         env_hang = {'FAKE_CUDA_HANG_FREE_BYTES': 12345, 'FAKE_CUDA_HANG_HOLDS_CUPTI': 1}
-        argv = [prog('jump_out'), 'free', '12345', '1000', 'alarm=%d' % alarm_ms, 'sleep=1200']
+        argv = [prog('jump_out'), 'free', '12345', '1000', 'alarm=%d' % alarm_ms, 'sleep=1200'] + list(more)
         plain = run(argv, preload=False, env=base_env(**env_hang), timeout=30)
         self.assertEqual((plain.returncode, plain.stdout), (0, 'left 1, 2000 calls after\n'), plain.stderr)
         t0 = time.monotonic()
@@ -413,6 +413,11 @@ class LongjmpOutOfACallTest(TraceTest):
         # the periodic flush at 500 ms waits inside the call's hang; the jump comes at 800 ms:
         # on the writer's thread, that flush never returned and nothing after the jump was written
         self.run_left_holding_cuptis_lock(800)
+
+    def test_main_leaving_by_pthread_exit_beside_a_flush_stuck_for_good_still_ends_the_process(self):
+        # the flush thread stays inside the flush for ever: the process must not wait for it
+        # as for a program thread (glibc ends the process with its last thread; it never ended)
+        self.run_left_holding_cuptis_lock(800, 'pthread_exit')
 
     def test_calls_after_the_jump_from_deeper_frames_are_traced_too(self):
         # the work after the jump done in a function main calls: its hooks lie below the one left, and

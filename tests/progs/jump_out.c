@@ -1,11 +1,13 @@
 /* A watchdog: a CUDA call that hangs (the stand-in's FAKE_CUDA_HANG_ALLOC_BYTES
  * or FAKE_CUDA_HANG_FREE_BYTES) is left after 50 ms by a SIGALRM handler's
  * siglongjmp, and the program goes on: N more cudaMalloc + cudaFree pairs.
- * usage: jump_out alloc|free HANG_BYTES N [deep] [alarm=MS] [sleep=MS]
+ * usage: jump_out alloc|free HANG_BYTES N [deep] [alarm=MS] [sleep=MS] [pthread_exit]
  *   deep: the N pairs from frames deeper than the call left; alarm: the
- *   watchdog's delay (50 ms); sleep: a pause after the jump, before the pairs
+ *   watchdog's delay (50 ms); sleep: a pause after the jump, before the pairs;
+ *   pthread_exit: main leaves by it (the process ends with its last thread)
  * Prints how many calls succeeded after the jump. */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,10 +60,11 @@ int main(int argc, char **argv)
         return 2;
     size_t hang_bytes = strtoull(argv[2], NULL, 10);
     int n = atoi(argv[3]);
-    int deep = 0;
+    int deep = 0, leave_thread = 0;
     long sleep_ms = 0;
     for (int i = 4; i < argc; i++) {
         deep |= !strcmp(argv[i], "deep");
+        leave_thread |= !strcmp(argv[i], "pthread_exit");
         if (!strncmp(argv[i], "alarm=", 6))
             alarm_ms = atol(argv[i] + 6);
         if (!strncmp(argv[i], "sleep=", 6))
@@ -92,5 +95,9 @@ int main(int argc, char **argv)
         }
     }
     printf("left %d, %d calls after\n", left, ok);
+    if (leave_thread) {
+        fflush(stdout);
+        pthread_exit(NULL);
+    }
     return 0;
 }

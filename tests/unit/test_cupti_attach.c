@@ -13,6 +13,7 @@
 #include "tap.h"
 
 static _Atomic int subscribed, finalized, slot_busy;
+static _Atomic bool call_left;   /* record.c's flag: a longjmp left a CUDA call */
 static _Atomic(CUpti_CallbackFunc) cb;
 
 static CUptiResult fake_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc f, void *u)
@@ -56,10 +57,12 @@ static void api_exit(void)
 
 static void fresh(void)
 {
-    static const struct gt_attach_api api = {fake_subscribe, fake_unsubscribe, fake_enable_domain, fake_finalize};
+    static const struct gt_attach_api api = {fake_subscribe, fake_unsubscribe, fake_enable_domain, fake_finalize,
+                                             &call_left};
     gt_attach_after_fork_child();
     gt_attach_init(&api);
     subscribed = finalized = slot_busy = 0;
+    call_left = false;
     cb = NULL;
 }
 
@@ -187,6 +190,31 @@ static void a_stop_during_the_writers_section_leaves_no_detach(void)
     CHECKF(attached == 1, "take_over said %d", attached);
 }
 
+/* After a longjmp left a CUDA call the driver may hold, for good, a lock that
+ * CUPTI waits for (an H200, CUDA 13): a flush in the section never returns,
+ * and cuptiFinalize at a program's API exit could hang that call. A graph
+ * launch's keep_attached then waited 2 s on the section, every launch. */
+static void after_a_call_left_no_detach_runs_and_no_graph_launch_waits(void)
+{
+    fresh();
+    const char *why;
+    CHECK(ask(&why) == 1 && subscribed);
+    call_left = true;
+    api_exit();
+    CHECK(!finalized);                       /* the program's call is not held by a finalize */
+    fresh();
+    CHECK(gt_attach_begin());                /* the flush thread's section, never ended */
+    call_left = true;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gt_attach_keep_attached("graphs");
+    gt_attach_keep_attached("graphs");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECKF(s < 0.5, "two graph launches took %.2f s", s);
+    CHECK(gt_attach_take_over(true) == 0);   /* the stop after the jump: no wait, no flush */
+}
+
 int main(void)
 {
     TAP_RUN(detach_at_the_next_api_exit_then_attach_again_for_a_window);
@@ -197,5 +225,6 @@ int main(void)
     TAP_RUN(a_programs_subscriber_gets_the_slot_and_no_detach_follows);
     TAP_RUN(another_subscriber_in_the_slot_keeps_cupti_attached);
     TAP_RUN(a_stop_during_the_writers_section_leaves_no_detach);
+    TAP_RUN(after_a_call_left_no_detach_runs_and_no_graph_launch_waits);
     return tap_done();
 }
