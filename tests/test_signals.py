@@ -414,6 +414,22 @@ class LongjmpOutOfACallTest(TraceTest):
         # on the writer's thread, that flush never returned and nothing after the jump was written
         self.run_left_holding_cuptis_lock(800)
 
+    def test_forks_after_the_jump_do_not_wait_for_the_flush_stuck_for_good(self):
+        # each fork waits a bounded while (200 ms) for a flush in flight, lest the child
+        # inherit the loader's lock: one stuck for good is not waited for (20 forks were 4 s)
+        env_hang = {'FAKE_CUDA_HANG_FREE_BYTES': 12345, 'FAKE_CUDA_HANG_HOLDS_CUPTI': 1}
+        argv = [prog('jump_out'), 'free', '12345', '10', 'alarm=800', 'sleep=300', 'forks=20']
+        t0 = time.monotonic()
+        plain = run(argv, preload=False, env=base_env(**env_hang), timeout=30)
+        bare_s = time.monotonic() - t0
+        self.assertEqual((plain.returncode, plain.stdout), (0, 'left 1, 20 calls after\n'), plain.stderr)
+        t0 = time.monotonic()
+        p, db = self.trace(argv, env_extra=env_hang, timeout=30)
+        took = time.monotonic() - t0
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), p.stderr)
+        self.assertLess(took, bare_s + 1.5, 'traced %.2f s, untraced %.2f s' % (took, bare_s))
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 8192 AND result = 0"), [(20,)])
+
     def test_main_leaving_by_pthread_exit_beside_a_flush_stuck_for_good_still_ends_the_process(self):
         # the flush thread stays inside the flush for ever: the process must not wait for it
         # as for a program thread (glibc ends the process with its last thread; it never ended)

@@ -1,9 +1,10 @@
 /* A watchdog: a CUDA call that hangs (the stand-in's FAKE_CUDA_HANG_ALLOC_BYTES
  * or FAKE_CUDA_HANG_FREE_BYTES) is left after 50 ms by a SIGALRM handler's
  * siglongjmp, and the program goes on: N more cudaMalloc + cudaFree pairs.
- * usage: jump_out alloc|free HANG_BYTES N [deep] [alarm=MS] [sleep=MS] [pthread_exit]
+ * usage: jump_out alloc|free HANG_BYTES N [deep] [alarm=MS] [sleep=MS] [forks=K] [pthread_exit]
  *   deep: the N pairs from frames deeper than the call left; alarm: the
  *   watchdog's delay (50 ms); sleep: a pause after the jump, before the pairs;
+ *   forks: K fork()s after the pairs, each child _exiting at once;
  *   pthread_exit: main leaves by it (the process ends with its last thread)
  * Prints how many calls succeeded after the jump. */
 #include <cuda_runtime_api.h>
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 static sigjmp_buf watchdog;
@@ -62,6 +65,7 @@ int main(int argc, char **argv)
     int n = atoi(argv[3]);
     int deep = 0, leave_thread = 0;
     long sleep_ms = 0;
+    int forks = 0;
     for (int i = 4; i < argc; i++) {
         deep |= !strcmp(argv[i], "deep");
         leave_thread |= !strcmp(argv[i], "pthread_exit");
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
             alarm_ms = atol(argv[i] + 6);
         if (!strncmp(argv[i], "sleep=", 6))
             sleep_ms = atol(argv[i] + 6);
+        if (!strncmp(argv[i], "forks=", 6))
+            forks = atoi(argv[i] + 6);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -93,6 +99,13 @@ int main(int argc, char **argv)
             ok += cudaMalloc(&p, 8192) == cudaSuccess;
             ok += cudaFree(p) == cudaSuccess;
         }
+    }
+    for (int i = 0; i < forks; i++) {
+        pid_t c = fork();
+        if (c == 0)
+            _exit(0);
+        if (c > 0)
+            waitpid(c, NULL, 0);
     }
     printf("left %d, %d calls after\n", left, ok);
     if (leave_thread) {
