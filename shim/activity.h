@@ -41,11 +41,12 @@ void gt_cupti_start(void);           /* once, in the hook of the first successfu
 void gt_cupti_tick(uint64_t now);    /* writer, outside SQLite: periodic flush */
 void gt_cupti_work_at(uint64_t start_ns, uint64_t end_ns, bool new_name); /* writer: a kernel (of a new name), copy or memset */
 void gt_cupti_flush_for_stop(void);  /* any thread at stop: hand every buffer to the writer */
+void gt_cupti_not_flushed_at_signal(void);   /* a fatal signal's stop: CUPTI's last records counted lost */
 void gt_cupti_after_fork_child(void);
 /* cupti_flush.c, for a fork: no flush starts while one is pending, and the
  * fork waits a bounded while for one in flight */
 void gt_cupti_flush_fork_prepare(void);
-bool gt_cupti_flush_in_flight(void);
+uint64_t gt_cupti_flush_in_flight(void);   /* the flush's generation, 0: none */
 /* the writer, the process's last thread but this one: it ends (a wait of
  * wait_ns at most; false: it did not, stuck inside CUPTI) */
 bool gt_cupti_flush_end(uint64_t wait_ns);

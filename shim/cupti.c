@@ -231,6 +231,19 @@ static bool call_left(void)
     return true;
 }
 
+/* A stop takes CUPTI over (no more windows or detaches); true: the caller
+ * flushes. Not waiting for the flush thread's section: a flush that waits on
+ * a thread inside a long memory call held the exit 2 s, then was dropped
+ * (a helper's probe); flush_at_stop waits for it 1 s, and says so. */
+static bool take_over_at_stop(bool no_call)
+{
+    if (no_call) {
+        gt_attach_take_over(true);
+        return false;
+    }
+    return gt_cupti_flush_in_flight() ? gt_attach_take_over_beside_flush() : gt_attach_take_over(false);
+}
+
 /* A stop's last flush, on the flush thread: the exit waits for it a second at most */
 static void flush_at_stop(void)
 {
@@ -248,10 +261,14 @@ static void yield(void);
 static void at_exit_flush(void)
 {
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
-    bool no_call = gt_unwind_in_signal_frame() || call_left();
+    bool in_handler = gt_unwind_in_signal_frame(), no_call = in_handler || call_left();
     /* (exiting already: the writer, the last thread, made the stop's flush) */
-    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && gt_attach_take_over(no_call) && !no_call)
-        flush_at_stop();
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting)) {
+        if (take_over_at_stop(no_call))
+            flush_at_stop();
+        else if (in_handler)
+            gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);   /* (no note: a handler may have interrupted malloc) */
+    }
     atomic_store(&exiting, true);
 }
 
@@ -449,9 +466,16 @@ void gt_cupti_flush_for_stop(void)
 {
     if (atomic_load(&state) != C_ON || atomic_exchange(&exiting, true))
         return;
-    bool left = call_left();
-    if (gt_attach_take_over(left) && !left)
+    if (take_over_at_stop(call_left()))
         flush_at_stop();
+}
+
+/* A fatal signal's stop (lifecycle.c): no CUPTI call there (the signalled
+ * thread may hold its lock); what CUPTI held is counted lost. Signal-safe. */
+void gt_cupti_not_flushed_at_signal(void)
+{
+    if (atomic_load(&state) == C_ON && !atomic_exchange(&exiting, true))
+        gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);
 }
 
 /* Another client registers its activity buffers: ours would go to it and its

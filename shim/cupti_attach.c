@@ -176,6 +176,14 @@ bool gt_attach_take_over(bool in_signal_handler)
     }
 }
 
+bool gt_attach_take_over_beside_flush(void)
+{
+    atomic_store(&off, true);
+    if (atomic_load(&st) == A_BUSY)   /* its end reads off (gt_attach_end) */
+        return true;
+    return gt_attach_take_over(false);
+}
+
 void gt_attach_resume(void)
 {
     atomic_store(&off, false);

@@ -50,6 +50,10 @@ bool gt_attach_attached(void);       /* CUPTI attached now (a read, for tests) *
  * no more windows or detaches. True when CUPTI is attached (the caller may
  * flush); in a signal handler it only disarms a pending detach. */
 bool gt_attach_take_over(bool in_signal_handler);
+/* The same while the flush thread holds the section for a flush (CUPTI is
+ * attached then): not waited for, that flush's end leaves CUPTI attached and
+ * off; true (the caller's flush queues behind it). Else as above. */
+bool gt_attach_take_over_beside_flush(void);
 void gt_attach_resume(void);           /* a failed exec: the trace goes on */
 /* CUPTI must stay attached from now on, for the reason given (a static
  * string, said in the notes): a pending detach is taken back (CUPTI's

@@ -19,14 +19,15 @@
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* CLOCK_MONOTONIC (made once): asked, done, ended */
-    bool cv_made, started, quit, cannot_start;
+    bool cv_made, started, quit;
     uint64_t asked, done;     /* generations */
     bool ran[OUTCOMES];       /* generation g's flush was made (not skipped for a fork) */
     uint32_t flag;
     bool bracket;
     CUptiResult (*flush)(uint32_t);
 } F = {.mu = PTHREAD_MUTEX_INITIALIZER};
-static _Atomic bool in_flush, fork_pending;
+static _Atomic uint64_t in_flush;   /* the generation being flushed, 0: none */
+static _Atomic bool fork_pending;
 static _Atomic pid_t tid;
 
 /* with F.mu held: once, and again in a fork child */
@@ -90,9 +91,9 @@ static void *flusher_main(void *arg)
         /* as the writer's round: none starts while a fork is pending (the
          * flush may take the loader's lock); each side stores, then reads
          * the other's flag */
-        atomic_store(&in_flush, true);
+        atomic_store(&in_flush, gen);
         bool ran = !atomic_load(&fork_pending) && flush_now(flush, flag, bracket);
-        atomic_store(&in_flush, false);
+        atomic_store(&in_flush, 0);
         pthread_mutex_lock(&F.mu);
         F.ran[gen % OUTCOMES] = ran;
         F.done = gen;
@@ -102,12 +103,13 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
-/* with F.mu held; the thread takes no signal (they are the program's). Not
- * tried again once it could not start (a thread limit reached). */
+/* with F.mu held; the thread takes no signal (they are the program's). Tried
+ * again at the next flush when it could not start (a thread limit, reached
+ * for a while: a helper's probe). */
 static bool start(void)
 {
-    if (F.started || F.cannot_start)
-        return F.started;
+    if (F.started)
+        return true;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -117,7 +119,6 @@ static bool start(void)
     pthread_attr_setstacksize(&a, 1 << 20);   /* as the writer's, whatever RLIMIT_STACK says */
     pthread_t t;
     F.started = pthread_create(&t, &a, flusher_main, NULL) == 0;
-    F.cannot_start = !F.started;
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return F.started;
@@ -137,11 +138,9 @@ int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool
             pthread_mutex_unlock(&F.mu);
             return wait_ns ? GT_FLUSH_LATE : GT_FLUSH_BUSY;
         }
-    if (!start()) {
+    if (!start()) {   /* no thread: in place, as before there was one */
         pthread_mutex_unlock(&F.mu);
-        if (wait_ns) /* a stop's: no thread, no flush (in place it could wait for ever) */
-            return GT_FLUSH_SKIPPED;
-        return flush_now(flush, flag, bracket) ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;   /* as before there was one */
+        return flush_now(flush, flag, bracket) ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;
     }
     uint64_t gen = ++F.asked;
     F.flush = flush;
@@ -197,7 +196,7 @@ pid_t gt_cupti_flush_tid(void)
     return atomic_load(&tid);
 }
 
-bool gt_cupti_flush_in_flight(void)
+uint64_t gt_cupti_flush_in_flight(void)
 {
     return atomic_load(&in_flush);
 }
@@ -211,9 +210,9 @@ void gt_cupti_flush_after_fork_child(void)
 {
     pthread_mutex_init(&F.mu, NULL);
     F.cv_made = false;   /* made anew at the first use (a waiter's state in the copy is the parent's) */
-    F.started = F.quit = F.cannot_start = false;
+    F.started = F.quit = false;
     F.asked = F.done = 0;
-    atomic_store(&in_flush, false);
+    atomic_store(&in_flush, 0);
     atomic_store(&fork_pending, false);
     atomic_store(&tid, 0);
 }

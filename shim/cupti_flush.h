@@ -24,9 +24,8 @@ enum { GT_FLUSH_DONE, GT_FLUSH_ASKED, GT_FLUSH_BUSY, GT_FLUSH_LATE, GT_FLUSH_SKI
  * gt_cupti_flush_result), or BUSY: the last flush asked still runs, nothing
  * asked. wait_ns > 0: waits for one in flight first, then for its own:
  * DONE; LATE once wait_ns passed (the flush goes on there); SKIPPED: not
- * made (a fork was pending; the section was not free; no thread could be
- * started, where a stop's flush is not made in place: it could wait for
- * ever). With no thread a periodic flush is made in place, as before. */
+ * made (a fork was pending; the section was not free). With no thread (a
+ * thread limit reached) the flush is made in place, as before there was one. */
 int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket, uint64_t wait_ns,
                              uint64_t *gen_out);
 int gt_cupti_flush_result(uint64_t gen);   /* RUNNING, DONE or SKIPPED */

@@ -225,6 +225,7 @@ static void stop_in_handler(const char *reason)
     int expected = GT_ACTIVE;
     /* STOPPED: an exit is finishing the trace; hurry it and wait for it */
     if (atomic_compare_exchange_strong(&gt_state, &expected, GT_STOPPED) || expected == GT_STOPPED) {
+        gt_cupti_not_flushed_at_signal();
         if (gt_writer_stop_from_signal(reason, SIGNAL_BUDGET_NS)) {
             size_t n = atomic_exchange(&signal_summary_len, 0);
             if (n && gt_stderr_ok() && write(STDERR_FILENO, signal_summary, n) < 0)

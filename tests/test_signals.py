@@ -208,6 +208,8 @@ class ProgramHandlersTest(SignalTest):
         self.assertEqual(query(db, 'SELECT events_recorded, events_dropped, end_reason FROM processes'),
                          [(2000, 0, '_exit')])
         self.assertIn('gputrace: wrote %s (2000 events, 0 dropped' % db, traced.stderr)
+        # what CUPTI still held is lost without the flush: the trace says so (it said nothing)
+        self.assertEqual(query(db, "SELECT count FROM drops WHERE reason = 'cupti_last_flush_not_made'"), [(1,)])
 
     def test_sigaction_reports_the_programs_dispositions_not_the_shims(self):
         bare, traced, _ = self.both([prog('fatal_signal'), 'run', '10', 'handler-after'])
@@ -349,6 +351,58 @@ class SigkillTest(SignalTest):
                 self.assertGreater(allocs, 200)
                 recorded = query(os.path.join(self.dir, 'trace.db'), 'SELECT count(*) FROM events')[0][0]
                 self.assertGreaterEqual(recorded, 2 * allocs, delay)
+
+
+class StuckCallTest(TraceTest):
+    """A thread stuck for good inside a CUDA call that holds the lock CUPTI's
+    flush waits for (no longjmp: a hung device): the flush thread waits with
+    it, and neither the exit nor a fork may wait for that (a helper's probe)."""
+
+    env_hang = {'FAKE_CUDA_HANG_ALLOC_BYTES': 777, 'FAKE_CUDA_HANG_HOLDS_CUPTI': 1}
+
+    def both(self, argv):
+        t0 = time.monotonic()
+        plain = run(argv, preload=False, env=base_env(**self.env_hang), timeout=30)
+        bare_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        p, db = self.trace(argv, env_extra=self.env_hang, timeout=30)
+        took = time.monotonic() - t0
+        self.assertEqual((p.returncode, p.stdout), (plain.returncode, plain.stdout), p.stderr)
+        self.traced_stderr = p.stderr
+        return bare_s, took, db
+
+    def test_the_exit_waits_for_the_stuck_flush_a_second_at_most_and_says_what_it_lost(self):
+        # the stop waited 2 s for the flush thread's section, then made no flush and said
+        # nothing: the 30 kernels CUPTI held were gone without a word
+        bare_s, took, db = self.both([prog('stuck_call'), '30', '800', '0'])
+        self.assertLess(took, bare_s + 1.6, 'traced %.2f s, untraced %.2f s' % (took, bare_s))
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti'")]
+        self.assertTrue(any('the last flush did not end within 1 s' in m for m in notes), notes)
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 777"), [(0,)])
+
+    def test_forks_wait_for_a_stuck_flush_once(self):
+        # each fork waited ~0.35 s for the flush in flight (10 forks: 3.6 s against 6 ms);
+        # the first waits its 200 ms, no other
+        self.both([prog('stuck_call'), '0', '800', '10'])
+        forks_s = float(self.traced_stderr.split('forks took ')[1].split()[0])
+        self.assertLess(forks_s, 0.6, self.traced_stderr)
+
+
+class FlushThreadRefusedTest(TraceTest):
+    def test_a_thread_limit_reached_for_a_while_leaves_the_stops_flush_made(self):
+        # pthread_create refused from 0.3 s to 1.3 s (the first periodic flushes, made in
+        # place then): the stop's flush found the thread never started again, was skipped
+        # and its 30 kernels lost (a helper's probe, RLIMIT_NPROC held for 1 s)
+        argv = [prog('stuck_call'), '30', '2000', '0', 'late']
+        db = os.path.join(self.dir, 'trace.db')
+        env = base_env(GPUTRACE_OUTPUT=db, GPUTRACE_QUIET=1, THREADS_REFUSED_FROM_MS=300,
+                       THREADS_REFUSED_UNTIL_MS=1300)
+        env['LD_PRELOAD'] = SHIM + ':' + prog('libthreads_refused.so')
+        p = run(argv, preload=False, env=env, cwd=self.dir, timeout=30)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (3, 'kernels 30, forks 0\n', 'forks took 0.000 s\n'))
+        self.assertEqual(query(db, "SELECT count(*) FROM kernels"), [(30,)])
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE component = 'cupti'")]
+        self.assertFalse(any('last flush' in m for m in notes), notes)
 
 
 class LongjmpOutOfACallTest(TraceTest):
