@@ -234,11 +234,15 @@ static bool call_left(void)
 /* A stop takes CUPTI over (no more windows or detaches); true: the caller
  * flushes. Not waiting for the flush thread's section: a flush that waits on
  * a thread inside a long memory call held the exit 2 s, then was dropped
- * (a helper's probe); flush_at_stop waits for it 1 s, and says so. */
+ * (a helper's probe); flush_at_stop waits for it 1 s, and says so. No call
+ * (a signal handler's exit, or a CUDA call left): what CUPTI may hold is
+ * counted lost (atomics only: a handler may have interrupted malloc). */
 static bool take_over_at_stop(bool no_call)
 {
     if (no_call) {
         gt_attach_take_over(true);
+        if (gt_attach_may_hold_records())
+            gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);
         return false;
     }
     return gt_cupti_flush_in_flight() ? gt_attach_take_over_beside_flush() : gt_attach_take_over(false);
@@ -251,8 +255,9 @@ static void flush_at_stop(void)
                                      NULL);
     if (r == GT_FLUSH_DONE)
         return;
+    gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);
     gt_note("cupti", true, "the last flush %s: the kernels, copies and memsets CUPTI still held then may be "
-            "missing", r == GT_FLUSH_SKIPPED ? "was not made (a fork was under way, or no thread could make it)"
+            "missing", r == GT_FLUSH_SKIPPED ? "was not made (a fork was under way, or no thread could be started)"
                                              : "did not end within 1 s (CUDA may hold a lock CUPTI waits for)");
 }
 
@@ -263,12 +268,8 @@ static void at_exit_flush(void)
     /* exit() from a signal handler: the interrupted code may hold CUPTI's lock */
     bool in_handler = gt_unwind_in_signal_frame(), no_call = in_handler || call_left();
     /* (exiting already: the writer, the last thread, made the stop's flush) */
-    if (atomic_load(&state) == C_ON && !atomic_load(&exiting)) {
-        if (take_over_at_stop(no_call))
-            flush_at_stop();
-        else if (in_handler)
-            gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);   /* (no note: a handler may have interrupted malloc) */
-    }
+    if (atomic_load(&state) == C_ON && !atomic_load(&exiting) && take_over_at_stop(no_call))
+        flush_at_stop();
     atomic_store(&exiting, true);
 }
 
@@ -475,7 +476,7 @@ void gt_cupti_flush_for_stop(void)
 void gt_cupti_not_flushed_at_signal(void)
 {
     if (atomic_load(&state) == C_ON && !atomic_exchange(&exiting, true))
-        gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);
+        take_over_at_stop(true);
 }
 
 /* Another client registers its activity buffers: ours would go to it and its

@@ -29,6 +29,9 @@ static _Atomic bool kept;
  * reads it after its own store and moves to the terminal state itself
  * (each side stores, then reads the other's: one of them sees it). */
 static _Atomic bool off;
+/* The section BUSY stands for is a flush's (gt_attach_begin_flush): CUPTI is
+ * attached and stays so through it */
+static _Atomic bool flush_section;
 static struct gt_attach_api api;
 static CUpti_SubscriberHandle sub;
 
@@ -54,6 +57,7 @@ static void CUPTIAPI detach_on_api_exit(void *u, CUpti_CallbackDomain d, CUpti_C
     const CUpti_CallbackData *cb = info;
     if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
         cb->callbackSite != CUPTI_API_EXIT || call_left() || /* (cuptiFinalize could wait for ever) */
+        atomic_load(&off) ||   /* a stop: the taker-over takes the detach back, none runs beside its flush */
         !move(A_DETACH_ASKED, A_FINALIZING))
         return;
     if (atomic_load(&keep_attached)) { /* a reason came after the detach was asked: its caller takes it back */
@@ -71,6 +75,14 @@ bool gt_attach_begin(void)
     return !atomic_load(&off) && move(A_ATTACHED, A_BUSY);
 }
 
+bool gt_attach_begin_flush(void)
+{
+    if (!gt_attach_begin())
+        return false;
+    atomic_store(&flush_section, true);
+    return true;
+}
+
 int gt_attach_begin_window(void)
 {
     if (atomic_load(&off))
@@ -86,9 +98,12 @@ int gt_attach_begin_window(void)
 
 void gt_attach_end(void)
 {
+    atomic_store(&flush_section, false);
     atomic_store(&st, A_ATTACHED);
-    if (atomic_load(&off))
-        move(A_ATTACHED, A_OFF_ATTACHED);
+    /* a resume (a failed exec) between the read of off and the move finds
+     * ATTACHED and leaves it: read off again after the move (a review) */
+    if (atomic_load(&off) && move(A_ATTACHED, A_OFF_ATTACHED) && !atomic_load(&off))
+        move(A_OFF_ATTACHED, A_ATTACHED);
 }
 
 /* Our detach still waiting is taken back (from BUSY, claimed by the caller). */
@@ -123,6 +138,12 @@ bool gt_attach_end_detaching(const char **why)
     }
     gt_attach_end();
     return false;
+}
+
+bool gt_attach_may_hold_records(void)
+{
+    int s = atomic_load(&st);
+    return s != A_DETACHED && s != A_OFF_DETACHED && s != A_FINALIZING;
 }
 
 bool gt_attach_attached(void)
@@ -179,7 +200,9 @@ bool gt_attach_take_over(bool in_signal_handler)
 bool gt_attach_take_over_beside_flush(void)
 {
     atomic_store(&off, true);
-    if (atomic_load(&st) == A_BUSY)   /* its end reads off (gt_attach_end) */
+    /* the flush thread's section (not the writer's, which may be asking a
+     * detach or attaching CUPTI again): its end reads off (gt_attach_end) */
+    if (atomic_load(&st) == A_BUSY && atomic_load(&flush_section))
         return true;
     return gt_attach_take_over(false);
 }
@@ -204,9 +227,19 @@ void gt_attach_keep_attached(const char *why)
      * itself, and the API-exit callback declines to detach: see above.) */
     /* After a longjmp left a CUDA call (record.c) the section may be held for
      * good by a flush that waits on the lock the call left held, and no
-     * detach comes any more (the callback declines it): no wait, no call */
+     * detach comes any more (the callback declines it): no wait; a detach
+     * still asked is taken back once, or our subscriber would keep CUPTI's
+     * one slot from the program's profiler for good (a review) */
     int s = atomic_load(&st);
-    if ((s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING) || call_left()) {
+    if (call_left()) {
+        if (move(A_DETACH_ASKED, A_BUSY)) {
+            api.unsubscribe(sub);
+            gt_attach_end();
+        }
+        atomic_store_explicit(&kept, true, memory_order_release);
+        return;
+    }
+    if (s != A_BUSY && s != A_DETACH_ASKED && s != A_FINALIZING) {
         atomic_store_explicit(&kept, true, memory_order_release);
         return;
     }
@@ -225,6 +258,7 @@ void gt_attach_after_fork_child(void)
      * CUDA (and CUPTI) of its own begins afresh */
     atomic_store(&st, A_ATTACHED);
     atomic_store(&off, false);
+    atomic_store(&flush_section, false);
     atomic_store(&keep_attached, NULL);
     atomic_store(&kept, false);
 }

@@ -37,6 +37,7 @@ void gt_attach_init(const struct gt_attach_api *api); /* once CUPTI is started; 
  * gt_attach_end (CUPTI attached) or gt_attach_end_detaching. */
 enum { GT_ATTACH_LATER, GT_ATTACH_ATTACHED, GT_ATTACH_DETACHED };
 bool gt_attach_begin(void);
+bool gt_attach_begin_flush(void);   /* the flush thread's section: a flush (gt_attach_take_over_beside_flush) */
 int gt_attach_begin_window(void);
 void gt_attach_end(void);
 /* The writer, inside a section: ask for the detach at the next CUDA call's
@@ -45,14 +46,16 @@ void gt_attach_end(void);
  * section either way. */
 bool gt_attach_end_detaching(const char **why);
 bool gt_attach_attached(void);       /* CUPTI attached now (a read, for tests) */
+bool gt_attach_may_hold_records(void);   /* not detached (nor detaching): CUPTI may hold records of ours */
 
 /* The program's threads at stop, exit or when another CUPTI client takes over:
  * no more windows or detaches. True when CUPTI is attached (the caller may
  * flush); in a signal handler it only disarms a pending detach. */
 bool gt_attach_take_over(bool in_signal_handler);
-/* The same while the flush thread holds the section for a flush (CUPTI is
- * attached then): not waited for, that flush's end leaves CUPTI attached and
- * off; true (the caller's flush queues behind it). Else as above. */
+/* The same while the flush thread holds the section for a flush
+ * (gt_attach_begin_flush: CUPTI is attached then): not waited for, that
+ * flush's end leaves CUPTI attached and off; true (the caller's flush queues
+ * behind it). Else as above. */
 bool gt_attach_take_over_beside_flush(void);
 void gt_attach_resume(void);           /* a failed exec: the trace goes on */
 /* CUPTI must stay attached from now on, for the reason given (a static

@@ -20,6 +20,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* CLOCK_MONOTONIC (made once): asked, done, ended */
     bool cv_made, started, quit;
+    pthread_t thread;
     uint64_t asked, done;     /* generations */
     bool ran[OUTCOMES];       /* generation g's flush was made (not skipped for a fork) */
     uint32_t flag;
@@ -59,7 +60,7 @@ static struct timespec after(uint64_t ns)
 /* the flush, within the attach section when asked for; false: not made */
 static bool flush_now(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket)
 {
-    if (bracket && !gt_attach_begin())
+    if (bracket && !gt_attach_begin_flush())
         return false;
     flush(flag);
     if (bracket)
@@ -76,10 +77,7 @@ static void *flusher_main(void *arg)
         pthread_mutex_lock(&F.mu);
         while (F.done == F.asked && !F.quit)
             pthread_cond_wait(&F.cv, &F.mu);
-        if (F.done == F.asked) { /* quit (gt_cupti_flush_end) */
-            F.started = F.quit = false;
-            atomic_store(&tid, 0);
-            pthread_cond_broadcast(&F.cv);
+        if (F.done == F.asked) { /* quit (gt_cupti_flush_end, which joins it) */
             pthread_mutex_unlock(&F.mu);
             return NULL;
         }
@@ -115,10 +113,9 @@ static bool start(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t a;
     pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 1 << 20);   /* as the writer's, whatever RLIMIT_STACK says */
-    pthread_t t;
-    F.started = pthread_create(&t, &a, flusher_main, NULL) == 0;
+    /* joinable: only gt_cupti_flush_end joins it (the process's end else) */
+    F.started = pthread_create(&F.thread, &a, flusher_main, NULL) == 0;
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return F.started;
@@ -138,9 +135,11 @@ int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool
             pthread_mutex_unlock(&F.mu);
             return wait_ns ? GT_FLUSH_LATE : GT_FLUSH_BUSY;
         }
-    if (!start()) {   /* no thread: in place, as before there was one */
+    if (!start()) {
         pthread_mutex_unlock(&F.mu);
-        return flush_now(flush, flag, bracket) ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;
+        if (wait_ns)   /* a stop's: not in place, where it could wait for ever (tried again at the next) */
+            return GT_FLUSH_SKIPPED;
+        return flush_now(flush, flag, bracket) ? GT_FLUSH_DONE : GT_FLUSH_SKIPPED;   /* as before there was one */
     }
     uint64_t gen = ++F.asked;
     F.flush = flush;
@@ -174,16 +173,31 @@ int gt_cupti_flush_result(uint64_t gen)
 
 bool gt_cupti_flush_end(uint64_t wait_ns)
 {
-    struct timespec until = after(wait_ns);
     pthread_mutex_lock(&F.mu);
     make_cv();
-    F.quit = F.started;
+    bool started = F.started;
+    F.quit = started;
     pthread_cond_broadcast(&F.cv);
-    while (F.started && pthread_cond_timedwait(&F.cv, &F.mu, &until) != ETIMEDOUT)
-        ;
-    bool ended = !F.started;
     pthread_mutex_unlock(&F.mu);
-    return ended;
+    if (!started)
+        return true;
+    /* joined: gone from the process, not only out of its loop (else it could
+     * be glibc's last thread, its exit(0) run with every signal blocked) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);   /* pthread_timedjoin_np's clock */
+    until.tv_sec += (time_t)(wait_ns / 1000000000ull);
+    until.tv_nsec += (long)(wait_ns % 1000000000ull);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(F.thread, NULL, &until) != 0)
+        return false;
+    pthread_mutex_lock(&F.mu);
+    F.started = F.quit = false;
+    atomic_store(&tid, 0);
+    pthread_mutex_unlock(&F.mu);
+    return true;
 }
 
 void gt_cupti_flush_fork_prepare(void)

@@ -1,6 +1,7 @@
 /* CUPTI's activity flushes run on a thread of their own, not the writer's
  * nor a stopping thread's (but yield's in cupti.c, a foreign client's
- * registration on the program's thread). A flush waits for CUPTI's worker,
+ * registration on the program's thread, and a periodic one made in place
+ * while no thread can be started). A flush waits for CUPTI's worker,
  * which waits for the driver's lock that a thread inside a synchronizing
  * memory call holds (a cudaFree waiting for a kernel): seen on an H200,
  * CUDA 13, driver 580. A program whose signal handler siglongjmps out of
@@ -24,8 +25,9 @@ enum { GT_FLUSH_DONE, GT_FLUSH_ASKED, GT_FLUSH_BUSY, GT_FLUSH_LATE, GT_FLUSH_SKI
  * gt_cupti_flush_result), or BUSY: the last flush asked still runs, nothing
  * asked. wait_ns > 0: waits for one in flight first, then for its own:
  * DONE; LATE once wait_ns passed (the flush goes on there); SKIPPED: not
- * made (a fork was pending; the section was not free). With no thread (a
- * thread limit reached) the flush is made in place, as before there was one. */
+ * made (a fork was pending; the section was not free; for a stop, no thread
+ * could be started: in place it could wait for ever). With no thread (a
+ * thread limit reached) a periodic flush is made in place, as before. */
 int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool bracket, uint64_t wait_ns,
                              uint64_t *gen_out);
 int gt_cupti_flush_result(uint64_t gen);   /* RUNNING, DONE or SKIPPED */

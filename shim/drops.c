@@ -50,8 +50,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "exited); calls made after the file was closed (in a library's destructor that runs after the shim's) "
         "cannot be counted"},
     [GT_DROP_CUPTI_NOT_FLUSHED] = {"cupti_last_flush_not_made", false,
-        "CUPTI's last flush not made, so the kernels, copies and memsets it still held at the end are not recorded: "
-        "the exit came from a signal handler, which may have interrupted CUPTI holding its lock (counted once)"},
+        "CUPTI's last flush not made or not ended, so the kernels, copies and memsets it still held at the end are "
+        "not recorded: the exit came from a signal handler (which may have interrupted CUPTI holding its lock), a "
+        "longjmp had left a CUDA call, or the flush did not end within 1 s (a cupti note says which); counted once"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

@@ -529,6 +529,8 @@ bool gt_writer_resume(void)
  * AddressSanitizer a new thread walks the loaded objects with
  * dl_iterate_phdr before its own code runs), its activity round (tick) and
  * a CUPTI flush (cupti_flush.c). */
+static _Atomic uint64_t flush_waited_out;   /* a CUPTI flush a fork waited for the whole while */
+
 void gt_writer_fork_prepare(void)
 {
     atomic_store(&W.fork_pending, true);
@@ -536,7 +538,6 @@ void gt_writer_fork_prepare(void)
     /* A flush waited for the whole while is not waited for again (nor one
      * after a longjmp left a CUDA call): stuck inside CUPTI, it held every
      * fork (10 took 3.6 s where 6 ms untraced: a helper's probe) */
-    static _Atomic uint64_t flush_waited_out;
     uint64_t flush = gt_cupti_flush_in_flight();
     if (flush == atomic_load(&flush_waited_out) || atomic_load(&gt_cuda_call_left))
         flush = 0;
@@ -569,6 +570,7 @@ void gt_writer_forget(void)
     pthread_mutex_init(&W.mu, NULL);
     atomic_store(&W.fork_pending, false);
     atomic_store(&W.in_tick, false);
+    atomic_store(&flush_waited_out, 0);   /* the child's flushes count from 1 again */
     gt_events_forget();
     gt_activity_forget();
     gt_window_forget();

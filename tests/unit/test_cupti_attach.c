@@ -215,6 +215,36 @@ static void after_a_call_left_no_detach_runs_and_no_graph_launch_waits(void)
     CHECK(gt_attach_take_over(true) == 0);   /* the stop after the jump: no wait, no flush */
 }
 
+/* ...but a detach still asked then is taken back: our subscriber kept CUPTI's
+ * one slot from the program's own profiler for good (a review) */
+static void after_a_call_left_a_pending_detach_gives_the_slot_back(void)
+{
+    fresh();
+    const char *why;
+    CHECK(ask(&why) == 1 && subscribed);
+    call_left = true;
+    gt_attach_keep_attached("graphs");
+    CHECK(!subscribed && !finalized);
+    CHECK(fake_subscribe(&(CUpti_SubscriberHandle){0}, NULL, NULL) == CUPTI_SUCCESS);   /* the program's */
+}
+
+/* A stop beside the flush thread's section does not wait for it (a flush
+ * waiting on a hung call held the exit 2 s); beside the writer's, which may
+ * be asking a detach or attaching CUPTI anew, it is not taken for a flush's */
+static void a_stop_goes_on_beside_a_flush_not_beside_the_writers_section(void)
+{
+    fresh();
+    CHECK(gt_attach_begin_flush());
+    CHECK(gt_attach_take_over_beside_flush() == 1);   /* at once: attached, the caller's flush queues */
+    gt_attach_end();                                  /* the flush ends: attached, off */
+    CHECK(gt_attach_attached() && !gt_attach_begin());
+    fresh();
+    CHECK(gt_attach_begin());                          /* the writer's */
+    CHECK(gt_attach_take_over_beside_flush() == 0);    /* waited it out (2 s), not taken for attached */
+    gt_attach_end();
+    CHECK(gt_attach_attached());
+}
+
 int main(void)
 {
     TAP_RUN(detach_at_the_next_api_exit_then_attach_again_for_a_window);
@@ -226,5 +256,7 @@ int main(void)
     TAP_RUN(another_subscriber_in_the_slot_keeps_cupti_attached);
     TAP_RUN(a_stop_during_the_writers_section_leaves_no_detach);
     TAP_RUN(after_a_call_left_no_detach_runs_and_no_graph_launch_waits);
+    TAP_RUN(after_a_call_left_a_pending_detach_gives_the_slot_back);
+    TAP_RUN(a_stop_goes_on_beside_a_flush_not_beside_the_writers_section);
     return tap_done();
 }
