@@ -32,6 +32,7 @@
 #define FLUSH_EVERY_NS (500 * 1000000ull) /* hand over partly filled buffers this often */
 #define DETACH_AFTER_NS (200 * 1000000ull)  /* a closed window's last kernels end before CUPTI detaches */
 #define FLUSH_AT_STOP_WAIT_NS (1000 * 1000000ull) /* a stop's last flush: longer is a wedged CUPTI (cupti_flush.h) */
+#define FLUSH_THREAD_END_WAIT_NS (100 * 1000000ull)
 
 enum { C_IDLE, C_ON, C_YIELDED, C_UNAVAILABLE };
 static bool ran_in_parent;   /* a fork child: CUPTI ran in the parent (its notes are not the child's) */
@@ -248,11 +249,15 @@ static bool take_over_at_stop(bool no_call)
     return gt_cupti_flush_in_flight() ? gt_attach_take_over_beside_flush() : gt_attach_take_over(false);
 }
 
-/* A stop's last flush, on the flush thread: the exit waits for it a second at most */
+/* A stop's last flush, on the flush thread: the exit waits for it a second at
+ * most. The thread then ends (a failed exec's next flush starts it again):
+ * one left idle at the exit made ThreadSanitizer's atexit wait its 1 s for
+ * other threads in every traced process of the thread stage. */
 static void flush_at_stop(void)
 {
     int r = gt_cupti_flush_on_thread(C.flush_all, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, false, FLUSH_AT_STOP_WAIT_NS,
                                      NULL);
+    gt_cupti_flush_end(r == GT_FLUSH_DONE ? FLUSH_THREAD_END_WAIT_NS : 0);
     if (r == GT_FLUSH_DONE)
         return;
     gt_drop(GT_DROP_CUPTI_NOT_FLUSHED);
