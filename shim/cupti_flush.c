@@ -44,10 +44,11 @@ static void make_cv(void)
     pthread_condattr_destroy(&ca);
 }
 
-static struct timespec after(uint64_t ns)
+/* ns from now on clock: the deadline a timed wait takes */
+static struct timespec after(clockid_t clock, uint64_t ns)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock, &t);
     t.tv_sec += (time_t)(ns / 1000000000ull);
     t.tv_nsec += (long)(ns % 1000000000ull);
     if (t.tv_nsec >= 1000000000L) {
@@ -126,7 +127,7 @@ int gt_cupti_flush_on_thread(CUptiResult (*flush)(uint32_t), uint32_t flag, bool
 {
     if (gen_out)
         *gen_out = 0;
-    struct timespec until = after(wait_ns);
+    struct timespec until = after(CLOCK_MONOTONIC, wait_ns);
     pthread_mutex_lock(&F.mu);
     make_cv();
     /* one in flight: a periodic caller asks no other; a waiting one waits for it first */
@@ -183,14 +184,7 @@ bool gt_cupti_flush_end(uint64_t wait_ns)
         return true;
     /* joined: gone from the process, not only out of its loop (else it could
      * be glibc's last thread, its exit(0) run with every signal blocked) */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);   /* pthread_timedjoin_np's clock */
-    until.tv_sec += (time_t)(wait_ns / 1000000000ull);
-    until.tv_nsec += (long)(wait_ns % 1000000000ull);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = after(CLOCK_REALTIME, wait_ns);   /* pthread_timedjoin_np's clock */
     if (pthread_timedjoin_np(F.thread, NULL, &until) != 0)
         return false;
     pthread_mutex_lock(&F.mu);
