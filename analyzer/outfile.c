@@ -61,6 +61,35 @@ static int is_sqlite(const char *path)
     return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
 }
 
+/* Is path a SQLite database's companion: its write-ahead log, shared-memory
+ * index or rollback journal (NAME.db-wal, -shm, -journal beside NAME.db), or
+ * any file that starts as a write-ahead log does? A killed run's events are
+ * in its -wal alone: -o there replaced them all (a helper's probe). */
+static int is_sqlite_companion(const char *path)
+{
+    static const char *const suffixes[] = {"-wal", "-shm", "-journal"};
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && !strcmp(path + n - k, suffixes[i])) {
+            char *base = gt_xmalloc(n - k + 1);
+            memcpy(base, path, n - k);
+            base[n - k] = 0;
+            int yes = is_sqlite(base);
+            free(base);
+            if (yes)
+                return 1;
+        }
+    }
+    unsigned char head[4] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    /* the WAL header's magic, big-endian: 0x377f0682 or 0x377f0683 */
+    return got == sizeof head && head[0] == 0x37 && head[1] == 0x7f && head[2] == 0x06 && (head[3] & 0xfe) == 0x82;
+}
+
 int gt_outfile_open(struct gt_outfile *of, const char *path)
 {
     char *chosen = of->chosen;   /* set by gt_outfile_default, kept */
@@ -76,6 +105,11 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && is_sqlite(path)) {
         fprintf(stderr, "gputrace: %s is a SQLite database (a trace?), which -o would replace; name another output "
                 "file\n", path);
+        return GT_EXIT_OUTPUT;
+    }
+    if (is_sqlite_companion(path)) {
+        fprintf(stderr, "gputrace: %s is a SQLite database's write-ahead log, index or journal (a trace's: a killed "
+                "run's events may be there alone), which -o would replace; name another output file\n", path);
         return GT_EXIT_OUTPUT;
     }
     /* -o /dev/null, a FIFO, /dev/stdout (a link to /proc/self/fd/1, a pipe or

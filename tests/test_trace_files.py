@@ -59,6 +59,36 @@ class OutputFiles(T.AnalyzerTest):
         self.assertIn('traceEvents', open(real).read())
 
 
+class OutputOverACompanion(T.AnalyzerTest):
+    def test_export_and_report_refuse_a_traces_wal_shm_and_journal(self):
+        # a killed run's events are in its -wal alone: -o there replaced them all (a helper's probe)
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        con = sqlite3.connect(db)   # a live trace: WAL mode, a commit not yet checkpointed
+        try:
+            con.execute('PRAGMA journal_mode=WAL')
+            con.execute('PRAGMA wal_autocheckpoint=0')
+            con.execute("INSERT INTO notes(t_ns, component, message) VALUES (1, 'test', 'only in the wal')")
+            con.commit()
+            os.mkdir(os.path.join(self.dir, 'k'))
+            for ext in ('', '-wal', '-shm'):   # as a killed run leaves them
+                shutil.copy(db + ext, os.path.join(self.dir, 'k', 't.db' + ext))
+        finally:
+            con.close()
+        k = os.path.join(self.dir, 'k', 't.db')
+        before = {ext: open(k + ext, 'rb').read() for ext in ('', '-wal')}   # (a reader marks the -shm)
+        shutil.copy(k + '-wal', os.path.join(self.dir, 'k', 'log.bin'))   # a write-ahead log by its header alone
+        for cmd in ('export', 'report'):
+            for out in (k + '-wal', k + '-shm', k + '-journal', os.path.join(self.dir, 'k', 'log.bin')):
+                line = self.assertOneErrorLine(self.gputrace(cmd, '-o', out, k), 10, out)
+                self.assertIn('which -o would replace', line)
+        self.assertFalse(os.path.exists(k + '-journal'))
+        self.assertEqual({ext: open(k + ext, 'rb').read() for ext in ('', '-wal')}, before)
+        self.assertTrue(open(k + '-shm', 'rb').read())
+        self.assertIn('only in the wal', [m for (m,) in gtlib.query(k, 'SELECT message FROM notes')])
+        # a name that only ends like one, with no database beside it, is an output like any other
+        self.ok('export', '-o', os.path.join(self.dir, 'k', 'x-wal'), k)
+
+
 class CopiedWithoutWal(T.AnalyzerTest):
     def test_a_copy_made_while_written_without_its_wal_says_its_last_events_may_be_missing(self):
         db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
