@@ -154,10 +154,23 @@ static void print_others(const struct gt_peak *pk)
     printf("\n");
 }
 
+/* Why the last iteration is cut by the end of the record: a signal, or a
+ * trace not closed (killed, or still written: a trace read while its
+ * program runs is not a dead process's). */
+static const char *cut_by_end_why(struct gt_ctx *c)
+{
+    if (c->t.proc.end_reason)
+        return "the process died in it: incomplete, not fitted";
+    if (gt_trace_writer_pid(&c->t))
+        return "the process still runs in it (the trace is being written): incomplete, not fitted";
+    return "the record ends in it (the process was killed?): incomplete, not fitted";
+}
+
 static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_peak *pk,
                       const struct gt_site_sum *s, size_t ns)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], dev[96] = "";
+    const char *cut_by_end = cut_by_end_why(c);
     if (pk->sel.device != GT_ANY_DEVICE && pk->multi_device)
         snprintf(dev, sizeof dev, " on device %d (of %d devices, %s)", pk->sel.device, pk->multi_device,
                  pk->binding ? "the first to run out" : "the busiest");
@@ -199,7 +212,7 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             if (!all && k == highest)
                 why[nwhy++] = "the highest peak";
             if (pk->incomplete[k])
-                why[nwhy++] = pk->incomplete[k] == GT_PEAK_CUT_BY_END ? "the process died in it: incomplete, not fitted"
+                why[nwhy++] = pk->incomplete[k] == GT_PEAK_CUT_BY_END ? cut_by_end
                               : pk->incomplete[k] == GT_PEAK_NOT_CLOSED
                                   ? "not closed: runs to the end of the record, with what ran after the loop: not fitted"
                                   : "allocation failed: incomplete, not fitted";

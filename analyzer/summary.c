@@ -321,9 +321,11 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
             printf(" (%zu more line%s)", more, gt_s((long long)more));
         printf("\n");
     }
+    char open_by[96] = "not closed (the process was killed or crashed, or still runs)";
+    if (!p->end_reason && gt_trace_writer_pid(&c->t))
+        snprintf(open_by, sizeof open_by, "not closed: process %ld still writes it", gt_trace_writer_pid(&c->t));
     printf("  trace: schema %lld, libgputrace %s, %s after %s\n", (long long)t->schema_version,
-           p->library_version ? p->library_version : "?",
-           p->end_reason ? p->end_reason : "not closed (the process was killed or crashed, or still runs)", gt_fmt_ns(duration, b1));
+           p->library_version ? p->library_version : "?", p->end_reason ? p->end_reason : open_by, gt_fmt_ns(duration, b1));
     for (size_t i = 0; i < t->ndevices; i++)
         printf("  device %lld: %s, %s\n", (long long)t->devices[i].id, t->devices[i].name ? t->devices[i].name : "?",
                t->devices[i].total_bytes >= 0 ? gt_fmt_bytes(t->devices[i].total_bytes, b1) : "size unknown");

@@ -146,6 +146,10 @@ static int check_file(struct gt_trace *t, const char *path)
 {
     struct stat st;
     long pid = creating_pid(path);
+    long by = pid && stat(path, &st) == 0 ? gt_file_writer_pid(path) : -1;
+    if (by > 0)
+        return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written no "
+                    "events yet; try again in a moment", by);
     if (pid && stat(path, &st) == 0)
         return gt_trace_fail(t, GT_EXIT_EMPTY, "an unfinished trace file, with no events: its process (pid %ld) ended (killed?) "
                     "while creating it, before the first events were written; delete it", pid);
@@ -155,7 +159,12 @@ static int check_file(struct gt_trace *t, const char *path)
         glob_t g;
         snprintf(pattern, sizeof pattern, "%s.creating-*", path);
         if (err == ENOENT && glob(pattern, 0, NULL, &g) == 0) { /* sorted: NAME.creating-PID before its -journal */
-            gt_trace_fail(t, GT_EXIT_MISSING, "no such file, but %s is there: the traced process ended (killed?) while creating "
+            long by = gt_file_writer_pid(g.gl_pathv[0]);
+            if (by > 0)
+                gt_trace_fail(t, GT_EXIT_MISSING, "not there yet: process %ld is creating it (%s) and has written no "
+                              "events yet; try again in a moment", by, g.gl_pathv[0]);
+            else
+                gt_trace_fail(t, GT_EXIT_MISSING, "no such file, but %s is there: the traced process ended (killed?) while creating "
                  "the trace, before the first events were written; delete it", g.gl_pathv[0]);
             globfree(&g);
             return GT_EXIT_MISSING;
@@ -398,6 +407,15 @@ int gt_trace_open(struct gt_trace *t, const char *path)
         return sql_fail(t, rc, "opening");
     sqlite3_busy_timeout(t->db, 2000);
     sqlite3_exec(t->db, "PRAGMA query_only = 1; PRAGMA cache_size = -16384", NULL, NULL, NULL);
+    /* One read transaction for the whole analysis: a trace still being
+     * written is read as one snapshot, taken at the first read below. Each
+     * query began its own before, so the iterations, ranges and the trace's
+     * end saw rows written after the events were loaded (a helper's probe: an
+     * iteration that ended before it began, 22 with no allocation, a live
+     * process "died" in its last). The events' other connections
+     * (trace_events.c) read ids up to the largest this snapshot holds. */
+    if ((rc = sqlite3_exec(t->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK)
+        return sql_fail(t, rc, "opening");
     int64_t app_id, version;
     if ((code = gt_trace_pragma_int(t, "PRAGMA application_id", &app_id))) {
         /* (in a read-only directory SQLite cannot even read a WAL-mode file
@@ -407,6 +425,9 @@ int gt_trace_open(struct gt_trace *t, const char *path)
                         "its -wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);
         return code;
     }
+    if (app_id == 0 && t->wal_missing && gt_file_writer_pid(path) > 0)
+        return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written "
+                    "no events yet; try again in a moment", gt_file_writer_pid(path));
     if (app_id == 0 && t->wal_missing)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and its "
                     "-wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);

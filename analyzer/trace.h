@@ -133,6 +133,7 @@ struct gt_trace {
     size_t nev;
     int resorted;          /* ids were not in time order; a stable sort fixed it */
     int wal_missing;       /* the file is in WAL mode (never closed) and has no -wal beside it */
+    long writer_pid;       /* gt_trace_writer_pid's answer: 0 not asked yet, -1 none */
 
     int64_t *site_ids;     /* dense site index -> stacks.id */
     size_t nsites;
@@ -220,5 +221,12 @@ static inline const struct gt_api_attr *gt_attr(const struct gt_trace *t, const 
 {
     return &t->api[e->api];
 }
+
+/* still_written.c: the process of this host that has the file open (a
+ * traced process still writing it), or -1; reads /proc, so only where a
+ * trace looks unfinished. gt_trace_writer_pid: the same for a trace not
+ * closed, asked once (0: closed, or nobody has it open). */
+long gt_file_writer_pid(const char *path);
+long gt_trace_writer_pid(struct gt_trace *t);
 
 #endif

@@ -310,6 +310,9 @@ int gt_trace_load_events(struct gt_trace *t)
     /* The shim commits once right after naming the trace, so its -wal is
      * empty only for a moment: none (or an empty one) means a copy made
      * without it, or a process killed in that moment. */
+    if (n == 0 && gt_trace_writer_pid(t))
+        return gt_trace_fail(t, GT_EXIT_EMPTY, "no events yet: process %ld is still writing the trace; try again in a "
+                    "moment", gt_trace_writer_pid(t));
     if (n == 0 && !t->proc.end_reason && t->wal_missing)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace holds no events and was not closed: its process ended (killed?) "
                     "before writing any, or this is a copy whose -wal file, which holds what was written, is missing "

@@ -53,7 +53,7 @@ class Limits(T.AnalyzerTest):
         last = d['iterations'][-1]
         self.assertEqual((last['batch_size'], last['process_died_in_it'], last['failed_allocation']), (16, True, False))
         self.assertNotIn(16, [b['batch_size'] for b in d['by_batch_size']])
-        self.assertIn('the process died in it: incomplete, not fitted', self.ok('peak', db).stdout)
+        self.assertIn('the record ends in it (the process was killed?): incomplete, not fitted', self.ok('peak', db).stdout)
         # stopped by a signal well after its last step's work: that step is whole (a review)
         t = T.Trace(os.path.join(self.dir, 'stopped.db'))
         t.alloc(FIXED, ['init_params', 'main'])

@@ -7,6 +7,8 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
+import time
 
 import analyzer_traces as T
 import gtlib
@@ -87,6 +89,85 @@ class OutputOverACompanion(T.AnalyzerTest):
         self.assertIn('only in the wal', [m for (m,) in gtlib.query(k, 'SELECT message FROM notes')])
         # a name that only ends like one, with no database beside it, is an output like any other
         self.ok('export', '-o', os.path.join(self.dir, 'k', 'x-wal'), k)
+
+
+class StillWritten(T.AnalyzerTest):
+    """A trace read while its process still writes it (the process of this
+    host that holds the file open) is not called killed, nor its creation
+    file one to delete (a helper's probe)."""
+
+    def hold(self, path):
+        """A process that keeps path open, as the traced process's writer does."""
+        p = subprocess.Popen([sys.executable, '-c', 'import sys, time; f = open(sys.argv[1], "rb"); print("open", '
+                              'flush=True); time.sleep(120)', path], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), 'open')
+        return p
+
+    def unclosed(self, path):
+        t = T.Trace(path)
+        t.alloc(1 << 20, ['init', 'main'])
+        for i in range(4):
+            t.iteration(i, 8)
+            t.free(t.alloc(8 << 20, ['step', 'main']))
+        t.iteration(4, 8)
+        t.alloc(4 << 20, ['step', 'main'])   # the last step, cut by the end of the record
+        return t.close(end_reason=None)
+
+    def test_an_unclosed_trace_says_whether_its_process_still_writes_it(self):
+        db = self.unclosed(os.path.join(self.dir, 'u.db'))
+        out = self.ok('summary', db).stdout
+        self.assertIn('not closed (the process was killed or crashed, or still runs)', out)
+        self.assertIn('the record ends in it (the process was killed?): incomplete, not fitted', self.ok('peak', db).stdout)
+        p = self.hold(db)
+        self.assertIn('not closed: process %d still writes it' % p.pid, self.ok('summary', db).stdout)
+        peak = self.ok('peak', db).stdout
+        self.assertIn('the process still runs in it (the trace is being written): incomplete, not fitted', peak)
+        self.assertNotIn('killed', peak)
+
+    def test_a_trace_read_while_written_is_one_snapshot(self):
+        # each query took its own snapshot: iterations read after the events
+        # ended before they began, had no allocation, or ran flat while memory
+        # grew 64 KiB a step (a helper's probe)
+        db = os.path.join(self.dir, 'live.db')
+        env = gtlib.base_env(GPUTRACE_OUTPUT=db, GPUTRACE_QUIET=1, GPUTRACE_CUPTI=0, LD_PRELOAD=gtlib.SHIM)
+        p = subprocess.Popen([gtlib.prog('live_loop'), '100000', '100', '1000'], env=env, stdout=subprocess.DEVNULL)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(db) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        for _ in range(6):
+            peak, growth = self.json('peak', db), self.json('growth', db)
+            its = peak['iterations']
+            self.assertGreater(len(its), 10)
+            for it in its:
+                self.assertGreaterEqual(it['end_ns'], it['start_ns'], it)
+            self.assertTrue(all(it['peak_bytes'] > 0 for it in its[:-1]), its[-5:])
+            self.assertEqual(growth['slope_bytes_per_iteration'], 65536, growth)
+            self.assertFalse(its[-1]['process_died_in_it'] and its[-1]['not_closed'])
+            time.sleep(0.2)
+        self.assertIsNone(p.poll())   # still running: every reading was of a trace being written
+
+    def test_a_trace_being_created_is_not_one_to_delete(self):
+        made = self.unclosed(os.path.join(self.dir, 'x.db'))
+        db = os.path.join(self.dir, 'c.db')
+        creating = db + '.creating-4242'
+        os.rename(made, creating)
+        line = self.assertOneErrorLine(self.gputrace('summary', db), 3, db)
+        self.assertIn('the traced process ended (killed?) while creating the trace', line)
+        self.assertIn('delete it', line)
+        line = self.assertOneErrorLine(self.gputrace('summary', creating), 7, creating)
+        self.assertIn('delete it', line)
+        p = self.hold(creating)
+        line = self.assertOneErrorLine(self.gputrace('summary', db), 3, db)
+        self.assertIn('not there yet: process %d is creating it' % p.pid, line)
+        self.assertNotIn('delete', line)
+        line = self.assertOneErrorLine(self.gputrace('summary', creating), 7, creating)
+        self.assertIn('a trace still being created: process %d has it open' % p.pid, line)
+        self.assertNotIn('delete', line)
 
 
 class CopiedWithoutWal(T.AnalyzerTest):
