@@ -110,6 +110,10 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
         fprintf(stderr, "gputrace: %s: note: never closed, and no -wal file beside it: if it was copied without its "
                 "-wal, the events written since SQLite's last checkpoint are not read; copy %s-wal with it\n",
                 path, path);
+    if (c->t.wal_cut && !c->t.proc.end_reason && !gt_trace_writer_pid(&c->t))
+        fprintf(stderr, "gputrace: %s: note: never closed, and its -wal file ends in a partial frame (cut short by a "
+                "copy, or its process was killed while writing it): what was committed after its last whole frame "
+                "is not read; copy %s-wal whole with it\n", path, path);
     t0 = gt_now();
     gt_pair_events(&c->t, &c->p);
     gt_phase("pair", t0);
@@ -260,6 +264,8 @@ void gt_ctx_json_head(struct gt_ctx *c, struct gt_json *j)
     gt_json_kint_or_null(j, "pid", c->t.proc.pid);
     gt_json_key(j, "wal_missing");   /* never closed, no -wal beside it (the note on stderr) */
     gt_json_bool(j, c->t.wal_missing && !c->t.proc.end_reason);
+    gt_json_key(j, "wal_cut_short");   /* never closed, its -wal ends in a partial frame (the note on stderr) */
+    gt_json_bool(j, c->t.wal_cut && !c->t.proc.end_reason && !gt_trace_writer_pid(&c->t));
     gt_json_key(j, "record_gaps");   /* null: none (gt_ctx_print_gaps) */
     if (c->t.proc.events_dropped > 0 || c->p.reallocated_unfreed) {
         gt_json_obj(j);

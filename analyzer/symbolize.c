@@ -326,6 +326,13 @@ static int symbolize_one(const char *path, const char *tool)
             goto out;
         }
     }
+    /* A trace never closed (killed) is in WAL mode: closing this connection
+     * folds its -wal into the file and deletes it, and every later report
+     * then warned that the -wal was missing (a helper's probe). Nobody else
+     * writing it, the file is put in rollback mode, as the shim leaves a
+     * trace it closes; one still written keeps its mode and -wal. */
+    if (gt_file_writer_pid(path) <= 0)
+        sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
     printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", path, sc.resolved, total, gt_s((long long)total), modules,
            gt_s((long long)modules));
     if (missing)

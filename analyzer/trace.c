@@ -204,8 +204,23 @@ static int check_file(struct gt_trace *t, const char *path)
         struct stat ws;
         snprintf(wal, sizeof wal, "%s-wal", path);
         t->wal_missing = stat(wal, &ws) != 0 || ws.st_size == 0;
-        if (!t->wal_missing)
+        if (!t->wal_missing) {
+            /* A whole -wal is its 32-byte header and frames of 24 bytes and
+             * a page each; SQLite reads up to the last whole commit and says
+             * nothing of the rest (a helper's probe: a -wal cut short by 552
+             * bytes read as "ended before its first events were written") */
+            unsigned char wh[32];
+            int wfd = open(wal, O_RDONLY | O_CLOEXEC);
+            ssize_t wgot = wfd >= 0 ? read(wfd, wh, sizeof wh) : -1;
+            if (wfd >= 0)
+                close(wfd);
+            uint32_t wpage = wgot == (ssize_t)sizeof wh ? be32(wh + 8) : 0;
+            if (wpage >= 512 && wpage <= 65536 && !(wpage & (wpage - 1)))
+                t->wal_cut = (ws.st_size - 32) % (24 + (off_t)wpage) != 0;
+            else
+                t->wal_cut = ws.st_size < 32 || wgot == (ssize_t)sizeof wh;   /* no header, or a broken one */
             return GT_EXIT_OK;
+        }
     }
     if (pages && change == valid_for && (uint64_t)st.st_size < (uint64_t)pages * page)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "truncated trace: %lld bytes but its header says %llu; the file was cut short (copied while written, or disk full), re-run the traced program",

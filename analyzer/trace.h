@@ -133,6 +133,7 @@ struct gt_trace {
     size_t nev;
     int resorted;          /* ids were not in time order; a stable sort fixed it */
     int wal_missing;       /* the file is in WAL mode (never closed) and has no -wal beside it */
+    int wal_cut;           /* its -wal ends in a partial frame (cut short): commits after its last whole frame are not read */
     long writer_pid;       /* gt_trace_writer_pid's answer: 0 not asked yet, -1 none */
 
     int64_t *site_ids;     /* dense site index -> stacks.id */

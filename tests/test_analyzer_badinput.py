@@ -220,6 +220,62 @@ class KilledTraces(T.AnalyzerTest):
         self.assertEqual(sorted(os.listdir(os.path.dirname(copy))), ['killed.db'])
 
 
+    def test_a_wal_cut_short_is_said_not_taken_for_an_empty_run(self):
+        # a -wal cut short by 552 bytes read as "ended before its first events were written", and one cut in
+        # half silently gave 97% of the events (a helper's probe)
+        import shutil
+        import signal
+        import subprocess
+        import time
+        import gtlib
+        db = self.killed_trace()   # its events in one commit
+        many = os.path.join(self.dir, 'many.db')   # a loop killed after many commits
+        env = gtlib.base_env(GPUTRACE_OUTPUT=many, GPUTRACE_QUIET=1, GPUTRACE_CUPTI=0, LD_PRELOAD=gtlib.SHIM)
+        p = subprocess.Popen([gtlib.prog('live_loop'), '100000', '20', '2000'], env=env, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(many) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        full = self.json('summary', many)['events']['allocs']
+        self.assertGreater(full, 100)
+        for name, src, keep, rc in (('short', db, os.path.getsize(db + '-wal') - 552, 4),
+                                    ('half', many, os.path.getsize(many + '-wal') // 2 + 100, 0)):
+            d = os.path.join(self.dir, name)
+            os.mkdir(d)
+            copy = shutil.copy(src, os.path.join(d, 'killed.db'))
+            with open(src + '-wal', 'rb') as f, open(copy + '-wal', 'wb') as g:
+                g.write(f.read(keep))
+            p = self.gputrace('summary', '--json', copy)
+            if rc:
+                line = self.assertOneErrorLine(p, rc, copy)
+                self.assertIn('-wal file, which holds what was written, ends in a partial frame', line)
+                self.assertNotIn('before its first events were written', line)
+                continue
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(T.json.loads(p.stdout)['wal_cut_short'])
+            self.assertLess(T.json.loads(p.stdout)['events']['allocs'], full)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn('ends in a partial frame', p.stderr)
+        # the whole -wal says nothing
+        p = self.gputrace('summary', '--json', db)
+        self.assertEqual((p.returncode, p.stderr), (0, ''))
+        self.assertFalse(T.json.loads(p.stdout)['wal_cut_short'])
+
+    def test_symbolize_of_a_killed_trace_leaves_no_missing_wal_behind(self):
+        # its close folded the -wal into the file and deleted it; the file, still in WAL mode, then made
+        # every report warn that its -wal was missing (a helper's probe)
+        db = self.killed_trace()
+        p = self.gputrace('symbolize', db)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(db + '-wal'))
+        p = self.gputrace('summary', '--json', db)
+        self.assertEqual((p.returncode, p.stderr), (0, ''))
+        d = T.json.loads(p.stdout)
+        self.assertEqual((d['wal_missing'], d['events']['allocs']), (False, 3000))
+
+
 class HostileNames(T.AnalyzerTest):
     def test_a_function_name_longer_than_the_short_names_buffer_ends(self):
         # an undemangled symbol of 511 bytes or more, with its module after it: leaks,
