@@ -193,6 +193,10 @@ void gt_ranges_free(struct gt_range *r, size_t n);
 int gt_trace_prepare_optional(struct gt_trace *t, const char *sql, sqlite3_stmt **st, const char *what);
 int gt_trace_has_rows(struct gt_trace *t, const char *table);   /* 1 yes; 0 none, no such table, unreadable */
 int gt_trace_sql_error(struct gt_trace *t, int rc, const char *what);
+/* site_merge.c: sites whose stacks differ only in the Python interpreter's
+ * own native frames made one (the first keeps its stack); after the sites
+ * are interned. */
+int gt_trace_merge_interpreter_sites(struct gt_trace *t);
 /* For trace.c and trace_events.c: an exit status with t->err set to one
  * line (printf-style; a SQLite error's message raw, made fit for one line);
  * a one-integer query into *out. */

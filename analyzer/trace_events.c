@@ -302,6 +302,9 @@ int gt_trace_load_events(struct gt_trace *t)
         t->resorted = 1;
     }
     intern_sites(t);
+    int merged = gt_trace_merge_interpreter_sites(t);
+    if (merged)
+        return merged;
     t->site_frames = gt_xcalloc(t->nsites + 1, sizeof *t->site_frames);
     t->site_info = gt_xcalloc(t->nsites + 1, sizeof *t->site_info);
     t->site_nframes = gt_xmalloc((t->nsites + 1) * sizeof *t->site_nframes);

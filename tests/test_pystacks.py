@@ -20,7 +20,7 @@ from gtlib import GPUTRACE, TraceTest, prog, query
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, 'progs', 'py_stacks.py')
 SIZES = {'main': 1001, 'thread': 1002, 'generator': 1003, 'fork': 1004, 'pool': 1005, 'deep': 1006,
-         'callback': 1007, 'keep': 1008}
+         'callback': 1007, 'keep': 1008, 'specialized': 1009}
 
 
 def sites(path=SCRIPT):
@@ -161,6 +161,21 @@ class PythonStacksTest(TraceTest):
             self.assertEqual(len(set(stacks)), 1)
         self.assertEqual(query(db, "SELECT count(*) FROM (SELECT function, file, line FROM frames WHERE "
                                    "kind = 'python' GROUP BY 1, 2, 3 HAVING count(*) > 1)"), [(0,)])
+
+    def test_a_line_reached_through_the_interpreters_generic_and_specialized_calls_is_one_site(self):
+        # sorted(key=f) 20 times: the first calls go through CPython's generic call machinery, the
+        # later ones, specialized, straight to the builtin; the stacks differ in libpython's frames
+        # alone, and one leaking line was two sites (13 and 7 allocations; a helper's probe)
+        _, db = self.run_script('specialized')
+        stacks = query(db, "SELECT count(DISTINCT stack_id) FROM events_v WHERE size = ? AND op = 'alloc'",
+                       (SIZES['specialized'],))[0][0]
+        self.assertGreater(stacks, 1, 'the interpreter took one path every time: nothing tested')
+        d = json.loads(subprocess.run([GPUTRACE, 'leaks', '--json', db], capture_output=True, text=True).stdout)
+        sites = [s for s in d['sites'] if 'in by_key' in s['call_site']]
+        self.assertEqual([(s['count'], s['bytes']) for s in sites], [(20, 20 * SIZES['specialized'])], d['sites'])
+        self.assertIn('py_stacks.py:%d in by_key <- py_stacks.py:%d in specialized' % (S['by_key'], S['specialized']),
+                      sites[0]['call_site'])
+        self.assertNotIn('via', sites[0]['call_site'])
 
     def test_twenty_deep_recursion_keeps_every_frame(self):
         _, db = self.run_script('deep')

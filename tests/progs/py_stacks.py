@@ -4,7 +4,7 @@ tagged by its size, so a test can find its event and check the frames that
 led to it; the test reads the expected lines from this file's source (the
 lines marked "# site: NAME"), never from the tool.
 
-usage: py_stacks.py [main|thread|generator|pool|deep|callback|keep|fork|spawn]..."""
+usage: py_stacks.py [main|thread|generator|pool|deep|callback|keep|specialized|fork|spawn]..."""
 import ctypes
 import os
 import sys
@@ -13,7 +13,7 @@ import threading
 rt = ctypes.CDLL("libcudart.so.13")
 
 SIZES = {'main': 1001, 'thread': 1002, 'generator': 1003, 'fork': 1004, 'pool': 1005, 'deep': 1006,
-         'callback': 1007, 'keep': 1008}
+         'callback': 1007, 'keep': 1008, 'specialized': 1009}
 KEPT = []
 
 
@@ -79,6 +79,19 @@ def keep():
     KEPT.append(cuda_alloc(SIZES['keep']))  # site: keep
 
 
+def by_key(x):
+    KEPT.append(cuda_alloc(SIZES['specialized']))  # site: by_key
+    return x
+
+
+def specialized():
+    # a builtin calling back into Python: its first calls go through the
+    # interpreter's generic call path, the later ones, specialized, straight
+    # to the builtin; the native frames between differ, the line does not
+    for _ in range(20):
+        sorted([1], key=by_key)  # site: specialized
+
+
 def main(what):
     if 'main' in what:
         train_step()  # site: main_train_step
@@ -100,6 +113,8 @@ def main(what):
         via_c()  # site: main_via_c
     if 'keep' in what:
         keep()  # site: main_keep
+    if 'specialized' in what:
+        specialized()  # site: main_specialized
     if 'fork' in what:
         train_step()  # site: main_before_fork
         pid = os.fork()

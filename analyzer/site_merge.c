@@ -1,0 +1,148 @@
+/* site_merge.c - one call site for stacks that differ only inside the
+ * Python interpreter. CPython reaches the same Python line through different
+ * C paths as it warms up: the first calls of a builtin that calls back into
+ * Python (sorted(key=f), map(f, ...)) go through its generic call machinery
+ * (PyObject_Vectorcall, cfunction_vectorcall_*), later ones, specialized,
+ * call the builtin directly. The stacks differ in those native frames alone,
+ * and one leaking line was two sites, 13 and 7 allocations, growth's figure
+ * for it short by the second (a helper's probe). A stack with Python frames
+ * is here the sequence of its frames less the native ones of the
+ * interpreter's module (libpython, or a python executable it is linked
+ * into): the module of any native frame directly outer to a Python frame,
+ * which is the eval loop's caller. Native frames of every other module (an
+ * extension, libtorch's operators, the allocator) still tell sites apart. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "hmap.h"
+#include "trace.h"
+
+struct module_set {
+    char **name;
+    size_t n;
+};
+
+static int in_set(const struct module_set *m, const char *name)
+{
+    for (size_t i = 0; name && i < m->n; i++)
+        if (!strcmp(m->name[i], name))
+            return 1;
+    return 0;
+}
+
+/* The interpreter's modules; 0 found none (no Python frames: nothing to do). */
+static int interpreter_modules(struct gt_trace *t, struct module_set *m)
+{
+    sqlite3_stmt *st;
+    int code = gt_trace_prepare_optional(t,
+        "SELECT DISTINCT f2.module FROM frames f1"
+        " JOIN stack_frames a ON a.frame_id = f1.id"
+        " JOIN stack_frames b ON b.stack_id = a.stack_id AND b.level = a.level + 1"
+        " JOIN frames f2 ON f2.id = b.frame_id"
+        " WHERE f1.kind = 'python' AND f2.kind = 'native' AND f2.module IS NOT NULL", &st,
+        "reading the interpreter's frames");
+    if (code || !st)
+        return code;   /* (a trace from before Python frames: no kind column) */
+    while (sqlite3_step(st) == SQLITE_ROW && m->n < 16) {
+        m->name = gt_xrealloc(m->name, (m->n + 1) * sizeof *m->name);
+        m->name[m->n++] = gt_xstrdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return GT_EXIT_OK;
+}
+
+struct key {
+    int64_t *id;
+    size_t n, cap;
+    int python;   /* it has Python frames */
+};
+
+static uint64_t key_hash(const struct key *k)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ k->n;
+    for (size_t i = 0; i < k->n; i++)
+        h = (h ^ (uint64_t)k->id[i]) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+int gt_trace_merge_interpreter_sites(struct gt_trace *t)
+{
+    if (!t->nsites || t->schema_version < 2)
+        return GT_EXIT_OK;   /* (schema 1 had no Python frames) */
+    struct module_set m = {0};
+    int code = interpreter_modules(t, &m);
+    if (code || !m.n) {
+        free(m.name);
+        return code;
+    }
+    /* stacks.id -> dense site */
+    struct gt_hmap dense;
+    gt_hmap_init(&dense);
+    for (size_t s = 0; s < t->nsites; s++)
+        if (gt_hmap_put(&dense, (uint64_t)t->site_ids[s], (uint32_t)s) == GT_HMAP_OOM)
+            { fprintf(stderr, "gputrace: out of memory\n"); exit(GT_EXIT_NOMEM); }
+    struct key *keys = gt_xcalloc(t->nsites + 1, sizeof *keys);
+    sqlite3_stmt *st;
+    code = gt_trace_prepare_optional(t, "SELECT sf.stack_id, f.kind = 'python', f.module, sf.frame_id FROM stack_frames sf"
+                                        " JOIN frames f ON f.id = sf.frame_id ORDER BY sf.stack_id, sf.level", &st,
+                                     "reading stacks");
+    if (!code && !st)
+        code = -1;   /* (no such table: nothing to merge) */
+    int rc = SQLITE_ROW;
+    while (!code && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint32_t s = gt_hmap_get(&dense, (uint64_t)sqlite3_column_int64(st, 0));
+        if (s == GT_HMAP_NONE)
+            continue;
+        struct key *k = &keys[s];
+        int python = sqlite3_column_int(st, 1);
+        k->python |= python;
+        if (!python && in_set(&m, (const char *)sqlite3_column_text(st, 2)))
+            continue;
+        if (k->n == k->cap)
+            k->id = gt_xrealloc(k->id, (k->cap = k->cap ? 2 * k->cap : 16) * sizeof *k->id);
+        k->id[k->n++] = sqlite3_column_int64(st, 3);
+    }
+    if (!code && rc != SQLITE_DONE)
+        code = gt_trace_sql_error(t, rc, "reading stacks");
+    if (st)
+        sqlite3_finalize(st);
+    /* the first site of each reading keeps it; sites renumbered densely */
+    int32_t *to = gt_xmalloc((t->nsites + 1) * sizeof *to);
+    size_t kept = 0;
+    struct gt_hmap first;
+    gt_hmap_init(&first);
+    for (size_t s = 0; s < t->nsites && !code; s++) {
+        to[s] = -1;
+        if (keys[s].python) {
+            uint64_t h = key_hash(&keys[s]);
+            uint32_t f = gt_hmap_get(&first, h);
+            const struct key *a = f == GT_HMAP_NONE ? NULL : &keys[f];
+            if (a && a->n == keys[s].n && !memcmp(a->id, keys[s].id, a->n * sizeof *a->id))
+                to[s] = to[f];
+            else if (!a && gt_hmap_put(&first, h, (uint32_t)s) == GT_HMAP_OOM)
+                { fprintf(stderr, "gputrace: out of memory\n"); exit(GT_EXIT_NOMEM); }
+        }
+        if (to[s] < 0) {
+            to[s] = (int32_t)kept;
+            t->site_ids[kept++] = t->site_ids[s];
+        }
+    }
+    if (!code && kept < t->nsites) {
+        for (size_t i = 0; i < t->nev; i++)
+            if (t->ev[i].site >= 0)
+                t->ev[i].site = to[t->ev[i].site];
+        t->nsites = kept;
+    }
+    for (size_t s = 0; s < t->nsites + 1; s++)
+        free(keys[s].id);
+    free(keys);
+    free(to);
+    gt_hmap_free(&first);
+    gt_hmap_free(&dense);
+    for (size_t i = 0; i < m.n; i++)
+        free(m.name[i]);
+    free(m.name);
+    return code < 0 ? GT_EXIT_OK : code;
+}
