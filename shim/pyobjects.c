@@ -45,6 +45,20 @@ static size_t put_utf8(char *out, size_t o, size_t cap, uint32_t cp)
 {
     char b[4];
     size_t n;
+    if (cp >= 0xdc80 && cp <= 0xdcff) {
+        /* a byte the file system's name had that is not UTF-8, as Python's
+         * surrogateescape keeps it: as text "\xNN" (a lone surrogate written
+         * as UTF-8 is not valid UTF-8, and the trace's TEXT could not be read
+         * by Python's sqlite3 at all: a helper's probe) */
+        static const char hex[] = "0123456789abcdef";
+        char e[4] = {'\\', 'x', hex[cp >> 4 & 0xf], hex[cp & 0xf]};
+        if (o + 4 >= cap)
+            return o;
+        memcpy(out + o, e, 4);
+        return o + 4;
+    }
+    if (cp >= 0xd800 && cp <= 0xdfff)
+        cp = 0xfffd;   /* another lone surrogate: the replacement character */
     if (cp < 0x80) {
         b[0] = (char)cp;
         n = 1;
@@ -71,13 +85,14 @@ static size_t put_utf8(char *out, size_t o, size_t cap, uint32_t cp)
 }
 
 /* A compact str's code points (kind 1, 2 or 4 bytes each) at d as UTF-8,
- * copied a chunk at a time. */
+ * copied a chunk at a time; *whole: all of them fitted. */
 static bool put_code_points(const char *d, int64_t len, unsigned kind, char *out, size_t cap, size_t *o,
-                            bool remote)
+                            bool remote, bool *whole)
 {
+    *whole = false;
     _Alignas(8) uint8_t chunk[512];
     int64_t per = (int64_t)(sizeof chunk / kind);
-    for (int64_t i = 0; i < len && *o + 1 < cap; i += per) {
+    for (int64_t i = 0; i < len; i += per) {
         int64_t n = len - i < per ? len - i : per;
         if (!gt_py_fetch(d + i * kind, chunk, (size_t)n * kind, remote))
             return false;
@@ -89,7 +104,35 @@ static bool put_code_points(const char *d, int64_t len, unsigned kind, char *out
                 return true;   /* out is full */
         }
     }
+    *whole = true;
     return true;
+}
+
+/* put_utf8's length for code point cp */
+static size_t utf8_len(uint32_t cp)
+{
+    return cp >= 0xdc80 && cp <= 0xdcff ? 4 : cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* The first of the last code points of d[0, len) whose UTF-8 fits in budget
+ * bytes, read backwards a chunk at a time; -1 unreadable. */
+static int64_t tail_from(const char *d, int64_t len, unsigned kind, size_t budget, bool remote)
+{
+    _Alignas(8) uint8_t chunk[512];
+    int64_t per = (int64_t)(sizeof chunk / kind);
+    size_t bytes = 0;
+    for (int64_t end = len; end > 0;) {
+        int64_t n = end < per ? end : per;
+        if (!gt_py_fetch(d + (end - n) * kind, chunk, (size_t)n * kind, remote))
+            return -1;
+        for (int64_t k = n - 1; k >= 0; k--) {
+            uint32_t cp = kind == 1 ? chunk[k] : kind == 2 ? ((const uint16_t *)chunk)[k] : ((const uint32_t *)chunk)[k];
+            if ((bytes += utf8_len(cp)) > budget)
+                return end - n + k + 1;
+        }
+        end -= n;
+    }
+    return 0;
 }
 
 bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *s, char *out, size_t cap,
@@ -107,22 +150,53 @@ bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *
         snprintf(out, cap, "?");   /* 3.11's legacy strings: never a code object's */
         return true;
     }
+    /* A text longer than out keeps its end after "...", from a character's
+     * first byte: a file's path its file name (two long paths cut at the
+     * same length were one file, and the report named a directory: a
+     * helper's probe). */
     size_t o = 0;
     if (ascii) {
-        o = (size_t)len < cap - 1 ? (size_t)len : cap - 1;
-        if (!gt_py_fetch((const char *)s + L->str_ascii_data, out, o, remote))
+        size_t n = (size_t)len, from = 0;
+        if (n > cap - 1) {
+            from = n - (cap - 4);
+            memcpy(out, "...", 3);
+            o = 3;
+        }
+        if (!gt_py_fetch((const char *)s + L->str_ascii_data + from, out + o, n - from, remote))
             return false;
+        o += n - from;
     } else {
         if (!gt_py_fetch(s, h, (size_t)L->str_compact_data, remote))
             return false;
         const char *utf8 = RD(const char *, h, L->str_utf8);
-        if (utf8) {
-            int64_t n = RD(int64_t, h, L->str_utf8_length);
-            o = n >= 0 && (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        int64_t n = utf8 ? RD(int64_t, h, L->str_utf8_length) : 0;
+        if (utf8 && n >= 0 && (size_t)n < cap) {
+            o = (size_t)n;
             if (!gt_py_fetch(utf8, out, o, remote))
                 return false;
-        } else if (!put_code_points((const char *)s + L->str_compact_data, len, kind, out, cap, &o, remote)) {
-            return false;
+        } else if (utf8 && n >= 0) {
+            size_t want = cap - 4, skip = 0;
+            if (!gt_py_fetch(utf8 + (n - (int64_t)want), out + 3, want, remote))
+                return false;
+            while (skip < want && (out[3 + skip] & 0xc0) == 0x80)
+                skip++;   /* (inside a character: from the next) */
+            memmove(out + 3, out + 3 + skip, want - skip);
+            memcpy(out, "...", 3);
+            o = 3 + want - skip;
+        } else {
+            bool whole;
+            const char *d = (const char *)s + L->str_compact_data;
+            if (!put_code_points(d, len, kind, out, cap, &o, remote, &whole))
+                return false;
+            if (!whole) {   /* again from the last code points that fit */
+                int64_t from = tail_from(d, len, kind, cap - 4, remote);
+                if (from < 0)
+                    return false;
+                memcpy(out, "...", 3);
+                o = 3;
+                if (!put_code_points(d + from * kind, len - from, kind, out, cap, &o, remote, &whole))
+                    return false;
+            }
         }
     }
     out[o] = 0;

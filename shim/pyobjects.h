@@ -17,7 +17,9 @@ bool gt_py_copy(const void *src, void *dst, size_t n);
 bool gt_py_fetch(const void *src, void *dst, size_t n, bool remote);
 void gt_py_copy_after_fork(void);   /* fork child: a new pid */
 
-/* str object s's text as UTF-8 into out (cap bytes, truncated, "?" for a str
+/* str object s's text as UTF-8 into out (cap bytes, at least 8; a longer
+ * text keeps its end after "...", from a character's first byte; bytes
+ * Python keeps as surrogates (surrogateescape) as "\xNN"; "?" for a str
  * that is not compact). remote: every byte through gt_py_copy. False: s is
  * NULL, unreadable, or not a str (its type is not unicode_type). */
 bool gt_py_str(const struct py_layout *L, const void *unicode_type, const void *s, char *out, size_t cap,

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -176,6 +177,38 @@ class PythonStacksTest(TraceTest):
         self.assertIn('py_stacks.py:%d in by_key <- py_stacks.py:%d in specialized' % (S['by_key'], S['specialized']),
                       sites[0]['call_site'])
         self.assertNotIn('via', sites[0]['call_site'])
+
+    def test_file_names_long_or_not_utf8_stay_apart_and_readable(self):
+        # a file name's bytes that are not UTF-8 were written as invalid UTF-8 (Python's sqlite3
+        # could not read the trace); two paths past 1,023 bytes that differ in their file names
+        # alone were cut to one file (a helper's probe)
+        deep = os.path.join(self.dir.encode(), b'd' * 200, b'e' * 200, b'f' * 200, b'g' * 200, b'h' * 200)
+        os.makedirs(deep)
+        paths = [os.path.join(deep, b'model_a.py'), os.path.join(deep, b'model_b.py'),
+                 os.path.join(self.dir.encode(), b'caf\xe9.py')]
+        for i, path in enumerate(paths):
+            with open(path, 'w') as f:
+                f.write('import ctypes\nrt = ctypes.CDLL("libcudart.so.13")\n'
+                        'def alloc():\n    p = ctypes.c_void_p()\n    rt.cudaMalloc(ctypes.byref(p), %d)\n'
+                        '    return p\n' % (3001 + i))
+        main = os.path.join(self.dir, 'names.py')
+        with open(main, 'w') as f:
+            f.write('import importlib.util, sys\nkept = []\n'
+                    'for i, p in enumerate(sys.argv[1:]):\n'
+                    '    spec = importlib.util.spec_from_file_location("m%d" % i, p)\n'
+                    '    m = importlib.util.module_from_spec(spec)\n    spec.loader.exec_module(m)\n'
+                    '    kept.append(m.alloc())\n')
+        p, db = self.trace([self.PYTHON.encode(), main.encode()] + paths)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        files = {size: file for size, file in sqlite3.connect(db).execute(   # (raised on invalid UTF-8)
+            "SELECT e.size, t.file FROM events_v e JOIN stack_text t ON t.stack_id = e.stack_id "
+            "WHERE t.function = 'alloc' AND e.op = 'alloc'")}
+        self.assertTrue(files[3001].startswith('...') and files[3001].endswith('/model_a.py'), files[3001])
+        self.assertTrue(files[3002].startswith('...') and files[3002].endswith('/model_b.py'), files[3002])
+        self.assertLessEqual(max(len(files[3001].encode()), len(files[3002].encode())), 1023)
+        self.assertEqual(files[3003], os.path.join(self.dir, 'caf\\xe9.py'))
+        leaks = json.loads(subprocess.run([GPUTRACE, 'leaks', '--json', db], capture_output=True, text=True).stdout)
+        self.assertEqual(sorted(s['bytes'] for s in leaks['sites']), [3001, 3002, 3003])
 
     def test_twenty_deep_recursion_keeps_every_frame(self):
         _, db = self.run_script('deep')

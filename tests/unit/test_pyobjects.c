@@ -80,9 +80,9 @@ static void test_str_text_through_the_safe_path(void)
     char out[64];
     CHECK(gt_py_str(L, unicode_type, ascii_str(buf, "Model.forward"), out, sizeof out, true));
     CHECKF(strcmp(out, "Model.forward") == 0, "got %s", out);
-    char small[6];   /* truncated to fit, terminated */
+    char small[9];   /* longer than out: its end kept, after "..." */
     CHECK(gt_py_str(L, unicode_type, ascii_str(buf, "Model.forward"), small, sizeof small, true));
-    CHECKF(strcmp(small, "Model") == 0, "got %s", small);
+    CHECKF(strcmp(small, "...rward") == 0, "got %s", small);
     /* a two-byte str without its UTF-8 cached: "é→x" */
     _Alignas(16) char w[128] = {0};
     *(const void **)(w + 8) = unicode_type;
@@ -92,6 +92,63 @@ static void test_str_text_through_the_safe_path(void)
     memcpy(w + L->str_compact_data, cps, sizeof cps);
     CHECK(gt_py_str(L, unicode_type, w, out, sizeof out, true));
     CHECKF(strcmp(out, "\xc3\xa9\xe2\x86\x92x") == 0, "got %s", out);
+}
+
+/* A compact str of kind 2 (code points cps[0, n)) in buf, its UTF-8 cached
+ * at utf8 if given. */
+static void *wide_str(void *buf, const uint16_t *cps, int64_t n, const char *utf8)
+{
+    char *w = buf;
+    memset(w, 0, (size_t)L->str_compact_data);
+    *(const void **)(w + 8) = unicode_type;
+    *(int64_t *)(w + 16) = n;
+    *(uint32_t *)(w + 32) = 2u << 2 | 1u << 5;   /* kind 2, compact, not ascii */
+    *(const char **)(w + L->str_utf8) = utf8;
+    *(int64_t *)(w + L->str_utf8_length) = utf8 ? (int64_t)strlen(utf8) : 0;
+    memcpy(w + L->str_compact_data, cps, (size_t)n * 2);
+    return w;
+}
+
+static void test_a_long_path_keeps_its_file_name(void)
+{
+    /* two paths of 1,100 bytes that differ in their file names alone were one
+     * file, cut at 1,023 bytes (a helper's probe): the end is what is kept */
+    static char text[1200];
+    memset(text, 'd', 1100);
+    memcpy(text, "/tmp/", 5);
+    strcpy(text + 1090, "/model_a.py");
+    static _Alignas(16) char buf[1400];
+    char out[64];
+    CHECK(gt_py_str(L, unicode_type, ascii_str(buf, text), out, sizeof out, true));
+    CHECKF(strlen(out) == 63 && !strncmp(out, "...", 3) && strstr(out, "dd/model_a.py"), "got %s", out);
+    /* non-ASCII, its UTF-8 cached: cut at a character's first byte */
+    uint16_t cps[400];
+    static char utf8[1200];
+    size_t u = 0;
+    for (int i = 0; i < 390; i++) {
+        cps[i] = 0xe9;   /* é: 2 bytes */
+        utf8[u++] = (char)0xc3;
+        utf8[u++] = (char)0xa9;
+    }
+    memcpy(cps + 390, (const uint16_t[]){'/', 'b', '.', 'p', 'y'}, 10);
+    memcpy(utf8 + u, "/b.py", 6);
+    for (int cached = 0; cached < 2; cached++) {
+        CHECK(gt_py_str(L, unicode_type, wide_str(buf, cps, 395, cached ? utf8 : NULL), out, 12, true));
+        size_t n = strlen(out);
+        CHECKF(n <= 11 && !strncmp(out, "...", 3) && !strcmp(out + n - 5, "/b.py"), "cached %d: got %s", cached, out);
+        CHECKF(((unsigned char)out[3] & 0xc0) != 0x80, "cached %d: starts inside a character: %s", cached, out);
+    }
+}
+
+static void test_bytes_a_file_name_had_that_are_not_utf8_are_written_as_hex(void)
+{
+    /* surrogateescape: byte 0xe9 is U+DCE9 in Python's str; written as UTF-8
+     * it was no valid UTF-8 and Python's sqlite3 could not read the trace */
+    uint16_t cps[] = {'c', 'a', 'f', 0xdce9, '.', 'p', 'y', 0xd800};
+    _Alignas(16) char buf[256];
+    char out[64];
+    CHECK(gt_py_str(L, unicode_type, wide_str(buf, cps, 8, NULL), out, sizeof out, true));
+    CHECKF(!strcmp(out, "caf\\xe9.py\xef\xbf\xbd"), "got %s", out);
 }
 
 /* A code object's head (3.11) whose co_linetable is the bytes object in
@@ -150,6 +207,8 @@ int main(void)
     TAP_RUN(test_str_in_unmapped_memory_is_refused);
     TAP_RUN(test_str_of_another_type_is_refused);
     TAP_RUN(test_str_text_through_the_safe_path);
+    TAP_RUN(test_a_long_path_keeps_its_file_name);
+    TAP_RUN(test_bytes_a_file_name_had_that_are_not_utf8_are_written_as_hex);
     TAP_RUN(test_line_table_entries_of_every_form);
     TAP_RUN(test_line_table_in_unmapped_memory_or_malformed_is_refused);
     return tap_done();
