@@ -193,8 +193,9 @@ static char *frame_key(const struct gt_opts *o, const struct gt_frame *fi, const
         char *s = NULL;
         size_t len = 0;
         FILE *m = gt_xmemstream(&s, &len);
-        fprintf(m, "%s:%lld in %s", detail != DETAIL_NONE || o->full_names ? file : gt_basename(file),
-                (long long)fi->line, fi->function ? fi->function : "?");
+        gt_fputs_shown(detail != DETAIL_NONE || o->full_names ? file : gt_basename(file), m);   /* (a name with a newline) */
+        fprintf(m, ":%lld in ", (long long)fi->line);
+        gt_fputs_shown(fi->function ? fi->function : "?", m);
         fclose(m);
         return s;
     }

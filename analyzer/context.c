@@ -109,11 +109,11 @@ int gt_ctx_open(struct gt_ctx *c, const char *path, const struct gt_opts *o)
     if (c->t.wal_missing && !c->t.proc.end_reason)
         fprintf(stderr, "gputrace: %s: note: never closed, and no -wal file beside it: if it was copied without its "
                 "-wal, the events written since SQLite's last checkpoint are not read; copy %s-wal with it\n",
-                path, path);
+                gt_shown(path), gt_shown(path));
     if (c->t.wal_cut && !c->t.proc.end_reason && !gt_trace_writer_pid(&c->t))
         fprintf(stderr, "gputrace: %s: note: never closed, and its -wal file ends in a partial frame (cut short by a "
                 "copy, or its process was killed while writing it): what was committed after its last whole frame "
-                "is not read; copy %s-wal whole with it\n", path, path);
+                "is not read; copy %s-wal whole with it\n", gt_shown(path), gt_shown(path));
     t0 = gt_now();
     gt_pair_events(&c->t, &c->p);
     gt_phase("pair", t0);

@@ -115,6 +115,42 @@ const char *gt_fmt_ns(int64_t ns, char buf[GT_FMT_LEN])
     return buf;
 }
 
+void gt_fputs_shown(const char *s, FILE *f)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            putc(*p, f);
+    }
+}
+
+const char *gt_shown(const char *s)
+{
+    size_t n = 0, ctl = 0;
+    for (; s && s[n]; n++)
+        ctl += (unsigned char)s[n] < 0x20 || s[n] == 0x7f;
+    if (!ctl)
+        return s ? s : "";
+    char *out = gt_xmalloc(n + 3 * ctl + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\n')
+            o += sprintf(o, "\\n");
+        else if (*p == '\t')
+            o += sprintf(o, "\\t");
+        else if (*p < 0x20 || *p == 0x7f)
+            o += sprintf(o, "\\x%02x", *p);
+        else
+            *o++ = (char)*p;
+    }
+    *o = 0;
+    return out;   /* (kept: see format.h) */
+}
+
 const char *gt_basename(const char *s)
 {
     if (!s)

@@ -20,6 +20,13 @@ static inline const char *gt_s(long long n)
 }
 /* A duration in ns as "812 ns", "1.250 ms", "12.345 s". */
 const char *gt_fmt_ns(int64_t ns, char buf[GT_FMT_LEN]);
+/* s as it may stand in one line of text: s itself, or where it has a
+ * control character (a path with a newline split the one-line error and the
+ * section's header: a helper's probe) a copy with each as \n, \t or \xNN,
+ * kept for the process's life (a few per run: error lines, headers). */
+const char *gt_shown(const char *s);
+/* The same written to f, nothing kept. */
+void gt_fputs_shown(const char *s, FILE *f);
 /* Last path component (pointer into s). */
 const char *gt_basename(const char *s);
 /* Parses "1234", "64K"/"64KiB" (x1024), "1M"/"1MiB", "2G"/"2GiB", "1T"/"1TiB",

@@ -390,7 +390,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
         char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
         if (!strcmp(g.verdict, "growing")) {
-            fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", c->path,
+            fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", gt_shown(c->path),
                     g.memory, gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
             code = GT_EXIT_FAIL_ABOVE;
         } else if (!strcmp(g.verdict, "unknown")) {

@@ -32,7 +32,7 @@ int gt_outfile_default(struct gt_outfile *of, const char *first_trace, const cha
         head[len] = 0;
         if (strncmp(head, ours, strlen(ours)) || !strstr(head, mark)) {
             fprintf(stderr, "gputrace: %s exists and was not written by gputrace; name the output with -o FILE "
-                    "(-o - writes to the terminal)\n", of->chosen);
+                    "(-o - writes to the terminal)\n", gt_shown(of->chosen));
             free(of->chosen);
             of->chosen = NULL;
             return GT_EXIT_OUTPUT;
@@ -104,12 +104,12 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && is_sqlite(path)) {
         fprintf(stderr, "gputrace: %s is a SQLite database (a trace?), which -o would replace; name another output "
-                "file\n", path);
+                "file\n", gt_shown(path));
         return GT_EXIT_OUTPUT;
     }
     if (is_sqlite_companion(path)) {
         fprintf(stderr, "gputrace: %s is a SQLite database's write-ahead log, index or journal (a trace's: a killed "
-                "run's events may be there alone), which -o would replace; name another output file\n", path);
+                "run's events may be there alone), which -o would replace; name another output file\n", gt_shown(path));
         return GT_EXIT_OUTPUT;
     }
     /* -o /dev/null, a FIFO, /dev/stdout (a link to /proc/self/fd/1, a pipe or
@@ -118,13 +118,13 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
      * container) */
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "gputrace: %s: is a directory; give a file name (-o %s%sNAME)\n", path, path,
+        fprintf(stderr, "gputrace: %s: is a directory; give a file name (-o %s%sNAME)\n", gt_shown(path), gt_shown(path),
                 path[strlen(path) - 1] == '/' ? "" : "/");
         return GT_EXIT_OUTPUT;
     }
     if ((exists && !S_ISREG(st.st_mode)) || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6)) {
         if (!(of->f = fopen(path, "w"))) {
-            fprintf(stderr, "gputrace: %s: cannot open it for writing (%s)\n", path, strerror(errno));
+            fprintf(stderr, "gputrace: %s: cannot open it for writing (%s)\n", gt_shown(path), strerror(errno));
             return GT_EXIT_OUTPUT;
         }
         of->direct = 1;
@@ -141,7 +141,7 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
     sprintf(of->tmp, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
     int fd = mkstemp(of->tmp);
     if (fd < 0 || !(of->f = fdopen(fd, "w"))) {
-        fprintf(stderr, "gputrace: %s: cannot create the output file (%s); check the directory exists and is writable\n", path, strerror(errno));
+        fprintf(stderr, "gputrace: %s: cannot create the output file (%s); check the directory exists and is writable\n", gt_shown(path), strerror(errno));
         if (fd >= 0) {
             close(fd);
             unlink(of->tmp);
@@ -194,7 +194,7 @@ int gt_outfile_commit(struct gt_outfile *of)
     if (!err && rename(of->tmp, of->target ? of->target : of->path))
         err = errno;
     if (err) {
-        fprintf(stderr, "gputrace: %s: cannot write the output file (%s); nothing was written\n", of->path, strerror(err));
+        fprintf(stderr, "gputrace: %s: cannot write the output file (%s); nothing was written\n", gt_shown(of->path), strerror(err));
         unlink(of->tmp);
     }
     free(of->tmp);
@@ -207,5 +207,5 @@ int gt_outfile_commit(struct gt_outfile *of)
 void gt_viz_fail(const char *path, const struct gt_trace *t, int code)
 {
     (void)code;
-    fprintf(stderr, "gputrace: %s: %s\n", path, t->err[0] ? t->err : "failed");
+    fprintf(stderr, "gputrace: %s: %s\n", gt_shown(path), t->err[0] ? t->err : "failed");
 }

@@ -321,8 +321,8 @@ int gt_ranks_read(struct gt_ranks *R, char **paths, int n, const struct gt_opts 
             if (dev[k] == st.st_dev && ino[k] == st.st_ino)
                 twice = (int)k;
         if (twice >= 0) {
-            fprintf(stderr, "gputrace: %s: the same file as %s, given twice: read once\n", paths[i],
-                    R->files[twice].path);
+            fprintf(stderr, "gputrace: %s: the same file as %s, given twice: read once\n", gt_shown(paths[i]),
+                    gt_shown(R->files[twice].path));
             continue;
         }
         size_t m = R->nfiles++;

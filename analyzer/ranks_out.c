@@ -421,7 +421,7 @@ int gt_cmd_ranks(const struct gt_command *cmd, struct gt_args *a)
     int status = gt_ranks_read(&R, a->files, a->nfiles, o);
     for (size_t i = 0; i < R.nfiles; i++)
         if (R.files[i].code)
-            fprintf(stderr, "gputrace: %s: %s (left out)\n", R.files[i].path, R.files[i].err);
+            fprintf(stderr, "gputrace: %s: %s (left out)\n", gt_shown(R.files[i].path), R.files[i].err);
     if (o->json) {
         struct gt_json j;
         gt_json_init(&j, stdout);

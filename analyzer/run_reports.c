@@ -29,7 +29,7 @@ static int run_one(const struct gt_command *cmd, const char *path, const struct 
             fclose(mem);
         } else {
             if (nfiles > 1) {
-                printf("%s== %s", index ? "\n" : "", path);
+                printf("%s== %s", index ? "\n" : "", gt_shown(path));
                 if (c.t.proc.rank >= 0)
                     printf(" (rank %lld, pid %lld)", (long long)c.t.proc.rank, (long long)c.t.proc.pid);
                 else if (c.t.proc.pid >= 0)
@@ -46,7 +46,7 @@ static int run_one(const struct gt_command *cmd, const char *path, const struct 
         }
     }
     if (code > GT_EXIT_FAIL_ABOVE)
-        fprintf(stderr, "gputrace: %s: %s\n", path, c.t.err[0] ? c.t.err : "failed");
+        fprintf(stderr, "gputrace: %s: %s\n", gt_shown(path), c.t.err[0] ? c.t.err : "failed");
     if (o->json && nfiles > 1) {
         printf("%s\n  ", index ? "," : "");
         if (code > GT_EXIT_FAIL_ABOVE) {

@@ -214,7 +214,7 @@ static void found_free(struct store_ctx *s)
 
 static int fail_sql(const char *path, sqlite3 *db, const char *what)
 {
-    fprintf(stderr, "gputrace: %s: %s: %s\n", path, what, db ? sqlite3_errmsg(db) : "out of memory");
+    fprintf(stderr, "gputrace: %s: %s: %s\n", gt_shown(path), what, db ? sqlite3_errmsg(db) : "out of memory");
     return GT_EXIT_CORRUPT;
 }
 
@@ -224,7 +224,7 @@ static int symbolize_one(const char *path, const char *tool)
     struct gt_trace t;
     int code = gt_trace_open(&t, path);
     if (code) {
-        fprintf(stderr, "gputrace: %s: %s\n", path, t.err);
+        fprintf(stderr, "gputrace: %s: %s\n", gt_shown(path), t.err);
         gt_trace_close(&t);
         return code;
     }
@@ -242,7 +242,7 @@ static int symbolize_one(const char *path, const char *tool)
      * its directory read-only): said, not left to the first store to fail */
     if (sqlite3_db_readonly(db, "main") == 1) {
         fprintf(stderr, "gputrace: %s: cannot write to it (the file or its directory is read-only), and symbolize "
-                "stores file:line in the trace itself; copy it somewhere writable\n", path);
+                "stores file:line in the trace itself; copy it somewhere writable\n", gt_shown(path));
         sqlite3_close(db);
         free(exe);
         return GT_EXIT_MISSING;
@@ -317,7 +317,7 @@ static int symbolize_one(const char *path, const char *tool)
             int err_code = sqlite3_errcode(db) & 0xff;   /* (read before the rollback clears it) */
             if (err_code == SQLITE_READONLY || err_code == SQLITE_CANTOPEN || err_code == SQLITE_PERM) {
                 fprintf(stderr, "gputrace: %s: cannot write to it (%s), and symbolize stores file:line in the trace "
-                        "itself; copy it somewhere writable\n", path, sqlite3_errmsg(db));
+                        "itself; copy it somewhere writable\n", gt_shown(path), sqlite3_errmsg(db));
                 code = GT_EXIT_MISSING;
             } else {
                 code = fail_sql(path, db, "storing file:line");

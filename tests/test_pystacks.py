@@ -185,7 +185,7 @@ class PythonStacksTest(TraceTest):
         deep = os.path.join(self.dir.encode(), b'd' * 200, b'e' * 200, b'f' * 200, b'g' * 200, b'h' * 200)
         os.makedirs(deep)
         paths = [os.path.join(deep, b'model_a.py'), os.path.join(deep, b'model_b.py'),
-                 os.path.join(self.dir.encode(), b'caf\xe9.py')]
+                 os.path.join(self.dir.encode(), b'caf\xe9.py'), os.path.join(self.dir.encode(), b'tab\tnew\nline.py')]
         for i, path in enumerate(paths):
             with open(path, 'w') as f:
                 f.write('import ctypes\nrt = ctypes.CDLL("libcudart.so.13")\n'
@@ -208,7 +208,11 @@ class PythonStacksTest(TraceTest):
         self.assertLessEqual(max(len(files[3001].encode()), len(files[3002].encode())), 1023)
         self.assertEqual(files[3003], os.path.join(self.dir, 'caf\\xe9.py'))
         leaks = json.loads(subprocess.run([GPUTRACE, 'leaks', '--json', db], capture_output=True, text=True).stdout)
-        self.assertEqual(sorted(s['bytes'] for s in leaks['sites']), [3001, 3002, 3003])
+        self.assertEqual(sorted(s['bytes'] for s in leaks['sites']), [3001, 3002, 3003, 3004])
+        # a name with a newline stays on its row of the table
+        text = subprocess.run([GPUTRACE, 'leaks', db], capture_output=True, text=True).stdout
+        self.assertIn('tab\\tnew\\nline.py:5 in alloc', text)
+        self.assertEqual(len([l for l in text.splitlines() if 'in alloc' in l]), 4, text)
 
     def test_twenty_deep_recursion_keeps_every_frame(self):
         _, db = self.run_script('deep')

@@ -249,6 +249,18 @@ class UsageAndRanks(T.AnalyzerTest):
         self.assertEqual(p.returncode, 2)
         self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
 
+    def test_a_newline_in_a_trace_path_stays_one_line(self):
+        # the error line and the section header split in two (a helper's probe)
+        line = self.assertOneErrorLine(self.gputrace('summary', os.path.join(self.dir, 'no\nsuch.db')), 3)
+        self.assertIn('no\\nsuch.db: no such file', line)
+        db = small_trace(os.path.join(self.dir, 't.db'), pid=1)
+        odd = os.path.join(self.dir, 'a\tb\nc.db')
+        shutil.copy(db, odd)
+        out = self.ok('summary', db, odd).stdout
+        self.assertIn('== %s (pid 1) ==\n' % os.path.join(self.dir, 'a\\tb\\nc.db'), out)
+        p = self.gputrace('export', '-o', os.path.join(self.dir, 'no such dir', 'x\ny.json'), db)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+
     def test_a_file_given_twice_is_one_rank(self):
         db = small_trace(os.path.join(self.dir, 'r0.db'), pid=1, rank=0)
         p = self.gputrace('ranks', '--json', db, os.path.join(self.dir, '.', 'r0.db'))
