@@ -329,8 +329,15 @@ int gt_iter_from_ranges(struct gt_trace *t, const char *name, int want_marker, i
         char dom[80] = "";
         if (first->domain && !first->is_marker)
             snprintf(dom, sizeof dom, " (domain %.60s)", first->domain);
+        /* ranges whose messages differ in their numbers ("step 12", "train_step
+         * batch_size=16" and "=32") are named with '#' for the numbers: the first's
+         * name alone read as if every iteration were its (a helper's probe) */
+        const char *label = name ? name : first->message;
+        for (size_t j = 1; !name && j < best_n && label == first->message; j++)
+            if (strcmp(r[c[best + j].idx].message, first->message))
+                label = c[best].norm;
         snprintf(out->how, sizeof out->how, "%s range \"%.200s\"%s on thread %lld: %zu iteration%s",
-                 first->is_marker ? "marker" : "NVTX", name ? name : first->message, dom, (long long)first->tid, best_n,
+                 first->is_marker ? "marker" : "NVTX", label, dom, (long long)first->tid, best_n,
                  gt_s((long long)best_n));
         if (out->nthreads) {
             size_t n = strlen(out->how);
