@@ -125,7 +125,7 @@ const struct gt_option gt_options[] = {
      "best (default: marker API, then the most repeated\n"
      "outermost range, then automatic) | marker | nvtx | auto | none"},
     {"--frames", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.frames), 1, BIG, NULL,
-     "--frames needs a positive number, not \"%s\"", "frames shown per call site in text (default 4; JSON: all)"},
+     "--frames needs a number from 1 to 1000000000, not \"%s\"", "frames shown per call site in text (default 4; JSON: all)"},
     {"--allocator-frames", NULL, NULL, GT_OPTS_REPORT, GT_OPT_FLAG, AT(base.allocator_frames), 0, 0, NULL, NULL,
      "also show a framework allocator's own innermost frames\n"
      "(PyTorch's CUDACachingAllocator, empty_cuda), which text\n"
@@ -141,7 +141,7 @@ const struct gt_option gt_options[] = {
      "a stack with Python frames: show its native frames too\n"
      "(text starts it at the program's own innermost Python\nline: train.py:42 in train_step)"},
     {"--top", NULL, "N", GT_OPTS_SELECT, GT_OPT_INT, AT(base.top), 1, BIG, NULL,
-     "--top needs a positive number, not \"%s\"", "call sites listed (default 10)"},
+     "--top needs a number from 1 to 1000000000, not \"%s\"", "call sites listed (default 10)"},
 
     /* documented in their commands' help */
     {"--help", "-h", NULL, GT_OPTS_HELP, GT_OPT_FLAG, AT(help), 0, 0, NULL, NULL, NULL},
