@@ -9,7 +9,7 @@
  * is here the sequence of its frames less the native ones of the
  * interpreter's module (libpython, or a python executable it is linked
  * into): the module of any native frame directly outer to a Python frame,
- * which is the eval loop's caller. Native frames of every other module (an
+ * which is the eval loop's caller, and whose name says python. Native frames of every other module (an
  * extension, libtorch's operators, the allocator) still tell sites apart. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +46,14 @@ static int interpreter_modules(struct gt_trace *t, struct module_set *m)
     if (code || !st)
         return code;   /* (a trace from before Python frames: no kind column) */
     while (sqlite3_step(st) == SQLITE_ROW && m->n < 16) {
+        /* named so (libpython3.12.so.1.0, python3.11): a caller of the eval
+         * loop in another module (an unwinder's slip, a program embedding a
+         * static interpreter) is never taken for it, its frames kept */
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (!name || !strstr(gt_basename(name), "python"))
+            continue;
         m->name = gt_xrealloc(m->name, (m->n + 1) * sizeof *m->name);
-        m->name[m->n++] = gt_xstrdup((const char *)sqlite3_column_text(st, 0));
+        m->name[m->n++] = gt_xstrdup(name);
     }
     sqlite3_finalize(st);
     return GT_EXIT_OK;
