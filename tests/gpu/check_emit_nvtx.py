@@ -58,7 +58,7 @@ for alloc, conf in (('default', None), ('async', 'backend:cudaMallocAsync')):
                    '%s: a record_function step scope: the loop is the steps run' % name,
                    '%s from %s' % (s.get('iterations'), s.get('iteration_source')))
         elif own:
-            report(s.get('iteration_source') == 'nvtx' and s.get('iterations') == a.steps and '"step 0' in how,
+            report(s.get('iteration_source') == 'nvtx' and s.get('iterations') == a.steps and '"step # bs=#"' in how,
                    '%s: the program\'s step ranges are the loop' % name, '%s from %s' % (
                        s.get('iterations'), s.get('iteration_source')))
         else:
