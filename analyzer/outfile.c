@@ -50,10 +50,15 @@ void gt_outfile_say_chosen(struct gt_outfile *of, int code)
     of->chosen = NULL;
 }
 
-/* Is path an SQLite database (a trace, the one being read among them)? */
+/* Is path an SQLite database (a trace, the one being read among them)?
+ * Only a regular file is read: a FIFO's open and read would wait for a
+ * writer (-o a FIFO hung: CI). */
 static int is_sqlite(const char *path)
 {
     char head[16] = "";
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     size_t n = f ? fread(head, 1, sizeof head, f) : 0;
     if (f)
@@ -82,6 +87,9 @@ static int is_sqlite_companion(const char *path)
         }
     }
     unsigned char head[4] = {0};
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     size_t got = f ? fread(head, 1, sizeof head, f) : 0;
     if (f)
