@@ -135,6 +135,17 @@ int gt_frame_is_backward_mark(const struct gt_frame *f)
     return f->python && !f->file && f->function && !strcmp(f->function, "<backward>");
 }
 
+/* Code a library generated for the program's class: dataclasses' __init__
+ * (compiled as "<string>" in __create_fn__), attrs' methods ("<attrs
+ * generated init ...>"). A default_factory that allocates ran there, and the
+ * site started at "<string>:4 in __create_fn__.<locals>.__init__" before the
+ * program's line that made the object (a helper's probe). */
+static int generated_for_the_program(const struct gt_frame *f)
+{
+    return f->file && ((!strcmp(f->file, "<string>") && f->function && !strncmp(f->function, "__create_fn__.", 14)) ||
+                       !strncmp(f->file, "<attrs generated", 16));
+}
+
 int gt_frame_user_python(const struct gt_frame *fi, int n)
 {
     int first = -1;
@@ -143,7 +154,7 @@ int gt_frame_user_python(const struct gt_frame *fi, int n)
             continue;
         if (first < 0)
             first = k;
-        if (gt_python_file_is_user(fi[k].file))
+        if (gt_python_file_is_user(fi[k].file) && !generated_for_the_program(&fi[k]))
             return k;
     }
     return first;

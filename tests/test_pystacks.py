@@ -214,6 +214,31 @@ class PythonStacksTest(TraceTest):
         self.assertIn('tab\\tnew\\nline.py:5 in alloc', text)
         self.assertEqual(len([l for l in text.splitlines() if 'in alloc' in l]), 4, text)
 
+    def test_a_dataclass_default_factory_is_named_by_the_programs_line(self):
+        # the factory runs in dataclasses' generated __init__ ("<string>" in __create_fn__): the site
+        # started there, before the line that made the object (a helper's probe)
+        script = os.path.join(self.dir, 'dc.py')
+        with open(script, 'w') as f:
+            f.write(textwrap.dedent('''\
+                import ctypes, functools
+                from dataclasses import dataclass, field
+                rt = ctypes.CDLL("libcudart.so.13")
+                kept = []
+                def factory():
+                    p = ctypes.c_void_p()
+                    kept.append(p)
+                    return functools.partial(rt.cudaMalloc, ctypes.byref(p), 4096)
+                @dataclass
+                class State:
+                    buf: int = field(default_factory=factory())
+                states = [State() for _ in range(3)]  # site: made
+                '''))
+        p, db = self.trace([self.PYTHON, script])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(('__create_fn__', '<string>'), [(fn.split('.')[0], file) for fn, file, _ in python_frames(db, 4096)])
+        d = json.loads(subprocess.run([GPUTRACE, 'leaks', '--json', db], capture_output=True, text=True).stdout)
+        self.assertTrue(d['sites'][0]['call_site'].startswith('dc.py:%d in ' % sites(script)['made']), d['sites'])
+
     def test_twenty_deep_recursion_keeps_every_frame(self):
         _, db = self.run_script('deep')
         self.assertEqual(python_frames(db, SIZES['deep']),
