@@ -89,7 +89,8 @@ int gt_trace_merge_interpreter_sites(struct gt_trace *t)
     for (size_t s = 0; s < t->nsites; s++)
         if (gt_hmap_put(&dense, (uint64_t)t->site_ids[s], (uint32_t)s) == GT_HMAP_OOM)
             { fprintf(stderr, "gputrace: out of memory\n"); exit(GT_EXIT_NOMEM); }
-    struct key *keys = gt_xcalloc(t->nsites + 1, sizeof *keys);
+    size_t nsites = t->nsites;   /* (t->nsites shrinks below) */
+    struct key *keys = gt_xcalloc(nsites + 1, sizeof *keys);
     sqlite3_stmt *st;
     code = gt_trace_prepare_optional(t, "SELECT sf.stack_id, f.kind = 'python', f.module, sf.frame_id FROM stack_frames sf"
                                         " JOIN frames f ON f.id = sf.frame_id ORDER BY sf.stack_id, sf.level", &st,
@@ -141,7 +142,7 @@ int gt_trace_merge_interpreter_sites(struct gt_trace *t)
                 t->ev[i].site = to[t->ev[i].site];
         t->nsites = kept;
     }
-    for (size_t s = 0; s < t->nsites + 1; s++)
+    for (size_t s = 0; s < nsites + 1; s++)
         free(keys[s].id);
     free(keys);
     free(to);
