@@ -8,8 +8,7 @@
  * for it short by the second (a helper's probe). A stack with Python frames
  * is here the sequence of its frames less the native ones of the
  * interpreter's module (libpython, or a python executable it is linked
- * into): the module of any native frame directly outer to a Python frame,
- * which is the eval loop's caller, and whose name says python. Native frames of every other module (an
+ * into), told by its name. Native frames of every other module (an
  * extension, libtorch's operators, the allocator) still tell sites apart. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,25 +31,39 @@ static int in_set(const struct module_set *m, const char *name)
     return 0;
 }
 
-/* The interpreter's modules; 0 found none (no Python frames: nothing to do). */
+/* Is this module the interpreter: libpython3.12.so.1.0, python3.11, python?
+ * Not an extension (_ctypes.cpython-312-...so, a pybind11 module) nor
+ * libtorch_python.so: their frames tell sites apart (a review: "python"
+ * anywhere in the name took an extension for the interpreter, and two
+ * operators' sites were one). */
+static int is_interpreter(const char *module)
+{
+    const char *b = gt_basename(module);
+    if (!strncmp(b, "lib", 3))
+        b += 3;
+    if (strncmp(b, "python", 6))
+        return 0;
+    b += 6;   /* then a version (3.12, 3), an ABI flag (d, t), ".so..." or nothing */
+    while ((*b >= '0' && *b <= '9') || (*b == '.' && b[1] >= '0' && b[1] <= '9'))
+        b++;
+    if (*b == 'd' || *b == 't' || *b == 'm')
+        b++;
+    return *b == 0 || !strncmp(b, ".so", 3);
+}
+
+/* The interpreter's modules among the native frames' (a small table: one
+ * row per distinct address); none where the trace has no Python frames. */
 static int interpreter_modules(struct gt_trace *t, struct module_set *m)
 {
     sqlite3_stmt *st;
     int code = gt_trace_prepare_optional(t,
-        "SELECT DISTINCT f2.module FROM frames f1"
-        " JOIN stack_frames a ON a.frame_id = f1.id"
-        " JOIN stack_frames b ON b.stack_id = a.stack_id AND b.level = a.level + 1"
-        " JOIN frames f2 ON f2.id = b.frame_id"
-        " WHERE f1.kind = 'python' AND f2.kind = 'native' AND f2.module IS NOT NULL", &st,
-        "reading the interpreter's frames");
+        "SELECT DISTINCT module FROM frames WHERE kind = 'native' AND module IS NOT NULL"
+        " AND EXISTS (SELECT 1 FROM frames WHERE kind = 'python')", &st, "reading the interpreter's frames");
     if (code || !st)
         return code;   /* (a trace from before Python frames: no kind column) */
     while (sqlite3_step(st) == SQLITE_ROW && m->n < 16) {
-        /* named so (libpython3.12.so.1.0, python3.11): a caller of the eval
-         * loop in another module (an unwinder's slip, a program embedding a
-         * static interpreter) is never taken for it, its frames kept */
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        if (!name || !strstr(gt_basename(name), "python"))
+        if (!name || !is_interpreter(name))
             continue;
         m->name = gt_xrealloc(m->name, (m->n + 1) * sizeof *m->name);
         m->name[m->n++] = gt_xstrdup(name);

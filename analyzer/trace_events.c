@@ -229,7 +229,12 @@ int gt_trace_load_events(struct gt_trace *t)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "more than 4 billion events: too many for this gputrace");
     /* big traces are read in slices by id, one thread and connection each */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int nslices = sparse || span < 2000000 || cpus < 2 ? 1 : cpus > 8 ? 8 : (int)cpus;
+    /* A trace not closed is read in one slice, on the connection that holds
+     * the analysis's snapshot: a slice on a connection of its own took a
+     * later one, and a flight recorder's delete between the two split pairs
+     * (a review: 537 GiB of "leaks" where nothing was live); and a copy
+     * without its -wal is opened as immutable there alone */
+    int nslices = sparse || span < 2000000 || cpus < 2 || !t->proc.end_reason ? 1 : cpus > 8 ? 8 : (int)cpus;
     size_t room = sparse ? rows : span;
     t->ev = gt_xmalloc((room ? room : 1) * sizeof *t->ev);
     /* graph_calls read only where it has rows (a join per event otherwise for

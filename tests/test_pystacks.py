@@ -502,6 +502,37 @@ class PythonUnknownLayoutTest(TraceTest):
 class PythonReportsTest(TraceTest):
     """The analyzer names the program's own line, not a library's."""
 
+    def test_only_the_interpreters_own_frames_are_passed_over_in_telling_sites_apart(self):
+        # stacks that differ in libpython's frames alone are one site; an extension's frames still
+        # tell sites apart, even where the extension calls back into Python (a review: "python" in
+        # its name took myops.cpython-312-...so for the interpreter, and two operators' sites were one)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import analyzer_traces as T
+        ext, libpy = '/venv/site-packages/myops.cpython-312-x86_64-linux-gnu.so', '/usr/lib/libpython3.12.so.1.0'
+        path = os.path.join(self.dir, 'ext.db')
+        t = T.Trace(path)
+        tail = ['py:train.py:10:step', 'PyEval_EvalCode', 'py:train.py:20:<module>']
+        for i in range(4):
+            t.alloc(1 << 20, ['wrap', 'myops::alloc_output', 'PyObject_Call'] + tail)
+            t.alloc(1 << 20, ['wrap', 'myops::alloc_output', 'PyObject_Vectorcall', 'cfunction_call'] + tail)
+            t.alloc(2 << 20, ['wrap', 'myops::alloc_workspace', 'PyObject_Call'] + tail)
+        t.alloc(4096, ['wrap', 'PyObject_Call', 'py:train.py:30:hook', 'myops::run_hooks', 'PyObject_Call'] + tail)
+        t.close()
+        con = sqlite3.connect(path)
+        for fid, fn in con.execute('SELECT id, function FROM frames').fetchall():
+            if fn.startswith('py:'):
+                _, f, line, name = fn.split(':')
+                con.execute("UPDATE frames SET kind = 'python', module = NULL, ip = 0, file = ?, line = ?, function = ?"
+                            " WHERE id = ?", (f, int(line), name, fid))
+            else:
+                con.execute('UPDATE frames SET module = ? WHERE id = ?',
+                            (ext if fn.startswith('myops') or fn == 'wrap' else libpy, fid))
+        con.commit()
+        con.close()
+        d = json.loads(subprocess.run([GPUTRACE, 'leaks', '--json', path], capture_output=True, text=True).stdout)
+        got = sorted((s['bytes'], s['count']) for s in d['sites'])
+        self.assertEqual(got, [(4096, 1), (8 << 20, 4), (8 << 20, 8)], d['sites'])
+
     def make_program(self):
         lib = os.path.join(self.dir, 'venv', 'lib', 'python3.11', 'site-packages')
         os.makedirs(lib)
