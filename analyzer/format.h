@@ -23,7 +23,7 @@ const char *gt_fmt_ns(int64_t ns, char buf[GT_FMT_LEN]);
 /* s as it may stand in one line of text: s itself, or where it has a
  * control character (a path with a newline split the one-line error and the
  * section's header: a helper's probe) a copy with each as \n, \t or \xNN,
- * kept for the process's life (a few per run: error lines, headers). */
+ * valid until 16 more such copies are made (use it in the line at hand). */
 const char *gt_shown(const char *s);
 /* The same written to f, nothing kept. */
 void gt_fputs_shown(const char *s, FILE *f);

@@ -333,7 +333,7 @@ static int symbolize_one(const char *path, const char *tool)
      * trace it closes; one still written keeps its mode and -wal. */
     if (gt_file_writer_pid(path) <= 0)
         sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
-    printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", path, sc.resolved, total, gt_s((long long)total), modules,
+    printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", gt_shown(path), sc.resolved, total, gt_s((long long)total), modules,
            gt_s((long long)modules));
     if (missing)
         printf(" (%zu module%s no longer on disk)", missing, gt_s((long long)missing));

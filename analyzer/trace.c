@@ -440,9 +440,10 @@ int gt_trace_open(struct gt_trace *t, const char *path)
                         "its -wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);
         return code;
     }
-    if (app_id == 0 && t->wal_missing && gt_file_writer_pid(path) > 0)
+    long by = app_id == 0 && t->wal_missing ? gt_file_writer_pid(path) : -1;
+    if (by > 0)
         return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written "
-                    "no events yet; try again in a moment", gt_file_writer_pid(path));
+                    "no events yet; try again in a moment", by);
     if (app_id == 0 && t->wal_missing)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace was still being written when its process ended (killed?) and its "
                     "-wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);

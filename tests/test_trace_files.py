@@ -96,10 +96,13 @@ class StillWritten(T.AnalyzerTest):
     host that holds the file open) is not called killed, nor its creation
     file one to delete (a helper's probe)."""
 
-    def hold(self, path):
-        """A process that keeps path open, as the traced process's writer does."""
-        p = subprocess.Popen([sys.executable, '-c', 'import sys, time; f = open(sys.argv[1], "rb"); print("open", '
-                              'flush=True); time.sleep(120)', path], stdout=subprocess.PIPE, text=True)
+    def hold(self, path, writer=True):
+        """A process that keeps path open: as the traced process's writer does (libgputrace mapped, the
+        file open for writing), or as a reader (neither: never taken for the writer; a review)."""
+        env = dict(os.environ, LD_PRELOAD=gtlib.SHIM, GPUTRACE_QUIET='1') if writer else None   # (no CUDA: no trace)
+        p = subprocess.Popen([sys.executable, '-c', 'import sys, time; f = open(sys.argv[1], sys.argv[2]); '
+                              'print("open", flush=True); time.sleep(120)', path, 'r+b' if writer else 'rb'],
+                             stdout=subprocess.PIPE, text=True, env=env)
         self.addCleanup(p.wait)
         self.addCleanup(p.kill)
         self.assertEqual(p.stdout.readline().strip(), 'open')
@@ -120,6 +123,10 @@ class StillWritten(T.AnalyzerTest):
         out = self.ok('summary', db).stdout
         self.assertIn('not closed (the process was killed or crashed, or still runs)', out)
         self.assertIn('the record ends in it (the process was killed?): incomplete, not fitted', self.ok('peak', db).stdout)
+        reader = self.hold(db, writer=False)   # another reader is not its writer
+        self.assertIn('(the process was killed or crashed, or still runs)', self.ok('summary', db).stdout)
+        self.assertIn('the record ends in it (the process was killed?)', self.ok('peak', db).stdout)
+        reader.kill()
         p = self.hold(db)
         self.assertIn('not closed: process %d still writes it' % p.pid, self.ok('summary', db).stdout)
         peak = self.ok('peak', db).stdout
