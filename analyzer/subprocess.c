@@ -223,6 +223,8 @@ int gt_spawn_wait(char *const *argv, const struct gt_spawn *how, const char *who
         close(out);
     if (err >= 0)
         close(err);
+    if (how && how->pid)
+        *how->pid = (long)pid;
     void (*old_ttou)(int) = SIG_DFL;
     if (timeout_s > 0) {
         setpgid(pid, pid);   /* (either side may run first) */

@@ -19,6 +19,7 @@ struct gt_spawn {
     double timeout_s;          /* > 0: past it the child gets SIGTERM, and SIGKILL 10 s later */
     int *timed_out;            /* set to 1 when it did (not NULL with timeout_s) */
     int *term_signal;          /* set to N when a signal N ended it, else 0; may be NULL */
+    long *pid;                 /* set to the child's pid once started; may be NULL */
 };
 
 /* Runs argv[0] (searched in PATH) with argv, in a child process, and waits

@@ -26,6 +26,7 @@ struct gt_sweep_run {
     int oom_said;                /* no trace did, but the run's stderr ended on the framework's own
                                   * out-of-memory error (XLA refuses a buffer past the device) */
     int host_oom;                /* a trace ended on a failed pinned host or managed request: not the device's */
+    long oom_pid;                /* the process whose trace ended on it */
     int timed_out;               /* it ran past --run-timeout and was stopped */
     int64_t unaccounted;         /* that request + what was live fell short of the total by this */
     int64_t need_lb;             /* that request + what was live, less what was held outside the

@@ -588,6 +588,24 @@ class SweepTest(TraceTest):
                       'within\n  the room left; the rest of what failed it is not in its trace', p.stdout)
         self.assertNotIn('one more sample costs more than a sample', p.stdout)
 
+    def test_a_program_that_exits_0_after_a_request_it_went_on_without_fit(self):
+        # an optional 2 GiB cache tried last and skipped, then exit 0: "batch size 1 ran out of memory"
+        # (a helper's probe); through a wrapper whose 0 says nothing of its program, a failure still counts
+        script = os.path.join(self.dir, 'optional_cache.py')
+        with open(script, 'w') as f:
+            f.write('import ctypes, os, sys\nrt = ctypes.CDLL("libcudart.so.13")\n'
+                    'bs = int(os.environ["GPUTRACE_BATCH_SIZE"])\np = ctypes.c_void_p()\n'
+                    'if rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t((64 + 3 * bs) << 20)):\n'
+                    '    sys.exit("out of memory")\nrt.cudaFree(p)\n'
+                    'q = ctypes.c_void_p()\n'
+                    'print("cache", "on" if rt.cudaMalloc(ctypes.byref(q), ctypes.c_size_t(2048 << 20)) == 0 else "off")\n')
+        p, doc, d = self.sweep_json([], [sys.executable, script])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (320, 321, True))
+        p, doc, d = self.sweep_json([], ['sh', '-c', '"$0" "$1"; true', sys.executable, script], dirname='wrapped')
+        self.assertTrue(all(r['oom'] for r in doc['runs']), doc['runs'])   # each run's trace ends on the 2 GiB
+        self.assertIsNone(doc['max_batch_size'])
+
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
         self.assertEqual(p.returncode, 12, p.stderr)
