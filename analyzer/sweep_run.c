@@ -378,7 +378,34 @@ void gt_sweep_print_tail(FILE *f, const char *path, int lines)
     long got = read_tail(path, buf, sizeof buf);
     if (got < 0)
         return;
-    size_t n = (size_t)got;
+    /* Each line as a terminal leaves it: after its last carriage return (a
+     * progress bar redraws one line with \r: a helper's probe printed 1,288
+     * frames of one as a 64 KiB line), and at most WIDE bytes of it */
+    enum { WIDE = 300 };
+    size_t n = 0;
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        while (len && line[len - 1] == '\r')
+            len--;   /* (a line that ends with \r: what came before it) */
+        char *from = line;
+        for (size_t i = 0; i < len; i++)
+            if (line[i] == '\r')
+                from = line + i + 1;
+        len -= (size_t)(from - line);
+        /* (what is written never passes what was read: n <= from - buf, and
+         * at most len bytes and the newline read go out) */
+        int cut = len > WIDE;
+        memmove(buf + n, from, cut ? WIDE - 3 : len);
+        n += cut ? WIDE - 3 : len;
+        if (cut) {
+            memcpy(buf + n, "...", 3);
+            n += 3;
+        }
+        if (nl)
+            buf[n++] = '\n';
+    }
+    buf[n] = 0;
     while (n && buf[n - 1] == '\n')
         buf[--n] = 0;
     size_t start = n;

@@ -617,6 +617,16 @@ class SweepTest(TraceTest):
         self.assertIn('run 4 (batch size 320) exited with status 3, and its trace does not end on an out-of-memory',
                       p.stderr)
         self.assertIn('ValueError: shapes (320, 3) and (4, 5) not aligned', p.stderr)
+        # a progress bar redrawn with \r before the error (tqdm's): the lines as a terminal leaves them,
+        # not 1,288 frames in one 64 KiB line (a helper's probe)
+        bar = ('i=0; while [ $i -lt 2000 ]; do printf "\\r%d/2000 [00:01<00:00, 1000it/s]" $i >&2; i=$((i+1)); done; '
+               'echo >&2; printf "x%.0s" $(seq 1000) >&2; echo >&2; exec "$0" --batch-size "$1" --fail-above 100')
+        p, doc, d = self.sweep_json([], ['sh', '-c', bar, prog('sweep_train'), '{bs}'], dirname='sweep_bar')
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertIn('ValueError: shapes (320, 3) and (4, 5) not aligned', p.stderr)
+        self.assertIn('    1999/2000 [00:01<00:00, 1000it/s]\n', p.stderr)
+        self.assertIn('    ' + 'x' * 297 + '...\n', p.stderr)
+        self.assertLess(max(len(l) for l in p.stderr.splitlines()), 320, p.stderr)
         # a crash, before the shim wrote anything
         p, doc, d = self.sweep_json([], self.train('--crash-above', 4), dirname='sweep2')
         self.assertEqual(p.returncode, 12, p.stderr)
