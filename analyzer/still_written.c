@@ -1,16 +1,16 @@
-/* still_written.c - is a trace still being written? The traced process of
- * this host that holds the file open for writing (its writer keeps it open
- * to the end), found through /proc. Asked only where a trace looks
- * unfinished: a trace read while its program runs is not a killed one, and
- * its creation-name is not a file to delete (a helper's probe: "ended
- * (killed?) ... delete it" of a trace whose process was starting).
- * A writer is a process that has the file open for writing and has
- * libgputrace mapped: another reader (a second gputrace, a database browser
- * that opened it read-only) or a child that inherited the descriptor of a
- * parent killed since is not one (a review). /proc is read once a run, by
- * the text of each descriptor's link (no stat() through it: one of a hung
- * network mount would hang as lsof does), another user's processes unseen;
- * and read once for all the files a command is given (a second later again). */
+/* still_written.c - is a trace still being written? Its traced process, on
+ * this host, holding the file open for writing (its writer keeps it open to
+ * the end), found through /proc. Asked only where a trace looks unfinished:
+ * a trace read while its program runs is not a killed one, and its
+ * creation-name is not a file to delete (a helper's probe: "ended (killed?)
+ * ... delete it" of a trace whose process was starting).
+ * Only the process the trace names is its writer (a review: any process
+ * with the file open counted, a second gputrace or a browser reading it, and
+ * a fork child, which keeps the parent's descriptor but writes nothing, outlived
+ * a killed parent as "still writing"); it must have the file open for
+ * writing and libgputrace mapped. Descriptors are compared by the text of
+ * their links, never stat()ed (one of a hung network mount would hang as
+ * lsof does); another user's processes are not seen. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,65 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer.h"
-#include "format.h"
 #include "trace.h"
 
-struct open_file {
-    long pid;
-    int fd;
-    char *path;
-};
-static struct open_file *open_files;   /* (kept for the run: reachable) */
-static size_t nopen;
-static double looked_at = -1;   /* (gt_now(); looked again after a second: a sweep's later runs) */
-
-static void look(void)
-{
-    for (size_t i = 0; i < nopen; i++)
-        free(open_files[i].path);
-    nopen = 0;
-    looked_at = gt_now();
-    DIR *proc = opendir("/proc");
-    if (!proc)
-        return;
-    long self = (long)getpid();
-    size_t cap = 0;
-    struct dirent *p;
-    while ((p = readdir(proc))) {
-        char *end;
-        long pid = strtol(p->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == self)
-            continue;
-        char dir[64];
-        snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
-        DIR *fds = opendir(dir);   /* another user's: not readable, passed over */
-        if (!fds)
-            continue;
-        struct dirent *f;
-        while ((f = readdir(fds))) {
-            char link[64 + sizeof f->d_name], to[PATH_MAX];
-            if (f->d_name[0] == '.')
-                continue;
-            snprintf(link, sizeof link, "%s/%s", dir, f->d_name);
-            ssize_t n = readlink(link, to, sizeof to - 1);
-            if (n <= 0 || to[0] != '/')
-                continue;   /* (a pipe, a socket) */
-            to[n] = 0;
-            if (nopen == cap)
-                open_files = gt_xrealloc(open_files, (cap = cap ? 2 * cap : 256) * sizeof *open_files);
-            open_files[nopen++] = (struct open_file){pid, atoi(f->d_name), gt_xstrdup(to)};
-        }
-        closedir(fds);
-    }
-    closedir(proc);
-}
-
 /* Is descriptor fd of pid open for writing? */
-static int open_for_writing(long pid, int fd)
+static int open_for_writing(long pid, const char *fd)
 {
-    char name[96], line[128];
-    snprintf(name, sizeof name, "/proc/%ld/fdinfo/%d", pid, fd);
+    char name[96 + NAME_MAX], line[128];
+    snprintf(name, sizeof name, "/proc/%ld/fdinfo/%s", pid, fd);
     FILE *f = fopen(name, "r");
     int yes = 0;
     while (f && fgets(line, sizeof line, f)) {
@@ -106,28 +54,58 @@ static int traced(long pid)
     return yes;
 }
 
-/* (-1 where none: gt_trace_writer_pid caches it) */
-long gt_file_writer_pid(const char *path)
+/* Does pid, traced, hold the file real open for writing? */
+static int writes(long pid, const char *real)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+    DIR *fds = opendir(dir);   /* gone, or another user's */
+    if (!fds)
+        return 0;
+    int yes = 0;
+    for (struct dirent *f; !yes && (f = readdir(fds));) {
+        char link[80 + NAME_MAX], to[PATH_MAX];
+        if (f->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "%s/%s", dir, f->d_name);
+        ssize_t n = readlink(link, to, sizeof to - 1);
+        if (n <= 0)
+            continue;
+        to[n] = 0;
+        yes = !strcmp(to, real) && open_for_writing(pid, f->d_name) && traced(pid);
+    }
+    closedir(fds);
+    return yes;
+}
+
+long gt_file_writer_pid(const char *path, long pid)
 {
     char *real = realpath(path, NULL);
     if (!real)
         return -1;
-    if (looked_at < 0 || gt_now() - looked_at > 1.0)
-        look();
     long found = -1;
-    for (size_t i = 0; i < nopen && found < 0; i++)
-        if (!strcmp(open_files[i].path, real) && open_for_writing(open_files[i].pid, open_files[i].fd) &&
-            traced(open_files[i].pid))
-            found = open_files[i].pid;
+    if (pid > 0) {
+        found = pid != (long)getpid() && writes(pid, real) ? pid : -1;
+    } else {   /* (a trace whose process is not known yet: any traced process's) */
+        DIR *proc = opendir("/proc");
+        for (struct dirent *p; proc && found < 0 && (p = readdir(proc));) {
+            char *end;
+            long q = strtol(p->d_name, &end, 10);
+            if (!*end && q > 0 && q != (long)getpid() && writes(q, real))
+                found = q;
+        }
+        if (proc)
+            closedir(proc);
+    }
     free(real);
     return found;
 }
 
 long gt_trace_writer_pid(struct gt_trace *t)
 {
-    if (t->proc.end_reason)
-        return 0;   /* closed: nobody writes it */
+    if (t->proc.end_reason || t->proc.pid <= 0)
+        return 0;   /* closed: nobody writes it (or no process named) */
     if (!t->writer_pid)
-        t->writer_pid = gt_file_writer_pid(t->path);
+        t->writer_pid = gt_file_writer_pid(t->path, t->proc.pid);
     return t->writer_pid > 0 ? t->writer_pid : 0;
 }

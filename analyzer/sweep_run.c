@@ -7,9 +7,11 @@
  * request (gt_oom_ended_program) and whether it preallocated the device. */
 #include <dirent.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analyzer.h"
 #include "format.h"
@@ -297,6 +299,49 @@ static int said_out_of_memory(const char *path)
     return 0;
 }
 
+/* The command returned while a process it left running (sh -c "train &")
+ * still writes one of the run's traces: its trace was read half written and
+ * called a fit, and the next run started beside it on the GPU (a helper's
+ * probe). Waits for every such writer, once said on stderr; past the run's
+ * timeout (deadline > 0) it is stopped as the run would be: SIGTERM, then
+ * SIGKILL 10 s later, and the run timed out. */
+static void wait_for_writers(struct gt_sweep_run *r, const char *dir, const char *stem, double deadline)
+{
+    int said = 0, sent = 0;
+    double kill_at = 0;
+    for (;;) {
+        long writer = 0;
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && !writer && (e = readdir(d));)
+            if (is_trace_of(e->d_name, stem)) {
+                char path[PATH_MAX + 256];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                struct gt_trace t;
+                if (gt_trace_open(&t, path) == GT_EXIT_OK)
+                    writer = gt_trace_writer_pid(&t);
+                gt_trace_close(&t);
+            }
+        if (d)
+            closedir(d);
+        if (!writer)
+            return;
+        if (!said++)
+            fprintf(stderr, "gputrace sweep: run %d's command returned while process %ld, which it left running, still "
+                    "writes its trace: waiting for it\n", r->number, writer);
+        double now = gt_now();
+        if (sent == 2 && now >= kill_at + 20)
+            return;   /* (not gone 30 s after SIGKILL: stuck in the driver; its trace read as it is) */
+        if (deadline > 0 && now >= deadline && sent < 2 && now >= kill_at) {
+            kill((pid_t)writer, sent ? SIGKILL : SIGTERM);
+            r->timed_out = 1;
+            kill_at = now + 10;
+            sent++;
+        }
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int stack_depth, double timeout_s,
                  const struct gt_opts *o)
 {
@@ -341,6 +386,8 @@ int gt_sweep_run(struct gt_sweep_run *r, char *const *argv, const char *dir, int
                            .timed_out = &r->timed_out, .pid = &pid};
     double t0 = gt_now();
     r->exit_status = gt_spawn_wait(args, &how, "gputrace sweep");
+    if (!r->timed_out)
+        wait_for_writers(r, dir, stem, timeout_s > 0 ? t0 + timeout_s : 0);
     r->seconds = gt_now() - t0;
     for (size_t i = 0; i < argc; i++)
         free(args[i]);

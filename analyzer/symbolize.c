@@ -229,6 +229,7 @@ static int symbolize_one(const char *path, const char *tool)
         return code;
     }
     char *exe = t.proc.exe ? gt_xstrdup(t.proc.exe) : NULL;
+    long writer = gt_trace_writer_pid(&t);   /* (its process still writing it: it keeps its mode) */
     gt_trace_close(&t);
 
     sqlite3 *db = NULL;
@@ -331,7 +332,7 @@ static int symbolize_one(const char *path, const char *tool)
      * then warned that the -wal was missing (a helper's probe). Nobody else
      * writing it, the file is put in rollback mode, as the shim leaves a
      * trace it closes; one still written keeps its mode and -wal. */
-    if (gt_file_writer_pid(path) <= 0)
+    if (!writer)
         sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
     printf("%s: %zu of %zu frame%s given file:line, from %zu module%s", gt_shown(path), sc.resolved, total, gt_s((long long)total), modules,
            gt_s((long long)modules));

@@ -146,7 +146,7 @@ static int check_file(struct gt_trace *t, const char *path)
 {
     struct stat st;
     long pid = creating_pid(path);
-    long by = pid && stat(path, &st) == 0 ? gt_file_writer_pid(path) : -1;
+    long by = pid && stat(path, &st) == 0 ? gt_file_writer_pid(path, pid) : -1;
     if (by > 0)
         return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written no "
                     "events yet; try again in a moment", by);
@@ -159,7 +159,7 @@ static int check_file(struct gt_trace *t, const char *path)
         glob_t g;
         snprintf(pattern, sizeof pattern, "%s.creating-*", path);
         if (err == ENOENT && glob(pattern, 0, NULL, &g) == 0) { /* sorted: NAME.creating-PID before its -journal */
-            long by = gt_file_writer_pid(g.gl_pathv[0]);
+            long by = gt_file_writer_pid(g.gl_pathv[0], creating_pid(g.gl_pathv[0]));
             if (by > 0)
                 gt_trace_fail(t, GT_EXIT_MISSING, "not there yet: process %ld is creating it (%s) and has written no "
                               "events yet; try again in a moment", by, g.gl_pathv[0]);
@@ -440,7 +440,7 @@ int gt_trace_open(struct gt_trace *t, const char *path)
                         "its -wal file, which holds what was written, is missing; copy %s-wal together with the trace", path);
         return code;
     }
-    long by = app_id == 0 && t->wal_missing ? gt_file_writer_pid(path) : -1;
+    long by = app_id == 0 && t->wal_missing ? gt_file_writer_pid(path, 0) : -1;
     if (by > 0)
         return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written "
                     "no events yet; try again in a moment", by);

@@ -227,11 +227,11 @@ static inline const struct gt_api_attr *gt_attr(const struct gt_trace *t, const 
     return &t->api[e->api];
 }
 
-/* still_written.c: the process of this host that has the file open (a
- * traced process still writing it), or -1; reads /proc, so only where a
- * trace looks unfinished. gt_trace_writer_pid: the same for a trace not
- * closed, asked once (0: closed, or nobody has it open). */
-long gt_file_writer_pid(const char *path);
+/* still_written.c: pid, if it runs on this host, is traced and holds the
+ * file open for writing (still writing it), or -1; reads /proc, so only
+ * where a trace looks unfinished. gt_trace_writer_pid: the same for a trace
+ * not closed and the process it names, asked once (0: closed, or not so). */
+long gt_file_writer_pid(const char *path, long pid);   /* pid <= 0: any traced process (the pid not known) */
 long gt_trace_writer_pid(struct gt_trace *t);
 
 #endif

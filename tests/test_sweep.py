@@ -606,6 +606,17 @@ class SweepTest(TraceTest):
         self.assertTrue(all(r['oom'] for r in doc['runs']), doc['runs'])   # each run's trace ends on the 2 GiB
         self.assertIsNone(doc['max_batch_size'])
 
+    def test_a_job_the_command_left_running_is_waited_for(self):
+        # sh -c "train & sleep 0.3": its trace was read half written and called a fit (the model alone), and
+        # the next run started beside it (a helper's probe)
+        job = '"$0" --batch-size "$1" --start-ms 600 & sleep 0.3'
+        p, doc, d = self.sweep_json([], ['sh', '-c', job, prog('sweep_train'), '{bs}'])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((doc['max_batch_size'], doc['min_failing_batch_size'], doc['verified']), (320, 321, True))
+        self.assertIn("run 1's command returned while process", p.stderr)
+        self.assertIn('which it left running, still writes its trace: waiting for it', p.stderr)
+        self.assertTrue(all(r['seconds'] > 0.55 for r in doc['runs']), [r['seconds'] for r in doc['runs']])
+
     def test_failure_other_than_memory_stops_the_sweep_with_its_last_stderr_lines(self):
         p, doc, d = self.sweep_json([], self.train('--fail-above', 100))
         self.assertEqual(p.returncode, 12, p.stderr)

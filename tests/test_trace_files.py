@@ -127,7 +127,12 @@ class StillWritten(T.AnalyzerTest):
         self.assertIn('(the process was killed or crashed, or still runs)', self.ok('summary', db).stdout)
         self.assertIn('the record ends in it (the process was killed?)', self.ok('peak', db).stdout)
         reader.kill()
-        p = self.hold(db)
+        p = self.hold(db)   # traced, open for writing, but not the process the trace names (a fork child)
+        self.assertIn('(the process was killed or crashed, or still runs)', self.ok('summary', db).stdout)
+        con = sqlite3.connect(db)   # now it is the trace's own
+        con.execute('UPDATE processes SET pid = ?', (p.pid,))
+        con.commit()
+        con.close()
         self.assertIn('not closed: process %d still writes it' % p.pid, self.ok('summary', db).stdout)
         peak = self.ok('peak', db).stdout
         self.assertIn('the process still runs in it (the trace is being written): incomplete, not fitted', peak)
@@ -161,14 +166,26 @@ class StillWritten(T.AnalyzerTest):
     def test_a_trace_being_created_is_not_one_to_delete(self):
         made = self.unclosed(os.path.join(self.dir, 'x.db'))
         db = os.path.join(self.dir, 'c.db')
-        creating = db + '.creating-4242'
+        p = self.hold(made, writer=False)   # (a pid for the name: a reader, not its writer)
+        creating = db + '.creating-%d' % p.pid
         os.rename(made, creating)
         line = self.assertOneErrorLine(self.gputrace('summary', db), 3, db)
         self.assertIn('the traced process ended (killed?) while creating the trace', line)
         self.assertIn('delete it', line)
         line = self.assertOneErrorLine(self.gputrace('summary', creating), 7, creating)
         self.assertIn('delete it', line)
-        p = self.hold(creating)
+        p.kill()
+        p.wait()
+        p = self.hold(creating)   # the writer, under another pid than the name's: not it either
+        self.assertIn('delete it', self.assertOneErrorLine(self.gputrace('summary', db), 3, db))
+        p.kill()
+        p.wait()
+        os.rename(creating, db + '.creating-%d' % p.pid)   # the name's pid gone: still to delete
+        self.assertIn('delete it', self.assertOneErrorLine(self.gputrace('summary', db), 3, db))
+        q = self.hold(db + '.creating-%d' % p.pid)
+        creating = db + '.creating-%d' % q.pid
+        os.rename(db + '.creating-%d' % p.pid, creating)
+        p = q
         line = self.assertOneErrorLine(self.gputrace('summary', db), 3, db)
         self.assertIn('not there yet: process %d is creating it' % p.pid, line)
         self.assertNotIn('delete', line)
