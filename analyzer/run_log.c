@@ -114,7 +114,7 @@ void gt_run_log_end(int status, int sig)
     size_t n = 0, cap = 0;
     /* files being created: told if neither opened after nor given up ("failed": the shim said why) */
     struct { char *path; int pid, resolved; } creating[64];
-    size_t nc = 0;
+    size_t nc = 0, failed = 0;   /* failed: processes whose trace could not be made (the shim said why) */
     FILE *f = fopen(log_path, "r");
     char line[PATH_MAX + 256];
     while (f && fgets(line, sizeof line, f)) {
@@ -132,6 +132,7 @@ void gt_run_log_end(int status, int sig)
         int wrote_rec = (nf == 7 || nf == 9) && strcmp(field[0], "wrote") == 0;   /* 7: an older shim's */
         int creating_rec = nf == 3 && strcmp(field[0], "creating") == 0;
         int failed_rec = nf == 2 && strcmp(field[0], "failed") == 0;
+        failed += failed_rec;
         if (open_rec || failed_rec) {   /* the last creation of that process is over (in the log's order:
                                          * an exec'ed image creates its own after its predecessor's) */
             int pid = atoi(field[1]);
@@ -214,6 +215,12 @@ void gt_run_log_end(int status, int sig)
         /* (it was never run, or ended as one: "cannot run" said why) */
     } else if (n == 0 && unopened) {
         /* (said below, process by process) */
+    } else if (n == 0 && failed) {
+        /* the shim's line above says why (an unwritable directory); "no CUDA call" contradicted it (a helper's
+         * probe) */
+        fprintf(stderr, "gputrace run: nothing was traced: %zu process%s of the command could not create %s trace file "
+                        "(see the line%s above; -o names a writable place)\n", failed, failed == 1 ? "" : "es",
+                failed == 1 ? "its" : "their", failed == 1 ? "" : "s");
     } else if (n == 0) {
         /* the shim starts a trace at the first call it records: a program
          * that only asked for devices or synchronized made none */

@@ -21,6 +21,25 @@ class LauncherTest(TraceTest):
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
         self.assertIn('gputrace run: wrote out.db (20 events', p.stderr)
 
+    def test_a_trace_that_could_not_be_created_is_not_called_no_cuda_call(self):
+        # the default output in a directory the user cannot write: the shim said "cannot create trace file",
+        # then run's closing line said no process made a CUDA call (a helper's probe)
+        import shutil
+        if os.geteuid() != 0 or not shutil.which('setpriv'):
+            self.skipTest('needs root and setpriv to run as another user')
+        here = os.path.join(self.dir, 'rootonly')
+        os.mkdir(here, 0o755)
+        os.chmod(self.dir, 0o755)
+        p = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', GPUTRACE, 'run', '--',
+                            prog('demo_loop')], cwd=here, env=base_env(GPUTRACE_CUPTI=0), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stderr.splitlines()
+        self.assertIn('cannot create trace file', lines[0])
+        self.assertEqual(lines[-1], 'gputrace run: nothing was traced: 1 process of the command could not create its '
+                                    'trace file (see the line above; -o names a writable place)', p.stderr)
+        self.assertEqual(os.listdir(here), [])
+
     def test_run_replaces_an_existing_output_file(self):
         db = os.path.join(self.dir, 'out.db')
         self.launch(['-o', db, prog('output')])
