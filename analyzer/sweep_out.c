@@ -1,6 +1,7 @@
 /* sweep_out.c - gputrace sweep's result: the table of runs, the fit, the
  * prediction, the proof (with the margin and the unsteady sizes) in words,
  * or the same as JSON (README: the sweep's JSON). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -312,12 +313,36 @@ static void print_fit_text(const struct sweep *s)
                "       which one line holds\n", f->points, gt_fmt_bytes_d(f->max_residual, b3), f->used);
 }
 
+/* An argument as a shell would take it back: as it is where nothing in it
+ * is special, else in single quotes (sh -c "echo hi; exit 0" read as four
+ * words: a helper's probe). */
+static void print_shell_word(const char *w)
+{
+    int plain = *w != 0;
+    for (const char *c = w; *c && plain; c++)
+        plain = isalnum((unsigned char)*c) || strchr("_@%+=:,./-{}", *c);
+    if (plain) {
+        fputs(w, stdout);
+        return;
+    }
+    putchar('\'');
+    for (const char *c = w; *c; c++) {
+        if (*c == '\'')
+            fputs("'\\''", stdout);
+        else
+            gt_fputs_shown((char[]){*c, 0}, stdout);   /* (a newline as \n: one line) */
+    }
+    putchar('\'');
+}
+
 void gt_sweep_print_text(const struct sweep *s, double total_s)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
     printf("Sweep of:");
-    for (char **arg = s->a->files; *arg; arg++)
-        printf(" %s", *arg);
+    for (char **arg = s->a->files; *arg; arg++) {
+        putchar(' ');
+        print_shell_word(*arg);
+    }
     printf("\n  traces in %s\n", s->dir);
     struct gt_table tb;
     gt_table_init(&tb, 7, 0x6b);

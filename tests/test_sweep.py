@@ -637,6 +637,9 @@ class SweepTest(TraceTest):
         self.assertIn('ValueError: shapes (320, 3) and (4, 5) not aligned', p.stderr)
         self.assertIn('    1999/2000 [00:01<00:00, 1000it/s]\n', p.stderr)
         self.assertIn('    ' + 'x' * 297 + '...\n', p.stderr)
+        p, d = self.sweep([], ['sh', '-c', bar, prog('sweep_train'), '{bs}'], dirname='sweep_bar_text')
+        self.assertIn("Sweep of: sh -c '", p.stdout)   # the command as a shell takes it back
+        self.assertIn("""exec "$0" --batch-size "$1" --fail-above 100' %s {bs}\n""" % prog('sweep_train'), p.stdout)
         self.assertLess(max(len(l) for l in p.stderr.splitlines()), 320, p.stderr)
         # a crash, before the shim wrote anything
         p, doc, d = self.sweep_json([], self.train('--crash-above', 4), dirname='sweep2')
