@@ -38,7 +38,7 @@ static int is_interpreter(const char *module)
     return *b == 0 || !strncmp(b, ".so", 3);
 }
 
-enum { FRAME_OTHER = 1, FRAME_PYTHON, FRAME_INTERPRETER };   /* (0 is the map's "none") */
+enum { FRAME_OTHER = 1, FRAME_PYTHON, FRAME_INTERPRETER };   /* (a frame not in the map: GT_HMAP_NONE, kept) */
 
 /* Each frame's class by its id (a small table: one row per distinct
  * address); returns how many are the interpreter's, 0 where the trace has
