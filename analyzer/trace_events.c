@@ -322,9 +322,9 @@ int gt_trace_load_events(struct gt_trace *t)
         return gt_trace_fail(t, GT_EXIT_EMPTY, "no events yet: process %ld is still writing the trace; try again in a "
                     "moment", gt_trace_writer_pid(t));
     if (n == 0 && !t->proc.end_reason && t->wal_cut)
-        return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace holds no events it can read and was not closed: its -wal file, "
-                    "which holds what was written, ends in a partial frame (cut short by a copy?); copy %s-wal whole "
-                    "with the trace", t->path);
+        return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace holds no events it can read and was not closed: its process "
+                    "ended (killed?) before writing any whole, or its -wal file, which holds what was written, was cut "
+                    "short (it ends in a partial frame; copy %s-wal whole with the trace)", t->path);
     if (n == 0 && !t->proc.end_reason && t->wal_missing)
         return gt_trace_fail(t, GT_EXIT_CORRUPT, "the trace holds no events and was not closed: its process ended (killed?) "
                     "before writing any, or this is a copy whose -wal file, which holds what was written, is missing "

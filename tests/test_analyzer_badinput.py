@@ -250,7 +250,7 @@ class KilledTraces(T.AnalyzerTest):
             p = self.gputrace('summary', '--json', copy)
             if rc:
                 line = self.assertOneErrorLine(p, rc, copy)
-                self.assertIn('-wal file, which holds what was written, ends in a partial frame', line)
+                self.assertIn('-wal file, which holds what was written, was cut short (it ends in a partial frame', line)
                 self.assertNotIn('before its first events were written', line)
                 continue
             self.assertEqual(p.returncode, 0, p.stderr)
