@@ -131,23 +131,16 @@ void gt_fputs_shown(const char *s, FILE *f)
 
 const char *gt_shown(const char *s)
 {
-    size_t n = 0, ctl = 0;
-    for (; s && s[n]; n++)
-        ctl += (unsigned char)s[n] < 0x20 || s[n] == 0x7f;
+    size_t ctl = 0;
+    for (const char *c = s; c && *c; c++)
+        ctl += (unsigned char)*c < 0x20 || *c == 0x7f;
     if (!ctl)
         return s ? s : "";
-    char *out = gt_xmalloc(n + 3 * ctl + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '\n')
-            o += sprintf(o, "\\n");
-        else if (*p == '\t')
-            o += sprintf(o, "\\t");
-        else if (*p < 0x20 || *p == 0x7f)
-            o += sprintf(o, "\\x%02x", *p);
-        else
-            *o++ = (char)*p;
-    }
-    *o = 0;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = gt_xmemstream(&out, &len);
+    gt_fputs_shown(s, m);
+    fclose(m);
     /* kept where LeakSanitizer sees them: the last few, the oldest freed */
     static char *kept[16];
     static size_t next;

@@ -50,20 +50,26 @@ void gt_outfile_say_chosen(struct gt_outfile *of, int code)
     of->chosen = NULL;
 }
 
-/* Is path an SQLite database (a trace, the one being read among them)?
- * Only a regular file is read: a FIFO's open and read would wait for a
- * writer (-o a FIFO hung: CI). */
-static int is_sqlite(const char *path)
+/* The first n bytes of path into head: all of them were read. Only a
+ * regular file is read: a FIFO's open and read would wait for a writer (-o
+ * a FIFO hung: CI). */
+static int read_head(const char *path, void *head, size_t n)
 {
-    char head[16] = "";
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return 0;
     FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    size_t got = f ? fread(head, 1, n, f) : 0;
     if (f)
         fclose(f);
-    return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
+    return got == n;
+}
+
+/* Is path an SQLite database (a trace, the one being read among them)? */
+static int is_sqlite(const char *path)
+{
+    char head[16];
+    return read_head(path, head, sizeof head) && !memcmp(head, "SQLite format 3", 16);
 }
 
 /* Is path a SQLite database's companion: its write-ahead log, shared-memory
@@ -86,16 +92,10 @@ static int is_sqlite_companion(const char *path)
                 return 1;
         }
     }
-    unsigned char head[4] = {0};
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return 0;
-    FILE *f = fopen(path, "rb");
-    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
-    if (f)
-        fclose(f);
     /* the WAL header's magic, big-endian: 0x377f0682 or 0x377f0683 */
-    return got == sizeof head && head[0] == 0x37 && head[1] == 0x7f && head[2] == 0x06 && (head[3] & 0xfe) == 0x82;
+    unsigned char head[4];
+    return read_head(path, head, sizeof head) && head[0] == 0x37 && head[1] == 0x7f && head[2] == 0x06 &&
+           (head[3] & 0xfe) == 0x82;
 }
 
 int gt_outfile_open(struct gt_outfile *of, const char *path)

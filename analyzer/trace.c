@@ -146,13 +146,14 @@ static int check_file(struct gt_trace *t, const char *path)
 {
     struct stat st;
     long pid = creating_pid(path);
-    long by = pid && stat(path, &st) == 0 ? gt_file_writer_pid(path, pid) : -1;
-    if (by > 0)
-        return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written no "
-                    "events yet; try again in a moment", by);
-    if (pid && stat(path, &st) == 0)
-        return gt_trace_fail(t, GT_EXIT_EMPTY, "an unfinished trace file, with no events: its process (pid %ld) ended (killed?) "
-                    "while creating it, before the first events were written; delete it", pid);
+    if (pid && stat(path, &st) == 0) {
+        long by = gt_file_writer_pid(path, pid);
+        if (by > 0)
+            return gt_trace_fail(t, GT_EXIT_EMPTY, "a trace still being created: process %ld has it open and has written "
+                        "no events yet; try again in a moment", by);
+        return gt_trace_fail(t, GT_EXIT_EMPTY, "an unfinished trace file, with no events: its process (pid %ld) ended "
+                    "(killed?) while creating it, before the first events were written; delete it", pid);
+    }
     if (stat(path, &st) != 0) {
         int err = errno;
         char pattern[4200];
