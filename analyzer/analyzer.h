@@ -392,6 +392,7 @@ struct gt_peak {
     struct gt_slack slack;      /* the pool's slack per batch size (a pool level only) */
     int64_t safety;             /* of the margin: the safety term at the batch size predicted; -1 none */
     int64_t held_through;       /* allocated before the loop and held through it: the least a fixed part can be */
+    int64_t oom_batch_size;     /* the batch size of the iteration the program ended in, out of memory; -1 */
     char why_buf[256];          /* withheld_why, when it carries figures */
     int64_t other_grows_bs;     /* >= 0: device memory beside a pool fit rose at every batch size, up to
                                  * this one (from other_low to other_high): -1 not */
@@ -431,6 +432,7 @@ struct gt_oom_end {
     int64_t pool_split;     /* the pool's own request failed with at least as much unused in the pool
                              * (oom's pool_split_bytes): that unused; -1 */
     int memory;             /* the failed request's memory kind (GT_MEM_HOST, GT_MEM_MANAGED: not a device's) */
+    size_t event;           /* its last failed attempt's event index */
 };
 /* Did the program end on an out-of-memory request? 1 (and *end filled when
  * not NULL) or 0. */

@@ -272,6 +272,7 @@ int gt_oom_ended_program(struct gt_ctx *c, struct gt_oom_end *end)
         end->device_total = q->device == GT_ANY_DEVICE ? -1 : gt_trace_device_total(&c->t, q->device);
         end->call = gt_attr(&c->t, &c->t.ev[q->last])->name;
         end->memory = gt_attr(&c->t, &c->t.ev[q->last])->memory;
+        end->event = q->last;
         /* the pool's part, judged as gputrace oom judges it (gt_oom_ledger_at) */
         struct at_failure f;
         int failed = gt_oom_ledger_at(c, q, end->device_total, NULL, 0, &f);

@@ -192,6 +192,69 @@ static void other_levels(struct gt_ctx *c, const struct gt_iterations *its, stru
     }
 }
 
+/* Peaks that curve up with the batch size: the cost a sample between
+ * neighbouring batch sizes never falls (beyond the level's rounding) and the
+ * last is CURVE_RISE above the first. A line through such peaks under-reads
+ * larger batches however well it fits (a helper's probe: bs^2/16 MiB a step,
+ * the weights made in its first step, R^2 0.98: 243 predicted, 121 the
+ * truth). Noise and a step (a workspace chosen at some batch size) make
+ * some cost fall between them, and are not this. The rounding: the largest
+ * power of two dividing every size allocated at the level, from 512 B (the
+ * runtime's unit) to 2 MiB (a caching allocator's segments); two of it at
+ * either end of a secant is noise. *at: the index of the last secant's
+ * upper batch size. */
+#define CURVE_RISE 0.05
+
+static double level_rounding(const struct gt_ctx *c, const struct gt_sel *sel)
+{
+    uint64_t bits = 2 << 20;
+    for (size_t i = 0; i < c->t.nev && bits > 512; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(&c->t, sel, e))
+            while (bits > 512 && (uint64_t)e->size % bits)
+                bits >>= 1;
+    }
+    return (double)bits;
+}
+
+static int curves_up(const struct gt_peak *pk, double rounding, double *first, double *last)
+{
+    if (pk->nbs < 3)
+        return 0;
+    double prev = 0, tol_first = 0, tol = 0;
+    for (size_t b = 1; b < pk->nbs; b++) {
+        double dx = (double)(pk->bs[b].batch_size - pk->bs[b - 1].batch_size);
+        double s = ((double)pk->bs[b].max_peak - (double)pk->bs[b - 1].max_peak) / dx;
+        tol = 4 * rounding / dx;
+        if (b == 1) {
+            *first = s;
+            tol_first = tol;
+        } else if (s < prev - tol) {
+            return 0;
+        }
+        prev = s;
+    }
+    *last = prev;
+    return *last - *first > CURVE_RISE * fabs(*first) + tol_first + tol;
+}
+
+/* The batch size of the iteration the program ended in on an out-of-memory
+ * request at the level's device, or -1: a batch size the trace shows does
+ * not fit (a failure the program went on after says nothing: a caching
+ * allocator frees its cache and tries again). */
+static int64_t ended_out_of_memory(struct gt_ctx *c, const struct gt_iterations *its, const struct gt_sel *sel)
+{
+    struct gt_oom_end end;
+    if (!gt_oom_ended_program(c, &end) || (end.memory != GT_MEM_DEVICE && end.memory != GT_MEM_POOL) ||
+        (sel->device != GT_ANY_DEVICE && end.device != sel->device))
+        return -1;
+    for (size_t k = 0; k < its->n; k++)
+        if (end.event >= its->it[k].first_ev && end.event < its->it[k].end_ev)
+            return its->it[k].batch_size;
+    return -1;
+}
+
 /* The fixed part may fall this far below what is held through the loop
  * (a share, and rounding) before the line is taken to curve. */
 #define HELD_SHARE_SLACK 0.02
@@ -203,6 +266,7 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
     pk->device_total = pk->max_batch_size = -1;
     pk->carried_bytes = pk->carried_batch_size = -1;
     pk->other_grows_bs = pk->other_low = pk->other_high = -1;
+    pk->oom_batch_size = -1;
     pk->sel = *sel;
     gt_sel_name(sel->mem_mask, pk->memory, sizeof pk->memory);
     pk->overall_peak = gt_sel_peak(&c->t, &c->p, &pk->sel, &pk->overall_ev);
@@ -328,6 +392,10 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
         }
     }
     int64_t largest_traced = pk->nbs ? pk->bs[pk->nbs - 1].batch_size : 0;
+    double cost_first = 0, cost_last = 0;
+    int curved = pk->fit.ok && curves_up(pk, level_rounding(c, &pk->sel), &cost_first, &cost_last);
+    if (candidate >= 0)
+        pk->oom_batch_size = ended_out_of_memory(c, its, &pk->sel);
     /* the least growth that measures a per-sample cost: the runtime's
      * smallest unit of an allocation (the peaks are of requested bytes, to
      * the byte; the addresses' alignment, up to a pool's 2 MiB pages, would
@@ -359,6 +427,17 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
         pk->withheld_why = "the fit is poor (R^2 below 0.9): peaks do not follow batch size";
         pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary), or trace at tensor level"
                          " (PyTorch: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)";
+    } else if (curved) {
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        const struct gt_peak_bs *b = pk->bs;
+        size_t z = pk->nbs - 1;
+        snprintf(pk->why_buf, sizeof pk->why_buf,
+                 "peaks curve up with the batch size: %s a sample from batch size %lld to %lld, %s from %lld to %lld,"
+                 " so a line under-reads larger batches", gt_fmt_bytes_d(cost_first, b1), (long long)b[0].batch_size,
+                 (long long)b[1].batch_size, gt_fmt_bytes_d(cost_last, b2), (long long)b[z - 1].batch_size,
+                 (long long)b[z].batch_size);
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
     } else if (pk->nbs >= 3 && pk->fit.intercept < (1 - HELD_SHARE_SLACK) * (double)pk->held_through - HELD_BYTES_SLACK) {
         /* every batch's peak holds what was allocated before the loop and
          * kept: a line whose fixed part is below it bends up between the
@@ -371,6 +450,13 @@ static int peak_on(struct gt_ctx *c, struct gt_peak *pk, const struct gt_sel *se
                  "peaks curve up with the batch size: the line's fixed part, %s, is below the %s allocated before"
                  " the loop and held through it, which every peak holds, so the line under-reads larger batches",
                  gt_fmt_bytes_d(pk->fit.intercept, b1), gt_fmt_bytes(pk->held_through, b2));
+        pk->withheld_why = pk->why_buf;
+        pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
+    } else if (pk->oom_batch_size >= 0 && candidate >= pk->oom_batch_size) {
+        snprintf(pk->why_buf, sizeof pk->why_buf,
+                 "batch size %lld ran out of memory in this trace (the program ended on it), yet the line predicts"
+                 " %lld fits: the peaks it fits under-read larger batches", (long long)pk->oom_batch_size,
+                 (long long)candidate);
         pk->withheld_why = pk->why_buf;
         pk->what_to_do = "gputrace sweep -- CMD (real runs at the boundary)";
     } else if (candidate == INT64_MAX || pk->fit.slope * (double)(largest_traced - pk->bs[0].batch_size) < rounding) {
