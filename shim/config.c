@@ -126,22 +126,50 @@ void gt_config_warn_once(void)
         gt_config_warn();
 }
 
+static const char *const off_words[] = {"0", "false", "no", "off"}, *const on_words[] = {"1", "true", "yes", "on"};
+#define WORDS "1, true, yes, on or 0, false, no, off"
+
+/* 1 or 0 for the words above (any case), -1 for anything else */
+static int read_word(const char *s)
+{
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(s, off_words[i]))
+            return 0;
+        if (!strcasecmp(s, on_words[i]))
+            return 1;
+    }
+    return -1;
+}
+
 /* A flag: on for 1, true, yes, on; off for unset, empty, 0, false, no, off
  * (GPUTRACE_DISABLE=false turned tracing off: any value but "0" was on);
  * anything else is on, as before, with a warning line. */
 static bool read_flag(const struct gt_config_var *v, const char *s)
 {
-    static const char *const off[] = {"0", "false", "no", "off"}, *const on[] = {"1", "true", "yes", "on"};
     if (!s || !*s)
         return false;
-    for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(s, off[i]))
-            return false;
-        if (!strcasecmp(s, on[i]))
-            return true;
-    }
-    warn("gputrace: %s=%.64s read as on (expected 1 or 0)\n", v->name, s);
+    int w = read_word(s);
+    if (w >= 0)
+        return w;
+    warn("gputrace: %s=%.64s read as on (expected " WORDS ")\n", v->name, s);
     return true;
+}
+
+/* A setting that is on or off with a default of its own (GPUTRACE_CUPTI):
+ * the same words as a flag (GPUTRACE_CUPTI=false was ignored, and CUPTI
+ * stayed on: a helper's probe); unset, empty or another value keeps the
+ * default, another value with one warning line. */
+static long read_bool(const struct gt_config_var *v, const char *s)
+{
+    long def = strtol(v->def, NULL, 10);
+    if (!s || !*s)
+        return def;
+    int w = read_word(s);
+    if (w >= 0)
+        return w;
+    warn("gputrace: ignoring %s=%.64s (expected " WORDS "): %s, the default, is used\n", v->name, s,
+         def ? "on" : "off");
+    return def;
 }
 
 /* value of an integer variable, or its default with one warning line */
@@ -153,7 +181,8 @@ static long read_int(const struct gt_config_var *v, const char *s)
     char *end;
     long x = strtol(s, &end, 10);
     if (*end || x < v->lo || x > v->hi) {
-        warn("gputrace: ignoring %s=%.64s (expected an integer from %ld to %ld)\n", v->name, s, v->lo, v->hi);
+        warn("gputrace: ignoring %s=%.64s (expected an integer from %ld to %ld): %ld, the default, is used\n",
+             v->name, s, v->lo, v->hi, def);
         return def;
     }
     return x;
@@ -172,6 +201,8 @@ void gt_config_load(void)
             store_int(v, read_flag(v, s));
             break;
         case GT_CFG_BOOL:
+            store_int(v, read_bool(v, s));
+            break;
         case GT_CFG_INT:
             store_int(v, read_int(v, s));
             break;

@@ -78,9 +78,9 @@ class FlagValues(unittest.TestCase):
     def test_another_value_is_on_and_said(self):
         err, written = self.run_demo(GPUTRACE_QUIET='maybe')
         self.assertTrue(written)
-        self.assertEqual(err, 'gputrace: GPUTRACE_QUIET=maybe read as on (expected 1 or 0)\n')
+        self.assertEqual(err, 'gputrace: GPUTRACE_QUIET=maybe read as on (expected 1, true, yes, on or 0, false, no, off)\n')
         # a disabled shim starts no trace: the warning was never said, and a
         # typo turned tracing off in silence; its first CUDA call says it
         err, written = self.run_demo(GPUTRACE_DISABLE='fasle')
         self.assertFalse(written)
-        self.assertEqual(err, 'gputrace: GPUTRACE_DISABLE=fasle read as on (expected 1 or 0)\n')
+        self.assertEqual(err, 'gputrace: GPUTRACE_DISABLE=fasle read as on (expected 1, true, yes, on or 0, false, no, off)\n')

@@ -744,7 +744,7 @@ class ConfigWarningsTest(TraceTest):
         p = run(['/bin/sh', '-c', '%s return 3; ls / >/dev/null' % prog('exit_modes')], env=env, cwd=self.dir)
         self.assertEqual(p.returncode, 0, p.stderr)
         warnings = [l for l in p.stderr.splitlines() if 'ignoring GPUTRACE_STACK_DEPTH' in l]
-        self.assertEqual(warnings, ['gputrace: ignoring GPUTRACE_STACK_DEPTH=abc (expected an integer from 0 to 128)'])
+        self.assertEqual(warnings, ['gputrace: ignoring GPUTRACE_STACK_DEPTH=abc (expected an integer from 0 to 128): 32, the default, is used'])
 
 
 class TwoCopiesTest(TraceTest):

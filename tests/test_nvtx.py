@@ -170,6 +170,18 @@ class NvtxRanges(TraceTest):
         self.assertEqual(query(db, 'SELECT count(*) FROM ranges'), [(0,)])
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(10,)])
 
+    def test_the_words_a_flag_takes_turn_it_off_and_another_value_keeps_the_default(self):
+        # GPUTRACE_NVTX=false was ignored with a warning and ranges stayed on (a helper's probe)
+        for off in ('false', 'OFF', 'no'):
+            p, db = self.trace([prog('nvtx_ranges'), 'basic'], name='%s.db' % off, env_extra={'GPUTRACE_NVTX': off})
+            self.assertEqual((p.returncode, p.stderr), (0, ''), off)
+            self.assertEqual(query(db, 'SELECT count(*) FROM ranges'), [(0,)], off)
+        p, db = self.trace([prog('nvtx_ranges'), 'basic'], name='maybe.db', env_extra={'GPUTRACE_NVTX': 'maybe'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('gputrace: ignoring GPUTRACE_NVTX=maybe (expected 1, true, yes, on or 0, false, no, off): on,'
+                      ' the default, is used\n', p.stderr)
+        self.assertGreater(query(db, 'SELECT count(*) FROM ranges')[0][0], 0)
+
 
 class MarkerApi(TraceTest):
     def check_markers(self, db):
