@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,12 +40,27 @@ static int find_shim(char *out, size_t cap)
     return -1;
 }
 
+/* GPUTRACE_DISABLE on, as the shim reads a flag (shim/config.c): a value
+ * left in the environment turned tracing off, and run and sweep then blamed
+ * the command ("no CUDA call"; a helper's probe) */
+static int disabled_by_env(void)
+{
+    const char *v = getenv("GPUTRACE_DISABLE");
+    return v && *v && strcmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no") && strcasecmp(v, "off");
+}
+
 int gt_preload_shim(const char *who)
 {
     char shim[PATH_MAX];
+    if (disabled_by_env()) {
+        fprintf(stderr, "%s: GPUTRACE_DISABLE=%.64s is set, which turns tracing off in every process: unset it "
+                        "(env -u GPUTRACE_DISABLE %s ...)\n", who, getenv("GPUTRACE_DISABLE"), who);
+        return -1;
+    }
     if (find_shim(shim, sizeof shim) != 0) {
-        fprintf(stderr, "%s: cannot find libgputrace.so beside this executable; "
-                        "run it from the build tree or an installed prefix\n", who);
+        fprintf(stderr, "%s: cannot find libgputrace.so beside this executable (looked in ../shim, ../lib, ../lib64, "
+                        "../lib/x86_64-linux-gnu and its own directory); run it from the build tree or an installed "
+                        "prefix, or as a symbolic link to one\n", who);
         return -1;
     }
     const char *old = getenv("LD_PRELOAD");

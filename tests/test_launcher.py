@@ -203,6 +203,24 @@ class LauncherTest(TraceTest):
         p = self.launch(['--', '/nonexistent/cmd'])
         self.assertEqual(p.returncode, 127)
 
+    def test_gputrace_disable_left_in_the_environment_is_named_and_nothing_runs(self):
+        # it turned the shim off, and run then said the command made no CUDA call (a helper's probe)
+        marker = os.path.join(self.dir, 'ran')
+        for cmd in (['run', '-o', 't.db'], ['sweep', '--dir', 'sw']):
+            for on in ('1', 'yes', 'maybe'):
+                p = run([GPUTRACE] + cmd + ['--', '/bin/sh', '-c', 'touch %s' % marker], preload=False,
+                        env=base_env(GPUTRACE_DISABLE=on), cwd=self.dir)
+                self.assertEqual(p.returncode, 2, (cmd, on, p.stderr))
+                self.assertEqual(p.stderr, 'gputrace %s: GPUTRACE_DISABLE=%s is set, which turns tracing off in every'
+                                 ' process: unset it (env -u GPUTRACE_DISABLE gputrace %s ...)\n'
+                                 % (cmd[0], on, cmd[0]), (cmd, on))
+                self.assertFalse(os.path.exists(marker), (cmd, on))
+        # off in the words the shim takes: traced as ever
+        p = run([GPUTRACE, 'run', '-o', 'off.db', '--', prog('output')], preload=False,
+                env=base_env(GPUTRACE_DISABLE='off'), cwd=self.dir)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(query(os.path.join(self.dir, 'off.db'), 'SELECT count(*) FROM events'), [(20,)])
+
     def test_run_help_describes_options(self):
         p = self.launch(['--help'])
         self.assertEqual(p.returncode, 0)
