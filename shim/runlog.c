@@ -39,19 +39,28 @@ void gt_runlog_process_started(void)
     started_ns = gt_now_ns();
 }
 
+/* The run log's first line, which the launcher writes (analyzer/run_log.c):
+ * a file without it is not a run log, and is never written (a stray
+ * GPUTRACE_RUN_LOG=/etc/passwd had three lines appended to it; a helper's
+ * probe) */
+#define RUN_LOG_HEADER "gputrace run log 1\n"
+
 /* Appends line to the run log in one write (O_APPEND: lines of several
  * processes never interleave). False when there is no run log, or it is gone
- * (the launcher ended before this process), or the write failed. */
+ * (the launcher ended before this process), or it is not one, or the write
+ * failed. */
 static bool append(const char *line, size_t n)
 {
     if (!*gt_config.run_log)
         return false;
     /* never blocks: a FIFO named here held the writer 30 s at the exit */
-    int fd = open(gt_config.run_log, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int fd = open(gt_config.run_log, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return false;
     struct stat st;
-    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && write(fd, line, n) == (ssize_t)n;
+    char head[sizeof RUN_LOG_HEADER - 1];
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+              memcmp(head, RUN_LOG_HEADER, sizeof head) == 0 && write(fd, line, n) == (ssize_t)n;
     close(fd);
     return ok;
 }

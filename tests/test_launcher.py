@@ -9,6 +9,8 @@ import unittest
 
 from gtlib import GPUTRACE, SANITIZER, TraceTest, base_env, prog, query, run
 
+RUN_LOG_HEADER = 'gputrace run log 1\n'   # the launcher's first line (analyzer/run_log.c)
+
 
 class LauncherTest(TraceTest):
     def launch(self, args, env=None):
@@ -376,12 +378,13 @@ class ClosingLineTest(TraceTest):
 
     def test_the_shim_says_creating_with_its_temporary_file_before_open(self):
         log = os.path.join(self.dir, 'run.log')
-        open(log, 'w').close()
+        with open(log, 'w') as f:
+            f.write(RUN_LOG_HEADER)
         p = run([prog('output')], env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 'c.db'),
                                                GPUTRACE_RUN_LOG=log), cwd=self.dir)
         self.assertEqual(p.returncode, 3, p.stderr)
         with open(log) as f:
-            recs = [l.split('\t') for l in f.read().splitlines()]
+            recs = [l.split('\t') for l in f.read().splitlines()[1:]]
         self.assertEqual([r[0] for r in recs], ['creating', 'open', 'wrote'], recs)
         self.assertEqual(recs[0][1], recs[1][1])
         self.assertEqual(recs[0][2], os.path.realpath(os.path.join(self.dir, 'c.db')) + '.creating-' + recs[0][1])
@@ -413,6 +416,18 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(len(lines), 2, p.stderr)
         self.assertTrue(all(l.startswith('gputrace: wrote ') for l in lines), lines)
 
+    def test_a_run_log_named_that_is_not_one_is_never_written(self):
+        # GPUTRACE_RUN_LOG=/etc/passwd had three lines appended to it, and the closing line was lost (a probe)
+        other = os.path.join(self.dir, 'passwd')
+        with open(other, 'w') as f:
+            f.write('root:x:0:0:root:/root:/bin/bash\n')
+        p = run([prog('output')], env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 'c.db'),
+                                               GPUTRACE_RUN_LOG=other), cwd=self.dir)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        with open(other) as f:
+            self.assertEqual(f.read(), 'root:x:0:0:root:/root:/bin/bash\n')
+        self.assertEqual(len([l for l in p.stderr.splitlines() if l.startswith('gputrace: wrote ')]), 1, p.stderr)
+
     def test_child_whose_exec_failed_reports_its_file_once(self):
         # the child traces, tries exec on two paths that do not exist and _exits: each stop
         # before an exec reports (the image may be gone after it); after a failed one nothing
@@ -425,7 +440,8 @@ class ClosingLineTest(TraceTest):
         self.assertEqual(len({l.split(' (')[0] for l in lines}), 2, lines)
         # the run log the launcher reads: one "wrote" record per file
         log = os.path.join(self.dir, 'run.log')
-        open(log, 'w').close()
+        with open(log, 'w') as f:
+            f.write(RUN_LOG_HEADER)
         p = run(argv, env=base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=os.path.join(self.dir, 'r.db'),
                                    GPUTRACE_RUN_LOG=log), cwd=self.dir)
         self.assertEqual((p.returncode, self.gputrace_lines(p.stderr)), (127, []), p.stderr)
