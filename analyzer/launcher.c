@@ -84,6 +84,32 @@ static int finished_trace(const char *path, const struct stat *st)
  * database, a trace still being written) is refused, as is a path whose
  * directory does not exist: the command is not started then. Returns 0, or
  * -1 after one line on stderr. */
+/* The longest name the shim may open for out (absolute): its temporary
+ * name NAME.creating-PID.N, a directory's gputrace-PID.db inside it, each
+ * %h as a long host name and any other escape as a pid. SQLite opens no full
+ * path over 504 bytes (shim/db.c): the command ran, and nothing was traced
+ * (a helper's probe). -1 after one line on stderr. */
+#define SQLITE_PATH_MAX 504
+static int too_long_for_sqlite(const char *arg, const char *out)
+{
+    size_t len = 0;
+    for (const char *c = out; *c; c++, len++)
+        if (c[0] == '%' && c[1]) {
+            len += c[1] == 'h' ? 63 : 6;
+            c++;
+        }
+    struct stat st;
+    size_t n = strlen(out);
+    if ((n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode)))
+        len += 1 + strlen("gputrace-1234567.db");
+    len += strlen(".creating-1234567.99");
+    if (len <= SQLITE_PATH_MAX)
+        return 0;
+    fprintf(stderr, "gputrace run: -o %s: the trace's full path would be up to %zu bytes, and SQLite opens none over "
+                    "%d; choose a shorter path\n", arg, len, SQLITE_PATH_MAX);
+    return -1;
+}
+
 static int prepare_output(const char *arg, char *out, size_t cap, char *aside, size_t aside_cap)
 {
     struct stat st;
@@ -104,6 +130,8 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
         fprintf(stderr, "gputrace run: -o: the path is too long\n");
         return -1;
     }
+    if (too_long_for_sqlite(arg, out) != 0)
+        return -1;
     if ((n && arg[n - 1] == '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode))) {
         if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
             fprintf(stderr, "gputrace run: -o %s: no such directory; create it first\n", arg);

@@ -53,6 +53,21 @@ static void fail(const char *what)
                         "program continues\n", D.path, what, D.db ? sqlite3_errmsg(D.db) : "no database");
 }
 
+/* SQLite's unix files open by a full path of at most 512 bytes, the
+ * -journal's name included (the analyzer's trace.c says the same of a trace
+ * it cannot open): a trace made in a deep directory could not open, and the
+ * line said only "unable to open database file" (a helper's probe). */
+#define SQLITE_PATH_MAX 504
+
+static size_t full_path_length(const char *path)
+{
+    char cwd[4096];
+    size_t n = strlen(path);
+    if (path[0] != '/')
+        n += getcwd(cwd, sizeof cwd) ? strlen(cwd) + 1 : 0;
+    return n;
+}
+
 bool gt_db_open(const char *path)
 {
     D.path = path;
@@ -70,6 +85,10 @@ bool gt_db_open(const char *path)
             gt_eprintf("gputrace: trace file %s was replaced (a link or another file put at its name) between "
                             "its creation and its opening; nothing was written to it, tracing is off, the program "
                             "continues\n", path);
+        else if (full_path_length(path) > SQLITE_PATH_MAX)
+            gt_eprintf("gputrace: cannot open trace file %s: its full path is %zu bytes, and SQLite opens none over "
+                       "%d; tracing is off, the program continues (set GPUTRACE_OUTPUT to a shorter path)\n", path,
+                       full_path_length(path), SQLITE_PATH_MAX);
         else
             gt_eprintf("gputrace: cannot open trace file %s: %s; tracing is off, the program continues\n", path,
                     D.db ? sqlite3_errmsg(D.db) : "out of memory");

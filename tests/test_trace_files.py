@@ -238,6 +238,45 @@ class ReadOnlyAndLongPaths(T.AnalyzerTest):
         line = self.assertOneErrorLine(p, 3, db)
         self.assertIn('read-only', line)
 
+    def test_the_shim_says_a_trace_path_is_longer_than_sqlite_opens_and_run_refuses_it_first(self):
+        # the line said only "unable to open database file", and run started the command to trace nothing
+        deep = self.dir
+        while len(deep) < 520:
+            deep = os.path.join(deep, 'd' * 60)
+        os.makedirs(deep)
+        p = gtlib.run([gtlib.prog('demo_loop')], env=gtlib.base_env(GPUTRACE_CUPTI=0), cwd=deep)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        line = [l for l in p.stderr.splitlines() if l.startswith('gputrace:')]
+        self.assertEqual(len(line), 1, p.stderr)
+        self.assertRegex(line[0], r'^gputrace: cannot open trace file .*: its full path is \d+ bytes, and SQLite opens '
+                         r'none over 504; tracing is off, the program continues \(set GPUTRACE_OUTPUT to a shorter '
+                         r'path\)$')
+        self.assertEqual(os.listdir(deep), [])
+        marker = os.path.join(self.dir, 'ran')
+        for out in (os.path.join(deep, 't.db'), deep, os.path.join(deep, 't-%p.db')):
+            p = subprocess.run([gtlib.GPUTRACE, 'run', '-o', out, '--', '/bin/sh', '-c', 'touch ' + marker],
+                               capture_output=True, text=True, timeout=60, env=gtlib.base_env())
+            self.assertEqual(p.returncode, 2, (out, p.stderr))
+            self.assertRegex(p.stderr, r'^gputrace run: -o .*: the trace\'s full path would be up to \d+ bytes, and '
+                             r'SQLite opens none over 504; choose a shorter path\n$')
+            self.assertFalse(os.path.exists(marker), out)
+
+    def test_a_program_s_restrictive_umask_still_leaves_a_trace_its_owner_can_read(self):
+        # umask 0277 made the trace read-only: "attempt to write a readonly database", no trace (a helper's probe)
+        if os.geteuid() != 0 or not shutil.which('setpriv'):
+            self.skipTest('needs root and setpriv to run as another user')
+        os.chmod(self.dir, 0o777)
+        db = os.path.join(self.dir, 'u.db')
+        p = subprocess.run(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '/bin/sh', '-c',
+                            'umask 0277; exec "$0"', gtlib.prog('demo_loop')], cwd=self.dir, capture_output=True,
+                           text=True, timeout=60,
+                           env=gtlib.base_env(GPUTRACE_CUPTI=0, GPUTRACE_OUTPUT=db, LD_PRELOAD=gtlib.SHIM))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('readonly', p.stderr)
+        self.assertEqual(oct(os.stat(db).st_mode & 0o777), oct(0o600))   # group and others as the umask says
+        self.assertGreater(sqlite3.connect(db).execute('SELECT count(*) FROM events').fetchone()[0], 0)
+        self.assertEqual(sorted(os.listdir(self.dir)), ['u.db'])
+
     def test_a_path_longer_than_sqlite_opens_says_so(self):
         deep = self.dir
         while len(deep) < 520:
