@@ -403,6 +403,10 @@ static int sum_texts(struct gt_ctx *c, const struct gt_site_sum *s, size_t n, ch
 
 int gt_json_sites(struct gt_ctx *c, struct gt_json *j, const struct gt_site_sum *s, size_t n, size_t limit)
 {
+    /* the page lists --top sites, as the text reports do (all 2,000 of a
+     * trace's were drawn, --top ignored; a helper's probe) */
+    if (c->page && limit > (size_t)c->o->top)
+        limit = (size_t)c->o->top;
     size_t m = n < limit ? n : limit;
     char **texts;
     int code = sum_texts(c, s, m, &texts);

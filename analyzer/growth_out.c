@@ -344,10 +344,11 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_arr_end(j);
         }
         char **texts = NULL;
-        code = site_texts(c, &g, g.nsites, &texts);
+        size_t listed = c->page && g.nsites > (size_t)c->o->top ? (size_t)c->o->top : g.nsites;   /* (as gt_json_sites) */
+        code = site_texts(c, &g, listed, &texts);
         gt_json_key(j, "sites");
         gt_json_arr(j);
-        for (size_t i = 0; i < g.nsites && !code; i++) {
+        for (size_t i = 0; i < listed && !code; i++) {
             gt_json_obj(j);
             gt_json_kdouble(j, "bytes_per_iteration", g.sites[i].slope);
             gt_json_kint(j, "live_bytes_first", g.sites[i].first);
@@ -357,7 +358,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_obj_end(j);
         }
         gt_json_arr_end(j);
-        gt_site_texts_free(texts, g.nsites);
+        gt_site_texts_free(texts, listed);
         if (!code) {
             int seg = segment_level(c, &g, &code) != NULL;
             gt_json_key(j, "sites_are_segments");

@@ -749,6 +749,30 @@ class Page(T.AnalyzerTest):
         self.assertEqual(tr['peak']['iterations'], [])
         self.assertEqual([s['peak_bytes'] for s in tr['series']], [5 * T.MiB])   # 2 MiB + 3 MiB live together
 
+    def test_a_long_leaking_run_s_page_stays_bounded_and_lists_top_sites(self):
+        # 600,000 new highs made a 105 MB page that drew none of them; --top was ignored (a helper's probe)
+        t = T.Trace(os.path.join(self.dir, 'long.db'))
+        for i in range(5000):
+            t.iteration(i, None)
+            t.free(t.alloc(4096, ['forward', 'main']))
+            t.alloc(512, ['keep_%d' % (i % 40), 'main'])
+        db = t.close()
+        out = os.path.join(self.dir, 'r.html')
+        for args, sites in (((), 10), (('--top', '3'), 3)):
+            self.ok('report', *args, db, '-o', out)
+            with open(out, encoding='utf-8') as f:
+                data = json.loads(re.search(r'id="gt-data">(.*?)</script>', f.read(), re.S).group(1))
+            pk = data['traces'][0]['peak']
+            self.assertEqual(pk['new_high_count'], 5000)
+            highs = [h['index'] for h in pk['new_highs']]
+            self.assertEqual(highs, list(range(1000)) + list(range(4000, 5000)))
+            self.assertEqual(len(data['traces'][0]['leaks']['sites']), sites, args)
+            self.assertEqual(len(data['traces'][0]['growth']['sites']), sites, args)
+        # the JSON of the command itself lists them all
+        d = self.json('peak', db)
+        self.assertEqual(len(d['new_highs']), 5000)
+        self.assertEqual(len(self.json('leaks', db)['sites']), 40)
+
     def test_memory_option_picks_the_reported_level(self):
         db, _ = V.timeline(self.dir)
         out = os.path.join(self.dir, 'r.html')
