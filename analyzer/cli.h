@@ -99,9 +99,10 @@ const struct gt_command *gt_command_find(const char *name);
 /* Parses the arguments after the command name and runs the command.
  * Returns the exit status. */
 int gt_command_main(const struct gt_command *cmd, int argc, char **argv);
-/* terminal.c: when stdout is a terminal, its control characters from the
- * trace's strings print as '?' (a trace's text must not drive the terminal). */
-void gt_terminal_guard(void);
+/* terminal.c: when stdout is a terminal, or a report prints text, control
+ * characters from the trace's strings print as '?' (a trace's text must not
+ * drive the terminal). */
+void gt_terminal_guard(const struct gt_command *cmd, int argc, char **argv);
 /* Prints gputrace --help (built from the tables) on f. */
 void gt_usage_print(FILE *f);
 /* COMMAND --help: its text and the shared options it takes */

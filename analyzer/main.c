@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     }
     if (!cmd)
         return gt_unknown_command(argv[1]);
-    gt_terminal_guard();
+    gt_terminal_guard(cmd, argc - 2, argv + 2);
     int status = gt_command_main(cmd, argc - 2, argv + 2);
     /* a full disk or a closed pipe under what was printed: a script must not
      * take a cut JSON for an answer */

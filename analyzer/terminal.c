@@ -4,8 +4,10 @@
  * or a carriage return that rewrites a line would act on the reader's
  * terminal. When standard output is a terminal it goes through this filter:
  * C0 controls other than tab and newline, DEL, and C1 controls (UTF-8
- * U+0080-U+009F) print as '?'. A pipe or a file gets the bytes unchanged
- * (the JSON escapes them; the HTML page sets text, never markup). */
+ * U+0080-U+009F) print as '?'. So does a report's text wherever it goes (a
+ * pipe to head or a file later cat'ed reaches a terminal too); JSON, the
+ * export and the page get the bytes unchanged (the JSON escapes them; the
+ * HTML page sets text, never markup). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,14 +74,21 @@ static int clean_close(void *cookie)
     return 0;
 }
 
-void gt_terminal_guard(void)
+void gt_terminal_guard(const struct gt_command *cmd, int argc, char **argv)
 {
-    if (!isatty(STDOUT_FILENO))
+    /* a report's text goes through the filter wherever it goes: `gputrace
+     * summary t.db | head` reached the terminal with the trace's ESC ] 0 and
+     * ESC [ 2 J (a helper's probe); its JSON escapes them, and export's and
+     * report's pages are data */
+    int json = 0;
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+        json |= !strcmp(argv[i], "--json");
+    if (!isatty(STDOUT_FILENO) && (!cmd->report || json))
         return;
     cookie_io_functions_t io = {.write = clean_write, .close = clean_close};
     FILE *f = fopencookie(NULL, "w", io);
     if (!f)
         return;   /* unfiltered rather than nothing */
-    setvbuf(f, NULL, _IOLBF, 0);
+    setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 0);
     stdout = f;
 }

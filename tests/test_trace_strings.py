@@ -118,7 +118,8 @@ def on_a_terminal(args):
 class TerminalEscapesTest(T.AnalyzerTest):
     """A trace's strings must not drive the reader's terminal: a command line
     that sets the window's title (OSC 0) and a frame's file that writes the
-    clipboard (OSC 52) print as '?' on a terminal; a pipe gets the bytes."""
+    clipboard (OSC 52) print as '?' on a terminal, and in a report's text
+    anywhere; its JSON gets the bytes, escaped."""
     TITLE = '\x1b]0;TITLE\x07'
     CLIP = '\x1b]52;c;ZWNobyBwd25lZA==\x07'
 
@@ -142,5 +143,11 @@ class TerminalEscapesTest(T.AnalyzerTest):
             self.assertNotIn(b'\xc2\x9b', out, cmd)   # a C1 CSI
         rc, out = on_a_terminal([gtlib.GPUTRACE, 'summary', db])
         self.assertIn(b'./prog ?]0;TITLE?', out)
-        # through a pipe the trace's bytes are unchanged
-        self.assertIn(self.TITLE, self.ok('summary', db).stdout)
+        # a report's text through a pipe too (`summary t.db | head` reached the terminal: a helper's probe)
+        for cmd in ('summary', 'top', 'leaks', 'peak', 'growth', 'oom'):
+            out = self.gputrace(cmd, db).stdout
+            self.assertNotIn('\x1b', out, cmd)
+            self.assertNotIn('\x9b', out, cmd)
+        self.assertIn('./prog ?]0;TITLE?', self.ok('summary', db).stdout)
+        # its JSON keeps the bytes, escaped
+        self.assertIn(self.TITLE, self.json('summary', db)['process']['command_line'])
