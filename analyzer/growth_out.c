@@ -154,7 +154,12 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  (the level held until iteration %lld, then rose %s per iteration: the rate --fail-above "
                    "judges)\n", (long long)g->loop[(size_t)g->held.since].index, gt_fmt_bytes_d(g->held.since_slope, b1));
         char b3[GT_FMT_LEN];
-        if (g->scatter_hides && its->source != GT_ITER_NVTX && its->source != GT_ITER_MARKER)
+        if (g->batch_rises)
+            printf("  (the level rose only at iterations of the largest batch size yet, %zu time%s, and held at each\n"
+                   "   batch size: memory that follows the batch size (a cache reserving for the larger batch), not\n"
+                   "   the iterations; read per iteration it was %s. gputrace peak tells the batch's cost)\n",
+                   g->batch_rises, gt_s((long long)g->batch_rises), gt_fmt_bytes_d(g->held.fitted_slope, b3));
+        else if (g->scatter_hides && its->source != GT_ITER_NVTX && its->source != GT_ITER_MARKER)
             printf("  (not told: the live bytes at iteration ends scatter by %s, so a growth of up to %s over\n"
                    "   these iterations would not show, over a tenth of their level; iterations that end at the\n"
                    "   same point of each step would tell: mark the step (an NVTX range, or gputrace_iteration()))\n",
@@ -221,7 +226,8 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  no call site holds more memory at the end of later iterations\n");
         return GT_EXIT_OK;
     }
-    printf("  call sites whose live memory grows per iteration:\n");
+    printf(g->batch_rises ? "  call sites that held more as the batch size grew:\n"
+                          : "  call sites whose live memory grows per iteration:\n");
     size_t m = g->nsites < (size_t)c->o->top ? g->nsites : (size_t)c->o->top;
     char **texts;
     code = site_texts(c, g, m, &texts);
@@ -334,6 +340,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
             gt_json_null(j);
         gt_json_key(j, "growing_in_held_steps");
         gt_json_bool(j, g.held.growing);
+        gt_json_kint(j, "batch_size_rises", (int64_t)g.batch_rises);
         gt_json_key(j, "scatter_hides_growth");
         gt_json_bool(j, g.scatter_hides);
         if (!c->page) {   /* (the page draws none of it: a long job's made most of its size) */

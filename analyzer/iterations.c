@@ -242,3 +242,32 @@ int gt_find_iterations(struct gt_trace *t, const struct gt_pairs *p, const struc
     }
     return code;
 }
+
+unsigned char *gt_iter_new_largest_batch(const struct gt_iterations *its)
+{
+    if (its->n < 3)
+        return NULL;
+    int64_t largest = -1;
+    size_t distinct = 0, run = 0;
+    for (size_t k = 0; k < its->n; k++) {
+        int64_t bs = its->it[k].batch_size;
+        if (bs < 0)
+            return NULL;
+        if (k && bs != its->it[k - 1].batch_size) {
+            if (run < 2)
+                return NULL;
+            run = 0;
+        }
+        run++;
+        distinct += !k || bs != its->it[k - 1].batch_size;
+    }
+    if (distinct < 2)
+        return NULL;
+    unsigned char *flag = gt_xcalloc(its->n, 1);
+    for (size_t k = 0; k < its->n; k++)
+        if (its->it[k].batch_size > largest) {
+            flag[k] = 1;
+            largest = its->it[k].batch_size;
+        }
+    return flag;
+}

@@ -94,6 +94,12 @@ unsigned char *gt_torch_op_flags(const struct gt_range *r, size_t nr);
 int gt_torch_op_range(const char *msg);
 /* batch size from "batch_size=N" or "bs=N" in a message; -1 if none */
 int64_t gt_parse_batch_size(const char *msg);
+/* Per iteration, 1 where its batch size is above every earlier one's (the
+ * first iteration's too); NULL (nothing to free) when that cannot tell
+ * growth with the batch from growth per iteration: a batch size unknown,
+ * one batch size only, or a batch size run for a single iteration before
+ * the next (each needs a second iteration that would show a leak). */
+unsigned char *gt_iter_new_largest_batch(const struct gt_iterations *its);
 
 /* Shared by iterations.c, iterations_auto.c and iterations_kernels.c. */
 /* First event index with t >= x (strict 0) or t > x (strict 1). */

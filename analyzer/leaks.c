@@ -270,6 +270,38 @@ static unsigned char *stopped_growing(struct gt_ctx *c, const struct gt_sel *s, 
     return steady;
 }
 
+/* Sites whose live allocations of the loop were all made in iterations of
+ * the largest batch size yet (gt_iter_new_largest_batch: each batch size ran
+ * two iterations or more, which a leak would have kept from too): kept as
+ * the batch grew, held steady (a program's own cache in one process stepping
+ * through batch sizes 8, 16, 32, 64 read as a leak of 120 MiB made
+ * "iteration after iteration"; a helper's probe). One loop only. */
+static void kept_for_larger_batch(struct gt_ctx *c, const struct gt_sel *s, const struct gt_iterations *it,
+                                  unsigned char *steady)
+{
+    unsigned char *largest = it->nthreads ? NULL : gt_iter_new_largest_batch(it);
+    if (!largest)
+        return;
+    const struct gt_trace *t = &c->t;
+    size_t ns = t->nsites + 1;
+    unsigned char *seen = gt_xcalloc(ns, 1);   /* 1: at such iterations only; 2: elsewhere too */
+    const struct loop l = {it->it, it->n};
+    for (size_t a = 0; a < t->nev; a++) {
+        const struct gt_event *e = &t->ev[a];
+        if (e->failed || !t->api[e->api].known || t->api[e->api].op != GT_OP_ALLOC ||
+            c->p.partner[a] != GT_NO_EVENT || !gt_sel_has(t, s, e) || phase_of(l, a) != PHASE_LOOP)
+            continue;
+        size_t site = e->site >= 0 ? (size_t)e->site : t->nsites, k = iteration_of(l, a);
+        int at_largest = largest[k] && a >= it->it[k].first_ev && a < it->it[k].end_ev;
+        seen[site] = at_largest && seen[site] != 2 ? 1 : 2;
+    }
+    for (size_t site = 0; site < ns; site++)
+        if (seen[site] == 1)
+            steady[site] = 1;
+    free(seen);
+    free(largest);
+}
+
 static void add(struct gt_site_sum *list, size_t *n, int64_t *bytes, int64_t *count, struct gt_site_sum part)
 {
     if (!part.count)
@@ -389,6 +421,7 @@ int gt_leaks_compute(struct gt_ctx *c, struct gt_leaks *l)
         if (!code) {
             ph = live_by_phase(c, &s, it, loop_of, 0, NULL, &once);
             steady = stopped_growing(c, &s, it, ph, NULL);
+            kept_for_larger_batch(c, &s, it, steady);
             l->classified = 1;
         }
     }

@@ -176,7 +176,8 @@ int gt_report_leaks(struct gt_ctx *c, struct gt_json *j)
         }
         if (!code && l.nsteady) {
             printf("Held steady (allocated during the loop and never freed, but no call site below held more after the\n"
-                   "loop's first half: a cache that evicts, a buffer made once and reused; not a leak): %s in %lld\n"
+                   "loop's first half, or kept more only when the batch size grew: a cache that evicts, a buffer made\n"
+                   "once and reused, one reserved for a larger batch; not a leak): %s in %lld\n"
                    "allocation%s at %zu call site%s:\n", gt_fmt_bytes(l.steady_bytes, b), (long long)l.steady_count,
                    gt_s(l.steady_count), l.nsteady, gt_s((long long)l.nsteady));
             code = gt_text_sites(c, l.steady, l.nsteady, (size_t)c->o->top, 2);

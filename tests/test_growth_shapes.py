@@ -336,6 +336,54 @@ class CurvedPeaksWithoutWeightsBeforeTheLoop(T.AnalyzerTest):
         self.assertIsNotNone(d['max_batch_size'], d['max_batch_size_withheld'])
 
 
+def batch_ramp(dirpath, name, sizes, steps, leak=0):
+    """A program's own cache in one process stepping through batch sizes
+    (marker API): a block of n MiB kept for each batch size larger than any
+    before, a 1 MiB activation freed each step; leak: bytes kept every step."""
+    t = T.Trace(os.path.join(dirpath, name + '.db'))
+    t.alloc(WEIGHTS, ['init_weights', 'main'])
+    largest, i = 0, 0
+    for n in sizes:
+        for _ in range(steps):
+            t.iteration(i, n)
+            i += 1
+            if n > largest:
+                t.alloc(n * MiB, ['cache_reserve', 'train_step', 'main'])
+                largest = n
+            t.free(t.alloc(MiB, ['forward', 'train_step', 'main']))
+            if leak:
+                t.alloc(leak, ['keep_loss', 'train_step', 'main'])
+    return t.close()
+
+
+class GrowthWithTheBatchSize(T.AnalyzerTest):
+    """A helper's probe (session 52): a cache reserving for each larger batch
+    in one process (8, 16, 32, 64) read "growing, 6.40 MiB per iteration" and
+    a leak of 120 MiB, though nothing grew at any batch size."""
+
+    def test_rises_only_where_the_batch_size_grew_are_not_growth_nor_a_leak(self):
+        db = batch_ramp(self.dir, 'ramp', [8, 16, 32, 64], 5)
+        g = self.json('growth', db)
+        self.assertEqual((g['verdict'], g['batch_size_rises']), ('stable', 3))
+        self.assertIn('rose only at iterations of the largest batch size yet, 3 times', self.ok('growth', db).stdout)
+        d = self.json('leaks', db)
+        self.assertEqual(d['total_bytes'], 0)
+        self.assertEqual(d['held_steady_bytes'], (8 + 16 + 32 + 64) * MiB)   # (the site's, the first block too)
+
+    def test_a_leak_beside_the_ramp_is_still_growth_and_a_leak(self):
+        db = batch_ramp(self.dir, 'ramp-leak', [8, 16, 32, 64], 5, leak=256 * 1024)
+        g = self.json('growth', db)
+        self.assertEqual((g['verdict'], g['batch_size_rises']), ('growing', 0))
+        d = self.json('leaks', db)
+        self.assertEqual(d['held_steady_bytes'], (8 + 16 + 32 + 64) * MiB)   # the cache alone
+        self.assertGreater(d['total_bytes'], 10 * 256 * 1024)   # the loss kept every step
+
+    def test_a_batch_size_run_for_one_iteration_each_cannot_tell_them_apart(self):
+        db = batch_ramp(self.dir, 'ramp-one', list(range(1, 21)), 1)
+        self.assertEqual(self.json('growth', db)['batch_size_rises'], 0)
+        self.assertEqual(self.json('leaks', db)['held_steady_bytes'], 0)
+
+
 class SubByteSlopes(T.AnalyzerTest):
     """A slope under a byte an iteration is printed as one (a helper's probe:
     "0 B per iteration -> growing", and --fail-above 0 failed on "grows 0 B")."""
