@@ -210,6 +210,8 @@ struct gt_growth {
         int under_threshold;   /* it would be growing, but its average is under --threshold */
     } held;
     int scatter_hides;      /* not growing, and the scatter could hide a tenth of the level: unknown */
+    int64_t step_down;      /* the fitted points held, fell once by this much and held again: stable (0: not) */
+    double step_down_at;
     size_t batch_rises;     /* the level rose only at iterations of the largest batch size yet, this many
                              * times, and held at each batch size: stable (0: not so) */
     struct gt_prealloc prealloc;    /* a preallocating framework's pool (bytes 0: none): stable not told */

@@ -328,6 +328,30 @@ static void rose_late(struct gt_growth *g, const double *x, const double *y, siz
     g->held.since_slope = since;
 }
 
+/* One step down held to the end (a cache freed once, after a failed
+ * allocation): the scatter it makes about a line hid nothing, and the
+ * verdict read unknown at -80 MiB an iteration (a helper's probe). Each
+ * point equals the one before but one, which is lower: stable, the step
+ * said. */
+static void one_step_down(struct gt_growth *g, const double *x, const double *y, size_t n)
+{
+    size_t at = 0;
+    for (size_t k = 1; k < n; k++) {
+        if (y[k] == y[k - 1])
+            continue;
+        if (y[k] > y[k - 1] || at)
+            return;
+        at = k;
+    }
+    if (!at)
+        return;
+    g->step_down = (int64_t)(y[at - 1] - y[at]);
+    g->step_down_at = x[at];
+    g->scatter_hides = 0;
+    g->slope = 0;
+    g->verdict = "stable";
+}
+
 /* Growth that follows the batch size: every rise of the fitted points came
  * at an iteration whose batch size was the largest yet, and each batch size
  * ran more than one iteration and held its level (a program's own cache, or
@@ -553,6 +577,8 @@ int gt_growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_
             memcpy(ys, y, g->used * sizeof *ys);
             g->verdict = verdict(c, g, x[g->used - 1] - x[0], gt_median(ys, g->used));
             free(ys);
+            if (!strcmp(g->verdict, "unknown"))
+                one_step_down(g, x, y, g->used);
             if (strcmp(g->verdict, "growing"))
                 held_steps(c, g, x, y, g->used);
             else

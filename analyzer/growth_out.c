@@ -154,7 +154,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
             printf("  (the level held until iteration %lld, then rose %s per iteration: the rate --fail-above "
                    "judges)\n", (long long)g->loop[(size_t)g->held.since].index, gt_fmt_bytes_d(g->held.since_slope, b1));
         char b3[GT_FMT_LEN];
-        if (g->batch_rises)
+        if (g->step_down)
+            printf("  (one step down of %s at iteration %lld, held to the end: memory given back once (a cache\n"
+                   "   freed), not a trend)\n", gt_fmt_bytes(g->step_down, b3),
+                   (long long)g->loop[(size_t)g->step_down_at].index);
+        else if (g->batch_rises)
             printf("  (the level rose only at iterations of the largest batch size yet, %zu time%s, and held at each\n"
                    "   batch size: memory that follows the batch size (a cache reserving for the larger batch), not\n"
                    "   the iterations; read per iteration it was %s. gputrace peak tells the batch's cost)\n",
@@ -341,6 +345,7 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
         gt_json_key(j, "growing_in_held_steps");
         gt_json_bool(j, g.held.growing);
         gt_json_kint(j, "batch_size_rises", (int64_t)g.batch_rises);
+        gt_json_kint_or_null(j, "step_down_bytes", g.step_down ? g.step_down : -1);
         gt_json_key(j, "scatter_hides_growth");
         gt_json_bool(j, g.scatter_hides);
         if (!c->page) {   /* (the page draws none of it: a long job's made most of its size) */

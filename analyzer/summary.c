@@ -404,6 +404,9 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
     else if (g.prealloc.bytes)
         printf("  growth: unknown (a preallocating framework's arrays lie inside %s, out of sight; gputrace growth)\n",
                gt_prealloc_short(&g.prealloc, pool, sizeof pool));
+    else if (g.used >= 2 && g.scatter_hides)   /* (no slope beside unknown: -80 MiB was shown for one step down) */
+        printf("  growth: unknown, %s memory: its live bytes at iteration ends scatter too widely to tell (gputrace "
+               "growth)\n", g.memory);
     else if (g.used >= 2 && *whose)
         printf("  growth: %s, %s per iteration of %s memory%s (gputrace growth)\n", g.verdict,
                gt_fmt_bytes_d(g.slope, b1), g.memory, whose);

@@ -384,6 +384,44 @@ class GrowthWithTheBatchSize(T.AnalyzerTest):
         self.assertEqual(self.json('leaks', db)['held_steady_bytes'], 0)
 
 
+class OneStepDown(T.AnalyzerTest):
+    """A helper's probe (session 52): a cache freed once after a failed
+    allocation read "growth: unknown, -80.00 MiB per iteration", a slope
+    beside an unknown verdict and no trend in the data."""
+
+    def trace(self, name, drop_at=None, flush_every=None):
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        cache = [t.alloc(100 * MiB, ['cache', 'main']) for _ in range(4)]
+        kept = []
+        for i in range(12):
+            t.iteration(i, None)
+            t.free(t.alloc(8 * MiB, ['forward', 'main']))
+            if i == drop_at:
+                for p in cache[1:]:
+                    t.free(p)
+            if flush_every:
+                kept.append(t.alloc(16 * MiB, ['buffer', 'main']))
+                if len(kept) == flush_every:
+                    for p in kept:
+                        t.free(p)
+                    kept = []
+        return t.close()
+
+    def test_one_step_down_held_is_stable_and_said(self):
+        db = self.trace('down', drop_at=6)
+        g = self.json('growth', db)
+        self.assertEqual((g['verdict'], g['slope_bytes_per_iteration'], g['step_down_bytes']), ('stable', 0, 300 * MiB))
+        self.assertIn('one step down of 300.00 MiB at iteration 6, held to the end', self.ok('growth', db).stdout)
+        self.assertIn('growth: stable', self.ok('summary', db).stdout)
+
+    def test_an_unknown_verdict_in_summary_shows_no_slope(self):
+        db = self.trace('saw', flush_every=5)
+        self.assertEqual(self.json('growth', db)['verdict'], 'unknown')
+        line = [l for l in self.ok('summary', db).stdout.splitlines() if 'growth:' in l][0]
+        self.assertEqual(line, '  growth: unknown, device memory: its live bytes at iteration ends scatter too widely '
+                               'to tell (gputrace growth)')
+
+
 class SubByteSlopes(T.AnalyzerTest):
     """A slope under a byte an iteration is printed as one (a helper's probe:
     "0 B per iteration -> growing", and --fail-above 0 failed on "grows 0 B")."""
