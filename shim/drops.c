@@ -53,6 +53,14 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "CUPTI's last flush not made or not ended, so the kernels, copies and memsets it still held at the end are "
         "not recorded: the exit came from a signal handler (which may have interrupted CUPTI holding its lock), a "
         "longjmp had left a CUDA call, or the flush did not end within 1 s (a cupti note says which); counted once"},
+    [GT_DROP_QUEUE_HELD] = {"queue_held", true,
+        "event dropped: the queue to the writer was full because a thread held its place in it unfilled for "
+        "GPUTRACE_QUEUE_WAIT_MS (a free keeps its place until the real free returns: a synchronizing cudaFree waiting "
+        "on the GPU, or a thread cancelled inside one; or a thread preempted between taking its place and filling "
+        "it), not because the writer fell behind"},
+    [GT_DROP_RANGE_QUEUE_HELD] = {"range_queue_held", false,
+        "push/pop range, start/end range or mark dropped: the queue to the writer was full because a thread held its "
+        "place in it unfilled (see queue_held)"},
     [GT_DROP_MESSAGE_CUT] = {"message_cut", false,
         "range or mark message kept to its first 1 KiB (\"...\" at the end): the rest of it not recorded"},
 };

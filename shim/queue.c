@@ -92,6 +92,18 @@ static void pause_briefly(unsigned try)
     nanosleep(&ts, NULL);
 }
 
+/* Why a full ring whose writer stopped at position t drops: the slot there
+ * reserved and not yet published (a thread inside a traced free that
+ * blocks: a synchronizing cudaFree waiting on the GPU drained nothing behind
+ * it for a second, and 134,465 events were counted queue_full; a helper's
+ * probe), or the writer behind. */
+static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t)
+{
+    if (atomic_load_explicit(&slots[t & mask].seq, memory_order_acquire) == t + 1)
+        return full;
+    return full == GT_DROP_RANGE_QUEUE_FULL ? GT_DROP_RANGE_QUEUE_HELD : GT_DROP_QUEUE_HELD;
+}
+
 /* Reserves the next slot. If the ring is full the producer waits as long as
  * the writer keeps draining (backpressure, not loss); only when the writer has
  * made no progress for queue_wait_ms does it give up and count a drop. */
@@ -124,7 +136,7 @@ bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
         /* full */
         uint64_t now = gt_now_ns();
         if (atomic_load_explicit(&stalled_at, memory_order_relaxed) == t + 1) {
-            gt_drop(full); /* the writer is known stuck: no second wait */
+            gt_drop(held_or(full, t)); /* the writer is known stuck: no second wait */
             return false;
         }
         if (!deadline || t != seen_tail) {
@@ -133,7 +145,7 @@ bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
         }
         if (now >= deadline) {
             atomic_store_explicit(&stalled_at, t + 1, memory_order_relaxed);
-            gt_drop(full);
+            gt_drop(held_or(full, t));
             return false;
         }
         pause_briefly(tries++);

@@ -44,11 +44,30 @@ class ExitPathTest(TraceTest):
         self.assertGreater(late, 0)
         # one reading of the counters: the processes row, the drops table and the exit's line
         # agree (205,108, 205,148 and 330,864 for one run; a helper's probe)
-        events = ('queue_full', 'unfinished_at_exit', 'write_failed', 'unwritten_at_signal', 'left_by_longjmp',
-                  'after_trace_end')
+        events = ('queue_full', 'queue_held', 'unfinished_at_exit', 'write_failed', 'unwritten_at_signal',
+                  'left_by_longjmp', 'after_trace_end')
         self.assertEqual(dropped, sum(n for r, n in drops.items() if r in events), drops)
         self.assertIn('%d events, %d dropped' % (recorded, dropped), p.stderr)
         self.assertIntegrity(db)
+
+    def test_events_lost_behind_a_free_that_waits_are_counted_as_held_not_full(self):
+        # a synchronizing cudaFree waiting on the GPU keeps its place in the queue, and the writer drains nothing
+        # behind it: another thread's events were dropped as queue_full, as if the writer fell behind (a probe)
+        db = os.path.join(self.dir, 'trace.db')
+        p = run([prog('slow_free'), '777777', '20000'], env=base_env(
+            GPUTRACE_OUTPUT=db, GPUTRACE_CUPTI=0, GPUTRACE_QUEUE_EVENTS=1024, GPUTRACE_QUEUE_WAIT_MS=100,
+            FAKE_CUDA_HANG_FREE_BYTES=777777, FAKE_CUDA_SLOW_FREE_MS=1500), cwd=self.dir)
+        self.assertEqual((p.returncode, p.stdout), (0, '20000\n'), p.stderr)
+        drops = dict(query(db, 'SELECT reason, count FROM drops'))
+        self.assertNotIn('queue_full', drops)
+        self.assertGreater(drops.get('queue_held', 0), 0, drops)
+        (recorded, dropped), = query(db, 'SELECT events_recorded, events_dropped FROM processes')
+        self.assertEqual(recorded + dropped, 2 + 2 * 20000)   # every call recorded or counted
+        meaning, = query(db, "SELECT meaning FROM drops WHERE reason = 'queue_held'")[0]
+        self.assertIn('synchronizing cudaFree', meaning)
+        # the waiting free itself is recorded, after it returned
+        self.assertEqual(query(db, "SELECT count(*) FROM events e JOIN apis a ON a.id = e.api WHERE a.name = 'cudaFree'"),
+                         [(1,)])
 
     def test_underscore_exit_loses_nothing(self):
         self.check_complete('_exit')

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <time.h>
 
 #undef cuGetProcAddress
 #undef cuMemAlloc
@@ -294,8 +295,16 @@ CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 }
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    if (dptr && hangs_at_free(dptr))
+    /* FAKE_CUDA_SLOW_FREE_MS=M with FAKE_CUDA_HANG_FREE_BYTES: that free
+     * waits M ms, then frees (a synchronizing cudaFree waiting on a kernel) */
+    uint64_t slow = hang_bytes("FAKE_CUDA_SLOW_FREE_MS");
+    if (dptr && hangs_at_free(dptr) && slow) {
+        struct timespec ts = {(time_t)(slow / 1000), (long)(slow % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    } else if (dptr && hangs_at_free(dptr)) {
         hang();
+    }
     return dptr ? free_block(dptr, DEVICE_KINDS) : CUDA_SUCCESS;
 }
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elem)

@@ -1,0 +1,40 @@
+/* One thread's cudaFree waits (FAKE_CUDA_SLOW_FREE_MS, a synchronizing free
+ * waiting on a kernel) while the main thread makes N cudaMallocAsync /
+ * cudaFreeAsync pairs of 4 KiB. usage: slow_free BYTES N (BYTES: the block
+ * whose free waits, as FAKE_CUDA_HANG_FREE_BYTES names it) */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void *block;
+
+static void *free_it(void *arg)
+{
+    (void)arg;
+    if (cudaFree(block) != cudaSuccess)
+        abort();
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    size_t bytes = strtoull(argv[1], NULL, 10);
+    int n = atoi(argv[2]);
+    if (cudaMalloc(&block, bytes) != cudaSuccess)
+        return 3;
+    pthread_t t;
+    pthread_create(&t, NULL, free_it, NULL);
+    usleep(20000);   /* (the free has begun) */
+    for (int i = 0; i < n; i++) {
+        void *p;
+        if (cudaMallocAsync(&p, 4096, 0) != cudaSuccess || cudaFreeAsync(p, 0) != cudaSuccess)
+            return 4;
+    }
+    pthread_join(t, NULL);
+    printf("%d\n", n);
+    return 0;
+}
