@@ -97,9 +97,16 @@ static void pause_briefly(unsigned try)
  * blocks: a synchronizing cudaFree waiting on the GPU drained nothing behind
  * it for a second, and 134,465 events were counted queue_full; a helper's
  * probe), or the writer behind. */
-static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t)
+static bool unpublished(uint64_t t)
 {
-    if (atomic_load_explicit(&slots[t & mask].seq, memory_order_acquire) == t + 1)
+    return atomic_load_explicit(&slots[t & mask].seq, memory_order_acquire) != t + 1;
+}
+
+/* held_from_start: the slot was unpublished when the wait at t began too (a
+ * slot caught mid-fill while the writer is merely behind is not held) */
+static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t, bool held_from_start)
+{
+    if (!held_from_start || !unpublished(t))
         return full;
     return full == GT_DROP_RANGE_QUEUE_FULL ? GT_DROP_RANGE_QUEUE_HELD : GT_DROP_QUEUE_HELD;
 }
@@ -110,6 +117,7 @@ static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t)
 bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
 {
     uint64_t deadline = 0, seen_tail = 0;
+    bool held_at_start = false;
     unsigned tries = 0;
     uint64_t pos = atomic_load_explicit(&head, memory_order_relaxed);
     uint64_t gen = atomic_load_explicit(&generation, memory_order_relaxed);
@@ -136,16 +144,17 @@ bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
         /* full */
         uint64_t now = gt_now_ns();
         if (atomic_load_explicit(&stalled_at, memory_order_relaxed) == t + 1) {
-            gt_drop(held_or(full, t)); /* the writer is known stuck: no second wait */
+            gt_drop(held_or(full, t, true)); /* the writer is known stuck: no second wait */
             return false;
         }
         if (!deadline || t != seen_tail) {
             seen_tail = t;
             deadline = now + (uint64_t)gt_config.queue_wait_ms * 1000000ull;
+            held_at_start = gt_config.queue_wait_ms > 0 && unpublished(t);
         }
         if (now >= deadline) {
             atomic_store_explicit(&stalled_at, t + 1, memory_order_relaxed);
-            gt_drop(held_or(full, t));
+            gt_drop(held_or(full, t, held_at_start));
             return false;
         }
         pause_briefly(tries++);
