@@ -21,6 +21,7 @@
 #include "run_log.h"
 #include "schema_sql.h"
 #include "subprocess.h"
+#include "trace.h"
 
 /* gputrace run --help (the command table is in commands.c) */
 const char gt_help_run[] =
@@ -78,18 +79,11 @@ static int finished_trace(const char *path, const struct stat *st)
     return 1;
 }
 
-/* Where -o puts the trace. A directory (existing, or a path ending in '/')
- * holds it under the default name. An existing file is replaced only when it
- * is a finished gputrace trace; anything else (a script, another program's
- * database, a trace still being written) is refused, as is a path whose
- * directory does not exist: the command is not started then. Returns 0, or
- * -1 after one line on stderr. */
 /* The longest name the shim may open for out (absolute): its temporary
  * name NAME.creating-PID.N, a directory's gputrace-PID.db inside it, each
  * %h as a long host name and any other escape as a pid. SQLite opens no full
  * path over 504 bytes (shim/db.c): the command ran, and nothing was traced
  * (a helper's probe). -1 after one line on stderr. */
-#define SQLITE_PATH_MAX 504
 static int too_long_for_sqlite(const char *arg, const char *out)
 {
     size_t len = 0;
@@ -103,13 +97,19 @@ static int too_long_for_sqlite(const char *arg, const char *out)
     if ((n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode)))
         len += 1 + strlen("gputrace-1234567.db");
     len += strlen(".creating-1234567.99");
-    if (len <= SQLITE_PATH_MAX)
+    if (len <= GT_SQLITE_PATH_MAX)
         return 0;
     fprintf(stderr, "gputrace run: -o %s: the trace's full path would be up to %zu bytes, and SQLite opens none over "
-                    "%d; choose a shorter path\n", arg, len, SQLITE_PATH_MAX);
+                    "%d; choose a shorter path\n", arg, len, GT_SQLITE_PATH_MAX);
     return -1;
 }
 
+/* Where -o puts the trace. A directory (existing, or a path ending in '/')
+ * holds it under the default name. An existing file is replaced only when it
+ * is a finished gputrace trace; anything else (a script, another program's
+ * database, a trace still being written) is refused, as is a path whose
+ * directory does not exist: the command is not started then. Returns 0, or
+ * -1 after one line on stderr. */
 static int prepare_output(const char *arg, char *out, size_t cap, char *aside, size_t aside_cap)
 {
     struct stat st;
@@ -283,13 +283,10 @@ int gt_cmd_run(const struct gt_command *cmd, struct gt_args *a)
         snprintf(depth, sizeof depth, "%d", a->stack_depth);
         setenv("GPUTRACE_STACK_DEPTH", depth, 1);
     }
-    const char *quiet_env = getenv("GPUTRACE_QUIET");
+    int env_quiet = gt_env_flag_on("GPUTRACE_QUIET");
     if (a->quiet)
         setenv("GPUTRACE_QUIET", "1", 1);
     /* One closing line for the whole command, unless asked for none */
-    /* quiet as the shim reads the flag (shim/config.c): off for unset, empty, 0, false, no, off */
-    int env_quiet = quiet_env && *quiet_env && strcmp(quiet_env, "0") && strcasecmp(quiet_env, "false") &&
-                    strcasecmp(quiet_env, "no") && strcasecmp(quiet_env, "off");
     int closing = !a->quiet && !env_quiet && gt_run_log_begin() == 0;
     int sig = 0;
     struct gt_spawn how = {.term_signal = &sig};

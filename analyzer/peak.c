@@ -201,8 +201,8 @@ static void other_levels(struct gt_ctx *c, const struct gt_iterations *its, stru
  * some cost fall between them, and are not this. The rounding: the largest
  * power of two dividing every size allocated at the level, from 512 B (the
  * runtime's unit) to 2 MiB (a caching allocator's segments); two of it at
- * either end of a secant is noise. *at: the index of the last secant's
- * upper batch size. */
+ * either end of a secant is noise. *first and *last: the first and last
+ * costs a sample. */
 #define CURVE_RISE 0.05
 
 static double level_rounding(const struct gt_ctx *c, const struct gt_sel *sel)

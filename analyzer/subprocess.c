@@ -40,19 +40,18 @@ static int find_shim(char *out, size_t cap)
     return -1;
 }
 
-/* GPUTRACE_DISABLE on, as the shim reads a flag (shim/config.c): a value
- * left in the environment turned tracing off, and run and sweep then blamed
- * the command ("no CUDA call"; a helper's probe) */
-static int disabled_by_env(void)
+int gt_env_flag_on(const char *name)
 {
-    const char *v = getenv("GPUTRACE_DISABLE");
+    const char *v = getenv(name);
     return v && *v && strcmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no") && strcasecmp(v, "off");
 }
 
 int gt_preload_shim(const char *who)
 {
     char shim[PATH_MAX];
-    if (disabled_by_env()) {
+    /* a GPUTRACE_DISABLE left in the environment turned tracing off, and run
+     * and sweep then blamed the command ("no CUDA call"; a helper's probe) */
+    if (gt_env_flag_on("GPUTRACE_DISABLE")) {
         fprintf(stderr, "%s: GPUTRACE_DISABLE=%.64s is set, which turns tracing off in every process: unset it "
                         "(env -u GPUTRACE_DISABLE %s ...)\n", who, getenv("GPUTRACE_DISABLE"), who);
         return -1;

@@ -11,6 +11,10 @@
  * Returns 0, or -1 after one line on stderr starting with who. */
 int gt_preload_shim(const char *who);
 
+/* Is the flag named on in the environment, as the shim reads a flag
+ * (shim/config.c): off for unset, empty, 0, false, no, off (any case). */
+int gt_env_flag_on(const char *name);
+
 /* How gt_spawn_wait runs a command. */
 struct gt_spawn {
     const char *const *env;    /* "NAME=VALUE" strings set in the child only; NULL-terminated, or NULL */

@@ -73,14 +73,13 @@ static const char *one_line(const char *msg, char *out, size_t cap)
 /* SQLite's unix files open by full path of at most 512 bytes, its -journal
  * and -wal names included: a longer one cannot open (the path's length, or
  * 0 when it is short enough or not known). */
-#define SQLITE_PATH_MAX 504
 static size_t too_long(const char *path)
 {
     char cwd[4096];
     size_t n = strlen(path);
     if (path[0] != '/')
         n += getcwd(cwd, sizeof cwd) ? strlen(cwd) + 1 : 0;
-    return n > SQLITE_PATH_MAX ? n : 0;
+    return n > GT_SQLITE_PATH_MAX ? n : 0;
 }
 
 int gt_trace_sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const char *what)
@@ -90,7 +89,7 @@ int gt_trace_sql_fail_msg(struct gt_trace *t, int rc, const char *raw, const cha
     size_t long_path = (rc & 0xff) == SQLITE_CANTOPEN && t->path ? too_long(t->path) : 0;
     if (long_path)
         return gt_trace_fail(t, GT_EXIT_MISSING, "cannot open the trace: its full path is %zu bytes, and SQLite opens "
-                    "none over %d; move or copy it to a shorter path", long_path, SQLITE_PATH_MAX);
+                    "none over %d; move or copy it to a shorter path", long_path, GT_SQLITE_PATH_MAX);
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -25,6 +25,11 @@ static inline int gt_api_base(int api)          /* the API itself, whichever slo
 }
 
 /* One traced call, 32 bytes. Events are kept in (t_ns, id) order. */
+/* SQLite's unix files open by a full path of at most 512 bytes, the
+ * -journal's name included: no trace path over this opens (the shim's
+ * shim/db.c says so of the file it makes) */
+#define GT_SQLITE_PATH_MAX 504
+
 struct gt_event {
     int64_t t;          /* ns since process start */
     union {
