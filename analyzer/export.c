@@ -459,12 +459,14 @@ const char gt_help_export[] =
     "instant events on the calling thread, with size and innermost frame.\n"
     "\n"
     "  -o FILE            write FILE (default: stdout, -o - too). FILE appears\n"
-    "                     only when complete; on stdout a failure mid-way leaves\n"
-    "                     incomplete JSON behind, with the non-zero exit status\n"
-    "                     saying so. When stdout is a terminal, the default is\n"
+    "                     only when complete; on stdout a trace that fails\n"
+    "                     part-way ends the JSON there, closed, and named in\n"
+    "                     otherData.incomplete, with a non-zero exit status.\n"
+    "                     When stdout is a terminal, the default is\n"
     "                     TRACE.json beside the first TRACE.db, replaced only if\n"
     "                     gputrace export wrote it (anything else is refused)\n"
-    "  --from T, --to T   only this time window, T since the process started:\n"
+    "  --from T, --to T   only this time window, T since the trace started (the\n"
+    "                     process's first traced CUDA call, as in every report):\n"
     "                     1.5 or 1.5s, 200ms, 40us, 1000ns\n"
     "  --iterations A:B   only iterations A to B (indices as gputrace growth shows)\n"
     "  --no-kernels       leave out kernels, copies and memsets\n"
@@ -474,7 +476,11 @@ const char gt_help_export[] =
     "Counters keep their value at the window's start. A 1 M-event trace gives\n"
     "about 320 MiB of JSON (tests/bench/RESULTS.md): limit big traces (above\n"
     "512 MiB a line on stderr says so).\n"
-    "Exit status as for the reports; 10: the output could not be written.\n";
+    "A trace that cannot be exported (empty, no such iterations, --memory selects\n"
+    "nothing in it) is left out, with a line on stderr, and named in\n"
+    "otherData.skipped; the others are written, and the exit status is its\n"
+    "error's. Exit status as for the reports; 10: the output could not be\n"
+    "written.\n";
 
 /* Output above this is said to be large (a 1 M-event trace gives ~320 MiB) */
 #define BIG_EXPORT ((off_t)512 << 20)
@@ -522,8 +528,16 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
         x.f = of.f;
         x.o = o;
         fputs(EXPORT_HEAD, x.f);
-        for (int i = 0; i < o->nfiles && !code; i++) {
+        /* A trace that fails before any of it is written (empty, no such
+         * iterations, --memory selects nothing) is left out and the others
+         * go on: one empty rank must not sink a job's export. One that fails
+         * part-way ends the export; either way the JSON is closed, so that it
+         * parses, and otherData says what is missing (the exit status too). */
+        int failed = GT_EXIT_OK, exported = 0;
+        struct missing skipped = {0}, incomplete = {0};
+        for (int i = 0; i < o->nfiles; i++) {
             struct gt_ctx c;
+            size_t before = x.nout;
             code = gt_ctx_open(&c, o->files[i], &o->base);
             if (!code) {
                 x.c = &c;
@@ -533,12 +547,25 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
                 code = export_one(&x, i);
                 gt_phase("export", t0);
             }
-            if (code)
+            if (code) {
                 gt_viz_fail(o->files[i], &c.t, code);
+                failed = failed ? failed : code;
+                int partial = x.nout != before;
+                ex_add_missing(partial ? &incomplete : &skipped, o->files[i], &c.t, code);
+                gt_ctx_close(&c);
+                if (partial || code == GT_EXIT_OUTPUT || code == GT_EXIT_NOMEM)
+                    break;
+                continue;
+            }
+            exported++;
             gt_ctx_close(&c);
         }
-        if (!code) {
-            fprintf(x.f, "\n],\"otherData\":{\"generator\":\"gputrace %s\",\"time_origin_unix_ns\":%lld}}\n", GPUTRACE_VERSION, (long long)origin);
+        fprintf(x.f, "\n],\"otherData\":{\"generator\":\"gputrace %s\",\"time_origin_unix_ns\":%lld", GPUTRACE_VERSION,
+                (long long)origin);
+        ex_put_missing(x.f, "skipped", &skipped);
+        ex_put_missing(x.f, "incomplete", &incomplete);
+        fputs("}}\n", x.f);
+        if (exported && !incomplete.n) {
             off_t bytes = ftello(x.f);   /* (-1 on a pipe: nothing said) */
             code = gt_outfile_commit(&of);
             if (!code && bytes > BIG_EXPORT) {
@@ -547,9 +574,13 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
                                 "slowly or not at all; --iterations A:B, --from/--to, --no-allocs or --no-kernels "
                                 "make it smaller\n", gt_fmt_bytes((int64_t)bytes, b));
             }
-        } else {
+        } else if (of.tmp) {   /* a file appears only when whole */
             gt_outfile_abort(&of);
+            code = GT_EXIT_OK;
+        } else {   /* stdout: what is there, closed */
+            code = gt_outfile_commit(&of);
         }
+        code = failed && code != GT_EXIT_OUTPUT ? failed : code;
     }
     gt_outfile_say_chosen(&of, code);
     free(starts);

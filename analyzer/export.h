@@ -42,6 +42,14 @@ struct exporter {
     size_t nstreams;
 };
 
+/* Traces left out of the output, said in its otherData: JSON objects
+ * {file, error, exit_status}, comma-separated, gathered in text */
+struct missing {
+    FILE *f;
+    char *text;
+    size_t len, n;
+};
+
 /* export_write.c */
 int64_t ex_sat_sub(int64_t a, int64_t b);
 void ex_begin(struct exporter *x, const char *ph, int64_t tid, int64_t t_ns);
@@ -50,5 +58,8 @@ void ex_metadata(struct exporter *x, const char *what, int64_t tid, const char *
 int ex_in_window(const struct exporter *x, int64_t t);
 int ex_nests(struct exporter *x, int64_t tid, int64_t s, int64_t e);
 int ex_slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const char *cat, const char *name);
+void ex_add_missing(struct missing *m, const char *path, const struct gt_trace *t, int code);
+/* Writes ,"key":[...] if any were added, and frees them. */
+void ex_put_missing(FILE *out, const char *key, struct missing *m);
 
 #endif

@@ -134,3 +134,25 @@ int ex_slice(struct exporter *x, int64_t tid, int64_t s, int64_t e, const char *
     ex_kstr(x, "name", name);
     return 1;
 }
+
+/* ---- traces left out of the output, said in its otherData */
+
+void ex_add_missing(struct missing *m, const char *path, const struct gt_trace *t, int code)
+{
+    if (!m->f)
+        m->f = gt_xmemstream(&m->text, &m->len);
+    fputs(m->n++ ? ",{\"file\":" : "{\"file\":", m->f);
+    gt_json_put_string(m->f, path);
+    fputs(",\"error\":", m->f);
+    gt_json_put_string(m->f, t->err[0] ? t->err : "failed");
+    fprintf(m->f, ",\"exit_status\":%d}", code);
+}
+
+void ex_put_missing(FILE *out, const char *key, struct missing *m)
+{
+    if (!m->f)
+        return;
+    fclose(m->f);
+    fprintf(out, ",\"%s\":[%s]", key, m->text);
+    free(m->text);
+}

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     /* a full disk or a closed pipe under what was printed: a script must not
      * take a cut JSON for an answer */
     errno = 0;
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status != GT_EXIT_OUTPUT) {   /* (said already if it is) */
         fprintf(stderr, "gputrace: cannot write to standard output%s%s%s; what was printed is incomplete\n",
                 errno ? " (" : "", errno ? strerror(errno) : "", errno ? ")" : "");
         if (status == GT_EXIT_OK || status == GT_EXIT_FAIL_ABOVE)

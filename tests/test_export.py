@@ -372,6 +372,70 @@ class Output(ExportTest):
         self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
         self.assertEqual(sorted(os.listdir(self.dir)), ['timeline.db'])
 
+    def empty_trace(self, name='empty.db', pid=777):
+        t = T.Trace(os.path.join(self.dir, name), pid=pid)
+        t.close()
+        return t.path
+
+    def test_an_empty_trace_alone_prints_json_that_parses_and_names_it(self):
+        empty = self.empty_trace()
+        p = self.gputrace('export', empty)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn('empty trace', p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc['traceEvents'], [])
+        self.assertEqual([(m['file'], m['exit_status']) for m in doc['otherData']['skipped']], [(empty, 7)])
+        self.assertIn('empty trace', doc['otherData']['skipped'][0]['error'])
+
+    def test_an_empty_trace_among_others_is_left_out_and_the_others_written(self):
+        db, _ = self.planted()
+        empty = self.empty_trace()
+        out = os.path.join(self.dir, 'out.json')
+        p = self.gputrace('export', empty, db, '-o', out)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        with open(out, encoding='utf-8') as f:
+            doc = json.load(f)
+        check_trace_events(self, doc)
+        names = [e['args']['name'] for e in doc['traceEvents'] if e['ph'] == 'M' and e['name'] == 'process_name']
+        self.assertEqual(len(names), 1, names)
+        self.assertIn(os.path.basename(db), names[0])
+        self.assertTrue(any(e['ph'] == 'i' for e in doc['traceEvents']))
+        self.assertEqual([m['file'] for m in doc['otherData']['skipped']], [empty])
+        self.assertNotIn('incomplete', doc['otherData'])
+
+    def test_a_trace_that_fails_part_way_ends_the_json_closed_and_named(self):
+        t = T.Trace(os.path.join(self.dir, 'cut.db'))
+        ptr = t.alloc(1 << 20, ['main'])
+        for i in range(300):
+            t.kernel('kernel_%d' % i)
+        t.free(ptr)
+        t.close()
+        con = sqlite3.connect(t.path)
+        root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'kernels'").fetchone()[0]
+        page = con.execute('PRAGMA page_size').fetchone()[0]
+        con.close()
+        with open(t.path, 'r+b') as f:   # the kernels table's root page made garbage: read only by export's later parts
+            f.seek((root - 1) * page)
+            f.write(b'\xff' * page)
+        p = self.gputrace('export', t.path)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual([(m['file'], m['exit_status']) for m in doc['otherData']['incomplete']], [(t.path, 4)])
+        self.assertTrue(any(e['ph'] == 'M' and e['name'] == 'process_name' for e in doc['traceEvents']))
+        out = os.path.join(self.dir, 'cut.json')
+        p = self.gputrace('export', t.path, '-o', out)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_export_to_a_full_stdout_is_exit_10_with_one_line(self):
+        db, _ = self.planted()
+        with open('/dev/full', 'w') as full:
+            p = subprocess.run([gtlib.GPUTRACE, 'export', db], stdout=full, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 10, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
     def test_unwritable_output_is_exit_10_with_one_line(self):
         db, _ = self.planted()
         p = self.gputrace('export', db, '-o', os.path.join(self.dir, 'no', 'such', 'dir', 'x.json'))
