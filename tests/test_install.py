@@ -60,3 +60,15 @@ class InstallTest(TraceTest):
                            env=base_env(), capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
+
+
+class ToolkitOptionTest(TraceTest):
+    def test_a_named_toolkit_without_headers_is_refused_not_replaced_by_another(self):
+        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        bad = os.path.join(self.dir, 'no-cuda-here')
+        os.mkdir(bad)
+        p = subprocess.run(['meson', 'setup', os.path.join(self.dir, 'b'), source, '-Dcudatoolkit=' + bad],
+                           capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn('-Dcudatoolkit=%s: no include/cuda_runtime_api.h there' % bad, p.stdout + p.stderr)
+        self.assertNotIn('CUDA headers:', p.stdout)
