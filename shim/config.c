@@ -188,8 +188,81 @@ static long read_int(const struct gt_config_var *v, const char *s)
     return x;
 }
 
+/* Names of the project's other tools, not settings of the shim: the
+ * analyzer's phase timings, the test runner's build and stages. */
+static const char *const not_settings[] = {"GPUTRACE_TIMING", "GPUTRACE_BUILD", "GPUTRACE_TEST_STAGES",
+                                           "GPUTRACE_TEST_SANITIZER"};
+
+/* Levenshtein distance of a[0..na) and b (both short: names), no allocation */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b), row[64];
+    if (na > 63 || nb > 63)
+        return 64;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+static bool named(const char *name, size_t n, const char *known)
+{
+    return strlen(known) == n && !strncmp(name, known, n);
+}
+
+/* A GPUTRACE_ name that is no setting (GPUTRACE_STACKDEPTH=8, GPUTRACE_OUTPUT_DIR)
+ * was ignored in silence: one warning line each, with the nearest setting. */
+static void warn_unknown_names(void)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        const char *name = *e, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        if (strncmp(name, "GPUTRACE_", 9) != 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < gt_config_nvars && !known; i++)
+            known = named(name, n, gt_config_vars[i].name);
+        for (size_t i = 0; i < sizeof not_settings / sizeof not_settings[0] && !known; i++)
+            known = named(name, n, not_settings[i]);
+        if (known)
+            continue;
+        const char *nearest = NULL;
+        size_t best = 4;   /* a typo or two, a missing or extra _S: past 3 edits it is a guess */
+        for (size_t i = 0; i < gt_config_nvars; i++) {
+            size_t d = edit_distance(name, n, gt_config_vars[i].name);
+            if (d < best) {
+                best = d;
+                nearest = gt_config_vars[i].name;
+            }
+        }
+        for (size_t i = 0; i < gt_config_nvars && !nearest; i++) {   /* GPUTRACE_OUTPUT_DIR, GPUTRACE_CUPTI_OFF */
+            size_t k = strlen(gt_config_vars[i].name);
+            if (k < n && name[k] == '_' && !strncmp(name, gt_config_vars[i].name, k))
+                nearest = gt_config_vars[i].name;
+        }
+        if (nearest)
+            warn("gputrace: ignoring %.*s: not a gputrace setting (did you mean %s?)\n", (int)(n < 64 ? n : 64), name,
+                 nearest);
+        else
+            warn("gputrace: ignoring %.*s: not a gputrace setting (the README's Configuration table lists them)\n",
+                 (int)(n < 64 ? n : 64), name);
+    }
+}
+
 void gt_config_load(void)
 {
+    warn_unknown_names();
     for (size_t i = 0; i < gt_config_nvars; i++) {
         const struct gt_config_var *v = &gt_config_vars[i];
         const char *s = getenv(v->name);

@@ -84,3 +84,32 @@ class FlagValues(unittest.TestCase):
         err, written = self.run_demo(GPUTRACE_DISABLE='fasle')
         self.assertFalse(written)
         self.assertEqual(err, 'gputrace: GPUTRACE_DISABLE=fasle read as on (expected 1, true, yes, on or 0, false, no, off)\n')
+
+
+class UnknownNames(unittest.TestCase):
+    """A GPUTRACE_ name that is no setting was ignored in silence (GPUTRACE_STACKDEPTH=8
+    traced 32 frames): a process that traces says so, once a name, with the nearest
+    setting; one that never calls CUDA says nothing."""
+
+    def run_prog(self, name, **env):
+        import tempfile
+        import gtlib
+        with tempfile.TemporaryDirectory() as d:
+            e = gtlib.base_env(GPUTRACE_OUTPUT=os.path.join(d, 't.db'), GPUTRACE_CUPTI=0, GPUTRACE_QUIET=1, **env)
+            p = gtlib.run([name if name.startswith('/') else prog(name)], env=e, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return p.stderr
+
+    def test_a_misspelt_name_is_said_with_the_setting_meant(self):
+        err = self.run_prog('demo_loop', GPUTRACE_STACKDEPTH=8, GPUTRACE_CUPTI_OFF=1, GPUTRACE_FROBNICATE=1)
+        self.assertEqual(sorted(err.splitlines()), sorted([
+            'gputrace: ignoring GPUTRACE_STACKDEPTH: not a gputrace setting (did you mean GPUTRACE_STACK_DEPTH?)',
+            'gputrace: ignoring GPUTRACE_CUPTI_OFF: not a gputrace setting (did you mean GPUTRACE_CUPTI?)',
+            'gputrace: ignoring GPUTRACE_FROBNICATE: not a gputrace setting (the README\'s Configuration table lists them)',
+        ]))
+
+    def test_settings_and_the_other_tools_names_are_not_said(self):
+        self.assertEqual(self.run_prog('demo_loop', GPUTRACE_STACK_DEPTH=8, GPUTRACE_TIMING=1, GPUTRACE_BUILD='/x'), '')
+
+    def test_a_process_without_cuda_says_nothing(self):
+        self.assertEqual(self.run_prog('/bin/true', GPUTRACE_STACKDEPTH=8), '')
