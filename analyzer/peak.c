@@ -84,9 +84,37 @@ static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt
 #define CARRIED_SHARE 0.125   /* of the peak above the live memory before the first iteration */
 #define CARRIED_RUNS 16       /* runs of one batch size checked (a pass over the trace's start each) */
 
-static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
+/* Bytes allocated in events [from, to) at the level, a VMM handle aside, and
+ * still live at event kept_past. */
+static int64_t held_from(const struct gt_ctx *c, const struct gt_peak *pk, size_t from, size_t to, size_t kept_past)
 {
     const struct gt_trace *t = &c->t;
+    int64_t held = 0;
+    for (size_t i = from; i < to; i++) {
+        const struct gt_event *e = &t->ev[i];
+        const struct gt_api_attr *a = gt_attr(t, e);
+        uint32_t f = c->p.partner[i];
+        if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(t, &pk->sel, e) &&
+            strcmp(a->name, "cuMemCreate") && (f == GT_NO_EVENT || f >= kept_past))
+            held += e->size;
+    }
+    return held;
+}
+
+/* Whether events [from, to) allocate at the level (a failed call counts: it asked) */
+static int allocates(const struct gt_ctx *c, const struct gt_peak *pk, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const struct gt_event *e = &c->t.ev[i];
+        const struct gt_api_attr *a = gt_attr(&c->t, e);
+        if (a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(&c->t, &pk->sel, e))
+            return 1;
+    }
+    return 0;
+}
+
+static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
+{
     size_t first_run = 0;   /* past iterations of no batch size, then the first batch size's */
     while (first_run < its->n && its->it[first_run].batch_size < 0)
         first_run++;
@@ -95,28 +123,48 @@ static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt
         first_run++;
     double worst = 0;
     size_t checked = 0;
+    size_t loop_start = 0;   /* the first iteration of a batch size */
+    while (loop_start < its->n && its->it[loop_start].batch_size < 0)
+        loop_start++;
+    int64_t largest_before = first_bs;
     for (size_t r = first_run, end; r < its->n && checked < CARRIED_RUNS; r = end) {
         size_t top = its->n;   /* the run's highest complete peak, the later on a tie */
         for (end = r; end < its->n && its->it[end].batch_size == its->it[r].batch_size; end++)
             if (!pk->incomplete[end] && pk->w[end].peak_ev != GT_NO_EVENT && (top == its->n || pk->w[end].peak >= pk->w[top].peak))
                 top = end;
-        /* the run right after the first can carry nothing: only the first's came before it */
-        if (r == first_run || its->it[r].batch_size < 0 || top == its->n)
+        int64_t bs = its->it[r].batch_size;
+        int larger = bs > largest_before;
+        largest_before = larger ? bs : largest_before;
+        if (bs < 0)
+            continue;
+        size_t quiet = top;   /* (an iteration with no event has no peak event: its peak is what it inherited) */
+        for (size_t k = r; k < end && quiet == its->n; k++)
+            quiet = pk->incomplete[k] ? its->n : k;
+        if (larger && quiet < its->n && !allocates(c, pk, its->it[r].first_ev, its->it[end - 1].end_ev)) {
+            top = quiet;
+            /* a batch larger than every one before that allocated nothing ran in memory
+             * reserved before it (a caching allocator's segments, which bs 2's step made
+             * and bs 16's reused): its peak is what was reserved, and a line through it
+             * says the batch costs nothing (the first-hour walk: a warm-up at another
+             * batch size gave "peak does not grow with batch size") */
+            int64_t held = held_from(c, pk, its->it[loop_start].first_ev, its->it[r].first_ev, its->it[top].end_ev);
+            int64_t growth = pk->w[top].peak - pk->w[0].start_live;
+            if (held > 0 && growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
+                worst = (double)held / (double)growth;
+                pk->carried_bytes = held;
+                pk->carried_batch_size = bs;
+            }
+            continue;
+        }
+        /* the run right after the first can carry nothing else: only the first's came before it */
+        if (r == first_run || top == its->n)
             continue;
         checked++;
         /* held through the whole top iteration, not only at its peak: memory
          * the iteration before left and this one frees later (gradients that
          * a zero_grad after the forward releases) is no history */
-        size_t kept_past = its->it[top].end_ev;
-        int64_t held = 0, growth = pk->w[top].peak - pk->w[0].start_live;
-        for (size_t i = its->it[first_run].first_ev; i < its->it[r].first_ev; i++) {
-            const struct gt_event *e = &t->ev[i];
-            const struct gt_api_attr *a = gt_attr(t, e);
-            uint32_t f = c->p.partner[i];
-            if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(t, &pk->sel, e) &&
-                strcmp(a->name, "cuMemCreate") && (f == GT_NO_EVENT || f >= kept_past))
-                held += e->size;
-        }
+        int64_t held = held_from(c, pk, its->it[first_run].first_ev, its->it[r].first_ev, its->it[top].end_ev);
+        int64_t growth = pk->w[top].peak - pk->w[0].start_live;
         if (growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
             worst = (double)held / (double)growth;
             pk->carried_bytes = held;

@@ -109,6 +109,20 @@ static void print_room(const struct gt_peak *pk)
 }
 
 /* A caching allocator's peaks: what the trace does know. */
+/* The index of batch size bs in pk->bs (sorted), or pk->nbs */
+static size_t bs_index(const struct gt_peak *pk, int64_t bs)
+{
+    size_t lo = 0, hi = pk->nbs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pk->bs[mid].batch_size < bs)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pk->nbs && pk->bs[lo].batch_size == bs ? lo : pk->nbs;
+}
+
 static void print_history(const struct gt_iterations *its, const struct gt_peak *pk)
 {
     char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
@@ -125,13 +139,31 @@ static void print_history(const struct gt_iterations *its, const struct gt_peak 
                (long long)its->it[k].index, bs, gt_fmt_bytes(pk->w[k].peak, b1), gt_fmt_bytes(pk->high[k].added, b2),
                (long long)pk->high[k].kept, gt_s((long long)pk->high[k].kept));
     }
+    /* each batch size once, in the order first run: one with a new high in
+     * any of its iterations is not listed (20 iterations of one batch size
+     * printed it 20 times) */
     printf("  batch sizes with no new high:");
+    size_t *first = gt_xmalloc((pk->nbs + 1) * sizeof *first);
+    char *high = gt_xcalloc(pk->nbs + 1, 1);
+    for (size_t b = 0; b < pk->nbs; b++)
+        first[b] = pk->n;
+    for (size_t k = 0; k < pk->n; k++) {
+        size_t b = bs_index(pk, its->it[k].batch_size);
+        if (b < pk->nbs) {
+            first[b] = k < first[b] ? k : first[b];
+            high[b] |= pk->high[k].new_high;
+        }
+    }
     int none = 1;
-    for (size_t k = 0; k < pk->n; k++)
-        if (!pk->high[k].new_high && its->it[k].batch_size >= 0) {
+    for (size_t k = 0; k < pk->n; k++) {
+        size_t b = bs_index(pk, its->it[k].batch_size);
+        if (b < pk->nbs && first[b] == k && !high[b]) {
             printf("%s %lld", none ? "" : ",", (long long)its->it[k].batch_size);
             none = 0;
         }
+    }
+    free(first);
+    free(high);
     printf("%s\n", none ? " none" : " (they ran inside what earlier batches had reserved)");
     printf("  failed allocations in iterations: %lld\n", (long long)failed);
 }

@@ -358,6 +358,51 @@ class CachingAllocatorSaysWhatItCan(T.AnalyzerTest):
         self.assertNotIn('largest batch size predicted', text)
 
 
+class WarmUpAtAnotherBatchSize(T.AnalyzerTest):
+    """A warm-up at a small batch size, then training at a larger one that fits
+    in the segment the warm-up reserved (a caching allocator at the device
+    level): the larger batch allocated nothing, so its peak is what was
+    reserved before it, not what it needs. peak said "peak does not grow with
+    batch size"; it must say the peaks follow history, and give no number. A
+    program whose loop allocates nothing at all, at any batch size, still reads
+    as not growing."""
+    SEGMENT = 20 * T.MiB
+
+    def write(self, name, runs, reserve_in_loop=True):
+        t = T.Trace(os.path.join(self.dir, name), command_line='python train.py',
+                    module='/usr/lib/python3/site-packages/torch/lib/libc10_cuda.so')
+        reserved = 0
+        if not reserve_in_loop:
+            t.alloc(self.SEGMENT, T.CACHING_FRAMES)
+            reserved = 1
+        for bs, steps in runs:
+            for _ in range(steps):
+                t.push('train_step batch_size=%d' % bs)
+                if not reserved:   # the warm-up's first step reserves the one segment every later step reuses
+                    t.alloc(self.SEGMENT, T.CACHING_FRAMES)
+                    reserved = 1
+                t.pop()
+        t.close()
+        return t.path
+
+    def test_a_larger_batch_that_allocated_nothing_is_history_not_a_flat_line(self):
+        db = self.write('warm.db', [(2, 2), (16, 20)])
+        d = self.json('peak', db)
+        self.assertIs(d['peaks_follow_history'], True)
+        self.assertEqual((d['carried_batch_size'], d['carried_bytes']), (16, self.SEGMENT))
+        self.assertIsNone(d['max_batch_size'])
+        text = self.ok('peak', db).stdout
+        self.assertNotIn('does not grow', text)
+        self.assertIn("batch size 16's peak still held 20.00 MiB allocated at earlier batch sizes", text)
+        self.assertIn('batch sizes with no new high: 16 (they ran', text)
+
+    def test_a_loop_that_allocates_at_no_batch_size_still_does_not_grow(self):
+        db = self.write('flat.db', [(2, 2), (16, 20), (32, 3)], reserve_in_loop=False)
+        d = self.json('peak', db)
+        self.assertIs(d['peaks_follow_history'], False)
+        self.assertIn('peak does not grow with batch size', self.ok('peak', db).stdout)
+
+
 class PoolSlackReadings(T.AnalyzerTest):
     """The pool's slack per batch size comes from the readings of its
     reservation taken after that batch size's peak and before the next batch
