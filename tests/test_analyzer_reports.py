@@ -86,6 +86,14 @@ class LeakAndGrowth(T.AnalyzerTest):
         self.assertEqual(d['iterations_fitted'], T.LEAK_ITERATIONS - 5)
         self.assertWithin(d['slope_bytes_per_iteration'], T.LEAK_RETAINED_BYTES)
 
+    def test_a_warmup_past_every_iteration_says_so(self):
+        db = T.leak_retained(self.dir)
+        for warm in (T.LEAK_ITERATIONS, 100):
+            text = self.ok('growth', '--warmup', str(warm), db).stdout
+            self.assertIn('verdict: unknown (--warmup %d skips all %d iterations the trace has: give a smaller --warmup'
+                          % (warm, T.LEAK_ITERATIONS), text)
+            self.assertEqual(self.json('growth', '--warmup', str(warm), db)['verdict'], 'unknown')
+
     def test_too_few_iterations_give_unknown_verdict(self):
         db = T.leak_retained(self.dir, iterations=3)
         d = self.json('growth', db)
