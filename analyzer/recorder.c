@@ -187,9 +187,14 @@ void gt_recorder_text(const struct gt_trace *t)
                gt_fmt_ns(k->since_ns, b3));
     if (!w->on)
         return;
+    if (w->complete_from_ns <= 0) {   /* nothing was cut: a run shorter than its window (said "not the whole run") */
+        printf("flight recorder (GPUTRACE_WINDOW_S): the last %s are kept in full, and the run was shorter: all of it"
+               " is here\n", gt_fmt_ns(w->window_ns, b1));
+        return;
+    }
     printf("flight recorder (GPUTRACE_WINDOW_S): only the last %s are kept in full; everything below covers %s to the "
            "end (allocations live at its start are kept), not the whole run\n",
-           gt_fmt_ns(w->window_ns, b1), w->complete_from_ns ? gt_fmt_ns(w->complete_from_ns, b2) : "the start");
+           gt_fmt_ns(w->window_ns, b1), gt_fmt_ns(w->complete_from_ns, b2));
     for (size_t i = 0; i < w->npeaks; i++) {
         char dev[32] = "";
         if (w->peaks[i].device >= 0)
@@ -225,7 +230,9 @@ void gt_recorder_json(const struct gt_trace *t, struct gt_json *j)
     gt_json_kint(j, "window_ns", w->window_ns);
     gt_json_kint(j, "interval_ns", w->interval_ns);
     gt_json_kint(j, "complete_from_ns", w->complete_from_ns);
-    gt_json_kstr(j, "covers", "the report's figures cover complete_from_ns to the end; whole_run_peaks the whole run");
+    gt_json_kstr(j, "covers", w->complete_from_ns > 0
+                                  ? "the report's figures cover complete_from_ns to the end; whole_run_peaks the whole run"
+                                  : "nothing was cut: the report's figures cover the whole run");
     gt_json_kint(j, "failed_calls_before", w->failed_before);   /* counted by the interval summaries */
     gt_json_key(j, "whole_run_peaks");
     gt_json_arr(j);

@@ -421,8 +421,10 @@
     if (ks) attrs(item('kernel_sampling', 'Kernels', ks.recorded_ns, 'sampled: recorded during ' + fmtNs(ks.recorded_ns) +
       (typeof ks.every_kernel_until_ns === 'number' ? ', every one until ' + fmtNs(ks.every_kernel_until_ns) : '') +
       '; the kernel timeline and iterations found from kernels cover those spans only', null), {title: ks.how});
-    if (fr) item('flight_recorder', 'Flight recorder', fr.window_ns, 'only the last ' + fmtNs(fr.window_ns) +
-      ' are kept in full (from ' + fmtNs(fr.complete_from_ns) + '): the figures below cover that span, not the whole run', ids.timeline);
+    if (fr) item('flight_recorder', 'Flight recorder', fr.window_ns, fr.complete_from_ns > 0 ? 'only the last ' +
+      fmtNs(fr.window_ns) + ' are kept in full (from ' + fmtNs(fr.complete_from_ns) +
+      '): the figures below cover that span, not the whole run' : 'the last ' + fmtNs(fr.window_ns) +
+      ' are kept in full, and the run was shorter: all of it is here', ids.timeline);
     var gc = sum.graph_capture;   /* CUDA graph capture: its nodes are in no level */
     if (gc) item('graph_capture', 'CUDA graphs', gc.allocation_nodes, gc.allocation_nodes + ' allocation node' +
       (gc.allocation_nodes === 1 ? '' : 's') + ' (' + fmtBytes(gc.allocation_node_bytes) + ') captured: the graph\u2019s memory, ' +
@@ -437,7 +439,7 @@
     (sum.peaks || []).forEach(function (pe) {
       var where = pe.device === null || pe.device === undefined || pe.device < 0 ? 'host' : 'GPU ' + pe.device;
       /* a flight recorder's trace: the peak above is the window's; the whole run's from its summaries */
-      var whole = typeof pe.whole_run_peak_bytes === 'number' ? '; in the window only: the whole run peaked at ' +
+      var whole = typeof pe.whole_run_peak_bytes === 'number' && fr && fr.complete_from_ns > 0 ? '; in the window only: the whole run peaked at ' +
         fmtBytes(pe.whole_run_peak_bytes) : '';
       var row = item('peak', 'Peak ' + pe.memory, pe.peak_bytes, fmtBytes(pe.peak_bytes) + ' (' + where + ') at ' +
         fmtNs(pe.peak_time_ns) + whole, ids.timeline);

@@ -351,11 +351,12 @@ int gt_report_summary(struct gt_ctx *c, struct gt_json *j)
         if (lv[i].device >= 0)
             snprintf(dev, sizeof dev, " on device %d", lv[i].device);
         printf("  peak of %s memory%s%s: %s at %s (%lld allocation%s, %lld free%s, %s live at end)", gt_memory_name(lv[i].memory),
-               dev, t->recorder.on ? " in the window" : "", gt_fmt_bytes(lv[i].peak, b1), gt_fmt_ns(lv[i].peak_t, b2),
+               dev, t->recorder.on && t->recorder.complete_from_ns > 0 ? " in the window" : "", gt_fmt_bytes(lv[i].peak, b1),
+               gt_fmt_ns(lv[i].peak_t, b2),
                (long long)lv[i].allocs, gt_s(lv[i].allocs), (long long)lv[i].frees, gt_s(lv[i].frees),
                gt_fmt_bytes(lv[i].final, b3));
         int64_t run_peak = gt_recorder_run_peak(t, lv[i].memory, lv[i].device);
-        if (run_peak >= 0)
+        if (run_peak >= 0 && t->recorder.complete_from_ns > 0)
             printf("; whole run: %s", gt_fmt_bytes(run_peak, b1));
         printf("\n");
     }

@@ -594,6 +594,17 @@ class Layout(ReportTest):
         self.assertEqual(int(row[0].attrs['data-value']), data['traces'][0]['summary']['flight_recorder']['window_ns'])
         self.assertIn('only the last 2.000 s are kept in full (from 4.000 s)', row[0].text)
 
+    def test_overview_says_a_run_shorter_than_its_window_is_whole(self):
+        db = self.late_start()
+        with T.sqlite3.connect(db) as con:
+            con.execute('INSERT INTO flight_recorder (window_ns, interval_ns, complete_from_ns) VALUES (?, ?, ?)',
+                        (60 * 10**9, 15 * 10**9, 0))
+        dom, data, _ = self.report(db)
+        row = self.item(dom, 0, 'flight_recorder')
+        self.assertEqual(len(row), 1)
+        self.assertIn('the run was shorter: all of it is here', row[0].text)
+        self.assertNotIn('not the whole run', row[0].text)
+
     def test_a_flight_recorders_peak_row_gives_the_whole_runs_peak(self):
         # the page said only the window's peak (3 MiB) of a run that peaked at 1 GiB before it
         db = os.path.join(self.dir, 'win.db')

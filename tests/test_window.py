@@ -195,3 +195,22 @@ class LedgerOfAWindow(T.AnalyzerTest):
     def test_context_measured_when_the_window_holds_the_first_sample(self):
         led = self.json('summary', self.job(lambda first: first - 1))['ledger'][0]
         self.assertEqual(led['context_bytes'], 500 * MiB)
+
+
+class ShorterThanItsWindow(TraceTest):
+    """A run shorter than its window lost nothing, yet every report said "only the
+    last 60 s are kept in full ... not the whole run" and called its peak the
+    window's: it says the whole run is here."""
+
+    def test_nothing_cut_reads_as_the_whole_run(self):
+        p, db = self.trace([prog('demo_loop')], env_extra=dict(GPUTRACE_WINDOW_S=60))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(query(db, 'SELECT complete_from_ns FROM flight_recorder'), [(0,)])
+        text = run([GPUTRACE, 'summary', db], preload=False).stdout
+        self.assertIn('flight recorder (GPUTRACE_WINDOW_S): the last 60.000 s are kept in full, and the run was '
+                      'shorter: all of it is here', text)
+        self.assertNotIn('not the whole run', text)
+        self.assertNotIn('in the window', text)
+        self.assertNotIn('whole run:', text)
+        fr = json.loads(run([GPUTRACE, 'summary', '--json', db], preload=False).stdout)['flight_recorder']
+        self.assertEqual(fr['covers'], 'nothing was cut: the report\'s figures cover the whole run')
