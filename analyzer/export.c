@@ -139,13 +139,17 @@ static int alloc_instant(struct exporter *x, size_t i, uint32_t al, int64_t tid,
     int nframes;
     if (e->site >= 0) {
         int code = gt_trace_frames(t, e->site, &frames, &nframes);
-        if (code)
+        if (code) {
+            fputs("}}", x->f);   /* the object closed: the export ends here, and its JSON parses */
             return code;
+        }
         if (nframes)
             ex_kstr(x, "frame", frames[0]);
         const struct gt_frame *fi;   /* and the program's own line, where Python ran it */
-        if ((code = gt_trace_frame_info(t, e->site, &fi, &nframes)))
+        if ((code = gt_trace_frame_info(t, e->site, &fi, &nframes))) {
+            fputs("}}", x->f);
             return code;
+        }
         int u = gt_frame_user_python(fi, nframes), marked = 0;
         for (int k = 0; k < u; k++)
             marked |= gt_frame_is_backward_mark(&fi[k]);
@@ -193,6 +197,8 @@ static int export_events(struct exporter *x)
         const struct gt_api_attr *a = gt_attr(t, e);
         if (!x->o->no_allocs && ex_in_window(x, e->t) && a->known && (a->op == GT_OP_ALLOC || a->op == GT_OP_FREE))
             code = alloc_instant(x, i, al, tid, stream);
+        if (code)
+            break;
         int m, d;
         int64_t delta = gt_slot_delta(t, &x->c->p, i, &m, &d);
         if (!delta || m > GT_MEM_HOST)
@@ -487,7 +493,7 @@ const char gt_help_export[] =
 
 int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
 {
-    int code = GT_EXIT_OK;
+    int code = GT_EXIT_OK, committed = 0;
     if (o->from >= 0 && o->to >= 0 && o->to < o->from)
         return gt_usage_error(cmd, "--to must not be before --from%s", "");
     /* Validate every file first, so that a bad one fails before any output
@@ -553,8 +559,16 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
                 int partial = x.nout != before;
                 ex_add_missing(partial ? &incomplete : &skipped, o->files[i], &c.t, code);
                 gt_ctx_close(&c);
-                if (partial || code == GT_EXIT_OUTPUT || code == GT_EXIT_NOMEM)
+                if (partial || code == GT_EXIT_OUTPUT || code == GT_EXIT_NOMEM) {
+                    /* the files after it are named too: a list that stops at the failure read as complete */
+                    struct gt_trace unread;
+                    memset(&unread, 0, sizeof unread);
+                    snprintf(unread.err, sizeof unread.err, "not read: the export stopped at the failure of %s",
+                             o->files[i]);
+                    for (int k = i + 1; k < o->nfiles; k++)
+                        ex_add_missing(&incomplete, o->files[k], &unread, code);
                     break;
+                }
                 continue;
             }
             exported++;
@@ -568,6 +582,7 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
         if (exported && !incomplete.n) {
             off_t bytes = ftello(x.f);   /* (-1 on a pipe: nothing said) */
             code = gt_outfile_commit(&of);
+            committed = !code;
             if (!code && bytes > BIG_EXPORT) {
                 char b[GT_FMT_LEN];
                 fprintf(stderr, "gputrace export: %s of JSON: a trace viewer in a browser may open a file this large "
@@ -582,7 +597,8 @@ int gt_cmd_export(const struct gt_command *cmd, struct gt_args *o)
         }
         code = failed && code != GT_EXIT_OUTPUT ? failed : code;
     }
-    gt_outfile_say_chosen(&of, code);
+    /* a default file written beside traces left out is still said: it exists */
+    gt_outfile_say_chosen(&of, committed ? GT_EXIT_OK : code);
     free(starts);
     free(pids);
     return code;

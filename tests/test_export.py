@@ -429,6 +429,23 @@ class Output(ExportTest):
         self.assertEqual(p.returncode, 4, p.stderr)
         self.assertFalse(os.path.exists(out))
 
+    def test_a_failure_inside_an_event_still_parses_and_names_the_traces_not_reached(self):
+        db, _ = self.planted()
+        con = sqlite3.connect(db)
+        con.execute('ALTER TABLE frames RENAME TO frames_gone')   # read for an allocation's frame, mid-event
+        con.commit()
+        con.close()
+        good = os.path.join(self.dir, 'good.db')
+        t = T.Trace(good)
+        t.free(t.alloc(1 << 20, ['main']))
+        t.close()
+        p = self.gputrace('export', db, good)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual([m['file'] for m in doc['otherData']['incomplete']], [db, good])
+        self.assertIn('not read: the export stopped at the failure of %s' % db,
+                      doc['otherData']['incomplete'][1]['error'])
+
     def test_export_to_a_full_stdout_is_exit_10_with_one_line(self):
         db, _ = self.planted()
         with open('/dev/full', 'w') as full:

@@ -847,6 +847,16 @@ class OutputOnATerminal(T.AnalyzerTest):
         with open(out) as f:
             self.assertIn('traceEvents', json.load(f))
 
+    def test_export_beside_a_trace_left_out_still_says_the_file_it_wrote(self):
+        db, _ = V.timeline(self.dir)
+        empty = T.Trace(os.path.join(self.dir, 'empty.db')).close()
+        rc, shown, err = run_on_terminal(['export', db, empty])
+        out = os.path.join(self.dir, 'timeline.json')
+        self.assertEqual(rc, 7, err)
+        self.assertIn('gputrace: wrote %s\n' % out, shown)
+        with open(out) as f:
+            self.assertEqual([m['file'] for m in json.load(f)['otherData']['skipped']], [empty])
+
     def test_a_file_gputrace_did_not_write_is_never_replaced(self):
         db, _ = V.timeline(self.dir)
         for cmd, name in (('report', 'timeline-report.html'), ('export', 'timeline.json')):
