@@ -94,8 +94,8 @@ static void warn(const char *fmt, ...)
     size_t n = strlen(warnings);
     va_list ap;
     va_start(ap, fmt);
-    if (n < sizeof warnings)
-        vsnprintf(warnings + n, sizeof warnings - n, fmt, ap);
+    if (n + 1 < sizeof warnings && vsnprintf(warnings + n, sizeof warnings - n, fmt, ap) >= (int)(sizeof warnings - n))
+        memcpy(warnings + sizeof warnings - 5, "...\n", 5);   /* cut: the line still ends */
     va_end(ap);
 }
 
@@ -225,11 +225,16 @@ static bool named(const char *name, size_t n, const char *known)
 static void warn_unknown_names(void)
 {
     extern char **environ;
+    int said = 0, more = 0;
     for (char **e = environ; e && *e; e++) {
         const char *name = *e, *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         if (strncmp(name, "GPUTRACE_", 9) != 0)
             continue;
+        bool plain = n <= 64;   /* a name of letters, digits and _ is shown; another is counted only (no escapes to the terminal) */
+        for (size_t i = 0; i < n && plain; i++)
+            plain = (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= 'a' && name[i] <= 'z') ||
+                    (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
         bool known = false;
         for (size_t i = 0; i < gt_config_nvars && !known; i++)
             known = named(name, n, gt_config_vars[i].name);
@@ -237,6 +242,11 @@ static void warn_unknown_names(void)
             known = named(name, n, not_settings[i]);
         if (known)
             continue;
+        if (!plain || said == 3) {   /* three named at most: the buffer keeps room for the values' warnings */
+            more++;
+            continue;
+        }
+        said++;
         const char *nearest = NULL;
         size_t best = 4;   /* a typo or two, a missing or extra _S: past 3 edits it is a guess */
         for (size_t i = 0; i < gt_config_nvars; i++) {
@@ -258,11 +268,13 @@ static void warn_unknown_names(void)
             warn("gputrace: ignoring %.*s: not a gputrace setting (the README's Configuration table lists them)\n",
                  (int)(n < 64 ? n : 64), name);
     }
+    if (more)
+        warn("gputrace: ignoring %d more GPUTRACE_ name%s that %s no setting\n", more, more == 1 ? "" : "s",
+             more == 1 ? "is" : "are");
 }
 
 void gt_config_load(void)
 {
-    warn_unknown_names();
     for (size_t i = 0; i < gt_config_nvars; i++) {
         const struct gt_config_var *v = &gt_config_vars[i];
         const char *s = getenv(v->name);
@@ -292,4 +304,5 @@ void gt_config_load(void)
         warn("gputrace: ignoring GPUTRACE_CLOCK=%.16s (expected tsc or monotonic)\n", cfg.clock_mode);
         cfg.clock_mode[0] = 0;
     }
+    warn_unknown_names();   /* last: the values' warnings (GPUTRACE_DISABLE=maybe) come first in the buffer */
 }

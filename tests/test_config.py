@@ -113,3 +113,12 @@ class UnknownNames(unittest.TestCase):
 
     def test_a_process_without_cuda_says_nothing(self):
         self.assertEqual(self.run_prog('/bin/true', GPUTRACE_STACKDEPTH=8), '')
+
+    def test_many_names_are_counted_after_three_and_the_values_warnings_come_first(self):
+        names = {'GPUTRACE_X%d' % i: 1 for i in range(8)}
+        names['GPUTRACE_\x1b[2J'] = 1   # not shown: no escape reaches the terminal
+        err = self.run_prog('demo_loop', GPUTRACE_STACK_DEPTH='deep', **names).splitlines()
+        self.assertTrue(err[0].startswith('gputrace: ignoring GPUTRACE_STACK_DEPTH=deep'), err)
+        self.assertEqual(len([e for e in err if 'not a gputrace setting' in e]), 3, err)
+        self.assertEqual(err[-1], 'gputrace: ignoring 6 more GPUTRACE_ names that are no setting')
+        self.assertNotIn('\x1b', '\n'.join(err))
