@@ -112,9 +112,9 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
                "   other threads running beside or after them; the %zu iterations of the loop on thread %lld, counting\n"
                "   the allocations made on that thread, grow: this report is of them)\n", g->memory,
                g->process_verdict, gt_fmt_bytes_d(g->process_slope, b1), g->n, (long long)g->thread_tid);
-    if (g->used < 2 && g->warmup >= its->n && its->n >= 3) {
+    if (g->used < 2 && g->warmup >= g->n && g->n >= 2) {
         printf("  verdict: unknown (--warmup %zu skips all %zu iterations the trace has: give a smaller --warmup; the"
-               " default, 1, skips the first)\n", g->warmup, its->n);
+               " default, 1, skips the first)\n", g->warmup, g->n);
         return GT_EXIT_OK;
     }
     if (g->used < 2) {

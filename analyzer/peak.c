@@ -86,7 +86,8 @@ static void history(struct gt_ctx *c, const struct gt_iterations *its, struct gt
 
 /* Bytes allocated in events [from, to) at the level, a VMM handle aside, and
  * still live at event kept_past. */
-static int64_t held_from(const struct gt_ctx *c, const struct gt_peak *pk, size_t from, size_t to, size_t kept_past)
+static int64_t held_from(const struct gt_ctx *c, const struct gt_peak *pk, size_t from, size_t to, size_t kept_past,
+                         int handles)
 {
     const struct gt_trace *t = &c->t;
     int64_t held = 0;
@@ -95,7 +96,7 @@ static int64_t held_from(const struct gt_ctx *c, const struct gt_peak *pk, size_
         const struct gt_api_attr *a = gt_attr(t, e);
         uint32_t f = c->p.partner[i];
         if (!e->failed && a->known && a->op == GT_OP_ALLOC && e->size > 0 && gt_sel_has(t, &pk->sel, e) &&
-            strcmp(a->name, "cuMemCreate") && (f == GT_NO_EVENT || f >= kept_past))
+            (handles || strcmp(a->name, "cuMemCreate")) && (f == GT_NO_EVENT || f >= kept_past))
             held += e->size;
     }
     return held;
@@ -140,14 +141,19 @@ static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt
         size_t quiet = top;   /* (an iteration with no event has no peak event: its peak is what it inherited) */
         for (size_t k = r; k < end && quiet == its->n; k++)
             quiet = pk->incomplete[k] ? its->n : k;
-        if (larger && quiet < its->n && !allocates(c, pk, its->it[r].first_ev, its->it[end - 1].end_ev)) {
+        /* (not at the pool level: a stream-ordered pool's tensors are allocated each step, and a
+         * step that allocates none there runs in buffers the program sized beforehand, which a
+         * tensor-level trace cannot be told to avoid) */
+        if (larger && quiet < its->n && pk->sel.mem_mask != GT_MASK(GT_MEM_POOL) &&
+            !allocates(c, pk, its->it[r].first_ev, its->it[end - 1].end_ev)) {
             top = quiet;
             /* a batch larger than every one before that allocated nothing ran in memory
              * reserved before it (a caching allocator's segments, which bs 2's step made
              * and bs 16's reused): its peak is what was reserved, and a line through it
              * says the batch costs nothing (the first-hour walk: a warm-up at another
              * batch size gave "peak does not grow with batch size") */
-            int64_t held = held_from(c, pk, its->it[loop_start].first_ev, its->it[r].first_ev, its->it[top].end_ev);
+            /* expandable segments' handles count here: they are what the larger batch reused */
+            int64_t held = held_from(c, pk, its->it[loop_start].first_ev, its->it[r].first_ev, its->it[top].end_ev, 1);
             int64_t growth = pk->w[top].peak - pk->w[0].start_live;
             if (held > 0 && growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
                 worst = (double)held / (double)growth;
@@ -163,7 +169,7 @@ static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt
         /* held through the whole top iteration, not only at its peak: memory
          * the iteration before left and this one frees later (gradients that
          * a zero_grad after the forward releases) is no history */
-        int64_t held = held_from(c, pk, its->it[first_run].first_ev, its->it[r].first_ev, its->it[top].end_ev);
+        int64_t held = held_from(c, pk, its->it[first_run].first_ev, its->it[r].first_ev, its->it[top].end_ev, 0);
         int64_t growth = pk->w[top].peak - pk->w[0].start_live;
         if (growth > 0 && held >= CARRIED_SHARE * (double)growth && (double)held / (double)growth > worst) {
             worst = (double)held / (double)growth;

@@ -396,6 +396,39 @@ class WarmUpAtAnotherBatchSize(T.AnalyzerTest):
         self.assertIn("batch size 16's peak still held 20.00 MiB allocated at earlier batch sizes", text)
         self.assertIn('batch sizes with no new high: 16 (they ran', text)
 
+    def test_expandable_segments_handles_reused_by_a_larger_batch_are_what_it_held(self):
+        # bs 2, 4, 8 grow the segment by 20 MiB handles; bs 16 fits in the four made so far
+        t = T.Trace(os.path.join(self.dir, 'vmm.db'))
+        t.alloc(100 * T.MiB, ['init_params', 'main'])
+        handles = 0
+        for bs, need in ((2, 1), (4, 2), (8, 4), (16, 4)):
+            for _ in range(3):
+                t.push('train_step batch_size=%d' % bs)
+                while handles < need:
+                    t.alloc(20 * T.MiB, ['expandable_segment_map', 'main'], api='cuMemCreate')
+                    handles += 1
+                t.pop()
+        t.close()
+        d = self.json('peak', t.path)
+        self.assertIsNone(d['max_batch_size'])
+        self.assertEqual((d['carried_batch_size'], d['carried_bytes']), (16, 4 * 20 * T.MiB))
+
+    def test_a_pool_trace_is_left_to_its_own_rules(self):
+        # a step that allocates nothing at the pool level runs in buffers the program sized
+        # before: the rule is the caching allocator's, and its advice (trace at tensor level) would be wrong
+        t = T.Trace(os.path.join(self.dir, 'pool.db'))
+        made = False
+        for bs, steps in ((2, 2), (16, 5)):
+            for _ in range(steps):
+                t.push('train_step batch_size=%d' % bs)
+                if not made:   # sized for the largest batch at the first step
+                    t.alloc(self.SEGMENT, ['static_buffers', 'main'], api='cudaMallocAsync')
+                    made = True
+                t.pop()
+        t.close()
+        d = self.json('peak', t.path)
+        self.assertIs(d['peaks_follow_history'], False)
+
     def test_a_loop_that_allocates_at_no_batch_size_still_does_not_grow(self):
         db = self.write('flat.db', [(2, 2), (16, 20), (32, 3)], reserve_in_loop=False)
         d = self.json('peak', db)
