@@ -418,7 +418,7 @@ class Layout(ReportTest):
         dom, data, _ = self.report(jax.job('kept'))
         leaks = self.item(dom, 0, 'leaks')[0]
         self.assertEqual(int(leaks.attrs['data-value']), 0)
-        self.assertIn('none live at exit; 36.00 MiB accumulated over the loop and was freed only after it', leaks.text)
+        self.assertIn('none live at exit; 40.00 MiB accumulated over the loop and was freed only after it', leaks.text)
         self.assertFalse(leaks.has_class('good'))
         self.assertEqual(len(dom.find('table', 'freed-after', 0)), 1)
 
