@@ -102,6 +102,18 @@ static size_t iteration_of(struct loop l, size_t a)
     return lo;
 }
 
+/* Where "after the loop" starts: the last iteration of the loop that ends last, whichever thread's loop
+ * made an allocation (a producer thread's loop that ended early had its batches, freed by the main loop
+ * while it ran, called freed after the loop; a review). */
+static size_t after_loop_from(const struct gt_iterations *it)
+{
+    size_t from = it->it[it->n - 1].first_ev;
+    for (size_t k = 0; k < it->nthreads; k++)
+        if (it->threads[k].n && it->threads[k].it[it->threads[k].n - 1].first_ev > from)
+            from = it->threads[k].it[it->threads[k].n - 1].first_ev;
+    return from;
+}
+
 /* Per site (slot nsites: no stack) and phase, the live allocations of s.
  * A site whose live allocations of the loop all come from the iteration
  * before the last, and from no other, is counted at the end: iterations
@@ -125,13 +137,7 @@ static struct gt_site_sum *live_by_phase(struct gt_ctx *c, const struct gt_sel *
     struct gt_site_sum *ph = gt_xcalloc(ns * PHASE_N, sizeof *ph);
     size_t *last_it = gt_xcalloc(ns, sizeof *last_it), *loop_n = gt_xcalloc(ns, sizeof *loop_n);
     unsigned char *iters = gt_xcalloc(ns, 1);   /* 0 to 3: "three or more" iterations of the loop phase */
-    /* freed "after the loop": in the last iteration of the loop that ends last, or after it, whichever
-     * thread's loop made it (a producer thread's loop that ended early had its batches, freed by the main
-     * loop while it ran, called freed after the loop; a review) */
-    size_t after_from = it->it[it->n - 1].first_ev;
-    for (size_t k = 0; k < it->nthreads; k++)
-        if (it->threads[k].n && it->threads[k].it[it->threads[k].n - 1].first_ev > after_from)
-            after_from = it->threads[k].it[it->threads[k].n - 1].first_ev;
+    size_t after_from = after_loop_from(it);   /* freed "after the loop": in its last iteration, or after it */
     for (size_t a = 0; a < t->nev; a++) {
         const struct gt_event *e = &t->ev[a];
         size_t f = c->p.partner[a];
@@ -333,10 +339,7 @@ static void ph_add_whole_loop(const struct gt_ctx *c, const struct gt_sel *s, co
                               const unsigned char *loop_of, const unsigned char *grows, struct gt_site_sum *ph)
 {
     const struct gt_trace *t = &c->t;
-    size_t after_from = it->it[it->n - 1].first_ev;   /* as live_by_phase's */
-    for (size_t k = 0; k < it->nthreads; k++)
-        if (it->threads[k].n && it->threads[k].it[it->threads[k].n - 1].first_ev > after_from)
-            after_from = it->threads[k].it[it->threads[k].n - 1].first_ev;
+    size_t after_from = after_loop_from(it);
     for (size_t a = 0; a < t->nev; a++) {
         const struct gt_event *e = &t->ev[a];
         size_t f = c->p.partner[a];
