@@ -146,6 +146,11 @@ int gt_cli_parse(const struct gt_command *cmd, int argc, char **argv, struct gt_
     a->files = gt_xcalloc((size_t)argc + 1, sizeof *a->files);
     a->nfiles = 0;
     int only_operands = 0;
+    /* each value-taking option's value given so far: a second, different one
+     * is refused (run -o a.db -o b.db wrote b.db without a word) */
+    const struct gt_option *given[64];
+    const char *given_val[64];
+    size_t ngiven = 0;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (only_operands || arg[0] != '-' || !arg[1]) {
@@ -172,6 +177,17 @@ int gt_cli_parse(const struct gt_command *cmd, int argc, char **argv, struct gt_
             if (i + 1 >= argc)
                 return gt_usage_error(cmd, "option '%s' needs a value", name);
             val = argv[++i];
+        }
+        if (opt->arg) {
+            size_t k = 0;
+            while (k < ngiven && given[k] != opt)
+                k++;
+            if (k < ngiven && strcmp(given_val[k], val))
+                return gt_usage_error(cmd, "option '%s' given twice, with two values: give it once", name);
+            if (k == ngiven && ngiven < sizeof given / sizeof given[0]) {
+                given[ngiven] = opt;
+                given_val[ngiven++] = val;
+            }
         }
         const char *bad = set_value(opt, cmd, a, val);
         if (bad)

@@ -76,6 +76,18 @@ class UsageErrors(T.AnalyzerTest):
         self.assertEqual(p.stdout, '')
         return lines[0]
 
+    def test_an_option_given_twice_with_two_values_is_refused(self):
+        # run -o a.db -o b.db wrote b.db without a word
+        line = self.usage_error('run', '-o', os.path.join(self.dir, 'a.db'), '-o', os.path.join(self.dir, 'b.db'),
+                                '--', 'true')
+        self.assertIn("option '-o' given twice, with two values: give it once", line)
+        self.assertIn("option '--top' given twice", self.usage_error('summary', '--top', '3', '--top=5', 'x.db'))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'b.db')))
+
+    def test_an_option_given_twice_alike_is_taken(self):
+        db = T.leak_retained(self.dir)
+        self.assertEqual(self.gputrace('summary', '--top', '3', '--top=3', db).returncode, 0)
+
     def test_mistyped_option_after_the_file_is_unknown_not_missing_a_value(self):
         db = T.leak_fixed(self.dir)
         line = self.usage_error('summary', db, '--jsn')
