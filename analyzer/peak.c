@@ -116,17 +116,15 @@ static int allocates(const struct gt_ctx *c, const struct gt_peak *pk, size_t fr
 
 static void carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk)
 {
-    size_t first_run = 0;   /* past iterations of no batch size, then the first batch size's */
-    while (first_run < its->n && its->it[first_run].batch_size < 0)
-        first_run++;
+    size_t loop_start = 0;   /* the first iteration of a batch size */
+    while (loop_start < its->n && its->it[loop_start].batch_size < 0)
+        loop_start++;
+    size_t first_run = loop_start;   /* past it, the first batch size's run */
     int64_t first_bs = first_run < its->n ? its->it[first_run].batch_size : -1;
     while (first_run < its->n && its->it[first_run].batch_size == first_bs)
         first_run++;
     double worst = 0;
     size_t checked = 0;
-    size_t loop_start = 0;   /* the first iteration of a batch size */
-    while (loop_start < its->n && its->it[loop_start].batch_size < 0)
-        loop_start++;
     int64_t largest_before = first_bs;
     for (size_t r = first_run, end; r < its->n && checked < CARRIED_RUNS; r = end) {
         size_t top = its->n;   /* the run's highest complete peak, the later on a tie */

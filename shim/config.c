@@ -262,11 +262,10 @@ static void warn_unknown_names(void)
                 nearest = gt_config_vars[i].name;
         }
         if (nearest)
-            warn("gputrace: ignoring %.*s: not a gputrace setting (did you mean %s?)\n", (int)(n < 64 ? n : 64), name,
-                 nearest);
+            warn("gputrace: ignoring %.*s: not a gputrace setting (did you mean %s?)\n", (int)n, name, nearest);
         else
             warn("gputrace: ignoring %.*s: not a gputrace setting (the README's Configuration table lists them)\n",
-                 (int)(n < 64 ? n : 64), name);
+                 (int)n, name);   /* (plain: at most 64 bytes) */
     }
     if (more)
         warn("gputrace: ignoring %d more GPUTRACE_ name%s that %s no setting\n", more, more == 1 ? "" : "s",
