@@ -55,9 +55,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "longjmp had left a CUDA call, or the flush did not end within 1 s (a cupti note says which); counted once"},
     [GT_DROP_QUEUE_HELD] = {"queue_held", true,
         "event dropped: the queue to the writer was full because a thread held its place in it unfilled for "
-        "GPUTRACE_QUEUE_WAIT_MS (a free keeps its place until the real free returns: a synchronizing cudaFree waiting "
-        "on the GPU, or a thread cancelled inside one; or a thread preempted between taking its place and filling "
-        "it), not because the writer fell behind"},
+        "GPUTRACE_QUEUE_WAIT_MS (a context reset or a free of mapped memory keeps its place until the real call "
+        "returns; or a thread preempted between taking its place and filling it), not because the writer fell "
+        "behind"},
     [GT_DROP_RANGE_QUEUE_HELD] = {"range_queue_held", false,
         "push/pop range, start/end range or mark dropped: the queue to the writer was full because a thread held its "
         "place in it unfilled (see queue_held)"},

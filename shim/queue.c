@@ -33,6 +33,13 @@ static _Alignas(64) _Atomic uint64_t tail; /* next position to consume; written 
  * publishing loads nothing of its slot. Read-mostly, on a line of its own. */
 static _Alignas(64) _Atomic uint64_t skips;
 #define SKIPPED (1ull << 63)   /* a skipped slot's sequence number: SKIPPED | its position */
+/* A held free's slot (gt_queue_hold): its record written, its result to come.
+ * Either its producer finishes it (HELD -> FINISHING -> published) or the
+ * writer, after waiting, takes it as it is (HELD -> published): one CAS
+ * decides, so the record is never read while it is written. Positions stay
+ * far below these bits (2^61 events). */
+#define HELD (1ull << 62)
+#define FINISHING (1ull << 61)
 
 /* tail + 1 when a producer last gave up on a writer that made no progress
  * (0: never): until the writer moves again, a full ring drops at once, so a
@@ -165,21 +172,72 @@ bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
 /* Publishes a reserved slot. If the writer gave up on it at a stop (see
  * gt_queue_skip_pending) the event is already counted as lost: leave the
  * slot, which may be another position's by now. Only then is the slot read. */
+static inline bool given_up(const struct gt_reservation *r)
+{
+    if (GT_LIKELY(!atomic_load_explicit(&skips, memory_order_acquire)))
+        return false;
+    uint64_t seq = atomic_load_explicit(&r->slot->seq, memory_order_acquire);
+    /* ours unless marked skipped at this position or a later lap's, or published by a later lap */
+    return (seq & SKIPPED) ? (seq & ~SKIPPED) >= r->pos : (seq & ~(HELD | FINISHING)) > r->pos;
+}
+
 void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec)
 {
-    if (GT_UNLIKELY(atomic_load_explicit(&skips, memory_order_acquire))) {
-        uint64_t seq = atomic_load_explicit(&r->slot->seq, memory_order_acquire);
-        /* ours unless marked skipped at this position or a later lap's, or published by a later lap */
-        if ((seq & SKIPPED) ? (seq & ~SKIPPED) >= r->pos : seq > r->pos)
-            return;
-    }
+    if (given_up(r))
+        return;
     r->slot->rec = *rec;
     atomic_store_explicit(&r->slot->seq, r->pos + 1, memory_order_release);
 }
 
+/* A free's record, before the real free runs: in its place, for the writer
+ * to take after a while should the free not return (a synchronizing cudaFree
+ * waiting on the GPU held every event behind it: a helper's probe counted
+ * 134,465 lost in a second). */
+void gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec)
+{
+    if (given_up(r))
+        return;
+    r->slot->rec = *rec;
+    atomic_store_explicit(&r->slot->seq, HELD | r->pos, memory_order_release);
+}
+
+enum gt_held_end gt_queue_finish_held(const struct gt_reservation *r, int32_t result, uint64_t stack_hash)
+{
+    uint64_t seq = HELD | r->pos;
+    if (atomic_compare_exchange_strong_explicit(&r->slot->seq, &seq, FINISHING | r->pos, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        r->slot->rec.call.result = result;
+        if (stack_hash)
+            r->slot->rec.call.stack_hash = stack_hash;
+        atomic_store_explicit(&r->slot->seq, r->pos + 1, memory_order_release);
+        return GT_HELD_PUBLISHED;
+    }
+    /* taken by the writer (then published, perhaps reused a lap on), or given up at a stop */
+    return seq == (SKIPPED | r->pos) ? GT_HELD_SKIPPED : GT_HELD_TAKEN;
+}
+
+/* The writer's: the held slot at tail, and since when (its clock). */
+static uint64_t held_at = UINT64_MAX, held_since;
+
+static bool held_long_enough(uint64_t t, uint64_t after_ns)
+{
+    if (!after_ns)
+        return true;
+    uint64_t now = gt_now_ns();
+    if (held_at != t) {
+        held_at = t;
+        held_since = now;
+        return false;
+    }
+    return now - held_since >= after_ns;
+}
+
+
 /* Copies up to max published records, in reservation order; their slots are
- * free once tail passes them. */
-int gt_queue_pop(struct gt_rec *out, int max)
+ * free once tail passes them. A held free at tail held take_held_after_ns
+ * (0: at once) is taken as it is: marked GT_CALL_TAKEN, its position in
+ * .call.size (a held free's size is the writer's to find). */
+int gt_queue_pop(struct gt_rec *out, int max, uint64_t take_held_after_ns)
 {
     int n = 0;
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
@@ -188,6 +246,16 @@ int gt_queue_pop(struct gt_rec *out, int max)
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (seq == (SKIPPED | t)) {   /* given up by its producer (gt_queue_abandon): counted there */
             t++;
+            continue;
+        }
+        if (seq == (HELD | t)) {
+            if (!held_long_enough(t, take_held_after_ns) ||
+                !atomic_compare_exchange_strong_explicit(&s->seq, &seq, t + 1, memory_order_acquire,
+                                                         memory_order_relaxed))
+                break;   /* not yet; or its producer is finishing it: the next round reads it */
+            out[n] = s->rec;
+            out[n].flags |= GT_CALL_TAKEN;
+            out[n++].call.size = t++;
             continue;
         }
         if (seq != t + 1)
@@ -219,11 +287,23 @@ bool gt_queue_empty_upto(uint64_t pos)
  * window as any check-then-write, and the old ring's). */
 /* A producer that will never publish the slot it reserved at pos (its free
  * was left by a longjmp: record.c): marked skipped, so the writer passes it
- * and a late publish, should one come, leaves it alone. */
-void gt_queue_abandon(uint64_t pos)
+ * and a late publish, should one come, leaves it alone. True: a held free
+ * the writer had taken (and written) already. */
+bool gt_queue_abandon(uint64_t pos)
 {
-    atomic_store_explicit(&slots[pos & mask].seq, SKIPPED | pos, memory_order_release);
+    _Atomic uint64_t *seq = &slots[pos & mask].seq;
+    uint64_t s = atomic_load_explicit(seq, memory_order_acquire);
+    if (s == (HELD | pos)) {
+        if (!atomic_compare_exchange_strong_explicit(seq, &s, SKIPPED | pos, memory_order_acq_rel,
+                                                     memory_order_acquire))
+            return s != (SKIPPED | pos);   /* the writer took it meanwhile (or gave it up at a stop) */
+    } else if (s > pos) {
+        return s != (SKIPPED | pos);       /* taken by the writer already (or given up at a stop) */
+    } else {          /* reserved, never held (a free of mapped memory, a reset): a last lap's number */
+        atomic_store_explicit(seq, SKIPPED | pos, memory_order_release);
+    }
     atomic_fetch_add_explicit(&skips, 1, memory_order_seq_cst);
+    return false;
 }
 
 void gt_queue_skip_pending(void)

@@ -1,8 +1,13 @@
 /* What every hook calls: the re-entry guard (state.c), the lazy start
  * (one call into lifecycle.c), and turning one call into one event on the
  * queue. Allocations are recorded after the real call
- * returns, frees before the real free runs (slot reserved first, published
- * after), so the timeline never shows one address live twice. */
+ * returns, frees before the real free runs (slot reserved first, its result
+ * after), so the timeline never shows one address live twice. A free's
+ * record is held in its slot meanwhile: one that does not return soon is
+ * taken by the writer as a free that worked (queue.c), and the rare one of
+ * those that then fails is corrected (GT_REC_FREE_RESULT). */
+#include <string.h>
+
 #include "shim.h"
 
 /* The guard is set, and this call's hook lies at or above the frame of the
@@ -17,12 +22,15 @@
  * than the hook left (it reads as nested until one comes at or above it). */
 /* The hook this thread was in is gone: its call counted, a free's reserved
  * slot given up (the writer waits on it no more), the guard cleared. */
+static void withdraw_taken_free(uint64_t pos);
+
 static void hook_left(void)
 {
     gt_drop(GT_DROP_LEFT_BY_JUMP);
     atomic_store(&gt_cuda_call_left, true);   /* cupti.c calls CUPTI no more */
     if (gt_free_pending_pos) {
-        gt_queue_abandon(gt_free_pending_pos - 1);
+        if (gt_queue_abandon(gt_free_pending_pos - 1))
+            withdraw_taken_free(gt_free_pending_pos - 1);
         gt_free_pending_pos = 0;
     }
     gt_hook_real_frame = 0;
@@ -160,8 +168,16 @@ void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int devic
     note_cuda_ready(result);
 }
 
-void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
-                          uint64_t stream, uint32_t flags)
+/* Frees the writer may take before they return: not a reset (its frees
+ * follow from its result) nor a call on mapped memory, whose state the
+ * writer keeps from each call's result (vmm.c). */
+static bool may_hold(int api)
+{
+    return api != GT_API_cuMemUnmap && api != GT_API_cuMemRelease && api != GT_API_cuMemAddressFree;
+}
+
+static void free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
+                       uint64_t stream, uint32_t flags, bool holdable)
 {
     p->reserved = false;
     if (!tracing())
@@ -173,6 +189,7 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     flags |= gt_graph_flags(flags, stream);
     fill(&p->rec, GT_REC_FREE, api, ptr, device, stream, flags);   /* leaves t_ns */
     p->rec.call.size = size; /* kept only with GT_CALL_HAS_SIZE (cuMemUnmap's range) */
+    p->rec.call.result = 0;  /* as written should the writer take it before the call returns */
     /* Under a stream-ordered pool frees are half the program's calls, and
      * no report reads a free's stack (an allocation's stack names the site
      * that holds memory): by default a free gets none, the whole stack on
@@ -189,19 +206,65 @@ void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint
     p->whole_stack = gt_config.free_stacks;
     t = gt_cost_ticks();
     p->reserved = gt_queue_reserve(&p->res, GT_DROP_QUEUE_FULL);
+    p->held = p->reserved && holdable;
     if (p->reserved)
         gt_free_pending_pos = p->res.pos + 1;
+    if (p->held)
+        gt_queue_hold(&p->res, &p->rec);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
 }
 
+void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
+                          uint64_t stream, uint32_t flags)
+{
+    free_begin(p, api, ptr, size, device, stream, flags, may_hold(api));
+}
+
 void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
 {
-    gt_record_free_begin(p, api, 0, 0, device, 0, 0);
+    free_begin(p, api, 0, 0, device, 0, 0, false);   /* a reset is never held (may_hold) */
     if (p->reserved && !p->whole_stack) {   /* where the program reset the device: its stack, always */
         p->rec.call.stack_hash = gt_stack_capture();
         p->whole_stack = true;
     }
+}
+
+/* What became of a held free the writer took as one that worked (rec:
+ * GT_REC_FREE_RESULT), to correct its row (writer_events.c). */
+static void correct_taken_free(struct gt_rec *rec, uint64_t pos)
+{
+    if (!gt_trace_active()) {   /* the trace was finished meanwhile: the row stands as written */
+        gt_drop(GT_DROP_AFTER_END);
+        return;
+    }
+    rec->kind = GT_REC_FREE_RESULT;
+    rec->call.size = pos;
+    rec->t_ns = gt_stamp();
+    struct gt_reservation r;
+    if (gt_queue_reserve(&r, GT_DROP_QUEUE_FULL))
+        gt_queue_publish(&r, rec);
+}
+
+/* It failed: its result and the failure's stack. */
+static void correct_failed_free(const struct gt_pending_free *p, int result, uint64_t stack_hash)
+{
+    struct gt_rec rec = p->rec;
+    rec.flags = 0;
+    rec.call.result = result;
+    rec.call.stack_hash = stack_hash ? stack_hash : p->rec.call.stack_hash;
+    correct_taken_free(&rec, p->res.pos);
+}
+
+/* It was left by a longjmp: its row withdrawn, as the call is counted
+ * (left_by_longjmp) and what it freed is unknown. */
+static void withdraw_taken_free(uint64_t pos)
+{
+    struct gt_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.tid = gt_tid();
+    rec.flags = GT_CALL_LEFT;
+    correct_taken_free(&rec, pos);
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)
@@ -209,9 +272,17 @@ void gt_record_free_end(struct gt_pending_free *p, int result)
     if (!p->reserved)
         return;
     gt_free_pending_pos = 0;
-    p->rec.call.result = result;
+    uint64_t stack_hash = 0;
     if (result != 0 && !p->whole_stack)   /* still inside the hook: the same stack */
-        p->rec.call.stack_hash = gt_stack_capture();
-    gt_queue_publish(&p->res, &p->rec);
+        stack_hash = gt_stack_capture();
+    if (p->held) {
+        if (gt_queue_finish_held(&p->res, result, stack_hash) == GT_HELD_TAKEN && result != 0)
+            correct_failed_free(p, result, stack_hash);
+    } else {
+        p->rec.call.result = result;
+        if (stack_hash)
+            p->rec.call.stack_hash = stack_hash;
+        gt_queue_publish(&p->res, &p->rec);
+    }
     note_cuda_ready(result);
 }

@@ -104,7 +104,16 @@ enum gt_rec_kind {
     GT_REC_RANGE_POP, GT_REC_RANGE_END,    /* a range closes: .close */
     GT_REC_MARK,                           /* .mark */
     GT_REC_ITERATION,                      /* .iteration */
+    GT_REC_FREE_RESULT,                    /* a held free failed (or was left, GT_CALL_LEFT) after the
+                                            * writer took it: .call, whose .size is the free's queue
+                                            * position (record.c) */
 };
+
+/* An allocation call's record, written to the events table. */
+static inline bool gt_rec_is_call(int kind)
+{
+    return kind == GT_REC_ALLOC || kind == GT_REC_FREE;
+}
 
 enum gt_call_flags {
     GT_CALL_HAS_STREAM = 1u << 0, /* .stream is meaningful (stream-ordered calls) */
@@ -112,6 +121,9 @@ enum gt_call_flags {
     GT_CALL_HAS_HANDLE = 1u << 2, /* .handle is meaningful (cuMemMap's handle) */
     GT_CALL_IN_CAPTURE = 1u << 3, /* made while a CUDA graph was being captured, not captured (graphs.c) */
     GT_CALL_CAPTURED = 1u << 4,   /* captured into a graph: an allocation or free node (graphs.c) */
+    GT_CALL_TAKEN = 1u << 5,      /* a held free the writer took before its call returned; .size is its
+                                   * queue position (queue.c) */
+    GT_CALL_LEFT = 1u << 6,       /* GT_REC_FREE_RESULT: that free was left by a longjmp: its row withdrawn */
 };
 
 struct gt_call {
@@ -241,11 +253,18 @@ void gt_queue_discard(void);                         /* fork child: forget every
 struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
 bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full); /* false: dropped (counted as full) */
 void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
-int gt_queue_pop(struct gt_rec *out, int max);       /* writer only; returns count */
+/* A free: its record in place before the real free (hold), its result after
+ * (finish) unless the writer took the record first, as a free that worked
+ * (queue.c). */
+void gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec);
+enum gt_held_end { GT_HELD_PUBLISHED, GT_HELD_TAKEN, GT_HELD_SKIPPED };
+enum gt_held_end gt_queue_finish_held(const struct gt_reservation *r, int32_t result, uint64_t stack_hash);
+/* writer only; returns count; a held free waiting take_held_after_ns is taken (0: at once) */
+int gt_queue_pop(struct gt_rec *out, int max, uint64_t take_held_after_ns);
 bool gt_queue_empty_upto(uint64_t pos);              /* writer only */
 uint64_t gt_queue_head(void);
 void gt_queue_skip_pending(void);                    /* writer: give up on it at exit */
-void gt_queue_abandon(uint64_t pos);                  /* producer: a reserved slot it will never publish */
+bool gt_queue_abandon(uint64_t pos);                  /* producer: a reserved slot it will never publish */
 
 /* unwind.c: libunwind, dlopen()ed at the first CUDA call (not linked). */
 struct gt_unwind {
@@ -367,7 +386,7 @@ void gt_hook_left_by_jump(uintptr_t target_sp);   /* hooks_process.c: a longjmp 
 void gt_hook_leave(void);
 void gt_record_alloc(int api, int result, uint64_t ptr, uint64_t size, int device,
                      uint64_t stream, uint32_t flags);
-struct gt_pending_free { struct gt_reservation res; bool reserved, whole_stack; struct gt_rec rec; };
+struct gt_pending_free { struct gt_reservation res; bool reserved, held, whole_stack; struct gt_rec rec; };
 void gt_record_free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_t size, int device,
                           uint64_t stream, uint32_t flags);
 /* a device reset: recorded as a free is (its place taken before the call), with its stack */

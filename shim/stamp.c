@@ -134,7 +134,7 @@ void gt_clock_to_ns(struct gt_rec *recs, int n)
     if (gap < 20000)   /* not a pair the thread was preempted inside of (its middle could be microseconds off) */
         gt_clock_map_add(&map, q);
     for (int i = 0; i < n; i++)
-        if (recs[i].kind == GT_REC_ALLOC || recs[i].kind == GT_REC_FREE)
+        if (gt_rec_is_call(recs[i].kind) || recs[i].kind == GT_REC_FREE_RESULT)
             recs[i].t_ns = gt_clock_map_ns(&map, recs[i].t_ns);
 #else
     (void)recs;

@@ -112,6 +112,28 @@ void gt_window_row(int space, uint64_t ptr, int64_t id)
         u64map_del(&R.rows[space], ptr, NULL, NULL);
 }
 
+/* The alloc row of a live allocation (0: none kept) */
+int64_t gt_window_row_of(int space, uint64_t ptr)
+{
+    if (!R.on || space < 0 || space >= 4)
+        return 0;
+    struct u64map_entry *e = u64map_get(&R.rows[space], ptr);
+    return e ? (int64_t)e->a : 0;
+}
+
+/* A free counted by gt_window_live that failed after all (writer_events.c) */
+void gt_window_unfree(int memory, int device, int64_t size)
+{
+    struct level *l = R.on ? level(memory, device) : NULL;
+    if (!l)
+        return;
+    l->live += size;
+    if (l->live > l->peak)
+        l->peak = l->live;
+    if (l->frees)
+        l->frees--;
+}
+
 /* The alloc rows of every allocation live now (malloc'd, unsorted; NULL
  * when none) into out, nout. False: no memory for the list, or rows[] is
  * incomplete. */

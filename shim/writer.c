@@ -31,6 +31,10 @@
 #define GATHER_ENOUGH 256
 #define LOCK_WAIT_AT_STOP_NS (1000 * 1000000ull) /* exit waits this long at most for another connection's lock */
 #define PENDING_SLOT_WAIT_NS (2000 * 1000000ull)
+/* A free not returned by then is written as one that worked, and what is
+ * behind it drains (queue.c): a synchronizing free takes milliseconds, a
+ * queue of 64K events fills in ~60 ms at a million calls a second. */
+#define TAKE_HELD_FREE_AFTER_NS (5 * 1000000ull)
 #define PENDING_SLOT_WAIT_AT_SIGNAL_NS (50 * 1000000ull) /* the signalled thread may hold one forever */
 #define CHECKPOINT_NEEDS_NS (300 * 1000000ull) /* time left for the one-file conversion at a signal */
 #define FORK_WAIT_NS (200 * 1000000ull) /* a fork waits this long at most for a thread that may hold the loader's lock */
@@ -68,8 +72,10 @@ static struct {
 /* A record off the queue, to the part that writes its kind. */
 static void write_record(struct gt_rec *rec)
 {
-    if (rec->kind == GT_REC_ALLOC || rec->kind == GT_REC_FREE) {
+    if (gt_rec_is_call(rec->kind)) {
         gt_events_write(rec);
+    } else if (rec->kind == GT_REC_FREE_RESULT) {
+        gt_events_free_result(rec);
     } else { /* a range, mark or iteration */
         if (!gt_db_failed())
             gt_events_write_thread(rec->tid);
@@ -81,7 +87,7 @@ static void write_record(struct gt_rec *rec)
  * -1 when another connection holds the file's write lock: nothing was taken
  * off the queue (it fills, and the program's threads drop, counted, only once
  * they have waited queue_wait_ms in vain), the next round tries again. */
-static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
+static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start, uint64_t take_held_after_ns)
 {
     if (!*in_txn && !gt_db_failed()) {
         if (gt_queue_empty_upto(gt_queue_head()) && !gt_activity_pending() && !gt_stacks_pending() &&
@@ -97,7 +103,7 @@ static int drain_once(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
     /* after the stacks: every Python frame a taken stack holds was published
      * before it (pyframes.c) */
     struct gt_pyframe_rec *pyframes = gt_py_take_new();
-    int n = gt_queue_pop(buf, BATCH);
+    int n = gt_queue_pop(buf, BATCH, take_held_after_ns);
     gt_clock_to_ns(buf, n);
     bool activity = gt_activity_pending();
     if (!stacks && !pyframes && !n && !activity)
@@ -135,17 +141,19 @@ static void drop_unwritten(uint64_t target)
 {
     struct gt_rec r;
     while (!gt_queue_empty_upto(target)) {
-        if (gt_queue_pop(&r, 1) == 0)
+        if (gt_queue_pop(&r, 1, 0) == 0)
             gt_queue_skip_pending(); /* counted as unfinished_at_exit */
-        else if (r.kind == GT_REC_ALLOC || r.kind == GT_REC_FREE)
+        else if (gt_rec_is_call(r.kind) || r.kind == GT_REC_FREE_RESULT)
             gt_drop(GT_DROP_UNWRITTEN_AT_SIGNAL);
         else
             gt_drop(GT_DROP_NOT_WRITTEN);
     }
 }
 
-/* Drains everything reserved before the stop request. A slot reserved by a
- * thread still inside a real free is waited for a while, then skipped. At a
+/* Drains everything reserved before the stop request. A free still in its
+ * call is written at once, as one that worked; a slot reserved by a thread
+ * inside a reset or a free of mapped memory is waited for a while, then
+ * skipped. At a
  * fatal signal, what is not written by the deadline is counted as dropped. */
 static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start)
 {
@@ -156,7 +164,7 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
             drop_unwritten(target);
             break;
         }
-        int n = drain_once(buf, in_txn, txn_start);
+        int n = drain_once(buf, in_txn, txn_start, 0);   /* a free still in its call: written now */
         if (n < 0) { /* another connection's lock: wait a moment, then give the rest up (counted) */
             uint64_t now = gt_now_ns();
             if (!locked_since)
@@ -185,7 +193,7 @@ static void drain_for_stop(struct gt_rec *buf, bool *in_txn, uint64_t *txn_start
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
-    drain_once(buf, in_txn, txn_start); /* stacks published late */
+    drain_once(buf, in_txn, txn_start, 0); /* stacks published late */
     pthread_mutex_unlock(&W.sql_mu);
 }
 
@@ -298,7 +306,7 @@ static void *writer_main(void *arg)
         for (int i = 0; i < 20000 && atomic_load(&W.fork_pending); i++)
             nanosleep(&(struct timespec){0, 100000}, NULL);
         pthread_mutex_lock(&W.sql_mu);
-        int n = drain_once(buf, &in_txn, &txn_start);
+        int n = drain_once(buf, &in_txn, &txn_start, TAKE_HELD_FREE_AFTER_NS);
         if (in_txn && (n < BATCH || gt_now_ns() - txn_start >= COMMIT_EVERY_NS))
             commit(&in_txn);
         if (!in_txn)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "activity.h"
 #include "db.h"
 #include "u64map.h"
 #include "vmm.h"
@@ -33,6 +34,19 @@ static struct {
  * here, read by the exit sample's thread too (writer_activity.c) */
 static _Atomic uint64_t alloc_devices;
 static _Atomic uint64_t pool_devices;   /* devices with pool calls: the writer sets, any thread reads */
+
+/* Held frees written before their call returned (GT_CALL_TAKEN): what a
+ * failure reported later puts back. A free that waits milliseconds is rare;
+ * a few at once (threads each waiting in one) are kept. */
+#define TAKEN_KEPT 64
+static struct taken {
+    uint64_t pos_1;          /* the free's queue position + 1; 0: an empty entry */
+    int64_t row, alloc_row;  /* its events row; its allocation's (the flight recorder's), 0 none */
+    uint64_t ptr, size, b;   /* the live entry it removed, when live */
+    int space;
+    bool live;
+} taken[TAKEN_KEPT];
+static unsigned taken_next;
 
 void gt_events_begin(uint64_t start_mono)
 {
@@ -235,6 +249,19 @@ static void write_row(const struct gt_rec *rec)
     bool has_size;
     int64_t size;
     int device;
+    struct taken k = {0};
+    if (GT_UNLIKELY(rec->flags & GT_CALL_TAKEN) && ai) {   /* before the accounting removes it */
+        k.pos_1 = c->size + 1;
+        k.space = ai->space;
+        k.ptr = c->ptr;
+        struct u64map_entry *h = u64map_get(&E.live[ai->space], c->ptr);
+        if (h && c->result == 0 && !(rec->flags & GT_CALL_CAPTURED) && ai->op != GT_OP_DEFER) {
+            k.live = true;
+            k.size = h->a;
+            k.b = h->b;
+            k.alloc_row = gt_window_row_of(ai->space, c->ptr);
+        }
+    }
     account(rec, ai, &has_size, &size, &device);
     if (gt_db_failed()) {
         gt_drop(GT_DROP_WRITE_FAILED);
@@ -254,6 +281,10 @@ static void write_row(const struct gt_rec *rec)
     if (!gt_db_run(GT_ST_EVENT, GT_DROP_WRITE_FAILED))
         return;
     E.recorded++;
+    if (GT_UNLIKELY(k.pos_1)) {
+        k.row = gt_db_last_rowid();
+        taken[taken_next++ % TAKEN_KEPT] = k;
+    }
     if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr &&
         !(rec->flags & GT_CALL_CAPTURED)) /* what a prune keeps (a graph's node is no live memory) */
         gt_window_row(ai->space, c->ptr, gt_db_last_rowid());
@@ -267,6 +298,53 @@ static void write_row(const struct gt_rec *rec)
         GT_BIND_INT(GRAPH_CALL, captured, (rec->flags & GT_CALL_CAPTURED) != 0);
         gt_db_run(GT_ST_GRAPH_CALL, GT_NOT_A_RECORD);
     }
+}
+
+/* A held free written as one that worked failed when its call returned
+ * (record.c): its row takes the result (and the failure's stack), and the
+ * allocation is live again. One left by a longjmp (GT_CALL_LEFT) is
+ * withdrawn instead: the call is counted as left, and what it freed is
+ * unknown, as for any call left. */
+void gt_events_free_result(const struct gt_rec *rec)
+{
+    bool left = rec->flags & GT_CALL_LEFT;
+    struct taken *k = NULL;
+    for (unsigned i = 0; i < TAKEN_KEPT && !k; i++)
+        if (taken[i].pos_1 == rec->call.size + 1)
+            k = &taken[i];
+    if (!k) {   /* its row was not written (counted), or 64 more were taken since */
+        if (left)
+            gt_note("events", false, "a free written before its call returned (the call waited) was then left by "
+                    "a longjmp; its row could not be withdrawn and reads as a free that worked");
+        else
+            gt_note("events", false, "a free written before its call returned (the call waited) then failed with "
+                    "result %d; its row could not be corrected and reads as a free that worked", rec->call.result);
+        return;
+    }
+    k->pos_1 = 0;
+    if (k->live) {
+        u64map_put(&E.live[k->space], k->ptr, k->size, k->b);
+        E.live_bytes[k->b >> 32] += (int64_t)k->size;
+        gt_window_unfree((int)(k->b >> 32), (int16_t)(uint16_t)(k->b & 0xffff), (int64_t)k->size);
+        if (k->alloc_row)
+            gt_window_row(k->space, k->ptr, k->alloc_row);
+    }
+    if (gt_db_failed())
+        return;
+    char sql[200];
+    if (left) {
+        snprintf(sql, sizeof sql, "DELETE FROM graph_calls WHERE event_id = %lld; DELETE FROM events WHERE id = %lld",
+                 (long long)k->row, (long long)k->row);
+        if (gt_db_exec(sql) && E.recorded)
+            E.recorded--;
+        return;
+    }
+    char stack[32] = "stack_id";
+    if (rec->call.stack_hash)
+        snprintf(stack, sizeof stack, "%llu", (unsigned long long)stack_id_for(rec->call.stack_hash));
+    snprintf(sql, sizeof sql, "UPDATE events SET result = %d, size = NULL, stack_id = %s WHERE id = %lld",
+             (int)rec->call.result, stack, (long long)k->row);
+    gt_db_exec(sql);
 }
 
 /* A primary context reset on device dev gave back what was allocated in it

@@ -413,9 +413,9 @@ class LongjmpOutOfACallTest(TraceTest):
     and its next 2,000 calls passed through uncounted: "2 events, 0 dropped"
     (a helper's probe). The call left is counted; the thread is traced again."""
 
-    def run_jump(self, mode, deep=False):
+    def run_jump(self, mode, deep=False, more=()):
         env_hang = {'FAKE_CUDA_HANG_%s_BYTES' % mode.upper(): 12345}
-        argv = [prog('jump_out'), mode, '12345', '1000'] + (['deep'] if deep else [])
+        argv = [prog('jump_out'), mode, '12345', '1000'] + (['deep'] if deep else []) + list(more)
         plain = run(argv, preload=False, env=base_env(**env_hang), timeout=30)
         self.assertEqual((plain.returncode, plain.stdout), (0, 'left 1, 2000 calls after\n'), plain.stderr)
         p, db = self.trace(argv, env_extra=env_hang, timeout=30)
@@ -435,6 +435,17 @@ class LongjmpOutOfACallTest(TraceTest):
         # the block whose free was left stays live: its allocation recorded, no free
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
+
+    def test_a_free_the_writer_wrote_while_it_waited_is_withdrawn_when_left_by_longjmp(self):
+        # after 5 ms in its call a free is written as one that worked (lest it hold every event behind it);
+        # left by the jump 500 ms on, its row is taken back: the call is counted as left, the block live
+        db = self.run_jump('free', more=['alarm=500'])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM live_at_exit WHERE api = 'cudaMalloc'"), [(1,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE message LIKE '%could not be%'"), [(0,)])
+        (recorded,), = query(db, 'SELECT events_recorded FROM processes')
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(recorded,)])
 
     def run_left_holding_cuptis_lock(self, alarm_ms, *more):
         # the call left holds CUPTI's lock (the stand-in's, as the real driver held
@@ -497,3 +508,14 @@ class LongjmpOutOfACallTest(TraceTest):
         self.run_jump('alloc', deep=True)
         db = self.run_jump('free', deep=True)
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
+
+    def test_a_free_the_writer_wrote_while_it_waited_is_withdrawn_when_left_by_longjmp(self):
+        # after 5 ms in its call a free is written as one that worked (lest it hold every event behind it);
+        # left by the jump 500 ms on, its row is taken back: the call is counted as left, the block live
+        db = self.run_jump('free', more=['alarm=500'])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM live_at_exit WHERE api = 'cudaMalloc'"), [(1,)])
+        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE message LIKE '%could not be%'"), [(0,)])
+        (recorded,), = query(db, 'SELECT events_recorded FROM processes')
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(recorded,)])

@@ -296,12 +296,17 @@ CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     /* FAKE_CUDA_SLOW_FREE_MS=M with FAKE_CUDA_HANG_FREE_BYTES: that free
-     * waits M ms, then frees (a synchronizing cudaFree waiting on a kernel) */
+     * waits M ms, then frees (a synchronizing cudaFree waiting on a kernel);
+     * with FAKE_CUDA_SLOW_FREE_RESULT=R too, it then fails with R instead (a
+     * kernel that faulted meanwhile) and the block stays allocated */
     uint64_t slow = hang_bytes("FAKE_CUDA_SLOW_FREE_MS");
     if (dptr && hangs_at_free(dptr) && slow) {
         struct timespec ts = {(time_t)(slow / 1000), (long)(slow % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) != 0)
             ;
+        uint64_t fails = hang_bytes("FAKE_CUDA_SLOW_FREE_RESULT");
+        if (fails)
+            return (CUresult)fails;
     } else if (dptr && hangs_at_free(dptr)) {
         hang();
     }

@@ -2,8 +2,9 @@
  * functions in shim/shim.h: several producer threads against one consumer
  * (every event arrives exactly once, each producer's events in its order),
  * a reserved slot holding back later ones until published, backpressure and
- * drops when the consumer stalls (GPUTRACE_QUEUE_WAIT_MS), and the writer
- * giving up on a slot at exit. */
+ * drops when the consumer stalls (GPUTRACE_QUEUE_WAIT_MS), the writer
+ * giving up on a slot at exit, and a held free taken by the writer or
+ * finished by its producer, one of the two. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static uint64_t consume(struct producer *ps, int np, uint64_t expect, uint64_t n
     for (int k = 0; k < np; k++)
         next[k] = 0;
     while (got < expect && now_s() < deadline) {
-        int n = gt_queue_pop(buf, 256);
+        int n = gt_queue_pop(buf, 256, 0);
         if (n == 0) {
             sched_yield();
             continue;
@@ -148,7 +149,7 @@ static void run_producers(int np, uint32_t capacity, uint64_t per_producer, int 
         pthread_join(ps[k].th, NULL);
     struct gt_rec extra;
     CHECK_EQ_INT(got, (uint64_t)np * per_producer);
-    CHECK_EQ_INT(gt_queue_pop(&extra, 1), 0);
+    CHECK_EQ_INT(gt_queue_pop(&extra, 1, 0), 0);
     for (int k = 0; k < np; k++) {
         CHECK_EQ_INT(ps[k].dropped, 0);
         CHECK_EQ_INT(next[k], per_producer);
@@ -178,14 +179,14 @@ static void test_pop_returns_events_in_reservation_order_and_wraps(void)
     for (uint64_t i = 0; i < 1000; i++) {
         CHECK(push(0, 2 * i));
         CHECK(push(0, 2 * i + 1));
-        int n = gt_queue_pop(out, 4);
+        int n = gt_queue_pop(out, 4, 0);
         CHECK_EQ_INT(n, 2);
         if (n == 2) {
             CHECK_EQ_INT(out[0].call.ptr, 2 * i);
             CHECK_EQ_INT(out[1].call.ptr, 2 * i + 1);
         }
     }
-    CHECK_EQ_INT(gt_queue_pop(out, 4), 0);
+    CHECK_EQ_INT(gt_queue_pop(out, 4, 0), 0);
     CHECK_EQ_INT(gt_queue_head(), 2000);
     gt_queue_discard();
 }
@@ -196,9 +197,9 @@ static void test_pop_takes_at_most_max(void)
     struct gt_rec out[16];
     for (uint64_t i = 0; i < 10; i++)
         push(0, i);
-    CHECK_EQ_INT(gt_queue_pop(out, 3), 3);
+    CHECK_EQ_INT(gt_queue_pop(out, 3, 0), 3);
     CHECK_EQ_INT(out[2].call.ptr, 2);
-    CHECK_EQ_INT(gt_queue_pop(out, 16), 7);
+    CHECK_EQ_INT(gt_queue_pop(out, 16, 0), 7);
     CHECK_EQ_INT(out[0].call.ptr, 3);
     CHECK_EQ_INT(out[6].call.ptr, 9);
     gt_queue_discard();
@@ -215,11 +216,11 @@ static void test_unpublished_reservation_holds_back_later_events(void)
     CHECK(push(0, 1));
     CHECK(push(0, 2));
     struct gt_rec out[8];
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 0);
     CHECK(!gt_queue_empty_upto(gt_queue_head()));
     struct gt_rec ev = event(0, 0);
     gt_queue_publish(&held, &ev);
-    int n = gt_queue_pop(out, 8);
+    int n = gt_queue_pop(out, 8, 0);
     CHECK_EQ_INT(n, 3);
     for (int i = 0; i < n; i++)
         CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i);
@@ -238,10 +239,10 @@ static void test_head_and_empty_upto_track_reserved_and_consumed_positions(void)
     CHECK_EQ_INT(h, 3);
     CHECK(!gt_queue_empty_upto(h));
     struct gt_rec out[2];
-    CHECK_EQ_INT(gt_queue_pop(out, 2), 2);
+    CHECK_EQ_INT(gt_queue_pop(out, 2, 0), 2);
     CHECK(gt_queue_empty_upto(2));
     CHECK(!gt_queue_empty_upto(3));
-    CHECK_EQ_INT(gt_queue_pop(out, 2), 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 2, 0), 1);
     CHECK(gt_queue_empty_upto(h));
     gt_queue_discard();
 }
@@ -266,12 +267,12 @@ static void test_full_queue_without_consumer_drops_after_the_wait_and_counts(voi
     CHECK_EQ_INT(gt_queue_head(), 4); /* a drop reserves nothing */
     /* the queued events are intact, and room comes back */
     struct gt_rec out[8];
-    int n = gt_queue_pop(out, 8);
+    int n = gt_queue_pop(out, 8, 0);
     CHECK_EQ_INT(n, 4);
     for (int i = 0; i < n; i++)
         CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i);
     CHECK(push(0, 4));
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK_EQ_INT(out[0].call.ptr, 4);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 0);
     gt_queue_discard();
@@ -297,7 +298,7 @@ static void test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_
     struct gt_rec out[8];
     for (uint64_t i = 0; i < 8; i++)
         CHECK(push(0, i));
-    CHECK_EQ_INT(gt_queue_pop(out, 5), 5);
+    CHECK_EQ_INT(gt_queue_pop(out, 5, 0), 5);
     CHECK(push(0, 8));   /* full by its first reading (0): reads tail again, 5 */
     gt_queue_discard();
     reset(8, 20);
@@ -307,7 +308,7 @@ static void test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_
     struct gt_reservation r;
     CHECK(!gt_queue_reserve(&r, GT_DROP_QUEUE_FULL));   /* nothing consumed: full, dropped after the wait */
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
-    int n = gt_queue_pop(out, 8);
+    int n = gt_queue_pop(out, 8, 0);
     CHECK_EQ_INT(n, 8);
     for (int i = 0; i < n; i++) {
         CHECK_EQ_INT(out[i].tid, 1);
@@ -328,7 +329,7 @@ static void *consume_slowly(void *arg)
     while (c->ngot < c->pops) {
         sleep_ms(c->every_ms);
         struct gt_rec ev;
-        while (gt_queue_pop(&ev, 1) == 0)
+        while (gt_queue_pop(&ev, 1, 0) == 0)
             sleep_ms(1);
         c->got[c->ngot++] = ev.call.ptr;
     }
@@ -401,10 +402,10 @@ static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
     CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL)); /* a thread stuck inside a real free at exit */
     CHECK(push(0, 1));
     struct gt_rec out[8];
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 0);
     gt_queue_skip_pending();
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 1);
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK_EQ_INT(out[0].call.ptr, 1);
     /* the ring goes round past the skipped slot; a late publish changes nothing */
     for (uint64_t i = 2; i < 5; i++)
@@ -412,11 +413,11 @@ static void test_skip_pending_gives_up_on_a_held_slot_and_counts_it(void)
     struct gt_rec late = event(0, 999);
     gt_queue_publish(&held, &late);
     CHECK(push(0, 5));
-    int n = gt_queue_pop(out, 8);
+    int n = gt_queue_pop(out, 8, 0);
     CHECK_EQ_INT(n, 4);
     for (int i = 0; i < n; i++)
         CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i + 2);
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 0);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 0);
     gt_queue_discard();
 }
@@ -432,10 +433,10 @@ static void test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alon
     struct gt_rec late = event(0, 999);
     gt_queue_publish(&held, &late);
     struct gt_rec out[8];
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 0);   /* the late record is not taken */
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 0);   /* the late record is not taken */
     for (uint64_t i = 1; i < 5; i++)          /* positions 1..4: the last one is the skipped slot's */
         CHECK(push(0, i));
-    int n = gt_queue_pop(out, 8);
+    int n = gt_queue_pop(out, 8, 0);
     CHECK_EQ_INT(n, 4);
     for (int i = 0; i < n; i++)
         CHECK_EQ_INT(out[i].call.ptr, (uint64_t)i + 1);
@@ -458,12 +459,12 @@ static void test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone
     gt_queue_skip_pending();
     for (uint64_t i = 1; i < 4; i++)
         CHECK(push(0, i));
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 3);
     CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));   /* position 4: the same slot */
     gt_queue_skip_pending();
     for (uint64_t i = 5; i < 8; i++)
         CHECK(push(0, i));
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 3);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 3);
     CHECK(gt_queue_reserve(&c, GT_DROP_QUEUE_FULL));   /* position 8: the same slot, a live producer's */
     CHECK(a.slot == c.slot && b.slot == c.slot);
     uint64_t mark = atomic_load((_Atomic uint64_t *)(void *)c.slot);
@@ -473,10 +474,132 @@ static void test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone
     CHECK_EQ_INT(atomic_load((_Atomic uint64_t *)(void *)c.slot), mark);   /* neither late publish wrote */
     struct gt_rec ev = event(0, 8);
     gt_queue_publish(&c, &ev);
-    CHECK_EQ_INT(gt_queue_pop(out, 8), 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK_EQ_INT(out[0].tid, 0);
     CHECK_EQ_INT(out[0].call.ptr, 8);
     CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_UNFINISHED_AT_EXIT]), 2);
+    gt_queue_discard();
+}
+
+/* A held free: the writer passes it by while it is young, takes it once it
+ * waited (as written, marked, its position said), and the producer's finish
+ * then says so; the events behind it come through meanwhile. */
+static void test_a_held_free_is_taken_after_its_wait_and_its_finish_says_so(void)
+{
+    reset(8, 1000);
+    struct gt_reservation held;
+    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
+    struct gt_rec fr = event(7, 42);
+    fr.kind = GT_REC_FREE;
+    gt_queue_hold(&held, &fr);
+    CHECK(push(0, 1));
+    struct gt_rec out[8];
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 200 * 1000000ull), 0);   /* first seen: not yet */
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 200 * 1000000ull), 0);   /* still young */
+    sleep_ms(250);
+    int n = gt_queue_pop(out, 8, 200 * 1000000ull);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(out[0].kind, GT_REC_FREE);
+    CHECK_EQ_INT(out[0].call.ptr, 42);
+    CHECK(out[0].flags & GT_CALL_TAKEN);
+    CHECK_EQ_INT(out[0].call.size, held.pos);
+    CHECK_EQ_INT(out[1].call.ptr, 1);
+    CHECK(!(out[1].flags & GT_CALL_TAKEN));
+    CHECK_EQ_INT(gt_queue_finish_held(&held, 0, 0), GT_HELD_TAKEN);
+    CHECK_EQ_INT(gt_queue_abandon(held.pos), true);   /* a longjmp after the take: taken, nothing marked */
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 0);
+    gt_queue_discard();
+}
+
+/* Finished before the writer took it: published with its result and stack,
+ * in its place, unmarked. */
+static void test_a_held_free_finished_in_time_is_published_with_its_result(void)
+{
+    reset(8, 1000);
+    struct gt_reservation held;
+    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
+    struct gt_rec fr = event(7, 42);
+    fr.kind = GT_REC_FREE;
+    gt_queue_hold(&held, &fr);
+    CHECK(push(0, 1));
+    struct gt_rec out[8];
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 1000 * 1000000ull), 0);
+    CHECK_EQ_INT(gt_queue_finish_held(&held, 700, 99), GT_HELD_PUBLISHED);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 1000 * 1000000ull), 2);
+    CHECK_EQ_INT(out[0].call.result, 700);
+    CHECK_EQ_INT(out[0].call.stack_hash, 99);
+    CHECK(!(out[0].flags & GT_CALL_TAKEN));
+    gt_queue_discard();
+}
+
+/* At a stop (a wait of 0) a held free is taken at once; a longjmp before
+ * any take gives the slot up instead, and the writer passes it. */
+static void test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_before(void)
+{
+    reset(8, 1000);
+    struct gt_reservation a, b;
+    struct gt_rec fr = event(7, 42), out[8];
+    fr.kind = GT_REC_FREE;
+    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
+    gt_queue_hold(&a, &fr);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
+    CHECK(out[0].flags & GT_CALL_TAKEN);
+    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
+    gt_queue_hold(&b, &fr);
+    CHECK(push(0, 1));
+    CHECK_EQ_INT(gt_queue_abandon(b.pos), false);
+    CHECK_EQ_INT(gt_queue_finish_held(&b, 0, 0), GT_HELD_SKIPPED);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
+    CHECK_EQ_INT(out[0].call.ptr, 1);
+    gt_queue_discard();
+}
+
+/* The writer's take and the producer's finish race: exactly one of them
+ * gets each free, never both, never neither (run under ThreadSanitizer in
+ * the thread stage: the record is never read while it is written). */
+static _Atomic int finishes_published;
+static void *finish_frees(void *arg)
+{
+    struct gt_reservation *r = arg;
+    for (int i = 0; i < 2000; i++) {
+        struct gt_rec fr = event(3, (uint64_t)i);
+        fr.kind = GT_REC_FREE;
+        while (!gt_queue_reserve(&r[i], GT_DROP_QUEUE_FULL))
+            ;
+        gt_queue_hold(&r[i], &fr);
+        if (i % 7)
+            sched_yield();
+        if (gt_queue_finish_held(&r[i], 5, 0) == GT_HELD_PUBLISHED)
+            atomic_fetch_add(&finishes_published, 1);
+    }
+    return NULL;
+}
+
+static void test_the_take_and_the_finish_race_and_one_wins_each_free(void)
+{
+    reset(64, 1000);
+    static struct gt_reservation r[2000];
+    atomic_store(&finishes_published, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, finish_frees, r);
+    int got = 0, taken = 0, bad = 0;
+    struct gt_rec out[16];
+    while (got < 2000) {
+        int n = gt_queue_pop(out, 16, 0);   /* takes any held one it meets */
+        for (int i = 0; i < n; i++) {
+            bad += out[i].call.ptr != (uint64_t)got;
+            if (out[i].flags & GT_CALL_TAKEN)
+                taken++, bad += out[i].call.result != 0;
+            else
+                bad += out[i].call.result != 5;
+            got++;
+        }
+    }
+    pthread_join(t, NULL);
+    CHECK_EQ_INT(bad, 0);
+    printf("# %d of 2000 taken by the writer\n", taken);
+    CHECK_EQ_INT(taken + atomic_load(&finishes_published), 2000);
+    CHECK_EQ_INT(gt_queue_pop(out, 16, 0), 0);
     gt_queue_discard();
 }
 
@@ -495,5 +618,9 @@ int main(void)
     TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
     TAP_RUN(test_a_late_publish_before_the_next_lap_leaves_the_skipped_slot_alone);
     TAP_RUN(test_a_late_publish_leaves_a_slot_skipped_again_on_a_later_lap_alone);
+    TAP_RUN(test_a_held_free_is_taken_after_its_wait_and_its_finish_says_so);
+    TAP_RUN(test_a_held_free_finished_in_time_is_published_with_its_result);
+    TAP_RUN(test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_before);
+    TAP_RUN(test_the_take_and_the_finish_race_and_one_wins_each_free);
     return tap_done();
 }
