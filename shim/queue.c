@@ -14,6 +14,7 @@
  * ring), ~30 ns with tail read on every call (session 19), against ~2 ns on
  * this project's CI machine; with tail read only when the ring may be full,
  * not yet measured there. */
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -57,6 +58,11 @@ static _Alignas(64) _Atomic uint64_t stalled_at;
 static _Alignas(64) _Atomic uint64_t generation;   /* read on every call: a line no one writes after init */
 static GT_TLS uint64_t tail_seen, tail_seen_generation;
 
+/* The writer's: the held slot at tail, and since when (its clock). A slot
+ * right behind one taken after its wait inherits that wait: threads each in
+ * a waiting free would otherwise cost the writer 5 ms or more apiece. */
+static uint64_t held_at = UINT64_MAX, held_since;
+
 bool gt_queue_init(uint32_t capacity)
 {
     size_t bytes = (size_t)capacity * sizeof(struct gt_slot);
@@ -76,6 +82,7 @@ bool gt_queue_init(uint32_t capacity)
     atomic_store(&tail, 0);
     atomic_store(&skips, 0);
     atomic_store(&stalled_at, 0);
+    held_at = UINT64_MAX;   /* (a fork child's new queue: the parent's positions mean nothing) */
     atomic_fetch_add(&generation, 1);
     return true;
 }
@@ -193,12 +200,13 @@ void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec)
  * to take after a while should the free not return (a synchronizing cudaFree
  * waiting on the GPU held every event behind it: a helper's probe counted
  * 134,465 lost in a second). */
-void gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec)
+bool gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec)
 {
     if (given_up(r))
-        return;
+        return false;
     r->slot->rec = *rec;
     atomic_store_explicit(&r->slot->seq, HELD | r->pos, memory_order_release);
+    return true;
 }
 
 enum gt_held_end gt_queue_finish_held(const struct gt_reservation *r, int32_t result, uint64_t stack_hash)
@@ -216,9 +224,6 @@ enum gt_held_end gt_queue_finish_held(const struct gt_reservation *r, int32_t re
     return seq == (SKIPPED | r->pos) ? GT_HELD_SKIPPED : GT_HELD_TAKEN;
 }
 
-/* The writer's: the held slot at tail, and since when (its clock). */
-static uint64_t held_at = UINT64_MAX, held_since;
-
 static bool held_long_enough(uint64_t t, uint64_t after_ns)
 {
     if (!after_ns)
@@ -231,7 +236,6 @@ static bool held_long_enough(uint64_t t, uint64_t after_ns)
     }
     return now - held_since >= after_ns;
 }
-
 
 /* Copies up to max published records, in reservation order; their slots are
  * free once tail passes them. A held free at tail held take_held_after_ns
@@ -255,7 +259,10 @@ int gt_queue_pop(struct gt_rec *out, int max, uint64_t take_held_after_ns)
                 break;   /* not yet; or its producer is finishing it: the next round reads it */
             out[n] = s->rec;
             out[n].flags |= GT_CALL_TAKEN;
-            out[n++].call.size = t++;
+            out[n++].call.size = t;
+            if (held_at == t)
+                held_at = t + 1;   /* the next slot, if held, has waited as long */
+            t++;
             continue;
         }
         if (seq != t + 1)
@@ -309,7 +316,20 @@ bool gt_queue_abandon(uint64_t pos)
 void gt_queue_skip_pending(void)
 {
     uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
-    atomic_store_explicit(&slots[t & mask].seq, SKIPPED | t, memory_order_release);
+    _Atomic uint64_t *seq = &slots[t & mask].seq;
+    uint64_t s = atomic_load_explicit(seq, memory_order_acquire);
+    /* a held free whose thread is writing its result: published in a moment,
+     * and taken by the next pop (unless its thread never gets to: the one a
+     * fatal signal stopped there) */
+    for (int i = 0; i < 1000 && s == (FINISHING | t); i++) {
+        sched_yield();
+        s = atomic_load_explicit(seq, memory_order_acquire);
+    }
+    if (s == t + 1)
+        return;
+    /* from what was read: a held slot's thread may finish it meanwhile (then the next pop takes it) */
+    if (!atomic_compare_exchange_strong_explicit(seq, &s, SKIPPED | t, memory_order_acq_rel, memory_order_acquire))
+        return;
     atomic_fetch_add_explicit(&skips, 1, memory_order_seq_cst);
     atomic_store_explicit(&tail, t + 1, memory_order_release);
     gt_drop(GT_DROP_UNFINISHED_AT_EXIT);

@@ -210,7 +210,7 @@ static void free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_
     if (p->reserved)
         gt_free_pending_pos = p->res.pos + 1;
     if (p->held)
-        gt_queue_hold(&p->res, &p->rec);
+        p->held = gt_queue_hold(&p->res, &p->rec);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
 }
@@ -231,10 +231,12 @@ void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
 }
 
 /* What became of a held free the writer took as one that worked (rec:
- * GT_REC_FREE_RESULT), to correct its row (writer_events.c). */
+ * GT_REC_FREE_RESULT), for its row (writer_events.c). Queued while the trace
+ * is stopped too: at an exec that fails it goes on, the queue kept. */
 static void correct_taken_free(struct gt_rec *rec, uint64_t pos)
 {
-    if (!gt_trace_active()) {   /* the trace was finished meanwhile: the row stands as written */
+    int st = atomic_load_explicit(&gt_state, memory_order_acquire);
+    if (st != GT_ACTIVE && st != GT_STOPPED) {
         gt_drop(GT_DROP_AFTER_END);
         return;
     }
@@ -246,7 +248,7 @@ static void correct_taken_free(struct gt_rec *rec, uint64_t pos)
         gt_queue_publish(&r, rec);
 }
 
-/* It failed: its result and the failure's stack. */
+/* It returned: its result (and a failure's stack). */
 static void correct_failed_free(const struct gt_pending_free *p, int result, uint64_t stack_hash)
 {
     struct gt_rec rec = p->rec;
@@ -276,7 +278,8 @@ void gt_record_free_end(struct gt_pending_free *p, int result)
     if (result != 0 && !p->whole_stack)   /* still inside the hook: the same stack */
         stack_hash = gt_stack_capture();
     if (p->held) {
-        if (gt_queue_finish_held(&p->res, result, stack_hash) == GT_HELD_TAKEN && result != 0)
+        /* taken: its result, a failure or the success that lets the writer forget it */
+        if (gt_queue_finish_held(&p->res, result, stack_hash) == GT_HELD_TAKEN)
             correct_failed_free(p, result, stack_hash);
     } else {
         p->rec.call.result = result;

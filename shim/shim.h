@@ -256,7 +256,7 @@ void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
 /* A free: its record in place before the real free (hold), its result after
  * (finish) unless the writer took the record first, as a free that worked
  * (queue.c). */
-void gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec);
+bool gt_queue_hold(const struct gt_reservation *r, const struct gt_rec *rec);   /* false: given up at a stop */
 enum gt_held_end { GT_HELD_PUBLISHED, GT_HELD_TAKEN, GT_HELD_SKIPPED };
 enum gt_held_end gt_queue_finish_held(const struct gt_reservation *r, int32_t result, uint64_t stack_hash);
 /* writer only; returns count; a held free waiting take_held_after_ns is taken (0: at once) */

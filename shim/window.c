@@ -121,8 +121,9 @@ int64_t gt_window_row_of(int space, uint64_t ptr)
     return e ? (int64_t)e->a : 0;
 }
 
-/* A free counted by gt_window_live that failed after all (writer_events.c) */
-void gt_window_unfree(int memory, int device, int64_t size)
+/* A free counted by gt_window_live that failed after all (writer_events.c);
+ * failed: counted as a failed call (not for a call left by a longjmp) */
+void gt_window_unfree(int memory, int device, int64_t size, bool failed)
 {
     struct level *l = R.on ? level(memory, device) : NULL;
     if (!l)
@@ -132,6 +133,16 @@ void gt_window_unfree(int memory, int device, int64_t size)
         l->peak = l->live;
     if (l->frees)
         l->frees--;
+    l->failed += failed;
+}
+
+/* The alloc row id of ptr is no longer live, unless another allocation took
+ * its address since (writer_events.c: a free the writer took has returned). */
+void gt_window_row_clear(int space, uint64_t ptr, int64_t id)
+{
+    struct u64map_entry *e = R.on && space >= 0 && space < 4 ? u64map_get(&R.rows[space], ptr) : NULL;
+    if (e && (int64_t)e->a == id)
+        u64map_del(&R.rows[space], ptr, NULL, NULL);
 }
 
 /* The alloc rows of every allocation live now (malloc'd, unsorted; NULL

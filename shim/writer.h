@@ -55,7 +55,8 @@ void gt_window_live(int memory, int device, int64_t delta, int what); /* what: 1
 void gt_window_failed(int memory, int device);     /* a failed call */
 void gt_window_row(int space, uint64_t ptr, int64_t id); /* the alloc row of a live allocation; 0: freed */
 int64_t gt_window_row_of(int space, uint64_t ptr);       /* that row now; 0: none */
-void gt_window_unfree(int memory, int device, int64_t size); /* a free counted that failed after all */
+void gt_window_unfree(int memory, int device, int64_t size, bool failed); /* a free counted that failed after all */
+void gt_window_row_clear(int space, uint64_t ptr, int64_t id); /* that row freed, unless ptr is another's now */
 void gt_window_tick(uint64_t now);                 /* between transactions: summaries, prune */
 void gt_window_stop(uint64_t now);                 /* in the last transaction */
 void gt_window_forget(void);                       /* fork child */

@@ -35,9 +35,10 @@ static struct {
 static _Atomic uint64_t alloc_devices;
 static _Atomic uint64_t pool_devices;   /* devices with pool calls: the writer sets, any thread reads */
 
-/* Held frees written before their call returned (GT_CALL_TAKEN): what a
- * failure reported later puts back. A free that waits milliseconds is rare;
- * a few at once (threads each waiting in one) are kept. */
+/* Held frees written before their call returned (GT_CALL_TAKEN), until the
+ * call's result comes (GT_REC_FREE_RESULT): what a failure puts back. A free
+ * that waits milliseconds is rare; a few at once (threads each waiting in
+ * one) are kept. */
 #define TAKEN_KEPT 64
 static struct taken {
     uint64_t pos_1;          /* the free's queue position + 1; 0: an empty entry */
@@ -50,7 +51,7 @@ static unsigned taken_next;
 
 void gt_events_begin(uint64_t start_mono)
 {
-    E.start_mono = start_mono;
+    E.start_mono = start_mono;   /* (taken[] stays: a trace resumed after a failed exec keeps its queue) */
 }
 
 static const struct gt_api_info *api_info(int api)
@@ -168,6 +169,18 @@ void gt_events_write_stacks(struct gt_stack_rec *r)
     }
 }
 
+static void note_peaks(void)
+{
+    if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
+        E.peak_device = E.live_bytes[GT_MEM_DEVICE];
+    if (E.live_bytes[GT_MEM_POOL] > E.peak_pool)
+        E.peak_pool = E.live_bytes[GT_MEM_POOL];
+    if (E.live_bytes[GT_MEM_MANAGED] > E.peak_managed)
+        E.peak_managed = E.live_bytes[GT_MEM_MANAGED];
+    if (E.live_bytes[GT_MEM_HOST] > E.peak_host)
+        E.peak_host = E.live_bytes[GT_MEM_HOST];
+}
+
 /* Updates the live map and counters; fills in a free's size and device. */
 static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool *has_size, int64_t *size,
                     int *device)
@@ -218,7 +231,8 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
         uint64_t sz, b;
         if (!u64map_del(m, c->ptr, &sz, &b))
             return;
-        gt_window_row(ai->space, c->ptr, 0);
+        if (!(rec->flags & GT_CALL_TAKEN))   /* a taken free's, when its call has returned (gt_events_free_result) */
+            gt_window_row(ai->space, c->ptr, 0);
         *has_size = true;
         *size = (int64_t)sz;
         if (*device == GT_DEVICE_UNKNOWN)
@@ -231,14 +245,7 @@ static void account(const struct gt_rec *rec, const struct gt_api_info *ai, bool
             atomic_fetch_or_explicit(&pool_devices, 1ull << *device, memory_order_relaxed);
         E.pool_changes++;
     }
-    if (E.live_bytes[GT_MEM_DEVICE] > E.peak_device)
-        E.peak_device = E.live_bytes[GT_MEM_DEVICE];
-    if (E.live_bytes[GT_MEM_POOL] > E.peak_pool)
-        E.peak_pool = E.live_bytes[GT_MEM_POOL];
-    if (E.live_bytes[GT_MEM_MANAGED] > E.peak_managed)
-        E.peak_managed = E.live_bytes[GT_MEM_MANAGED];
-    if (E.live_bytes[GT_MEM_HOST] > E.peak_host)
-        E.peak_host = E.live_bytes[GT_MEM_HOST];
+    note_peaks();
 }
 
 /* One events row (and its mappings row), with the accounting. */
@@ -300,14 +307,15 @@ static void write_row(const struct gt_rec *rec)
     }
 }
 
-/* A held free written as one that worked failed when its call returned
- * (record.c): its row takes the result (and the failure's stack), and the
+/* A held free written as one that worked has returned (record.c): done, if
+ * it worked (the flight recorder may prune its allocation's row now); if it
+ * failed, its row takes the result (and the failure's stack) and the
  * allocation is live again. One left by a longjmp (GT_CALL_LEFT) is
  * withdrawn instead: the call is counted as left, and what it freed is
  * unknown, as for any call left. */
 void gt_events_free_result(const struct gt_rec *rec)
 {
-    bool left = rec->flags & GT_CALL_LEFT;
+    bool left = rec->flags & GT_CALL_LEFT, failed = left || rec->call.result != 0;
     struct taken *k = NULL;
     for (unsigned i = 0; i < TAKEN_KEPT && !k; i++)
         if (taken[i].pos_1 == rec->call.size + 1)
@@ -316,18 +324,22 @@ void gt_events_free_result(const struct gt_rec *rec)
         if (left)
             gt_note("events", false, "a free written before its call returned (the call waited) was then left by "
                     "a longjmp; its row could not be withdrawn and reads as a free that worked");
-        else
+        else if (failed)
             gt_note("events", false, "a free written before its call returned (the call waited) then failed with "
                     "result %d; its row could not be corrected and reads as a free that worked", rec->call.result);
         return;
     }
     k->pos_1 = 0;
+    if (!failed) {
+        if (k->alloc_row)
+            gt_window_row_clear(k->space, k->ptr, k->alloc_row);
+        return;
+    }
     if (k->live) {
         u64map_put(&E.live[k->space], k->ptr, k->size, k->b);
         E.live_bytes[k->b >> 32] += (int64_t)k->size;
-        gt_window_unfree((int)(k->b >> 32), (int16_t)(uint16_t)(k->b & 0xffff), (int64_t)k->size);
-        if (k->alloc_row)
-            gt_window_row(k->space, k->ptr, k->alloc_row);
+        note_peaks();
+        gt_window_unfree((int)(k->b >> 32), (int16_t)(uint16_t)(k->b & 0xffff), (int64_t)k->size, !left);
     }
     if (gt_db_failed())
         return;
@@ -335,8 +347,11 @@ void gt_events_free_result(const struct gt_rec *rec)
     if (left) {
         snprintf(sql, sizeof sql, "DELETE FROM graph_calls WHERE event_id = %lld; DELETE FROM events WHERE id = %lld",
                  (long long)k->row, (long long)k->row);
-        if (gt_db_exec(sql) && E.recorded)
+        if (gt_db_exec(sql) && E.recorded) {
             E.recorded--;
+            if (E.committed > E.recorded)   /* (its row was committed: what a failed commit loses is counted from here) */
+                E.committed = E.recorded;
+        }
         return;
     }
     char stack[32] = "stack_id";
@@ -491,4 +506,6 @@ void gt_events_forget(void)
     u64map_free(&E.tids);
     gt_vmm_reset();
     memset(&E, 0, sizeof E);
+    memset(taken, 0, sizeof taken);   /* the parent's queue positions */
+    taken_next = 0;
 }

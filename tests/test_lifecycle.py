@@ -88,6 +88,15 @@ class ExitPathTest(TraceTest):
                          [(0,)])
         self.assertIntegrity(db)
 
+    def test_a_flight_recorder_keeps_the_row_of_a_block_whose_waiting_free_fails(self):
+        # the free was taken as one that worked: the flight recorder's checkpoints left the block's row out
+        # of the live ones, pruned it past the window, and the failure 2.5 s on found no row to make live again
+        p, db = self.slow_free(1000, 'may-fail', FAKE_CUDA_SLOW_FREE_MS=2500, FAKE_CUDA_SLOW_FREE_RESULT=1,
+                               GPUTRACE_WINDOW_S=1)
+        self.assertEqual((p.returncode, p.stdout), (0, 'free failed 1\n1000\n'), p.stderr)
+        # (the free's own row is older than the window: pruned, as any event past it)
+        self.assertEqual(query(db, "SELECT api, size >= 777777 FROM live_at_exit"), [('cudaMalloc', 1)])
+
     def test_an_exit_beside_a_free_that_never_returns_is_not_held_and_keeps_the_free(self):
         # the exit waited 2 s for the free's place in the queue, then counted it unfinished_at_exit
         t0 = time.monotonic()

@@ -491,7 +491,7 @@ static void test_a_held_free_is_taken_after_its_wait_and_its_finish_says_so(void
     CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
     struct gt_rec fr = event(7, 42);
     fr.kind = GT_REC_FREE;
-    gt_queue_hold(&held, &fr);
+    CHECK(gt_queue_hold(&held, &fr));
     CHECK(push(0, 1));
     struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8, 200 * 1000000ull), 0);   /* first seen: not yet */
@@ -520,7 +520,7 @@ static void test_a_held_free_finished_in_time_is_published_with_its_result(void)
     CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
     struct gt_rec fr = event(7, 42);
     fr.kind = GT_REC_FREE;
-    gt_queue_hold(&held, &fr);
+    CHECK(gt_queue_hold(&held, &fr));
     CHECK(push(0, 1));
     struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8, 1000 * 1000000ull), 0);
@@ -541,16 +541,46 @@ static void test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_b
     struct gt_rec fr = event(7, 42), out[8];
     fr.kind = GT_REC_FREE;
     CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
-    gt_queue_hold(&a, &fr);
+    CHECK(gt_queue_hold(&a, &fr));
     CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK(out[0].flags & GT_CALL_TAKEN);
     CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
-    gt_queue_hold(&b, &fr);
+    CHECK(gt_queue_hold(&b, &fr));
     CHECK(push(0, 1));
     CHECK_EQ_INT(gt_queue_abandon(b.pos), false);
     CHECK_EQ_INT(gt_queue_finish_held(&b, 0, 0), GT_HELD_SKIPPED);
     CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK_EQ_INT(out[0].call.ptr, 1);
+    gt_queue_discard();
+}
+
+/* Threads each in a waiting free: the one right behind a free taken after
+ * its wait has waited as long, and is taken in the same pop (each cost the
+ * writer 5 ms or more apiece: a review). One published between them starts
+ * the wait anew. */
+static void test_a_held_free_right_behind_a_taken_one_is_taken_with_it(void)
+{
+    reset(8, 1000);
+    struct gt_reservation a, b, c;
+    struct gt_rec fr = event(7, 42), out[8];
+    fr.kind = GT_REC_FREE;
+    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
+    CHECK(gt_queue_hold(&a, &fr));
+    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
+    CHECK(gt_queue_hold(&b, &fr));
+    CHECK(push(0, 1));
+    CHECK(gt_queue_reserve(&c, GT_DROP_QUEUE_FULL));
+    CHECK(gt_queue_hold(&c, &fr));
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 0);
+    sleep_ms(120);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 3);   /* a, b, and the published one; not c yet */
+    CHECK(out[0].flags & GT_CALL_TAKEN);
+    CHECK(out[1].flags & GT_CALL_TAKEN);
+    CHECK_EQ_INT(out[1].call.size, b.pos);
+    CHECK_EQ_INT(out[2].call.ptr, 1);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 0);
+    CHECK_EQ_INT(gt_queue_finish_held(&c, 0, 0), GT_HELD_PUBLISHED);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 1);
     gt_queue_discard();
 }
 
@@ -621,6 +651,7 @@ int main(void)
     TAP_RUN(test_a_held_free_is_taken_after_its_wait_and_its_finish_says_so);
     TAP_RUN(test_a_held_free_finished_in_time_is_published_with_its_result);
     TAP_RUN(test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_before);
+    TAP_RUN(test_a_held_free_right_behind_a_taken_one_is_taken_with_it);
     TAP_RUN(test_the_take_and_the_finish_race_and_one_wins_each_free);
     return tap_done();
 }
