@@ -128,7 +128,7 @@ static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t, bool he
 /* Reserves the next slot. If the ring is full the producer waits as long as
  * the writer keeps draining (backpressure, not loss); only when the writer has
  * made no progress for queue_wait_ms does it give up and count a drop. */
-bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
+static bool reserve(struct gt_reservation *r, enum gt_drop_reason full, uint32_t wait_ms)
 {
     uint64_t deadline = 0, seen_tail = 0;
     bool held_at_start = false;
@@ -163,17 +163,30 @@ bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
         }
         if (!deadline || t != seen_tail) {
             seen_tail = t;
-            deadline = now + (uint64_t)gt_config.queue_wait_ms * 1000000ull;
-            held_at_start = gt_config.queue_wait_ms > 0 && unpublished(t);
+            deadline = now + (uint64_t)wait_ms * 1000000ull;
+            held_at_start = wait_ms > 0 && unpublished(t);
         }
         if (now >= deadline) {
-            atomic_store_explicit(&stalled_at, t + 1, memory_order_relaxed);
+            if (wait_ms)   /* (a reservation that never waits tells nothing of the writer) */
+                atomic_store_explicit(&stalled_at, t + 1, memory_order_relaxed);
             gt_drop(held_or(full, t, held_at_start));
             return false;
         }
         pause_briefly(tries++);
         pos = atomic_load_explicit(&head, memory_order_relaxed);
     }
+}
+
+bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full)
+{
+    return reserve(r, full, gt_config.queue_wait_ms);
+}
+
+/* Without the wait on a full ring: for a record made where the thread must
+ * not sleep (a longjmp out of a call, often from a signal handler). */
+bool gt_queue_reserve_now(struct gt_reservation *r, enum gt_drop_reason full)
+{
+    return reserve(r, full, 0);
 }
 
 /* Publishes a reserved slot. If the writer gave up on it at a stop (see

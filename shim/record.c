@@ -233,7 +233,7 @@ void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
 /* What became of a held free the writer took as one that worked (rec:
  * GT_REC_FREE_RESULT), for its row (writer_events.c). Queued while the trace
  * is stopped too: at an exec that fails it goes on, the queue kept. */
-static void correct_taken_free(struct gt_rec *rec, uint64_t pos)
+static void correct_taken_free(struct gt_rec *rec, uint64_t pos, bool may_wait)
 {
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
     if (st != GT_ACTIVE && st != GT_STOPPED) {
@@ -244,7 +244,7 @@ static void correct_taken_free(struct gt_rec *rec, uint64_t pos)
     rec->call.size = pos;
     rec->t_ns = gt_stamp();
     struct gt_reservation r;
-    if (gt_queue_reserve(&r, GT_DROP_QUEUE_FULL))
+    if (may_wait ? gt_queue_reserve(&r, GT_DROP_QUEUE_FULL) : gt_queue_reserve_now(&r, GT_DROP_QUEUE_FULL))
         gt_queue_publish(&r, rec);
 }
 
@@ -255,7 +255,7 @@ static void correct_failed_free(const struct gt_pending_free *p, int result, uin
     rec.flags = 0;
     rec.call.result = result;
     rec.call.stack_hash = stack_hash ? stack_hash : p->rec.call.stack_hash;
-    correct_taken_free(&rec, p->res.pos);
+    correct_taken_free(&rec, p->res.pos, true);
 }
 
 /* It was left by a longjmp: its row withdrawn, as the call is counted
@@ -266,7 +266,7 @@ static void withdraw_taken_free(uint64_t pos)
     memset(&rec, 0, sizeof rec);
     rec.tid = gt_tid();
     rec.flags = GT_CALL_LEFT;
-    correct_taken_free(&rec, pos);
+    correct_taken_free(&rec, pos, false);   /* (the jump may come from a signal handler: no sleep) */
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)

@@ -252,6 +252,7 @@ bool gt_queue_init(uint32_t capacity);
 void gt_queue_discard(void);                         /* fork child: forget everything */
 struct gt_reservation { struct gt_slot *slot; uint64_t pos; };
 bool gt_queue_reserve(struct gt_reservation *r, enum gt_drop_reason full); /* false: dropped (counted as full) */
+bool gt_queue_reserve_now(struct gt_reservation *r, enum gt_drop_reason full); /* the same, never waiting */
 void gt_queue_publish(const struct gt_reservation *r, const struct gt_rec *rec);
 /* A free: its record in place before the real free (hold), its result after
  * (finish) unless the writer took the record first, as a free that worked

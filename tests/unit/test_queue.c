@@ -358,6 +358,29 @@ static void test_full_queue_waits_while_the_consumer_makes_progress(void)
     gt_queue_discard();
 }
 
+/* A reservation that must not sleep (a longjmp's, maybe in a signal
+ * handler) drops at once on a full ring, and tells the others nothing: they
+ * still wait while the writer drains (had it marked the writer stuck, they
+ * would have dropped at once too). */
+static void test_a_reservation_that_never_waits_drops_at_once_and_the_others_still_wait(void)
+{
+    reset(4, 1000);
+    for (uint64_t i = 0; i < 4; i++)
+        CHECK(push(0, i));
+    struct gt_reservation r;
+    double t0 = now_s();
+    CHECK(!gt_queue_reserve_now(&r, GT_DROP_QUEUE_FULL));
+    CHECKF(now_s() - t0 < 0.1, "the reservation waited %.3f s", now_s() - t0);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
+    struct slow_consumer c = {.pops = 4, .every_ms = 50};
+    pthread_t th;
+    pthread_create(&th, NULL, consume_slowly, &c);
+    CHECK(push(0, 4));   /* waits for the consumer's first pop */
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(atomic_load(&gt_drops[GT_DROP_QUEUE_FULL]), 1);
+    gt_queue_discard();
+}
+
 static void *produce_until_full(void *arg)
 {
     produce(arg);
@@ -643,6 +666,7 @@ int main(void)
     TAP_RUN(test_producers_holding_reserved_slots_keep_order_and_lose_nothing);
     TAP_RUN(test_full_queue_without_consumer_drops_after_the_wait_and_counts);
     TAP_RUN(test_full_queue_waits_while_the_consumer_makes_progress);
+    TAP_RUN(test_a_reservation_that_never_waits_drops_at_once_and_the_others_still_wait);
     TAP_RUN(test_a_new_queue_is_full_at_capacity_whatever_tail_this_thread_read_before);
     TAP_RUN(test_stalled_consumer_with_several_producers_keeps_capacity_and_counts_the_rest);
     TAP_RUN(test_skip_pending_gives_up_on_a_held_slot_and_counts_it);
