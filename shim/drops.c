@@ -10,7 +10,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
     [GT_DROP_QUEUE_FULL] = {"queue_full", true,
         "event dropped: the queue to the writer was full and the writer made no progress for GPUTRACE_QUEUE_WAIT_MS"},
     [GT_DROP_UNFINISHED_AT_EXIT] = {"unfinished_at_exit", true,
-        "event dropped: a thread was still inside a traced free when the process ended"},
+        "event dropped: a thread was still inside a traced context reset or free of mapped memory (cuMemUnmap, "
+        "cuMemRelease, cuMemAddressFree), or had taken its place in the queue and not yet filled it, when the process "
+        "ended (a free still in its call is written, as one that worked)"},
     [GT_DROP_STACK_LOST] = {"stack_lost", false, "event recorded without its stack: no memory for the stack record"},
     [GT_DROP_WRITE_FAILED] = {"write_failed", true,
         "event not written: writing the trace file failed (a stderr line said why)"},
