@@ -18,7 +18,9 @@ static const struct gt_drop_info info[GT_DROP_COUNT] = {
         "event not written: writing the trace file failed (a stderr line said why)"},
     [GT_DROP_NOT_WRITTEN] = {"activity_not_written", false,
         "range, mark, iteration, note, device, sample or CUPTI record not written: writing the trace file failed, "
-        "or the process was ending by a fatal signal and the time allowed ran out"},
+        "or the process was ending by a fatal signal and the time allowed ran out; or the failure of a free the "
+        "writer had written as one that worked, while it waited, lost on a full queue (its row reads as a free that "
+        "worked)"},
     [GT_DROP_CUPTI_RECORDS] = {"cupti_records", false,
         "CUPTI activity records lost inside CUPTI (it had no buffer for them)"},
     [GT_DROP_UNWRITTEN_AT_SIGNAL] = {"unwritten_at_signal", true,

@@ -122,7 +122,9 @@ static enum gt_drop_reason held_or(enum gt_drop_reason full, uint64_t t, bool he
 {
     if (!held_from_start || !unpublished(t))
         return full;
-    return full == GT_DROP_RANGE_QUEUE_FULL ? GT_DROP_RANGE_QUEUE_HELD : GT_DROP_QUEUE_HELD;
+    return full == GT_DROP_RANGE_QUEUE_FULL ? GT_DROP_RANGE_QUEUE_HELD
+           : full == GT_DROP_QUEUE_FULL    ? GT_DROP_QUEUE_HELD
+                                           : full;   /* (a reason of its own: not an event's) */
 }
 
 /* Reserves the next slot. If the ring is full the producer waits as long as
@@ -278,12 +280,17 @@ int gt_queue_pop(struct gt_rec *out, int max, uint64_t take_held_after_ns)
             t++;
             continue;
         }
-        if (seq != t + 1)
-            break; /* empty, or reserved but not yet published */
+        if (seq != t + 1) {   /* empty, or reserved but not yet published */
+            if (held_at == t)
+                held_at = UINT64_MAX;   /* (no wait to inherit: a free held here later starts its own) */
+            break;
+        }
         out[n++] = s->rec;
         t++;
     }
-    if (n)   /* (an unchanged tail is not stored: producers keep their copy of its line) */
+    /* (an unchanged tail is not stored: producers keep their copy of its line; one moved past slots given up
+     * alone is, or a stop would wait on them in vain) */
+    if (t != atomic_load_explicit(&tail, memory_order_relaxed))
         atomic_store_explicit(&tail, t, memory_order_release);
     return n;
 }

@@ -232,19 +232,25 @@ void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
 
 /* What became of a held free the writer took as one that worked (rec:
  * GT_REC_FREE_RESULT), for its row (writer_events.c). Queued while the trace
- * is stopped too: at an exec that fails it goes on, the queue kept. */
+ * is stopped too: at an exec that fails it goes on, the queue kept. Its loss
+ * is no event's (the free's row was written): counted as a record not
+ * written when it was a failure the row then misses, not at all for a
+ * success. */
 static void correct_taken_free(struct gt_rec *rec, uint64_t pos, bool may_wait)
 {
+    bool failure = (rec->flags & GT_CALL_LEFT) || rec->call.result != 0;
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
     if (st != GT_ACTIVE && st != GT_STOPPED) {
-        gt_drop(GT_DROP_AFTER_END);
+        if (failure)
+            gt_drop(GT_DROP_NOT_WRITTEN);
         return;
     }
     rec->kind = GT_REC_FREE_RESULT;
     rec->call.size = pos;
     rec->t_ns = gt_stamp();
     struct gt_reservation r;
-    if (may_wait ? gt_queue_reserve(&r, GT_DROP_QUEUE_FULL) : gt_queue_reserve_now(&r, GT_DROP_QUEUE_FULL))
+    enum gt_drop_reason full = GT_DROP_NOT_WRITTEN;
+    if (may_wait ? gt_queue_reserve(&r, full) : gt_queue_reserve_now(&r, full))
         gt_queue_publish(&r, rec);
 }
 

@@ -153,14 +153,16 @@ static bool live_rows(int64_t **out, size_t *nout)
     size_t n = 0, k = 0;
     for (int s = 0; s < GT_NSPACES; s++)
         n += R.rows[s].len;
+    n += GT_TAKEN_ROWS_MAX;   /* and the rows of frees written while their call still runs (writer_events.c) */
     *out = NULL;
     *nout = 0;
-    if (R.rows_lost || (n && !(*out = malloc(n * sizeof **out))))
+    if (R.rows_lost || !(*out = malloc(n * sizeof **out)))
         return false;
-    for (int s = 0; s < GT_NSPACES && n; s++)
+    for (int s = 0; s < GT_NSPACES; s++)
         for (uint64_t i = 0; i < R.rows[s].cap; i++)
             if (R.rows[s].e[i].key && k < n)
                 (*out)[k++] = (int64_t)R.rows[s].e[i].a;
+    k += gt_events_taken_rows(*out + k, n - k);
     *nout = k;
     return true;
 }

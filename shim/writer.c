@@ -143,8 +143,10 @@ static void drop_unwritten(uint64_t target)
     while (!gt_queue_empty_upto(target)) {
         if (gt_queue_pop(&r, 1, 0) == 0)
             gt_queue_skip_pending(); /* counted as unfinished_at_exit */
-        else if (gt_rec_is_call(r.kind) || r.kind == GT_REC_FREE_RESULT)
+        else if (gt_rec_is_call(r.kind))
             gt_drop(GT_DROP_UNWRITTEN_AT_SIGNAL);
+        else if (r.kind == GT_REC_FREE_RESULT && !(r.flags & GT_CALL_LEFT) && r.call.result == 0)
+            ;   /* a taken free's success: nothing of it is missing */
         else
             gt_drop(GT_DROP_NOT_WRITTEN);
     }

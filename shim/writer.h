@@ -22,6 +22,8 @@ bool gt_writer_open(char *path, size_t path_size, uint64_t start_unix, uint64_t 
 void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
 void gt_events_write(const struct gt_rec *rec);   /* an allocation call (its row, its accounting) */
 void gt_events_free_result(const struct gt_rec *rec);   /* GT_REC_FREE_RESULT: a taken free's row corrected */
+#define GT_TAKEN_ROWS_MAX 64
+size_t gt_events_taken_rows(int64_t *out, size_t max);  /* rows of taken frees whose result has not come */
 void gt_events_write_thread(int32_t tid);         /* the threads row of tid, once */
 void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_pyframes(struct gt_pyframe_rec *r); /* and frees them; before the stacks taken with them */

@@ -39,7 +39,7 @@ static _Atomic uint64_t pool_devices;   /* devices with pool calls: the writer s
  * call's result comes (GT_REC_FREE_RESULT): what a failure puts back. A free
  * that waits milliseconds is rare; a few at once (threads each waiting in
  * one) are kept. */
-#define TAKEN_KEPT 64
+#define TAKEN_KEPT GT_TAKEN_ROWS_MAX
 static struct taken {
     uint64_t pos_1;          /* the free's queue position + 1; 0: an empty entry */
     int64_t row, alloc_row;  /* its events row; its allocation's (the flight recorder's), 0 none */
@@ -290,7 +290,11 @@ static void write_row(const struct gt_rec *rec)
     E.recorded++;
     if (GT_UNLIKELY(k.pos_1)) {
         k.row = gt_db_last_rowid();
-        taken[taken_next++ % TAKEN_KEPT] = k;
+        struct taken *e = NULL;   /* an empty entry first; else the next in turn */
+        for (unsigned i = 0; i < TAKEN_KEPT && !e; i++)
+            if (!taken[i].pos_1)
+                e = &taken[i];
+        *(e ? e : &taken[taken_next++ % TAKEN_KEPT]) = k;
     }
     if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr &&
         !(rec->flags & GT_CALL_CAPTURED)) /* what a prune keeps (a graph's node is no live memory) */
@@ -305,6 +309,19 @@ static void write_row(const struct gt_rec *rec)
         GT_BIND_INT(GRAPH_CALL, captured, (rec->flags & GT_CALL_CAPTURED) != 0);
         gt_db_run(GT_ST_GRAPH_CALL, GT_NOT_A_RECORD);
     }
+}
+
+/* The events rows of the frees taken before their call returned, whose
+ * result has not come: the flight recorder keeps them beside their
+ * allocations' rows, so that a prune takes both or neither. Returns how many
+ * (at most max). */
+size_t gt_events_taken_rows(int64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < TAKEN_KEPT && n < max; i++)
+        if (taken[i].pos_1 && taken[i].row)
+            out[n++] = taken[i].row;
+    return n;
 }
 
 /* A held free written as one that worked has returned (record.c): done, if

@@ -97,6 +97,13 @@ class ExitPathTest(TraceTest):
         # (the free's own row is older than the window: pruned, as any event past it)
         self.assertEqual(query(db, "SELECT api, size >= 777777 FROM live_at_exit"), [('cudaMalloc', 1)])
 
+    def test_a_flight_recorder_prunes_a_block_and_its_waiting_free_together_when_the_free_works(self):
+        # the checkpoints while the free waited kept the block's row live; a prune past the window then took
+        # the free's row alone, and the block read live at exit though it was freed (a review)
+        p, db = self.slow_free(1000, FAKE_CUDA_SLOW_FREE_MS=2500, GPUTRACE_WINDOW_S=1)
+        self.assertEqual((p.returncode, p.stdout), (0, '1000\n'), p.stderr)
+        self.assertEqual(query(db, "SELECT count(*) FROM live_at_exit"), [(0,)])
+
     def test_an_exit_beside_a_free_that_never_returns_is_not_held_and_keeps_the_free(self):
         # the exit waited 2 s for the free's place in the queue, then counted it unfinished_at_exit
         t0 = time.monotonic()

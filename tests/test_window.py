@@ -146,10 +146,11 @@ class FlightRecorder(TraceTest):
     @unittest.skipIf(SANITIZER, "fail_malloc hands out glibc's memory, which a sanitizer's allocator would not know")
     def test_checkpoint_without_memory_is_skipped_and_counted_never_pruning_live_rows(self):
         # 1234 more allocations live from the start: at each checkpoint the list of live
-        # rows is 1236 or 1237 (a temporary in flight) rows of 8 bytes, and that malloc fails
-        extra = 1234
+        # rows is 1236 or 1237 (a temporary in flight) rows of 8 bytes, with room for the
+        # rows of 64 frees written while their call still runs, and that malloc fails
+        extra, taken_rows = 1234, 64
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'trace.db'), GPUTRACE_QUIET=1, GPUTRACE_WINDOW_S=1,
-                       FAIL_MALLOC_SIZES='%d,%d' % (8 * (extra + 2), 8 * (extra + 3)))
+                       FAIL_MALLOC_SIZES='%d,%d' % (8 * (extra + 2 + taken_rows), 8 * (extra + 3 + taken_rows)))
         env['LD_PRELOAD'] = SHIM + ':' + prog('libfail_malloc.so')
         p = run([prog('window_loop'), '1500', str(extra)], preload=False, env=env, cwd=self.dir)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -607,6 +607,29 @@ static void test_a_held_free_right_behind_a_taken_one_is_taken_with_it(void)
     gt_queue_discard();
 }
 
+/* The wait is inherited only by a free already held right behind the one
+ * taken: a free that takes the next slot later starts its own (a review: it
+ * was taken on first sight, seconds later). */
+static void test_a_free_held_later_behind_a_taken_one_waits_its_own_time(void)
+{
+    reset(8, 1000);
+    struct gt_reservation a, b;
+    struct gt_rec fr = event(7, 42), out[8];
+    fr.kind = GT_REC_FREE;
+    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
+    CHECK(gt_queue_hold(&a, &fr));
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 0);
+    sleep_ms(60);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 1);   /* a, after its wait; nothing behind it */
+    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
+    CHECK(gt_queue_hold(&b, &fr));
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 0);   /* b is new: not taken on sight */
+    CHECK_EQ_INT(gt_queue_finish_held(&b, 0, 0), GT_HELD_PUBLISHED);
+    CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 1);
+    CHECK(!(out[0].flags & GT_CALL_TAKEN));
+    gt_queue_discard();
+}
+
 /* The writer's take and the producer's finish race: exactly one of them
  * gets each free, never both, never neither (run under ThreadSanitizer in
  * the thread stage: the record is never read while it is written). */
@@ -676,6 +699,7 @@ int main(void)
     TAP_RUN(test_a_held_free_finished_in_time_is_published_with_its_result);
     TAP_RUN(test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_before);
     TAP_RUN(test_a_held_free_right_behind_a_taken_one_is_taken_with_it);
+    TAP_RUN(test_a_free_held_later_behind_a_taken_one_waits_its_own_time);
     TAP_RUN(test_the_take_and_the_finish_race_and_one_wins_each_free);
     return tap_done();
 }
