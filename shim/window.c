@@ -54,6 +54,7 @@ static struct {
     struct level lv[NMEM][NDEV];
     struct u64map rows[GT_NSPACES];        /* per apis.space: ptr -> (events.id of its live alloc row, -) */
     bool rows_lost;               /* a put failed (no memory): rows[] no longer lists every live row */
+    int64_t pinned[GT_TAKEN_ROWS_MAX]; /* rows of frees written while their call runs (gt_window_pin); 0: none */
 } R;
 
 static struct level *level(int memory, int device)
@@ -145,6 +146,28 @@ void gt_window_row_clear(int space, uint64_t ptr, int64_t id)
         u64map_del(&R.rows[space], ptr, NULL, NULL);
 }
 
+/* The events row of a free written while its call still runs (writer_events.c):
+ * kept beside its block's row until its result comes (gt_window_unpin), so
+ * that a prune takes both or neither. False: no room (it may be pruned alone). */
+bool gt_window_pin(int64_t id)
+{
+    if (!R.on)
+        return true;
+    for (size_t i = 0; i < GT_TAKEN_ROWS_MAX; i++)
+        if (!R.pinned[i]) {
+            R.pinned[i] = id;
+            return true;
+        }
+    return false;
+}
+
+void gt_window_unpin(int64_t id)
+{
+    for (size_t i = 0; R.on && i < GT_TAKEN_ROWS_MAX; i++)
+        if (R.pinned[i] == id)
+            R.pinned[i] = 0;
+}
+
 /* The alloc rows of every allocation live now (malloc'd, unsorted; NULL
  * when none) into out, nout. False: no memory for the list, or rows[] is
  * incomplete. */
@@ -153,7 +176,7 @@ static bool live_rows(int64_t **out, size_t *nout)
     size_t n = 0, k = 0;
     for (int s = 0; s < GT_NSPACES; s++)
         n += R.rows[s].len;
-    n += GT_TAKEN_ROWS_MAX;   /* and the rows of frees written while their call still runs (writer_events.c) */
+    n += GT_TAKEN_ROWS_MAX;   /* and the rows of frees written while their call still runs (gt_window_pin) */
     *out = NULL;
     *nout = 0;
     if (R.rows_lost || !(*out = malloc(n * sizeof **out)))
@@ -162,7 +185,9 @@ static bool live_rows(int64_t **out, size_t *nout)
         for (uint64_t i = 0; i < R.rows[s].cap; i++)
             if (R.rows[s].e[i].key && k < n)
                 (*out)[k++] = (int64_t)R.rows[s].e[i].a;
-    k += gt_events_taken_rows(*out + k, n - k);
+    for (size_t i = 0; i < GT_TAKEN_ROWS_MAX && k < n; i++)
+        if (R.pinned[i])
+            (*out)[k++] = R.pinned[i];
     *nout = k;
     return true;
 }

@@ -22,8 +22,7 @@ bool gt_writer_open(char *path, size_t path_size, uint64_t start_unix, uint64_t 
 void gt_events_begin(uint64_t start_mono);        /* a new trace: time 0 */
 void gt_events_write(const struct gt_rec *rec);   /* an allocation call (its row, its accounting) */
 void gt_events_free_result(const struct gt_rec *rec);   /* GT_REC_FREE_RESULT: a taken free's row corrected */
-#define GT_TAKEN_ROWS_MAX 64
-size_t gt_events_taken_rows(int64_t *out, size_t max);  /* rows of taken frees whose result has not come */
+#define GT_TAKEN_ROWS_MAX 64   /* frees written while their call runs, kept track of at once */
 void gt_events_write_thread(int32_t tid);         /* the threads row of tid, once */
 void gt_events_write_stacks(struct gt_stack_rec *r); /* and frees them */
 void gt_events_write_pyframes(struct gt_pyframe_rec *r); /* and frees them; before the stacks taken with them */
@@ -57,6 +56,8 @@ void gt_window_live(int memory, int device, int64_t delta, int what); /* what: 1
 void gt_window_failed(int memory, int device);     /* a failed call */
 void gt_window_row(int space, uint64_t ptr, int64_t id); /* the alloc row of a live allocation; 0: freed */
 int64_t gt_window_row_of(int space, uint64_t ptr);       /* that row now; 0: none */
+bool gt_window_pin(int64_t id);    /* a free's row kept while its call runs (writer_events.c) */
+void gt_window_unpin(int64_t id);
 void gt_window_unfree(int memory, int device, int64_t size, bool failed); /* a free counted that failed after all */
 void gt_window_row_clear(int space, uint64_t ptr, int64_t id); /* that row freed, unless ptr is another's now */
 void gt_window_tick(uint64_t now);                 /* between transactions: summaries, prune */

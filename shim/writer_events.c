@@ -290,11 +290,16 @@ static void write_row(const struct gt_rec *rec)
     E.recorded++;
     if (GT_UNLIKELY(k.pos_1)) {
         k.row = gt_db_last_rowid();
-        struct taken *e = NULL;   /* an empty entry first; else the next in turn */
+        struct taken *e = NULL;   /* an empty entry first; else the next in turn (its result is lost) */
         for (unsigned i = 0; i < TAKEN_KEPT && !e; i++)
             if (!taken[i].pos_1)
                 e = &taken[i];
-        *(e ? e : &taken[taken_next++ % TAKEN_KEPT]) = k;
+        if (!e) {
+            e = &taken[taken_next++ % TAKEN_KEPT];
+            gt_window_unpin(e->row);
+        }
+        *e = k;
+        gt_window_pin(k.row);
     }
     if (gt_config.window_s && ai && ai->op == GT_OP_ALLOC && c->result == 0 && c->ptr &&
         !(rec->flags & GT_CALL_CAPTURED)) /* what a prune keeps (a graph's node is no live memory) */
@@ -309,19 +314,6 @@ static void write_row(const struct gt_rec *rec)
         GT_BIND_INT(GRAPH_CALL, captured, (rec->flags & GT_CALL_CAPTURED) != 0);
         gt_db_run(GT_ST_GRAPH_CALL, GT_NOT_A_RECORD);
     }
-}
-
-/* The events rows of the frees taken before their call returned, whose
- * result has not come: the flight recorder keeps them beside their
- * allocations' rows, so that a prune takes both or neither. Returns how many
- * (at most max). */
-size_t gt_events_taken_rows(int64_t *out, size_t max)
-{
-    size_t n = 0;
-    for (unsigned i = 0; i < TAKEN_KEPT && n < max; i++)
-        if (taken[i].pos_1 && taken[i].row)
-            out[n++] = taken[i].row;
-    return n;
 }
 
 /* A held free written as one that worked has returned (record.c): done, if
@@ -347,6 +339,7 @@ void gt_events_free_result(const struct gt_rec *rec)
         return;
     }
     k->pos_1 = 0;
+    gt_window_unpin(k->row);
     if (!failed) {
         if (k->alloc_row)
             gt_window_row_clear(k->space, k->ptr, k->alloc_row);
