@@ -206,11 +206,9 @@ static void free_begin(struct gt_pending_free *p, int api, uint64_t ptr, uint64_
     p->whole_stack = gt_config.free_stacks;
     t = gt_cost_ticks();
     p->reserved = gt_queue_reserve(&p->res, GT_DROP_QUEUE_FULL);
-    p->held = p->reserved && holdable;
     if (p->reserved)
         gt_free_pending_pos = p->res.pos + 1;
-    if (p->held)
-        p->held = gt_queue_hold(&p->res, &p->rec);
+    p->held = p->reserved && holdable && gt_queue_hold(&p->res, &p->rec);
     gt_cost_add(GT_COST_QUEUE, t);
     gt_cost_end(t0);
 }
@@ -234,14 +232,12 @@ void gt_record_reset_begin(struct gt_pending_free *p, int api, int device)
  * GT_REC_FREE_RESULT), for its row (writer_events.c). Queued while the trace
  * is stopped too: at an exec that fails it goes on, the queue kept. Its loss
  * is no event's (the free's row was written): counted as a record not
- * written when it was a failure the row then misses, not at all for a
- * success. */
-static void correct_taken_free(struct gt_rec *rec, uint64_t pos, bool may_wait)
+ * written (after the trace's end, only a failure the row then misses). */
+static void queue_free_result(struct gt_rec *rec, uint64_t pos, bool may_wait)
 {
-    bool failure = (rec->flags & GT_CALL_LEFT) || rec->call.result != 0;
     int st = atomic_load_explicit(&gt_state, memory_order_acquire);
     if (st != GT_ACTIVE && st != GT_STOPPED) {
-        if (failure)
+        if (gt_free_result_changes_row(rec))
             gt_drop(GT_DROP_NOT_WRITTEN);
         return;
     }
@@ -255,13 +251,13 @@ static void correct_taken_free(struct gt_rec *rec, uint64_t pos, bool may_wait)
 }
 
 /* It returned: its result (and a failure's stack). */
-static void correct_failed_free(const struct gt_pending_free *p, int result, uint64_t stack_hash)
+static void report_taken_free(const struct gt_pending_free *p, int result, uint64_t stack_hash)
 {
     struct gt_rec rec = p->rec;
     rec.flags = 0;
     rec.call.result = result;
     rec.call.stack_hash = stack_hash ? stack_hash : p->rec.call.stack_hash;
-    correct_taken_free(&rec, p->res.pos, true);
+    queue_free_result(&rec, p->res.pos, true);
 }
 
 /* It was left by a longjmp: its row withdrawn, as the call is counted
@@ -272,7 +268,7 @@ static void withdraw_taken_free(uint64_t pos)
     memset(&rec, 0, sizeof rec);
     rec.tid = gt_tid();
     rec.flags = GT_CALL_LEFT;
-    correct_taken_free(&rec, pos, false);   /* (the jump may come from a signal handler: no sleep) */
+    queue_free_result(&rec, pos, false);   /* (the jump may come from a signal handler: no sleep) */
 }
 
 void gt_record_free_end(struct gt_pending_free *p, int result)
@@ -286,7 +282,7 @@ void gt_record_free_end(struct gt_pending_free *p, int result)
     if (p->held) {
         /* taken: its result, a failure or the success that lets the writer forget it */
         if (gt_queue_finish_held(&p->res, result, stack_hash) == GT_HELD_TAKEN)
-            correct_failed_free(p, result, stack_hash);
+            report_taken_free(p, result, stack_hash);
     } else {
         p->rec.call.result = result;
         if (stack_hash)

@@ -167,6 +167,13 @@ struct gt_rec {
 };
 _Static_assert(sizeof(struct gt_rec) == 56, "record + sequence number = one cache line");
 
+/* A GT_REC_FREE_RESULT that changes the row (a failure, or a call left by a
+ * longjmp), not one that says the free worked as written. */
+static inline bool gt_free_result_changes_row(const struct gt_rec *r)
+{
+    return (r->flags & GT_CALL_LEFT) || r->call.result != 0;
+}
+
 /* Frees what a record owns (its message). */
 static inline void gt_rec_release(struct gt_rec *r)
 {

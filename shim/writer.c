@@ -145,7 +145,7 @@ static void drop_unwritten(uint64_t target)
             gt_queue_skip_pending(); /* counted as unfinished_at_exit */
         else if (gt_rec_is_call(r.kind))
             gt_drop(GT_DROP_UNWRITTEN_AT_SIGNAL);
-        else if (r.kind == GT_REC_FREE_RESULT && !(r.flags & GT_CALL_LEFT) && r.call.result == 0)
+        else if (r.kind == GT_REC_FREE_RESULT && !gt_free_result_changes_row(&r))
             ;   /* a taken free's success: nothing of it is missing */
         else
             gt_drop(GT_DROP_NOT_WRITTEN);

@@ -324,7 +324,7 @@ static void write_row(const struct gt_rec *rec)
  * unknown, as for any call left. */
 void gt_events_free_result(const struct gt_rec *rec)
 {
-    bool left = rec->flags & GT_CALL_LEFT, failed = left || rec->call.result != 0;
+    bool left = rec->flags & GT_CALL_LEFT, failed = gt_free_result_changes_row(rec);
     struct taken *k = NULL;
     for (unsigned i = 0; i < TAKEN_KEPT && !k; i++)
         if (taken[i].pos_1 == rec->call.size + 1)

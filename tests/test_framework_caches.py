@@ -144,42 +144,35 @@ class FreedOnlyAfterTheLoop(T.AnalyzerTest):
                       self.ok('summary', db).stdout)
         self.assertEqual(self.json('summary', db)['freed_after_loop_bytes'], 40 * MiB)
 
+    def marked_loop(self, name, last_frees_its_own=False):
+        """20 steps marked by gputrace_iteration, each keeping a 2 MiB array; the
+        teardown frees them (the last first) ten ticks after the loop."""
+        t = T.Trace(os.path.join(self.dir, name + '.db'))
+        w = t.alloc(64 * MiB, ['init_weights', 'main'])
+        kept = []
+        for s in range(20):
+            t.iteration(s)
+            t.free(t.alloc(16 * MiB, ['forward', 'main']))
+            kept.append(t.alloc(2 * MiB, ['keep (train.py:33)', 'main']))
+            if last_frees_its_own and s == 19:
+                t.free(kept.pop())
+            t.now()
+        for _ in range(10):   # the interpreter's finalization before the teardown frees
+            t.now()
+        for a in reversed(kept + [w]):
+            t.free(a)
+        return t.close()
+
     def test_the_last_steps_array_is_counted_when_its_iteration_runs_on_to_the_teardown(self):
         # iterations marked by gputrace_iteration (as found automatically): the last runs on to the
         # trace's end, and the teardown's frees fell in it; its kept array was read as the step's own
         # temporary (CuPy keeping 1 MiB a step for 20 steps on an H200: 19 arrays). A teardown a step's
         # time after the last step frees it after the loop; a temporary of the last step, freed within
         # it, is still the step's.
-        t = T.Trace(os.path.join(self.dir, 'marked.db'))
-        w = t.alloc(64 * MiB, ['init_weights', 'main'])
-        kept = []
-        for s in range(20):
-            t.iteration(s)
-            t.free(t.alloc(16 * MiB, ['forward', 'main']))
-            kept.append(t.alloc(2 * MiB, ['keep (train.py:33)', 'main']))
-            t.now()
-        for _ in range(10):   # the interpreter's finalization before the teardown frees
-            t.now()
-        for a in reversed(kept + [w]):
-            t.free(a)
-        d = self.json('leaks', t.close())
+        d = self.json('leaks', self.marked_loop('marked'))
         self.assertEqual((d['freed_after_loop_bytes'], d['freed_after_loop_count']), (20 * 2 * MiB, 20))
         # the same loop whose last step frees its array itself: 19 accumulated
-        t = T.Trace(os.path.join(self.dir, 'marked_last_freed.db'))
-        w = t.alloc(64 * MiB, ['init_weights', 'main'])
-        kept = []
-        for s in range(20):
-            t.iteration(s)
-            t.free(t.alloc(16 * MiB, ['forward', 'main']))
-            kept.append(t.alloc(2 * MiB, ['keep (train.py:33)', 'main']))
-            if s == 19:
-                t.free(kept.pop())
-            t.now()
-        for _ in range(10):
-            t.now()
-        for a in reversed(kept + [w]):
-            t.free(a)
-        d = self.json('leaks', t.close())
+        d = self.json('leaks', self.marked_loop('marked_last_freed', last_frees_its_own=True))
         self.assertEqual((d['freed_after_loop_bytes'], d['freed_after_loop_count']), (19 * 2 * MiB, 19))
 
     def test_beside_memory_live_at_exit(self):

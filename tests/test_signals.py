@@ -508,14 +508,3 @@ class LongjmpOutOfACallTest(TraceTest):
         self.run_jump('alloc', deep=True)
         db = self.run_jump('free', deep=True)
         self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
-
-    def test_a_free_the_writer_wrote_while_it_waited_is_withdrawn_when_left_by_longjmp(self):
-        # after 5 ms in its call a free is written as one that worked (lest it hold every event behind it);
-        # left by the jump 500 ms on, its row is taken back: the call is counted as left, the block live
-        db = self.run_jump('free', more=['alarm=500'])
-        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE size = 12345 AND result = 0"), [(1,)])
-        self.assertEqual(query(db, "SELECT count(*) FROM events_v WHERE api = 'cudaFree'"), [(1001,)])
-        self.assertEqual(query(db, "SELECT count(*) FROM live_at_exit WHERE api = 'cudaMalloc'"), [(1,)])
-        self.assertEqual(query(db, "SELECT count(*) FROM notes WHERE message LIKE '%could not be%'"), [(0,)])
-        (recorded,), = query(db, 'SELECT events_recorded FROM processes')
-        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(recorded,)])

@@ -57,6 +57,14 @@ static struct gt_rec event(int32_t producer, uint64_t seq)
     return ev;
 }
 
+/* A free's record held in a slot reserved for it (as record.c's free_begin). */
+static bool hold_free(struct gt_reservation *r)
+{
+    struct gt_rec fr = event(7, 42);
+    fr.kind = GT_REC_FREE;
+    return gt_queue_reserve(r, GT_DROP_QUEUE_FULL) && gt_queue_hold(r, &fr);
+}
+
 static bool push(int32_t producer, uint64_t seq)
 {
     struct gt_reservation r;
@@ -511,10 +519,7 @@ static void test_a_held_free_is_taken_after_its_wait_and_its_finish_says_so(void
 {
     reset(8, 1000);
     struct gt_reservation held;
-    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
-    struct gt_rec fr = event(7, 42);
-    fr.kind = GT_REC_FREE;
-    CHECK(gt_queue_hold(&held, &fr));
+    CHECK(hold_free(&held));
     CHECK(push(0, 1));
     struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8, 200 * 1000000ull), 0);   /* first seen: not yet */
@@ -540,10 +545,7 @@ static void test_a_held_free_finished_in_time_is_published_with_its_result(void)
 {
     reset(8, 1000);
     struct gt_reservation held;
-    CHECK(gt_queue_reserve(&held, GT_DROP_QUEUE_FULL));
-    struct gt_rec fr = event(7, 42);
-    fr.kind = GT_REC_FREE;
-    CHECK(gt_queue_hold(&held, &fr));
+    CHECK(hold_free(&held));
     CHECK(push(0, 1));
     struct gt_rec out[8];
     CHECK_EQ_INT(gt_queue_pop(out, 8, 1000 * 1000000ull), 0);
@@ -561,14 +563,11 @@ static void test_a_held_free_is_taken_at_once_at_a_stop_and_given_up_by_a_jump_b
 {
     reset(8, 1000);
     struct gt_reservation a, b;
-    struct gt_rec fr = event(7, 42), out[8];
-    fr.kind = GT_REC_FREE;
-    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&a, &fr));
+    struct gt_rec out[8];
+    CHECK(hold_free(&a));
     CHECK_EQ_INT(gt_queue_pop(out, 8, 0), 1);
     CHECK(out[0].flags & GT_CALL_TAKEN);
-    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&b, &fr));
+    CHECK(hold_free(&b));
     CHECK(push(0, 1));
     CHECK_EQ_INT(gt_queue_abandon(b.pos), false);
     CHECK_EQ_INT(gt_queue_finish_held(&b, 0, 0), GT_HELD_SKIPPED);
@@ -585,15 +584,11 @@ static void test_a_held_free_right_behind_a_taken_one_is_taken_with_it(void)
 {
     reset(8, 1000);
     struct gt_reservation a, b, c;
-    struct gt_rec fr = event(7, 42), out[8];
-    fr.kind = GT_REC_FREE;
-    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&a, &fr));
-    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&b, &fr));
+    struct gt_rec out[8];
+    CHECK(hold_free(&a));
+    CHECK(hold_free(&b));
     CHECK(push(0, 1));
-    CHECK(gt_queue_reserve(&c, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&c, &fr));
+    CHECK(hold_free(&c));
     CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 0);
     sleep_ms(120);
     CHECK_EQ_INT(gt_queue_pop(out, 8, 100 * 1000000ull), 3);   /* a, b, and the published one; not c yet */
@@ -614,15 +609,12 @@ static void test_a_free_held_later_behind_a_taken_one_waits_its_own_time(void)
 {
     reset(8, 1000);
     struct gt_reservation a, b;
-    struct gt_rec fr = event(7, 42), out[8];
-    fr.kind = GT_REC_FREE;
-    CHECK(gt_queue_reserve(&a, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&a, &fr));
+    struct gt_rec out[8];
+    CHECK(hold_free(&a));
     CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 0);
     sleep_ms(60);
     CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 1);   /* a, after its wait; nothing behind it */
-    CHECK(gt_queue_reserve(&b, GT_DROP_QUEUE_FULL));
-    CHECK(gt_queue_hold(&b, &fr));
+    CHECK(hold_free(&b));
     CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 0);   /* b is new: not taken on sight */
     CHECK_EQ_INT(gt_queue_finish_held(&b, 0, 0), GT_HELD_PUBLISHED);
     CHECK_EQ_INT(gt_queue_pop(out, 8, 50 * 1000000ull), 1);
