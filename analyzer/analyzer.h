@@ -408,6 +408,14 @@ struct gt_peak {
     int64_t overall_peak;
     uint32_t overall_ev;
 };
+/* peak_history.c: new highs per iteration and whether peaks follow history (pk->high, pk->history);
+ * memory carried between batch sizes' runs; bytes held from before the loop through every peak; traced
+ * memory beside a pool that rose with the batch size (pk->other_*) */
+void gt_peak_history(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk);
+void gt_peak_carried(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk);
+int64_t gt_peak_held_through(const struct gt_ctx *c, const struct gt_sel *sel, const struct gt_iterations *its,
+                             const struct gt_peak *pk);
+void gt_peak_other_levels(struct gt_ctx *c, const struct gt_iterations *its, struct gt_peak *pk);
 /* peak_steps.c: the last iteration died in (killed, a signal) finished before the trace ended; the last,
  * not closed, ran past its step (work after the loop in it); the rounding margin a sample (room's
  * rounding_per_sample) */
