@@ -242,6 +242,9 @@ int gt_growth_compute(struct gt_ctx *c, struct gt_growth *g);
  * its (one thread's loop of them), of c->sel's memory */
 int gt_growth_on(struct gt_ctx *c, struct gt_growth *g);
 int gt_growth_over(struct gt_ctx *c, const struct gt_iterations *its, struct gt_growth *g);
+/* growth_shapes.c: the shapes the Theil-Sen verdict misreads, read after it (x, y: g->used points) */
+void gt_growth_shapes(const struct gt_ctx *c, const struct gt_iterations *its, struct gt_growth *g, const double *x,
+                      const double *y);
 void gt_growth_free(struct gt_growth *g);
 int gt_report_growth(struct gt_ctx *c, struct gt_json *j);
 /* growth_out.c: device memory that did not grow, half or more of it a
