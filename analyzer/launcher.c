@@ -22,6 +22,7 @@
 #include "schema_sql.h"
 #include "subprocess.h"
 #include "trace.h"
+#include "viz.h"
 
 /* gputrace run --help (the command table is in commands.c) */
 const char gt_help_run[] =
@@ -162,6 +163,14 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
     }
     if (strchr(arg, '%'))
         return 0; /* a pattern names files per process: nothing to replace */
+    /* a trace named NAME.db-wal beside a database NAME.db is that
+     * database's write-ahead log to SQLite: the next writer to open NAME.db
+     * (symbolize) removes it (a helper's probe) */
+    if (gt_is_sqlite_companion(arg)) {
+        fprintf(stderr, "gputrace run: -o %s: is the name of a SQLite database's write-ahead log, index or journal "
+                        "(a trace's, beside it); choose another path\n", arg);
+        return -1;
+    }
     if (lstat(arg, &st) != 0) {
         /* SQLite's files of a trace removed without them: the shim would
          * not take the name beside them (SQLite would read them as the new

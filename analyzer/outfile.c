@@ -76,7 +76,7 @@ static int is_sqlite(const char *path)
  * index or rollback journal (NAME.db-wal, -shm, -journal beside NAME.db), or
  * any file that starts as a write-ahead log does? A killed run's events are
  * in its -wal alone: -o there replaced them all (a helper's probe). */
-static int is_sqlite_companion(const char *path)
+int gt_is_sqlite_companion(const char *path)
 {
     static const char *const suffixes[] = {"-wal", "-shm", "-journal"};
     size_t n = strlen(path);
@@ -115,7 +115,7 @@ int gt_outfile_open(struct gt_outfile *of, const char *path)
                 "file\n", gt_shown(path));
         return GT_EXIT_OUTPUT;
     }
-    if (is_sqlite_companion(path)) {
+    if (gt_is_sqlite_companion(path)) {
         fprintf(stderr, "gputrace: %s is a SQLite database's write-ahead log, index or journal (a trace's: a killed "
                 "run's events may be there alone), which -o would replace; name another output file\n", gt_shown(path));
         return GT_EXIT_OUTPUT;

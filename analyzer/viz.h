@@ -19,6 +19,10 @@ struct gt_outfile {
     int direct;          /* f is path itself, opened for writing: a device, a FIFO, a terminal */
 };
 int gt_outfile_open(struct gt_outfile *of, const char *path);
+/* path is a SQLite database's -wal, -shm or -journal (NAME.db-wal beside a
+ * database NAME.db), or starts as a write-ahead log does: writing a file
+ * there (export, report, a trace of `run`) costs the database's data. */
+int gt_is_sqlite_companion(const char *path);
 
 /* What export and report write when no -o was given: stdout, unless stdout
  * is a terminal, where pages of HTML or JSON help nobody. Then the output

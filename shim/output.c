@@ -115,12 +115,23 @@ static int place(const char *tmp, const char *path)
      * there left NAME-wal, which SQLite would read into this trace (the new
      * run lost, the old one shown), and the side files are not ours to touch */
     static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    size_t n = strlen(path);
     for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
         char side[sizeof base + 16];
         struct stat st;
         snprintf(side, sizeof side, "%s%s", path, sides[k]);
         if (lstat(side, &st) == 0)
             return -EEXIST;
+        /* and a name that is a side file of a file there (NAME.db-wal beside
+         * NAME.db): SQLite would read this trace as that database's log, and
+         * the next writer to open NAME.db removes it */
+        size_t m = strlen(sides[k]);
+        if (n > m && n - m < sizeof side && !strcmp(path + n - m, sides[k])) {
+            memcpy(side, path, n - m);
+            side[n - m] = 0;
+            if (lstat(side, &st) == 0)
+                return -EEXIST;
+        }
     }
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
         return 0;

@@ -93,6 +93,21 @@ class LauncherTest(TraceTest):
         os.unlink(db + '-shm')
         self.assertIn('t.db-wal is left of a trace removed without it; remove it too', self.refused(db))
 
+    def test_a_path_that_is_a_side_file_of_a_trace_there_is_refused(self):
+        # run -o t.db-wal beside the trace t.db was taken: SQLite read the new
+        # trace as t.db's write-ahead log, and `symbolize t.db` removed it
+        db = os.path.join(self.dir, 't.db')
+        self.launch(['-o', db, prog('output')])
+        for side in ('-wal', '-shm', '-journal'):
+            self.assertIn("write-ahead log, index or journal", self.refused(db + side))
+        self.assertEqual(sorted(os.listdir(self.dir)), ['t.db'])
+        self.assertEqual(query(db, 'SELECT count(*) FROM events'), [(20,)])
+        # a name of that form with no database beside it is a name like any other
+        lone = os.path.join(self.dir, 'u.db-wal')
+        p = self.launch(['-o', lone, prog('output')])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertEqual(query(lone, 'SELECT count(*) FROM events'), [(20,)])
+
     def test_a_command_that_traced_nothing_says_the_earlier_trace_is_still_there(self):
         db = os.path.join(self.dir, 'keep.db')
         self.launch(['-o', db, '--', prog('output')])

@@ -611,6 +611,28 @@ class OutputTest(TraceTest):
             for f in os.listdir(self.dir):
                 os.unlink(os.path.join(self.dir, f))
 
+    def test_a_name_that_is_a_side_file_of_a_database_there_is_taken(self):
+        # GPUTRACE_OUTPUT=trace.db-wal beside a database trace.db: SQLite reads
+        # the trace as that database's write-ahead log, and the next writer to
+        # open trace.db removes it (a helper's probe, through `run -o`)
+        import sqlite3
+        other = os.path.join(self.dir, 'trace.db')
+        con = sqlite3.connect(other)
+        con.execute('CREATE TABLE t(x)')
+        con.execute('INSERT INTO t VALUES (7)')
+        con.commit()
+        con.close()
+        for side in ('-wal', '-shm', '-journal'):
+            p, _ = self.trace([prog('output')], name='trace.db' + side)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertFalse(os.path.exists(other + side), (side, os.listdir(self.dir)))
+            mine = [f for f in os.listdir(self.dir) if re.match(r'^trace\.db%s\.\d+$' % side, f)]
+            self.assertEqual(len(mine), 1, os.listdir(self.dir))
+            self.assertEqual(query(os.path.join(self.dir, mine[0]), 'SELECT count(*) FROM events'), [(20,)])
+            os.unlink(os.path.join(self.dir, mine[0]))
+        self.assertEqual(query(other, 'SELECT x FROM t'), [(7,)])
+        self.assertEqual(sorted(os.listdir(self.dir)), ['trace.db'])
+
     def test_pattern_expands_pid_host_and_rank(self):
         env = base_env(GPUTRACE_OUTPUT=os.path.join(self.dir, 'r%r-%h-%p.db'), GPUTRACE_QUIET=1, RANK=3)
         run([prog('output')], env=env, cwd=self.dir)
