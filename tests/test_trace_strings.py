@@ -96,6 +96,25 @@ class InvalidUtf8Test(T.AnalyzerTest):
         self.assertIn(REPLACED_RANGE, json.dumps(docs['growth'], ensure_ascii=False))
 
 
+    def test_text_reports_are_valid_utf8_with_bad_bytes_replaced(self):
+        # the text filter passed bytes >= 0x80 as they came: summary's command
+        # line and leaks' frame reached a pipe as \xc0\xaf and \xed\xa0\x80 (a helper's probe)
+        texts = {}
+        for cmd in ('summary', 'leaks', 'growth', 'peak', 'oom', 'top'):
+            out = self.run_bytes(cmd, self.db)
+            try:
+                texts[cmd] = out.decode('utf-8')
+            except UnicodeDecodeError as e:
+                self.fail('gputrace %s: %s' % (cmd, e))
+        self.assertIn('./train \ufffd\ufffd --bs=8', texts['summary'])
+        self.assertIn('layer_\ufffd\ufffd\ufffd_forward', texts['leaks'])
+        # well-formed UTF-8 (a name in Greek, an emoji) passes unchanged
+        con = sqlite3.connect(self.db)
+        con.execute("UPDATE processes SET command_line = ?", ('./tr\u03b1in \U0001f680 --bs=8',))
+        con.commit()
+        con.close()
+        self.assertIn('./tr\u03b1in \U0001f680 --bs=8', self.run_bytes('summary', self.db).decode('utf-8'))
+
 def on_a_terminal(args):
     """(exit status, bytes) of args run with stdout on a pseudo-terminal."""
     import pty
