@@ -181,6 +181,8 @@ static void progress(const struct sweep *s, const struct gt_sweep_run *r)
             snprintf(what + n, sizeof what - n, ")");
     } else if (r->exit_status) {
         snprintf(what, sizeof what, "failed (exit status %d)", r->exit_status);
+    } else if (!r->ntraces) {   /* (the table says failed: a run is measured by its trace) */
+        snprintf(what, sizeof what, "failed (wrote no trace)");
     } else {
         snprintf(what, sizeof what, "fits");
     }
@@ -228,8 +230,8 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
     if (r->timed_out) {   /* whatever its trace says: it was stopped, not ended by the program */
         s->stopped = "run-timeout";
         snprintf(s->why, sizeof s->why, "run %d (batch size %lld) did not end within --run-timeout %g s and was stopped "
-                 "(SIGTERM; SIGKILL 10 s later if still running): raise --run-timeout if the runs need longer; its last "
-                 "lines on stderr (%s):", r->number, (long long)r->batch_size, (double)s->a->run_timeout / 1e9,
+                 "(SIGTERM; SIGKILL 10 s later if still running): raise --run-timeout if the runs need longer; its "
+                 "stderr is in %s", r->number, (long long)r->batch_size, (double)s->a->run_timeout / 1e9,
                  r->stderr_path);
         return -1;
     }
@@ -278,7 +280,7 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
             snprintf(how, sizeof how, "was killed by signal %d (%s)", r->exit_status - 128, strsignal(r->exit_status - 128));
         else
             snprintf(how, sizeof how, "exited with status %d", r->exit_status);
-        snprintf(s->why, sizeof s->why, "run %d (batch size %lld) %s, and %s; its last lines on stderr (%s):", r->number,
+        snprintf(s->why, sizeof s->why, "run %d (batch size %lld) %s, and %s; its stderr is in %s", r->number,
                  (long long)r->batch_size, how,
                  measured != GT_EXIT_OK ? "its trace cannot be read"
                  : r->host_oom          ? "its trace ends on a failed pinned host (or managed) allocation, not the "
@@ -291,7 +293,7 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
     if (!r->ntraces) {
         s->stopped = "no-trace";
         snprintf(s->why, sizeof s->why, "run %d (batch size %lld) wrote no trace: the command made no CUDA call the shim "
-                 "saw (does it use the GPU? is LD_PRELOAD cleared on the way?); its last lines on stderr (%s):",
+                 "saw (does it use the GPU? is LD_PRELOAD cleared on the way?); its stderr is in %s",
                  r->number, (long long)r->batch_size, r->stderr_path);
         return -1;
     }
@@ -307,7 +309,7 @@ static int take(struct sweep *s, struct gt_sweep_run *r, int measured)
                 s->stopped = "batch-size-ignored";
                 snprintf(s->why, sizeof s->why, "the peak at batch size %lld (%s) is no higher than at %lld: the "
                          "command's memory stopped following the batch size (does it cap it, or catch its out-of-"
-                         "memory error and go on?); its last lines on stderr (%s):", (long long)r->batch_size,
+                         "memory error and go on?); its stderr is in %s", (long long)r->batch_size,
                          gt_fmt_bytes(r->peak, (char[GT_FMT_LEN]){0}), (long long)q->batch_size, r->stderr_path);
                 return -1;
             }
@@ -421,20 +423,26 @@ int gt_cmd_sweep(const struct gt_command *cmd, struct gt_args *a)
     gt_sweep_plan_init(&s.plan, a->nbatch_sizes ? a->batch_sizes : NULL, (size_t)a->nbatch_sizes);
     if (a->repeat)
         s.plan.fits_needed = a->repeat;
+    if (a->nbatch_sizes >= s.max_runs && !a->quiet)
+        fprintf(stderr, "gputrace sweep: --batch-sizes names %d sizes and --max-runs is %d: the model phase "
+                        "takes every run, and no run is left to predict and prove the boundary\n",
+                a->nbatch_sizes, s.max_runs);
     s.t0 = gt_now();
     run_sweep(&s);
     double total_s = gt_now() - s.t0;
     if (!s.modelled && s.plan.n) {   /* the sweep ended in phase 1: show its fit all the same */
         gt_sweep_plan_fit(&s.plan, &s.model);
-        s.modelled = 1;
+        s.modelled = s.modelled_after_stop = 1;
     }
     if (s.stopped && strcmp(s.stopped, "max-runs")) {
         fprintf(stderr, "gputrace sweep: stopped: %s\n", s.why);
         const struct gt_sweep_run *r = s.nruns ? &s.runs[s.nruns - 1] : NULL;
         if (r && ((!strcmp(s.stopped, "failed") && r->exit_status) || !strcmp(s.stopped, "no-trace") ||
-                  (!strcmp(s.stopped, "batch-size-ignored") && strstr(s.why, "last lines")) ||
-                  !strcmp(s.stopped, "run-timeout")))
+                  (!strcmp(s.stopped, "batch-size-ignored") && strstr(s.why, "its stderr is in")) ||
+                  !strcmp(s.stopped, "run-timeout"))) {
+            fprintf(stderr, "gputrace sweep: run %d's last lines on stderr:\n", r->number);
             gt_sweep_print_tail(stderr, r->stderr_path, TAIL_LINES);
+        }
     }
     if (a->base.json)
         gt_sweep_print_json(&s, total_s);

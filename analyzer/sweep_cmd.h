@@ -26,6 +26,7 @@ struct sweep {
     int64_t untraced;       /* the most NVML showed held outside a run's trace that fit; -1 unknown */
     struct gt_sweep_fit model;   /* phase 1's fit, which made the prediction */
     int modelled;
+    int modelled_after_stop;   /* the fit shown was made when the sweep stopped in its model phase */
     int64_t predicted, available_predicted;   /* -1: none */
     const char *stopped;    /* NULL, or why the sweep stopped before its end */
     char why[600];          /* ... in words */

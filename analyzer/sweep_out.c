@@ -394,8 +394,9 @@ void gt_sweep_print_text(const struct sweep *s, double total_s)
     else if (s->modelled)
         printf("  predicted largest batch size: none (%s)\n",
                s->model.fit.ok && !(s->model.fit.slope > 0) ? "the peak does not grow with the batch size"
-               : s->total < 0                               ? "needs the device size"
-                                                            : "needs a fit whose peak grows");
+               : s->modelled_after_stop ? "the sweep stopped in its model phase, before it predicts: see stopped"
+               : s->total < 0           ? "needs the device size"
+                                        : "needs a fit whose peak grows");
     print_unsteady_text(s);
     print_pool_kept_text(s);
     print_pool_split_text(s);

@@ -853,6 +853,34 @@ class SweepTest(TraceTest):
         self.assertEqual(p.returncode, 14, p.stderr)
         self.assertIn('320 (not proven: 320 ran once, not yet repeated, 321 ran out of memory)', p.stdout)
 
+    def test_max_runs_spent_in_the_model_phase_is_said_so(self):
+        # the fit was shown and the prediction read "needs a fit whose peak
+        # grows" beside it, and 40 sizes under the default 20 runs gave no
+        # word before the model phase took them all (a helper's probe)
+        p, d = self.sweep(['--max-runs', '2'], self.train())
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertIn('fit: peak = 64.00 MiB + 3.00 MiB x batch_size', p.stdout)
+        self.assertIn('predicted largest batch size: none (the sweep stopped in its model phase, before it predicts: '
+                      'see stopped)', p.stdout)
+        self.assertNotIn('needs a fit whose peak grows', p.stdout)
+        self.assertNotIn('--batch-sizes names', p.stderr)
+        p, doc, d = self.sweep_json(['--batch-sizes', ','.join(str(b) for b in range(1, 41))], self.train(),
+                                    dirname='sweep2')
+        self.assertEqual(p.returncode, 14, p.stderr)
+        self.assertEqual((doc['stopped'], doc['runs_used']), ('max-runs', 20))
+        self.assertIn('gputrace sweep: --batch-sizes names 40 sizes and --max-runs is 20: the model phase takes '
+                      'every run', p.stderr)
+
+    def test_a_run_that_wrote_no_trace_reads_failed_in_its_progress_line(self):
+        p, doc, d = self.sweep_json([], ['sh', '-c', 'echo its own words >&2', 'sh', '{bs}'])
+        self.assertEqual(p.returncode, 12, p.stderr)
+        self.assertEqual(doc['stopped'], 'no-trace')
+        self.assertIn('gputrace sweep: run 1, batch size 1 (model): failed (wrote no trace)', p.stderr)
+        self.assertNotIn(': fits', p.stderr)
+        # the reason names where the run's stderr is, and the last lines follow it on stderr only
+        self.assertRegex(doc['stopped_why'], r'its stderr is in \S+bs1-run1\.stderr$')
+        self.assertIn("gputrace sweep: run 1's last lines on stderr:\n    its own words\n", p.stderr)
+
     def test_preallocating_program_is_detected_and_told_how_to_run(self):
         # --prealloc-vmm: one cuMemCreate mapped into a reserved range, through
         # the driver reached by dlsym, as JAX 0.11.2 preallocates on CUDA 13
