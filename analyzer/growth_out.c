@@ -406,18 +406,33 @@ int gt_report_growth(struct gt_ctx *c, struct gt_json *j)
     if (g.held.since_slope > g.slope)
         g.slope = g.held.since_slope;
     if (!code && c->o->fail_above >= 0 && g.used >= 2 && g.slope > (double)c->o->fail_above) {
-        char b1[GT_FMT_LEN], b2[GT_FMT_LEN];
+        char b1[GT_FMT_LEN], b2[GT_FMT_LEN], b3[GT_FMT_LEN];
         if (!strcmp(g.verdict, "growing")) {
             fprintf(stderr, "gputrace: %s: live %s memory grows %s per iteration, above --fail-above %s\n", gt_shown(c->path),
                     g.memory, gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2));
             code = GT_EXIT_FAIL_ABOVE;
         } else if (!strcmp(g.verdict, "unknown")) {
-            fprintf(stderr, "gputrace: %s: --fail-above not judged: growth is unknown (too few iterations to tell); "
-                    "trace more iterations\n", c->path);
+            /* (each line says what made the verdict: --threshold, not noise, made a slope stable; a
+             * scatter or a preallocated pool, not few iterations, left it unknown: a helper's probe) */
+            fprintf(stderr, "gputrace: %s: --fail-above not judged: growth is unknown (%s)\n", gt_shown(c->path),
+                    g.prealloc.bytes > 0 ? "a preallocated pool holds the arrays out of the trace's sight; trace "
+                                           "at tensor level"
+                    : g.scatter_hides    ? "the iterations' live memory scatters enough to hide it; trace more "
+                                           "iterations, or mark them where each step ends"
+                                         : "too few iterations to tell; trace more iterations");
+        } else if (g.batch_rises) {
+            fprintf(stderr, "gputrace: %s: --fail-above not failed: the level rose only with each larger batch "
+                    "size (verdict %s): `gputrace peak` tells the batch's cost\n", gt_shown(c->path), g.verdict);
+        } else if (g.slope <= (double)c->o->threshold) {
+            fprintf(stderr, "gputrace: %s: --fail-above not failed: the fitted slope, %s per iteration, is above %s "
+                    "but not above --threshold %s (verdict %s); lower --threshold to judge it\n", gt_shown(c->path),
+                    gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2),
+                    gt_fmt_bytes(c->o->threshold, b3), g.verdict);
         } else {
             fprintf(stderr, "gputrace: %s: --fail-above not failed: the fitted slope, %s per iteration, is above %s "
                     "but within what the iterations vary by (verdict %s); more iterations tell a small growth from "
-                    "noise\n", c->path, gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2), g.verdict);
+                    "noise\n", gt_shown(c->path), gt_fmt_bytes_d(g.slope, b1), gt_fmt_bytes(c->o->fail_above, b2),
+                    g.verdict);
         }
     }
     gt_growth_free(&g);

@@ -1108,6 +1108,12 @@ class SeveralFiles(T.AnalyzerTest):
         p = self.gputrace('growth', '--fail-above', '1K', three)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn('--fail-above not judged: growth is unknown', p.stderr)
+        # a slope --threshold made stable is said so, not blamed on the iterations' scatter (a helper's probe)
+        leaky = T.leak_retained(self.dir)
+        p = self.gputrace('growth', '--threshold', '1G', '--fail-above', '1', leaky)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('but not above --threshold 1.00 GiB (verdict stable); lower --threshold to judge it', p.stderr)
+        self.assertNotIn('vary by', p.stderr)
 
     def test_fail_above_with_several_files_exits_1(self):
         r0, r1 = T.two_ranks(self.dir)
