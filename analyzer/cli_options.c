@@ -154,7 +154,7 @@ const struct gt_option gt_options[] = {
     {"--threshold", NULL, "B", GT_OPTS_GROWTH, GT_OPT_BYTES, AT(base.threshold), 0, INT64_MAX, NULL,
      "--threshold needs bytes per iteration, not \"%s\"", NULL},
     {"--output", "-o", "FILE", GT_OPTS_OUTPUT, GT_OPT_STRING, AT(out), 1, 0, NULL,
-     "-o needs a file name (-o - writes to stdout)%.0s", NULL},
+     "-o needs a file name (to export and report, -o - is stdout)%.0s", NULL},
     {"--format", NULL, "FORMAT", GT_OPTS_EXPORT, GT_OPT_CUSTOM, 0, 0, 0, parse_format, NULL, NULL},
     {"--from", NULL, "T", GT_OPTS_EXPORT, GT_OPT_TIME, AT(from), 0, 0, NULL,
      "--from/--to need a time since the trace started (e.g. 1.5s, 200ms), not \"%s\"", NULL},

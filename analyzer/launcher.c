@@ -116,6 +116,12 @@ static int prepare_output(const char *arg, char *out, size_t cap, char *aside, s
     struct stat st;
     size_t n = strlen(arg);
     aside[0] = 0;
+    /* -o - is stdout to export and report; a trace is a database, never a stream */
+    if (!strcmp(arg, "-")) {
+        fprintf(stderr, "gputrace run: -o -: a trace is a SQLite file, not a stream to stdout; name a file (-o "
+                        "./- for a file named '-')\n");
+        return -1;
+    }
     /* the shim opens GPUTRACE_OUTPUT from the traced process's directory: a
      * command that changes directory first (a wrapper script's cd) would put
      * a relative path elsewhere than the place checked here */

@@ -135,7 +135,7 @@ class UsageErrors(T.AnalyzerTest):
         self.assertIn("option '--json' takes no value", self.usage_error('summary', '--json=yes', 'x.db'))
         self.assertIn('--frames needs a number from 1 to 1000000000, not "0"', self.usage_error('top', '--frames=0', 'x.db'))
         # an empty output name was taken as the default one (a helper's probe)
-        self.assertIn('-o needs a file name (-o - writes to stdout)', self.usage_error('export', '-o', '', 'x.db'))
+        self.assertIn('-o needs a file name (to export and report, -o - is stdout)', self.usage_error('export', '-o', '', 'x.db'))
         # a positive number past the limit says the limit (it said "needs a positive number": a helper's probe)
         self.assertIn('--top needs a number from 1 to 1000000000, not "99999999999"',
                       self.usage_error('top', '--top', '99999999999', 'x.db'))

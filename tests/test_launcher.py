@@ -93,6 +93,11 @@ class LauncherTest(TraceTest):
         os.unlink(db + '-shm')
         self.assertIn('t.db-wal is left of a trace removed without it; remove it too', self.refused(db))
 
+    def test_output_dash_is_refused_not_made_a_file_named_dash(self):
+        # `-o -` is stdout to export and report; run made a trace named '-' (a helper's probe)
+        self.assertIn("a trace is a SQLite file, not a stream to stdout", self.refused('-'))
+        self.assertEqual(os.listdir(self.dir), [])
+
     def test_a_path_that_is_a_side_file_of_a_trace_there_is_refused(self):
         # run -o t.db-wal beside the trace t.db was taken: SQLite read the new
         # trace as t.db's write-ahead log, and `symbolize t.db` removed it
