@@ -288,7 +288,11 @@ static int print_text(struct gt_ctx *c, const struct gt_iterations *its, const s
         printf("  fit: peak = %s + %s x batch_size  (R^2 = %.4f over %zu batch sizes)\n", gt_fmt_bytes_d(pk->fit.intercept, b1),
                gt_fmt_bytes_d(pk->fit.slope, b2), pk->fit.r2, pk->nbs);
         gt_slack_print(&pk->slack);
-        if (pk->max_batch_size >= 0) {
+        if (pk->max_batch_size == 0) {   /* (--device-bytes below what batch size 1 needs) */
+            printf("  largest batch size predicted to fit: none: batch size 1 needs more than the %s available, "
+                   "less a margin of %s\n", gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
+            print_room(pk);
+        } else if (pk->max_batch_size > 0) {
             printf("  largest batch size predicted to fit: %lld (in %s available, less a margin of %s)\n",
                    (long long)pk->max_batch_size, gt_fmt_bytes(pk->room.available, b1), gt_fmt_bytes(pk->room.margin, b2));
             print_room(pk);

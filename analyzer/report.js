@@ -218,7 +218,8 @@
     var t = pk.fit ? 'peak = ' + fmtBytes(pk.fit.fixed_bytes) + ' + ' + fmtBytes(pk.fit.per_sample_bytes) + ' x batch size (R\u00b2 ' +
       pk.fit.r2.toFixed(4) + ')' : pk.peaks_follow_history ? 'No fit: the peaks follow the allocator\'s history.' :
       'No fit: needs iterations with at least two batch sizes.';
-    if (pk.max_batch_size !== null && pk.max_batch_size !== undefined) t += '; largest batch size predicted to fit: ' + pk.max_batch_size;
+    if (pk.max_batch_size === 0) t += '; largest batch size predicted to fit: none (batch size 1 needs more than is available)';
+    else if (pk.max_batch_size !== null && pk.max_batch_size !== undefined) t += '; largest batch size predicted to fit: ' + pk.max_batch_size;
     else if (pk.max_batch_size_withheld) t += '; no largest batch size: ' + pk.max_batch_size_withheld + ' (' + pk.what_would_give_one + ')';
     if (pk.fit && pk.fit.reliable === false)
       t += '. The fit is poor: these peaks do not follow batch size, so neither does the prediction (a caching allocator keeps ' +
@@ -479,6 +480,8 @@
       ': ' + fmtBytes(o.failures[0].requested_bytes) + ' requested at ' + fmtNs(o.failures[0].time_ns) : 'none', nf ? ids.oom : null, nf ? 'bad' : 'good');
     var nbs = (pk.by_batch_size || []).length;
     if (pk.error) item('batch', 'Largest batch', '', 'unknown: ' + pk.error, null);
+    else if (pk.max_batch_size === 0)
+      item('batch', 'Largest batch', 'none', 'batch size 1 needs more than is available, predicted from the peaks of ' + nbs + ' batch sizes', ids.scatter, 'bad');
     else if (pk.max_batch_size !== null && pk.max_batch_size !== undefined)
       item('batch', 'Largest batch', pk.max_batch_size, pk.max_batch_size + ', predicted from the peaks of ' + nbs + ' batch sizes' +
         (pk.fit ? ' (R\u00b2 ' + pk.fit.r2.toFixed(4) + ')' : ''), ids.scatter);

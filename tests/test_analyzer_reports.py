@@ -671,6 +671,17 @@ class PeakAndFit(T.AnalyzerTest):
         self.assertIs(good['fit']['reliable'], True)
         self.assertIsNone(good['max_batch_size_withheld'])
 
+    def test_a_device_too_small_for_batch_size_1_reads_none_not_0(self):
+        # --device-bytes asks what fits on a smaller card: one too small for a
+        # single sample printed "largest batch size predicted to fit: 0"
+        db = T.batch_sequence(self.dir)
+        d = self.json('peak', '--device-bytes', '1K', db)
+        self.assertEqual(d['max_batch_size'], 0)   # (the JSON's number: no batch size fits)
+        text = self.ok('peak', '--device-bytes', '1K', db).stdout
+        self.assertIn('largest batch size predicted to fit: none: batch size 1 needs more than the 1.00 KiB available',
+                      text)
+        self.assertNotIn('predicted to fit: 0', text)
+
     def test_a_poor_fit_gives_no_largest_batch(self):
         # issue 11: under PyTorch's default allocator a mixed-batch trace said
         # "largest batch 487" with the fit marked unreliable; the truth was 303
